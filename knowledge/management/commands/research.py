@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.conf import settings
+
+from knowledge.search import DEFAULT_LIMIT, KnowledgeContext, search_knowledge
+from reviewconsole.cli import JsonCommand, parse_fact
+from reviewconsole.timeparse import parse_aware_datetime
+
+
+def add_fact_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("--channel")
+    parser.add_argument("--product")
+    parser.add_argument("--basket-cents", type=int, dest="basket_cents")
+    parser.add_argument("--fact", action="append", default=[], metavar="K=V")
+
+
+def facts_from_options(options: dict[str, Any]) -> dict[str, object]:
+    facts: dict[str, object] = dict(parse_fact(text) for text in options["fact"])
+    for name in ("channel", "product", "basket_cents"):
+        if options.get(name) is not None:
+            facts[name] = options[name]
+    return facts
+
+
+class Command(JsonCommand):
+    help = "Search the knowledge base for one ticket's scope and facts (SPEC §2.2)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("query")
+        parser.add_argument("--tenant", default=settings.DEMO_TENANT)
+        parser.add_argument("--brand", default=settings.DEMO_BRAND)
+        parser.add_argument("--store")
+        parser.add_argument("--campaign")
+        parser.add_argument("--at", required=True, metavar="ISO", help="when the problem occurred")
+        parser.add_argument("--known-at", required=True, metavar="ISO", dest="known_at")
+        parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
+        add_fact_arguments(parser)
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        context = KnowledgeContext(
+            tenant=options["tenant"],
+            brand=options["brand"],
+            store=options["store"],
+            campaign=options["campaign"],
+            occurred_at=parse_aware_datetime(options["at"], field="--at"),
+            known_at=parse_aware_datetime(options["known_at"], field="--known-at"),
+            facts=facts_from_options(options),
+            limit=options["limit"],
+        )
+        return search_knowledge(options["query"], context)
+
+    def render_text(self, result: dict[str, Any]) -> str:
+        lines = [f"status: {result['status']}"]
+        if result["missing"]:
+            lines.append("missing: " + ", ".join(result["missing"]))
+        for item in result["evidence"]:
+            lines.append(f"- {item['id']}  {item['quote']}")
+        if result["truncated"]:
+            lines.append("(more documents matched; the list was cut)")
+        return "\n".join(lines)

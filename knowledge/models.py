@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class DocumentKind(models.TextChoices):
+    RULE = "rule", "rule"
+    CASE = "case", "historical case"
+
+
+class ImmutableContentError(RuntimeError):
+    pass
+
+
+# Fields that may change after a version is saved: its lifecycle, never its content.
+LIFECYCLE_FIELDS = frozenset(
+    {"approved", "approved_by", "approved_at", "revoked", "revoked_by", "revoked_at",
+     "revoked_reason", "expanded_tokens"}
+)
+
+
+class Document(models.Model):
+    """One version of a business rule or confirmed historical case. Content is immutable."""
+
+    doc_key = models.SlugField(max_length=100)
+    version = models.PositiveIntegerField()
+    tenant = models.CharField(max_length=64)
+    brand = models.CharField(max_length=64)
+    campaign = models.CharField(max_length=64)
+    kind = models.CharField(max_length=8, choices=DocumentKind.choices)
+    rule_key = models.CharField(max_length=100, blank=True)
+    title = models.CharField(max_length=300)
+    text = models.TextField()
+    source = models.CharField(max_length=500)
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField()
+    requirements = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64)
+    # Token sets of title + text, space-separated, computed when the version is saved.
+    raw_tokens = models.TextField(editable=False)
+    expanded_tokens = models.TextField(editable=False)
+
+    approved = models.BooleanField(default=False)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.TextField(blank=True)
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["doc_key", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["doc_key", "version"], name="document_key_version"),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="document_version_positive"),
+            models.CheckConstraint(
+                condition=models.Q(valid_to__isnull=True) | models.Q(valid_to__gt=models.F("valid_from")),
+                name="document_validity_ordered",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "brand", "campaign"])]
+        permissions = [
+            ("approve_document", "Can approve knowledge documents"),
+            ("revoke_document", "Can revoke knowledge documents"),
+            ("search_knowledge", "Can search the knowledge base"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return f"doc:{self.doc_key}@{self.version}"
+
+    @property
+    def status(self) -> str:
+        if self.revoked:
+            return "revoked"
+        return "approved" if self.approved else "draft"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if self.pk is not None and not (update_fields and set(update_fields) <= LIFECYCLE_FIELDS):
+            raise ImmutableContentError(
+                f"{self.public_id} is saved; a change must be saved as a new version"
+            )
+        super().save(*args, **kwargs)
+
+
+class DocumentStore(models.Model):
+    """Store membership, one row per store, with the scope copied for an index-only gate."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="store_rows")
+    tenant = models.CharField(max_length=64)
+    brand = models.CharField(max_length=64)
+    campaign = models.CharField(max_length=64)
+    store = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "store"], name="document_store_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "brand", "campaign", "store", "document"],
+                         name="document_store_scope"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}:{self.store}"
+
+
+class Synonym(models.Model):
+    """One lexicon entry: ``term`` is rewritten to ``canonical`` in the expanded branch."""
+
+    term = models.CharField(max_length=50, unique=True)
+    canonical = models.CharField(max_length=50)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["canonical", "term"]
+
+    def __str__(self) -> str:
+        return f"{self.term} → {self.canonical}"

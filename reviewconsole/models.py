@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class Action(models.TextChoices):
+    """Every audited operation, namespaced ``<app>.<entity>.<verb>``."""
+
+    USER_ROLE_SET = "auth.user.role_set", "user role set"
+    DOCUMENT_CREATE = "knowledge.document.create", "knowledge document created"
+    DOCUMENT_APPROVE = "knowledge.document.approve", "knowledge document approved"
+    DOCUMENT_REVOKE = "knowledge.document.revoke", "knowledge document revoked"
+    LEXICON_CHANGE = "knowledge.lexicon.change", "synonym lexicon changed"
+    CASE_SUBMIT = "experience.case.submit", "case submitted"
+    CASE_VERIFY = "experience.case.verify", "case evidence checked"
+    CASE_APPROVE = "experience.case.approve", "case approved"
+    CASE_REJECT = "experience.case.reject", "case rejected"
+    CASE_REVOKE = "experience.case.revoke", "case revoked"
+    CASE_SUPERSEDE = "experience.case.supersede", "case superseded"
+    SKILL_SUBMIT = "experience.skill.submit", "skill submitted"
+    SKILL_APPROVE = "experience.skill.approve", "skill approved"
+    SKILL_REJECT = "experience.skill.reject", "skill rejected"
+    SKILL_REVOKE = "experience.skill.revoke", "skill revoked"
+    SKILL_RUN = "experience.skill.run", "skill run"
+
+
+class AppendOnlyError(RuntimeError):
+    pass
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("audit events are append-only")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("audit events are append-only")
+
+
+class Event(models.Model):
+    """An append-only audit record. The actor is who acted; the target is what was acted on."""
+
+    created_at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    actor_name = models.CharField(max_length=150)
+    action = models.CharField(max_length=64, choices=Action.choices, db_index=True)
+    target = models.CharField(max_length=200, db_index=True)
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["actor_name", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.target}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise AppendOnlyError("audit events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("audit events are append-only")

@@ -1,0 +1,91 @@
+"""Roles are Django groups; this module is the one place that says what each may do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import TextChoices
+
+
+class Role(TextChoices):
+    REVIEWER = "reviewer", "reviewer"
+    OPERATOR = "operator", "operator"
+    ADMIN = "admin", "admin"
+    AGENT = "agent", "agent"
+
+
+# Permission names are "app_label.codename".
+ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    Role.REVIEWER: (
+        "knowledge.view_document",
+        "knowledge.search_knowledge",
+        "experience.view_case",
+        "experience.view_skill",
+        "experience.view_run",
+        "experience.add_case",
+        "experience.add_skill",
+        "experience.verify_evidence",
+        "experience.review_case",
+        "experience.use_experience",
+    ),
+    Role.OPERATOR: (
+        "knowledge.view_document",
+        "knowledge.add_document",
+        "knowledge.change_document",
+        "knowledge.approve_document",
+        "knowledge.revoke_document",
+        "knowledge.search_knowledge",
+        "knowledge.view_synonym",
+        "knowledge.add_synonym",
+        "knowledge.change_synonym",
+        "knowledge.delete_synonym",
+        "experience.view_case",
+        "experience.view_skill",
+        "experience.add_case",
+        "experience.add_skill",
+    ),
+    Role.ADMIN: (
+        "reviewconsole.view_event",
+        "auth.view_user",
+        "auth.add_user",
+        "auth.change_user",
+        "auth.view_group",
+        "knowledge.view_document",
+        "knowledge.view_synonym",
+        "experience.view_case",
+        "experience.view_skill",
+        "experience.view_run",
+    ),
+    Role.AGENT: (
+        "knowledge.search_knowledge",
+        "experience.propose_case",
+        "experience.use_experience",
+        "experience.view_run",
+    ),
+}
+
+# Roles that work in the Django admin as well as the console.
+STAFF_ROLES = frozenset({Role.REVIEWER, Role.OPERATOR, Role.ADMIN})
+
+
+def sync_roles(apps: Any) -> None:
+    """Create or update every role group with exactly its permissions (migrations call this)."""
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        group.permissions.set(_permissions(Permission, names))
+
+
+def _permissions(Permission: Any, names: Iterable[str]) -> list[Any]:
+    found = []
+    for name in names:
+        app_label, codename = name.split(".", 1)
+        try:
+            found.append(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
+        except Permission.DoesNotExist:
+            raise LookupError(f"permission {name} does not exist") from None
+    return found

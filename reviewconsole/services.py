@@ -1,0 +1,65 @@
+"""Writes owned by the console shell: users and their roles."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.roles import STAFF_ROLES, Role
+
+UNKNOWN_ROLE = "must be one of reviewer, operator, admin, agent"
+BAD_USERNAME = "must be 1-150 characters of letters, digits and @.+-_"
+
+
+@transaction.atomic
+def user_set_role(
+    *,
+    username: str,
+    role: str,
+    password: str | None = None,
+    actor: AbstractUser | None = None,
+    check_password_strength: bool = True,
+) -> AbstractUser:
+    if role not in Role.values:
+        raise ValidationFailure("role", UNKNOWN_ROLE)
+    User = get_user_model()
+    username_field = User._meta.get_field("username")
+    try:
+        username_field.clean(username, None)
+    except ValidationError:
+        raise ValidationFailure("username", BAD_USERNAME) from None
+    user, created = User.objects.get_or_create(username=username)
+    if password is not None:
+        if check_password_strength:
+            try:
+                validate_password(password, user)
+            except ValidationError as exc:
+                raise ValidationFailure("password", " ".join(exc.messages)) from None
+        user.set_password(password)
+    elif created:
+        user.set_unusable_password()
+    user.is_staff = role in STAFF_ROLES
+    user.is_active = True
+    user.save()
+    user.groups.set([Group.objects.get(name=role)])
+    event_record(
+        actor=actor,
+        action=Action.USER_ROLE_SET,
+        target=f"user:{username}",
+        details={"role": role, "created": created, "password_set": password is not None},
+    )
+    return user  # type: ignore[return-value]
+
+
+def user_role(user: AbstractUser) -> str | None:
+    names = {g.name for g in user.groups.all()}
+    for role in Role.values:
+        if role in names:
+            return role
+    return None

@@ -1,0 +1,137 @@
+"""Settings for the experience review console.
+
+SQLite is the default database; ``DATABASE_URL`` selects PostgreSQL or another SQLite file.
+Secrets come from the environment; the development fallback key is refused by the
+production settings module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEV_SECRET_KEY = "development-only-key-do-not-use-in-production"  # noqa: S105
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+    if host.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "reviewconsole",
+    "knowledge",
+    "experience",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "reviewconsole.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "reviewconsole.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "reviewconsole.wsgi.application"
+
+SQLITE_OPTIONS: dict[str, Any] = {
+    # WAL lets readers proceed while one writer commits; IMMEDIATE takes the write lock at
+    # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+}
+
+
+def database_from_environment() -> dict[str, Any]:
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": BASE_DIR / "db.sqlite3",
+            "OPTIONS": dict(SQLITE_OPTIONS),
+        }
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = dict(SQLITE_OPTIONS)
+        config["CONN_MAX_AGE"] = 0
+    return config
+
+
+DATABASES = {"default": database_from_environment()}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "Asia/Shanghai"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# The scope that commands fall back to when --tenant/--brand are not given.
+DEMO_TENANT = os.environ.get("CONSOLE_DEMO_TENANT", "teahouse")
+DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
+
+# Bounds on stored text, enforced on every import path.
+MAX_TITLE_LENGTH = 300
+MAX_TEXT_LENGTH = 20_000
+MAX_EXCERPT_LENGTH = 2_000
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}
