@@ -1,0 +1,342 @@
+"""Experience memory rows: reviewed cases, skills, runs and the references that tie them together.
+
+Hashed content is written once; only lifecycle columns (status, approvals, rejection,
+revocation, supersession) may change afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class ImmutableContentError(RuntimeError):
+    pass
+
+
+class Status(models.TextChoices):
+    CANDIDATE = "candidate", "candidate"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+    REVOKED = "revoked", "revoked"
+    SUPERSEDED = "superseded", "superseded"
+
+
+class SubmittedVia(models.TextChoices):
+    CONSOLE = "console", "console"
+    IMPORT = "import", "import"
+    API = "api", "api"
+
+
+class ItemType(models.TextChoices):
+    CASE = "case", "case"
+    SKILL = "skill", "skill"
+    DOCUMENT = "document", "knowledge document"
+
+
+class RunStatus(models.TextChoices):
+    NEEDS_REVIEW = "needs_review", "needs review"
+    FALLBACK = "fallback", "fallback"
+
+
+# Columns that may change once a case or skill is saved.
+LIFECYCLE_FIELDS = frozenset(
+    {
+        "status",
+        "approved_by",
+        "approved_at",
+        "approved_reason",
+        "rejected_by",
+        "rejected_at",
+        "rejected_reason",
+        "revoked_by",
+        "revoked_at",
+        "revoked_reason",
+        "superseded_by",
+        "superseded_at",
+    }
+)
+
+ID_LENGTH = 80
+SCOPE_LENGTH = 64
+
+
+def _user_fk() -> Any:
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+
+class ReviewedItem(models.Model):
+    """Scope, validity, submission and lifecycle shared by cases and skills."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    tenant = models.CharField(max_length=SCOPE_LENGTH)
+    brand = models.CharField(max_length=SCOPE_LENGTH)
+    store = models.CharField(max_length=SCOPE_LENGTH)
+    campaign = models.CharField(max_length=SCOPE_LENGTH)
+    deployment = models.CharField(max_length=SCOPE_LENGTH)
+    title = models.CharField(max_length=300)
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField()
+    content_hash = models.CharField(max_length=64)
+    # The canonical JSON the id was computed from, kept so the hash can be re-verified.
+    content = models.JSONField()
+
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    submitted_via = models.CharField(max_length=8, choices=SubmittedVia.choices)
+    submitted_at = models.DateTimeField()
+
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.CANDIDATE, db_index=True
+    )
+    approved_by = _user_fk()
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_reason = models.TextField(blank=True)
+    rejected_by = _user_fk()
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    rejected_reason = models.TextField(blank=True)
+    revoked_by = _user_fk()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.TextField(blank=True)
+    superseded_by = models.CharField(max_length=ID_LENGTH, blank=True)
+    superseded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if not self._state.adding and not (
+            update_fields and set(update_fields) <= LIFECYCLE_FIELDS
+        ):
+            raise ImmutableContentError(
+                f"{self.id} is saved; a change must be submitted as a new version"
+            )
+        super().save(*args, **kwargs)
+
+
+class Case(ReviewedItem):
+    incident = models.CharField(max_length=200)
+    summary = models.TextField(blank=True)
+    observations = models.JSONField(default=list)
+    diagnosis = models.JSONField(default=dict)
+    counterevidence = models.JSONField(default=list)
+    outcome = models.JSONField(default=dict)
+    supersedes = models.CharField(max_length=ID_LENGTH, blank=True, db_index=True)
+    # Title, summary, observation excerpts and diagnosis statement: what retrieval ranks.
+    search_text = models.TextField(editable=False)
+
+    class Meta:
+        ordering = ["-submitted_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
+                name="case_scope_status",
+            ),
+            models.Index(fields=["status", "submitted_at"], name="case_queue"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(valid_to__gt=models.F("valid_from")),
+                name="case_validity_ordered",
+            ),
+        ]
+        permissions = [
+            ("verify_evidence", "Can record that case evidence was checked"),
+            ("review_case", "Can approve, reject and revoke cases and skills"),
+            ("use_experience", "Can retrieve experience and run skills"),
+            ("propose_case", "Can propose candidate cases"),
+        ]
+
+
+class Evidence(models.Model):
+    """One cited excerpt of a case, addressed by its key (``diagnosis/0``, ``counterevidence/0/1``)."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="evidence_items")
+    key = models.CharField(max_length=40)
+    section = models.CharField(max_length=20)
+    position = models.PositiveIntegerField()
+    source_id = models.CharField(max_length=300)
+    excerpt = models.TextField()
+
+    class Meta:
+        ordering = ["case", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "key"], name="evidence_case_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_id}#{self.key}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ImmutableContentError("evidence is part of the hashed case content")
+        super().save(*args, **kwargs)
+
+
+class EvidenceCheck(models.Model):
+    """A reviewer's record that they checked one evidence item."""
+
+    evidence = models.ForeignKey(Evidence, on_delete=models.CASCADE, related_name="checks")
+    checked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    checked_at = models.DateTimeField()
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["checked_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.evidence} checked by {self.checked_by_id}"
+
+
+class Skill(ReviewedItem):
+    when = models.TextField()
+    recipe = models.JSONField()
+    cases = models.ManyToManyField(Case, through="SkillCase", related_name="skills")
+
+    class Meta:
+        ordering = ["-submitted_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
+                name="skill_scope_status",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(valid_to__gt=models.F("valid_from")),
+                name="skill_validity_ordered",
+            ),
+        ]
+
+
+class SkillCase(models.Model):
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="case_links")
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="skill_links")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["skill", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "case"], name="skill_case_unique"),
+        ]
+        # "Which skills cite this case" is the first half of a revocation impact.
+        indexes = [models.Index(fields=["case", "skill"], name="skill_case_by_case")]
+
+    def __str__(self) -> str:
+        return f"{self.skill_id} cites {self.case_id}"
+
+
+class Reference(models.Model):
+    """One read of a memory item inside a run; the raw material of revocation impact."""
+
+    run_id = models.CharField(max_length=100)
+    item_id = models.CharField(max_length=ID_LENGTH)
+    item_type = models.CharField(max_length=8, choices=ItemType.choices)
+    read_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["read_at", "id"]
+        indexes = [
+            # Covering index: impact queries read run ids without touching the table.
+            models.Index(fields=["item_id", "run_id"], name="reference_item_run"),
+            models.Index(fields=["run_id", "read_at"], name="reference_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} read {self.item_id}"
+
+
+class Run(models.Model):
+    """One execution of a skill inside an agent investigation (``run_id``)."""
+
+    run_id = models.CharField(max_length=100, db_index=True)
+    skill_id = models.CharField(max_length=ID_LENGTH, db_index=True)
+    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    brand = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    store = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    campaign = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    deployment = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    context = models.JSONField(default=dict)
+    steps = models.JSONField(default=list)
+    observations = models.JSONField(default=list)
+    cases = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=RunStatus.choices)
+    reason = models.TextField(blank=True)
+    tool_calls = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    actor = _user_fk()
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.skill_id} {self.status}"
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }
+
+
+class RunCitation(models.Model):
+    """A knowledge document that a tool result inside a run cited."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="citations")
+    run_id_text = models.CharField(max_length=100)
+    document_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "document_id"], name="run_citation_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["document_id", "run_id_text"], name="run_citation_document"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id_text} cited {self.document_id}"
+
+
+class RevocationImpact(models.Model):
+    """What a revocation reached, stored as it was computed when the revocation happened."""
+
+    item_id = models.CharField(max_length=200, db_index=True)
+    item_type = models.CharField(max_length=8, choices=ItemType.choices)
+    skills = models.JSONField(default=list)
+    runs = models.JSONField(default=list)
+    revoked_by = _user_fk()
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"impact of revoking {self.item_id}"

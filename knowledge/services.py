@@ -24,6 +24,7 @@ ALREADY_APPROVED = "is already approved"
 CONTENT_DIFFERS = "already exists with other content; save the change as a new version"
 STATE_DIFFERS = "exists with the same content but a different {flag} state; approve or revoke it instead of re-importing"
 DUPLICATE_IN_FILE = "appears twice in this import"
+NOTHING_CHANGED = "nothing changed; no new version saved"
 
 
 def _require(user: AbstractBaseUser, perm: str, message: str) -> None:
@@ -144,8 +145,22 @@ def document_save_new_version(
     latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
     stores = tuple(sorted(base.store_rows.values_list("store", flat=True)))
     content = replace(document_content(base, stores), version=latest + 1, **changes)
-    if content.content_hash() == base.content_hash:
-        raise ValidationFailure("document", "nothing changed; no new version saved")
+    if replace(content, version=base.version).content_hash() == base.content_hash:
+        raise ValidationFailure("document", NOTHING_CHANGED)
+    return document_create(content=content, actor=actor)
+
+
+@transaction.atomic
+def document_add(
+    *, content: DocumentContent, actor: AbstractBaseUser, next_free_version: bool = False
+) -> Document:
+    """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
+    _require(actor, "knowledge.add_document", "saving documents needs the operator role")
+    if next_free_version:
+        latest = Document.objects.filter(doc_key=content.doc_key).aggregate(v=Max("version"))["v"]
+        content = replace(content, version=(latest or 0) + 1)
+    elif Document.objects.filter(doc_key=content.doc_key, version=content.version).exists():
+        raise ValidationFailure("version", f"{content.public_id} already exists")
     return document_create(content=content, actor=actor)
 
 

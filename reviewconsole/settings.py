@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import django_stubs_ext
+
+# Lets admin and queryset classes be subscripted for type checking.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,35 @@
+# The two commands a new user needs: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install run test demo lint bench clean
+
+$(BIN)/.installed: requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	touch $@
+
+install: $(BIN)/.installed
+
+## Set everything up and serve the console on SQLite with demo data at http://127.0.0.1:8000
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+## Every check: ruff, mypy, pytest on SQLite and then on PostgreSQL
+test: install
+	bash scripts/test.sh
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+bench: install
+	$(BIN)/python bench/bench_knowledge.py
+	$(BIN)/python bench/bench_experience.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 db.sqlite3-wal db.sqlite3-shm test-artifacts

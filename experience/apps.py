@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ExperienceConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "experience"
+    verbose_name = "Experience memory"

@@ -1,0 +1,393 @@
+"""The experience memory's pure core: identity, scope, approval rules, recipes and availability.
+
+No Django imports: every function takes plain values (the clock included) so the rules of
+SPEC §3 can be tested exhaustively without a database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, sha256_hex, tokenize
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import validate_scope_value
+
+SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
+
+CASE_PREFIX = "case:"
+SKILL_PREFIX = "skill:"
+ITEM_ID = re.compile(r"(case|skill):[0-9a-f]{64}")
+
+# --- unmet condition names (SPEC §4.2) -------------------------------------------------------
+
+REASON_REQUIRED = "reason_required"
+NOT_CANDIDATE = "not_candidate"
+NOT_APPROVED = "not_approved"
+EXPIRED = "expired"
+OWN_SUBMISSION = "own_submission"
+NO_DIAGNOSIS = "no_diagnosis"
+NO_CHECKED_DIAGNOSIS_EVIDENCE = "no_checked_diagnosis_evidence"
+NO_COUNTEREVIDENCE = "no_counterevidence"
+NOT_REVIEWER = "not_reviewer"
+TOO_FEW_INCIDENTS = "too_few_incidents"
+CASE_UNAVAILABLE = "case_unavailable"
+SCOPE_MISMATCH = "scope_mismatch"
+
+MIN_SKILL_INCIDENTS = 2
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+CANDIDATE = "candidate"
+APPROVED = "approved"
+REJECTED = "rejected"
+REVOKED = "revoked"
+SUPERSEDED = "superseded"
+
+
+# --- identity --------------------------------------------------------------------------------
+
+
+def content_id(prefix: str, canonical: Mapping[str, Any]) -> str:
+    """``case:<sha256>`` / ``skill:<sha256>`` of the RFC 8785 canonical JSON of the content."""
+    return f"{prefix}{sha256_hex(dict(canonical))}"
+
+
+def item_type(item_id: str) -> str | None:
+    if item_id.startswith(CASE_PREFIX):
+        return "case"
+    if item_id.startswith(SKILL_PREFIX):
+        return "skill"
+    if item_id.startswith("doc:"):
+        return "document"
+    return None
+
+
+# --- scope -----------------------------------------------------------------------------------
+
+
+def validate_scope(value: object, *, field: str = "scope") -> dict[str, str]:
+    """All five scope fields, exact values, no placeholders, nothing else."""
+    if not isinstance(value, dict):
+        raise ValidationFailure(field, "must be an object with " + ", ".join(SCOPE_FIELDS))
+    unknown = sorted(set(value) - set(SCOPE_FIELDS))
+    if unknown:
+        raise ValidationFailure(f"{field}.{unknown[0]}", "is not a scope field")
+    return {
+        name: validate_scope_value(value.get(name), field=f"{field}.{name}")
+        for name in SCOPE_FIELDS
+    }
+
+
+def missing_scope(values: Mapping[str, object]) -> list[str]:
+    """Scope fields that the caller did not give (never guessed, never widened)."""
+    return [
+        name
+        for name in SCOPE_FIELDS
+        if not isinstance(values.get(name), str) or not str(values.get(name)).strip()
+    ]
+
+
+def same_scope(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    return all(a.get(name) == b.get(name) for name in SCOPE_FIELDS)
+
+
+def differing_scope_fields(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    return [name for name in SCOPE_FIELDS if a.get(name) != b.get(name)]
+
+
+# --- review rules ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    user_id: int
+    can_review: bool
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """What approval of a case looks at; the service reads it from the rows."""
+
+    status: str
+    submitted_by: int
+    valid_to: datetime
+    diagnosis_statement: str
+    checked_diagnosis_evidence: int
+    counterevidence_with_evidence: int
+
+
+def _common_unmet(
+    *, status: str, submitted_by: int, valid_to: datetime, reviewer: Reviewer, reason: str,
+    now: datetime,
+) -> list[str]:
+    unmet = []
+    if not reviewer.can_review:
+        unmet.append(NOT_REVIEWER)
+    if not reason.strip():
+        unmet.append(REASON_REQUIRED)
+    if status != CANDIDATE:
+        unmet.append(NOT_CANDIDATE)
+    if valid_to <= now:
+        unmet.append(EXPIRED)
+    if reviewer.user_id == submitted_by:
+        unmet.append(OWN_SUBMISSION)
+    return unmet
+
+
+def case_approval_unmet(
+    case: CaseFacts, *, reviewer: Reviewer, reason: str, now: datetime
+) -> list[str]:
+    """Every unmet condition of approving a case, by name (SPEC §3.4)."""
+    unmet = _common_unmet(
+        status=case.status, submitted_by=case.submitted_by, valid_to=case.valid_to,
+        reviewer=reviewer, reason=reason, now=now,
+    )
+    if not case.diagnosis_statement.strip():
+        unmet.append(NO_DIAGNOSIS)
+    if case.checked_diagnosis_evidence < 1:
+        unmet.append(NO_CHECKED_DIAGNOSIS_EVIDENCE)
+    if case.counterevidence_with_evidence < 1:
+        unmet.append(NO_COUNTEREVIDENCE)
+    return unmet
+
+
+@dataclass(frozen=True)
+class CitedCase:
+    """A cited case as a skill sees it at the time of the check."""
+
+    case_id: str
+    status: str
+    scope: Mapping[str, str]
+    incident: str
+    valid_from: datetime
+    valid_to: datetime
+
+
+@dataclass(frozen=True)
+class SkillFacts:
+    status: str
+    submitted_by: int
+    scope: Mapping[str, str]
+    valid_to: datetime
+    cases: tuple[CitedCase, ...]
+
+
+def case_usable(case: CitedCase, now: datetime) -> bool:
+    return case.status == APPROVED and case.valid_from <= now < case.valid_to
+
+
+def skill_approval_unmet(
+    skill: SkillFacts, *, reviewer: Reviewer, reason: str, now: datetime
+) -> list[str]:
+    """Approval of a skill: the common rules plus ≥ 2 usable cited cases of distinct incidents."""
+    unmet = _common_unmet(
+        status=skill.status, submitted_by=skill.submitted_by, valid_to=skill.valid_to,
+        reviewer=reviewer, reason=reason, now=now,
+    )
+    usable = [case for case in skill.cases if case_usable(case, now)]
+    if len(usable) < len(skill.cases):
+        unmet.append(CASE_UNAVAILABLE)
+    if any(not same_scope(case.scope, skill.scope) for case in skill.cases):
+        unmet.append(SCOPE_MISMATCH)
+    if distinct_incidents(usable) < MIN_SKILL_INCIDENTS:
+        unmet.append(TOO_FEW_INCIDENTS)
+    return unmet
+
+
+def distinct_incidents(cases: Iterable[CitedCase]) -> int:
+    """Two summaries of one incident are one incident."""
+    return len({case.incident for case in cases})
+
+
+def rejection_unmet(*, status: str, reviewer: Reviewer, reason: str) -> list[str]:
+    unmet = []
+    if not reviewer.can_review:
+        unmet.append(NOT_REVIEWER)
+    if not reason.strip():
+        unmet.append(REASON_REQUIRED)
+    if status != CANDIDATE:
+        unmet.append(NOT_CANDIDATE)
+    return unmet
+
+
+def revocation_unmet(*, status: str, reviewer: Reviewer, reason: str) -> list[str]:
+    unmet = []
+    if not reviewer.can_review:
+        unmet.append(NOT_REVIEWER)
+    if not reason.strip():
+        unmet.append(REASON_REQUIRED)
+    if status != APPROVED:
+        unmet.append(NOT_APPROVED)
+    return unmet
+
+
+# --- retrieval gate and availability -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateFields:
+    status: str
+    scope: Mapping[str, str]
+    valid_from: datetime
+    valid_to: datetime
+    approved_at: datetime | None
+
+
+def admits(item: GateFields, scope: Mapping[str, str], now: datetime) -> bool:
+    """The gate of §3.5. Revocation is current state: a revoked item is closed for every ``now``."""
+    return (
+        item.status == APPROVED
+        and same_scope(item.scope, scope)
+        and item.valid_from <= now < item.valid_to
+        and item.approved_at is not None
+        and item.approved_at <= now
+    )
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.available
+
+
+def skill_availability(
+    skill: GateFields, cases: Sequence[CitedCase], now: datetime
+) -> Availability:
+    """Whether a skill may be used now, and if not, why (SPEC §3.6)."""
+    if skill.status != APPROVED:
+        return Availability(False, f"the skill is {skill.status}")
+    if skill.approved_at is None or skill.approved_at > now:
+        return Availability(False, "the skill was not yet approved at this time")
+    if not skill.valid_from <= now < skill.valid_to:
+        return Availability(False, "the skill is outside its validity window")
+    if not cases:
+        return Availability(False, "the skill cites no cases")
+    for case in cases:
+        if case.status != APPROVED:
+            return Availability(False, f"cited case {case.case_id} is {case.status}")
+        if not case.valid_from <= now < case.valid_to:
+            return Availability(False, f"cited case {case.case_id} is outside its validity window")
+    return Availability(True)
+
+
+# --- recipes ---------------------------------------------------------------------------------
+
+MAX_RECIPE_STEPS = 3
+STEP_KEYS = frozenset({"tool", "arguments"})
+# Names a recipe might use to smuggle in something executable; named in the error message.
+EXECUTABLE_NAMES = frozenset(
+    {"shell", "bash", "sh", "exec", "eval", "python", "py", "sql", "query_sql", "run_sql",
+     "command", "script", "code", "subprocess", "system"}
+)
+RECIPE_EMPTY = "must have at least one step"
+RECIPE_TOO_LONG = f"must have at most {MAX_RECIPE_STEPS} steps"
+UNKNOWN_TOOL = "is not a registered read-only tool"
+EXECUTABLE_TOOL = "is executable; recipes may only name registered read-only tools"
+UNKNOWN_ARGUMENT = "is not an argument of this tool"
+SCOPE_ARGUMENT = "is a scope argument; the executor binds the current scope, a recipe cannot"
+STEP_KEY = "is not part of a recipe step (only tool and arguments)"
+
+
+@dataclass(frozen=True)
+class StringArgument:
+    min_length: int
+    max_length: int
+
+    def validate(self, value: object, *, field: str) -> str:
+        if not isinstance(value, str):
+            raise ValidationFailure(field, "must be a string")
+        if not self.min_length <= len(value) <= self.max_length:
+            raise ValidationFailure(
+                field,
+                f"must be {self.min_length}-{self.max_length} characters (got {len(value)})",
+            )
+        if not value.strip():
+            raise ValidationFailure(field, "must not be blank")
+        if any(ord(ch) < 32 for ch in value):
+            raise ValidationFailure(field, "must not contain control characters")
+        return value
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a recipe may say about a tool: its name and its allowed arguments (all required)."""
+
+    name: str
+    arguments: Mapping[str, StringArgument] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecipeStep:
+    tool: str
+    arguments: Mapping[str, str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "arguments": dict(self.arguments)}
+
+
+# Anything that names where a memory applies; the executor takes these from the current scope.
+SCOPE_ARGUMENT_NAMES = frozenset(
+    {*SCOPE_FIELDS, "stores", "occurred_at", "known_at", "facts", "scope", "context", "limit"}
+)
+
+
+def validate_recipe(value: object, tools: Mapping[str, ToolSpec], *, field: str = "recipe") -> tuple[RecipeStep, ...]:
+    """1-3 steps, each a registered tool with exactly its declared arguments (SPEC §3.6)."""
+    if not isinstance(value, list):
+        raise ValidationFailure(field, "must be a list of steps")
+    if not value:
+        raise ValidationFailure(field, RECIPE_EMPTY)
+    if len(value) > MAX_RECIPE_STEPS:
+        raise ValidationFailure(field, RECIPE_TOO_LONG)
+    return tuple(_validate_step(step, tools, field=f"{field}[{i}]") for i, step in enumerate(value))
+
+
+def _validate_step(step: object, tools: Mapping[str, ToolSpec], *, field: str) -> RecipeStep:
+    if not isinstance(step, dict):
+        raise ValidationFailure(field, 'must be an object {"tool": NAME, "arguments": {...}}')
+    for key in sorted(set(step) - STEP_KEYS, key=str):
+        raise ValidationFailure(f"{field}.{key}", STEP_KEY)
+    name = step.get("tool")
+    if not isinstance(name, str) or not name:
+        raise ValidationFailure(f"{field}.tool", "must name a tool")
+    spec = tools.get(name)
+    if spec is None:
+        message = EXECUTABLE_TOOL if name.strip().lower() in EXECUTABLE_NAMES else UNKNOWN_TOOL
+        raise ValidationFailure(f"{field}.tool", f"{name!r} {message}")
+    arguments = step.get("arguments")
+    if not isinstance(arguments, dict):
+        raise ValidationFailure(f"{field}.arguments", "must be an object")
+    for key in sorted(arguments, key=str):
+        if key in SCOPE_ARGUMENT_NAMES:
+            raise ValidationFailure(f"{field}.arguments.{key}", SCOPE_ARGUMENT)
+        if key not in spec.arguments:
+            raise ValidationFailure(f"{field}.arguments.{key}", UNKNOWN_ARGUMENT)
+    clean = {}
+    for key, argument in spec.arguments.items():
+        if key not in arguments:
+            raise ValidationFailure(f"{field}.arguments.{key}", "is required")
+        clean[key] = argument.validate(arguments[key], field=f"{field}.arguments.{key}")
+    return RecipeStep(tool=name, arguments=clean)
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+
+def rank_items(
+    query: str, items: Iterable[tuple[str, str]], lexicon: Mapping[str, str]
+) -> list[str]:
+    """Ids of ``(id, text)`` items ranked as knowledge search ranks documents (raw + expanded, RRF)."""
+    materialised = list(items)
+    raw = rank_branch(tokenize(query), ((i, tokenize(text)) for i, text in materialised))
+    expanded_query = tokenize(expand(query, lexicon))
+    expanded = rank_branch(
+        expanded_query, ((i, tokenize(expand(text, lexicon))) for i, text in materialised)
+    )
+    return reciprocal_rank_fusion([raw, expanded])

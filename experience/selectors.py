@@ -1,0 +1,221 @@
+"""Reads of the experience memory: lookups, approval checklists, availability and impact."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from experience import domain
+from experience.models import (
+    Case,
+    Evidence,
+    Reference,
+    RevocationImpact,
+    Run,
+    RunCitation,
+    Skill,
+    SkillCase,
+    Status,
+)
+from reviewconsole.errors import ValidationFailure
+
+REVIEW_PERMISSION = "experience.review_case"
+VERIFY_PERMISSION = "experience.verify_evidence"
+USE_PERMISSION = "experience.use_experience"
+
+NO_SUCH_CASE = "no case with this id"
+NO_SUCH_SKILL = "no skill with this id"
+NO_SUCH_EVIDENCE = "this case has no evidence item with this key"
+UNKNOWN_ID = "must be a case:…, skill:… or doc:KEY@VERSION id"
+
+
+def case_get(case_id: str, *, field: str = "id") -> Case:
+    try:
+        return Case.objects.select_related("submitted_by", "approved_by").get(pk=case_id)
+    except Case.DoesNotExist:
+        raise ValidationFailure(field, f"{NO_SUCH_CASE}: {case_id}") from None
+
+
+def skill_get(skill_id: str, *, field: str = "id") -> Skill:
+    try:
+        return Skill.objects.select_related("submitted_by", "approved_by").get(pk=skill_id)
+    except Skill.DoesNotExist:
+        raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}") from None
+
+
+def evidence_get(case: Case, key: str, *, field: str = "evidence") -> Evidence:
+    try:
+        return Evidence.objects.get(case=case, key=key)
+    except Evidence.DoesNotExist:
+        raise ValidationFailure(field, f"{NO_SUCH_EVIDENCE}: {key}") from None
+
+
+def review_queue(*, status: str = Status.CANDIDATE, **scope: str) -> QuerySet[Case]:
+    """Cases waiting for review (or in another status), optionally filtered by scope fields."""
+    filters = {name: value for name, value in scope.items() if name in domain.SCOPE_FIELDS and value}
+    return Case.objects.filter(status=status, **filters).select_related("submitted_by")
+
+
+def case_evidence(case: Case) -> list[Evidence]:
+    return list(case.evidence_items.prefetch_related("checks__checked_by").order_by("position"))
+
+
+def reviewer_of(user: AbstractBaseUser) -> domain.Reviewer:
+    return domain.Reviewer(
+        user_id=int(user.pk),
+        can_review=bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION)),  # type: ignore[attr-defined]
+    )
+
+
+def case_facts(case: Case) -> domain.CaseFacts:
+    checked = (
+        Evidence.objects.filter(case=case, section="diagnosis", checks__isnull=False)
+        .values("pk")
+        .distinct()
+        .count()
+    )
+    with_evidence = sum(1 for entry in case.counterevidence if entry.get("evidence"))
+    return domain.CaseFacts(
+        status=case.status,
+        submitted_by=int(case.submitted_by_id),
+        valid_to=case.valid_to,
+        diagnosis_statement=str(case.diagnosis.get("statement", "")),
+        checked_diagnosis_evidence=checked,
+        counterevidence_with_evidence=with_evidence,
+    )
+
+
+def cited_case(case: Case) -> domain.CitedCase:
+    return domain.CitedCase(
+        case_id=case.id,
+        status=case.status,
+        scope=case.scope,
+        incident=case.incident,
+        valid_from=case.valid_from,
+        valid_to=case.valid_to,
+    )
+
+
+def skill_cases(skill: Skill) -> list[Case]:
+    return [link.case for link in SkillCase.objects.filter(skill=skill).select_related("case")]
+
+
+def skill_facts(skill: Skill) -> domain.SkillFacts:
+    return domain.SkillFacts(
+        status=skill.status,
+        submitted_by=int(skill.submitted_by_id),
+        scope=skill.scope,
+        valid_to=skill.valid_to,
+        cases=tuple(cited_case(case) for case in skill_cases(skill)),
+    )
+
+
+def case_approval_checklist(
+    *, case: Case, reviewer: AbstractBaseUser, reason: str, now: datetime
+) -> list[str]:
+    """The unmet conditions approval would report right now (the console's live checklist)."""
+    return domain.case_approval_unmet(
+        case_facts(case), reviewer=reviewer_of(reviewer), reason=reason, now=now
+    )
+
+
+def skill_approval_checklist(
+    *, skill: Skill, reviewer: AbstractBaseUser, reason: str, now: datetime
+) -> list[str]:
+    return domain.skill_approval_unmet(
+        skill_facts(skill), reviewer=reviewer_of(reviewer), reason=reason, now=now
+    )
+
+
+def gate_fields(item: Case | Skill) -> domain.GateFields:
+    return domain.GateFields(
+        status=item.status,
+        scope=item.scope,
+        valid_from=item.valid_from,
+        valid_to=item.valid_to,
+        approved_at=item.approved_at,
+    )
+
+
+def skill_availability(skill_id: str, now: datetime) -> tuple[Skill | None, domain.Availability]:
+    """Read the skill and its cited cases afresh and say whether it may be used now."""
+    skill = Skill.objects.filter(pk=skill_id).first()
+    if skill is None:
+        return None, domain.Availability(False, "no skill with this id")
+    cases = [cited_case(case) for case in skill_cases(skill)]
+    return skill, domain.skill_availability(gate_fields(skill), cases, now)
+
+
+# --- revocation impact -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Impact:
+    skills: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"skills": list(self.skills), "runs": list(self.runs)}
+
+
+def runs_referencing(item_ids: list[str]) -> list[str]:
+    """Run ids that read any of these items; answered from the (item_id, run_id) index alone."""
+    if not item_ids:
+        return []
+    return sorted(
+        set(
+            Reference.objects.filter(item_id__in=item_ids)
+            .order_by()
+            .values_list("run_id", flat=True)
+            .distinct()
+        )
+    )
+
+
+def skills_citing(case_id: str) -> list[str]:
+    return sorted(
+        SkillCase.objects.filter(case_id=case_id)
+        .order_by()
+        .values_list("skill_id", flat=True)
+        .distinct()
+    )
+
+
+def runs_citing_document(public_id: str) -> list[str]:
+    return sorted(
+        set(
+            RunCitation.objects.filter(document_id=public_id)
+            .order_by()
+            .values_list("run_id_text", flat=True)
+            .distinct()
+        )
+    )
+
+
+def revocation_impact(item_id: str) -> Impact:
+    """What revoking ``item_id`` reaches (SPEC §3.8): the preview a reviewer sees first."""
+    kind = domain.item_type(item_id)
+    if kind == "case":
+        skills = skills_citing(item_id)
+        return Impact(skills=skills, runs=runs_referencing([item_id, *skills]))
+    if kind == "skill":
+        return Impact(skills=[], runs=runs_referencing([item_id]))
+    if kind == "document":
+        return Impact(skills=[], runs=runs_citing_document(item_id))
+    raise ValidationFailure("id", UNKNOWN_ID)
+
+
+def stored_impacts(item_id: str) -> QuerySet[RevocationImpact]:
+    return RevocationImpact.objects.filter(item_id=item_id).select_related("revoked_by")
+
+
+def runs_for(run_id: str) -> QuerySet[Run]:
+    return Run.objects.filter(run_id=run_id).prefetch_related("citations")
+
+
+def references_for(run_id: str) -> QuerySet[Reference]:
+    return Reference.objects.filter(run_id=run_id)

@@ -1,0 +1,186 @@
+"""Operators maintain documents in the Django admin: versions, never edits in place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from knowledge.models import Document, Synonym
+from knowledge.schema import parse_document
+from knowledge.services import (
+    NOTHING_CHANGED,
+    document_approve,
+    document_add,
+    document_revoke,
+    document_save_new_version,
+    synonym_delete,
+    synonym_set,
+)
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.timeparse import to_utc_iso
+
+CONTENT_FIELDS = (
+    "doc_key", "version", "tenant", "brand", "campaign", "kind", "rule_key", "title", "text",
+    "source", "valid_from", "valid_to", "published_at", "requirements",
+)
+
+
+class DocumentForm(forms.ModelForm):
+    stores = forms.CharField(
+        help_text="Store codes separated by commas, e.g. store-001, store-004",
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
+
+    class Meta:
+        model = Document
+        fields = [*CONTENT_FIELDS]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["stores"] = ", ".join(
+                self.instance.store_rows.values_list("store", flat=True)
+            )
+            self.fields["version"].disabled = True
+            self.fields["doc_key"].disabled = True
+            self.fields["version"].help_text = "Saving creates the next version of this key."
+        else:
+            self.fields["version"].required = False
+            self.fields["version"].help_text = "Leave empty for the next free version."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        stores = [s.strip() for s in str(data.get("stores", "")).split(",") if s.strip()]
+        raw = {name: data.get(name) for name in CONTENT_FIELDS}
+        raw["version"] = raw["version"] or 1
+        raw["rule_key"] = raw["rule_key"] or None
+        for name in ("valid_from", "valid_to", "published_at"):
+            raw[name] = to_utc_iso(raw[name])
+        raw["stores"] = stores
+        raw["requirements"] = raw["requirements"] if raw["requirements"] is not None else {}
+        try:
+            self.parsed = parse_document(raw).content
+        except ValidationFailure as failure:
+            root = failure.field.split(".")[0].split("[")[0]
+            target = root if root in self.fields else None
+            self.add_error(target, failure.message if target else str(failure))
+            return data
+        if self.instance.pk and self.parsed.content_hash() == self.instance.content_hash:
+            self.add_error(None, NOTHING_CHANGED)
+        return data
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin[Document]):
+    form = DocumentForm
+    list_display = (
+        "public_id", "title", "kind", "campaign", "status", "valid_from", "valid_to", "published_at",
+    )
+    list_filter = ("kind", "approved", "revoked", "tenant", "brand", "campaign")
+    search_fields = ("doc_key", "title", "text", "rule_key")
+    readonly_fields = (
+        "content_hash", "approved", "approved_by", "approved_at", "revoked", "revoked_by",
+        "revoked_at", "revoked_reason", "created_by", "created_at",
+    )
+    actions = ["approve_selected", "revoke_selected"]
+    save_on_top = True
+
+    def has_delete_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
+        content = form.parsed
+        try:
+            if change:
+                base = Document.objects.get(pk=obj.pk)
+                changes = {
+                    name: getattr(content, name)
+                    for name in content.__dataclass_fields__
+                    if name not in ("doc_key", "version")
+                }
+                saved = document_save_new_version(base=base, changes=changes, actor=request.user)
+            else:
+                saved = document_add(
+                    content=content,
+                    actor=request.user,
+                    next_free_version=not form.cleaned_data.get("version"),
+                )
+        except (ValidationFailure, PermissionRefused) as exc:
+            # The form validated already; this is a race (e.g. the same version saved meanwhile).
+            self.message_user(request, str(exc), messages.ERROR)
+            raise
+        obj.pk = saved.pk
+        obj.version = saved.version
+        self.message_user(request, f"Saved {saved.public_id} as a draft; approve it to publish.")
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Store rows are written by the service with the new version."""
+
+    @admin.action(description="Approve selected documents (asks for a reason)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Document]) -> HttpResponse | None:
+        return self._lifecycle_action(request, queryset, "approve")
+
+    @admin.action(description="Revoke selected documents (asks for a reason)")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[Document]) -> HttpResponse | None:
+        return self._lifecycle_action(request, queryset, "revoke")
+
+    def _lifecycle_action(
+        self, request: HttpRequest, queryset: QuerySet[Document], verb: str
+    ) -> HttpResponse | None:
+        reason = request.POST.get("reason", "").strip()
+        if request.POST.get("confirm") == "yes":
+            if not reason:
+                self.message_user(request, "A reason is required.", messages.ERROR)
+            else:
+                service = document_approve if verb == "approve" else document_revoke
+                done = []
+                for document in queryset:
+                    try:
+                        service(document=document, actor=request.user, reason=reason)
+                        done.append(document.public_id)
+                    except (ValidationFailure, PermissionRefused) as exc:
+                        self.message_user(request, str(exc), messages.WARNING)
+                if done:
+                    self.message_user(request, f"{verb}d: {', '.join(done)}")
+                return None
+        return TemplateResponse(
+            request,
+            "admin/knowledge/document/lifecycle_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": f"{verb.capitalize()} documents",
+                "verb": verb,
+                "documents": queryset,
+                "action": f"{verb}_selected",
+                "opts": self.model._meta,
+                "reason": reason,
+            },
+        )
+
+
+@admin.register(Synonym)
+class SynonymAdmin(admin.ModelAdmin[Synonym]):
+    list_display = ("term", "canonical", "updated_at")
+    search_fields = ("term", "canonical")
+
+    def save_model(self, request: HttpRequest, obj: Synonym, form: Any, change: bool) -> None:
+        if change:
+            old = Synonym.objects.get(pk=obj.pk)
+            if old.term != obj.term:
+                synonym_delete(synonym=old, actor=request.user)
+        saved = synonym_set(term=obj.term, canonical=obj.canonical, actor=request.user)
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: Synonym) -> None:
+        synonym_delete(synonym=obj, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Synonym]) -> None:
+        for synonym in queryset:
+            synonym_delete(synonym=synonym, actor=request.user)

@@ -1,0 +1,26 @@
+"""The audit log in the admin: read-only, filterable, never edited or deleted."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from reviewconsole.models import Event
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin[Event]):
+    list_display = ("created_at", "actor_name", "action", "target", "reason")
+    list_filter = ("action", "created_at")
+    search_fields = ("actor_name", "target", "reason")
+    date_hierarchy = "created_at"
+    readonly_fields = ("created_at", "actor", "actor_name", "action", "target", "reason", "details")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False
