@@ -14,19 +14,32 @@ from knowledge.models import Document, Synonym
 from knowledge.schema import parse_document
 from knowledge.services import (
     NOTHING_CHANGED,
-    document_approve,
     document_add,
+    document_approve,
     document_revoke,
     document_save_new_version,
     synonym_delete,
     synonym_set,
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
 from reviewconsole.timeparse import to_utc_iso
 
 CONTENT_FIELDS = (
-    "doc_key", "version", "tenant", "brand", "campaign", "kind", "rule_key", "title", "text",
-    "source", "valid_from", "valid_to", "published_at", "requirements",
+    "doc_key",
+    "version",
+    "tenant",
+    "brand",
+    "campaign",
+    "kind",
+    "rule_key",
+    "title",
+    "text",
+    "source",
+    "valid_from",
+    "valid_to",
+    "published_at",
+    "requirements",
 )
 
 
@@ -81,13 +94,28 @@ class DocumentForm(forms.ModelForm):
 class DocumentAdmin(admin.ModelAdmin[Document]):
     form = DocumentForm
     list_display = (
-        "public_id", "title", "kind", "campaign", "status", "valid_from", "valid_to", "published_at",
+        "public_id",
+        "title",
+        "kind",
+        "campaign",
+        "status",
+        "valid_from",
+        "valid_to",
+        "published_at",
     )
     list_filter = ("kind", "approved", "revoked", "tenant", "brand", "campaign")
     search_fields = ("doc_key", "title", "text", "rule_key")
     readonly_fields = (
-        "content_hash", "approved", "approved_by", "approved_at", "revoked", "revoked_by",
-        "revoked_at", "revoked_reason", "created_by", "created_at",
+        "content_hash",
+        "approved",
+        "approved_by",
+        "approved_at",
+        "revoked",
+        "revoked_by",
+        "revoked_at",
+        "revoked_reason",
+        "created_by",
+        "created_at",
     )
     actions = ["approve_selected", "revoke_selected"]
     save_on_top = True
@@ -105,11 +133,13 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                     for name in content.__dataclass_fields__
                     if name not in ("doc_key", "version")
                 }
-                saved = document_save_new_version(base=base, changes=changes, actor=request.user)
+                saved = document_save_new_version(
+                    base=base, changes=changes, actor=acting_user(request)
+                )
             else:
                 saved = document_add(
                     content=content,
-                    actor=request.user,
+                    actor=acting_user(request),
                     next_free_version=not form.cleaned_data.get("version"),
                 )
         except (ValidationFailure, PermissionRefused) as exc:
@@ -124,11 +154,15 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         """Store rows are written by the service with the new version."""
 
     @admin.action(description="Approve selected documents (asks for a reason)")
-    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Document]) -> HttpResponse | None:
+    def approve_selected(
+        self, request: HttpRequest, queryset: QuerySet[Document]
+    ) -> HttpResponse | None:
         return self._lifecycle_action(request, queryset, "approve")
 
     @admin.action(description="Revoke selected documents (asks for a reason)")
-    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[Document]) -> HttpResponse | None:
+    def revoke_selected(
+        self, request: HttpRequest, queryset: QuerySet[Document]
+    ) -> HttpResponse | None:
         return self._lifecycle_action(request, queryset, "revoke")
 
     def _lifecycle_action(
@@ -143,7 +177,7 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 done = []
                 for document in queryset:
                     try:
-                        service(document=document, actor=request.user, reason=reason)
+                        service(document=document, actor=acting_user(request), reason=reason)
                         done.append(document.public_id)
                     except (ValidationFailure, PermissionRefused) as exc:
                         self.message_user(request, str(exc), messages.WARNING)
@@ -174,13 +208,13 @@ class SynonymAdmin(admin.ModelAdmin[Synonym]):
         if change:
             old = Synonym.objects.get(pk=obj.pk)
             if old.term != obj.term:
-                synonym_delete(synonym=old, actor=request.user)
-        saved = synonym_set(term=obj.term, canonical=obj.canonical, actor=request.user)
+                synonym_delete(synonym=old, actor=acting_user(request))
+        saved = synonym_set(term=obj.term, canonical=obj.canonical, actor=acting_user(request))
         obj.pk = saved.pk
 
     def delete_model(self, request: HttpRequest, obj: Synonym) -> None:
-        synonym_delete(synonym=obj, actor=request.user)
+        synonym_delete(synonym=obj, actor=acting_user(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Synonym]) -> None:
         for synonym in queryset:
-            synonym_delete(synonym=synonym, actor=request.user)
+            synonym_delete(synonym=synonym, actor=acting_user(request))

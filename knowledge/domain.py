@@ -77,7 +77,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
     return Fraction(inter, len(a) + len(b) - inter)
 
 
-def rank_branch(query: frozenset[str], documents: Iterable[tuple[str, frozenset[str]]]) -> list[str]:
+def rank_branch(
+    query: frozenset[str], documents: Iterable[tuple[str, frozenset[str]]]
+) -> list[str]:
     """Ids of documents with a positive score, best first, ties by id."""
     scored = [(jaccard(query, tokens), doc_id) for doc_id, tokens in documents]
     positive = [(score, doc_id) for score, doc_id in scored if score > 0]
@@ -168,7 +170,9 @@ def validate_requirements(value: object, *, field: str = "requirements") -> dict
                 raise ValidationFailure(path, "must list at least one allowed value")
             for i, allowed in enumerate(constraint):
                 if isinstance(allowed, bool) or not isinstance(allowed, (str, int)):
-                    raise ValidationFailure(f"{path}[{i}]", "allowed values are strings or integers")
+                    raise ValidationFailure(
+                        f"{path}[{i}]", "allowed values are strings or integers"
+                    )
             clean[name] = list(constraint)
         elif isinstance(constraint, dict):
             if not constraint or set(constraint) - {"min", "max"}:
@@ -176,7 +180,11 @@ def validate_requirements(value: object, *, field: str = "requirements") -> dict
             for bound, number in constraint.items():
                 if isinstance(number, bool) or not isinstance(number, int):
                     raise ValidationFailure(f"{path}.{bound}", "must be an integer")
-            if "min" in constraint and "max" in constraint and constraint["min"] > constraint["max"]:
+            if (
+                "min" in constraint
+                and "max" in constraint
+                and constraint["min"] > constraint["max"]
+            ):
                 raise ValidationFailure(path, "min must not exceed max")
             clean[name] = dict(constraint)
         else:

@@ -17,8 +17,16 @@ class ImmutableContentError(RuntimeError):
 
 # Fields that may change after a version is saved: its lifecycle, never its content.
 LIFECYCLE_FIELDS = frozenset(
-    {"approved", "approved_by", "approved_at", "revoked", "revoked_by", "revoked_at",
-     "revoked_reason", "expanded_tokens"}
+    {
+        "approved",
+        "approved_by",
+        "approved_at",
+        "revoked",
+        "revoked_by",
+        "revoked_at",
+        "revoked_reason",
+        "expanded_tokens",
+    }
 )
 
 
@@ -65,9 +73,12 @@ class Document(models.Model):
         ordering = ["doc_key", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["doc_key", "version"], name="document_key_version"),
-            models.CheckConstraint(condition=models.Q(version__gte=1), name="document_version_positive"),
             models.CheckConstraint(
-                condition=models.Q(valid_to__isnull=True) | models.Q(valid_to__gt=models.F("valid_from")),
+                condition=models.Q(version__gte=1), name="document_version_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(valid_to__isnull=True)
+                | models.Q(valid_to__gt=models.F("valid_from")),
                 name="document_validity_ordered",
             ),
         ]
@@ -81,6 +92,14 @@ class Document(models.Model):
     def __str__(self) -> str:
         return self.public_id
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if self.pk is not None and not (update_fields and set(update_fields) <= LIFECYCLE_FIELDS):
+            raise ImmutableContentError(
+                f"{self.public_id} is saved; a change must be saved as a new version"
+            )
+        super().save(*args, **kwargs)
+
     @property
     def public_id(self) -> str:
         return f"doc:{self.doc_key}@{self.version}"
@@ -90,14 +109,6 @@ class Document(models.Model):
         if self.revoked:
             return "revoked"
         return "approved" if self.approved else "draft"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        update_fields = kwargs.get("update_fields")
-        if self.pk is not None and not (update_fields and set(update_fields) <= LIFECYCLE_FIELDS):
-            raise ImmutableContentError(
-                f"{self.public_id} is saved; a change must be saved as a new version"
-            )
-        super().save(*args, **kwargs)
 
 
 class DocumentStore(models.Model):
@@ -114,8 +125,10 @@ class DocumentStore(models.Model):
             models.UniqueConstraint(fields=["document", "store"], name="document_store_unique"),
         ]
         indexes = [
-            models.Index(fields=["tenant", "brand", "campaign", "store", "document"],
-                         name="document_store_scope"),
+            models.Index(
+                fields=["tenant", "brand", "campaign", "store", "document"],
+                name="document_store_scope",
+            ),
         ]
 
     def __str__(self) -> str:

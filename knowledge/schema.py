@@ -26,9 +26,25 @@ MAX_RULE_KEY = 100
 
 DOC_KEY = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
 FIELDS = frozenset(
-    {"doc_key", "version", "tenant", "brand", "stores", "campaign", "kind", "rule_key", "title",
-     "text", "source", "valid_from", "valid_to", "published_at", "approved", "revoked",
-     "requirements"}
+    {
+        "doc_key",
+        "version",
+        "tenant",
+        "brand",
+        "stores",
+        "campaign",
+        "kind",
+        "rule_key",
+        "title",
+        "text",
+        "source",
+        "valid_from",
+        "valid_to",
+        "published_at",
+        "approved",
+        "revoked",
+        "requirements",
+    }
 )
 REQUIRED = FIELDS - {"rule_key", "valid_to", "approved", "revoked", "requirements"}
 
@@ -129,7 +145,9 @@ def parse_document(obj: object) -> DocumentImport:
         raise ValidationFailure("kind", 'must be "rule" or "case"')
     rule_key = obj.get("rule_key")
     if rule_key is not None and (not isinstance(rule_key, str) or len(rule_key) > MAX_RULE_KEY):
-        raise ValidationFailure("rule_key", f"must be a string of at most {MAX_RULE_KEY} characters")
+        raise ValidationFailure(
+            "rule_key", f"must be a string of at most {MAX_RULE_KEY} characters"
+        )
     valid_from = parse_aware_datetime(obj["valid_from"], field="valid_from")
     valid_to = parse_optional_aware_datetime(obj.get("valid_to"), field="valid_to")
     if valid_to is not None and valid_to <= valid_from:
@@ -151,4 +169,6 @@ def parse_document(obj: object) -> DocumentImport:
         published_at=parse_aware_datetime(obj["published_at"], field="published_at"),
         requirements=validate_requirements(obj.get("requirements", {})),
     )
-    return DocumentImport(content=content, approved=_flag(obj, "approved"), revoked=_flag(obj, "revoked"))
+    return DocumentImport(
+        content=content, approved=_flag(obj, "approved"), revoked=_flag(obj, "revoked")
+    )

@@ -49,8 +49,13 @@ class KnowledgeContext:
     limit: int = DEFAULT_LIMIT
 
 
-def _result(status: str, *, missing: list[str] | None = None, truncated: bool = False,
-            evidence: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _result(
+    status: str,
+    *,
+    missing: list[str] | None = None,
+    truncated: bool = False,
+    evidence: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {
         "status": status,
         "missing": missing or [],
@@ -79,8 +84,10 @@ def _validate(query: str, context: KnowledgeContext) -> None:
         raise ValidationFailure("query", "must be a string")
     if len(query) > MAX_QUERY_LENGTH:
         raise ValidationFailure("query", f"must be at most {MAX_QUERY_LENGTH} characters")
-    if isinstance(context.limit, bool) or not isinstance(context.limit, int) or not (
-        1 <= context.limit <= MAX_LIMIT
+    if (
+        isinstance(context.limit, bool)
+        or not isinstance(context.limit, int)
+        or not (1 <= context.limit <= MAX_LIMIT)
     ):
         raise ValidationFailure("limit", f"must be an integer from 1 to {MAX_LIMIT}")
     for name in ("occurred_at", "known_at"):
@@ -114,9 +121,7 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
     public_ids = {row[0]: f"doc:{row[1]}@{row[2]}" for row in gated}
     raw_query = tokenize(query)
     expanded_query = tokenize(expand(query, current_lexicon()))
-    raw_rank = rank_branch(
-        raw_query, ((public_ids[r[0]], frozenset(r[5].split())) for r in gated)
-    )
+    raw_rank = rank_branch(raw_query, ((public_ids[r[0]], frozenset(r[5].split())) for r in gated))
     expanded_rank = rank_branch(
         expanded_query, ((public_ids[r[0]], frozenset(r[6].split())) for r in gated)
     )

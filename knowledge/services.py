@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
@@ -27,8 +27,8 @@ DUPLICATE_IN_FILE = "appears twice in this import"
 NOTHING_CHANGED = "nothing changed; no new version saved"
 
 
-def _require(user: AbstractBaseUser, perm: str, message: str) -> None:
-    if not user.has_perm(perm):  # type: ignore[attr-defined]
+def _require(user: User, perm: str, message: str) -> None:
+    if not user.has_perm(perm):
         raise PermissionRefused(message, unmet="not_permitted")
 
 
@@ -47,7 +47,7 @@ def _searchable(title: str, text: str) -> str:
 def document_create(
     *,
     content: DocumentContent,
-    actor: AbstractBaseUser,
+    actor: User,
     lexicon: dict[str, str] | None = None,
 ) -> Document:
     """Save one new version. Callers hold the transaction and have checked permissions."""
@@ -93,25 +93,29 @@ def document_create(
     return document
 
 
-def _approve(document: Document, actor: AbstractBaseUser, reason: str) -> None:
+def _approve(document: Document, actor: User, reason: str) -> None:
     document.approved = True
-    document.approved_by = actor  # type: ignore[assignment]
+    document.approved_by = actor
     document.approved_at = clock.now()
     document.save(update_fields=["approved", "approved_by", "approved_at"])
-    event_record(actor=actor, action=Action.DOCUMENT_APPROVE, target=document.public_id, reason=reason)
+    event_record(
+        actor=actor, action=Action.DOCUMENT_APPROVE, target=document.public_id, reason=reason
+    )
 
 
-def _revoke(document: Document, actor: AbstractBaseUser, reason: str) -> None:
+def _revoke(document: Document, actor: User, reason: str) -> None:
     document.revoked = True
-    document.revoked_by = actor  # type: ignore[assignment]
+    document.revoked_by = actor
     document.revoked_at = clock.now()
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
-    event_record(actor=actor, action=Action.DOCUMENT_REVOKE, target=document.public_id, reason=reason)
+    event_record(
+        actor=actor, action=Action.DOCUMENT_REVOKE, target=document.public_id, reason=reason
+    )
 
 
 @transaction.atomic
-def document_approve(*, document: Document, actor: AbstractBaseUser, reason: str) -> Document:
+def document_approve(*, document: Document, actor: User, reason: str) -> Document:
     _require(actor, "knowledge.approve_document", "approving documents needs the operator role")
     if not reason.strip():
         raise ValidationFailure("reason", REASON_REQUIRED)
@@ -125,7 +129,7 @@ def document_approve(*, document: Document, actor: AbstractBaseUser, reason: str
 
 
 @transaction.atomic
-def document_revoke(*, document: Document, actor: AbstractBaseUser, reason: str) -> Document:
+def document_revoke(*, document: Document, actor: User, reason: str) -> Document:
     _require(actor, "knowledge.revoke_document", "revoking documents needs the operator role")
     if not reason.strip():
         raise ValidationFailure("reason", REASON_REQUIRED)
@@ -137,9 +141,7 @@ def document_revoke(*, document: Document, actor: AbstractBaseUser, reason: str)
 
 
 @transaction.atomic
-def document_save_new_version(
-    *, base: Document, changes: dict[str, Any], actor: AbstractBaseUser
-) -> Document:
+def document_save_new_version(*, base: Document, changes: dict[str, Any], actor: User) -> Document:
     """Save ``base`` with ``changes`` applied as the next version of its key (a draft)."""
     _require(actor, "knowledge.add_document", "saving documents needs the operator role")
     latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
@@ -152,7 +154,7 @@ def document_save_new_version(
 
 @transaction.atomic
 def document_add(
-    *, content: DocumentContent, actor: AbstractBaseUser, next_free_version: bool = False
+    *, content: DocumentContent, actor: User, next_free_version: bool = False
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
     _require(actor, "knowledge.add_document", "saving documents needs the operator role")
@@ -193,7 +195,7 @@ class ImportResult:
 
 
 @transaction.atomic
-def documents_import(*, items: object, actor: AbstractBaseUser) -> ImportResult:
+def documents_import(*, items: object, actor: User) -> ImportResult:
     """Import a JSON array of documents: all or nothing, idempotent for identical content."""
     _require(actor, "knowledge.add_document", "importing documents needs the operator role")
     if not isinstance(items, list):
@@ -210,14 +212,19 @@ def documents_import(*, items: object, actor: AbstractBaseUser) -> ImportResult:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")
         seen.add(key)
         if item.approved:
-            _require(actor, "knowledge.approve_document", f"[{index}].approved needs the approve permission")
+            _require(
+                actor,
+                "knowledge.approve_document",
+                f"[{index}].approved needs the approve permission",
+            )
         if item.revoked:
-            _require(actor, "knowledge.revoke_document", f"[{index}].revoked needs the revoke permission")
+            _require(
+                actor, "knowledge.revoke_document", f"[{index}].revoked needs the revoke permission"
+            )
         parsed.append((index, item))
 
     existing = {
-        (d.doc_key, d.version): d
-        for d in Document.objects.filter(doc_key__in={k for k, _ in seen})
+        (d.doc_key, d.version): d for d in Document.objects.filter(doc_key__in={k for k, _ in seen})
     }
     lexicon = current_lexicon()
     result = ImportResult()
@@ -229,7 +236,10 @@ def documents_import(*, items: object, actor: AbstractBaseUser) -> ImportResult:
                 raise ValidationFailure(f"[{index}]", f"{content.public_id} {CONTENT_DIFFERS}")
             for flag in ("approved", "revoked"):
                 if getattr(stored, flag) != getattr(item, flag):
-                    raise ValidationFailure(f"[{index}].{flag}", f"{content.public_id} " + STATE_DIFFERS.format(flag=flag))
+                    raise ValidationFailure(
+                        f"[{index}].{flag}",
+                        f"{content.public_id} " + STATE_DIFFERS.format(flag=flag),
+                    )
             result.unchanged.append(content.public_id)
             continue
         document = document_create(content=content, actor=actor, lexicon=lexicon)
@@ -247,7 +257,9 @@ def documents_import(*, items: object, actor: AbstractBaseUser) -> ImportResult:
 def _rebuild_expanded_tokens(lexicon: dict[str, str]) -> int:
     """Recompute every document's expanded token set; the raw set does not depend on it."""
     changed = []
-    for document in Document.objects.only("id", "title", "text", "expanded_tokens").iterator(chunk_size=2000):
+    for document in Document.objects.only("id", "title", "text", "expanded_tokens").iterator(
+        chunk_size=2000
+    ):
         tokens = token_text(tokenize(expand(_searchable(document.title, document.text), lexicon)))
         if tokens != document.expanded_tokens:
             document.expanded_tokens = tokens
@@ -264,7 +276,7 @@ def _check_term(value: str, field_name: str) -> str:
 
 
 @transaction.atomic
-def synonym_set(*, term: str, canonical: str, actor: AbstractBaseUser) -> Synonym:
+def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
     _require(actor, "knowledge.change_synonym", "editing the lexicon needs the operator role")
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
@@ -281,7 +293,7 @@ def synonym_set(*, term: str, canonical: str, actor: AbstractBaseUser) -> Synony
 
 
 @transaction.atomic
-def synonym_delete(*, synonym: Synonym, actor: AbstractBaseUser) -> None:
+def synonym_delete(*, synonym: Synonym, actor: User) -> None:
     _require(actor, "knowledge.delete_synonym", "editing the lexicon needs the operator role")
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()

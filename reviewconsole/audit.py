@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 
 from reviewconsole import clock
@@ -13,7 +13,7 @@ from reviewconsole.models import Action, Event
 
 def event_record(
     *,
-    actor: AbstractBaseUser | AnonymousUser | None,
+    actor: User | AnonymousUser | None,
     action: Action,
     target: str,
     reason: str = "",
@@ -21,7 +21,7 @@ def event_record(
 ) -> Event:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit events must be written inside the transaction they record")
-    real_actor = actor if isinstance(actor, AbstractBaseUser) else None
+    real_actor = actor if isinstance(actor, User) else None
     return Event.objects.create(
         created_at=clock.now(),
         actor=real_actor,

@@ -11,8 +11,7 @@ import sys
 from argparse import ArgumentParser
 from typing import Any, NoReturn
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -39,6 +38,7 @@ class JsonCommand(BaseCommand):
                 sys.stdout.write(json.dumps({"ok": False, "error": message}) + "\n")
                 sys.exit(2)
             original_error(message)
+            raise AssertionError("unreachable")  # argparse's error() exits
 
         parser.error = error  # type: ignore[method-assign]
         return parser
@@ -77,10 +77,9 @@ class JsonCommand(BaseCommand):
         return json.dumps(result, ensure_ascii=False, indent=2)
 
 
-def user_by_name(username: str, *, field: str = "--as") -> AbstractBaseUser:
-    User = get_user_model()
+def user_by_name(username: str, *, field: str = "--as") -> User:
     try:
-        user: AbstractBaseUser = User.objects.get(username=username, is_active=True)
+        user = User.objects.get(username=username, is_active=True)
     except User.DoesNotExist:
         raise ValidationFailure(field, f"no active user named {username!r}") from None
     return user

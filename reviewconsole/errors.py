@@ -17,8 +17,10 @@ class ValidationFailure(ValueError):
         """The same failure with its field nested under ``prefix`` (a JSON path)."""
         if not prefix:
             return self
-        field = f"{prefix}.{self.field}" if self.field and not self.field.startswith("[") else (
-            f"{prefix}{self.field}"
+        field = (
+            f"{prefix}.{self.field}"
+            if self.field and not self.field.startswith("[")
+            else (f"{prefix}{self.field}")
         )
         return ValidationFailure(field, self.message)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -23,12 +22,11 @@ def user_set_role(
     username: str,
     role: str,
     password: str | None = None,
-    actor: AbstractUser | None = None,
+    actor: User | None = None,
     check_password_strength: bool = True,
-) -> AbstractUser:
+) -> User:
     if role not in Role.values:
         raise ValidationFailure("role", UNKNOWN_ROLE)
-    User = get_user_model()
     username_field = User._meta.get_field("username")
     try:
         username_field.clean(username, None)
@@ -54,10 +52,10 @@ def user_set_role(
         target=f"user:{username}",
         details={"role": role, "created": created, "password_set": password is not None},
     )
-    return user  # type: ignore[return-value]
+    return user
 
 
-def user_role(user: AbstractUser) -> str | None:
+def user_role(user: User) -> str | None:
     names = {g.name for g in user.groups.all()}
     for role in Role.values:
         if role in names:

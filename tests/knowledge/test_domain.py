@@ -33,7 +33,10 @@ from reviewconsole.errors import ValidationFailure
         ("Coupon ABC123 miniapp", {"coupon", "abc123", "miniapp"}),
         ("优惠券", {"优惠", "惠券"}),
         ("茶", {"茶"}),
-        ("两杯水果茶，优惠券用不了", {"两杯", "杯水", "水果", "果茶", "优惠", "惠券", "券用", "用不", "不了"}),
+        (
+            "两杯水果茶，优惠券用不了",
+            {"两杯", "杯水", "水果", "果茶", "优惠", "惠券", "券用", "用不", "不了"},
+        ),
         ("fruit-tea 奶茶/茶", {"fruit", "tea", "奶茶", "茶"}),
         ("满30元", {"满", "30", "元"}),
         ("", set()),
@@ -133,8 +136,9 @@ def test_rrf_of_one_ranking_keeps_its_order(ranking: list[str]) -> None:
 def test_rrf_puts_an_id_first_in_both_rankings_first(
     top: str, first: list[str], second: list[str]
 ) -> None:
-    fused = reciprocal_rank_fusion([[top, *(x for x in first if x != top)],
-                                    [top, *(x for x in second if x != top)]])
+    fused = reciprocal_rank_fusion(
+        [[top, *(x for x in first if x != top)], [top, *(x for x in second if x != top)]]
+    )
     assert fused[0] == top
 
 
@@ -157,14 +161,22 @@ REQUIREMENTS = {
     [
         ({"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200}, "match", (), ()),
         ({"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3000}, "match", (), ()),
-        ({"channel": "miniapp", "product": "fruit-tea", "basket_cents": 2999}, "mismatch",
-         ("basket_cents",), ()),
+        (
+            {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 2999},
+            "mismatch",
+            ("basket_cents",),
+            (),
+        ),
         ({"channel": "pos", "basket_cents": 3200}, "mismatch", ("channel",), ("product",)),
         ({"channel": "miniapp"}, "unknown", (), ("basket_cents", "product")),
         ({}, "unknown", (), ("basket_cents", "channel", "product")),
         ({"channel": "miniapp", "product": "fruit-tea", "basket_cents": "3200"}, "match", (), ()),
-        ({"channel": "miniapp", "product": "fruit-tea", "basket_cents": "lots"}, "mismatch",
-         ("basket_cents",), ()),
+        (
+            {"channel": "miniapp", "product": "fruit-tea", "basket_cents": "lots"},
+            "mismatch",
+            ("basket_cents",),
+            (),
+        ),
     ],
 )
 def test_compare_conditions(

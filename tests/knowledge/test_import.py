@@ -57,7 +57,10 @@ def test_same_key_and_version_with_other_content_is_refused(
     run_json("import_knowledge", write(tmp_path, [document()]), "--as", operator.username)
 
     status, result = run_json(
-        "import_knowledge", write(tmp_path, [document(text="改过的正文。")]), "--as", operator.username
+        "import_knowledge",
+        write(tmp_path, [document(text="改过的正文。")]),
+        "--as",
+        operator.username,
     )
 
     assert status != 0
@@ -67,8 +70,11 @@ def test_same_key_and_version_with_other_content_is_refused(
 
 
 def test_a_bad_item_leaves_nothing_behind(operator: AbstractUser, tmp_path: Path) -> None:
-    items = [document(doc_key="good-1"), document(doc_key="good-2"),
-             document(doc_key="bad", valid_from="2026-09-01T00:00:00")]
+    items = [
+        document(doc_key="good-1"),
+        document(doc_key="good-2"),
+        document(doc_key="bad", valid_from="2026-09-01T00:00:00"),
+    ]
 
     status, result = run_json("import_knowledge", write(tmp_path, items), "--as", operator.username)
 
@@ -113,7 +119,9 @@ def test_invalid_documents_name_the_json_path(
 def test_missing_field_is_named(operator: AbstractUser, tmp_path: Path) -> None:
     item = document()
     del item["published_at"]
-    status, result = run_json("import_knowledge", write(tmp_path, [item]), "--as", operator.username)
+    status, result = run_json(
+        "import_knowledge", write(tmp_path, [item]), "--as", operator.username
+    )
 
     assert status != 0 and result["field"] == "[0].published_at"
 
@@ -135,7 +143,9 @@ def test_malformed_json_is_refused(operator: AbstractUser, tmp_path: Path) -> No
 
 
 def test_not_an_array_is_refused(operator: AbstractUser, tmp_path: Path) -> None:
-    status, result = run_json("import_knowledge", write(tmp_path, document()), "--as", operator.username)
+    status, result = run_json(
+        "import_knowledge", write(tmp_path, document()), "--as", operator.username
+    )
     assert status != 0 and result["field"] == "$"
 
 
@@ -145,7 +155,9 @@ def test_only_operators_import(
 ) -> None:
     user = request.getfixturevalue(role_fixture)
 
-    status, result = run_json("import_knowledge", write(tmp_path, [document()]), "--as", user.username)
+    status, result = run_json(
+        "import_knowledge", write(tmp_path, [document()]), "--as", user.username
+    )
 
     assert status != 0 and result["unmet"] == ["not_permitted"]
     assert Document.objects.count() == 0
@@ -159,7 +171,9 @@ def test_unknown_user_is_named(tmp_path: Path, db: None) -> None:
 def test_reimport_with_another_lifecycle_state_is_refused(
     operator: AbstractUser, tmp_path: Path
 ) -> None:
-    run_json("import_knowledge", write(tmp_path, [document(approved=False)]), "--as", operator.username)
+    run_json(
+        "import_knowledge", write(tmp_path, [document(approved=False)]), "--as", operator.username
+    )
 
     status, result = run_json(
         "import_knowledge", write(tmp_path, [document(approved=True)]), "--as", operator.username

@@ -64,8 +64,14 @@ def test_store_b_campaign_b_rule_matches(knowledge_base: None) -> None:
 
 def test_store_a_without_product_needs_context(knowledge_base: None) -> None:
     result = research(
-        "--campaign", "campaign-a", "--store", "store-001",
-        "--channel", "miniapp", "--basket-cents", "3200",
+        "--campaign",
+        "campaign-a",
+        "--store",
+        "store-001",
+        "--channel",
+        "miniapp",
+        "--basket-cents",
+        "3200",
     )
 
     assert result["status"] == "needs_context"
@@ -83,8 +89,14 @@ def test_campaign_c_conflicting_thresholds_are_both_flagged(knowledge_base: None
 
 
 def test_unrelated_ticket_is_no_match(knowledge_base: None) -> None:
-    result = research("--campaign", "campaign-a", "--store", "store-001", *FULL_FACTS,
-                      query="the printer lost power")
+    result = research(
+        "--campaign",
+        "campaign-a",
+        "--store",
+        "store-001",
+        *FULL_FACTS,
+        query="the printer lost power",
+    )
 
     assert result == {"status": "no_match", "missing": [], "truncated": False, "evidence": []}
 
@@ -103,12 +115,15 @@ NEVER = {
     ("campaign", "store"),
     [("campaign-a", "store-001"), ("campaign-b", "store-002"), ("campaign-c", "store-003")],
 )
-@pytest.mark.parametrize("query", [TICKET, "优惠券无法使用的适用条件", "活动 优惠券 门槛 水果茶 奶茶"])
+@pytest.mark.parametrize(
+    "query", [TICKET, "优惠券无法使用的适用条件", "活动 优惠券 门槛 水果茶 奶茶"]
+)
 def test_gated_documents_are_never_returned(
     knowledge_base: None, campaign: str, store: str, query: str
 ) -> None:
-    result = research("--campaign", campaign, "--store", store, *FULL_FACTS, "--limit", "50",
-                      query=query)
+    result = research(
+        "--campaign", campaign, "--store", store, *FULL_FACTS, "--limit", "50", query=query
+    )
 
     assert not NEVER & set(ids(result))
 
@@ -118,8 +133,20 @@ def test_evidence_item_carries_the_documented_fields(knowledge_base: None) -> No
     item = by_id(result)["doc:rule-b@1"]
 
     assert set(item) == {
-        "id", "source", "kind", "title", "version", "rule_key", "quote", "conditions",
-        "conflict", "text", "valid_from", "valid_to", "published_at", "content_hash",
+        "id",
+        "source",
+        "kind",
+        "title",
+        "version",
+        "rule_key",
+        "quote",
+        "conditions",
+        "conflict",
+        "text",
+        "valid_from",
+        "valid_to",
+        "published_at",
+        "content_hash",
     }
     assert item["version"] == 1
     assert item["rule_key"] == "campaign-b/coupon"
@@ -136,7 +163,10 @@ def test_missing_campaign_never_widens_the_search(knowledge_base: None) -> None:
     result = research("--store", "store-001", *FULL_FACTS)
 
     assert result == {
-        "status": "needs_context", "missing": ["campaign"], "truncated": False, "evidence": [],
+        "status": "needs_context",
+        "missing": ["campaign"],
+        "truncated": False,
+        "evidence": [],
     }
 
 
@@ -149,8 +179,9 @@ def test_missing_store_and_campaign_are_both_named(knowledge_base: None) -> None
 
 
 def test_other_tenant_sees_nothing(knowledge_base: None) -> None:
-    result = research("--tenant", "other-tenant", "--campaign", "campaign-a", "--store",
-                      "store-001", *FULL_FACTS)
+    result = research(
+        "--tenant", "other-tenant", "--campaign", "campaign-a", "--store", "store-001", *FULL_FACTS
+    )
 
     assert result["status"] == "no_match"
 
@@ -176,33 +207,81 @@ SCOPE_X = ("--campaign", "campaign-x", "--store", "store-100")
 
 
 def test_valid_to_is_exclusive(windowed: None) -> None:
-    assert ids(research(*SCOPE_X, query="优惠券", at="2026-09-18T14:00:00+08:00",
-                        known="2026-09-18T15:00:00+08:00")) == []
-    assert ids(research(*SCOPE_X, query="优惠券", at="2026-09-18T13:59:59+08:00",
-                        known="2026-09-18T15:00:00+08:00")) == ["doc:rule-x@1"]
+    assert (
+        ids(
+            research(
+                *SCOPE_X,
+                query="优惠券",
+                at="2026-09-18T14:00:00+08:00",
+                known="2026-09-18T15:00:00+08:00",
+            )
+        )
+        == []
+    )
+    assert ids(
+        research(
+            *SCOPE_X,
+            query="优惠券",
+            at="2026-09-18T13:59:59+08:00",
+            known="2026-09-18T15:00:00+08:00",
+        )
+    ) == ["doc:rule-x@1"]
 
 
 def test_published_at_equal_to_known_at_is_included(windowed: None) -> None:
-    assert ids(research(*SCOPE_X, query="优惠券", at="2026-09-18T10:00:00+08:00",
-                        known="2026-09-18T14:10:00+08:00")) == ["doc:rule-x@1"]
-    assert ids(research(*SCOPE_X, query="优惠券", at="2026-09-18T10:00:00+08:00",
-                        known="2026-09-18T14:09:59+08:00")) == []
+    assert ids(
+        research(
+            *SCOPE_X,
+            query="优惠券",
+            at="2026-09-18T10:00:00+08:00",
+            known="2026-09-18T14:10:00+08:00",
+        )
+    ) == ["doc:rule-x@1"]
+    assert (
+        ids(
+            research(
+                *SCOPE_X,
+                query="优惠券",
+                at="2026-09-18T10:00:00+08:00",
+                known="2026-09-18T14:09:59+08:00",
+            )
+        )
+        == []
+    )
 
 
 def test_the_same_instant_in_two_time_zones_gives_the_same_result(knowledge_base: None) -> None:
     shanghai = research("--campaign", "campaign-b", "--store", "store-002", *FULL_FACTS)
-    utc = research("--campaign", "campaign-b", "--store", "store-002", *FULL_FACTS,
-                   at="2026-09-18T06:00:00Z", known="2026-09-18T06:10:00+00:00")
+    utc = research(
+        "--campaign",
+        "campaign-b",
+        "--store",
+        "store-002",
+        *FULL_FACTS,
+        at="2026-09-18T06:00:00Z",
+        known="2026-09-18T06:10:00+00:00",
+    )
 
     assert utc == shanghai
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--at", "2026-09-18T14:00:00"),
-                                             ("--known-at", "2026-09-18 14:10")])
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--at", "2026-09-18T14:00:00"), ("--known-at", "2026-09-18 14:10")]
+)
 def test_naive_datetimes_are_refused(knowledge_base: None, flag: str, value: str) -> None:
     args = {"--at": AT, "--known-at": KNOWN, flag: value}
-    status, result = run_json("research", TICKET, "--campaign", "campaign-b", "--store",
-                              "store-002", "--at", args["--at"], "--known-at", args["--known-at"])
+    status, result = run_json(
+        "research",
+        TICKET,
+        "--campaign",
+        "campaign-b",
+        "--store",
+        "store-002",
+        "--at",
+        args["--at"],
+        "--known-at",
+        args["--known-at"],
+    )
 
     assert status != 0
     assert result["ok"] is False
@@ -259,10 +338,20 @@ def test_lexicon_edits_apply_to_documents_saved_earlier(operator: AbstractUser) 
 def test_conflict_is_flagged_on_a_sibling_that_did_not_rank(operator: AbstractUser) -> None:
     documents_import(
         items=[
-            document(doc_key="slot-a", rule_key="slot", title="优惠券门槛",
-                     text="优惠券满30元可用。", requirements={"basket_cents": {"min": 3000}}),
-            document(doc_key="slot-b", rule_key="slot", title="会员日",
-                     text="会员日说明。", requirements={"basket_cents": {"min": 4000}}),
+            document(
+                doc_key="slot-a",
+                rule_key="slot",
+                title="优惠券门槛",
+                text="优惠券满30元可用。",
+                requirements={"basket_cents": {"min": 3000}},
+            ),
+            document(
+                doc_key="slot-b",
+                rule_key="slot",
+                title="会员日",
+                text="会员日说明。",
+                requirements={"basket_cents": {"min": 4000}},
+            ),
         ],
         actor=operator,
     )
@@ -294,7 +383,9 @@ def test_same_slot_same_requirements_is_not_a_conflict(operator: AbstractUser) -
     ("cents", "expected"),
     [("2999", "mismatch"), ("3000", "match"), ("5000", "match"), ("5001", "mismatch")],
 )
-def test_min_and_max_bounds_are_inclusive(operator: AbstractUser, cents: str, expected: str) -> None:
+def test_min_and_max_bounds_are_inclusive(
+    operator: AbstractUser, cents: str, expected: str
+) -> None:
     documents_import(
         items=[document(requirements={"basket_cents": {"min": 3000, "max": 5000}})], actor=operator
     )
@@ -327,13 +418,27 @@ def test_mismatch_keeps_the_unknown_facts(operator: AbstractUser) -> None:
 
     assert result["status"] == "retrieved"
     assert result["evidence"][0]["conditions"] == {
-        "status": "mismatch", "mismatches": ["product"], "unknown": ["channel"],
+        "status": "mismatch",
+        "mismatches": ["product"],
+        "unknown": ["channel"],
     }
 
 
 def test_bad_fact_flag_names_the_flag(knowledge_base: None) -> None:
-    status, result = run_json("research", TICKET, "--campaign", "campaign-b", "--store",
-                              "store-002", "--at", AT, "--known-at", KNOWN, "--fact", "oops")
+    status, result = run_json(
+        "research",
+        TICKET,
+        "--campaign",
+        "campaign-b",
+        "--store",
+        "store-002",
+        "--at",
+        AT,
+        "--known-at",
+        KNOWN,
+        "--fact",
+        "oops",
+    )
 
     assert status != 0
     assert result["field"] == "--fact"

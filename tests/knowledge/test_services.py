@@ -36,7 +36,9 @@ def test_approve_is_audited_with_reason(draft: Document, operator: AbstractUser)
     assert draft.approved and draft.approved_by == operator and draft.approved_at is not None
     event = Event.objects.get(action=Action.DOCUMENT_APPROVE)
     assert (event.actor, event.target, event.reason) == (
-        operator, "doc:rule-x@1", "checked against the campaign sheet"
+        operator,
+        "doc:rule-x@1",
+        "checked against the campaign sheet",
     )
 
 
@@ -52,7 +54,9 @@ def test_revoke_records_who_when_and_why(draft: Document, operator: AbstractUser
     document_revoke(document=draft, actor=operator, reason="wrong threshold")
 
     draft.refresh_from_db()
-    assert draft.revoked and draft.revoked_by == operator and draft.revoked_reason == "wrong threshold"
+    assert (
+        draft.revoked and draft.revoked_by == operator and draft.revoked_reason == "wrong threshold"
+    )
     assert Event.objects.filter(action=Action.DOCUMENT_REVOKE, target="doc:rule-x@1").count() == 1
     with pytest.raises(ValidationFailure):
         document_revoke(document=draft, actor=operator, reason="again")

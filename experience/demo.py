@@ -1,0 +1,184 @@
+"""Demo data for the experience memory and the four replays of SPEC §7.2.
+
+``load_demo_experience`` imports ``fixtures/experience.json`` and approves what a reviewer would
+approve, leaving the rest in the review queue. ``replays`` runs §7.2 against whatever database is
+current; the ``experience_demo`` command runs it on a temporary one.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from experience import selectors, services
+from experience.executor import TicketContext, run_skill
+from experience.models import Status
+from reviewconsole.cli import read_json_file
+from reviewconsole.timeparse import parse_aware_datetime
+
+FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "experience.json"
+KNOWLEDGE_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "knowledge.json"
+
+DEMO_SCOPE = {
+    "tenant": "teahouse",
+    "brand": "leaf-and-cup",
+    "store": "store-002",
+    "campaign": "campaign-b",
+    "deployment": "release-1",
+}
+OTHER_DEPLOYMENT = "release-2"
+OCCURRED_AT = "2026-09-18T14:00:00+08:00"
+KNOWN_AT = "2026-09-18T14:10:00+08:00"
+DEMO_FACTS: dict[str, object] = {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200}
+
+# Items of the fixture a reviewer approves: the two cases from distinct incidents, then the
+# skill citing them. The second summary, the recovery-only case and the case whose excerpt
+# tries to instruct the agent stay in the queue.
+APPROVE = (0, 1, 5)
+APPROVAL_REASON = "诊断证据已核对，反证记录完整，适用范围与本门店本版本一致"
+SKILL_APPROVAL_REASON = "引用两个不同事故的已批准案例，配方只读且只有一步"
+
+
+def _without_verified_flags(items: list[Any]) -> list[Any]:
+    stripped = copy.deepcopy(items)
+    for item in stripped:
+        for evidence in _evidence_objects(item):
+            evidence.pop("verified", None)
+    return stripped
+
+
+def _evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list(item.get("observations") or [])
+    for section in ("diagnosis", "outcome"):
+        found.extend((item.get(section) or {}).get("evidence") or [])
+    for entry in item.get("counterevidence") or []:
+        found.extend(entry.get("evidence") or [])
+    return found
+
+
+def _verified_keys(item: dict[str, Any]) -> list[str]:
+    keys = [f"observations/{i}" for i, e in enumerate(item.get("observations") or []) if e.get("verified")]
+    for section in ("diagnosis", "outcome"):
+        evidence = (item.get(section) or {}).get("evidence") or []
+        keys += [f"{section}/{i}" for i, e in enumerate(evidence) if e.get("verified")]
+    for n, entry in enumerate(item.get("counterevidence") or []):
+        keys += [
+            f"counterevidence/{n}/{i}"
+            for i, e in enumerate(entry.get("evidence") or [])
+            if e.get("verified")
+        ]
+    return keys
+
+
+def load_demo_experience(
+    *, operator: AbstractBaseUser, reviewer: AbstractBaseUser, path: Path | None = None
+) -> dict[str, Any]:
+    """Import the demo cases and skill as ``operator``; ``reviewer`` checks and approves.
+
+    Four eyes hold either way: the operator submits, the reviewer approves. When the operator
+    may not verify evidence, the ``verified`` marks are recorded as the reviewer's own checks
+    instead of being claimed by the import. Safe to call again: nothing is duplicated.
+    """
+    raw = read_json_file(str(path or FIXTURE))
+    can_verify = operator.has_perm(selectors.VERIFY_PERMISSION)  # type: ignore[attr-defined]
+    submitted = services.items_import(
+        items=raw if can_verify else _without_verified_flags(raw), actor=operator
+    )
+    if not can_verify:
+        for item, result in zip(raw, submitted, strict=True):
+            keys = _verified_keys(item) if result.type == "case" else []
+            case = selectors.case_get(result.id) if keys else None
+            for key in keys:
+                assert case is not None
+                already = case.evidence_items.filter(key=key, checks__checked_by=reviewer).exists()
+                if not already:
+                    services.evidence_check(
+                        case=case, key=key, actor=reviewer, note="demo: excerpt compared with the thread"
+                    )
+    approved = []
+    for index in APPROVE:
+        result = submitted[index]
+        if result.type == "case":
+            case = selectors.case_get(result.id)
+            if case.status == Status.CANDIDATE:
+                services.case_approve(case=case, actor=reviewer, reason=APPROVAL_REASON)
+        else:
+            skill = selectors.skill_get(result.id)
+            if skill.status == Status.CANDIDATE:
+                services.skill_approve(skill=skill, actor=reviewer, reason=SKILL_APPROVAL_REASON)
+        approved.append(result.id)
+    return {
+        "items": [
+            {"index": i, "id": r.id, "type": r.type, "created": r.created}
+            for i, r in enumerate(submitted)
+        ],
+        "approved": approved,
+        "candidates": [r.id for i, r in enumerate(submitted) if i not in APPROVE],
+        "cases": [submitted[i].id for i in APPROVE if submitted[i].type == "case"],
+        "skill": next(submitted[i].id for i in APPROVE if submitted[i].type == "skill"),
+    }
+
+
+def load_demo_knowledge(*, operator: AbstractBaseUser) -> dict[str, Any]:
+    from knowledge.services import documents_import
+
+    result = documents_import(items=read_json_file(str(KNOWLEDGE_FIXTURE)), actor=operator)
+    return {"created": result.created, "unchanged": result.unchanged}
+
+
+def demo_context(*, facts: dict[str, object] | None = None) -> TicketContext:
+    return TicketContext(
+        occurred_at=parse_aware_datetime(OCCURRED_AT, field="occurred_at"),
+        known_at=parse_aware_datetime(KNOWN_AT, field="known_at"),
+        facts=dict(DEMO_FACTS if facts is None else facts),
+    )
+
+
+REPLAYS = (
+    ("same scope, channel and product given", "needs_review", True),
+    ("deployment changed to another release", "fallback", False),
+    ("same scope, channel and product missing", "fallback", True),
+    ("a cited case revoked", "fallback", False),
+)
+
+
+def replays(
+    *, skill_id: str, revoke_case_id: str, reviewer: AbstractBaseUser, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The four replays of §7.2, in order. The last one revokes ``revoke_case_id``."""
+    partial_facts = {k: v for k, v in DEMO_FACTS.items() if k not in ("channel", "product")}
+    other_release = {**DEMO_SCOPE, "deployment": OTHER_DEPLOYMENT}
+    results = [
+        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-1", now),
+        run_skill(skill_id, other_release, demo_context(), "demo-replay-2", now),
+        run_skill(skill_id, DEMO_SCOPE, demo_context(facts=partial_facts), "demo-replay-3", now),
+    ]
+    revocation = services.case_revoke(
+        case=selectors.case_get(revoke_case_id),
+        actor=reviewer,
+        reason="演示：诊断后来被发现证据不足，撤销以停止复用",
+    )
+    results.append(run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-4", now))
+    rows = []
+    for (label, expected_status, expected_search), result in zip(REPLAYS, results, strict=True):
+        searched = result["tool_calls"] > 0
+        rows.append(
+            {
+                "replay": label,
+                "status": result["status"],
+                "knowledge_search_executed": searched,
+                "tool_calls": result["tool_calls"],
+                "reason": result["reason"],
+                "run_id": result["run_id"],
+                "expected_status": expected_status,
+                "expected_search": expected_search,
+                "as_expected": result["status"] == expected_status and searched == expected_search,
+            }
+        )
+    rows[-1]["revocation_impact"] = revocation.impact.as_json()
+    return rows

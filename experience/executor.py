@@ -1,0 +1,259 @@
+"""``run_skill`` (SPEC §3.7): gate, re-check before every step and before returning, store the run.
+
+Success is ``needs_review``: the current evidence plus the cited cases as historical leads. It is
+never "cause confirmed". Anything doubtful ends in ``fallback`` with the reason, keeping the
+observations gathered so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from experience import domain
+from experience.models import ItemType, RunStatus, Skill
+from experience.selectors import USE_PERMISSION, skill_availability
+from experience.services import references_record, run_store, validate_run_id
+from experience.tools import CallContext, Tool, default_registry, tool_specs
+from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.timeparse import to_utc_iso
+
+NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
+FALLBACK = RunStatus.FALLBACK.value
+TOOL_TIMEOUT_SECONDS = 10.0
+USE_REFUSED = "running skills needs the agent or reviewer role"
+
+# Reason codes: the first word of every reason, so callers can branch without parsing prose.
+MISSING_CONTEXT = "missing_context"
+SKILL_NOT_FOUND = "skill_not_found"
+SCOPE_MISMATCH = "scope_mismatch"
+SKILL_UNAVAILABLE = "skill_unavailable"
+INVALID_RECIPE = "invalid_recipe"
+REVOKED_DURING_RUN = "revoked_during_run"
+TOOL_ERROR = "tool_error"
+TIMEOUT = "timeout"
+STEP_FAILED = "step_failed"
+ALL_STEPS_PASSED = "all_steps_passed"
+PASSED_DETAIL = (
+    "every step found current evidence that matches; the cited cases are historical leads only, "
+    "the current evidence and the ticket's own requests decide"
+)
+
+
+@dataclass(frozen=True)
+class TicketContext:
+    """The caller's knowledge context: when it happened, what was known, and the ticket's facts."""
+
+    occurred_at: datetime | None
+    known_at: datetime | None
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "occurred_at": to_utc_iso(self.occurred_at),
+            "known_at": to_utc_iso(self.known_at),
+            "facts": dict(self.facts),
+        }
+
+
+@dataclass
+class _Trace:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    cited: set[str] = field(default_factory=set)
+    tool_calls: int = 0
+
+
+def _observation(index: int, tool: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "step": index,
+        "tool": tool,
+        "status": result.get("status"),
+        "missing": list(result.get("missing") or []),
+        "evidence": [
+            {
+                "id": item.get("id"),
+                "kind": item.get("kind"),
+                "title": item.get("title"),
+                "quote": item.get("quote"),
+                "conditions": item.get("conditions"),
+                "conflict": item.get("conflict"),
+            }
+            for item in result.get("evidence") or []
+        ],
+    }
+
+
+def _step_failure(result: Mapping[str, Any]) -> str | None:
+    """Why a tool result does not let the run continue, or None when it passes (§3.7 step 3)."""
+    status = result.get("status")
+    evidence = result.get("evidence")
+    if not isinstance(evidence, list):
+        return f"{TOOL_ERROR}: the tool returned no evidence list"
+    if status == RETRIEVED and evidence_supports(evidence):
+        return None
+    if status == NEEDS_CONTEXT:
+        missing = ", ".join(result.get("missing") or []) or "scope"
+        return f"{STEP_FAILED}: {status}; conditions unknown: {missing}"
+    if status == RETRIEVED and not evidence:
+        return f"{STEP_FAILED}: no evidence returned"
+    if status == RETRIEVED:
+        mismatched = [
+            str(item.get("id"))
+            for item in evidence
+            if (item.get("conditions") or {}).get("status") != "match" or item.get("conflict")
+        ]
+        return f"{STEP_FAILED}: evidence does not match: {', '.join(mismatched)}"
+    return f"{STEP_FAILED}: {status}"
+
+
+def run_skill(
+    skill_id: str,
+    scope: Mapping[str, str | None],
+    context: TicketContext,
+    run_id: str,
+    now: datetime | None = None,
+    *,
+    tools: Mapping[str, Tool] | None = None,
+    actor: AbstractBaseUser | None = None,
+    timeout: float = TOOL_TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):  # type: ignore[attr-defined]
+        raise PermissionRefused(USE_REFUSED)
+    run_id = validate_run_id(run_id)
+    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
+        raise ValidationFailure("now", "must be timezone-aware")
+    registry = default_registry() if tools is None else tools
+    started_at = clock.now()
+    trace = _Trace()
+    cases: list[str] = []
+
+    def finish(status: str, reason: str, missing: list[str] | None = None) -> dict[str, Any]:
+        finished_at = clock.now()
+        run_store(
+            run_id=run_id,
+            skill_id=skill_id,
+            scope=scope,
+            context=context.as_json(),
+            steps=trace.steps,
+            observations=trace.observations,
+            cases=cases if status == NEEDS_REVIEW else [],
+            status=status,
+            reason=reason,
+            tool_calls=trace.tool_calls,
+            started_at=started_at,
+            finished_at=finished_at,
+            cited_documents=trace.cited,
+            actor=actor,
+        )
+        return {
+            "status": status,
+            "reason": reason,
+            "run_id": run_id,
+            "skill": skill_id,
+            "missing": missing or [],
+            "tool_calls": trace.tool_calls,
+            "steps": trace.steps,
+            "observations": trace.observations,
+            "cases": cases if status == NEEDS_REVIEW else [],
+        }
+
+    missing = domain.missing_scope(scope)
+    missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]
+    if missing:
+        return finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
+    current = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+    check_time = now or started_at
+
+    # 1. The gate, before any tool is called.
+    skill, availability = skill_availability(skill_id, check_time)
+    if skill is None:
+        return finish(FALLBACK, f"{SKILL_NOT_FOUND}: {skill_id}")
+    differing = domain.differing_scope_fields(skill.scope, current)
+    if differing:
+        return finish(FALLBACK, f"{SCOPE_MISMATCH}: " + ", ".join(differing))
+    if not availability:
+        return finish(FALLBACK, f"{SKILL_UNAVAILABLE}: {availability.reason}")
+    try:
+        recipe = domain.validate_recipe(skill.recipe, tool_specs(registry))
+    except ValidationFailure as failure:
+        return finish(FALLBACK, f"{INVALID_RECIPE}: {failure}")
+    cases = list(skill.case_links.order_by("position").values_list("case_id", flat=True))
+    with transaction.atomic():
+        references_record(
+            run_id=run_id,
+            items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in cases)],
+            at=clock.now(),
+        )
+    trace.steps = [
+        {"index": i, **step.as_json(), "status": "not_run"} for i, step in enumerate(recipe)
+    ]
+
+    call_context = CallContext(
+        scope=current,
+        occurred_at=context.occurred_at,
+        known_at=context.known_at,
+        facts=dict(context.facts),
+    )
+    for index, step in enumerate(recipe):
+        # 2. Re-check before each step: a revocation since the last step stops the run here.
+        unavailable = _recheck(skill, check_time)
+        if unavailable:
+            return finish(FALLBACK, unavailable)
+        failure = _call(index, step, registry, call_context, trace, timeout)
+        if failure:
+            trace.steps[index]["status"] = "failed"
+            return finish(FALLBACK, failure)
+        trace.steps[index]["status"] = "passed"
+
+    # 4. Re-check before returning: a revocation during the last tool call counts.
+    unavailable = _recheck(skill, check_time)
+    if unavailable:
+        return finish(FALLBACK, unavailable)
+    return finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+
+
+def _recheck(skill: Skill, now: datetime) -> str | None:
+    _, availability = skill_availability(skill.id, now)
+    if availability:
+        return None
+    return f"{REVOKED_DURING_RUN}: {availability.reason}"
+
+
+def _call(
+    index: int,
+    step: domain.RecipeStep,
+    registry: Mapping[str, Tool],
+    context: CallContext,
+    trace: _Trace,
+    timeout: float,
+) -> str | None:
+    tool = registry.get(step.tool)
+    if tool is None:
+        return f"{TOOL_ERROR}: {step.tool} is not registered"
+    trace.tool_calls += 1
+    began = time.monotonic()
+    try:
+        result = tool.handler(dict(step.arguments), context)
+    except TimeoutError:
+        return f"{TIMEOUT}: step {index} ({step.tool}) timed out"
+    except Exception as exc:  # a failing tool ends the run in fallback, whatever it raised
+        return f"{TOOL_ERROR}: step {index} ({step.tool}) failed: {type(exc).__name__}: {exc}"
+    if time.monotonic() - began > timeout:
+        # The call is not interrupted (read-only, already in flight), but a late answer is not used.
+        return f"{TIMEOUT}: step {index} ({step.tool}) took longer than {timeout:g}s"
+    if not isinstance(result, Mapping):
+        return f"{TOOL_ERROR}: step {index} ({step.tool}) returned no result object"
+    trace.observations.append(_observation(index, step.tool, result))
+    trace.cited.update(
+        str(item["id"]) for item in result.get("evidence") or [] if isinstance(item, Mapping) and item.get("id")
+    )
+    return _step_failure(result)

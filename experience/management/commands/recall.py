@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from experience.domain import SCOPE_FIELDS
+from experience.retrieval import DEFAULT_LIMIT, retrieve_experience
+from reviewconsole import clock
+from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.timeparse import parse_aware_datetime
+
+
+def add_scope_arguments(parser: ArgumentParser) -> None:
+    # Optional on purpose: a missing scope field is an answer (fallback + missing), not a usage error.
+    for name in SCOPE_FIELDS:
+        parser.add_argument(f"--{name}")
+
+
+def scope_from_options(options: dict[str, Any]) -> dict[str, str | None]:
+    return {name: options.get(name) for name in SCOPE_FIELDS}
+
+
+class Command(JsonCommand):
+    help = "Retrieve approved experience for one exact scope (SPEC §3.5); records each read."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("query")
+        add_scope_arguments(parser)
+        parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
+        parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
+        parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
+        parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this account")
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        now = parse_aware_datetime(options["now"], field="--now") if options.get("now") else clock.now()
+        return retrieve_experience(
+            options["query"],
+            scope_from_options(options),
+            now,
+            options["run_id"],
+            options["limit"],
+            actor=actor,
+        )
+
+    def render_text(self, result: dict[str, Any]) -> str:
+        lines = [f"status: {result['status']}"]
+        if result["missing"]:
+            lines.append("missing: " + ", ".join(result["missing"]))
+        for item in result["items"]:
+            lines.append(f"- {item['type']:5} {item['id']}  {item['title']}")
+        return "\n".join(lines)

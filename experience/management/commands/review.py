@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from experience import domain, selectors, services
+from experience.services import ReviewOutcome, ReviewRefused
+from reviewconsole import clock
+from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+OPERATIONS = ("approve", "reject", "revoke", "verify")
+EMPTY_IMPACT: dict[str, list[str]] = {"skills": [], "runs": []}
+
+
+class Command(JsonCommand):
+    help = (
+        "Review a case, skill or knowledge document: approve, reject or revoke with a reason "
+        "(revoke reports the impact; --preview shows it without revoking), or verify one "
+        "evidence item of a case."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("operation", choices=OPERATIONS)
+        parser.add_argument("id", metavar="ID", help="case:…, skill:… or doc:KEY@VERSION")
+        parser.add_argument("--as", dest="as_user", required=True, metavar="USER")
+        parser.add_argument("--reason", default="")
+        parser.add_argument("--evidence", metavar="KEY", help="verify: e.g. diagnosis/0")
+        parser.add_argument("--note", default="", help="verify: what was checked")
+        parser.add_argument(
+            "--preview", action="store_true", help="revoke: show the impact, change nothing"
+        )
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        actor = user_by_name(options["as_user"])
+        operation, item_id = options["operation"], options["id"]
+        if operation == "verify":
+            return self._verify(item_id, options, actor)
+        if options["preview"]:
+            return self._preview(item_id, operation, options["reason"], actor)
+        try:
+            outcome = self._review(item_id, operation, options["reason"], actor)
+        except ReviewRefused as refusal:
+            raise CommandRefused(
+                str(refusal),
+                {
+                    "ok": False,
+                    "id": refusal.item_id,
+                    "status": refusal.status,
+                    "unmet": refusal.unmet,
+                    "impact": dict(EMPTY_IMPACT),
+                },
+            ) from None
+        return outcome.as_json()
+
+    def _review(
+        self, item_id: str, operation: str, reason: str, actor: AbstractBaseUser
+    ) -> ReviewOutcome:
+        kind = domain.item_type(item_id)
+        if kind == "case":
+            case = selectors.case_get(item_id)
+            action = {
+                "approve": services.case_approve,
+                "reject": services.case_reject,
+                "revoke": services.case_revoke,
+            }[operation]
+            return action(case=case, actor=actor, reason=reason)
+        if kind == "skill":
+            skill = selectors.skill_get(item_id)
+            skill_action = {
+                "approve": services.skill_approve,
+                "reject": services.skill_reject,
+                "revoke": services.skill_revoke,
+            }[operation]
+            return skill_action(skill=skill, actor=actor, reason=reason)
+        if kind == "document":
+            document = services.document_by_public_id(item_id)
+            if operation == "revoke":
+                return services.document_revoke_with_impact(
+                    document=document, actor=actor, reason=reason
+                )
+            if operation == "approve":
+                return services.document_approve_reviewed(
+                    document=document, actor=actor, reason=reason
+                )
+            raise ValidationFailure(
+                "operation", "knowledge documents are approved or revoked, not rejected"
+            )
+        raise ValidationFailure("ID", selectors.UNKNOWN_ID)
+
+    def _preview(
+        self, item_id: str, operation: str, reason: str, actor: AbstractBaseUser
+    ) -> dict[str, Any]:
+        if operation != "revoke":
+            raise ValidationFailure("--preview", "only revoke has an impact preview")
+        kind = domain.item_type(item_id)
+        if kind == "case":
+            status = selectors.case_get(item_id).status
+        elif kind == "skill":
+            status = selectors.skill_get(item_id).status
+        elif kind == "document":
+            status = services.document_by_public_id(item_id).status
+        else:
+            raise ValidationFailure("ID", selectors.UNKNOWN_ID)
+        unmet = []
+        if kind != "document":
+            unmet = domain.revocation_unmet(
+                status=status, reviewer=selectors.reviewer_of(actor), reason=reason
+            )
+        return {
+            "ok": True,
+            "preview": True,
+            "id": item_id,
+            "status": status,
+            "unmet": unmet,
+            "impact": selectors.revocation_impact(item_id).as_json(),
+        }
+
+    def _verify(self, item_id: str, options: dict[str, Any], actor: AbstractBaseUser) -> dict[str, Any]:
+        key = options.get("evidence")
+        if not key:
+            raise ValidationFailure("--evidence", "names the evidence item to verify, e.g. diagnosis/0")
+        if domain.item_type(item_id) != "case":
+            raise ValidationFailure("ID", "only case evidence can be verified")
+        case = selectors.case_get(item_id)
+        try:
+            check = services.evidence_check(case=case, key=key, actor=actor, note=options["note"])
+        except PermissionRefused as refusal:
+            raise CommandRefused(
+                refusal.message,
+                {"ok": False, "id": case.id, "evidence": key, "unmet": [refusal.unmet],
+                 "error": refusal.message},
+            ) from None
+        return {
+            "ok": True,
+            "id": case.id,
+            "evidence": key,
+            "checked_by": actor.get_username(),
+            "checked_at": check.checked_at.isoformat() if check.checked_at else clock.now().isoformat(),
+        }
+
+    def render_text(self, result: dict[str, Any]) -> str:
+        if "evidence" in result:
+            return f"{result['id']}: evidence {result['evidence']} checked by {result['checked_by']}"
+        lines = [f"{result['id']}: {result['status']}" + (" (preview)" if result.get("preview") else "")]
+        if result.get("unmet"):
+            lines.append("unmet: " + ", ".join(result["unmet"]))
+        impact = result.get("impact") or {}
+        if impact.get("skills") or impact.get("runs") or result.get("preview"):
+            lines.append("skills affected: " + (", ".join(impact.get("skills", [])) or "none"))
+            lines.append("runs to re-check: " + (", ".join(impact.get("runs", [])) or "none"))
+        return "\n".join(lines)

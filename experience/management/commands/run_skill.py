@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from experience.executor import TicketContext, run_skill
+from experience.management.commands.recall import add_scope_arguments, scope_from_options
+from knowledge.management.commands.research import add_fact_arguments, facts_from_options
+from reviewconsole import clock
+from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.timeparse import parse_aware_datetime
+
+
+def _optional_time(options: dict[str, Any], name: str, flag: str) -> Any:
+    value = options.get(name)
+    return parse_aware_datetime(value, field=flag) if value else None
+
+
+class Command(JsonCommand):
+    help = "Run a skill's read-only recipe for the current ticket (SPEC §3.7)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("skill_id", metavar="ID")
+        add_scope_arguments(parser)
+        parser.add_argument("--at", metavar="ISO", help="when the problem occurred")
+        parser.add_argument("--known-at", dest="known_at", metavar="ISO")
+        add_fact_arguments(parser)
+        parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
+        parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
+        parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this account")
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        context = TicketContext(
+            occurred_at=_optional_time(options, "at", "--at"),
+            known_at=_optional_time(options, "known_at", "--known-at"),
+            facts=facts_from_options(options),
+        )
+        now = _optional_time(options, "now", "--now") or clock.now()
+        return run_skill(
+            options["skill_id"],
+            scope_from_options(options),
+            context,
+            options["run_id"],
+            now,
+            actor=actor,
+        )
+
+    def render_text(self, result: dict[str, Any]) -> str:
+        lines = [
+            f"status: {result['status']}",
+            f"reason: {result['reason']}",
+            f"run: {result['run_id']}  tool calls: {result['tool_calls']}",
+        ]
+        for step in result["steps"]:
+            lines.append(f"step {step['index']}: {step['tool']} {step['arguments']} → {step['status']}")
+        for observation in result["observations"]:
+            lines.append(f"observed (step {observation['step']}): {observation['status']}")
+            for item in observation["evidence"]:
+                lines.append(f"  - {item['id']}  {item['quote']}")
+        if result["cases"]:
+            lines.append("historical leads: " + ", ".join(result["cases"]))
+        return "\n".join(lines)

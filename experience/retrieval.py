@@ -1,0 +1,108 @@
+"""``retrieve_experience`` (SPEC §3.5): exact scope gate, lexical ranking, one Reference per read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from experience import domain
+from experience.models import Case, ItemType, Skill, SkillCase, Status
+from experience.selectors import USE_PERMISSION
+from experience.services import references_record, validate_run_id
+from knowledge.services import current_lexicon
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+OK = "ok"
+FALLBACK = "fallback"
+DEFAULT_LIMIT = 3
+MAX_LIMIT = 20
+MAX_QUERY = 2_000
+USE_REFUSED = "retrieving experience needs the agent or reviewer role"
+
+
+def _validate(query: object, limit: object, now: datetime) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationFailure("query", "must be a non-empty string")
+    if len(query) > MAX_QUERY:
+        raise ValidationFailure("query", f"must be at most {MAX_QUERY} characters")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailure("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValidationFailure("now", "must be timezone-aware")
+
+
+def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
+    return Case.objects.filter(
+        status=Status.APPROVED,
+        valid_from__lte=now,
+        valid_to__gt=now,
+        approved_at__lte=now,
+        **{name: scope[name] for name in domain.SCOPE_FIELDS},
+    )
+
+
+def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str, str]]:
+    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now."""
+    skills = list(
+        Skill.objects.filter(
+            status=Status.APPROVED,
+            valid_from__lte=now,
+            valid_to__gt=now,
+            approved_at__lte=now,
+            **{name: scope[name] for name in domain.SCOPE_FIELDS},
+        ).values_list("id", "title", "when")
+    )
+    if not skills:
+        return []
+    links = SkillCase.objects.filter(skill_id__in=[s[0] for s in skills]).values_list(
+        "skill_id", "case__status", "case__valid_from", "case__valid_to"
+    )
+    cited: dict[str, bool] = {}
+    for skill_id, status, valid_from, valid_to in links:
+        usable = status == Status.APPROVED and valid_from <= now < valid_to
+        cited[skill_id] = cited.get(skill_id, True) and usable
+    return [s for s in skills if cited.get(s[0], False)]
+
+
+def retrieve_experience(
+    query: str,
+    scope: Mapping[str, str | None],
+    now: datetime,
+    run_id: str,
+    limit: int = DEFAULT_LIMIT,
+    *,
+    actor: AbstractBaseUser | None = None,
+) -> dict[str, Any]:
+    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):  # type: ignore[attr-defined]
+        raise PermissionRefused(USE_REFUSED)
+    _validate(query, limit, now)
+    run_id = validate_run_id(run_id)
+    missing = domain.missing_scope(scope)
+    if missing:
+        return {"status": FALLBACK, "missing": missing, "items": []}
+    exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+
+    titles: dict[str, tuple[str, str]] = {}
+    texts: list[tuple[str, str]] = []
+    for case_id, title, text in gated_cases(exact, now).values_list("id", "title", "search_text"):
+        titles[case_id] = ("case", title)
+        texts.append((case_id, text))
+    for skill_id, title, when in gated_skills(exact, now):
+        titles[skill_id] = ("skill", title)
+        texts.append((skill_id, f"{title}\n{when}"))
+
+    ranked = domain.rank_items(query, texts, current_lexicon())[:limit] if texts else []
+    items = [{"id": i, "type": titles[i][0], "title": titles[i][1]} for i in ranked]
+    if items:
+        with transaction.atomic():
+            references_record(
+                run_id=run_id,
+                items=[(item["id"], ItemType(item["type"])) for item in items],
+                at=clock.now(),
+            )
+    return {"status": OK, "missing": [], "items": items}

@@ -1,0 +1,656 @@
+"""Every write to the experience memory: atomic, permission-checked and audited.
+
+The acting user always comes from the caller's authenticated identity (the ``actor`` argument),
+never from a field of the submitted content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from experience import domain
+from experience.models import (
+    Case,
+    Evidence,
+    EvidenceCheck,
+    ItemType,
+    Reference,
+    RevocationImpact,
+    Run,
+    RunCitation,
+    Skill,
+    SkillCase,
+    Status,
+    SubmittedVia,
+)
+from experience.schema import (
+    FILE_REFERENCE,
+    CaseContent,
+    SkillContent,
+    item_kind,
+    parse_case,
+    parse_skill,
+)
+from experience.selectors import (
+    VERIFY_PERMISSION,
+    Impact,
+    case_facts,
+    revocation_impact,
+    reviewer_of,
+    skill_facts,
+)
+from experience.tools import tool_specs
+from knowledge.models import Document
+from knowledge.services import document_approve, document_revoke
+from reviewconsole import clock
+from reviewconsole.audit import event_record
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.models import Action
+
+ADD_CASE_PERMISSION = "experience.add_case"
+ADD_SKILL_PERMISSION = "experience.add_skill"
+PROPOSE_PERMISSION = "experience.propose_case"
+
+SUBMIT_REFUSED = "submitting cases needs the operator or reviewer role"
+SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
+PROPOSE_REFUSED = "proposing cases needs the agent, operator or reviewer role"
+VERIFY_REFUSED = "marking evidence as checked needs the verify permission (reviewer role)"
+VERIFIED_NEEDS_PERMISSION = "verified: true needs the importing user to hold the verify permission"
+PROPOSAL_CANNOT_VERIFY = "a proposal cannot mark evidence as checked; a reviewer checks it later"
+SUPERSEDES_UNKNOWN = "names no stored case"
+CASE_REFERENCE_UNKNOWN = "names no stored case"
+CASE_REFERENCE_NOT_CASE = "points at an item of this file that is not a case"
+CASE_REFERENCE_OUT_OF_RANGE = "points past the end of this file"
+CASE_REFERENCE_DUPLICATE = "cites the same case twice"
+NOT_A_LIST = "must be a JSON array of cases and skills"
+RUN_ID_INVALID = "must be 1-100 characters without spaces"
+DOCUMENT_UNKNOWN = "no knowledge document with this id"
+NOT_PERMITTED = "not_permitted"
+ALREADY_REVOKED = "already_revoked"
+ALREADY_APPROVED = "already_approved"
+
+
+class ReviewRefused(Exception):
+    """A review operation with unmet conditions; nothing was written."""
+
+    def __init__(self, item_id: str, status: str, unmet: Sequence[str]) -> None:
+        super().__init__(f"{item_id} cannot be changed: " + ", ".join(unmet))
+        self.item_id = item_id
+        self.status = status
+        self.unmet = list(unmet)
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    id: str
+    status: str
+    impact: Impact = field(default_factory=Impact)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "id": self.id,
+            "status": self.status,
+            "unmet": [],
+            "impact": self.impact.as_json(),
+        }
+
+
+def _require(user: AbstractBaseUser, perm: str, message: str, unmet: str = NOT_PERMITTED) -> None:
+    if not (user.is_authenticated and user.has_perm(perm)):  # type: ignore[attr-defined]
+        raise PermissionRefused(message, unmet=unmet)
+
+
+def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
+    if not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 100 or any(
+        ch.isspace() for ch in run_id
+    ):
+        raise ValidationFailure(field, RUN_ID_INVALID)
+    return run_id
+
+
+# --- submission --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submitted:
+    id: str
+    type: str
+    created: bool
+
+
+def _store_case(content: CaseContent, *, actor: AbstractBaseUser, via: str) -> tuple[Case, bool]:
+    case_id = content.id
+    existing = Case.objects.filter(pk=case_id).first()
+    if existing is not None:
+        return existing, False
+    if content.supersedes and not Case.objects.filter(pk=content.supersedes).exists():
+        raise ValidationFailure("supersedes", f"{content.supersedes} {SUPERSEDES_UNKNOWN}")
+    canonical = content.canonical()
+    case = Case(
+        id=case_id,
+        content_hash=case_id.removeprefix(domain.CASE_PREFIX),
+        content=canonical,
+        incident=content.incident,
+        title=content.title,
+        summary=content.summary,
+        observations=canonical["observations"],
+        diagnosis=canonical["diagnosis"],
+        counterevidence=canonical["counterevidence"],
+        outcome=canonical["outcome"],
+        supersedes=content.supersedes,
+        search_text=content.search_text(),
+        valid_from=content.valid_from,
+        valid_to=content.valid_to,
+        submitted_by=actor,
+        submitted_via=via,
+        submitted_at=clock.now(),
+        **content.scope,
+    )
+    case.save(force_insert=True)
+    Evidence.objects.bulk_create(
+        Evidence(
+            case=case,
+            key=item.key,
+            section=item.section,
+            position=position,
+            source_id=item.source_id,
+            excerpt=item.excerpt,
+        )
+        for position, item in enumerate(content.evidence())
+    )
+    event_record(
+        actor=actor,
+        action=Action.CASE_SUBMIT,
+        target=case.id,
+        details={"via": via, "incident": case.incident, "supersedes": case.supersedes or None},
+    )
+    return case, True
+
+
+def _record_checks(
+    case: Case, keys: Iterable[str], *, actor: AbstractBaseUser, note: str
+) -> list[str]:
+    """Checks by ``actor`` on the named evidence items; an item already checked by them is kept."""
+    recorded = []
+    now = clock.now()
+    for evidence in Evidence.objects.filter(case=case, key__in=list(keys)).order_by("position"):
+        if evidence.checks.filter(checked_by=actor).exists():
+            continue
+        EvidenceCheck.objects.create(evidence=evidence, checked_by=actor, checked_at=now, note=note)
+        recorded.append(evidence.key)
+    if recorded:
+        event_record(
+            actor=actor,
+            action=Action.CASE_VERIFY,
+            target=case.id,
+            reason=note,
+            details={"evidence": recorded},
+        )
+    return recorded
+
+
+def _verified_keys(content: CaseContent) -> list[str]:
+    return [item.key for item in content.evidence() if item.verified]
+
+
+def _verified_path(content: CaseContent) -> str:
+    """The JSON path of the first ``verified: true`` flag, for the refusal message."""
+    for item in content.evidence():
+        if item.verified:
+            parts = item.key.split("/")
+            if parts[0] == "observations":
+                return f"observations[{parts[1]}].verified"
+            if parts[0] == "counterevidence":
+                return f"counterevidence[{parts[1]}].evidence[{parts[2]}].verified"
+            return f"{parts[0]}.evidence[{parts[1]}].verified"
+    return "verified"
+
+
+@transaction.atomic
+def case_submit(
+    *, content: CaseContent, actor: AbstractBaseUser, via: str = SubmittedVia.CONSOLE
+) -> tuple[Case, bool]:
+    """Submit a candidate case as ``actor``. Identical content returns the stored row."""
+    if via == SubmittedVia.API:
+        if not (actor.has_perm(PROPOSE_PERMISSION) or actor.has_perm(ADD_CASE_PERMISSION)):  # type: ignore[attr-defined]
+            raise PermissionRefused(PROPOSE_REFUSED, unmet=NOT_PERMITTED)
+        if _verified_keys(content):
+            raise ValidationFailure(_verified_path(content), PROPOSAL_CANNOT_VERIFY)
+    else:
+        _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
+        if _verified_keys(content) and not actor.has_perm(VERIFY_PERMISSION):  # type: ignore[attr-defined]
+            raise ValidationFailure(_verified_path(content), VERIFIED_NEEDS_PERMISSION)
+    case, created = _store_case(content, actor=actor, via=via)
+    if via != SubmittedVia.API and _verified_keys(content):
+        _record_checks(case, _verified_keys(content), actor=actor, note="verified in import")
+    return case, created
+
+
+def case_propose(*, data: object, actor: AbstractBaseUser) -> tuple[Case, bool]:
+    """An agent's (or API client's) proposal: a candidate whose evidence is never checked."""
+    return case_submit(content=parse_case(data), actor=actor, via=SubmittedVia.API)
+
+
+def _store_skill(
+    content: SkillContent, *, actor: AbstractBaseUser, via: str
+) -> tuple[Skill, bool]:
+    skill_id = content.id
+    existing = Skill.objects.filter(pk=skill_id).first()
+    if existing is not None:
+        return existing, False
+    stored = set(Case.objects.filter(pk__in=content.cases).values_list("pk", flat=True))
+    for i, case_id in enumerate(content.cases):
+        if case_id not in stored:
+            raise ValidationFailure(f"cases[{i}]", f"{case_id} {CASE_REFERENCE_UNKNOWN}")
+    canonical = content.canonical()
+    skill = Skill(
+        id=skill_id,
+        content_hash=skill_id.removeprefix(domain.SKILL_PREFIX),
+        content=canonical,
+        title=content.title,
+        when=content.when,
+        recipe=canonical["recipe"],
+        valid_from=content.valid_from,
+        valid_to=content.valid_to,
+        submitted_by=actor,
+        submitted_via=via,
+        submitted_at=clock.now(),
+        **content.scope,
+    )
+    skill.save(force_insert=True)
+    SkillCase.objects.bulk_create(
+        SkillCase(skill=skill, case_id=case_id, position=position)
+        for position, case_id in enumerate(canonical["cases"])
+    )
+    event_record(
+        actor=actor,
+        action=Action.SKILL_SUBMIT,
+        target=skill.id,
+        details={"via": via, "cases": canonical["cases"]},
+    )
+    return skill, True
+
+
+@transaction.atomic
+def skill_submit(
+    *, content: SkillContent, actor: AbstractBaseUser, via: str = SubmittedVia.CONSOLE
+) -> tuple[Skill, bool]:
+    _require(actor, ADD_SKILL_PERMISSION, SUBMIT_SKILL_REFUSED)
+    if content.unresolved():
+        raise ValidationFailure("cases", "file references (#N) are only meaningful in an import")
+    return _store_skill(content, actor=actor, via=via)
+
+
+@transaction.atomic
+def items_import(*, items: object, actor: AbstractBaseUser) -> list[Submitted]:
+    """Import a JSON array of cases and skills as candidates: all or nothing (SPEC §4.3)."""
+    if not isinstance(items, list):
+        raise ValidationFailure("$", NOT_A_LIST)
+    specs = tool_specs()
+    parsed: list[CaseContent | SkillContent] = []
+    for index, raw in enumerate(items):
+        try:
+            kind = item_kind(raw)
+            parsed.append(parse_case(raw) if kind == "case" else parse_skill(raw, specs))
+        except ValidationFailure as failure:
+            raise failure.at(f"[{index}]") from None
+    if any(isinstance(item, CaseContent) for item in parsed):
+        _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
+    if any(isinstance(item, SkillContent) for item in parsed):
+        _require(actor, ADD_SKILL_PERMISSION, SUBMIT_SKILL_REFUSED)
+
+    # Cases first, so a skill may cite a case that appears later in the same file.
+    stored: dict[int, Submitted] = {}
+    for index, item in enumerate(parsed):
+        if isinstance(item, CaseContent):
+            try:
+                case, created = case_submit(content=item, actor=actor, via=SubmittedVia.IMPORT)
+            except ValidationFailure as failure:
+                raise failure.at(f"[{index}]") from None
+            stored[index] = Submitted(case.id, "case", created)
+    for index, item in enumerate(parsed):
+        if isinstance(item, SkillContent):
+            try:
+                resolved = _resolve_file_references(item, parsed, stored)
+                skill, created = _store_skill(resolved, actor=actor, via=SubmittedVia.IMPORT)
+            except ValidationFailure as failure:
+                raise failure.at(f"[{index}]") from None
+            stored[index] = Submitted(skill.id, "skill", created)
+    return [stored[index] for index in range(len(parsed))]
+
+
+def _resolve_file_references(
+    skill: SkillContent,
+    parsed: Sequence[CaseContent | SkillContent],
+    stored: Mapping[int, Submitted],
+) -> SkillContent:
+    """Replace each ``#N`` by the id of item N of the same file (counted from 0)."""
+    resolved: list[str] = []
+    for i, ref in enumerate(skill.cases):
+        match = FILE_REFERENCE.fullmatch(ref)
+        if match is None:
+            case_id = ref
+        else:
+            n = int(match.group(1))
+            if n >= len(parsed):
+                raise ValidationFailure(f"cases[{i}]", f"{ref} {CASE_REFERENCE_OUT_OF_RANGE}")
+            target = parsed[n]
+            if not isinstance(target, CaseContent):
+                raise ValidationFailure(f"cases[{i}]", f"{ref} {CASE_REFERENCE_NOT_CASE}")
+            case_id = stored[n].id
+        if case_id in resolved:
+            raise ValidationFailure(f"cases[{i}]", CASE_REFERENCE_DUPLICATE)
+        resolved.append(case_id)
+    return SkillContent(
+        scope=skill.scope,
+        title=skill.title,
+        when=skill.when,
+        recipe=skill.recipe,
+        cases=tuple(resolved),
+        valid_from=skill.valid_from,
+        valid_to=skill.valid_to,
+    )
+
+
+# --- evidence checks -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def evidence_check(
+    *, case: Case, key: str, actor: AbstractBaseUser, note: str = ""
+) -> EvidenceCheck:
+    """Record that ``actor`` checked one evidence item of ``case``."""
+    _require(actor, VERIFY_PERMISSION, VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
+    try:
+        evidence = Evidence.objects.select_related("case").get(case=case, key=key)
+    except Evidence.DoesNotExist:
+        raise ValidationFailure("evidence", f"{case.id} has no evidence item {key!r}") from None
+    check = EvidenceCheck.objects.create(
+        evidence=evidence, checked_by=actor, checked_at=clock.now(), note=note.strip()
+    )
+    event_record(
+        actor=actor,
+        action=Action.CASE_VERIFY,
+        target=case.id,
+        reason=note.strip(),
+        details={"evidence": [key]},
+    )
+    return check
+
+
+# --- review: cases -----------------------------------------------------------------------------
+
+
+def _locked_case(case: Case) -> Case:
+    return Case.objects.select_for_update().get(pk=case.pk)
+
+
+def _locked_skill(skill: Skill) -> Skill:
+    return Skill.objects.select_for_update().get(pk=skill.pk)
+
+
+@transaction.atomic
+def case_approve(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    case = _locked_case(case)
+    now = clock.now()
+    unmet = domain.case_approval_unmet(
+        case_facts(case), reviewer=reviewer_of(actor), reason=reason, now=now
+    )
+    if unmet:
+        raise ReviewRefused(case.id, case.status, unmet)
+    case.status = Status.APPROVED
+    case.approved_by = actor  # type: ignore[assignment]
+    case.approved_at = now
+    case.approved_reason = reason.strip()
+    case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
+    event_record(actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip())
+    if case.supersedes:
+        _supersede(case.supersedes, by=case, actor=actor, now=now)
+    return ReviewOutcome(case.id, case.status)
+
+
+def _supersede(old_id: str, *, by: Case, actor: AbstractBaseUser, now: datetime) -> None:
+    old = Case.objects.select_for_update().filter(pk=old_id, status=Status.APPROVED).first()
+    if old is None:
+        return
+    old.status = Status.SUPERSEDED
+    old.superseded_by = by.id
+    old.superseded_at = now
+    old.save(update_fields=["status", "superseded_by", "superseded_at"])
+    event_record(
+        actor=actor,
+        action=Action.CASE_SUPERSEDE,
+        target=old.id,
+        reason=f"superseded by {by.id}",
+        details={"superseded_by": by.id},
+    )
+
+
+@transaction.atomic
+def case_reject(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    case = _locked_case(case)
+    unmet = domain.rejection_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(case.id, case.status, unmet)
+    case.status = Status.REJECTED
+    case.rejected_by = actor  # type: ignore[assignment]
+    case.rejected_at = clock.now()
+    case.rejected_reason = reason.strip()
+    case.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
+    event_record(actor=actor, action=Action.CASE_REJECT, target=case.id, reason=reason.strip())
+    return ReviewOutcome(case.id, case.status)
+
+
+def _store_impact(
+    item_id: str, item_type: str, impact: Impact, *, actor: AbstractBaseUser, reason: str
+) -> None:
+    RevocationImpact.objects.create(
+        item_id=item_id,
+        item_type=item_type,
+        skills=impact.skills,
+        runs=impact.runs,
+        revoked_by=actor,
+        reason=reason,
+        created_at=clock.now(),
+    )
+
+
+@transaction.atomic
+def case_revoke(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    """Revoke an approved case; return and store the skills citing it and the runs that read them."""
+    case = _locked_case(case)
+    unmet = domain.revocation_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(case.id, case.status, unmet)
+    case.status = Status.REVOKED
+    case.revoked_by = actor  # type: ignore[assignment]
+    case.revoked_at = clock.now()
+    case.revoked_reason = reason.strip()
+    case.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
+    impact = revocation_impact(case.id)
+    _store_impact(case.id, ItemType.CASE, impact, actor=actor, reason=reason.strip())
+    event_record(
+        actor=actor,
+        action=Action.CASE_REVOKE,
+        target=case.id,
+        reason=reason.strip(),
+        details={"impact": impact.as_json()},
+    )
+    return ReviewOutcome(case.id, case.status, impact)
+
+
+# --- review: skills ----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def skill_approve(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    skill = _locked_skill(skill)
+    now = clock.now()
+    unmet = domain.skill_approval_unmet(
+        skill_facts(skill), reviewer=reviewer_of(actor), reason=reason, now=now
+    )
+    if unmet:
+        raise ReviewRefused(skill.id, skill.status, unmet)
+    skill.status = Status.APPROVED
+    skill.approved_by = actor  # type: ignore[assignment]
+    skill.approved_at = now
+    skill.approved_reason = reason.strip()
+    skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
+    event_record(actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip())
+    return ReviewOutcome(skill.id, skill.status)
+
+
+@transaction.atomic
+def skill_reject(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    skill = _locked_skill(skill)
+    unmet = domain.rejection_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(skill.id, skill.status, unmet)
+    skill.status = Status.REJECTED
+    skill.rejected_by = actor  # type: ignore[assignment]
+    skill.rejected_at = clock.now()
+    skill.rejected_reason = reason.strip()
+    skill.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
+    event_record(actor=actor, action=Action.SKILL_REJECT, target=skill.id, reason=reason.strip())
+    return ReviewOutcome(skill.id, skill.status)
+
+
+@transaction.atomic
+def skill_revoke(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+    skill = _locked_skill(skill)
+    unmet = domain.revocation_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(skill.id, skill.status, unmet)
+    skill.status = Status.REVOKED
+    skill.revoked_by = actor  # type: ignore[assignment]
+    skill.revoked_at = clock.now()
+    skill.revoked_reason = reason.strip()
+    skill.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
+    impact = revocation_impact(skill.id)
+    _store_impact(skill.id, ItemType.SKILL, impact, actor=actor, reason=reason.strip())
+    event_record(
+        actor=actor,
+        action=Action.SKILL_REVOKE,
+        target=skill.id,
+        reason=reason.strip(),
+        details={"impact": impact.as_json()},
+    )
+    return ReviewOutcome(skill.id, skill.status, impact)
+
+
+# --- review: knowledge documents -----------------------------------------------------------------
+
+
+def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
+    key, sep, version = public_id.removeprefix("doc:").rpartition("@")
+    if not public_id.startswith("doc:") or not sep or not version.isdigit():
+        raise ValidationFailure(field, "must look like doc:KEY@VERSION")
+    document = Document.objects.filter(doc_key=key, version=int(version)).first()
+    if document is None:
+        raise ValidationFailure(field, f"{DOCUMENT_UNKNOWN}: {public_id}")
+    return document
+
+
+def _document_unmet(document: Document, actor: AbstractBaseUser, perm: str, reason: str) -> list[str]:
+    unmet = []
+    if not (actor.is_authenticated and actor.has_perm(perm)):  # type: ignore[attr-defined]
+        unmet.append(NOT_PERMITTED)
+    if not reason.strip():
+        unmet.append(domain.REASON_REQUIRED)
+    if document.revoked:
+        unmet.append(ALREADY_REVOKED)
+    return unmet
+
+
+@transaction.atomic
+def document_revoke_with_impact(
+    *, document: Document, actor: AbstractBaseUser, reason: str
+) -> ReviewOutcome:
+    """Revoke a knowledge document and store the runs whose tool results cited it."""
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    unmet = _document_unmet(document, actor, "knowledge.revoke_document", reason)
+    if unmet:
+        raise ReviewRefused(document.public_id, document.status, unmet)
+    document_revoke(document=document, actor=actor, reason=reason)
+    impact = revocation_impact(document.public_id)
+    _store_impact(document.public_id, ItemType.DOCUMENT, impact, actor=actor, reason=reason.strip())
+    return ReviewOutcome(document.public_id, "revoked", impact)
+
+
+@transaction.atomic
+def document_approve_reviewed(
+    *, document: Document, actor: AbstractBaseUser, reason: str
+) -> ReviewOutcome:
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    unmet = _document_unmet(document, actor, "knowledge.approve_document", reason)
+    if document.approved and not document.revoked:
+        unmet.append(ALREADY_APPROVED)
+    if unmet:
+        raise ReviewRefused(document.public_id, document.status, unmet)
+    document = document_approve(document=document, actor=actor, reason=reason)
+    return ReviewOutcome(document.public_id, document.status)
+
+
+# --- references and runs -----------------------------------------------------------------------
+
+
+def references_record(*, run_id: str, items: Iterable[tuple[str, str]], at: datetime) -> None:
+    """One Reference per ``(item_id, item_type)`` read inside ``run_id``."""
+    Reference.objects.bulk_create(
+        Reference(run_id=run_id, item_id=item_id, item_type=kind, read_at=at)
+        for item_id, kind in items
+    )
+
+
+@transaction.atomic
+def run_store(
+    *,
+    run_id: str,
+    skill_id: str,
+    scope: Mapping[str, str | None],
+    context: Mapping[str, Any],
+    steps: list[dict[str, Any]],
+    observations: list[dict[str, Any]],
+    cases: list[str],
+    status: str,
+    reason: str,
+    tool_calls: int,
+    started_at: datetime,
+    finished_at: datetime,
+    cited_documents: Iterable[str],
+    actor: AbstractBaseUser | None,
+) -> Run:
+    run = Run.objects.create(
+        run_id=run_id,
+        skill_id=skill_id[:80],
+        context=dict(context),
+        steps=steps,
+        observations=observations,
+        cases=cases,
+        status=status,
+        reason=reason,
+        tool_calls=tool_calls,
+        started_at=started_at,
+        finished_at=finished_at,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
+    )
+    RunCitation.objects.bulk_create(
+        RunCitation(run=run, run_id_text=run_id, document_id=document_id)
+        for document_id in sorted(set(cited_documents))
+    )
+    event_record(
+        actor=actor,
+        action=Action.SKILL_RUN,
+        target=skill_id[:200],
+        reason=reason,
+        details={"run_id": run_id, "status": status, "tool_calls": tool_calls},
+    )
+    return run
