@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "reviewconsole",
     "knowledge",
     "experience",
+    "agentapi",
 ]
 
 MIDDLEWARE = [
