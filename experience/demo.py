@@ -10,16 +10,18 @@ from __future__ import annotations
 import copy
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 
 from experience import selectors, services
 from experience.executor import TicketContext, run_skill
 from experience.models import Status
 from reviewconsole.cli import read_json_file
 from reviewconsole.timeparse import parse_aware_datetime
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "experience.json"
 KNOWLEDGE_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "knowledge.json"
@@ -62,7 +64,11 @@ def _evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _verified_keys(item: dict[str, Any]) -> list[str]:
-    keys = [f"observations/{i}" for i, e in enumerate(item.get("observations") or []) if e.get("verified")]
+    keys = [
+        f"observations/{i}"
+        for i, e in enumerate(item.get("observations") or [])
+        if e.get("verified")
+    ]
     for section in ("diagnosis", "outcome"):
         evidence = (item.get(section) or {}).get("evidence") or []
         keys += [f"{section}/{i}" for i, e in enumerate(evidence) if e.get("verified")]
@@ -76,7 +82,7 @@ def _verified_keys(item: dict[str, Any]) -> list[str]:
 
 
 def load_demo_experience(
-    *, operator: AbstractBaseUser, reviewer: AbstractBaseUser, path: Path | None = None
+    *, operator: User, reviewer: User, path: Path | None = None
 ) -> dict[str, Any]:
     """Import the demo cases and skill as ``operator``; ``reviewer`` checks and approves.
 
@@ -85,7 +91,7 @@ def load_demo_experience(
     instead of being claimed by the import. Safe to call again: nothing is duplicated.
     """
     raw = read_json_file(str(path or FIXTURE))
-    can_verify = operator.has_perm(selectors.VERIFY_PERMISSION)  # type: ignore[attr-defined]
+    can_verify = operator.has_perm(selectors.VERIFY_PERMISSION)
     submitted = services.items_import(
         items=raw if can_verify else _without_verified_flags(raw), actor=operator
     )
@@ -98,7 +104,10 @@ def load_demo_experience(
                 already = case.evidence_items.filter(key=key, checks__checked_by=reviewer).exists()
                 if not already:
                     services.evidence_check(
-                        case=case, key=key, actor=reviewer, note="demo: excerpt compared with the thread"
+                        case=case,
+                        key=key,
+                        actor=reviewer,
+                        note="demo: excerpt compared with the thread",
                     )
     approved = []
     for index in APPROVE:
@@ -124,7 +133,7 @@ def load_demo_experience(
     }
 
 
-def load_demo_knowledge(*, operator: AbstractBaseUser) -> dict[str, Any]:
+def load_demo_knowledge(*, operator: User) -> dict[str, Any]:
     from knowledge.services import documents_import
 
     result = documents_import(items=read_json_file(str(KNOWLEDGE_FIXTURE)), actor=operator)
@@ -148,7 +157,7 @@ REPLAYS = (
 
 
 def replays(
-    *, skill_id: str, revoke_case_id: str, reviewer: AbstractBaseUser, now: datetime | None = None
+    *, skill_id: str, revoke_case_id: str, reviewer: User, now: datetime | None = None
 ) -> list[dict[str, Any]]:
     """The four replays of §7.2, in order. The last one revokes ``revoke_case_id``."""
     partial_facts = {k: v for k, v in DEMO_FACTS.items() if k not in ("channel", "product")}

@@ -121,7 +121,12 @@ class CaseFacts:
 
 
 def _common_unmet(
-    *, status: str, submitted_by: int, valid_to: datetime, reviewer: Reviewer, reason: str,
+    *,
+    status: str,
+    submitted_by: int,
+    valid_to: datetime,
+    reviewer: Reviewer,
+    reason: str,
     now: datetime,
 ) -> list[str]:
     unmet = []
@@ -143,8 +148,12 @@ def case_approval_unmet(
 ) -> list[str]:
     """Every unmet condition of approving a case, by name (SPEC §3.4)."""
     unmet = _common_unmet(
-        status=case.status, submitted_by=case.submitted_by, valid_to=case.valid_to,
-        reviewer=reviewer, reason=reason, now=now,
+        status=case.status,
+        submitted_by=case.submitted_by,
+        valid_to=case.valid_to,
+        reviewer=reviewer,
+        reason=reason,
+        now=now,
     )
     if not case.diagnosis_statement.strip():
         unmet.append(NO_DIAGNOSIS)
@@ -185,8 +194,12 @@ def skill_approval_unmet(
 ) -> list[str]:
     """Approval of a skill: the common rules plus ≥ 2 usable cited cases of distinct incidents."""
     unmet = _common_unmet(
-        status=skill.status, submitted_by=skill.submitted_by, valid_to=skill.valid_to,
-        reviewer=reviewer, reason=reason, now=now,
+        status=skill.status,
+        submitted_by=skill.submitted_by,
+        valid_to=skill.valid_to,
+        reviewer=reviewer,
+        reason=reason,
+        now=now,
     )
     usable = [case for case in skill.cases if case_usable(case, now)]
     if len(usable) < len(skill.cases):
@@ -283,8 +296,23 @@ MAX_RECIPE_STEPS = 3
 STEP_KEYS = frozenset({"tool", "arguments"})
 # Names a recipe might use to smuggle in something executable; named in the error message.
 EXECUTABLE_NAMES = frozenset(
-    {"shell", "bash", "sh", "exec", "eval", "python", "py", "sql", "query_sql", "run_sql",
-     "command", "script", "code", "subprocess", "system"}
+    {
+        "shell",
+        "bash",
+        "sh",
+        "exec",
+        "eval",
+        "python",
+        "py",
+        "sql",
+        "query_sql",
+        "run_sql",
+        "command",
+        "script",
+        "code",
+        "subprocess",
+        "system",
+    }
 )
 RECIPE_EMPTY = "must have at least one step"
 RECIPE_TOO_LONG = f"must have at most {MAX_RECIPE_STEPS} steps"
@@ -338,7 +366,9 @@ SCOPE_ARGUMENT_NAMES = frozenset(
 )
 
 
-def validate_recipe(value: object, tools: Mapping[str, ToolSpec], *, field: str = "recipe") -> tuple[RecipeStep, ...]:
+def validate_recipe(
+    value: object, tools: Mapping[str, ToolSpec], *, field: str = "recipe"
+) -> tuple[RecipeStep, ...]:
     """1-3 steps, each a registered tool with exactly its declared arguments (SPEC §3.6)."""
     if not isinstance(value, list):
         raise ValidationFailure(field, "must be a list of steps")

@@ -11,9 +11,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from experience import domain
@@ -25,6 +24,9 @@ from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.timeparse import to_utc_iso
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
 FALLBACK = RunStatus.FALLBACK.value
@@ -123,10 +125,10 @@ def run_skill(
     now: datetime | None = None,
     *,
     tools: Mapping[str, Tool] | None = None,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
-    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):  # type: ignore[attr-defined]
+    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):
         raise PermissionRefused(USE_REFUSED)
     run_id = validate_run_id(run_id)
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
@@ -208,10 +210,10 @@ def run_skill(
         unavailable = _recheck(skill, check_time)
         if unavailable:
             return finish(FALLBACK, unavailable)
-        failure = _call(index, step, registry, call_context, trace, timeout)
-        if failure:
+        step_failure = _call(index, step, registry, call_context, trace, timeout)
+        if step_failure:
             trace.steps[index]["status"] = "failed"
-            return finish(FALLBACK, failure)
+            return finish(FALLBACK, step_failure)
         trace.steps[index]["status"] = "passed"
 
     # 4. Re-check before returning: a revocation during the last tool call counts.
@@ -254,6 +256,8 @@ def _call(
         return f"{TOOL_ERROR}: step {index} ({step.tool}) returned no result object"
     trace.observations.append(_observation(index, step.tool, result))
     trace.cited.update(
-        str(item["id"]) for item in result.get("evidence") or [] if isinstance(item, Mapping) and item.get("id")
+        str(item["id"])
+        for item in result.get("evidence") or []
+        if isinstance(item, Mapping) and item.get("id")
     )
     return _step_failure(result)

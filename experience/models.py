@@ -63,6 +63,16 @@ ID_LENGTH = 80
 SCOPE_LENGTH = 64
 
 
+class ReviewedItemQuerySet(models.QuerySet[Any]):
+    def update(self, **kwargs: Any) -> int:
+        changed = set(kwargs) - LIFECYCLE_FIELDS
+        if changed:
+            raise ImmutableContentError(
+                f"{', '.join(sorted(changed))} is hashed content; submit a new version instead"
+            )
+        return super().update(**kwargs)
+
+
 def _user_fk() -> Any:
     return models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -106,21 +116,13 @@ class ReviewedItem(models.Model):
     superseded_by = models.CharField(max_length=ID_LENGTH, blank=True)
     superseded_at = models.DateTimeField(null=True, blank=True)
 
+    objects = ReviewedItemQuerySet.as_manager()
+
     class Meta:
         abstract = True
 
     def __str__(self) -> str:
         return self.id
-
-    @property
-    def scope(self) -> dict[str, str]:
-        return {
-            "tenant": self.tenant,
-            "brand": self.brand,
-            "store": self.store,
-            "campaign": self.campaign,
-            "deployment": self.deployment,
-        }
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         update_fields = kwargs.get("update_fields")
@@ -131,6 +133,16 @@ class ReviewedItem(models.Model):
                 f"{self.id} is saved; a change must be submitted as a new version"
             )
         super().save(*args, **kwargs)
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }
 
 
 class Case(ReviewedItem):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from experience import domain
@@ -16,6 +15,9 @@ from experience.services import references_record, validate_run_id
 from knowledge.services import current_lexicon
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 OK = "ok"
 FALLBACK = "fallback"
@@ -76,9 +78,9 @@ def retrieve_experience(
     run_id: str,
     limit: int = DEFAULT_LIMIT,
     *,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
 ) -> dict[str, Any]:
-    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):  # type: ignore[attr-defined]
+    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):
         raise PermissionRefused(USE_REFUSED)
     _validate(query, limit, now)
     run_id = validate_run_id(run_id)

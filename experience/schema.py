@@ -38,8 +38,20 @@ CASE_ID = re.compile(r"case:[0-9a-f]{64}")
 FILE_REFERENCE = re.compile(r"#(0|[1-9][0-9]{0,5})")
 
 CASE_FIELDS = frozenset(
-    {"type", "scope", "incident", "title", "summary", "observations", "diagnosis",
-     "counterevidence", "outcome", "valid_from", "valid_to", "supersedes"}
+    {
+        "type",
+        "scope",
+        "incident",
+        "title",
+        "summary",
+        "observations",
+        "diagnosis",
+        "counterevidence",
+        "outcome",
+        "valid_from",
+        "valid_to",
+        "supersedes",
+    }
 )
 CASE_REQUIRED = ("scope", "incident", "title", "valid_from", "valid_to")
 SKILL_FIELDS = frozenset(
@@ -53,7 +65,9 @@ COUNTER_FIELDS = frozenset({"hypothesis", "statement", "refutes", "evidence"})
 NOT_A_FIELD = "is not a field of this item"
 REQUIRED = "is required"
 VALID_TO_ORDER = "must be after valid_from"
-BAD_CASE_REFERENCE = 'must be a case id (case:<sha256>) or "#N", the N-th item (from 0) of the same file'
+BAD_CASE_REFERENCE = (
+    'must be a case id (case:<sha256>) or "#N", the N-th item (from 0) of the same file'
+)
 
 
 @dataclass(frozen=True)
@@ -136,8 +150,12 @@ class CaseContent:
 
     def search_text(self) -> str:
         """What retrieval ranks a case by: title, summary, observation excerpts, diagnosis."""
-        parts = [self.title, self.summary, *(e.excerpt for e in self.observations),
-                 self.diagnosis.statement]
+        parts = [
+            self.title,
+            self.summary,
+            *(e.excerpt for e in self.observations),
+            self.diagnosis.statement,
+        ]
         return "\n".join(part for part in parts if part)
 
 
@@ -261,11 +279,17 @@ def _counterevidence(value: object, path: str) -> tuple[Counterevidence, ...]:
                 raise ValidationFailure(f"{entry_path}.{name}", REQUIRED)
         entries.append(
             Counterevidence(
-                hypothesis=_text(entry["hypothesis"], f"{entry_path}.hypothesis", MAX_TEXT, required=True),
-                statement=_text(entry["statement"], f"{entry_path}.statement", MAX_TEXT, required=True),
+                hypothesis=_text(
+                    entry["hypothesis"], f"{entry_path}.hypothesis", MAX_TEXT, required=True
+                ),
+                statement=_text(
+                    entry["statement"], f"{entry_path}.statement", MAX_TEXT, required=True
+                ),
                 refutes=_text(entry["refutes"], f"{entry_path}.refutes", MAX_TEXT, required=True),
                 evidence=_evidence_list(
-                    entry.get("evidence"), f"{entry_path}.evidence", f"counterevidence/{i}",
+                    entry.get("evidence"),
+                    f"{entry_path}.evidence",
+                    f"counterevidence/{i}",
                     "counterevidence",
                 ),
             )
@@ -298,14 +322,18 @@ def parse_case(obj: object) -> CaseContent:
     _require(obj, CASE_REQUIRED)
     valid_from, valid_to = _validity(obj, "")
     supersedes = obj.get("supersedes")
-    if supersedes is not None and (not isinstance(supersedes, str) or not CASE_ID.fullmatch(supersedes)):
+    if supersedes is not None and (
+        not isinstance(supersedes, str) or not CASE_ID.fullmatch(supersedes)
+    ):
         raise ValidationFailure("supersedes", "must be the id of a case (case:<sha256>)")
     return CaseContent(
         scope=validate_scope(obj["scope"]),
         incident=_text(obj["incident"], "incident", MAX_INCIDENT, required=True),
         title=_text(obj["title"], "title", MAX_TITLE, required=True),
         summary=_text(obj.get("summary"), "summary", MAX_TEXT, required=False),
-        observations=_evidence_list(obj.get("observations"), "observations", "observations", "observations"),
+        observations=_evidence_list(
+            obj.get("observations"), "observations", "observations", "observations"
+        ),
         diagnosis=_statement(obj.get("diagnosis"), "diagnosis", "diagnosis"),
         counterevidence=_counterevidence(obj.get("counterevidence"), "counterevidence"),
         outcome=_statement(obj.get("outcome"), "outcome", "outcome"),
@@ -330,7 +358,9 @@ def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
         raise ValidationFailure("cases", f"must cite at most {MAX_SKILL_CASES} cases")
     refs = []
     for i, ref in enumerate(cases):
-        if not isinstance(ref, str) or not (CASE_ID.fullmatch(ref) or FILE_REFERENCE.fullmatch(ref)):
+        if not isinstance(ref, str) or not (
+            CASE_ID.fullmatch(ref) or FILE_REFERENCE.fullmatch(ref)
+        ):
             raise ValidationFailure(f"cases[{i}]", BAD_CASE_REFERENCE)
         if ref in refs:
             raise ValidationFailure(f"cases[{i}]", "cites the same case twice")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from experience import domain
@@ -22,6 +21,9 @@ from experience.models import (
     Status,
 )
 from reviewconsole.errors import ValidationFailure
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 REVIEW_PERMISSION = "experience.review_case"
 VERIFY_PERMISSION = "experience.verify_evidence"
@@ -56,7 +58,9 @@ def evidence_get(case: Case, key: str, *, field: str = "evidence") -> Evidence:
 
 def review_queue(*, status: str = Status.CANDIDATE, **scope: str) -> QuerySet[Case]:
     """Cases waiting for review (or in another status), optionally filtered by scope fields."""
-    filters = {name: value for name, value in scope.items() if name in domain.SCOPE_FIELDS and value}
+    filters = {
+        name: value for name, value in scope.items() if name in domain.SCOPE_FIELDS and value
+    }
     return Case.objects.filter(status=status, **filters).select_related("submitted_by")
 
 
@@ -64,10 +68,10 @@ def case_evidence(case: Case) -> list[Evidence]:
     return list(case.evidence_items.prefetch_related("checks__checked_by").order_by("position"))
 
 
-def reviewer_of(user: AbstractBaseUser) -> domain.Reviewer:
+def reviewer_of(user: User) -> domain.Reviewer:
     return domain.Reviewer(
         user_id=int(user.pk),
-        can_review=bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION)),  # type: ignore[attr-defined]
+        can_review=bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION)),
     )
 
 
@@ -114,9 +118,7 @@ def skill_facts(skill: Skill) -> domain.SkillFacts:
     )
 
 
-def case_approval_checklist(
-    *, case: Case, reviewer: AbstractBaseUser, reason: str, now: datetime
-) -> list[str]:
+def case_approval_checklist(*, case: Case, reviewer: User, reason: str, now: datetime) -> list[str]:
     """The unmet conditions approval would report right now (the console's live checklist)."""
     return domain.case_approval_unmet(
         case_facts(case), reviewer=reviewer_of(reviewer), reason=reason, now=now
@@ -124,7 +126,7 @@ def case_approval_checklist(
 
 
 def skill_approval_checklist(
-    *, skill: Skill, reviewer: AbstractBaseUser, reason: str, now: datetime
+    *, skill: Skill, reviewer: User, reason: str, now: datetime
 ) -> list[str]:
     return domain.skill_approval_unmet(
         skill_facts(skill), reviewer=reviewer_of(reviewer), reason=reason, now=now

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from experience import domain
@@ -41,8 +40,8 @@ from experience.selectors import (
     VERIFY_PERMISSION,
     Impact,
     case_facts,
-    revocation_impact,
     reviewer_of,
+    revocation_impact,
     skill_facts,
 )
 from experience.tools import tool_specs
@@ -52,6 +51,9 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 ADD_CASE_PERMISSION = "experience.add_case"
 ADD_SKILL_PERMISSION = "experience.add_skill"
@@ -102,14 +104,17 @@ class ReviewOutcome:
         }
 
 
-def _require(user: AbstractBaseUser, perm: str, message: str, unmet: str = NOT_PERMITTED) -> None:
-    if not (user.is_authenticated and user.has_perm(perm)):  # type: ignore[attr-defined]
+def _require(user: User, perm: str, message: str, unmet: str = NOT_PERMITTED) -> None:
+    if not (user.is_authenticated and user.has_perm(perm)):
         raise PermissionRefused(message, unmet=unmet)
 
 
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
-    if not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 100 or any(
-        ch.isspace() for ch in run_id
+    if (
+        not isinstance(run_id, str)
+        or not run_id.strip()
+        or len(run_id) > 100
+        or any(ch.isspace() for ch in run_id)
     ):
         raise ValidationFailure(field, RUN_ID_INVALID)
     return run_id
@@ -125,7 +130,7 @@ class Submitted:
     created: bool
 
 
-def _store_case(content: CaseContent, *, actor: AbstractBaseUser, via: str) -> tuple[Case, bool]:
+def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
     case_id = content.id
     existing = Case.objects.filter(pk=case_id).first()
     if existing is not None:
@@ -174,9 +179,7 @@ def _store_case(content: CaseContent, *, actor: AbstractBaseUser, via: str) -> t
     return case, True
 
 
-def _record_checks(
-    case: Case, keys: Iterable[str], *, actor: AbstractBaseUser, note: str
-) -> list[str]:
+def _record_checks(case: Case, keys: Iterable[str], *, actor: User, note: str) -> list[str]:
     """Checks by ``actor`` on the named evidence items; an item already checked by them is kept."""
     recorded = []
     now = clock.now()
@@ -215,17 +218,17 @@ def _verified_path(content: CaseContent) -> str:
 
 @transaction.atomic
 def case_submit(
-    *, content: CaseContent, actor: AbstractBaseUser, via: str = SubmittedVia.CONSOLE
+    *, content: CaseContent, actor: User, via: str = SubmittedVia.CONSOLE
 ) -> tuple[Case, bool]:
     """Submit a candidate case as ``actor``. Identical content returns the stored row."""
     if via == SubmittedVia.API:
-        if not (actor.has_perm(PROPOSE_PERMISSION) or actor.has_perm(ADD_CASE_PERMISSION)):  # type: ignore[attr-defined]
+        if not (actor.has_perm(PROPOSE_PERMISSION) or actor.has_perm(ADD_CASE_PERMISSION)):
             raise PermissionRefused(PROPOSE_REFUSED, unmet=NOT_PERMITTED)
         if _verified_keys(content):
             raise ValidationFailure(_verified_path(content), PROPOSAL_CANNOT_VERIFY)
     else:
         _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
-        if _verified_keys(content) and not actor.has_perm(VERIFY_PERMISSION):  # type: ignore[attr-defined]
+        if _verified_keys(content) and not actor.has_perm(VERIFY_PERMISSION):
             raise ValidationFailure(_verified_path(content), VERIFIED_NEEDS_PERMISSION)
     case, created = _store_case(content, actor=actor, via=via)
     if via != SubmittedVia.API and _verified_keys(content):
@@ -233,14 +236,12 @@ def case_submit(
     return case, created
 
 
-def case_propose(*, data: object, actor: AbstractBaseUser) -> tuple[Case, bool]:
+def case_propose(*, data: object, actor: User) -> tuple[Case, bool]:
     """An agent's (or API client's) proposal: a candidate whose evidence is never checked."""
     return case_submit(content=parse_case(data), actor=actor, via=SubmittedVia.API)
 
 
-def _store_skill(
-    content: SkillContent, *, actor: AbstractBaseUser, via: str
-) -> tuple[Skill, bool]:
+def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill, bool]:
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
@@ -280,7 +281,7 @@ def _store_skill(
 
 @transaction.atomic
 def skill_submit(
-    *, content: SkillContent, actor: AbstractBaseUser, via: str = SubmittedVia.CONSOLE
+    *, content: SkillContent, actor: User, via: str = SubmittedVia.CONSOLE
 ) -> tuple[Skill, bool]:
     _require(actor, ADD_SKILL_PERMISSION, SUBMIT_SKILL_REFUSED)
     if content.unresolved():
@@ -289,7 +290,7 @@ def skill_submit(
 
 
 @transaction.atomic
-def items_import(*, items: object, actor: AbstractBaseUser) -> list[Submitted]:
+def items_import(*, items: object, actor: User) -> list[Submitted]:
     """Import a JSON array of cases and skills as candidates: all or nothing (SPEC §4.3)."""
     if not isinstance(items, list):
         raise ValidationFailure("$", NOT_A_LIST)
@@ -363,9 +364,7 @@ def _resolve_file_references(
 
 
 @transaction.atomic
-def evidence_check(
-    *, case: Case, key: str, actor: AbstractBaseUser, note: str = ""
-) -> EvidenceCheck:
+def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> EvidenceCheck:
     """Record that ``actor`` checked one evidence item of ``case``."""
     _require(actor, VERIFY_PERMISSION, VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
     try:
@@ -397,7 +396,7 @@ def _locked_skill(skill: Skill) -> Skill:
 
 
 @transaction.atomic
-def case_approve(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     case = _locked_case(case)
     now = clock.now()
     unmet = domain.case_approval_unmet(
@@ -406,7 +405,7 @@ def case_approve(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewO
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
     case.status = Status.APPROVED
-    case.approved_by = actor  # type: ignore[assignment]
+    case.approved_by = actor
     case.approved_at = now
     case.approved_reason = reason.strip()
     case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
@@ -416,7 +415,7 @@ def case_approve(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewO
     return ReviewOutcome(case.id, case.status)
 
 
-def _supersede(old_id: str, *, by: Case, actor: AbstractBaseUser, now: datetime) -> None:
+def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
     old = Case.objects.select_for_update().filter(pk=old_id, status=Status.APPROVED).first()
     if old is None:
         return
@@ -434,13 +433,13 @@ def _supersede(old_id: str, *, by: Case, actor: AbstractBaseUser, now: datetime)
 
 
 @transaction.atomic
-def case_reject(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def case_reject(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     case = _locked_case(case)
     unmet = domain.rejection_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
     case.status = Status.REJECTED
-    case.rejected_by = actor  # type: ignore[assignment]
+    case.rejected_by = actor
     case.rejected_at = clock.now()
     case.rejected_reason = reason.strip()
     case.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
@@ -449,7 +448,7 @@ def case_reject(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOu
 
 
 def _store_impact(
-    item_id: str, item_type: str, impact: Impact, *, actor: AbstractBaseUser, reason: str
+    item_id: str, item_type: str, impact: Impact, *, actor: User, reason: str
 ) -> None:
     RevocationImpact.objects.create(
         item_id=item_id,
@@ -463,14 +462,14 @@ def _store_impact(
 
 
 @transaction.atomic
-def case_revoke(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def case_revoke(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     """Revoke an approved case; return and store the skills citing it and the runs that read them."""
     case = _locked_case(case)
     unmet = domain.revocation_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
     case.status = Status.REVOKED
-    case.revoked_by = actor  # type: ignore[assignment]
+    case.revoked_by = actor
     case.revoked_at = clock.now()
     case.revoked_reason = reason.strip()
     case.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
@@ -490,7 +489,7 @@ def case_revoke(*, case: Case, actor: AbstractBaseUser, reason: str) -> ReviewOu
 
 
 @transaction.atomic
-def skill_approve(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     skill = _locked_skill(skill)
     now = clock.now()
     unmet = domain.skill_approval_unmet(
@@ -499,7 +498,7 @@ def skill_approve(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> Revi
     if unmet:
         raise ReviewRefused(skill.id, skill.status, unmet)
     skill.status = Status.APPROVED
-    skill.approved_by = actor  # type: ignore[assignment]
+    skill.approved_by = actor
     skill.approved_at = now
     skill.approved_reason = reason.strip()
     skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
@@ -508,13 +507,13 @@ def skill_approve(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> Revi
 
 
 @transaction.atomic
-def skill_reject(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def skill_reject(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     skill = _locked_skill(skill)
     unmet = domain.rejection_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
         raise ReviewRefused(skill.id, skill.status, unmet)
     skill.status = Status.REJECTED
-    skill.rejected_by = actor  # type: ignore[assignment]
+    skill.rejected_by = actor
     skill.rejected_at = clock.now()
     skill.rejected_reason = reason.strip()
     skill.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
@@ -523,13 +522,13 @@ def skill_reject(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> Revie
 
 
 @transaction.atomic
-def skill_revoke(*, skill: Skill, actor: AbstractBaseUser, reason: str) -> ReviewOutcome:
+def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     skill = _locked_skill(skill)
     unmet = domain.revocation_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
         raise ReviewRefused(skill.id, skill.status, unmet)
     skill.status = Status.REVOKED
-    skill.revoked_by = actor  # type: ignore[assignment]
+    skill.revoked_by = actor
     skill.revoked_at = clock.now()
     skill.revoked_reason = reason.strip()
     skill.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
@@ -558,9 +557,9 @@ def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
     return document
 
 
-def _document_unmet(document: Document, actor: AbstractBaseUser, perm: str, reason: str) -> list[str]:
+def _document_unmet(document: Document, actor: User, perm: str, reason: str) -> list[str]:
     unmet = []
-    if not (actor.is_authenticated and actor.has_perm(perm)):  # type: ignore[attr-defined]
+    if not (actor.is_authenticated and actor.has_perm(perm)):
         unmet.append(NOT_PERMITTED)
     if not reason.strip():
         unmet.append(domain.REASON_REQUIRED)
@@ -570,9 +569,7 @@ def _document_unmet(document: Document, actor: AbstractBaseUser, perm: str, reas
 
 
 @transaction.atomic
-def document_revoke_with_impact(
-    *, document: Document, actor: AbstractBaseUser, reason: str
-) -> ReviewOutcome:
+def document_revoke_with_impact(*, document: Document, actor: User, reason: str) -> ReviewOutcome:
     """Revoke a knowledge document and store the runs whose tool results cited it."""
     document = Document.objects.select_for_update().get(pk=document.pk)
     unmet = _document_unmet(document, actor, "knowledge.revoke_document", reason)
@@ -585,9 +582,7 @@ def document_revoke_with_impact(
 
 
 @transaction.atomic
-def document_approve_reviewed(
-    *, document: Document, actor: AbstractBaseUser, reason: str
-) -> ReviewOutcome:
+def document_approve_reviewed(*, document: Document, actor: User, reason: str) -> ReviewOutcome:
     document = Document.objects.select_for_update().get(pk=document.pk)
     unmet = _document_unmet(document, actor, "knowledge.approve_document", reason)
     if document.approved and not document.revoked:
@@ -625,7 +620,7 @@ def run_store(
     started_at: datetime,
     finished_at: datetime,
     cited_documents: Iterable[str],
-    actor: AbstractBaseUser | None,
+    actor: User | None,
 ) -> Run:
     run = Run.objects.create(
         run_id=run_id,

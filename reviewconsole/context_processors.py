@@ -1,13 +1,91 @@
+"""Navigation by role: each console user sees the pages their permissions open."""
+
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
+
+# Lifecycle and result words that templates translate with {% translate value %}.
+TRANSLATED_VALUES = (
+    gettext_noop("candidate"),
+    gettext_noop("approved"),
+    gettext_noop("rejected"),
+    gettext_noop("revoked"),
+    gettext_noop("superseded"),
+    gettext_noop("draft"),
+    gettext_noop("case"),
+    gettext_noop("skill"),
+    gettext_noop("rule"),
+    gettext_noop("document"),
+    gettext_noop("retrieved"),
+    gettext_noop("needs_context"),
+    gettext_noop("conflicting_sources"),
+    gettext_noop("no_match"),
+    gettext_noop("match"),
+    gettext_noop("mismatch"),
+    gettext_noop("unknown"),
+    gettext_noop("needs_review"),
+    gettext_noop("fallback"),
+    gettext_noop("passed"),
+    gettext_noop("failed"),
+    gettext_noop("not_run"),
+    gettext_noop("reviewer"),
+    gettext_noop("operator"),
+    gettext_noop("admin"),
+    gettext_noop("agent"),
+)
+
+
+@dataclass(frozen=True)
+class NavItem:
+    url: str
+    label: str
+    current: bool
+
+
+def _items(request: HttpRequest) -> list[NavItem]:
+    user = request.user
+    entries: list[tuple[str, Any, tuple[str, ...]]] = [
+        ("home", _("Dashboard"), ()),
+        ("experience:queue", _("Review queue"), ("experience.view_case",)),
+        ("experience:run-list", _("Runs"), ("experience.view_run", "experience.view_case")),
+        ("knowledge:document-list", _("Knowledge"), ("knowledge.view_document",)),
+        (
+            "knowledge:search-preview",
+            _("Search preview"),
+            ("knowledge.view_document", "knowledge.search_knowledge"),
+        ),
+        ("event-list", _("Audit log"), ("reviewconsole.view_event",)),
+        ("admin:index", _("Admin"), ()),
+    ]
+    items = []
+    for name, label, perms in entries:
+        if not user.has_perms(perms):  # type: ignore[union-attr]
+            continue
+        url = reverse(name)
+        current = request.path == url if url == "/" else request.path.startswith(url)
+        items.append(NavItem(url=url, label=str(label), current=current))
+    return items
+
+
+def _role(request: HttpRequest) -> str:
+    from reviewconsole.services import user_role
+
+    return user_role(request.user) or ""  # type: ignore[arg-type]
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Evaluated only when a template shows the navigation, so fragments cost no queries."""
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return {"nav": []}
-    items = [("home", "Dashboard")]
-    return {"nav": items}
+    if user is None or not user.is_authenticated or not user.is_staff:
+        return {"nav": [], "console_role": ""}
+    return {
+        "nav": SimpleLazyObject(lambda: _items(request)),
+        "console_role": SimpleLazyObject(lambda: _role(request)),
+    }

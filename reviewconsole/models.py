@@ -25,6 +25,8 @@ class Action(models.TextChoices):
     SKILL_REJECT = "experience.skill.reject", "skill rejected"
     SKILL_REVOKE = "experience.skill.revoke", "skill revoked"
     SKILL_RUN = "experience.skill.run", "skill run"
+    AGENT_TOKEN_CREATE = "agentapi.token.create", "agent API token created"
+    AGENT_TOKEN_REVOKE = "agentapi.token.revoke", "agent API token revoked"
 
 
 class AppendOnlyError(RuntimeError):
@@ -51,10 +53,14 @@ class Event(models.Model):
         related_name="+",
     )
     actor_name = models.CharField(max_length=150)
-    action = models.CharField(max_length=64, choices=Action.choices, db_index=True)
+    # Values come from ``Action``; no DB choices so a new action needs no migration.
+    action = models.CharField(max_length=64, db_index=True)
     target = models.CharField(max_length=200, db_index=True)
     reason = models.TextField(blank=True)
     details = models.JSONField(default=dict, blank=True)
+    # The chain: each event's hash covers its own fields and its predecessor's hash.
+    prev_hash = models.CharField(max_length=64, default="", editable=False)
+    hash = models.CharField(max_length=64, default="", editable=False, db_index=True)
 
     objects = EventQuerySet.as_manager()
 
@@ -72,3 +78,10 @@ class Event(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError("audit events are append-only")
+
+    @property
+    def action_label(self) -> str:
+        try:
+            return str(Action(self.action).label)
+        except ValueError:
+            return self.action

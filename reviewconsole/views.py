@@ -1,12 +1,116 @@
+"""The console shell: access rules shared by every page, the dashboard and the audit log."""
+
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+from reviewconsole import clock
+from reviewconsole.forms import EventFilterForm
+from reviewconsole.selectors import dashboard_counts, events_csv_rows, events_filtered
+
+VIEW_EVENT_PERMISSION = "reviewconsole.view_event"
+EVENTS_PER_PAGE = 50
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+View = TypeVar("View", bound=Callable[..., HttpResponse])
+
+
+def console_view(*perms: str) -> Callable[[View], View]:
+    """Login required; the user must be a person in a console role and hold every permission.
+
+    Agents are service accounts: they authenticate for the API, never for these pages, even
+    where they hold a permission a page needs (``user_set_role`` makes exactly the human roles
+    staff).
+    """
+
+    def decorator(view: View) -> View:
+        @wraps(view)
+        def wrapped(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            user = request.user
+            if not user.is_authenticated:
+                if request.htmx:
+                    # A fragment request after the session ended: reload into the login page.
+                    login = redirect_to_login(request.get_full_path())
+                    return HttpResponseClientRedirect(login["Location"])
+                return redirect_to_login(request.get_full_path())
+            if not user.is_staff or not user.has_perms(perms):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return cast(View, wrapped)
+
+    return decorator
+
+
+def render_page(
+    request: HtmxHttpRequest,
+    template_name: str,
+    context: dict[str, Any],
+    *,
+    partial: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole page, or only ``partial`` of it when htmx asks for a fragment."""
+    if partial and request.htmx and not request.htmx.history_restore_request:
+        template_name = f"{template_name}#{partial}"
+    response = render(request, template_name, context, status=status)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def paginate(request: HttpRequest, items: Any, per_page: int) -> Page[Any]:
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
 
 
 @require_GET
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "reviewconsole/home.html", {})
+@console_view()
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
+    counts = dashboard_counts(now=clock.now(), with_documents=request.user.has_perm(
+        "knowledge.view_document"
+    ))
+    return render_page(request, "reviewconsole/dashboard_home.html", {"counts": counts})
+
+
+@require_GET
+@console_view(VIEW_EVENT_PERMISSION)
+def event_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = EventFilterForm(request.GET or None)
+    filters = form.filters() if form.is_bound and form.is_valid() else {}
+    page = paginate(request, events_filtered(**filters), EVENTS_PER_PAGE)
+    return render_page(
+        request,
+        "reviewconsole/event_list.html",
+        {"form": form, "page_obj": page, "events": page.object_list},
+        partial="event-results",
+    )
+
+
+@require_GET
+@console_view(VIEW_EVENT_PERMISSION)
+def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpResponse:
+    form = EventFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        return render_page(
+            request, "reviewconsole/event_list.html", {"form": form, "events": []}, status=400
+        )
+    filters = form.filters() if form.is_bound else {}
+    stamp = clock.now().strftime("%Y%m%dT%H%M%SZ")
+    response = StreamingHttpResponse(events_csv_rows(**filters), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
+    return response

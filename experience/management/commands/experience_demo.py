@@ -43,8 +43,13 @@ class Command(JsonCommand):
                 TEMPORARY_DATABASE_ENV: str(database),
             }
             completed = subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
-                [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "experience_demo",
-                 INNER_FLAG, "--json"],
+                [
+                    sys.executable,
+                    str(Path(settings.BASE_DIR) / "manage.py"),
+                    "experience_demo",
+                    INNER_FLAG,
+                    "--json",
+                ],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -73,7 +78,9 @@ class Command(JsonCommand):
         reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
         load_demo_knowledge(operator=operator)
         loaded = load_demo_experience(operator=operator, reviewer=reviewer)
-        rows = replays(skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer)
+        rows = replays(
+            skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer
+        )
         return {
             "ok": all(row["as_expected"] for row in rows),
             "skill": loaded["skill"],

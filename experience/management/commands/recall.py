@@ -33,7 +33,11 @@ class Command(JsonCommand):
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
         actor = user_by_name(options["as_user"]) if options.get("as_user") else None
-        now = parse_aware_datetime(options["now"], field="--now") if options.get("now") else clock.now()
+        now = (
+            parse_aware_datetime(options["now"], field="--now")
+            if options.get("now")
+            else clock.now()
+        )
         return retrieve_experience(
             options["query"],
             scope_from_options(options),

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser
-from typing import Any
-
-from django.contrib.auth.models import AbstractBaseUser
+from typing import TYPE_CHECKING, Any
 
 from experience import domain, selectors, services
 from experience.services import ReviewOutcome, ReviewRefused
 from reviewconsole import clock
 from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 OPERATIONS = ("approve", "reject", "revoke", "verify")
 EMPTY_IMPACT: dict[str, list[str]] = {"skills": [], "runs": []}
@@ -55,9 +56,7 @@ class Command(JsonCommand):
             ) from None
         return outcome.as_json()
 
-    def _review(
-        self, item_id: str, operation: str, reason: str, actor: AbstractBaseUser
-    ) -> ReviewOutcome:
+    def _review(self, item_id: str, operation: str, reason: str, actor: User) -> ReviewOutcome:
         kind = domain.item_type(item_id)
         if kind == "case":
             case = selectors.case_get(item_id)
@@ -90,9 +89,7 @@ class Command(JsonCommand):
             )
         raise ValidationFailure("ID", selectors.UNKNOWN_ID)
 
-    def _preview(
-        self, item_id: str, operation: str, reason: str, actor: AbstractBaseUser
-    ) -> dict[str, Any]:
+    def _preview(self, item_id: str, operation: str, reason: str, actor: User) -> dict[str, Any]:
         if operation != "revoke":
             raise ValidationFailure("--preview", "only revoke has an impact preview")
         kind = domain.item_type(item_id)
@@ -118,10 +115,12 @@ class Command(JsonCommand):
             "impact": selectors.revocation_impact(item_id).as_json(),
         }
 
-    def _verify(self, item_id: str, options: dict[str, Any], actor: AbstractBaseUser) -> dict[str, Any]:
+    def _verify(self, item_id: str, options: dict[str, Any], actor: User) -> dict[str, Any]:
         key = options.get("evidence")
         if not key:
-            raise ValidationFailure("--evidence", "names the evidence item to verify, e.g. diagnosis/0")
+            raise ValidationFailure(
+                "--evidence", "names the evidence item to verify, e.g. diagnosis/0"
+            )
         if domain.item_type(item_id) != "case":
             raise ValidationFailure("ID", "only case evidence can be verified")
         case = selectors.case_get(item_id)
@@ -130,21 +129,32 @@ class Command(JsonCommand):
         except PermissionRefused as refusal:
             raise CommandRefused(
                 refusal.message,
-                {"ok": False, "id": case.id, "evidence": key, "unmet": [refusal.unmet],
-                 "error": refusal.message},
+                {
+                    "ok": False,
+                    "id": case.id,
+                    "evidence": key,
+                    "unmet": [refusal.unmet],
+                    "error": refusal.message,
+                },
             ) from None
         return {
             "ok": True,
             "id": case.id,
             "evidence": key,
             "checked_by": actor.get_username(),
-            "checked_at": check.checked_at.isoformat() if check.checked_at else clock.now().isoformat(),
+            "checked_at": check.checked_at.isoformat()
+            if check.checked_at
+            else clock.now().isoformat(),
         }
 
     def render_text(self, result: dict[str, Any]) -> str:
         if "evidence" in result:
-            return f"{result['id']}: evidence {result['evidence']} checked by {result['checked_by']}"
-        lines = [f"{result['id']}: {result['status']}" + (" (preview)" if result.get("preview") else "")]
+            return (
+                f"{result['id']}: evidence {result['evidence']} checked by {result['checked_by']}"
+            )
+        lines = [
+            f"{result['id']}: {result['status']}" + (" (preview)" if result.get("preview") else "")
+        ]
         if result.get("unmet"):
             lines.append("unmet: " + ", ".join(result["unmet"]))
         impact = result.get("impact") or {}

@@ -53,7 +53,9 @@ class Command(JsonCommand):
             f"run: {result['run_id']}  tool calls: {result['tool_calls']}",
         ]
         for step in result["steps"]:
-            lines.append(f"step {step['index']}: {step['tool']} {step['arguments']} → {step['status']}")
+            lines.append(
+                f"step {step['index']}: {step['tool']} {step['arguments']} → {step['status']}"
+            )
         for observation in result["observations"]:
             lines.append(f"observed (step {observation['step']}): {observation['status']}")
             for item in observation["evidence"]:

@@ -1,0 +1,106 @@
+"""Django admin for the experience memory: hashed content and history are read-only.
+
+Review decisions go through the console (services with four eyes and audit), not through
+admin edits, so every model here is view-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from experience.models import (
+    Case,
+    Evidence,
+    EvidenceCheck,
+    Reference,
+    RevocationImpact,
+    Run,
+    RunCitation,
+    Skill,
+    SkillCase,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class EvidenceInline(admin.TabularInline[Evidence, Case]):
+    model = Evidence
+    fields = ("key", "source_id", "excerpt")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Case)
+class CaseAdmin(ReadOnlyAdmin):
+    list_display = ("id", "title", "incident", "store", "deployment", "status", "submitted_by")
+    list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment", "submitted_via")
+    search_fields = ("id", "title", "incident", "summary")
+    inlines = (EvidenceInline,)
+
+
+@admin.register(Skill)
+class SkillAdmin(ReadOnlyAdmin):
+    list_display = ("id", "title", "store", "deployment", "status", "submitted_by")
+    list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment")
+    search_fields = ("id", "title", "when")
+
+
+@admin.register(SkillCase)
+class SkillCaseAdmin(ReadOnlyAdmin):
+    list_display = ("skill", "case", "position")
+    search_fields = ("skill__id", "case__id")
+
+
+@admin.register(Evidence)
+class EvidenceAdmin(ReadOnlyAdmin):
+    list_display = ("case", "key", "source_id")
+    search_fields = ("case__id", "source_id", "excerpt")
+
+
+@admin.register(EvidenceCheck)
+class EvidenceCheckAdmin(ReadOnlyAdmin):
+    list_display = ("evidence", "checked_by", "checked_at")
+    list_filter = ("checked_by",)
+
+
+@admin.register(Reference)
+class ReferenceAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "item_id", "item_type", "read_at")
+    list_filter = ("item_type",)
+    search_fields = ("run_id", "item_id")
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "skill_id", "status", "tool_calls", "started_at")
+    list_filter = ("status", "deployment")
+    search_fields = ("run_id", "skill_id")
+
+
+@admin.register(RunCitation)
+class RunCitationAdmin(ReadOnlyAdmin):
+    list_display = ("run_id_text", "document_id")
+    search_fields = ("run_id_text", "document_id")
+
+
+@admin.register(RevocationImpact)
+class RevocationImpactAdmin(ReadOnlyAdmin):
+    list_display = ("item_id", "item_type", "revoked_by", "created_at")
+    list_filter = ("item_type",)
+    search_fields = ("item_id",)

@@ -1,0 +1,50 @@
+"""Forms of the console shell."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reviewconsole.models import Action
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+
+class EventFilterForm(forms.Form):
+    actor = forms.CharField(label=_("Actor"), required=False, max_length=150)
+    action = forms.ChoiceField(
+        label=_("Action"), required=False, choices=[("", _("Any action")), *Action.choices]
+    )
+    target = forms.CharField(
+        label=_("Target contains"), required=False, max_length=200,
+    )
+    date_from = forms.DateField(label=_("From"), required=False, widget=DateInput())
+    date_to = forms.DateField(label=_("To (inclusive)"), required=False, widget=DateInput())
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("date_from"), data.get("date_to")
+        if start and end and end < start:
+            self.add_error("date_to", _("must not be before the start date"))
+        return data
+
+    def filters(self) -> dict[str, Any]:
+        """Selector arguments; dates are whole days in the console's time zone."""
+        data = self.cleaned_data
+        return {
+            "actor": data.get("actor", "").strip(),
+            "action": data.get("action", ""),
+            "target": data.get("target", "").strip(),
+            "since": _start_of(data["date_from"]) if data.get("date_from") else None,
+            "until": _start_of(data["date_to"] + timedelta(days=1)) if data.get("date_to") else None,
+        }
+
+
+def _start_of(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))

@@ -1,0 +1,133 @@
+"""Builders for experience tests: cases and skills in the import format, and a loaded demo."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractUser
+
+from experience import selectors, services
+from experience.models import Case, Skill
+from experience.schema import parse_case, parse_skill
+from experience.tools import tool_specs
+
+SCOPE = {
+    "tenant": "teahouse",
+    "brand": "leaf-and-cup",
+    "store": "store-002",
+    "campaign": "campaign-b",
+    "deployment": "release-1",
+}
+NOW = datetime.fromisoformat("2026-10-01T12:00:00+08:00")
+VALID_FROM = "2026-09-01T00:00:00+08:00"
+VALID_TO = "2027-12-31T00:00:00+08:00"
+QUERY = "优惠券无法使用的适用条件"
+
+
+def case_data(**changes: Any) -> dict[str, Any]:
+    """An approvable case: checked diagnosis evidence and a refuted hypothesis with evidence."""
+    data: dict[str, Any] = {
+        "type": "case",
+        "scope": dict(SCOPE),
+        "incident": "INC-1",
+        "title": "二号店优惠券无法使用：门店范围漏配",
+        "summary": "顾客在二号店小程序使用优惠券失败。",
+        "observations": [{"source_id": "thread:1#m1", "excerpt": "顾客：优惠券用不了。"}],
+        "diagnosis": {
+            "statement": "活动适用门店不含二号店。",
+            "evidence": [
+                {"source_id": "thread:1#m7", "excerpt": "运营：门店列表缺少二号店。", "verified": True}
+            ],
+        },
+        "counterevidence": [
+            {
+                "hypothesis": "缓存未刷新",
+                "statement": "刷新后仍失败。",
+                "refutes": "仅客户端刷新；服务端缓存未排除",
+                "evidence": [{"source_id": "thread:1#m5", "excerpt": "顾客：刷新了还是不行。"}],
+            }
+        ],
+        "outcome": {
+            "statement": "补充门店后恢复。",
+            "evidence": [{"source_id": "thread:1#m9", "excerpt": "顾客：好了，谢谢。"}],
+        },
+        "valid_from": VALID_FROM,
+        "valid_to": VALID_TO,
+    }
+    for key, value in changes.items():
+        data[key] = value
+    return data
+
+
+def skill_data(cases: list[str], **changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "type": "skill",
+        "scope": dict(SCOPE),
+        "title": "优惠券无法使用：核对活动适用条件",
+        "when": "小程序优惠券无法使用时，先核对当前活动规则的适用条件",
+        "recipe": [{"tool": "search_knowledge", "arguments": {"query": QUERY}}],
+        "cases": cases,
+        "valid_from": VALID_FROM,
+        "valid_to": VALID_TO,
+    }
+    data.update(changes)
+    return data
+
+
+def without_verified(data: dict[str, Any]) -> dict[str, Any]:
+    clean = copy.deepcopy(data)
+    for evidence in (clean.get("diagnosis") or {}).get("evidence", []):
+        evidence.pop("verified", None)
+    return clean
+
+
+@pytest.fixture
+def at_now(frozen_clock: Callable[[datetime], Any]) -> datetime:
+    frozen_clock(NOW)
+    return NOW
+
+
+@pytest.fixture
+def submit_case(reviewer: AbstractUser, at_now: datetime) -> Callable[..., Case]:
+    """Submit as the reviewer (who may mark evidence verified); approve as someone else."""
+
+    def submit(data: dict[str, Any] | None = None, *, actor: AbstractUser | None = None) -> Case:
+        case, _ = services.case_submit(content=parse_case(data or case_data()), actor=actor or reviewer)
+        return case
+
+    return submit
+
+
+@pytest.fixture
+def approved_case(
+    submit_case: Callable[..., Case], second_reviewer: AbstractUser
+) -> Callable[..., Case]:
+    def make(**changes: Any) -> Case:
+        case = submit_case(case_data(**changes))
+        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        return selectors.case_get(case.id)
+
+    return make
+
+
+@pytest.fixture
+def approved_skill(
+    approved_case: Callable[..., Case], reviewer: AbstractUser, second_reviewer: AbstractUser
+) -> Callable[..., Skill]:
+    """A skill citing two approved cases of distinct incidents, approved by a second reviewer."""
+
+    def make(**changes: Any) -> Skill:
+        first = approved_case(incident="INC-1")
+        second = approved_case(incident="INC-2", title="二号店水果茶券不可用：商品列表漏配")
+        skill, _ = services.skill_submit(
+            content=parse_skill(skill_data([first.id, second.id], **changes), tool_specs()),
+            actor=reviewer,
+        )
+        services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+        return selectors.skill_get(skill.id)
+
+    return make
