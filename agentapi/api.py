@@ -1,7 +1,232 @@
-"""The HTTP API for agents under /api/v1/ (SPEC §4.4)."""
+"""The HTTP API for agents under /api/v1/ (SPEC §4.4).
+
+Every endpoint authenticates a bearer token, checks the token user's permission and calls one
+operation of ``agentapi.operations`` (the same functions the MCP server calls). There are no
+endpoints to approve, verify, reject or revoke anything, nor to read candidates.
+
+Errors: 401 without a valid token, 403 without the permission, 404 for an unknown id, 422 with
+``{"detail": [{"loc": ["body", "scope", "campaign"], "msg": …, "type": …}]}`` for a bad body.
+"""
 
 from __future__ import annotations
 
-from ninja import NinjaAPI
+import logging
+from typing import Any
 
-api = NinjaAPI(title="Experience review console API", version="1", urls_namespace="api-v1")
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI, Path, Query, Status
+from ninja.errors import ValidationError as NinjaValidationError
+
+from agentapi import operations
+from agentapi.auth import AgentToken
+from agentapi.operations import NotFound
+from agentapi.schemas import (
+    ApprovedCase,
+    ApprovedSkill,
+    CaseProposal,
+    CaseProposed,
+    ExperienceRetrieveRequest,
+    ExperienceRetrieveResult,
+    KnowledgeSearchRequest,
+    KnowledgeSearchResult,
+    Message,
+    Ping,
+    RunId,
+    RunRecord,
+    SkillId,
+    SkillRunRequest,
+    SkillRunResult,
+    ValidationErrors,
+)
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+logger = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="Experience review console: agent API",
+    version="1",
+    description=(
+        "Governed memory for support agents: search the knowledge base, retrieve reviewed "
+        "experience, run read-only skills, propose candidate cases. Authenticate with "
+        "`Authorization: Bearer <token>` (`manage.py create_token USER`)."
+    ),
+    urls_namespace="api-v1",
+    auth=AgentToken(),
+)
+
+# The name of every body parameter; error paths leave it out so they are JSON paths of the body.
+BODY = "payload"
+IDENTITY_ERRORS: dict[int, Any] = {401: Message, 403: Message}
+BODY_ERRORS: dict[int, Any] = {**IDENTITY_ERRORS, 400: Message, 422: ValidationErrors}
+
+
+def _user(request: HttpRequest) -> User:
+    user = request.auth  # type: ignore[attr-defined]
+    assert isinstance(user, User)
+    return user
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def field_path(field: str) -> list[str | int]:
+    """``counterevidence[0].evidence[1].excerpt`` → ``["counterevidence", 0, "evidence", 1, …]``."""
+    path: list[str | int] = []
+    for part in field.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
+            path.append(int(part[1:-1]))
+        else:
+            path.append(part)
+    return path
+
+
+def _errors(request: HttpRequest, detail: list[dict[str, Any]]) -> HttpResponse:
+    return api.create_response(request, {"detail": detail}, status=422)
+
+
+@api.exception_handler(NinjaValidationError)
+def _invalid_request(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    detail = []
+    for error in exc.errors:
+        loc = list(error.get("loc", ()))
+        if loc[:2] == ["body", BODY]:
+            del loc[1]
+        detail.append({**error, "loc": loc})
+    return _errors(request, detail)
+
+
+@api.exception_handler(ValidationFailure)
+def _refused_input(request: HttpRequest, exc: ValidationFailure) -> HttpResponse:
+    # Path and query parameters are checked by their declared types, so what services refuse
+    # is always a field of the body.
+    loc = ["body", *field_path(exc.field)]
+    return _errors(request, [{"loc": loc, "msg": exc.message, "type": "value_error"}])
+
+
+@api.exception_handler(PermissionRefused)
+def _not_permitted(request: HttpRequest, exc: PermissionRefused) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=403)
+
+
+@api.exception_handler(PermissionDenied)
+def _denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc) or "Forbidden"}, status=403)
+
+
+@api.exception_handler(NotFound)
+def _not_found(request: HttpRequest, exc: NotFound) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=404)
+
+
+@api.exception_handler(SuspiciousOperation)
+def _bad_request(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+    status = 413 if isinstance(exc, RequestDataTooBig) else 400
+    return api.create_response(request, {"detail": "bad request"}, status=status)
+
+
+@api.exception_handler(Exception)
+def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Only a bug gets here: log it with its traceback, and tell the client nothing internal.
+    logger.exception("unexpected error in %s %s", request.method, request.path)
+    return api.create_response(request, {"detail": "internal error"}, status=500)
+
+
+# --- endpoints ---------------------------------------------------------------------------------
+
+
+@api.get("/ping", response={200: Ping, **IDENTITY_ERRORS}, tags=["health"])
+def ping(request: HttpRequest) -> dict[str, Any]:
+    """A trivial authenticated endpoint: who this token acts as."""
+    return {"ok": True, "user": _user(request).get_username()}
+
+
+@api.post(
+    "/knowledge/search",
+    response={200: KnowledgeSearchResult, **BODY_ERRORS},
+    tags=["knowledge"],
+)
+def knowledge_search(request: HttpRequest, payload: KnowledgeSearchRequest) -> dict[str, Any]:
+    """``search_knowledge`` (SPEC §2.2) for one ticket's scope, times and facts.
+
+    A missing scope field or time is answered with ``needs_context`` and nothing is searched.
+    """
+    return operations.knowledge_search(user=_user(request), request=payload)
+
+
+@api.post(
+    "/experience/retrieve",
+    response={200: ExperienceRetrieveResult, **BODY_ERRORS},
+    tags=["experience"],
+)
+def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest) -> dict[str, Any]:
+    """``retrieve_experience`` (SPEC §3.5): approved items of exactly this scope; reads recorded."""
+    return operations.experience_retrieve(user=_user(request), request=payload)
+
+
+@api.post(
+    "/skills/{skill_id}/run",
+    response={200: SkillRunResult, **BODY_ERRORS},
+    tags=["experience"],
+)
+def skill_run(
+    request: HttpRequest, skill_id: Path[SkillId], payload: SkillRunRequest
+) -> dict[str, Any]:
+    """``run_skill`` (SPEC §3.7): ``needs_review`` at best, never a confirmed cause."""
+    return operations.skill_run(user=_user(request), skill_id=skill_id, request=payload)
+
+
+@api.post(
+    "/cases",
+    response={200: CaseProposed, 201: CaseProposed, **BODY_ERRORS},
+    tags=["experience"],
+)
+def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str, Any]]:
+    """Propose a candidate case (SPEC §4.3 format). The token's user is its submitter and every
+    evidence item is unchecked, whatever ``verified`` says. 201 when stored, 200 when identical
+    content already was."""
+    result = operations.case_propose(user=_user(request), proposal=payload)
+    return Status(201 if result["created"] else 200, result)
+
+
+@api.get(
+    "/runs/{path:run_id}",
+    response={200: RunRecord, 404: Message, **IDENTITY_ERRORS},
+    tags=["experience"],
+)
+def run_read(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    """Everything recorded under one run id: skill runs and the memory reads (References)."""
+    return operations.run_read(user=_user(request), run_id=run_id)
+
+
+@api.get(
+    "/cases/{case_id}",
+    response={200: ApprovedCase, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
+    tags=["experience"],
+)
+def case_read(
+    request: HttpRequest,
+    case_id: Path[str],
+    run_id: Query[RunId | None] = None,
+) -> dict[str, Any]:
+    """An approved case. Candidates, rejected, revoked and unknown ids are all 404. With
+    ``run_id`` the read is recorded in that run."""
+    return operations.case_read(user=_user(request), case_id=case_id, run_id=run_id)
+
+
+@api.get(
+    "/skills/{skill_id}",
+    response={200: ApprovedSkill, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
+    tags=["experience"],
+)
+def skill_read(
+    request: HttpRequest,
+    skill_id: Path[str],
+    run_id: Query[RunId | None] = None,
+) -> dict[str, Any]:
+    """An approved skill and whether it may be used now; anything else is 404. With ``run_id``
+    the read is recorded in that run."""
+    return operations.skill_read(user=_user(request), skill_id=skill_id, run_id=run_id)

@@ -64,7 +64,6 @@ SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
 PROPOSE_REFUSED = "proposing cases needs the agent, operator or reviewer role"
 VERIFY_REFUSED = "marking evidence as checked needs the verify permission (reviewer role)"
 VERIFIED_NEEDS_PERMISSION = "verified: true needs the importing user to hold the verify permission"
-PROPOSAL_CANNOT_VERIFY = "a proposal cannot mark evidence as checked; a reviewer checks it later"
 SUPERSEDES_UNKNOWN = "names no stored case"
 CASE_REFERENCE_UNKNOWN = "names no stored case"
 CASE_REFERENCE_NOT_CASE = "points at an item of this file that is not a case"
@@ -224,8 +223,7 @@ def case_submit(
     if via == SubmittedVia.API:
         if not (actor.has_perm(PROPOSE_PERMISSION) or actor.has_perm(ADD_CASE_PERMISSION)):
             raise PermissionRefused(PROPOSE_REFUSED, unmet=NOT_PERMITTED)
-        if _verified_keys(content):
-            raise ValidationFailure(_verified_path(content), PROPOSAL_CANNOT_VERIFY)
+        # A proposal's evidence is unchecked whatever its body says: only a person checks.
     else:
         _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
         if _verified_keys(content) and not actor.has_perm(VERIFY_PERMISSION):

@@ -35,6 +35,10 @@ TRANSLATED_VALUES = (
     gettext_noop("passed"),
     gettext_noop("failed"),
     gettext_noop("not_run"),
+    gettext_noop("expired"),
+    gettext_noop("console"),
+    gettext_noop("import"),
+    gettext_noop("api"),
     gettext_noop("reviewer"),
     gettext_noop("operator"),
     gettext_noop("admin"),
@@ -64,14 +68,17 @@ def _items(request: HttpRequest) -> list[NavItem]:
         ("event-list", _("Audit log"), ("reviewconsole.view_event",)),
         ("admin:index", _("Admin"), ()),
     ]
-    items = []
-    for name, label, perms in entries:
-        if not user.has_perms(perms):  # type: ignore[union-attr]
-            continue
-        url = reverse(name)
-        current = request.path == url if url == "/" else request.path.startswith(url)
-        items.append(NavItem(url=url, label=str(label), current=current))
-    return items
+    allowed = [
+        (reverse(name), str(label))
+        for name, label, perms in entries
+        if user.has_perms(perms)  # type: ignore[union-attr]
+    ]
+    # The deepest section containing the current path is the current one.
+    containing = [url for url, _label in allowed if request.path == url or (
+        url != "/" and request.path.startswith(url)
+    )]
+    current = max(containing, key=len, default=None)
+    return [NavItem(url=url, label=label, current=url == current) for url, label in allowed]
 
 
 def _role(request: HttpRequest) -> str:

@@ -6,9 +6,19 @@ from agentapi.api import api
 from reviewconsole import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("", views.dashboard, name="home"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            template_name="reviewconsole/login_form.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("audit/", views.event_list, name="event-list"),
+    path("audit/export.csv", views.event_export, name="event-export"),
+    path("knowledge/", include("knowledge.urls")),
+    path("", include("experience.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

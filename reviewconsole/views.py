@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar, cast
 
@@ -76,6 +78,31 @@ def render_page(
 
 def paginate(request: HttpRequest, items: Any, per_page: int) -> Page[Any]:
     return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "add", "del", "hunk" or "same"
+    text: str
+
+
+def diff_lines(
+    old: Sequence[str], new: Sequence[str], *, old_label: str, new_label: str
+) -> list[DiffLine]:
+    """A unified line diff of two versions, classified for display."""
+    lines = list(difflib.unified_diff(old, new, old_label, new_label, lineterm="", n=3))
+    result = []
+    for line in lines[2:]:  # the ---/+++ header names the versions, which the page shows
+        if line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "same"
+        result.append(DiffLine(kind, line))
+    return result
 
 
 @require_GET

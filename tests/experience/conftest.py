@@ -40,7 +40,11 @@ def case_data(**changes: Any) -> dict[str, Any]:
         "diagnosis": {
             "statement": "活动适用门店不含二号店。",
             "evidence": [
-                {"source_id": "thread:1#m7", "excerpt": "运营：门店列表缺少二号店。", "verified": True}
+                {
+                    "source_id": "thread:1#m7",
+                    "excerpt": "运营：门店列表缺少二号店。",
+                    "verified": True,
+                }
             ],
         },
         "counterevidence": [
@@ -96,7 +100,9 @@ def submit_case(reviewer: AbstractUser, at_now: datetime) -> Callable[..., Case]
     """Submit as the reviewer (who may mark evidence verified); approve as someone else."""
 
     def submit(data: dict[str, Any] | None = None, *, actor: AbstractUser | None = None) -> Case:
-        case, _ = services.case_submit(content=parse_case(data or case_data()), actor=actor or reviewer)
+        case, _ = services.case_submit(
+            content=parse_case(data or case_data()), actor=actor or reviewer
+        )
         return case
 
     return submit
@@ -120,9 +126,9 @@ def approved_skill(
 ) -> Callable[..., Skill]:
     """A skill citing two approved cases of distinct incidents, approved by a second reviewer."""
 
-    def make(**changes: Any) -> Skill:
-        first = approved_case(incident="INC-1")
-        second = approved_case(incident="INC-2", title="二号店水果茶券不可用：商品列表漏配")
+    def make(*, tag: str = "", **changes: Any) -> Skill:
+        first = approved_case(incident="INC-1", title=f"二号店优惠券无法使用：门店范围漏配{tag}")
+        second = approved_case(incident="INC-2", title=f"二号店水果茶券不可用：商品列表漏配{tag}")
         skill, _ = services.skill_submit(
             content=parse_skill(skill_data([first.id, second.id], **changes), tool_specs()),
             actor=reviewer,
@@ -131,3 +137,8 @@ def approved_skill(
         return selectors.skill_get(skill.id)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

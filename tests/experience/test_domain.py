@@ -51,8 +51,9 @@ REVIEWER = Reviewer(user_id=2, can_review=True)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -63,7 +64,9 @@ def test_content_id_ignores_key_order(content: dict[str, Any]) -> None:
     assert domain.content_id("case:", content) == domain.content_id("case:", reordered)
 
 
-@given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=6), st.text(max_size=8))
+@given(
+    st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=6), st.text(max_size=8)
+)
 def test_content_id_changes_with_any_value(content: dict[str, Any], key: str) -> None:
     changed = {**content, key: ["changed", content.get(key)]}
     assert domain.content_id("case:", changed) != domain.content_id("case:", content)
@@ -149,9 +152,9 @@ def test_approvable_case_has_no_unmet_conditions() -> None:
 def test_each_unmet_condition_is_named(
     changes: dict[str, Any], reviewer: Reviewer, reason: str, expected: str
 ) -> None:
-    assert domain.case_approval_unmet(facts(**changes), reviewer=reviewer, reason=reason, now=NOW) == [
-        expected
-    ]
+    assert domain.case_approval_unmet(
+        facts(**changes), reviewer=reviewer, reason=reason, now=NOW
+    ) == [expected]
 
 
 def test_recovery_feedback_alone_cannot_be_approved() -> None:
@@ -355,7 +358,10 @@ def test_recipe_rejects_code_alongside_a_tool() -> None:
 @pytest.mark.parametrize("name", ["brand", "store", "tenant", "campaign", "deployment", "stores"])
 def test_recipe_rejects_scope_arguments(name: str) -> None:
     failure = recipe_failure([{"tool": "search_knowledge", "arguments": {"query": "x", name: "y"}}])
-    assert (failure.field, failure.message) == (f"recipe[0].arguments.{name}", domain.SCOPE_ARGUMENT)
+    assert (failure.field, failure.message) == (
+        f"recipe[0].arguments.{name}",
+        domain.SCOPE_ARGUMENT,
+    )
 
 
 def test_recipe_rejects_extra_and_missing_arguments() -> None:

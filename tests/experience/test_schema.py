@@ -77,9 +77,17 @@ def test_candidate_may_have_empty_sections() -> None:
         (case_data(colour="red"), "colour"),
         (case_data(supersedes="case:nothex"), "supersedes"),
         (case_data(observations=[{"source_id": "s", "excerpt": ""}]), "observations[0].excerpt"),
-        (case_data(observations=[{"source_id": "s", "excerpt": "x" * 2001}]), "observations[0].excerpt"),
         (
-            case_data(diagnosis={"statement": "d", "evidence": [{"source_id": "s", "excerpt": "e", "verified": "yes"}]}),
+            case_data(observations=[{"source_id": "s", "excerpt": "x" * 2001}]),
+            "observations[0].excerpt",
+        ),
+        (
+            case_data(
+                diagnosis={
+                    "statement": "d",
+                    "evidence": [{"source_id": "s", "excerpt": "e", "verified": "yes"}],
+                }
+            ),
             "diagnosis.evidence[0].verified",
         ),
         (
@@ -87,7 +95,16 @@ def test_candidate_may_have_empty_sections() -> None:
             "counterevidence[0].refutes",
         ),
         (
-            case_data(counterevidence=[{"hypothesis": "h", "statement": "s", "refutes": "r", "evidence": [{"excerpt": "e"}]}]),
+            case_data(
+                counterevidence=[
+                    {
+                        "hypothesis": "h",
+                        "statement": "s",
+                        "refutes": "r",
+                        "evidence": [{"excerpt": "e"}],
+                    }
+                ]
+            ),
             "counterevidence[0].evidence[0].source_id",
         ),
         (case_data(title="t" * 301), "title"),
@@ -104,7 +121,10 @@ def test_naive_datetime_is_refused() -> None:
 
 def test_skill_canonical_cases_are_a_set() -> None:
     a, b = "case:" + "a" * 64, "case:" + "b" * 64
-    assert parse_skill(skill_data([a, b]), tool_specs()).id == parse_skill(skill_data([b, a]), tool_specs()).id
+    assert (
+        parse_skill(skill_data([a, b]), tool_specs()).id
+        == parse_skill(skill_data([b, a]), tool_specs()).id
+    )
 
 
 @pytest.mark.parametrize(
@@ -114,7 +134,10 @@ def test_skill_canonical_cases_are_a_set() -> None:
         (skill_data(["case:short"]), "cases[0]"),
         (skill_data([CASE_ID, CASE_ID]), "cases[1]"),
         (skill_data([CASE_ID], recipe=[]), "recipe"),
-        (skill_data([CASE_ID], recipe=[{"tool": "shell", "arguments": {"query": "ls"}}]), "recipe[0].tool"),
+        (
+            skill_data([CASE_ID], recipe=[{"tool": "shell", "arguments": {"query": "ls"}}]),
+            "recipe[0].tool",
+        ),
         (skill_data([CASE_ID], valid_to=None), "valid_to"),
         (skill_data([CASE_ID], scope={**skill_data([])["scope"], "brand": "*"}), "scope.brand"),
     ],

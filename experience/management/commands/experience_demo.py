@@ -14,12 +14,15 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
+from reviewconsole import clock
 from reviewconsole.cli import JsonCommand
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.timeparse import parse_aware_datetime
 
 # Set by the outer process for the inner one: the only database the replays may write to.
 TEMPORARY_DATABASE_ENV = "EXPERIENCE_DEMO_TEMPORARY_DATABASE"
 INNER_FLAG = "--inside-temporary-database"
+DEMO_NOW = "2026-09-18T14:30:00+08:00"
 NOT_TEMPORARY = "the replays only run on the temporary database this command creates"
 
 
@@ -49,6 +52,8 @@ class Command(JsonCommand):
                     "experience_demo",
                     INNER_FLAG,
                     "--json",
+                    # Checks of unrelated apps (URLs, templates) must not block the replays.
+                    "--skip-checks",
                 ],
                 env=env,
                 capture_output=True,
@@ -69,6 +74,10 @@ class Command(JsonCommand):
         if not expected or configured != expected:
             raise ValidationFailure(INNER_FLAG, NOT_TEMPORARY)
         call_command("migrate", verbosity=0, interactive=False)
+        # The temporary database lives at a fixed time just after the demo ticket, so the
+        # replays give the same answer whenever they are run.
+        demo_now = parse_aware_datetime(DEMO_NOW, field="DEMO_NOW")
+        clock.now = lambda: demo_now
 
         from experience.demo import load_demo_experience, load_demo_knowledge, replays
         from reviewconsole.roles import Role

@@ -1,0 +1,49 @@
+"""Agent API tokens in the admin: listed and revocable; the token text is never stored or shown."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agentapi.models import ApiToken
+from agentapi.services import token_revoke
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.identity import acting_user
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "created_at")
+    search_fields = ("prefix", "name", "user__username")
+    list_select_related = ("user",)
+    # token_hash is left out on purpose: nothing about the secret is shown.
+    fields = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Tokens are issued by `manage.py create_token`, which shows the token text once.
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
+        return False
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agentapi.revoke_apitoken")
+
+    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        actor = acting_user(request)
+        revoked = 0
+        for token in queryset.filter(revoked_at__isnull=True):
+            try:
+                token_revoke(token=token, actor=actor, reason="revoked in the admin")
+            except ValidationFailure:
+                continue  # revoked meanwhile by someone else
+            revoked += 1
+        self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)

@@ -1,0 +1,229 @@
+"""An MCP server (official ``mcp`` SDK) exposing the agent operations as tools (SPEC §4.4).
+
+The server holds one agent token and authenticates it again on every call, so revoking the
+token or deactivating its user stops the server's next call. The tools take the same request
+bodies as the HTTP API (same validation, same JSON schema) and call the same operations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.db import close_old_connections
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+
+from agentapi import operations
+from agentapi.api import field_path
+from agentapi.operations import NotFound
+from agentapi.schemas import (
+    CaseProposal,
+    ExperienceRetrieveRequest,
+    KnowledgeSearchRequest,
+    SkillId,
+    SkillRunRequest,
+)
+from agentapi.services import token_user
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+SERVER_NAME = "experience-review-console"
+INSTRUCTIONS = (
+    "Governed memory for investigating support tickets. Knowledge results and reused experience "
+    "change the order of checks; they never confirm a root cause. Give the exact scope of the "
+    "current ticket: a missing field is answered with needs_context/fallback, never widened."
+)
+UNAUTHORIZED = "the agent token is invalid, revoked, or its user is inactive"
+
+
+class SearchKnowledgeArguments(KnowledgeSearchRequest, ArgModelBase):
+    pass
+
+
+class RetrieveExperienceArguments(ExperienceRetrieveRequest, ArgModelBase):
+    pass
+
+
+class RunSkillArguments(SkillRunRequest, ArgModelBase):
+    skill_id: SkillId
+
+
+class ProposeCaseArguments(CaseProposal, ArgModelBase):
+    pass
+
+
+Operation = Callable[[User, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    arguments: type[ArgModelBase]
+    operation: Operation
+    read_only: bool
+
+
+def _search(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    request = KnowledgeSearchRequest.model_validate(args)
+    return operations.knowledge_search(user=user, request=request)
+
+
+def _retrieve(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    request = ExperienceRetrieveRequest.model_validate(args)
+    return operations.experience_retrieve(user=user, request=request)
+
+
+def _run(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    skill_id = args.pop("skill_id")
+    request = SkillRunRequest.model_validate(args)
+    return operations.skill_run(user=user, skill_id=skill_id, request=request)
+
+
+def _propose(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    proposal = CaseProposal.model_validate(args)
+    return operations.case_propose(user=user, proposal=proposal)
+
+
+TOOLS = (
+    ToolSpec(
+        name="search_knowledge",
+        title="Search the knowledge base",
+        description=(
+            "Search versioned business rules and confirmed historical cases for one ticket "
+            "(tenant, brand, store, campaign, occurred_at, known_at, facts). Returns status "
+            "retrieved | needs_context | conflicting_sources | no_match and evidence with "
+            "condition comparisons. A full match only means the rules do not explain the failure."
+        ),
+        arguments=SearchKnowledgeArguments,
+        operation=_search,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="retrieve_experience",
+        title="Retrieve reviewed experience",
+        description=(
+            "Approved cases and skills for exactly this scope (tenant, brand, store, campaign, "
+            "deployment) valid now. Any scope field missing gives status fallback with the "
+            "missing names. Each returned item is recorded as read in run_id."
+        ),
+        arguments=RetrieveExperienceArguments,
+        operation=_retrieve,
+        read_only=False,
+    ),
+    ToolSpec(
+        name="run_skill",
+        title="Run a reviewed skill",
+        description=(
+            "Run an approved skill's read-only check recipe with the current scope and ticket "
+            "context. needs_review at best (current evidence plus cited cases as historical "
+            "leads), fallback with a reason otherwise. The run is stored under run_id."
+        ),
+        arguments=RunSkillArguments,
+        operation=_run,
+        read_only=False,
+    ),
+    ToolSpec(
+        name="propose_case",
+        title="Propose a candidate case",
+        description=(
+            "Submit an investigation as a candidate case for human review (import format: "
+            "scope, incident, title, observations, diagnosis, counterevidence, outcome, "
+            "valid_from, valid_to). You are its submitter; its evidence stays unchecked until a "
+            "reviewer checks it. Nothing is reused before a reviewer approves it."
+        ),
+        arguments=ProposeCaseArguments,
+        operation=_propose,
+        read_only=False,
+    ),
+)
+
+
+def _result(payload: dict[str, Any], *, error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+        is_error=error,
+    )
+
+
+def _error(kind: str, message: str, *, field: str | None = None) -> CallToolResult:
+    detail: dict[str, Any] = {"error": kind, "message": message}
+    if field is not None:
+        detail["loc"] = field_path(field)
+    return _result(detail, error=True)
+
+
+@dataclass
+class ToolRunner:
+    """Runs one operation as the token's user, on Django's side of the async boundary."""
+
+    token: str
+    manage_connections: bool = True
+
+    def __call__(self, spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:
+        if self.manage_connections:
+            # A long-lived server outlives database connections, as a web worker does per request.
+            close_old_connections()
+        try:
+            user = token_user(self.token)
+            if user is None:
+                return _error("unauthorized", UNAUTHORIZED)
+            return _result(spec.operation(user, arguments))
+        except ValidationFailure as failure:
+            return _error("invalid", failure.message, field=failure.field)
+        except PermissionRefused as refusal:
+            return _error("forbidden", refusal.message)
+        except NotFound as missing:
+            return _error("not_found", missing.message)
+        finally:
+            if self.manage_connections:
+                close_old_connections()
+
+
+def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
+    call = sync_to_async(runner)
+
+    async def handler(**arguments: Any) -> CallToolResult:
+        plain = {
+            name: value.model_dump() if isinstance(value, BaseModel) else value
+            for name, value in arguments.items()
+        }
+        return await call(spec, plain)
+
+    return Tool(
+        fn=handler,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=spec.arguments.model_json_schema(by_alias=True),
+        fn_metadata=FuncMetadata(arg_model=spec.arguments),
+        is_async=True,
+        context_kwarg=None,
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=False,
+            idempotent_hint=spec.read_only,
+            open_world_hint=False,
+        ),
+    )
+
+
+def build_server(token: str, *, manage_connections: bool = True) -> MCPServer:
+    """The MCP server acting as the user of ``token``."""
+    runner = ToolRunner(token=token, manage_connections=manage_connections)
+    return MCPServer(
+        name=SERVER_NAME,
+        title="Experience review console",
+        instructions=INSTRUCTIONS,
+        tools=[_tool(spec, runner) for spec in TOOLS],
+    )

@@ -1,0 +1,34 @@
+"""API tokens of agent service accounts. Only a SHA-256 hash of each token is stored."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """A bearer token acting as ``user``; the token text itself is shown once and never stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    # The public part of the token, used to find the row before the hash is compared.
+    prefix = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "API token"
+        permissions = [("revoke_apitoken", "Can revoke API tokens")]
+
+    def __str__(self) -> str:
+        label = f" ({self.name})" if self.name else ""
+        return f"{self.prefix}{label}"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

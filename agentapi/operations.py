@@ -1,0 +1,223 @@
+"""What an agent may do, once: HTTP endpoints and MCP tools both call these functions.
+
+Each operation checks the acting user's permission, takes the scope only from the request,
+and calls the same service or selector as the management commands. Identity is always the
+token's user, never a field of the body.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from agentapi.schemas import (
+    CASE_ID_PATTERN,
+    SKILL_ID_PATTERN,
+    CaseProposal,
+    ExperienceRetrieveRequest,
+    KnowledgeSearchRequest,
+    SkillRunRequest,
+)
+from experience import services as experience_services
+from experience.executor import TicketContext, run_skill
+from experience.models import Case, ItemType, Reference, Run, Skill, Status
+from experience.retrieval import retrieve_experience
+from experience.selectors import skill_availability
+from knowledge.search import KnowledgeContext, search_knowledge
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.timeparse import to_utc_iso
+
+SEARCH_PERMISSION = "knowledge.search_knowledge"
+USE_PERMISSION = "experience.use_experience"
+VIEW_RUN_PERMISSION = "experience.view_run"
+# Agents propose; operators and reviewers submit. The service accepts either permission.
+PROPOSE_PERMISSIONS = ("experience.propose_case", "experience.add_case")
+
+NOT_PERMITTED = "this token's user does not hold the permission {permission}"
+NO_SUCH_CASE = "no approved case with this id"
+NO_SUCH_SKILL = "no approved skill with this id"
+NO_SUCH_RUN = "no run with this id"
+
+_CASE_ID = re.compile(CASE_ID_PATTERN)
+_SKILL_ID = re.compile(SKILL_ID_PATTERN)
+
+
+class NotFound(LookupError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def require(user: User, *permissions: str) -> None:
+    """Refuse unless ``user`` holds at least one of ``permissions``."""
+    if not (user.is_active and any(user.has_perm(p) for p in permissions)):
+        raise PermissionRefused(NOT_PERMITTED.format(permission=" or ".join(permissions)))
+
+
+def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str, Any]:
+    require(user, SEARCH_PERMISSION)
+    context = KnowledgeContext(
+        tenant=request.tenant,
+        brand=request.brand,
+        store=request.store,
+        campaign=request.campaign,
+        occurred_at=request.occurred_at,
+        known_at=request.known_at,
+        facts=dict(request.facts),
+        limit=request.limit,
+    )
+    return search_knowledge(request.query, context)
+
+
+def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> dict[str, Any]:
+    require(user, USE_PERMISSION)
+    return retrieve_experience(
+        request.query,
+        request.scope.as_mapping(),
+        request.now or clock.now(),
+        request.run_id,
+        request.limit,
+        actor=user,
+    )
+
+
+def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[str, Any]:
+    require(user, USE_PERMISSION)
+    if not _SKILL_ID.fullmatch(skill_id):
+        raise ValidationFailure("skill_id", "must be a skill id (skill:<sha256>)")
+    context = TicketContext(
+        occurred_at=request.occurred_at,
+        known_at=request.known_at,
+        facts=dict(request.facts),
+    )
+    return run_skill(
+        skill_id,
+        request.scope.as_mapping(),
+        context,
+        request.run_id,
+        request.now or clock.now(),
+        actor=user,
+    )
+
+
+def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:
+    """A candidate submitted by ``user``; every evidence item stays unchecked."""
+    require(user, *PROPOSE_PERMISSIONS)
+    case, created = experience_services.case_propose(data=proposal.as_import_item(), actor=user)
+    return {"id": case.id, "type": "case", "status": case.status, "created": created}
+
+
+def run_read(*, user: User, run_id: str) -> dict[str, Any]:
+    require(user, VIEW_RUN_PERMISSION)
+    try:
+        run_id = experience_services.validate_run_id(run_id)
+    except ValidationFailure:
+        raise NotFound(NO_SUCH_RUN) from None
+    if "\x00" in run_id:
+        raise NotFound(NO_SUCH_RUN)
+    runs = list(Run.objects.filter(run_id=run_id).order_by("started_at", "id"))
+    references = list(
+        Reference.objects.filter(run_id=run_id)
+        .order_by("read_at", "id")
+        .values_list("item_id", "item_type", "read_at")
+    )
+    if not runs and not references:
+        raise NotFound(NO_SUCH_RUN)
+    return {
+        "run_id": run_id,
+        "runs": [_run_json(run) for run in runs],
+        "references": [
+            {"item_id": item_id, "item_type": item_type, "read_at": to_utc_iso(read_at)}
+            for item_id, item_type, read_at in references
+        ],
+    }
+
+
+def case_read(*, user: User, case_id: str, run_id: str | None = None) -> dict[str, Any]:
+    """An approved case; anything else (candidate, rejected, revoked, unknown) is not found."""
+    require(user, USE_PERMISSION)
+    case = (
+        Case.objects.filter(pk=case_id, status=Status.APPROVED).first()
+        if _CASE_ID.fullmatch(case_id)
+        else None
+    )
+    if case is None:
+        raise NotFound(NO_SUCH_CASE)
+    _record_read(run_id, [(case.id, ItemType.CASE)])
+    content = case.content
+    return {
+        "id": case.id,
+        "type": "case",
+        "status": case.status,
+        "scope": case.scope,
+        "incident": case.incident,
+        "title": case.title,
+        "summary": case.summary,
+        "observations": content.get("observations", []),
+        "diagnosis": content.get("diagnosis", {"statement": "", "evidence": []}),
+        "counterevidence": content.get("counterevidence", []),
+        "outcome": content.get("outcome", {"statement": "", "evidence": []}),
+        "valid_from": to_utc_iso(case.valid_from),
+        "valid_to": to_utc_iso(case.valid_to),
+        "supersedes": case.supersedes or None,
+        "approved_at": to_utc_iso(case.approved_at),
+    }
+
+
+def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[str, Any]:
+    """An approved skill and whether it may be used now; anything else is not found."""
+    require(user, USE_PERMISSION)
+    skill = (
+        Skill.objects.filter(pk=skill_id, status=Status.APPROVED).first()
+        if _SKILL_ID.fullmatch(skill_id)
+        else None
+    )
+    if skill is None:
+        raise NotFound(NO_SUCH_SKILL)
+    _, availability = skill_availability(skill.id, clock.now())
+    _record_read(run_id, [(skill.id, ItemType.SKILL)])
+    return {
+        "id": skill.id,
+        "type": "skill",
+        "status": skill.status,
+        "scope": skill.scope,
+        "title": skill.title,
+        "when": skill.when,
+        "recipe": skill.recipe,
+        "cases": list(skill.case_links.order_by("position").values_list("case_id", flat=True)),
+        "valid_from": to_utc_iso(skill.valid_from),
+        "valid_to": to_utc_iso(skill.valid_to),
+        "approved_at": to_utc_iso(skill.approved_at),
+        "available": bool(availability),
+        "unavailable_reason": None if availability else availability.reason,
+    }
+
+
+def _record_read(run_id: str | None, items: Iterable[tuple[str, str]]) -> None:
+    """A read by id inside a run is a Reference too, so revocation impact finds it."""
+    if run_id is None:
+        return
+    run_id = experience_services.validate_run_id(run_id)
+    with transaction.atomic():
+        experience_services.references_record(run_id=run_id, items=items, at=clock.now())
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    return {
+        "skill": run.skill_id,
+        "scope": run.scope,
+        "context": run.context,
+        "status": run.status,
+        "reason": run.reason,
+        "tool_calls": run.tool_calls,
+        "steps": run.steps,
+        "observations": run.observations,
+        "cases": run.cases,
+        "started_at": to_utc_iso(run.started_at),
+        "finished_at": to_utc_iso(run.finished_at),
+    }

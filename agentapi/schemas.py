@@ -1,0 +1,467 @@
+"""Request and response bodies of the agent API (SPEC §4.2, §4.3), shared by HTTP and MCP.
+
+Requests refuse unknown fields, naive datetimes, placeholder scopes, over-long text and text
+that no database can store (NUL characters, lone surrogates); every refusal names its field.
+Responses describe what the services return, so the OpenAPI schema is a contract.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
+
+from experience import schema as case_format
+from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
+from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
+from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import SCOPE_VALUE, validate_scope_value
+from reviewconsole.timeparse import parse_aware_datetime
+
+RETRIEVE_DEFAULT_LIMIT = 3
+RETRIEVE_MAX_LIMIT = 20
+RETRIEVE_MAX_QUERY = 2_000
+MAX_FACTS = 32
+MAX_FACT_TEXT = 200
+# Integers that survive every JSON consumer unchanged (IEEE-754 doubles).
+MAX_FACT_INT = 2**53
+MAX_RUN_ID = 100
+
+NUL_TEXT = "must not contain NUL characters"
+BAD_UNICODE = "must be valid Unicode text"
+NOT_ISO_TEXT = "must be an ISO 8601 string with a timezone offset"
+OUT_OF_RANGE = "is outside the supported range of dates"
+RUN_ID_TEXT = f"must be 1-{MAX_RUN_ID} characters without spaces"
+
+
+def _storable(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError(NUL_TEXT)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(BAD_UNICODE) from None
+    return value
+
+
+def _scope_value(value: str) -> str:
+    try:
+        return validate_scope_value(value, field="")
+    except ValidationFailure as failure:
+        raise ValueError(failure.message) from None
+
+
+def _aware(value: object) -> datetime:
+    if not isinstance(value, str | datetime):
+        raise ValueError(NOT_ISO_TEXT)
+    try:
+        parsed = parse_aware_datetime(value, field="")
+    except ValidationFailure as failure:
+        raise ValueError(failure.message) from None
+    try:
+        # Every store and comparison works in UTC; an instant that has no UTC year is refused here.
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(OUT_OF_RANGE) from None
+    return parsed
+
+
+def _run_id(value: str) -> str:
+    if not value or len(value) > MAX_RUN_ID or any(ch.isspace() for ch in value):
+        raise ValueError(RUN_ID_TEXT)
+    return value
+
+
+Storable = AfterValidator(_storable)
+SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=SEARCH_MAX_QUERY), Storable]
+RetrieveQuery = Annotated[
+    str, StringConstraints(min_length=1, max_length=RETRIEVE_MAX_QUERY), Storable
+]
+FactText = Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT), Storable]
+SourceId = Annotated[
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_SOURCE_ID), Storable
+]
+Excerpt = Annotated[
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_EXCERPT), Storable
+]
+Incident = Annotated[
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_INCIDENT), Storable
+]
+Title = Annotated[str, StringConstraints(min_length=1, max_length=case_format.MAX_TITLE), Storable]
+LongText = Annotated[str, StringConstraints(max_length=case_format.MAX_TEXT), Storable]
+RequiredLongText = Annotated[
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_TEXT), Storable
+]
+
+
+ScopeValue = Annotated[
+    str,
+    Storable,
+    AfterValidator(_scope_value),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^{SCOPE_VALUE.pattern}$",
+            "maxLength": 64,
+            "description": "an exact scope value; placeholders (any, all, *, n/a, …) are refused",
+        }
+    ),
+]
+AwareDateTime = Annotated[
+    datetime,
+    BeforeValidator(_aware),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "description": "ISO 8601 with a timezone offset; naive datetimes are refused",
+        }
+    ),
+]
+RunId = Annotated[
+    str,
+    Storable,
+    AfterValidator(_run_id),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": rf"^[^\s\x00]{{1,{MAX_RUN_ID}}}$",
+            "description": "the agent investigation this read belongs to",
+        }
+    ),
+]
+FactName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+FactValue = Annotated[int, Field(strict=True, ge=-MAX_FACT_INT, le=MAX_FACT_INT)] | FactText | None
+Facts = Annotated[
+    dict[FactName, FactValue],
+    Field(
+        max_length=MAX_FACTS,
+        description="the ticket's facts, e.g. channel, product, basket_cents (integer cents)",
+    ),
+]
+CaseId = Annotated[str, StringConstraints(pattern=case_format.CASE_ID.pattern)]
+SKILL_ID_PATTERN = r"^skill:[0-9a-f]{64}$"
+CASE_ID_PATTERN = rf"^{case_format.CASE_ID.pattern}$"
+SkillId = Annotated[str, StringConstraints(pattern=SKILL_ID_PATTERN)]
+
+
+class RequestBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+class KnowledgeSearchRequest(RequestBody):
+    """Mirrors ``research``: a missing scope field or time is an answer (needs_context)."""
+
+    query: SearchQuery
+    tenant: ScopeValue | None = None
+    brand: ScopeValue | None = None
+    store: ScopeValue | None = None
+    campaign: ScopeValue | None = None
+    occurred_at: AwareDateTime | None = None
+    known_at: AwareDateTime | None = None
+    facts: Facts = Field(default_factory=dict)
+    limit: int = Field(default=SEARCH_DEFAULT_LIMIT, ge=1, le=SEARCH_MAX_LIMIT, strict=True)
+
+
+class ExperienceScope(RequestBody):
+    """Where the current ticket happens. A missing field is reported, never guessed or widened."""
+
+    tenant: ScopeValue | None = None
+    brand: ScopeValue | None = None
+    store: ScopeValue | None = None
+    campaign: ScopeValue | None = None
+    deployment: ScopeValue | None = None
+
+    def as_mapping(self) -> dict[str, str | None]:
+        return self.model_dump()
+
+
+class ExperienceRetrieveRequest(RequestBody):
+    """Mirrors ``recall``."""
+
+    query: RetrieveQuery
+    scope: ExperienceScope
+    run_id: RunId
+    now: AwareDateTime | None = Field(default=None, description="check time; default: now")
+    limit: int = Field(default=RETRIEVE_DEFAULT_LIMIT, ge=1, le=RETRIEVE_MAX_LIMIT, strict=True)
+
+
+class SkillRunRequest(RequestBody):
+    """Mirrors ``run_skill``: the current scope and the caller's knowledge context."""
+
+    scope: ExperienceScope
+    occurred_at: AwareDateTime | None = None
+    known_at: AwareDateTime | None = None
+    facts: Facts = Field(default_factory=dict)
+    run_id: RunId
+    now: AwareDateTime | None = Field(default=None, description="check time; default: now")
+
+
+class CaseScope(RequestBody):
+    tenant: ScopeValue
+    brand: ScopeValue
+    store: ScopeValue
+    campaign: ScopeValue
+    deployment: ScopeValue
+
+
+class EvidenceIn(RequestBody):
+    source_id: SourceId
+    excerpt: Excerpt
+    verified: bool | None = Field(
+        default=None,
+        description="accepted for compatibility with imports and ignored: "
+        "evidence proposed by an agent is always unchecked",
+    )
+
+
+EvidenceList = Annotated[list[EvidenceIn], Field(max_length=case_format.MAX_EVIDENCE_ITEMS)]
+
+
+class StatementIn(RequestBody):
+    statement: LongText | None = None
+    evidence: EvidenceList | None = None
+
+
+class CounterevidenceIn(RequestBody):
+    hypothesis: RequiredLongText
+    statement: RequiredLongText
+    refutes: RequiredLongText
+    evidence: EvidenceList | None = None
+
+
+class CaseProposal(RequestBody):
+    """A candidate case in the import format of SPEC §4.3."""
+
+    type: Literal["case"] = "case"
+    scope: CaseScope
+    incident: Incident
+    title: Title
+    summary: LongText | None = None
+    observations: EvidenceList | None = None
+    diagnosis: StatementIn | None = None
+    counterevidence: (
+        Annotated[list[CounterevidenceIn], Field(max_length=case_format.MAX_COUNTEREVIDENCE)] | None
+    ) = None
+    outcome: StatementIn | None = None
+    valid_from: AwareDateTime
+    valid_to: AwareDateTime
+    supersedes: CaseId | None = None
+
+    def as_import_item(self) -> dict[str, Any]:
+        """The §4.3 JSON object, without ``verified`` flags: a proposal never checks evidence."""
+        item = self.model_dump(mode="json", exclude_none=True)
+        for evidence in _evidence_objects(item):
+            evidence.pop("verified", None)
+        return item
+
+
+def _evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list(item.get("observations") or [])
+    for section in ("diagnosis", "outcome"):
+        found.extend((item.get(section) or {}).get("evidence") or [])
+    for entry in item.get("counterevidence") or []:
+        found.extend(entry.get("evidence") or [])
+    return found
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+class Message(BaseModel):
+    detail: str
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int] = Field(description="JSON path of the field, e.g. body.scope.campaign")
+    msg: str
+    type: str
+
+
+class ValidationErrors(BaseModel):
+    detail: list[ErrorItem]
+
+
+class Ping(BaseModel):
+    ok: bool
+    user: str
+
+
+class ConditionsOut(BaseModel):
+    status: Literal["match", "mismatch", "unknown"]
+    mismatches: list[str]
+    unknown: list[str]
+
+
+class KnowledgeEvidence(BaseModel):
+    id: str
+    source: str
+    kind: str
+    title: str
+    version: int
+    rule_key: str | None
+    quote: str
+    conditions: ConditionsOut
+    conflict: bool
+    text: str
+    valid_from: str | None
+    valid_to: str | None
+    published_at: str | None
+    content_hash: str
+
+
+class KnowledgeSearchResult(BaseModel):
+    status: Literal["retrieved", "needs_context", "conflicting_sources", "no_match"]
+    missing: list[str]
+    truncated: bool
+    evidence: list[KnowledgeEvidence]
+
+
+class RetrievedItem(BaseModel):
+    id: str
+    type: Literal["case", "skill"]
+    title: str
+
+
+class ExperienceRetrieveResult(BaseModel):
+    status: Literal["ok", "fallback"]
+    missing: list[str]
+    items: list[RetrievedItem]
+
+
+class RunStep(BaseModel):
+    index: int
+    tool: str
+    arguments: dict[str, Any]
+    status: str
+
+
+class ObservedEvidence(BaseModel):
+    id: str | None
+    kind: str | None
+    title: str | None
+    quote: str | None
+    conditions: dict[str, Any] | None
+    conflict: bool | None
+
+
+class Observation(BaseModel):
+    step: int
+    tool: str
+    status: str | None
+    missing: list[str]
+    evidence: list[ObservedEvidence]
+
+
+class SkillRunResult(BaseModel):
+    status: Literal["needs_review", "fallback"]
+    reason: str
+    run_id: str
+    skill: str
+    missing: list[str]
+    tool_calls: int
+    steps: list[RunStep]
+    observations: list[Observation]
+    cases: list[str] = Field(description="the cited cases: historical leads, not conclusions")
+
+
+class CaseProposed(BaseModel):
+    id: str
+    type: Literal["case"]
+    status: str
+    created: bool = Field(description="false when identical content was already stored")
+
+
+class StoredRun(BaseModel):
+    skill: str
+    scope: dict[str, str]
+    context: dict[str, Any]
+    status: str
+    reason: str
+    tool_calls: int
+    steps: list[RunStep]
+    observations: list[Observation]
+    cases: list[str]
+    started_at: str | None
+    finished_at: str | None
+
+
+class ReferenceOut(BaseModel):
+    item_id: str
+    item_type: str
+    read_at: str | None
+
+
+class RunRecord(BaseModel):
+    run_id: str
+    runs: list[StoredRun]
+    references: list[ReferenceOut]
+
+
+class EvidenceOut(BaseModel):
+    source_id: str
+    excerpt: str
+
+
+class StatementOut(BaseModel):
+    statement: str
+    evidence: list[EvidenceOut]
+
+
+class CounterevidenceOut(BaseModel):
+    hypothesis: str
+    statement: str
+    refutes: str
+    evidence: list[EvidenceOut]
+
+
+class ApprovedCase(BaseModel):
+    id: str
+    type: Literal["case"]
+    status: Literal["approved"]
+    scope: dict[str, str]
+    incident: str
+    title: str
+    summary: str
+    observations: list[EvidenceOut]
+    diagnosis: StatementOut
+    counterevidence: list[CounterevidenceOut]
+    outcome: StatementOut
+    valid_from: str | None
+    valid_to: str | None
+    supersedes: str | None
+    approved_at: str | None
+
+
+class RecipeStepOut(BaseModel):
+    tool: str
+    arguments: dict[str, Any]
+
+
+class ApprovedSkill(BaseModel):
+    id: str
+    type: Literal["skill"]
+    status: Literal["approved"]
+    scope: dict[str, str]
+    title: str
+    when: str
+    recipe: list[RecipeStepOut]
+    cases: list[str]
+    valid_from: str | None
+    valid_to: str | None
+    approved_at: str | None
+    available: bool = Field(description="approved, valid now, and every cited case still usable")
+    unavailable_reason: str | None

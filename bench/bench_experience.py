@@ -1,0 +1,312 @@
+"""Benchmark of the experience memory: revocation impact and retrieval at scale.
+
+Builds (at --scale 1) 100k approved cases in 1,000 exact scopes (~100 per scope), 10k skills
+citing two cases each, and 1M references, with bulk inserts. Then prints:
+
+* p50/p95 of the revocation impact for a typical item (~50 references) and for a hot one
+  (10k references), next to the bare indexed reference lookup of the same items measured in the
+  same run, as ratios;
+* p50 of ``retrieve_experience`` with ~100 cases in scope.
+
+Usage::
+
+    python bench/bench_experience.py              # temporary SQLite file
+    python bench/bench_experience.py --scale 0.01 # smoke run
+    DATABASE_URL=postgres://... python bench/bench_experience.py
+
+With DATABASE_URL the benchmark writes to that database: point it at a scratch database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def setup(database_url: str | None) -> str:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    from django.db import connection
+
+    return connection.vendor
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def timed(call: Callable[[], Any], repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+def adapt(value: Any) -> Any:
+    """What the ORM would send for this value: raw executemany skips field conversion."""
+    from django.db import connection
+
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    if isinstance(value, (dict, list)):
+        return connection.ops.adapt_json_value(value, None)
+    return value
+
+
+def insert_many(
+    table: str, columns: list[str], rows: list[tuple[Any, ...]], batch: int = 20_000
+) -> None:
+    from django.db import connection, transaction
+
+    rows = [tuple(adapt(v) for v in row) for row in rows]
+
+    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+    placeholders = ", ".join(["%s"] * len(columns))
+    sql = f"INSERT INTO {connection.ops.quote_name(table)} ({quoted}) VALUES ({placeholders})"
+    with transaction.atomic(), connection.cursor() as cursor:
+        for start in range(0, len(rows), batch):
+            cursor.executemany(sql, rows[start : start + batch])
+
+
+def build(scale: float, rng: random.Random) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from experience import domain
+    from experience.models import Case, Reference, Skill, SkillCase
+
+    User = get_user_model()
+    submitter, _ = User.objects.get_or_create(username="bench-submitter")
+    approver, _ = User.objects.get_or_create(username="bench-approver")
+
+    n_cases = max(200, int(100_000 * scale))
+    n_skills = max(20, int(10_000 * scale))
+    n_refs = max(20_000, int(1_000_000 * scale))
+    per_scope = 100
+    n_scopes = max(1, n_cases // per_scope)
+    hot_refs = min(10_000, n_refs // 4)
+    typical_refs = 50
+
+    now = datetime.now(UTC)
+    valid_from, valid_to = now - timedelta(days=30), now + timedelta(days=365)
+    approved_at = now - timedelta(days=1)
+    words = ["优惠券", "无法使用", "门店范围", "活动配置", "缓存", "商品列表", "金额门槛", "小程序",
+             "核销失败", "新品", "渠道", "刷新"]  # fmt: skip
+
+    started = time.perf_counter()
+    case_rows, case_ids, scopes = [], [], []
+    for i in range(n_cases):
+        store = f"store-{i % n_scopes:04d}"
+        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
+                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+        title = "".join(rng.sample(words, 3)) + f" #{i}"
+        content = {"type": "case", "scope": scope, "incident": f"INC-{i}", "title": title}
+        case_id = domain.content_id(domain.CASE_PREFIX, content)
+        case_ids.append(case_id)
+        scopes.append(store)
+        case_rows.append((
+            case_id, *scope.values(), title, valid_from, valid_to, case_id[5:], content,
+            submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
+            f"INC-{i}", "", [], {}, [], {}, "", title,
+        ))  # fmt: skip
+    case_columns = [
+        "id", "tenant", "brand", "store", "campaign", "deployment", "title", "valid_from",
+        "valid_to", "content_hash", "content", "submitted_by_id", "submitted_via", "submitted_at",
+        "status", "approved_by_id", "approved_at", "approved_reason", "rejected_reason",
+        "revoked_reason", "superseded_by", "incident", "summary", "observations", "diagnosis",
+        "counterevidence", "outcome", "supersedes", "search_text",
+    ]  # fmt: skip
+    insert_many(Case._meta.db_table, case_columns, case_rows)
+
+    skill_rows, link_rows, skill_ids = [], [], []
+    for j in range(n_skills):
+        first = rng.randrange(n_cases)
+        second = (first + n_scopes) % n_cases  # same scope, another incident
+        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": scopes[first],
+                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+        content = {"type": "skill", "scope": scope, "n": j}
+        skill_id = domain.content_id(domain.SKILL_PREFIX, content)
+        skill_ids.append(skill_id)
+        title = "".join(rng.sample(words, 2)) + f" skill {j}"
+        skill_rows.append((
+            skill_id, *scope.values(), title, valid_from, valid_to, skill_id[6:], content,
+            submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
+            title, [{"tool": "search_knowledge", "arguments": {"query": "优惠券"}}],
+        ))  # fmt: skip
+        link_rows.append((skill_id, case_ids[first], 0))
+        link_rows.append((skill_id, case_ids[second], 1))
+    skill_columns = [
+        "id", "tenant", "brand", "store", "campaign", "deployment", "title", "valid_from",
+        "valid_to", "content_hash", "content", "submitted_by_id", "submitted_via", "submitted_at",
+        "status", "approved_by_id", "approved_at", "approved_reason", "rejected_reason",
+        "revoked_reason", "superseded_by", "when", "recipe",
+    ]  # fmt: skip
+    insert_many(Skill._meta.db_table, skill_columns, skill_rows)
+    # A case cited by two skills must not create a duplicate link row.
+    link_rows = list({(s, c): (s, c, p) for s, c, p in link_rows}.values())
+    insert_many(SkillCase._meta.db_table, ["skill_id", "case_id", "position"], link_rows)
+
+    # References: one hot case, a group of typical cases with exactly ~50 reads, the rest random.
+    cited = {c for _, c, _ in link_rows}
+    uncited = [c for c in case_ids if c not in cited]
+    hot = uncited[0]
+    typical = uncited[1:201]
+    reserved = {hot, *typical}
+    others = [c for c in case_ids if c not in reserved] + skill_ids
+    read_at = now - timedelta(hours=1)
+    refs: list[tuple[Any, ...]] = []
+    run_counter = 0
+
+    def add(item: str, kind: str, count: int) -> None:
+        nonlocal run_counter
+        for _ in range(count):
+            refs.append((f"run-{run_counter // 3}", item, kind, read_at))
+            run_counter += 1
+
+    add(hot, "case", hot_refs)
+    for item in typical:
+        add(item, "case", typical_refs)
+    remaining = n_refs - len(refs)
+    for _ in range(remaining):
+        item = others[rng.randrange(len(others))]
+        refs.append((f"run-{run_counter // 3}", item, item.split(":", 1)[0], read_at))
+        run_counter += 1
+    insert_many(Reference._meta.db_table, ["run_id", "item_id", "item_type", "read_at"], refs)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return {
+        "cases": n_cases,
+        "skills": n_skills,
+        "references": len(refs),
+        "scopes": n_scopes,
+        "hot": hot,
+        "typical": typical,
+        "build_seconds": time.perf_counter() - started,
+        "now": now,
+    }
+
+
+def measure(
+    data: dict[str, Any], rng: random.Random, repeat: int
+) -> list[tuple[str, float, float]]:
+    from experience.models import Reference
+    from experience.retrieval import retrieve_experience
+    from experience.selectors import revocation_impact
+
+    def bare(item: str) -> Callable[[], Any]:
+        # The same distinct run-id read the impact makes for the item itself, and nothing else.
+        return lambda: list(
+            Reference.objects.filter(item_id=item)
+            .order_by()
+            .values_list("run_id", flat=True)
+            .distinct()
+        )
+
+    def impact(item: str) -> Callable[[], Any]:
+        return lambda: revocation_impact(item)
+
+    typical = data["typical"]
+    for item in typical[:5]:  # warm statement caches and pages before timing
+        bare(item)()
+        impact(item)()
+    results = []
+    for label, item_of in (("typical", lambda: rng.choice(typical)), ("hot", lambda: data["hot"])):
+        bare_samples, impact_samples = [], []
+        for _ in range(repeat):
+            item = item_of()
+            bare_samples += timed(bare(item), 1)
+            impact_samples += timed(impact(item), 1)
+        results.append(
+            (
+                f"bare reference lookup ({label})",
+                percentile(bare_samples, 0.5),
+                percentile(bare_samples, 0.95),
+            )
+        )
+        results.append(
+            (
+                f"revocation impact ({label})",
+                percentile(impact_samples, 0.5),
+                percentile(impact_samples, 0.95),
+            )
+        )
+
+    counter = iter(range(10**9))
+
+    def recall() -> Any:
+        store = f"store-{rng.randrange(data['scopes']):04d}"
+        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
+                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+        return retrieve_experience(
+            "优惠券无法使用 门店范围", scope, data["now"], f"bench-{next(counter)}"
+        )
+
+    samples = timed(recall, max(20, repeat // 2))
+    results.append(
+        ("retrieve_experience (~100 in scope)", percentile(samples, 0.5), percentile(samples, 0.95))
+    )
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="1.0 = 100k cases, 10k skills, 1M references"
+    )
+    parser.add_argument("--repeat", type=int, default=200, help="samples per measurement")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    database_url = os.environ.get("DATABASE_URL")
+    with tempfile.TemporaryDirectory(prefix="bench-experience-") as directory:
+        if not database_url:
+            database_url = f"sqlite:///{Path(directory) / 'bench.sqlite3'}"
+        vendor = setup(database_url)
+        rng = random.Random(args.seed)
+        data = build(args.scale, rng)
+        print(
+            f"{vendor}: {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
+            f"{data['references']:,} references (built in {data['build_seconds']:.1f}s)"
+        )
+        rows = measure(data, rng, args.repeat)
+        print(f"{'measurement':40} {'p50 ms':>9} {'p95 ms':>9}")
+        for label, p50, p95 in rows:
+            print(f"{label:40} {p50:9.3f} {p95:9.3f}")
+        by_label = {label: (p50, p95) for label, p50, p95 in rows}
+        for kind in ("typical", "hot"):
+            bare50, bare95 = by_label[f"bare reference lookup ({kind})"]
+            imp50, imp95 = by_label[f"revocation impact ({kind})"]
+            print(
+                f"impact / bare lookup ({kind}): p50 x{imp50 / bare50:.2f}, p95 x{imp95 / bare95:.2f}"
+            )
+        from django.db import connections
+
+        connections.close_all()
+
+
+if __name__ == "__main__":
+    main()

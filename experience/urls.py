@@ -1,0 +1,35 @@
+from django.urls import path, register_converter
+
+from experience import views
+
+
+class DigestConverter:
+    """The hex part of a ``case:``/``skill:`` id; the prefix is implied by the URL."""
+
+    regex = "[0-9a-f]{64}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(DigestConverter, "digest")
+
+app_name = "experience"
+
+urlpatterns = [
+    path("queue/", views.queue, name="queue"),
+    path("cases/<digest:digest>/", views.case_detail, name="case-detail"),
+    path("cases/<digest:digest>/checklist/", views.case_checklist, name="case-checklist"),
+    path("cases/<digest:digest>/check/", views.case_check, name="case-check"),
+    path("cases/<digest:digest>/review/", views.case_review, name="case-review"),
+    path("cases/<digest:digest>/revoke/", views.case_revoke_view, name="case-revoke"),
+    path("skills/<digest:digest>/", views.skill_detail, name="skill-detail"),
+    path("skills/<digest:digest>/checklist/", views.skill_checklist, name="skill-checklist"),
+    path("skills/<digest:digest>/review/", views.skill_review, name="skill-review"),
+    path("skills/<digest:digest>/revoke/", views.skill_revoke_view, name="skill-revoke"),
+    path("runs/", views.run_list, name="run-list"),
+    path("runs/<path:run_id>/", views.run_detail, name="run-detail"),
+]

@@ -1,0 +1,725 @@
+"""Reviewer pages: the queue, cases, skills, revocation with impact, and run traces.
+
+Every decision is made by ``experience.services`` and every rule by ``experience.domain``; these
+views parse input, call one of them, and show what they said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.models import User
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.translation import gettext as _t
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from experience import domain
+from experience.console_selectors import (
+    case_for_page,
+    case_lines,
+    case_version_chain,
+    review_queue_rows,
+    runs_filtered,
+    runs_of_skill,
+    same_incident_cases,
+    skills_by_id,
+    skills_citing_case,
+)
+from experience.forms import (
+    EvidenceCheckForm,
+    QueueFilterForm,
+    ReviewForm,
+    RevokeForm,
+    RunFilterForm,
+)
+from experience.models import Case, Evidence, EvidenceCheck, RevocationImpact, Skill, Status
+from experience.selectors import (
+    REVIEW_PERMISSION,
+    VERIFY_PERMISSION,
+    case_approval_checklist,
+    case_evidence,
+    cited_case,
+    gate_fields,
+    references_for,
+    revocation_impact,
+    runs_for,
+    skill_approval_checklist,
+    skill_cases,
+    stored_impacts,
+)
+from experience.services import (
+    ReviewRefused,
+    case_approve,
+    case_reject,
+    case_revoke,
+    evidence_check,
+    skill_approve,
+    skill_reject,
+    skill_revoke,
+)
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
+from reviewconsole.views import (
+    HtmxHttpRequest,
+    console_view,
+    diff_lines,
+    paginate,
+    render_page,
+)
+
+VIEW_CASE = "experience.view_case"
+VIEW_SKILL = "experience.view_skill"
+VIEW_RUN = "experience.view_run"
+QUEUE_PER_PAGE = 25
+RUNS_PER_PAGE = 50
+
+# What each unmet condition asks for, phrased so it reads as a checklist line (SPEC §4.2 names).
+CONDITION_LABELS = {
+    domain.NOT_REVIEWER: _("You hold the reviewer permission"),
+    domain.REASON_REQUIRED: _("A reason is written"),
+    domain.NOT_CANDIDATE: _("It is still a candidate"),
+    domain.NOT_APPROVED: _("It is approved"),
+    domain.EXPIRED: _("Its validity has not ended"),
+    domain.OWN_SUBMISSION: _("Someone other than the submitter approves it (four eyes)"),
+    domain.NO_DIAGNOSIS: _("The diagnosis states a cause"),
+    domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
+        "A reviewer checked at least one diagnosis evidence item"
+    ),
+    domain.NO_COUNTEREVIDENCE: _("At least one counterevidence entry cites evidence"),
+    domain.TOO_FEW_INCIDENTS: _("Usable cited cases come from at least two distinct incidents"),
+    domain.CASE_UNAVAILABLE: _("Every cited case is approved and within its validity"),
+    domain.SCOPE_MISMATCH: _("Every cited case has exactly the skill's scope"),
+    "not_permitted": _("You hold the permission this needs"),
+}
+CASE_CONDITIONS = (
+    domain.NOT_REVIEWER,
+    domain.REASON_REQUIRED,
+    domain.NOT_CANDIDATE,
+    domain.EXPIRED,
+    domain.OWN_SUBMISSION,
+    domain.NO_DIAGNOSIS,
+    domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
+    domain.NO_COUNTEREVIDENCE,
+)
+SKILL_CONDITIONS = (
+    domain.NOT_REVIEWER,
+    domain.REASON_REQUIRED,
+    domain.NOT_CANDIDATE,
+    domain.EXPIRED,
+    domain.OWN_SUBMISSION,
+    domain.CASE_UNAVAILABLE,
+    domain.SCOPE_MISMATCH,
+    domain.TOO_FEW_INCIDENTS,
+)
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    label: str
+    met: bool
+
+
+@dataclass(frozen=True)
+class Checklist:
+    items: list[Condition]
+
+    @property
+    def unmet(self) -> int:
+        return sum(1 for item in self.items if not item.met)
+
+
+def conditions(universe: Sequence[str], unmet: Iterable[str]) -> Checklist:
+    """Every condition of ``universe`` marked met or not, plus any other unmet name reported."""
+    unmet = list(unmet)
+    names = [*universe, *(name for name in unmet if name not in universe)]
+    return Checklist(
+        [
+            Condition(name, str(CONDITION_LABELS.get(name, name)), name not in unmet)
+            for name in names
+        ]
+    )
+
+
+def refusal(unmet: Iterable[str]) -> list[Condition]:
+    return [Condition(name, str(CONDITION_LABELS.get(name, name)), False) for name in unmet]
+
+
+def item_url(item_id: str) -> str | None:
+    kind = domain.item_type(item_id)
+    if kind == "case":
+        return reverse("experience:case-detail", args=[item_id.removeprefix(domain.CASE_PREFIX)])
+    if kind == "skill":
+        return reverse("experience:skill-detail", args=[item_id.removeprefix(domain.SKILL_PREFIX)])
+    if kind == "document":
+        doc_key, _sep, version = item_id.removeprefix("doc:").rpartition("@")
+        if doc_key and version.isdigit():
+            return reverse("knowledge:document-detail", args=[doc_key, int(version)])
+    return None
+
+
+def run_url(run_id: str) -> str:
+    return reverse("experience:run-detail", args=[run_id])
+
+
+def _finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """After a successful write: a full page load of ``url`` (Post/Redirect/Get)."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url, status=303)
+
+
+# --- queue -------------------------------------------------------------------------------------
+
+
+@require_GET
+@console_view(VIEW_CASE, VIEW_SKILL)
+def queue(request: HtmxHttpRequest) -> HttpResponse:
+    data = request.GET.copy()
+    data.setdefault("status", Status.CANDIDATE)  # the queue opens on what waits for review
+    form = QueueFilterForm(data)
+    page = paginate(
+        request, review_queue_rows(form.queue_filters(), now=clock.now()), QUEUE_PER_PAGE
+    )
+    rows = [{**row, "url": item_url(row["id"])} for row in page.object_list]
+    return render_page(
+        request,
+        "experience/queue_list.html",
+        {"form": form, "page_obj": page, "rows": rows},
+        partial="queue-results",
+    )
+
+
+# --- cases -------------------------------------------------------------------------------------
+
+
+@dataclass
+class EvidenceView:
+    evidence: Evidence
+    checks: list[EvidenceCheck]
+    checked_by_me: bool
+
+    @property
+    def anchor(self) -> str:
+        return "ev-" + self.evidence.key.replace("/", "-")
+
+
+@dataclass
+class ImpactView:
+    record: RevocationImpact | None
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, str]] = field(default_factory=list)
+
+
+def _case_or_404(digest: str) -> Case:
+    case = case_for_page(domain.CASE_PREFIX + digest)
+    if case is None:
+        raise Http404
+    return case
+
+
+def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
+    views = {}
+    for evidence in case_evidence(case):
+        checks = list(evidence.checks.all())
+        views[evidence.key] = EvidenceView(
+            evidence, checks, any(check.checked_by_id == user.pk for check in checks)
+        )
+    return views
+
+
+def _sections(case: Case, evidence: dict[str, EvidenceView]) -> dict[str, Any]:
+    """The four sections kept apart, each evidence item with its checks."""
+
+    def under(prefix: str) -> list[EvidenceView]:
+        return [view for key, view in evidence.items() if key.startswith(prefix)]
+
+    return {
+        "observations": under("observations/"),
+        "diagnosis": {
+            "statement": (case.diagnosis or {}).get("statement", ""),
+            "evidence": under("diagnosis/"),
+        },
+        "counterevidence": [
+            {
+                "hypothesis": entry.get("hypothesis", ""),
+                "statement": entry.get("statement", ""),
+                "refutes": entry.get("refutes", ""),
+                "evidence": under(f"counterevidence/{index}/"),
+            }
+            for index, entry in enumerate(case.counterevidence or [])
+        ],
+        "outcome": {
+            "statement": (case.outcome or {}).get("statement", ""),
+            "evidence": under("outcome/"),
+        },
+    }
+
+
+def _impact_views(records: Iterable[RevocationImpact]) -> list[ImpactView]:
+    records = list(records)
+    titles = skills_by_id(sorted({s for r in records for s in r.skills})) if records else {}
+    return [
+        ImpactView(
+            record,
+            skills=[_skill_entry(skill_id, titles) for skill_id in record.skills],
+            runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in record.runs],
+        )
+        for record in records
+    ]
+
+
+def _preview(item_id: str) -> ImpactView:
+    impact = revocation_impact(item_id)
+    titles = skills_by_id(impact.skills) if impact.skills else {}
+    return ImpactView(
+        None,
+        skills=[_skill_entry(skill_id, titles) for skill_id in impact.skills],
+        runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in impact.runs],
+    )
+
+
+def _skill_entry(skill_id: str, titles: dict[str, Skill]) -> dict[str, Any]:
+    skill = titles.get(skill_id)
+    return {
+        "id": skill_id,
+        "url": item_url(skill_id),
+        "title": skill.title if skill else "",
+        "status": skill.status if skill else "",
+    }
+
+
+def _case_checklist(case: Case, user: User, reason: str) -> Checklist:
+    unmet = case_approval_checklist(case=case, reviewer=user, reason=reason, now=clock.now())
+    return conditions(CASE_CONDITIONS, unmet)
+
+
+def _case_urls(case: Case) -> dict[str, str]:
+    digest = case.id.removeprefix(domain.CASE_PREFIX)
+    return {
+        "detail_url": reverse("experience:case-detail", args=[digest]),
+        "checklist_url": reverse("experience:case-checklist", args=[digest]),
+        "review_url": reverse("experience:case-review", args=[digest]),
+        "revoke_url": reverse("experience:case-revoke", args=[digest]),
+        "check_url": reverse("experience:case-check", args=[digest]),
+    }
+
+
+def _case_context(
+    request: HtmxHttpRequest,
+    case: Case,
+    *,
+    reason: str = "",
+    review_errors: Sequence[Condition] = (),
+) -> dict[str, Any]:
+    user = acting_user(request)
+    evidence = _evidence_views(case, user)
+    chain = case_version_chain(case)
+    superseded = next((c for c in chain if c.id == case.supersedes), None)
+    diff = None
+    if superseded is not None:
+        previous = case_for_page(superseded.id)
+        if previous is not None:
+            diff = diff_lines(
+                case_lines(previous), case_lines(case), old_label=previous.id, new_label=case.id
+            )
+    return {
+        "item": case,
+        "item_type": "case",
+        "case": case,
+        "sections": _sections(case, evidence),
+        "evidence_count": len(evidence),
+        "checklist": _case_checklist(case, user, reason),
+        "review_form": ReviewForm(initial={"reason": reason}),
+        "reason": reason,
+        "review_errors": review_errors,
+        "versions": [{"case": c, "url": item_url(c.id)} for c in chain] if len(chain) > 1 else [],
+        "superseded": superseded,
+        "diff": diff,
+        "same_incident": [{"case": c, "url": item_url(c.id)} for c in same_incident_cases(case)],
+        "cited_by": [{"skill": s, "url": item_url(s.id)} for s in skills_citing_case(case)],
+        "impacts": _impact_views(stored_impacts(case.id)),
+        "can_review": user.has_perm(REVIEW_PERMISSION),
+        "can_verify": user.has_perm(VERIFY_PERMISSION) and case.status == Status.CANDIDATE,
+        "expired": case.valid_to <= clock.now(),
+        **_case_urls(case),
+    }
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def case_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    case = _case_or_404(digest)
+    return render_page(
+        request, "experience/case_detail.html", _case_context(request, case), partial="case-main"
+    )
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """The live approval checklist for the reason typed so far."""
+    case = _case_or_404(digest)
+    if not request.htmx:
+        return HttpResponseRedirect(reverse("experience:case-detail", args=[digest]))
+    reason = request.GET.get("reason", "")[:2000]
+    return render_page(
+        request,
+        "experience/case_detail.html",
+        {"checklist": _case_checklist(case, acting_user(request), reason), "item": case},
+        partial="approval-checklist",
+    )
+
+
+@require_POST
+@console_view(VIEW_CASE, VERIFY_PERMISSION)
+def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    case = _case_or_404(digest)
+    form = EvidenceCheckForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(_t("Name the evidence item to mark as checked."), status=400)
+    user = acting_user(request)
+    key = form.cleaned_data["key"]
+    try:
+        evidence_check(case=case, key=key, actor=user, note=form.cleaned_data["note"])
+    except ValidationFailure:
+        raise Http404 from None
+    detail = reverse("experience:case-detail", args=[digest])
+    if not request.htmx:
+        messages.success(request, _t("Marked %(key)s as checked.") % {"key": key})
+        return HttpResponseRedirect(f"{detail}#ev-{key.replace('/', '-')}", status=303)
+    view = _evidence_views(case, user)[key]
+    item_html = render_to_string(
+        "experience/case_detail.html#evidence-item",
+        {"ev": view, "can_verify": True, "check_url": _case_urls(case)["check_url"]},
+        request=request,
+    )
+    # The checklist elsewhere on the page changes too: swap it out of band.
+    checklist_html = render_to_string(
+        "experience/case_detail.html#approval-checklist",
+        {"checklist": _case_checklist(case, user, ""), "item": case, "oob": True},
+        request=request,
+    )
+    return HttpResponse(item_html + checklist_html)
+
+
+@require_POST
+@console_view(VIEW_CASE, REVIEW_PERMISSION)
+def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    case = _case_or_404(digest)
+    form = ReviewForm(request.POST)
+    reason = str(request.POST.get("reason", ""))[:2000]
+    if not form.is_valid():
+        errors = [Condition("decision", _t("Choose approve or reject."), False)]
+    else:
+        user = acting_user(request)
+        decide = case_approve if form.cleaned_data["decision"] == "approve" else case_reject
+        try:
+            outcome = decide(case=case, actor=user, reason=form.cleaned_data["reason"])
+        except ReviewRefused as refused:
+            errors = refusal(refused.unmet)
+        else:
+            messages.success(
+                request, _t("The case is now %(status)s.") % {"status": _t(outcome.status)}
+            )
+            return _finish(request, reverse("experience:case-detail", args=[digest]))
+    case.refresh_from_db()
+    return render_page(
+        request,
+        "experience/case_detail.html",
+        _case_context(request, case, reason=reason, review_errors=errors),
+        partial="review-panel",
+        status=422,
+    )
+
+
+# --- skills ------------------------------------------------------------------------------------
+
+
+def _skill_or_404(digest: str) -> Skill:
+    skill = (
+        Skill.objects.select_related("submitted_by", "approved_by", "rejected_by", "revoked_by")
+        .filter(pk=domain.SKILL_PREFIX + digest)
+        .first()
+    )
+    if skill is None:
+        raise Http404
+    return skill
+
+
+def _skill_checklist(skill: Skill, user: User, reason: str) -> Checklist:
+    unmet = skill_approval_checklist(skill=skill, reviewer=user, reason=reason, now=clock.now())
+    return conditions(SKILL_CONDITIONS, unmet)
+
+
+def _skill_urls(skill: Skill) -> dict[str, str]:
+    digest = skill.id.removeprefix(domain.SKILL_PREFIX)
+    return {
+        "detail_url": reverse("experience:skill-detail", args=[digest]),
+        "checklist_url": reverse("experience:skill-checklist", args=[digest]),
+        "review_url": reverse("experience:skill-review", args=[digest]),
+        "revoke_url": reverse("experience:skill-revoke", args=[digest]),
+    }
+
+
+def _skill_context(
+    request: HtmxHttpRequest,
+    skill: Skill,
+    *,
+    reason: str = "",
+    review_errors: Sequence[Condition] = (),
+) -> dict[str, Any]:
+    user = acting_user(request)
+    now = clock.now()
+    cases = skill_cases(skill)
+    cited = [cited_case(case) for case in cases]
+    availability = domain.skill_availability(gate_fields(skill), cited, now)
+    return {
+        "item": skill,
+        "item_type": "skill",
+        "skill": skill,
+        "cases": [
+            {
+                "case": case,
+                "url": item_url(case.id),
+                "usable": domain.case_usable(cited_case(case), now),
+                "same_scope": domain.same_scope(case.scope, skill.scope),
+            }
+            for case in cases
+        ],
+        "distinct_incidents": domain.distinct_incidents(
+            c for c in cited if domain.case_usable(c, now)
+        ),
+        "availability": availability,
+        "checklist": _skill_checklist(skill, user, reason),
+        "review_form": ReviewForm(initial={"reason": reason}),
+        "reason": reason,
+        "review_errors": review_errors,
+        "runs": [{"run": run, "url": run_url(run.run_id)} for run in runs_of_skill(skill)],
+        "impacts": _impact_views(stored_impacts(skill.id)),
+        "can_review": user.has_perm(REVIEW_PERMISSION),
+        "expired": skill.valid_to <= now,
+        **_skill_urls(skill),
+    }
+
+
+@require_GET
+@console_view(VIEW_SKILL)
+def skill_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    skill = _skill_or_404(digest)
+    return render_page(
+        request,
+        "experience/skill_detail.html",
+        _skill_context(request, skill),
+        partial="skill-main",
+    )
+
+
+@require_GET
+@console_view(VIEW_SKILL)
+def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    skill = _skill_or_404(digest)
+    if not request.htmx:
+        return HttpResponseRedirect(reverse("experience:skill-detail", args=[digest]))
+    reason = request.GET.get("reason", "")[:2000]
+    return render_page(
+        request,
+        "experience/case_detail.html",
+        {"checklist": _skill_checklist(skill, acting_user(request), reason), "item": skill},
+        partial="approval-checklist",
+    )
+
+
+@require_POST
+@console_view(VIEW_SKILL, REVIEW_PERMISSION)
+def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    skill = _skill_or_404(digest)
+    form = ReviewForm(request.POST)
+    reason = str(request.POST.get("reason", ""))[:2000]
+    if not form.is_valid():
+        errors = [Condition("decision", _t("Choose approve or reject."), False)]
+    else:
+        user = acting_user(request)
+        decide = skill_approve if form.cleaned_data["decision"] == "approve" else skill_reject
+        try:
+            outcome = decide(skill=skill, actor=user, reason=form.cleaned_data["reason"])
+        except ReviewRefused as refused:
+            errors = refusal(refused.unmet)
+        else:
+            messages.success(
+                request, _t("The skill is now %(status)s.") % {"status": _t(outcome.status)}
+            )
+            return _finish(request, reverse("experience:skill-detail", args=[digest]))
+    skill.refresh_from_db()
+    return render_page(
+        request,
+        "experience/skill_detail.html",
+        _skill_context(request, skill, reason=reason, review_errors=errors),
+        partial="review-panel",
+        status=422,
+    )
+
+
+# --- revocation --------------------------------------------------------------------------------
+
+
+def _ids(text: str) -> list[str]:
+    return sorted(part for part in text.split(",") if part)
+
+
+def _revoke(
+    request: HtmxHttpRequest, item: Case | Skill, item_type: str, detail_url: str, revoke_url: str
+) -> HttpResponse:
+    """GET previews the impact; POST revokes, and the service recomputes and stores the impact."""
+    errors: list[Condition] = []
+    form = RevokeForm(request.POST or None)
+    if request.method == "POST":
+        user = acting_user(request)
+        reason = form.data.get("reason", "")[:2000]
+        try:
+            if isinstance(item, Case):
+                outcome = case_revoke(case=item, actor=user, reason=reason)
+            else:
+                outcome = skill_revoke(skill=item, actor=user, reason=reason)
+        except ReviewRefused as refused:
+            errors = refusal(refused.unmet)
+        except PermissionRefused as refused:
+            errors = refusal([refused.unmet])
+        else:
+            impact = outcome.impact
+            messages.success(
+                request,
+                _t(
+                    "Revoked. It reached %(skills)d skill(s) and %(runs)d run(s); the list is stored below."
+                )
+                % {"skills": len(impact.skills), "runs": len(impact.runs)},
+            )
+            previewed = (
+                _ids(form.data.get("previewed_skills", "")),
+                _ids(form.data.get("previewed_runs", "")),
+            )
+            if previewed != (sorted(impact.skills), sorted(impact.runs)):
+                messages.warning(
+                    request,
+                    _t(
+                        "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
+                    ),
+                )
+            return _finish(request, detail_url)
+        item.refresh_from_db()
+    preview = _preview(item.id) if item.status == Status.APPROVED else None
+    context = {
+        "item": item,
+        "item_type": item_type,
+        "detail_url": detail_url,
+        "revoke_url": revoke_url,
+        "preview": preview,
+        "previewed_skills": ",".join(s["id"] for s in preview.skills) if preview else "",
+        "previewed_runs": ",".join(r["run_id"] for r in preview.runs) if preview else "",
+        "form": form,
+        "errors": errors,
+        "impacts": _impact_views(stored_impacts(item.id)),
+    }
+    return render_page(
+        request,
+        "experience/item_revoke.html",
+        context,
+        partial="revoke-form",
+        status=422 if errors else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_CASE, REVIEW_PERMISSION)
+def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    case = _case_or_404(digest)
+    urls = _case_urls(case)
+    return _revoke(request, case, "case", urls["detail_url"], urls["revoke_url"])
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_SKILL, REVIEW_PERMISSION)
+def skill_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    skill = _skill_or_404(digest)
+    urls = _skill_urls(skill)
+    return _revoke(request, skill, "skill", urls["detail_url"], urls["revoke_url"])
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+@require_GET
+@console_view(VIEW_RUN, VIEW_CASE)
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = RunFilterForm(request.GET or None)
+    filters: dict[str, str] = {}
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        filters = {
+            "status": data["status"],
+            "skill_id": data["skill"].strip(),
+            "run_id": data["run_id"].strip(),
+        }
+    page = paginate(request, runs_filtered(**filters), RUNS_PER_PAGE)
+    runs = [
+        {"run": run, "url": run_url(run.run_id), "skill_url": item_url(run.skill_id)}
+        for run in page.object_list
+    ]
+    return render_page(
+        request,
+        "experience/run_list.html",
+        {"form": form, "page_obj": page, "runs": runs},
+        partial="run-results",
+    )
+
+
+def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **observation,
+            "evidence": [
+                {**item, "url": item_url(str(item.get("id") or ""))}
+                for item in observation.get("evidence") or []
+            ],
+        }
+        for observation in observations
+    ]
+
+
+@require_GET
+@console_view(VIEW_RUN, VIEW_CASE)
+def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
+    runs = list(runs_for(run_id).select_related("actor"))
+    references = list(references_for(run_id))
+    if not runs and not references:
+        raise Http404
+    return render_page(
+        request,
+        "experience/run_detail.html",
+        {
+            "run_id": run_id,
+            "runs": [
+                {
+                    "run": run,
+                    "skill_url": item_url(run.skill_id),
+                    "cases": [{"id": c, "url": item_url(c)} for c in run.cases],
+                    "observations": _observations(run.observations),
+                    "citations": [
+                        {"id": c.document_id, "url": item_url(c.document_id)}
+                        for c in run.citations.all()
+                    ],
+                }
+                for run in runs
+            ],
+            "references": [{"ref": ref, "url": item_url(ref.item_id)} for ref in references],
+        },
+        partial="run-main",
+    )

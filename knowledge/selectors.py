@@ -1,0 +1,79 @@
+"""Reads for the knowledge console pages."""
+
+from __future__ import annotations
+
+import json
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from knowledge.models import Document, DocumentStore
+from knowledge.services import document_content
+
+
+def documents_filtered(
+    *,
+    q: str = "",
+    brand: str = "",
+    campaign: str = "",
+    store: str = "",
+    kind: str = "",
+    status: str = "",
+) -> QuerySet[Document]:
+    documents = Document.objects.defer("text", "raw_tokens", "expanded_tokens")
+    if q:
+        documents = documents.filter(Q(title__icontains=q) | Q(doc_key__icontains=q))
+    if brand:
+        documents = documents.filter(brand=brand)
+    if campaign:
+        documents = documents.filter(campaign=campaign)
+    if store:
+        documents = documents.filter(store_rows__store=store)
+    if kind:
+        documents = documents.filter(kind=kind)
+    if status == "draft":
+        documents = documents.filter(approved=False, revoked=False)
+    elif status == "approved":
+        documents = documents.filter(approved=True, revoked=False)
+    elif status == "revoked":
+        documents = documents.filter(revoked=True)
+    stores = Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store"))
+    return documents.prefetch_related(stores).order_by("doc_key", "-version")
+
+
+def document_get(doc_key: str, version: int) -> Document | None:
+    return (
+        Document.objects.select_related("approved_by", "revoked_by", "created_by")
+        .prefetch_related(Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store")))
+        .filter(doc_key=doc_key, version=version)
+        .first()
+    )
+
+
+def document_versions(doc_key: str) -> QuerySet[Document]:
+    return (
+        Document.objects.filter(doc_key=doc_key)
+        .select_related("created_by")
+        .only(
+            "doc_key", "version", "title", "approved", "revoked", "created_at",
+            "created_by__username", "published_at", "valid_from", "valid_to",
+        )
+        .order_by("-version")
+    )
+
+
+def document_lines(document: Document) -> list[str]:
+    """The content of a version as lines of text, in a stable order, for a line diff."""
+    canonical = document_content(document).canonical()
+    lines = []
+    for name in (
+        "title", "kind", "rule_key", "tenant", "brand", "campaign", "stores", "valid_from",
+        "valid_to", "published_at", "source",
+    ):
+        value = canonical[name]
+        shown = ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
+        lines.append(f"{name}: {shown}")
+    lines.append("requirements:")
+    lines += json.dumps(canonical["requirements"], ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    lines.append("text:")
+    lines += canonical["text"].splitlines()
+    return lines

@@ -1,0 +1,334 @@
+"""The command contracts of SPEC §4.2, driven through ``call_command(..., "--json")``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractUser
+from django.core.management import CommandError, call_command
+
+from experience import domain, selectors
+from experience.models import Case, EvidenceCheck, Reference, Run, Skill
+from knowledge.services import documents_import
+from reviewconsole.cli import read_json_file
+from reviewconsole.models import Action, Event
+from tests.experience.conftest import QUERY, case_data, skill_data, without_verified
+
+pytestmark = pytest.mark.django_db
+
+SCOPE_FLAGS = [
+    "--tenant", "teahouse", "--brand", "leaf-and-cup", "--store", "store-002",
+    "--campaign", "campaign-b", "--deployment", "release-1",
+]  # fmt: skip
+TICKET_FLAGS = [
+    "--at", "2026-09-18T14:00:00+08:00", "--known-at", "2026-09-18T14:10:00+08:00",
+    "--channel", "miniapp", "--product", "fruit-tea", "--basket-cents", "3200",
+]  # fmt: skip
+
+
+def run(*args: str) -> tuple[dict[str, Any], bool]:
+    """The single JSON object a command printed, and whether it exited successfully."""
+    out = StringIO()
+    try:
+        call_command(*args, "--json", stdout=out)
+    except CommandError:
+        ok = False
+    else:
+        ok = True
+    return json.loads(out.getvalue()), ok
+
+
+def write(tmp_path: Path, items: Any) -> str:
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+# --- import_cases ------------------------------------------------------------------------------
+
+
+def test_import_cases(tmp_path: Path, reviewer: AbstractUser, at_now: Any) -> None:
+    file = write(
+        tmp_path,
+        [case_data(incident="INC-1"), case_data(incident="INC-2"), skill_data(["#0", "#1"])],
+    )
+    result, ok = run("import_cases", file, "--as", reviewer.username)
+    assert ok
+    assert [(i["index"], i["type"], i["created"]) for i in result["items"]] == [
+        (0, "case", True),
+        (1, "case", True),
+        (2, "skill", True),
+    ]
+    assert all(i["id"].startswith(f"{i['type']}:") for i in result["items"])
+    again, ok = run("import_cases", file, "--as", reviewer.username)
+    assert ok and [i["id"] for i in again["items"]] == [i["id"] for i in result["items"]]
+    assert not any(i["created"] for i in again["items"])
+    assert Case.objects.count() == 2 and Skill.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("items", "field"),
+    [
+        ([case_data(), case_data(scope={"tenant": "teahouse"})], "[1].scope.brand"),
+        ([case_data(valid_to="2027-01-01T00:00:00")], "[0].valid_to"),
+        (
+            [skill_data(["#0"], recipe=[{"tool": "sql", "arguments": {"query": "x"}}])],
+            "[0].recipe[0].tool",
+        ),
+        ({"type": "case"}, "$"),
+    ],
+)
+def test_import_refusal_names_the_path_and_writes_nothing(
+    tmp_path: Path, reviewer: AbstractUser, at_now: Any, items: Any, field: str
+) -> None:
+    result, ok = run("import_cases", write(tmp_path, items), "--as", reviewer.username)
+    assert not ok and result["ok"] is False and result["field"] == field
+    assert (
+        not Case.objects.exists() and not Event.objects.filter(action=Action.CASE_SUBMIT).exists()
+    )
+
+
+def test_import_verified_without_permission(
+    tmp_path: Path, operator: AbstractUser, at_now: Any
+) -> None:
+    result, ok = run("import_cases", write(tmp_path, [case_data()]), "--as", operator.username)
+    assert not ok and result["field"] == "[0].diagnosis.evidence[0].verified"
+    assert not Case.objects.exists()
+
+
+def test_import_bad_json_and_unknown_user(tmp_path: Path, reviewer: AbstractUser) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{", encoding="utf-8")
+    result, ok = run("import_cases", str(bad), "--as", reviewer.username)
+    assert not ok and result["field"] == "FILE"
+    result, ok = run("import_cases", str(bad), "--as", "nobody")
+    assert not ok and result["field"] == "--as"
+
+
+# --- review --------------------------------------------------------------------------------------
+
+
+def test_review_approve_refusal_lists_unmet(
+    tmp_path: Path, operator: AbstractUser, reviewer: AbstractUser, at_now: Any
+) -> None:
+    result, _ = run(
+        "import_cases", write(tmp_path, [without_verified(case_data())]), "--as", operator.username
+    )
+    case_id = result["items"][0]["id"]
+    refusal, ok = run("review", "approve", case_id, "--as", reviewer.username)
+    assert not ok
+    assert refusal == {
+        "ok": False,
+        "id": case_id,
+        "status": "candidate",
+        "unmet": [domain.REASON_REQUIRED, domain.NO_CHECKED_DIAGNOSIS_EVIDENCE],
+        "impact": {"skills": [], "runs": []},
+    }
+    refusal, ok = run("review", "approve", case_id, "--as", operator.username, "--reason", "ok")
+    assert not ok and domain.NOT_REVIEWER in refusal["unmet"]
+    assert selectors.case_get(case_id).status == "candidate"
+
+
+def test_review_verify_then_approve(
+    tmp_path: Path,
+    operator: AbstractUser,
+    reviewer: AbstractUser,
+    second_reviewer: AbstractUser,
+    at_now: Any,
+) -> None:
+    result, _ = run(
+        "import_cases", write(tmp_path, [without_verified(case_data())]), "--as", operator.username
+    )
+    case_id = result["items"][0]["id"]
+    verified, ok = run(
+        "review", "verify", case_id, "--evidence", "diagnosis/0", "--as", reviewer.username,
+        "--note", "对照了原消息",
+    )  # fmt: skip
+    assert ok and (verified["ok"], verified["id"], verified["evidence"]) == (
+        True,
+        case_id,
+        "diagnosis/0",
+    )
+    assert EvidenceCheck.objects.get().checked_by == reviewer
+    approved, ok = run("review", "approve", case_id, "--as", reviewer.username, "--reason", "ok")
+    assert ok and approved == {
+        "ok": True,
+        "id": case_id,
+        "status": "approved",
+        "unmet": [],
+        "impact": {"skills": [], "runs": []},
+    }
+
+
+def test_review_verify_refusals(
+    tmp_path: Path, operator: AbstractUser, reviewer: AbstractUser, at_now: Any
+) -> None:
+    result, _ = run(
+        "import_cases", write(tmp_path, [without_verified(case_data())]), "--as", operator.username
+    )
+    case_id = result["items"][0]["id"]
+    refusal, ok = run(
+        "review", "verify", case_id, "--evidence", "diagnosis/0", "--as", operator.username
+    )
+    assert not ok and refusal["ok"] is False and refusal["unmet"] == [domain.NOT_REVIEWER]
+    missing, ok = run(
+        "review", "verify", case_id, "--evidence", "diagnosis/4", "--as", reviewer.username
+    )
+    assert not ok and missing["field"] == "evidence"
+    assert not EvidenceCheck.objects.exists()
+
+
+def test_review_reject_and_revoke_with_impact(
+    approved_skill: Callable[..., Skill],
+    submit_case: Callable[..., Case],
+    second_reviewer: AbstractUser,
+) -> None:
+    skill = approved_skill()
+    case_id = skill.case_links.order_by("position").values_list("case_id", flat=True)[0]
+    Reference.objects.create(
+        run_id="run-7", item_id=skill.id, item_type="skill", read_at=skill.approved_at
+    )
+    candidate = submit_case(case_data(incident="INC-9"))
+    rejected, ok = run(
+        "review", "reject", candidate.id, "--as", second_reviewer.username, "--reason", "证据不足"
+    )
+    assert ok and rejected["status"] == "rejected"
+
+    preview, ok = run("review", "revoke", case_id, "--as", second_reviewer.username, "--preview")
+    assert ok and preview["impact"] == {"skills": [skill.id], "runs": ["run-7"]}
+    assert preview["unmet"] == [domain.REASON_REQUIRED]
+    assert selectors.case_get(case_id).status == "approved"
+
+    no_reason, ok = run("review", "revoke", case_id, "--as", second_reviewer.username)
+    assert not ok and no_reason["unmet"] == [domain.REASON_REQUIRED]
+    revoked, ok = run(
+        "review", "revoke", case_id, "--as", second_reviewer.username, "--reason", "错误"
+    )
+    assert ok and revoked == {
+        "ok": True,
+        "id": case_id,
+        "status": "revoked",
+        "unmet": [],
+        "impact": {"skills": [skill.id], "runs": ["run-7"]},
+    }
+
+
+def test_review_revoke_knowledge_document(
+    operator: AbstractUser, reviewer: AbstractUser, at_now: Any
+) -> None:
+    documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
+    refusal, ok = run(
+        "review", "revoke", "doc:rule-b@1", "--as", reviewer.username, "--reason", "x"
+    )
+    assert not ok and refusal["unmet"] == ["not_permitted"]
+    revoked, ok = run(
+        "review", "revoke", "doc:rule-b@1", "--as", operator.username, "--reason", "规则有误"
+    )
+    assert ok and (revoked["status"], revoked["impact"]) == ("revoked", {"skills": [], "runs": []})
+    unknown, ok = run("review", "revoke", "doc:nope@1", "--as", operator.username, "--reason", "x")
+    assert not ok and unknown["ok"] is False
+
+
+def test_review_unknown_id(reviewer: AbstractUser) -> None:
+    result, ok = run(
+        "review", "approve", "case:" + "0" * 64, "--as", reviewer.username, "--reason", "x"
+    )
+    assert not ok and result["ok"] is False and result["field"] == "id"
+
+
+# --- recall and run_skill --------------------------------------------------------------------------
+
+
+def test_recall(approved_case: Callable[..., Case]) -> None:
+    case = approved_case()
+    result, ok = run(
+        "recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-r", "--now", "2026-10-02T00:00:00+08:00"
+    )
+    assert ok and result == {
+        "status": "ok",
+        "missing": [],
+        "items": [{"id": case.id, "type": "case", "title": case.title}],
+    }
+    assert Reference.objects.filter(run_id="run-r", item_id=case.id).exists()
+
+
+def test_recall_missing_scope_is_a_fallback_not_a_usage_error(
+    approved_case: Callable[..., Case],
+) -> None:
+    approved_case()
+    result, ok = run(
+        "recall", QUERY, "--tenant", "teahouse", "--brand", "leaf-and-cup", "--run-id", "r"
+    )
+    assert ok and result == {
+        "status": "fallback",
+        "missing": ["store", "campaign", "deployment"],
+        "items": [],
+    }
+
+
+def test_recall_naive_now_is_refused(approved_case: Callable[..., Case]) -> None:
+    result, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "r", "--now", "2026-10-02T00:00:00")
+    assert not ok and result["field"] == "--now"
+
+
+def test_run_skill(approved_skill: Callable[..., Skill], operator: AbstractUser) -> None:
+    documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
+    skill = approved_skill()
+    result, ok = run("run_skill", skill.id, *SCOPE_FLAGS, *TICKET_FLAGS, "--run-id", "run-k")
+    assert ok
+    assert {"status", "reason", "run_id", "tool_calls", "steps", "observations", "cases"} <= set(
+        result
+    )
+    assert (result["status"], result["run_id"], result["tool_calls"]) == (
+        "needs_review",
+        "run-k",
+        1,
+    )
+    assert sorted(result["cases"]) == sorted(skill.cases.values_list("id", flat=True))
+
+    other = [*SCOPE_FLAGS[:-1], "release-2"]
+    gated, ok = run("run_skill", skill.id, *other, *TICKET_FLAGS, "--run-id", "run-g")
+    assert ok and (gated["status"], gated["tool_calls"]) == ("fallback", 0)
+
+    partial, ok = run("run_skill", skill.id, *SCOPE_FLAGS, *TICKET_FLAGS[:4], "--run-id", "run-p")
+    assert ok and (partial["status"], partial["tool_calls"]) == ("fallback", 1)
+
+    no_scope, ok = run("run_skill", skill.id, *TICKET_FLAGS, "--run-id", "run-n")
+    assert ok and no_scope["status"] == "fallback" and no_scope["tool_calls"] == 0
+    assert Run.objects.count() == 4
+
+
+# --- experience_demo -----------------------------------------------------------------------------
+
+
+def test_experience_demo_runs_the_four_replays_on_a_temporary_database() -> None:
+    result, ok = run("experience_demo")
+    assert ok and result["ok"] is True
+    rows = [(r["status"], r["knowledge_search_executed"]) for r in result["replays"]]
+    assert rows == [
+        ("needs_review", True),
+        ("fallback", False),
+        ("fallback", True),
+        ("fallback", False),
+    ]
+    # The revocation's impact names the runs that had read the case, not the gated one.
+    assert result["replays"][3]["revocation_impact"]["runs"] == ["demo-replay-1", "demo-replay-3"]
+    # The configured (test) database was not touched.
+    assert not Case.objects.exists() and not Run.objects.exists()
+
+
+def test_review_approve_knowledge_document(operator: AbstractUser, at_now: Any) -> None:
+    documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
+    approved, ok = run(
+        "review", "approve", "doc:case-a-draft@1", "--as", operator.username, "--reason", "已确认"
+    )
+    assert ok and (approved["id"], approved["status"]) == ("doc:case-a-draft@1", "approved")
+    again, ok = run(
+        "review", "approve", "doc:case-a-draft@1", "--as", operator.username, "--reason", "x"
+    )
+    assert not ok and again["unmet"] == ["already_approved"]

@@ -1,0 +1,73 @@
+"""Restart persistence: a file database written by one process is read by a fresh one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from tests.experience.conftest import case_data
+
+MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
+SCOPE_FLAGS = [
+    "--tenant", "teahouse", "--brand", "leaf-and-cup", "--store", "store-002",
+    "--campaign", "campaign-b", "--deployment", "release-1",
+]  # fmt: skip
+
+
+def manage(database: Path, *args: str) -> dict[str, Any]:
+    """Run one command in a new process against ``database`` and return its JSON object."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
+    completed = subprocess.run(  # noqa: S603 - fixed arguments, our own manage.py
+        [sys.executable, MANAGE, *args, "--skip-checks"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return json.loads(completed.stdout) if "--json" in args else {}
+
+
+def test_memory_survives_a_restart(tmp_path: Path) -> None:
+    database = tmp_path / "console.sqlite3"
+    manage(database, "migrate", "--verbosity", "0")
+    manage(database, "add_user", "rita", "--role", "reviewer", "--json")
+    manage(database, "add_user", "ravi", "--role", "reviewer", "--json")
+    items = tmp_path / "cases.json"
+    # The processes run on the real clock, so the case is valid around the real "now".
+    today = datetime.now(UTC)
+    window = {
+        "valid_from": (today - timedelta(days=30)).isoformat(),
+        "valid_to": (today + timedelta(days=365)).isoformat(),
+    }
+    items.write_text(json.dumps([case_data(**window)], ensure_ascii=False), encoding="utf-8")
+    imported = manage(database, "import_cases", str(items), "--as", "rita", "--json")
+    case_id = imported["items"][0]["id"]
+    approved = manage(
+        database, "review", "approve", case_id, "--as", "ravi", "--reason", "ok", "--json"
+    )
+    assert approved["status"] == "approved"
+
+    # Each call below is a new process: nothing survives but the file.
+    recalled = manage(
+        database, "recall", "优惠券无法使用", *SCOPE_FLAGS, "--run-id", "run-1", "--json"
+    )
+    assert [item["id"] for item in recalled["items"]] == [case_id]
+    again = manage(database, "import_cases", str(items), "--as", "rita", "--json")
+    assert again["items"][0] == {"index": 0, "id": case_id, "type": "case", "created": False}
+    revoked = manage(
+        database, "review", "revoke", case_id, "--as", "ravi", "--reason", "x", "--json"
+    )
+    assert revoked["impact"] == {"skills": [], "runs": ["run-1"]}
+    after = manage(
+        database, "recall", "优惠券无法使用", *SCOPE_FLAGS, "--run-id", "run-2", "--json"
+    )
+    assert after["items"] == []
