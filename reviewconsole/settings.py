@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from datetime import timedelta
+
 import dj_database_url
+from csp.constants import NONE, SELF
 import django_stubs_ext
 
 # Lets admin and queryset classes be subscripted for type checking.
@@ -36,11 +39,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",
+    "csp",
     "template_partials",
     "reviewconsole",
     "knowledge",
     "experience",
     "agentapi",
+    "evaluation",
 ]
 
 MIDDLEWARE = [
@@ -53,7 +59,39 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a throttled login into a lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    "reviewconsole.auth_backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# Login throttling: five failures for one username from one address lock it for 15 minutes.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "reviewconsole/login_locked.html"
+AXES_VERBOSE = False
+
+# No inline script or style anywhere: htmx is configured (see _base.html) to need neither.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [SELF],
+        "object-src": [NONE],
+    },
+}
 
 ROOT_URLCONF = "reviewconsole.urls"
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("audit/", views.event_list, name="event-list"),
     path("audit/export.csv", views.event_export, name="event-export"),
     path("knowledge/", include("knowledge.urls")),
+    path("evaluation/", include("evaluation.urls")),
     path("", include("experience.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

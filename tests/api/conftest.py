@@ -139,7 +139,11 @@ def case_body(**changes: Any) -> dict[str, Any]:
         "diagnosis": {
             "statement": "活动B商品列表缺少新品。",
             "evidence": [
-                {"source_id": "thread:9#m4", "excerpt": "运营：新品不在活动商品里。", "verified": True}
+                {
+                    "source_id": "thread:9#m4",
+                    "excerpt": "运营：新品不在活动商品里。",
+                    "verified": True,
+                }
             ],
         },
         "counterevidence": [

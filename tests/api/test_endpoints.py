@@ -88,9 +88,10 @@ def test_retrieve_returns_approved_items_and_records_each_read(
     returned = {item["id"] for item in result["items"]}
     assert returned == {*demo.cases, demo.skill}
     assert not returned & set(demo.candidates)
-    assert set(
-        Reference.objects.filter(run_id="run-api-1").values_list("item_id", flat=True)
-    ) == returned
+    assert (
+        set(Reference.objects.filter(run_id="run-api-1").values_list("item_id", flat=True))
+        == returned
+    )
 
 
 @pytest.mark.parametrize("field", ["tenant", "brand", "store", "campaign", "deployment"])
@@ -113,7 +114,9 @@ def test_retrieve_in_another_release_finds_nothing(agent_client: BearerClient, d
 # --- skills -----------------------------------------------------------------------------------
 
 
-def test_run_skill_needs_review_at_best(agent_client: BearerClient, demo: Demo, agent: User) -> None:
+def test_run_skill_needs_review_at_best(
+    agent_client: BearerClient, demo: Demo, agent: User
+) -> None:
     response = agent_client.post_json(f"/api/v1/skills/{demo.skill}/run", run_body())
     assert response.status_code == 200
     result = response.json()
@@ -263,9 +266,7 @@ def test_unknown_ids_are_404(agent_client: BearerClient, demo: Demo, path: str) 
 # --- runs -------------------------------------------------------------------------------------
 
 
-def test_run_read_shows_skill_runs_and_memory_reads(
-    agent_client: BearerClient, demo: Demo
-) -> None:
+def test_run_read_shows_skill_runs_and_memory_reads(agent_client: BearerClient, demo: Demo) -> None:
     agent_client.post_json("/api/v1/experience/retrieve", retrieve_body(run_id="t-1/2"))
     agent_client.post_json(f"/api/v1/skills/{demo.skill}/run", run_body(run_id="t-1/2"))
     response = agent_client.get("/api/v1/runs/t-1/2")

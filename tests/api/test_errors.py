@@ -9,7 +9,15 @@ import pytest
 
 from agentapi import operations
 from experience.models import Case, Reference, Run
-from tests.api.conftest import SCOPE, BearerClient, Demo, case_body, retrieve_body, run_body, search_body
+from tests.api.conftest import (
+    SCOPE,
+    BearerClient,
+    Demo,
+    case_body,
+    retrieve_body,
+    run_body,
+    search_body,
+)
 
 pytestmark = pytest.mark.django_db
 

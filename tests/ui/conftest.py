@@ -23,12 +23,18 @@ def csrf_client(user: User | None) -> Client:
     client = Client(enforce_csrf_checks=True)
     if user is not None:
         client.force_login(user)
-    client.get("/accounts/login/")
+    # Every page, a 403 included, carries the token (the language switcher posts with it).
+    client.get("/" if user is not None else "/accounts/login/")
     return client
 
 
 def csrf_token(client: Client) -> str:
     return client.cookies["csrftoken"].value
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

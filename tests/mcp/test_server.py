@@ -1,0 +1,179 @@
+"""The MCP server, driven by the SDK's in-process client: tools, schemas, calls, refusals."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from mcp import Client
+from mcp.types import CallToolResult
+
+from agentapi.mcp_server import build_server
+from agentapi.services import token_create, token_revoke
+from experience.models import Case, EvidenceCheck, Reference, Run
+from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, search_body
+
+pytestmark = pytest.mark.django_db
+
+T = TypeVar("T")
+TOOLS = {"search_knowledge", "retrieve_experience", "run_skill", "propose_case"}
+
+
+def with_client(token: str, scenario: Callable[[Client], Awaitable[T]]) -> T:
+    """Run ``scenario`` against an in-process server acting as ``token``'s user.
+
+    Called from this synchronous test, the tools' thread-sensitive ORM calls come back to the
+    test's thread, so they see the test's database transaction.
+    """
+    server = build_server(token, manage_connections=False)
+
+    async def run() -> T:
+        async with Client(server) as client:
+            return await scenario(client)
+
+    return async_to_sync(run)()
+
+
+def call(token: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def scenario(client: Client) -> CallToolResult:
+        return await client.call_tool(tool, arguments)
+
+    return with_client(token, scenario)
+
+
+@pytest.fixture
+def agent_token(agent: User) -> str:
+    return token_create(user=agent, name="mcp").text
+
+
+def test_lists_the_four_tools_with_input_schemas(agent_token: str) -> None:
+    async def scenario(client: Client) -> Any:
+        return await client.list_tools()
+
+    listed = {tool.name: tool for tool in with_client(agent_token, scenario).tools}
+    assert set(listed) == TOOLS
+    for tool in listed.values():
+        assert tool.input_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.description
+    assert {"query", "campaign", "facts"} <= set(
+        listed["search_knowledge"].input_schema["properties"]
+    )
+    assert set(listed["retrieve_experience"].input_schema["required"]) == {
+        "query",
+        "scope",
+        "run_id",
+    }
+    assert "skill_id" in listed["run_skill"].input_schema["required"]
+    assert "diagnosis" in listed["propose_case"].input_schema["properties"]
+    assert listed["search_knowledge"].annotations.read_only_hint is True
+
+
+def test_search_knowledge(agent_token: str, demo: Demo) -> None:
+    result = call(agent_token, "search_knowledge", search_body())
+    assert not result.is_error
+    assert result.structured_content["status"] == "retrieved"
+
+
+def test_search_without_campaign_needs_context(agent_token: str, demo: Demo) -> None:
+    body = search_body()
+    del body["campaign"]
+    result = call(agent_token, "search_knowledge", body)
+    assert result.structured_content["status"] == "needs_context"
+    assert result.structured_content["missing"] == ["campaign"]
+
+
+def test_retrieve_experience_records_reads(agent_token: str, demo: Demo) -> None:
+    result = call(agent_token, "retrieve_experience", retrieve_body(run_id="mcp-run-1"))
+    assert not result.is_error
+    items = result.structured_content["items"]
+    assert items
+    assert set(Reference.objects.filter(run_id="mcp-run-1").values_list("item_id", flat=True)) == {
+        item["id"] for item in items
+    }
+
+
+def test_run_skill(agent_token: str, demo: Demo, agent: User) -> None:
+    result = call(
+        agent_token, "run_skill", {"skill_id": demo.skill, **run_body(run_id="mcp-run-2")}
+    )
+    assert not result.is_error
+    assert result.structured_content["status"] == "needs_review"
+    assert Run.objects.get(run_id="mcp-run-2").actor == agent
+
+
+def test_propose_case_as_the_agent_with_unchecked_evidence(
+    agent_token: str, agent: User, at_now: Any
+) -> None:
+    result = call(agent_token, "propose_case", case_body())
+    assert not result.is_error
+    proposed = result.structured_content
+    assert proposed["status"] == "candidate"
+    case = Case.objects.get(pk=proposed["id"])
+    assert case.submitted_by == agent
+    assert not EvidenceCheck.objects.filter(evidence__case=case).exists()
+
+
+def test_bad_arguments_are_an_error_naming_the_field(agent_token: str, demo: Demo) -> None:
+    naive = call(agent_token, "search_knowledge", search_body(occurred_at="2026-09-18T14:00:00"))
+    assert naive.is_error
+    assert "occurred_at" in naive.content[0].text
+    placeholder = call(
+        agent_token, "retrieve_experience", retrieve_body(scope={**SCOPE, "campaign": "*"})
+    )
+    assert placeholder.is_error
+    assert "campaign" in placeholder.content[0].text
+    unknown = call(agent_token, "search_knowledge", search_body(submitted_by="rita"))
+    assert unknown.is_error
+    assert "submitted_by" in unknown.content[0].text
+
+
+def test_a_service_refusal_names_the_json_path(agent_token: str, at_now: Any) -> None:
+    result = call(agent_token, "propose_case", case_body(valid_to="2026-01-01T00:00:00+08:00"))
+    assert result.is_error
+    assert result.structured_content["error"] == "invalid"
+    assert result.structured_content["loc"] == ["valid_to"]
+
+
+def test_a_role_without_the_permission_is_refused(admin_user: User, demo: Demo) -> None:
+    token = token_create(user=admin_user).text
+    result = call(token, "search_knowledge", search_body())
+    assert result.is_error
+    assert result.structured_content["error"] == "forbidden"
+
+
+def test_a_token_revoked_while_serving_stops_the_next_call(agent: User, demo: Demo) -> None:
+    issued = token_create(user=agent)
+    revoke = sync_to_async(lambda: token_revoke(token=issued.token))
+
+    async def scenario(client: Client) -> tuple[CallToolResult, CallToolResult]:
+        before = await client.call_tool("search_knowledge", search_body())
+        await revoke()
+        after = await client.call_tool("search_knowledge", search_body())
+        return before, after
+
+    before, after = with_client(issued.text, scenario)
+    assert not before.is_error
+    assert after.is_error
+    assert after.structured_content["error"] == "unauthorized"
+
+
+def test_the_command_refuses_a_missing_or_invalid_token(
+    agent: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONSOLE_AGENT_TOKEN", raising=False)
+    with pytest.raises(CommandError, match="--token"):
+        call_command("mcp_server", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="invalid"):
+        call_command("mcp_server", "--token", "rca_0123456789ab_" + "x" * 43, stdout=io.StringIO())
+    issued = token_create(user=agent)
+    token_revoke(token=issued.token)
+    monkeypatch.setenv("CONSOLE_AGENT_TOKEN", issued.text)
+    with pytest.raises(CommandError, match="revoked"):
+        call_command("mcp_server", stdout=io.StringIO())

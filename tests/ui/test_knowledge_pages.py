@@ -1,0 +1,136 @@
+"""Knowledge pages: filters, version history with a diff, and the search preview."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from knowledge.models import Document
+from knowledge.services import document_save_new_version
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+SEARCH = {
+    "query": "优惠券无法使用",
+    "tenant": "teahouse",
+    "brand": "leaf-and-cup",
+    "store": "store-001",
+    "campaign": "campaign-a",
+    "occurred_at": "2026-09-18T14:00",
+    "known_at": "2026-09-18T14:10",
+    "timezone": "Asia/Shanghai",
+    "channel": "miniapp",
+    "product": "fruit-tea",
+    "basket_cents": "3200",
+    "limit": "4",
+}
+
+
+def _search(client: Client, **changes: Any) -> Any:
+    params = {**SEARCH, **changes}
+    return client.get(reverse("knowledge:search-preview") + "?" + urlencode(params))
+
+
+@pytest.mark.parametrize(
+    ("query", "present", "absent"),
+    [
+        ("campaign=campaign-c", ["doc:rule-c-30@1", "doc:rule-c-40@1"], ["doc:rule-a@1"]),
+        ("status=draft", ["doc:case-a-draft@1"], ["doc:rule-a@2"]),
+        ("status=revoked", ["doc:rule-b-preview@1"], ["doc:rule-b@1"]),
+        ("store=store-009", ["doc:rule-a-store-009@1"], ["doc:rule-a@2"]),
+        ("kind=case", ["doc:case-a@1"], ["doc:rule-a@2"]),
+        ("q=rule-b", ["doc:rule-b@2", "doc:rule-b@1"], ["doc:rule-a@2"]),
+    ],
+)
+def test_document_filters(
+    query: str, present: list[str], absent: list[str], knowledge: None, operator: User, client: Client
+) -> None:
+    client.force_login(operator)
+    html = client.get(reverse("knowledge:document-list") + "?" + query, **HTMX).content.decode()
+    for public_id in present:
+        assert public_id in html
+    for public_id in absent:
+        assert public_id not in html
+
+
+def test_detail_diffs_against_the_previous_version(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    html = client.get(reverse("knowledge:document-detail", args=["rule-b", 2])).content.decode()
+    assert "Version history" in html
+    assert '<span class="del">-    &quot;min&quot;: 3000</span>' in html
+    assert '<span class="add">+    &quot;min&quot;: 3500</span>' in html
+    fragment = client.get(
+        reverse("knowledge:document-detail", args=["rule-b", 1]) + "?against=2", **HTMX
+    ).content.decode()
+    assert fragment.lstrip().startswith('<section class="panel" id="document-diff"')
+    assert "+    &quot;min&quot;: 3500" in fragment
+
+
+def test_a_version_saved_as_new_shows_up_as_a_draft_with_its_diff(
+    knowledge: None, operator: User, client: Client
+) -> None:
+    base = Document.objects.get(doc_key="rule-a", version=2)
+    document_save_new_version(base=base, changes={"text": "Revised wording."}, actor=operator)
+    client.force_login(operator)
+    html = client.get(reverse("knowledge:document-detail", args=["rule-a", 3])).content.decode()
+    assert "badge-draft" in html and '<span class="add">+Revised wording.</span>' in html
+
+
+def test_unknown_document_is_404(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    assert client.get(reverse("knowledge:document-detail", args=["nope", 1])).status_code == 404
+
+
+def test_search_preview_renders_the_search_result(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    html = _search(client).content.decode()
+    assert "badge-retrieved" in html
+    assert "doc:rule-a@2" in html and "doc:case-a@1" in html
+    assert "历史案例，仅作排查线索" in html
+    assert "badge-mismatch" in html and "<code>product</code>" in html
+    assert reverse("knowledge:document-detail", args=["rule-a", 2]) in html
+
+
+def test_search_preview_without_campaign_needs_context(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    html = _search(client, campaign="").content.decode()
+    assert "badge-needs_context" in html and "<code>campaign</code>" in html
+
+
+def test_search_preview_conflicting_sources(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    html = _search(client, store="store-003", campaign="campaign-c", query="优惠券门槛").content.decode()
+    assert "badge-conflicting_sources" in html and "badge-conflict" in html
+
+
+def test_search_preview_reads_times_in_the_chosen_zone(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    # 14:00 in Shanghai is 06:00 UTC; rule-b v2 was published at 15:00 Shanghai time.
+    shanghai = _search(client, store="store-002", campaign="campaign-b", known_at="2026-09-18T14:10").content.decode()
+    utc = _search(
+        client, store="store-002", campaign="campaign-b", timezone="UTC",
+        occurred_at="2026-09-18T06:00", known_at="2026-09-18T07:10",
+    ).content.decode()
+    assert "doc:rule-b@1" in shanghai and "doc:rule-b@2" not in shanghai
+    assert "doc:rule-b@2" in utc
+
+
+def test_search_preview_form_errors(knowledge: None, operator: User, client: Client) -> None:
+    client.force_login(operator)
+    response = _search(client, timezone="Mars/Olympus", extra_facts="not a fact")
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "is not a known time zone" in html and "write name=value" in html
+    fragment = _search(client, query="", **{}).content.decode()
+    assert "The search was not run" in fragment
+
+
+def test_search_preview_opens_with_defaults(operator: User, client: Client) -> None:
+    client.force_login(operator)
+    html = client.get(reverse("knowledge:search-preview")).content.decode()
+    assert 'value="teahouse"' in html and 'value="leaf-and-cup"' in html and 'value="Asia/Shanghai"' in html
+    assert "badge-" not in html.split('id="search-results"', 1)[1]
