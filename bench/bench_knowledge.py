@@ -195,6 +195,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200, help="measured queries per size")
     parser.add_argument("--warmup", type=int, default=20, help="unmeasured queries per size")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="measure the queries this many times; report the median over rounds",
+    )
+    parser.add_argument(
         "--database",
         choices=["sqlite", "postgres"],
         default=None,
@@ -229,8 +235,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     except ValueError:
         parser.error("--sizes must be comma-separated integers")
-    if not args.size_list or args.in_scope < 1 or args.queries < 1:
-        parser.error("--sizes, --in-scope and --queries must be positive")
+    if not args.size_list or min(args.in_scope, args.queries, args.rounds) < 1:
+        parser.error("--sizes, --in-scope, --queries and --rounds must be positive")
     env_url = os.environ.get("DATABASE_URL", "").strip()
     env_is_pg = env_url.startswith(("postgres://", "postgresql://", "pgsql://"))
     if args.database is None:
@@ -566,16 +572,31 @@ def make_workload(seed: int, count: int) -> list[tuple[str, Any]]:
     ]
 
 
-def measure(
-    workload: list[tuple[str, Any]], warmup: int
-) -> tuple[list[int], list[int], Counter[str], int]:
+@dataclass
+class Round:
+    search_ns: list[int]
+    bare_ns: list[int]
+    statuses: Counter[str]
+    gated: int
+
+
+def measure(workload: list[tuple[str, Any]], warmup: int, rounds: int) -> list[Round]:
     from knowledge.search import gated_rows, search_knowledge
 
-    clock = time.perf_counter_ns
     for query, ctx in workload[:warmup] + workload[:warmup]:
         search_knowledge(query, ctx)
         list(gated_rows(ctx).values_list("document_id"))
-    gc.collect()
+    results = []
+    for _ in range(rounds):
+        gc.collect()
+        results.append(_round(workload))
+    return results
+
+
+def _round(workload: list[tuple[str, Any]]) -> Round:
+    from knowledge.search import gated_rows, search_knowledge
+
+    clock = time.perf_counter_ns
     search_ns: list[int] = []
     bare_ns: list[int] = []
     statuses: Counter[str] = Counter()
@@ -600,7 +621,7 @@ def measure(
             bare_ns.append(t2 - t1)
         statuses[result["status"]] += 1
         gated = len(ids)
-    return search_ns, bare_ns, statuses, gated
+    return Round(search_ns, bare_ns, statuses, gated)
 
 
 def profile(workload: list[tuple[str, Any]], count: int) -> None:
@@ -653,6 +674,14 @@ def profile(workload: list[tuple[str, Any]], count: int) -> None:
 # --- report ----------------------------------------------------------------------------------
 
 
+def busy_warning() -> None:
+    """Timings are only as quiet as the machine: say so when something else is running."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > max(1.0, cores - 1):
+        print(f"  note: load average {load:.1f} on {cores} cores; figures may be noisy")
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
@@ -672,7 +701,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         )
     print(
         "  (times in ms; ratio = search / bare gated query, same run; "
-        f"{args.queries} queries per size after {args.warmup} warm-up)"
+        f"{args.queries} queries × {args.rounds} rounds per size after {args.warmup} warm-up;"
+        " each figure is the median over rounds)"
     )
     for r in rows:
         mix = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))
@@ -742,6 +772,7 @@ def main(argv: list[str] | None = None) -> int:
             f" · in scope: {args.in_scope} admitted · sizes {', '.join(f'{s:,}' for s in args.size_list)}"
         )
 
+        busy_warning()
         corpus = Corpus(args.seed, args.in_scope)
         workload = make_workload(args.seed, args.queries)
         rows: list[Row] = []
@@ -768,25 +799,29 @@ def main(argv: list[str] | None = None) -> int:
             connection.close()
             build_s = time.perf_counter() - t0
 
-            search_ns, bare_ns, statuses, gated = measure(workload, args.warmup)
+            measured = measure(workload, args.warmup, args.rounds)
+            # Each figure is the median over rounds, so one burst of load from elsewhere on
+            # the machine does not decide the result.
             row = Row(
                 total=corpus.documents,
                 store_rows=corpus.store_rows,
                 build_s=build_s,
-                search_p50=statistics.median(search_ns) / 1e6,
-                search_p95=percentile(search_ns, 95),
-                bare_p50=statistics.median(bare_ns) / 1e6,
-                bare_p95=percentile(bare_ns, 95),
-                statuses=statuses,
-                gated=gated,
+                search_p50=statistics.median(percentile(r.search_ns, 50) for r in measured),
+                search_p95=statistics.median(percentile(r.search_ns, 95) for r in measured),
+                bare_p50=statistics.median(percentile(r.bare_ns, 50) for r in measured),
+                bare_p95=statistics.median(percentile(r.bare_ns, 95) for r in measured),
+                statuses=measured[0].statuses,
+                gated=min(r.gated for r in measured),
             )
             rows.append(row)
             print(
                 f"  {row.total:,} documents (+{build_s:.0f} s build): search p50 {row.search_p50:.2f} ms,"
                 f" bare p50 {row.bare_p50:.2f} ms"
             )
-            if gated != args.in_scope:
-                print(f"  WARNING: the gate admitted {gated} documents, expected {args.in_scope}")
+            if row.gated != args.in_scope:
+                print(
+                    f"  WARNING: the gate admitted {row.gated} documents, expected {args.in_scope}"
+                )
         report(rows, args)
         if args.profile:
             profile(workload, args.profile)

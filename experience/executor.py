@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from experience import domain
-from experience.models import ItemType, RunStatus, Skill
+from experience.models import Case, ItemType, RunStatus, Skill
 from experience.selectors import USE_PERMISSION, skill_availability
 from experience.services import references_record, run_store, validate_run_id
 from experience.tools import CallContext, Tool, default_registry, tool_specs
@@ -216,11 +216,26 @@ def run_skill(
             return finish(FALLBACK, step_failure)
         trace.steps[index]["status"] = "passed"
 
-    # 4. Re-check before returning: a revocation during the last tool call counts.
-    unavailable = _recheck(skill, check_time)
-    if unavailable:
-        return finish(FALLBACK, unavailable)
-    return finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+    # 4. Re-check before returning: a revocation during the last tool call counts. The check and
+    # the stored result share one transaction holding the skill's and cases' rows, so a
+    # revocation either commits first (and is seen here) or waits until this run has returned.
+    with transaction.atomic():
+        _lock_rows(skill.id, cases)
+        unavailable = _recheck(skill, check_time)
+        if unavailable:
+            return finish(FALLBACK, unavailable)
+        return finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+
+
+def _lock_rows(skill_id: str, case_ids: list[str]) -> None:
+    """Row locks on PostgreSQL; SQLite's IMMEDIATE transactions already admit one writer."""
+    list(Skill.objects.select_for_update().filter(pk=skill_id).values_list("pk", flat=True))
+    list(
+        Case.objects.select_for_update()
+        .filter(pk__in=case_ids)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 def _recheck(skill: Skill, now: datetime) -> str | None:

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.translation import gettext as _t
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -385,7 +385,7 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest)
     form = EvidenceCheckForm(request.POST)
     if not form.is_valid():
-        return HttpResponse(_t("Name the evidence item to mark as checked."), status=400)
+        return HttpResponse(gettext("Name the evidence item to mark as checked."), status=400)
     user = acting_user(request)
     key = form.cleaned_data["key"]
     try:
@@ -394,7 +394,7 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         raise Http404 from None
     detail = reverse("experience:case-detail", args=[digest])
     if not request.htmx:
-        messages.success(request, _t("Marked %(key)s as checked.") % {"key": key})
+        messages.success(request, gettext("Marked %(key)s as checked.") % {"key": key})
         return HttpResponseRedirect(f"{detail}#ev-{key.replace('/', '-')}", status=303)
     view = _evidence_views(case, user)[key]
     item_html = render_to_string(
@@ -418,7 +418,7 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
     if not form.is_valid():
-        errors = [Condition("decision", _t("Choose approve or reject."), False)]
+        errors = [Condition("decision", gettext("Choose approve or reject."), False)]
     else:
         user = acting_user(request)
         decide = case_approve if form.cleaned_data["decision"] == "approve" else case_reject
@@ -428,7 +428,8 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
             errors = refusal(refused.unmet)
         else:
             messages.success(
-                request, _t("The case is now %(status)s.") % {"status": _t(outcome.status)}
+                request,
+                gettext("The case is now %(status)s.") % {"status": gettext(outcome.status)},
             )
             return _finish(request, reverse("experience:case-detail", args=[digest]))
     case.refresh_from_db()
@@ -545,7 +546,7 @@ def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
     if not form.is_valid():
-        errors = [Condition("decision", _t("Choose approve or reject."), False)]
+        errors = [Condition("decision", gettext("Choose approve or reject."), False)]
     else:
         user = acting_user(request)
         decide = skill_approve if form.cleaned_data["decision"] == "approve" else skill_reject
@@ -555,7 +556,8 @@ def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
             errors = refusal(refused.unmet)
         else:
             messages.success(
-                request, _t("The skill is now %(status)s.") % {"status": _t(outcome.status)}
+                request,
+                gettext("The skill is now %(status)s.") % {"status": gettext(outcome.status)},
             )
             return _finish(request, reverse("experience:skill-detail", args=[digest]))
     skill.refresh_from_db()
@@ -597,7 +599,7 @@ def _revoke(
             impact = outcome.impact
             messages.success(
                 request,
-                _t(
+                gettext(
                     "Revoked. It reached %(skills)d skill(s) and %(runs)d run(s); the list is stored below."
                 )
                 % {"skills": len(impact.skills), "runs": len(impact.runs)},
@@ -609,7 +611,7 @@ def _revoke(
             if previewed != (sorted(impact.skills), sorted(impact.runs)):
                 messages.warning(
                     request,
-                    _t(
+                    gettext(
                         "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
                     ),
                 )

@@ -21,8 +21,16 @@ STATUS_CHOICES = [
     ("revoked", _("Revoked")),
 ]
 COMMON_ZONES = (
-    "Asia/Shanghai", "Asia/Hong_Kong", "Asia/Taipei", "Asia/Singapore", "Asia/Tokyo", "UTC",
-    "Europe/London", "Europe/Berlin", "America/New_York", "America/Los_Angeles",
+    "Asia/Shanghai",
+    "Asia/Hong_Kong",
+    "Asia/Taipei",
+    "Asia/Singapore",
+    "Asia/Tokyo",
+    "UTC",
+    "Europe/London",
+    "Europe/Berlin",
+    "America/New_York",
+    "America/Los_Angeles",
 )
 FACT_LINE = re.compile(r"\s*([a-z][a-z0-9_]{0,63})\s*=\s*(.*?)\s*")
 
@@ -59,26 +67,35 @@ class SearchPreviewForm(forms.Form):
     store = forms.CharField(label=_("Store"), required=False, max_length=64)
     campaign = forms.CharField(label=_("Campaign"), required=False, max_length=64)
     occurred_at = forms.CharField(
-        label=_("Occurred at"), required=False, widget=DateTimeLocalInput(),
+        label=_("Occurred at"),
+        required=False,
+        widget=DateTimeLocalInput(),
         help_text=_("When the customer's problem happened"),
     )
     known_at = forms.CharField(
-        label=_("Known at"), required=False, widget=DateTimeLocalInput(),
+        label=_("Known at"),
+        required=False,
+        widget=DateTimeLocalInput(),
         help_text=_("When the investigator looked; later documents are hidden"),
     )
     timezone = forms.CharField(
-        label=_("Time zone"), max_length=64,
+        label=_("Time zone"),
+        max_length=64,
         widget=forms.TextInput(attrs={"list": "timezones"}),
         help_text=_("Applies to both times, e.g. Asia/Shanghai"),
     )
     channel = forms.CharField(label=_("Channel"), required=False, max_length=64)
     product = forms.CharField(label=_("Product"), required=False, max_length=64)
     basket_cents = forms.IntegerField(
-        label=_("Basket (cents)"), required=False, min_value=0,
+        label=_("Basket (cents)"),
+        required=False,
+        min_value=0,
         help_text=_("Campaign goods in the basket, in cents"),
     )
     extra_facts = forms.CharField(
-        label=_("Other facts"), required=False, max_length=2000,
+        label=_("Other facts"),
+        required=False,
+        max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=_("One name=value per line"),
     )
@@ -105,7 +122,9 @@ class SearchPreviewForm(forms.Form):
         try:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise forms.ValidationError(_("is not a known time zone (e.g. Asia/Shanghai)")) from None
+            raise forms.ValidationError(
+                _("is not a known time zone (e.g. Asia/Shanghai)")
+            ) from None
 
     def clean_extra_facts(self) -> dict[str, str]:
         facts = {}

@@ -54,8 +54,16 @@ def document_versions(doc_key: str) -> QuerySet[Document]:
         Document.objects.filter(doc_key=doc_key)
         .select_related("created_by")
         .only(
-            "doc_key", "version", "title", "approved", "revoked", "created_at",
-            "created_by__username", "published_at", "valid_from", "valid_to",
+            "doc_key",
+            "version",
+            "title",
+            "approved",
+            "revoked",
+            "created_at",
+            "created_by__username",
+            "published_at",
+            "valid_from",
+            "valid_to",
         )
         .order_by("-version")
     )
@@ -66,14 +74,25 @@ def document_lines(document: Document) -> list[str]:
     canonical = document_content(document).canonical()
     lines = []
     for name in (
-        "title", "kind", "rule_key", "tenant", "brand", "campaign", "stores", "valid_from",
-        "valid_to", "published_at", "source",
+        "title",
+        "kind",
+        "rule_key",
+        "tenant",
+        "brand",
+        "campaign",
+        "stores",
+        "valid_from",
+        "valid_to",
+        "published_at",
+        "source",
     ):
         value = canonical[name]
         shown = ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
         lines.append(f"{name}: {shown}")
     lines.append("requirements:")
-    lines += json.dumps(canonical["requirements"], ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    lines += json.dumps(
+        canonical["requirements"], ensure_ascii=False, indent=2, sort_keys=True
+    ).splitlines()
     lines.append("text:")
     lines += canonical["text"].splitlines()
     return lines

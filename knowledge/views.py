@@ -57,8 +57,10 @@ def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> Htt
         assert other is not None
         old, new = (other, document) if against < version else (document, other)
         diff = diff_lines(
-            document_lines(old), document_lines(new),
-            old_label=old.public_id, new_label=new.public_id,
+            document_lines(old),
+            document_lines(new),
+            old_label=old.public_id,
+            new_label=new.public_id,
         )
     return render_page(
         request,

@@ -16,8 +16,11 @@ class LoginThrottleBackend(AxesStandaloneBackend):
     """
 
     def authenticate(  # type: ignore[override]
-        self, request: HttpRequest | None, username: str | None = None,
-        password: str | None = None, **kwargs: Any,
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if request is None:
             return None

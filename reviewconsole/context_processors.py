@@ -74,9 +74,11 @@ def _items(request: HttpRequest) -> list[NavItem]:
         if user.has_perms(perms)  # type: ignore[union-attr]
     ]
     # The deepest section containing the current path is the current one.
-    containing = [url for url, _label in allowed if request.path == url or (
-        url != "/" and request.path.startswith(url)
-    )]
+    containing = [
+        url
+        for url, _label in allowed
+        if request.path == url or (url != "/" and request.path.startswith(url))
+    ]
     current = max(containing, key=len, default=None)
     return [NavItem(url=url, label=label, current=url == current) for url, label in allowed]
 

@@ -22,7 +22,9 @@ class EventFilterForm(forms.Form):
         label=_("Action"), required=False, choices=[("", _("Any action")), *Action.choices]
     )
     target = forms.CharField(
-        label=_("Target contains"), required=False, max_length=200,
+        label=_("Target contains"),
+        required=False,
+        max_length=200,
     )
     date_from = forms.DateField(label=_("From"), required=False, widget=DateInput())
     date_to = forms.DateField(label=_("To (inclusive)"), required=False, widget=DateInput())
@@ -42,7 +44,9 @@ class EventFilterForm(forms.Form):
             "action": data.get("action", ""),
             "target": data.get("target", "").strip(),
             "since": _start_of(data["date_from"]) if data.get("date_from") else None,
-            "until": _start_of(data["date_to"] + timedelta(days=1)) if data.get("date_to") else None,
+            "until": _start_of(data["date_to"] + timedelta(days=1))
+            if data.get("date_to")
+            else None,
         }
 
 

@@ -8,6 +8,7 @@ production settings module.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,12 @@ SQLITE_OPTIONS: dict[str, Any] = {
 }
 
 
+def sqlite_test_database() -> dict[str, Any]:
+    # A file, not Django's shared in-memory database: concurrency tests need real connections
+    # that wait on the busy timeout, as in production. One file per test process.
+    return {"NAME": str(Path(tempfile.gettempdir()) / f"console-test-{os.getpid()}.sqlite3")}
+
+
 def database_from_environment() -> dict[str, Any]:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
@@ -129,11 +136,13 @@ def database_from_environment() -> dict[str, Any]:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": BASE_DIR / "db.sqlite3",
             "OPTIONS": dict(SQLITE_OPTIONS),
+            "TEST": sqlite_test_database(),
         }
     config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["OPTIONS"] = dict(SQLITE_OPTIONS)
         config["CONN_MAX_AGE"] = 0
+        config["TEST"] = sqlite_test_database()
     return config
 
 

@@ -108,9 +108,9 @@ def diff_lines(
 @require_GET
 @console_view()
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
-    counts = dashboard_counts(now=clock.now(), with_documents=request.user.has_perm(
-        "knowledge.view_document"
-    ))
+    counts = dashboard_counts(
+        now=clock.now(), with_documents=request.user.has_perm("knowledge.view_document")
+    )
     return render_page(request, "reviewconsole/dashboard_home.html", {"counts": counts})
 
 
@@ -138,6 +138,8 @@ def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpRespon
         )
     filters = form.filters() if form.is_bound else {}
     stamp = clock.now().strftime("%Y%m%dT%H%M%SZ")
-    response = StreamingHttpResponse(events_csv_rows(**filters), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        events_csv_rows(**filters), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
     return response

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import AbstractUser, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from agentapi.services import token_create
@@ -52,7 +52,7 @@ def at_now(frozen_clock: Callable[[datetime], Any]) -> datetime:
 
 
 @pytest.fixture
-def demo(operator: AbstractUser, reviewer: AbstractUser, at_now: datetime) -> Demo:
+def demo(operator: User, reviewer: User, at_now: datetime) -> Demo:
     """The shipped knowledge and experience fixtures: two approved cases and one skill."""
     fixtures = Path(settings.BASE_DIR) / "fixtures"
     documents_import(

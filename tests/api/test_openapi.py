@@ -3,12 +3,15 @@ response conforms to the schema. Also: the schema and the docs page are served."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
 from django.contrib.auth.models import User
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -29,6 +32,19 @@ def agent_token(agent: User, demo: Demo) -> str:
     return token_create(user=agent, name="schemathesis").text
 
 
+@pytest.fixture
+def keep_test_connection() -> Iterator[None]:
+    """Requests reach the real WSGI handler, whose request signals would close the database
+    connection that holds the test's transaction; the test client disconnects them likewise."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
 schema = schemathesis.openapi.from_dict(api.get_openapi_schema())
 # Calls go straight into Django's WSGI handler: same process, same test database transaction.
 schema.app = WSGIHandler()
@@ -41,7 +57,9 @@ schema.app = WSGIHandler()
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
-def test_generated_requests_conform(case: Any, agent_token: str) -> None:
+def test_generated_requests_conform(
+    case: Any, agent_token: str, keep_test_connection: None
+) -> None:
     case.call_and_validate(
         headers={"Authorization": f"Bearer {agent_token}"},
         checks=[

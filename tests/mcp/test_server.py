@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from mcp import Client
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, TextContent
 
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
@@ -45,6 +45,12 @@ def call(token: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         return await client.call_tool(tool, arguments)
 
     return with_client(token, scenario)
+
+
+def text_of(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
 
 
 @pytest.fixture
@@ -123,15 +129,15 @@ def test_propose_case_as_the_agent_with_unchecked_evidence(
 def test_bad_arguments_are_an_error_naming_the_field(agent_token: str, demo: Demo) -> None:
     naive = call(agent_token, "search_knowledge", search_body(occurred_at="2026-09-18T14:00:00"))
     assert naive.is_error
-    assert "occurred_at" in naive.content[0].text
+    assert "occurred_at" in text_of(naive)
     placeholder = call(
         agent_token, "retrieve_experience", retrieve_body(scope={**SCOPE, "campaign": "*"})
     )
     assert placeholder.is_error
-    assert "campaign" in placeholder.content[0].text
+    assert "campaign" in text_of(placeholder)
     unknown = call(agent_token, "search_knowledge", search_body(submitted_by="rita"))
     assert unknown.is_error
-    assert "submitted_by" in unknown.content[0].text
+    assert "submitted_by" in text_of(unknown)
 
 
 def test_a_service_refusal_names_the_json_path(agent_token: str, at_now: Any) -> None:

@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 - this interpreter and manage.py, fixed arguments
         [sys.executable, "manage.py", *args],
         cwd=settings.BASE_DIR,
         env=env,

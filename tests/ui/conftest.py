@@ -32,11 +32,6 @@ def csrf_token(client: Client) -> str:
     return client.cookies["csrftoken"].value
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def users(
     agent: User, operator: User, reviewer: User, admin_user: User, second_reviewer: User

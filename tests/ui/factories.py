@@ -39,7 +39,9 @@ def _validity() -> dict[str, str | None]:
     }
 
 
-def case_data(*, incident: str = "INC-UI-1", observations: int = 1, **changes: Any) -> dict[str, Any]:
+def case_data(
+    *, incident: str = "INC-UI-1", observations: int = 1, **changes: Any
+) -> dict[str, Any]:
     """An approvable case once a reviewer checks ``diagnosis/0``."""
     data: dict[str, Any] = {
         "type": "case",
@@ -48,13 +50,19 @@ def case_data(*, incident: str = "INC-UI-1", observations: int = 1, **changes: A
         "title": f"Store 002 coupon refused: store missing from campaign B ({incident})",
         "summary": "A customer's coupon was refused in the mini-app at store 002.",
         "observations": [
-            {"source_id": f"thread:{incident}#m{i + 1}", "excerpt": f"Customer: the coupon is refused ({i + 1})."}
+            {
+                "source_id": f"thread:{incident}#m{i + 1}",
+                "excerpt": f"Customer: the coupon is refused ({i + 1}).",
+            }
             for i in range(observations)
         ],
         "diagnosis": {
             "statement": "Campaign B's store list does not include store 002.",
             "evidence": [
-                {"source_id": f"thread:{incident}#m7", "excerpt": "Ops: store-002 is missing from the store list."}
+                {
+                    "source_id": f"thread:{incident}#m7",
+                    "excerpt": "Ops: store-002 is missing from the store list.",
+                }
             ],
         },
         "counterevidence": [
@@ -62,12 +70,19 @@ def case_data(*, incident: str = "INC-UI-1", observations: int = 1, **changes: A
                 "hypothesis": "Stale coupon cache",
                 "statement": "Refreshing did not help.",
                 "refutes": "client refresh only; server-side caches not excluded",
-                "evidence": [{"source_id": f"thread:{incident}#m5", "excerpt": "Customer: refreshed, still refused."}],
+                "evidence": [
+                    {
+                        "source_id": f"thread:{incident}#m5",
+                        "excerpt": "Customer: refreshed, still refused.",
+                    }
+                ],
             }
         ],
         "outcome": {
             "statement": "Adding the store fixed it.",
-            "evidence": [{"source_id": f"thread:{incident}#m9", "excerpt": "Customer: works now, thanks."}],
+            "evidence": [
+                {"source_id": f"thread:{incident}#m9", "excerpt": "Customer: works now, thanks."}
+            ],
         },
         **_validity(),
     }
@@ -103,7 +118,9 @@ def skill_data(case_ids: list[str], **changes: Any) -> dict[str, Any]:
 
 
 def submit_skill(actor: User, case_ids: list[str], **changes: Any) -> Skill:
-    skill, _ = skill_submit(content=parse_skill(skill_data(case_ids, **changes), tool_specs()), actor=actor)
+    skill, _ = skill_submit(
+        content=parse_skill(skill_data(case_ids, **changes), tool_specs()), actor=actor
+    )
     return skill
 
 
@@ -126,8 +143,19 @@ def record_run(run_id: str, skill: Skill, case_ids: list[str]) -> Run:
         run_id=run_id,
         skill_id=skill.id,
         scope=SCOPE,
-        context={"occurred_at": to_utc_iso(now), "known_at": to_utc_iso(now), "facts": {"channel": "miniapp"}},
-        steps=[{"index": 0, "tool": "search_knowledge", "arguments": {"query": "coupon conditions"}, "status": "passed"}],
+        context={
+            "occurred_at": to_utc_iso(now),
+            "known_at": to_utc_iso(now),
+            "facts": {"channel": "miniapp"},
+        },
+        steps=[
+            {
+                "index": 0,
+                "tool": "search_knowledge",
+                "arguments": {"query": "coupon conditions"},
+                "status": "passed",
+            }
+        ],
         observations=[
             {
                 "step": 0,

@@ -13,7 +13,7 @@ from django.urls import reverse
 from knowledge.models import Document
 from knowledge.services import document_save_new_version
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX = {"HX-Request": "true"}
 SEARCH = {
     "query": "优惠券无法使用",
     "tenant": "teahouse",
@@ -47,24 +47,31 @@ def _search(client: Client, **changes: Any) -> Any:
     ],
 )
 def test_document_filters(
-    query: str, present: list[str], absent: list[str], knowledge: None, operator: User, client: Client
+    query: str,
+    present: list[str],
+    absent: list[str],
+    knowledge: None,
+    operator: User,
+    client: Client,
 ) -> None:
     client.force_login(operator)
-    html = client.get(reverse("knowledge:document-list") + "?" + query, **HTMX).content.decode()
+    html = client.get(reverse("knowledge:document-list") + "?" + query, headers=HTMX).content.decode()
     for public_id in present:
         assert public_id in html
     for public_id in absent:
         assert public_id not in html
 
 
-def test_detail_diffs_against_the_previous_version(knowledge: None, operator: User, client: Client) -> None:
+def test_detail_diffs_against_the_previous_version(
+    knowledge: None, operator: User, client: Client
+) -> None:
     client.force_login(operator)
     html = client.get(reverse("knowledge:document-detail", args=["rule-b", 2])).content.decode()
     assert "Version history" in html
     assert '<span class="del">-    &quot;min&quot;: 3000</span>' in html
     assert '<span class="add">+    &quot;min&quot;: 3500</span>' in html
     fragment = client.get(
-        reverse("knowledge:document-detail", args=["rule-b", 1]) + "?against=2", **HTMX
+        reverse("knowledge:document-detail", args=["rule-b", 1]) + "?against=2", headers=HTMX
     ).content.decode()
     assert fragment.lstrip().startswith('<section class="panel" id="document-diff"')
     assert "+    &quot;min&quot;: 3500" in fragment
@@ -85,7 +92,9 @@ def test_unknown_document_is_404(knowledge: None, operator: User, client: Client
     assert client.get(reverse("knowledge:document-detail", args=["nope", 1])).status_code == 404
 
 
-def test_search_preview_renders_the_search_result(knowledge: None, operator: User, client: Client) -> None:
+def test_search_preview_renders_the_search_result(
+    knowledge: None, operator: User, client: Client
+) -> None:
     client.force_login(operator)
     html = _search(client).content.decode()
     assert "badge-retrieved" in html
@@ -95,25 +104,39 @@ def test_search_preview_renders_the_search_result(knowledge: None, operator: Use
     assert reverse("knowledge:document-detail", args=["rule-a", 2]) in html
 
 
-def test_search_preview_without_campaign_needs_context(knowledge: None, operator: User, client: Client) -> None:
+def test_search_preview_without_campaign_needs_context(
+    knowledge: None, operator: User, client: Client
+) -> None:
     client.force_login(operator)
     html = _search(client, campaign="").content.decode()
     assert "badge-needs_context" in html and "<code>campaign</code>" in html
 
 
-def test_search_preview_conflicting_sources(knowledge: None, operator: User, client: Client) -> None:
+def test_search_preview_conflicting_sources(
+    knowledge: None, operator: User, client: Client
+) -> None:
     client.force_login(operator)
-    html = _search(client, store="store-003", campaign="campaign-c", query="优惠券门槛").content.decode()
+    html = _search(
+        client, store="store-003", campaign="campaign-c", query="优惠券门槛"
+    ).content.decode()
     assert "badge-conflicting_sources" in html and "badge-conflict" in html
 
 
-def test_search_preview_reads_times_in_the_chosen_zone(knowledge: None, operator: User, client: Client) -> None:
+def test_search_preview_reads_times_in_the_chosen_zone(
+    knowledge: None, operator: User, client: Client
+) -> None:
     client.force_login(operator)
     # 14:00 in Shanghai is 06:00 UTC; rule-b v2 was published at 15:00 Shanghai time.
-    shanghai = _search(client, store="store-002", campaign="campaign-b", known_at="2026-09-18T14:10").content.decode()
+    shanghai = _search(
+        client, store="store-002", campaign="campaign-b", known_at="2026-09-18T14:10"
+    ).content.decode()
     utc = _search(
-        client, store="store-002", campaign="campaign-b", timezone="UTC",
-        occurred_at="2026-09-18T06:00", known_at="2026-09-18T07:10",
+        client,
+        store="store-002",
+        campaign="campaign-b",
+        timezone="UTC",
+        occurred_at="2026-09-18T06:00",
+        known_at="2026-09-18T07:10",
     ).content.decode()
     assert "doc:rule-b@1" in shanghai and "doc:rule-b@2" not in shanghai
     assert "doc:rule-b@2" in utc
@@ -132,5 +155,9 @@ def test_search_preview_form_errors(knowledge: None, operator: User, client: Cli
 def test_search_preview_opens_with_defaults(operator: User, client: Client) -> None:
     client.force_login(operator)
     html = client.get(reverse("knowledge:search-preview")).content.decode()
-    assert 'value="teahouse"' in html and 'value="leaf-and-cup"' in html and 'value="Asia/Shanghai"' in html
+    assert (
+        'value="teahouse"' in html
+        and 'value="leaf-and-cup"' in html
+        and 'value="Asia/Shanghai"' in html
+    )
     assert "badge-" not in html.split('id="search-results"', 1)[1]

@@ -14,7 +14,7 @@ from django.urls import reverse
 from experience.services import evidence_check
 from tests.ui.factories import submit_case
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX = {"HX-Request": "true"}
 
 
 def _digest(item_id: str) -> str:
@@ -85,7 +85,7 @@ def test_page_and_fragment(
     assert "<html" in html and text in html
 
     with django_assert_num_queries(fragment):
-        response = client.get(pages[page], **HTMX)
+        response = client.get(pages[page], headers=HTMX)
     assert response.status_code == 200
     assert "HX-Request" in response["Vary"]
     html = response.content.decode()

@@ -89,12 +89,16 @@ def test_get_matrix(name: str, urls: dict[str, str], users: dict[str, User | Non
 
 
 @pytest.mark.parametrize("name", sorted(POST_MATRIX))
-def test_post_matrix_with_token(name: str, urls: dict[str, str], users: dict[str, User | None]) -> None:
+def test_post_matrix_with_token(
+    name: str, urls: dict[str, str], users: dict[str, User | None]
+) -> None:
     data, expected = POST_MATRIX[name]
     observed = []
     for role in ROLES:
         client = csrf_client(users[role])
-        observed.append(client.post(urls[name], data, HTTP_X_CSRFTOKEN=csrf_token(client)).status_code)
+        observed.append(
+            client.post(urls[name], data, HTTP_X_CSRFTOKEN=csrf_token(client)).status_code
+        )
     assert tuple(observed) == expected, f"{name}: {dict(zip(ROLES, observed, strict=True))}"
 
 
@@ -120,7 +124,9 @@ def test_anonymous_htmx_request_reloads_into_login(urls: dict[str, str]) -> None
     assert response["HX-Redirect"].startswith(reverse("login"))
 
 
-def test_agent_sees_why_the_console_is_closed(users: dict[str, User | None], urls: dict[str, str]) -> None:
+def test_agent_sees_why_the_console_is_closed(
+    users: dict[str, User | None], urls: dict[str, str]
+) -> None:
     response = csrf_client(users["agent"]).get(urls["dashboard"])
     assert response.status_code == 403
     assert b"service account" in response.content

@@ -1,0 +1,177 @@
+"""Races with real threads and real connections, on SQLite (a file) and on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractUser
+from django.db import connections
+
+from experience import selectors, services
+from experience.demo import demo_context, load_demo_knowledge
+from experience.executor import NEEDS_REVIEW, run_skill
+from experience.models import Case, Run, Skill, Status
+from experience.services import ReviewRefused
+from reviewconsole.models import Action, Event
+from tests.experience.conftest import SCOPE, case_data
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run ``work(i)`` in ``count`` threads released together; results or raised exceptions."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def worker(index: int) -> None:
+        try:
+            barrier.wait()
+            results[index] = work(index)
+        except Exception as exc:  # collected and asserted on by the test
+            results[index] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
+@pytest.fixture
+def candidate(reviewer: AbstractUser) -> Case:
+    from experience.schema import parse_case
+
+    case, _ = services.case_submit(content=parse_case(case_data()), actor=reviewer)
+    return case
+
+
+def test_twenty_concurrent_approvals_give_one_approval_and_one_event(
+    candidate: Case, second_reviewer: AbstractUser
+) -> None:
+    results = in_threads(
+        20, lambda _: services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+    )
+
+    approved = [r for r in results if not isinstance(r, Exception)]
+    refused = [r for r in results if isinstance(r, ReviewRefused)]
+    assert len(approved) == 1
+    assert len(refused) == 19, [r for r in results if isinstance(r, Exception)][:3]
+    assert all("not_candidate" in r.unmet for r in refused)
+    assert Event.objects.filter(action=Action.CASE_APPROVE, target=candidate.id).count() == 1
+    assert selectors.case_get(candidate.id).status == Status.APPROVED
+
+
+def test_approve_racing_reject_ends_in_one_consistent_state(
+    candidate: Case, second_reviewer: AbstractUser
+) -> None:
+    def act(index: int) -> Any:
+        if index % 2:
+            return services.case_reject(case=candidate, actor=second_reviewer, reason="no")
+        return services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+
+    results = in_threads(10, act)
+
+    assert sum(not isinstance(r, Exception) for r in results) == 1
+    final = selectors.case_get(candidate.id).status
+    assert final in {Status.APPROVED, Status.REJECTED}
+    decisions = Event.objects.filter(
+        target=candidate.id, action__in=[Action.CASE_APPROVE, Action.CASE_REJECT]
+    )
+    assert decisions.count() == 1
+    assert decisions.get().action == (
+        Action.CASE_APPROVE if final == Status.APPROVED else Action.CASE_REJECT
+    )
+
+
+def test_approve_racing_revoke_ends_in_one_consistent_state(
+    candidate: Case, second_reviewer: AbstractUser
+) -> None:
+    def act(index: int) -> Any:
+        if index % 2:
+            return services.case_revoke(case=candidate, actor=second_reviewer, reason="wrong")
+        return services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+
+    results = in_threads(10, act)
+
+    final = selectors.case_get(candidate.id)
+    actions = list(
+        Event.objects.filter(target=candidate.id)
+        .exclude(action=Action.CASE_SUBMIT)
+        .exclude(action=Action.CASE_VERIFY)
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    # Either the revocations all came first (refused: not approved yet) and the case is approved,
+    # or one approval then one revocation committed, in that order.
+    assert actions in ([Action.CASE_APPROVE], [Action.CASE_APPROVE, Action.CASE_REVOKE])
+    assert final.status == (Status.REVOKED if len(actions) == 2 else Status.APPROVED)
+    assert sum(not isinstance(r, Exception) for r in results) == len(actions)
+
+
+@pytest.fixture
+def live_skill(
+    operator: AbstractUser, reviewer: AbstractUser, second_reviewer: AbstractUser
+) -> Skill:
+    from experience.schema import parse_case, parse_skill
+    from experience.tools import tool_specs
+    from tests.experience.conftest import skill_data
+
+    load_demo_knowledge(operator=operator)
+    ids = []
+    for incident in ("INC-1", "INC-2"):
+        case, _ = services.case_submit(
+            content=parse_case(case_data(incident=incident, title=f"券不可用 {incident}")),
+            actor=reviewer,
+        )
+        services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        ids.append(case.id)
+    skill, _ = services.skill_submit(
+        content=parse_skill(skill_data(ids), tool_specs()), actor=reviewer
+    )
+    services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    return skill
+
+
+def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
+    live_skill: Skill, second_reviewer: AbstractUser
+) -> None:
+    cited = live_skill.case_links.order_by("position").first()
+    assert cited is not None
+    stop = threading.Event()
+
+    def act(index: int) -> Any:
+        if index == 0:
+            time.sleep(0.3)
+            outcome = services.case_revoke(
+                case=selectors.case_get(cited.case_id), actor=second_reviewer, reason="wrong"
+            )
+            stop.set()
+            return outcome
+        statuses = []
+        runs_after_revocation = 0
+        while runs_after_revocation < 3:
+            revoked_before_start = stop.is_set()
+            result = run_skill(
+                live_skill.id, SCOPE, demo_context(), run_id=f"race-{index}-{len(statuses)}"
+            )
+            statuses.append(result["status"])
+            runs_after_revocation += revoked_before_start
+        return statuses
+
+    results = in_threads(3, act)
+
+    assert not any(isinstance(r, Exception) for r in results), results
+    revoked_at = selectors.case_get(cited.case_id).revoked_at
+    assert revoked_at is not None
+    successes = Run.objects.filter(run_id__startswith="race-", status=NEEDS_REVIEW)
+    assert successes.exists(), "no run succeeded before the revocation; the race was not exercised"
+    assert not successes.filter(finished_at__gte=revoked_at).exists()
+    late = Run.objects.filter(run_id__startswith="race-", started_at__gt=revoked_at)
+    assert late.exists() and not late.filter(status=NEEDS_REVIEW).exists()
