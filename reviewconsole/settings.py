@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from datetime import timedelta
-
 import dj_database_url
-from csp.constants import NONE, SELF
 import django_stubs_ext
+from csp.constants import NONE, SELF
 
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
