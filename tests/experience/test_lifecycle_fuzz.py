@@ -1,0 +1,177 @@
+"""Stateful fuzzing of the case and skill lifecycle (hypothesis RuleBasedStateMachine).
+
+Whatever sequence of submissions, checks, approvals, rejections and revocations happens:
+- no approved case lacks a checked diagnosis evidence item or a counterevidence entry with evidence;
+- retrieval never returns a revoked, rejected or candidate item;
+- a skill is never available while one of its cited cases is unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractUser
+from django.db import transaction
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from experience import selectors, services
+from experience.models import Case, EvidenceCheck, Skill, Status
+from experience.retrieval import retrieve_experience
+from experience.schema import parse_case, parse_skill
+from experience.services import ReviewRefused
+from experience.tools import tool_specs
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from tests.experience.conftest import NOW, SCOPE, case_data, skill_data, without_verified
+
+REFUSALS = (ReviewRefused, ValidationFailure, PermissionRefused)
+
+
+def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleBasedStateMachine]:
+    class Lifecycle(RuleBasedStateMachine):
+        cases = Bundle("cases")
+        skills = Bundle("skills")
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.savepoint = transaction.savepoint()
+            self.serial = 0
+
+        def teardown(self) -> None:
+            transaction.savepoint_rollback(self.savepoint)
+
+        @rule(
+            target=cases,
+            verified=st.booleans(),
+            with_counterevidence=st.booleans(),
+            incident=st.sampled_from(["INC-1", "INC-2", "INC-3"]),
+        )
+        def submit_case(self, verified: bool, with_counterevidence: bool, incident: str) -> str:
+            self.serial += 1
+            data = case_data(incident=incident, title=f"优惠券无法使用 {self.serial}")
+            if not verified:
+                data = without_verified(data)
+            if not with_counterevidence:
+                data["counterevidence"] = []
+            case, _ = services.case_submit(content=parse_case(data), actor=submitter)
+            return case.id
+
+        @rule(case_id=cases)
+        def check_diagnosis(self, case_id: str) -> None:
+            services.evidence_check(
+                case=selectors.case_get(case_id), key="diagnosis/0", actor=approver
+            )
+
+        @rule(case_id=cases, own=st.booleans())
+        def approve_case(self, case_id: str, own: bool) -> None:
+            try:
+                services.case_approve(
+                    case=selectors.case_get(case_id),
+                    actor=submitter if own else approver,
+                    reason="fuzz",
+                )
+            except REFUSALS:
+                pass
+
+        @rule(case_id=cases)
+        def reject_case(self, case_id: str) -> None:
+            try:
+                services.case_reject(case=selectors.case_get(case_id), actor=approver, reason="no")
+            except REFUSALS:
+                pass
+
+        @rule(case_id=cases)
+        def revoke_case(self, case_id: str) -> None:
+            try:
+                services.case_revoke(case=selectors.case_get(case_id), actor=approver, reason="x")
+            except REFUSALS:
+                pass
+
+        @rule(target=skills, first=cases, second=cases)
+        def submit_skill(self, first: str, second: str) -> str:
+            self.serial += 1
+            data = skill_data(sorted({first, second}), title=f"核对适用条件 {self.serial}")
+            try:
+                skill, _ = services.skill_submit(
+                    content=parse_skill(data, tool_specs()), actor=submitter
+                )
+            except REFUSALS:
+                return ""
+            return skill.id
+
+        @rule(skill_id=skills)
+        def approve_skill(self, skill_id: str) -> None:
+            if skill_id:
+                try:
+                    services.skill_approve(
+                        skill=selectors.skill_get(skill_id), actor=approver, reason="ok"
+                    )
+                except REFUSALS:
+                    pass
+
+        @rule(skill_id=skills)
+        def revoke_skill(self, skill_id: str) -> None:
+            if skill_id:
+                try:
+                    services.skill_revoke(
+                        skill=selectors.skill_get(skill_id), actor=approver, reason="x"
+                    )
+                except REFUSALS:
+                    pass
+
+        @invariant()
+        def approved_cases_carry_their_evidence(self) -> None:
+            for case in Case.objects.filter(status=Status.APPROVED):
+                assert EvidenceCheck.objects.filter(
+                    evidence__case=case, evidence__key__startswith="diagnosis/"
+                ).exists()
+                assert case.evidence_items.filter(key__startswith="counterevidence/").exists()
+                assert case.approved_by_id != case.submitted_by_id
+
+        @invariant()
+        def retrieval_returns_only_approved_items(self) -> None:
+            result = retrieve_experience(
+                "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20
+            )
+            for item in result["items"]:
+                model = Case if item["type"] == "case" else Skill
+                assert model.objects.get(pk=item["id"]).status == Status.APPROVED
+
+        @invariant()
+        def available_skills_cite_only_usable_cases(self) -> None:
+            for skill in Skill.objects.all():
+                _, availability = selectors.skill_availability(skill.id, NOW)
+                if availability:
+                    assert skill.status == Status.APPROVED
+                    for case in selectors.skill_cases(skill):
+                        assert case.status == Status.APPROVED
+
+    return Lifecycle
+
+
+@pytest.mark.django_db
+def test_no_sequence_breaks_the_lifecycle_rules(
+    reviewer: AbstractUser,
+    second_reviewer: AbstractUser,
+    frozen_clock: Callable[[datetime], Any],
+) -> None:
+    frozen_clock(NOW)
+    run_state_machine_as_test(
+        build_machine(reviewer, second_reviewer),
+        settings=settings(
+            max_examples=30,
+            stateful_step_count=25,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        ),
+    )
