@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
+from django.urls import register_converter
 from ninja import NinjaAPI, Path, Query, Status
 from ninja.errors import ValidationError as NinjaValidationError
 
@@ -44,6 +45,22 @@ from reviewconsole.errors import PermissionRefused, ValidationFailure
 
 logger = logging.getLogger(__name__)
 
+
+class AnyText:
+    """A path segment that may hold anything, even ``/`` or a newline, so a malformed id reaches
+    the API (and gets its JSON 404) instead of falling through to the site's HTML 404."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(AnyText, "agentapi_text")
+
 api = NinjaAPI(
     title="Experience review console: agent API",
     version="1",
@@ -58,6 +75,7 @@ api = NinjaAPI(
 
 # The name of every body parameter; error paths leave it out so they are JSON paths of the body.
 BODY = "payload"
+NO_SUCH_ENDPOINT = "no such endpoint; see /api/v1/docs"
 IDENTITY_ERRORS: dict[int, Any] = {401: Message, 403: Message}
 BODY_ERRORS: dict[int, Any] = {**IDENTITY_ERRORS, 400: Message, 422: ValidationErrors}
 
@@ -168,7 +186,7 @@ def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest
 
 
 @api.post(
-    "/skills/{skill_id}/run",
+    "/skills/{agentapi_text:skill_id}/run",
     response={200: SkillRunResult, **BODY_ERRORS},
     tags=["experience"],
 )
@@ -193,7 +211,7 @@ def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str
 
 
 @api.get(
-    "/runs/{path:run_id}",
+    "/runs/{agentapi_text:run_id}",
     response={200: RunRecord, 404: Message, **IDENTITY_ERRORS},
     tags=["experience"],
 )
@@ -203,7 +221,7 @@ def run_read(request: HttpRequest, run_id: str) -> dict[str, Any]:
 
 
 @api.get(
-    "/cases/{case_id}",
+    "/cases/{agentapi_text:case_id}",
     response={200: ApprovedCase, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
     tags=["experience"],
 )
@@ -218,7 +236,7 @@ def case_read(
 
 
 @api.get(
-    "/skills/{skill_id}",
+    "/skills/{agentapi_text:skill_id}",
     response={200: ApprovedSkill, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
     tags=["experience"],
 )
@@ -230,3 +248,14 @@ def skill_read(
     """An approved skill and whether it may be used now; anything else is 404. With ``run_id``
     the read is recorded in that run."""
     return operations.skill_read(user=_user(request), skill_id=skill_id, run_id=run_id)
+
+
+@api.api_operation(
+    ["GET", "POST", "PUT", "PATCH", "DELETE"],
+    "/{agentapi_text:rest}",
+    auth=None,
+    include_in_schema=False,
+)
+def unknown_endpoint(request: HttpRequest, rest: str) -> dict[str, Any]:
+    """Registered last: any other path under the API is a JSON 404, not the site's HTML page."""
+    raise NotFound(NO_SUCH_ENDPOINT)

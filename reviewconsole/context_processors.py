@@ -69,9 +69,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
         ("admin:index", _("Admin"), ()),
     ]
     allowed = [
-        (reverse(name), str(label))
-        for name, label, perms in entries
-        if user.has_perms(perms)  # type: ignore[union-attr]
+        (reverse(name), str(label)) for name, label, perms in entries if user.has_perms(perms)
     ]
     # The deepest section containing the current path is the current one.
     containing = [

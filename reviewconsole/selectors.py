@@ -41,7 +41,7 @@ def _lifecycle_counts(model: type[Case] | type[Skill], now: datetime) -> dict[st
     approved = Q(status=Status.APPROVED)
     stale = approved & (
         Q(valid_to__lt=now + timedelta(days=EXPIRING_DAYS))
-        | (Q(approved_at__lt=now - timedelta(days=UNUSED_DAYS)) & ~Exists(recently_read))
+        | (Q(approved_at__lt=now - timedelta(days=UNUSED_DAYS)) & ~Q(Exists(recently_read)))
     )
     return model.objects.aggregate(
         candidates=Count("pk", filter=Q(status=Status.CANDIDATE)),

@@ -289,3 +289,10 @@ def test_every_endpoint_answers_within_a_bounded_number_of_queries(
         agent_client.get("/api/v1/ping")
     with django_assert_max_num_queries(8):
         agent_client.post_json("/api/v1/knowledge/search", search_body())
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v1/cases/x/approve", "/api/v1/a\nb"])
+def test_unknown_paths_under_the_api_are_json(agent_client: BearerClient, path: str) -> None:
+    response = agent_client.get(path)
+    assert response.status_code in (404, 405)
+    assert response["Content-Type"] == "application/json; charset=utf-8"

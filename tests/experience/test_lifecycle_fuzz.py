@@ -8,6 +8,7 @@ Whatever sequence of submissions, checks, approvals, rejections and revocations 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -74,28 +75,22 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
 
         @rule(case_id=cases, own=st.booleans())
         def approve_case(self, case_id: str, own: bool) -> None:
-            try:
+            with contextlib.suppress(REFUSALS):
                 services.case_approve(
                     case=selectors.case_get(case_id),
                     actor=submitter if own else approver,
                     reason="fuzz",
                 )
-            except REFUSALS:
-                pass
 
         @rule(case_id=cases)
         def reject_case(self, case_id: str) -> None:
-            try:
+            with contextlib.suppress(REFUSALS):
                 services.case_reject(case=selectors.case_get(case_id), actor=approver, reason="no")
-            except REFUSALS:
-                pass
 
         @rule(case_id=cases)
         def revoke_case(self, case_id: str) -> None:
-            try:
+            with contextlib.suppress(REFUSALS):
                 services.case_revoke(case=selectors.case_get(case_id), actor=approver, reason="x")
-            except REFUSALS:
-                pass
 
         @rule(target=skills, first=cases, second=cases)
         def submit_skill(self, first: str, second: str) -> str:
@@ -112,22 +107,18 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
         @rule(skill_id=skills)
         def approve_skill(self, skill_id: str) -> None:
             if skill_id:
-                try:
+                with contextlib.suppress(REFUSALS):
                     services.skill_approve(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="ok"
                     )
-                except REFUSALS:
-                    pass
 
         @rule(skill_id=skills)
         def revoke_skill(self, skill_id: str) -> None:
             if skill_id:
-                try:
+                with contextlib.suppress(REFUSALS):
                     services.skill_revoke(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="x"
                     )
-                except REFUSALS:
-                    pass
 
         @invariant()
         def approved_cases_carry_their_evidence(self) -> None:

@@ -55,7 +55,9 @@ def test_document_filters(
     client: Client,
 ) -> None:
     client.force_login(operator)
-    html = client.get(reverse("knowledge:document-list") + "?" + query, headers=HTMX).content.decode()
+    html = client.get(
+        reverse("knowledge:document-list") + "?" + query, headers=HTMX
+    ).content.decode()
     for public_id in present:
         assert public_id in html
     for public_id in absent:

@@ -119,7 +119,7 @@ def test_anonymous_is_sent_to_login_with_next(urls: dict[str, str]) -> None:
 
 
 def test_anonymous_htmx_request_reloads_into_login(urls: dict[str, str]) -> None:
-    response = csrf_client(None).get(urls["queue"], HTTP_HX_REQUEST="true")
+    response = csrf_client(None).get(urls["queue"], headers={"HX-Request": "true"})
     assert response.status_code == 200
     assert response["HX-Redirect"].startswith(reverse("login"))
 

@@ -24,7 +24,9 @@ def test_mark_checked_with_htmx_swaps_the_item_and_the_checklist(
 ) -> None:
     client.force_login(reviewer)
     response = client.post(
-        _url("case-check", candidate), {"key": "diagnosis/0", "note": "matches the thread"}, headers=HTMX
+        _url("case-check", candidate),
+        {"key": "diagnosis/0", "note": "matches the thread"},
+        headers=HTMX,
     )
     assert response.status_code == 200
     html = response.content.decode()

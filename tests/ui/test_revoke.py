@@ -111,7 +111,9 @@ def test_skill_revocation_lists_runs(
     skill = memory["skill"]
     client.force_login(reviewer)
     assert "run-ui-1" in client.get(_url("skill-revoke", skill)).content.decode()
-    response = client.post(_url("skill-revoke", skill), {"reason": "recipe too broad"}, headers=HTMX)
+    response = client.post(
+        _url("skill-revoke", skill), {"reason": "recipe too broad"}, headers=HTMX
+    )
     assert response["HX-Redirect"] == _url("skill-detail", skill)
     assert RevocationImpact.objects.get(item_id=skill.id).runs == ["run-ui-1"]
     skill.refresh_from_db()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import io
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
 
@@ -121,7 +122,8 @@ def test_audit_csv_export_streams_filtered_rows(
     assert response.streaming
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith('attachment; filename="audit-')
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    body = b"".join(cast(StreamingHttpResponse, response).streaming_content)  # type: ignore[arg-type]
+    rows = list(csv.reader(io.StringIO(body.decode())))
     assert rows[0] == ["time", "actor", "action", "target", "reason", "details"]
     assert len(rows) == 5
     assert rows[1][4] == "'=HYPERLINK(1)"  # a spreadsheet must not run user text as a formula
