@@ -69,11 +69,11 @@ def _aware(value: object) -> datetime:
     except ValidationFailure as failure:
         raise ValueError(failure.message) from None
     try:
-        # Every store and comparison works in UTC; an instant that has no UTC year is refused here.
-        parsed.astimezone(UTC)
+        # The same instant in UTC: databases refuse some offsets Python accepts (PostgreSQL stops
+        # at ±15:59), and an instant without a UTC year (0001-01-01T00:00+08:00) is refused here.
+        return parsed.astimezone(UTC)
     except OverflowError:
         raise ValueError(OUT_OF_RANGE) from None
-    return parsed
 
 
 def _run_id(value: str) -> str:

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "experience",
     "agentapi",
     "evaluation",
+    "curation",
 ]
 
 MIDDLEWARE = [

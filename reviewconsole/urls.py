@@ -19,6 +19,7 @@ urlpatterns = [
     path("audit/export.csv", views.event_export, name="event-export"),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
+    path("curation/", include("curation.urls")),
     path("", include("experience.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

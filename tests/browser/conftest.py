@@ -1,0 +1,92 @@
+"""Real-browser fixtures: Debian's Chromium driven by Playwright against the live test server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests.conftest import PASSWORD
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENS = Path(settings.BASE_DIR) / "test-artifacts" / "screens"
+VIEWPORT = {"width": 1366, "height": 900}
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is required in CI; scripts/ensure_browser.sh installs it")
+        pytest.skip("chromium is not installed (scripts/ensure_browser.sh installs it); CI runs these")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the ORM calls that set
+    # up each test run beside it, one at a time, so Django's async-safety guard is lifted here.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            yield launched
+            launched.close()
+
+
+@pytest.fixture(autouse=True)
+def role_groups(transactional_db: None) -> None:
+    """The live server needs committed rows, so these tests flush the database after each test,
+    taking the role groups that a data migration made with them; put them back first."""
+    from django.apps import apps
+
+    from reviewconsole.roles import sync_roles
+
+    sync_roles(apps)
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT, locale="en-US", base_url=live_server.url)
+    context.set_default_timeout(10_000)
+    opened = context.new_page()
+    policy_errors: list[str] = []
+    opened.on(
+        "console",
+        lambda message: policy_errors.append(message.text)
+        if message.type == "error" and "Content Security Policy" in message.text
+        else None,
+    )
+    yield opened
+    context.close()
+    assert not policy_errors, f"the page broke its Content-Security-Policy: {policy_errors}"
+
+
+def login(page: Any, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.locator("main").get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+def screen(page: Any, name: str) -> None:
+    """Keep a screenshot of the page and require no serious or critical axe-core violation."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=True)
+    results = Axe().run(page)
+    blocking = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+    assert not blocking, f"{name}: " + "; ".join(
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']]}" for v in blocking
+    )
