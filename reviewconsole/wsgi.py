@@ -1,6 +1,11 @@
 import os
 
 from django.core.wsgi import get_wsgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
 application = get_wsgi_application()
+
+# Import every view and API module now rather than on a worker's first request, so a server
+# started with --preload forks workers that answer their first request at full speed.
+get_resolver().url_patterns  # noqa: B018

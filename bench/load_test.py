@@ -1,0 +1,308 @@
+"""Headless load test: reviewers browsing and agents searching, against gunicorn on loopback.
+
+Bounded in count and time, loopback only, and it stops by itself:
+
+    .venv/bin/python bench/load_test.py                       # PostgreSQL (a scratch database)
+    .venv/bin/python bench/load_test.py --database sqlite     # a temporary SQLite file
+    .venv/bin/python bench/load_test.py --users 20 --requests 60 --seconds 90
+
+Each virtual user is a thread with its own HTTP connection. Reviewers sign in through the login
+form and then read the dashboard, the review queue, case pages, runs and the knowledge list;
+agents call the search and retrieval endpoints with a bearer token. The report gives throughput,
+p50/p99 latency and errors per kind and overall; targets: zero errors, p99 < 200 ms at 20 users.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+LOAD_DB = "console_load_test"
+STARTED = time.monotonic()
+
+
+@dataclass
+class Samples:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_examples: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    slow: list[str] = field(default_factory=list)
+
+    def add(self, ms: float, ok: bool, what: str) -> None:
+        with self.lock:
+            self.latencies_ms.append(ms)
+            if ms > 200 and len(self.slow) < 10:
+                self.slow.append(f"{what} {ms:.0f} ms at +{time.monotonic() - STARTED:.1f}s")
+            if not ok:
+                self.errors += 1
+                if len(self.error_examples) < 5:
+                    self.error_examples.append(what)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(  # noqa: S603
+        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        check=False, timeout=600,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}{result.stdout}")
+    return result.stdout
+
+
+@contextmanager
+def scratch_database(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{folder}/load.sqlite3"
+        return
+    import psycopg
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {LOAD_DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {LOAD_DB}")
+    try:
+        yield f"{PG_SERVER}/{LOAD_DB}"
+    finally:
+        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {LOAD_DB} WITH (FORCE)")
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], port: int, workers: int) -> Iterator[None]:
+    process = subprocess.Popen(  # noqa: S603
+        [PYTHON, "-m", "gunicorn", "reviewconsole.wsgi:application", "--bind",
+         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "4",
+         "--log-level", "warning", "--preload"],
+        cwd=ROOT, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit("gunicorn did not start")
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+class Browser:
+    """A minimal cookie-keeping client on one keep-alive connection."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.cookies: dict[str, str] = {}
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, float]:
+        all_headers = {"Host": "127.0.0.1", **(headers or {})}
+        if self.cookies:
+            all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        began = time.perf_counter()
+        self.conn.request(method, path, body=body, headers=all_headers)
+        response = self.conn.getresponse()
+        data = response.read()
+        elapsed = (time.perf_counter() - began) * 1000
+        for header, value in response.getheaders():
+            if header.lower() == "set-cookie":
+                name, _, rest = value.partition("=")
+                self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return response.status, data, elapsed
+
+    def login(self, username: str, password: str) -> None:
+        status, page, _ = self.request("GET", "/accounts/login/")
+        token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        if status != 200 or token is None:
+            raise RuntimeError(f"login page: {status}")
+        body = urllib.parse.urlencode(
+            {"username": username, "password": password,
+             "csrfmiddlewaretoken": token.group(1).decode()}
+        ).encode()
+        status, _, _ = self.request(
+            "POST", "/accounts/login/", body,
+            {"Content-Type": "application/x-www-form-urlencoded", "Referer": "http://127.0.0.1/"},
+        )
+        if status != 302:
+            raise RuntimeError(f"login failed: {status}")
+
+
+def case_paths(browser: Browser) -> list[str]:
+    _, page, _ = browser.request("GET", "/queue/?status=approved")
+    paths = sorted(set(re.findall(rb'href="(/cases/[0-9a-f]{64}/)"', page)))
+    _, page, _ = browser.request("GET", "/queue/")
+    paths += sorted(set(re.findall(rb'href="(/cases/[0-9a-f]{64}/)"', page)))
+    return [p.decode() for p in paths] or ["/queue/"]
+
+
+SEARCH = {
+    "query": "两杯水果茶，优惠券用不了", "tenant": "teahouse", "brand": "leaf-and-cup",
+    "store": "store-002", "campaign": "campaign-b",
+    "occurred_at": "2026-09-18T14:00:00+08:00", "known_at": "2026-09-18T14:10:00+08:00",
+    "facts": {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
+}
+RETRIEVE = {
+    "query": "优惠券无法使用", "run_id": "load-run",
+    "scope": {"tenant": "teahouse", "brand": "leaf-and-cup", "store": "store-002",
+              "campaign": "campaign-b", "deployment": "release-1"},
+}
+
+
+def think(rng: random.Random, think_ms: tuple[float, float]) -> None:
+    """A person reads a page, an agent reasons between calls: a pause as locust's ``between``."""
+    time.sleep(rng.uniform(*think_ms) / 1000)
+
+
+def reviewer(port: int, requests: int, stop_at: float, samples: Samples, think_ms: tuple[float, float],
+             name: str, password: str) -> None:
+    rng = random.Random(name)  # noqa: S311 - pacing, not security
+    browser = Browser(port)
+    browser.login(name, password)
+    cases = case_paths(browser)
+    pages = ["/", "/queue/", *cases, "/runs/", "/knowledge/"]
+    for n in range(requests):
+        if time.monotonic() > stop_at:
+            return
+        think(rng, think_ms)
+        path = pages[n % len(pages)]
+        status, _, ms = browser.request("GET", path)
+        samples.add(ms, status == 200, f"GET {path} -> {status}")
+
+
+def agent(port: int, requests: int, stop_at: float, samples: Samples, think_ms: tuple[float, float],
+          token: str) -> None:
+    rng = random.Random(threading.get_ident())  # noqa: S311 - pacing, not security
+    browser = Browser(port)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    for n in range(requests):
+        if time.monotonic() > stop_at:
+            return
+        think(rng, think_ms)
+        if n % 2:
+            body = {**RETRIEVE, "run_id": f"load-{threading.get_ident()}-{n}"}
+            path = "/api/v1/experience/retrieve"
+        else:
+            body, path = SEARCH, "/api/v1/knowledge/search"
+        status, _, ms = browser.request("POST", path, json.dumps(body).encode(), headers)
+        samples.add(ms, status == 200, f"POST {path} -> {status}")
+
+
+def report(kind: str, samples: Samples, seconds: float) -> dict[str, float]:
+    lat = sorted(samples.latencies_ms)
+    if not lat:
+        return {}
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    row = {
+        "requests": len(lat),
+        "rps": len(lat) / seconds,
+        "p50_ms": statistics.median(lat),
+        "p99_ms": p99,
+        "errors": samples.errors,
+    }
+    print(f"{kind:<10} {row['requests']:>8} {row['rps']:>8.1f} {row['p50_ms']:>9.1f} "
+          f"{row['p99_ms']:>9.1f} {row['errors']:>7}")
+    for example in samples.error_examples:
+        print(f"           error: {example}")
+    for example in samples.slow:
+        print(f"           slow: {example}")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=60, help="requests per user")
+    parser.add_argument("--seconds", type=float, default=90, help="time cap for the load phase")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--think-ms", default="250,750",
+                        help="pause before each request, MIN,MAX milliseconds (0,0 for none)")
+    args = parser.parse_args()
+    low, high = (float(x) for x in args.think_ms.split(","))
+
+    with scratch_database(args.database) as url:
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0",
+               "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost"}
+        manage(env, "migrate", "--noinput")
+        demo = json.loads(manage(env, "load_demo", "--json"))
+        passwords = {u["username"]: u["password"] for u in demo["users"]}
+        token = json.loads(manage(env, "create_token", "agent-7", "--json"))["token"]
+        port = free_port()
+        with gunicorn(env, port, args.workers):
+            # Warm-up, not measured: each worker imports views and builds schemas on first use.
+            warm = Samples()
+            for _ in range(4 * args.workers):
+                agent(port, 2, time.monotonic() + 30, warm, (0, 0), token)
+                reviewer(port, 3, time.monotonic() + 30, warm, (0, 0), "rita", passwords["rita"])
+            reviewers, agents = Samples(), Samples()
+            threads = []
+            stop_at = time.monotonic() + args.seconds
+            for i in range(args.users):
+                if i % 2:
+                    target, extra = agent, (token,)
+                    samples = agents
+                else:
+                    name = "rita" if i % 4 == 0 else "ravi"
+                    target, extra = reviewer, (name, passwords[name])
+                    samples = reviewers
+                threads.append(threading.Thread(
+                    target=target,
+                    args=(port, args.requests, stop_at, samples, (low, high), *extra),
+                ))
+            began = time.monotonic()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=args.seconds + 60)
+            seconds = time.monotonic() - began
+
+        print(f"database={args.database} users={args.users} workers={args.workers} "
+              f"think={args.think_ms}ms wall={seconds:.1f}s")
+        print(f"{'kind':<10} {'requests':>8} {'req/s':>8} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7}")
+        report("reviewer", reviewers, seconds)
+        report("agent", agents, seconds)
+        total = Samples(reviewers.latencies_ms + agents.latencies_ms,
+                        reviewers.errors + agents.errors)
+        row = report("all", total, seconds)
+        ok = row.get("errors", 1) == 0 and row.get("p99_ms", 1e9) < 200
+        print(f"target (zero errors, p99 < 200 ms): {'PASS' if ok else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
