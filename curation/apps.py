@@ -4,3 +4,16 @@ from django.apps import AppConfig
 class CurationConfig(AppConfig):
     name = "curation"
     verbose_name = "intake and curation"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_save
+
+        from curation.selectors import canonical_incident_expression
+        from curation.signals import case_saved, skill_saved
+        from experience.models import Case, Skill
+        from experience.selectors import canonical_incident_install
+
+        post_save.connect(case_saved, sender=Case, dispatch_uid="curation.case_saved")
+        post_save.connect(skill_saved, sender=Skill, dispatch_uid="curation.skill_saved")
+        # Skill approval and every distinct-incident count go through incident merges.
+        canonical_incident_install(canonical_incident_expression)

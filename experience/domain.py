@@ -36,6 +36,7 @@ NOT_REVIEWER = "not_reviewer"
 TOO_FEW_INCIDENTS = "too_few_incidents"
 CASE_UNAVAILABLE = "case_unavailable"
 SCOPE_MISMATCH = "scope_mismatch"
+CITES_HELDOUT_TICKET = "cites_heldout_ticket"
 
 MIN_SKILL_INCIDENTS = 2
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -93,19 +94,44 @@ def case_facts(case: Case) -> domain.CaseFacts:
     )
 
 
+# --- incident identity (extension point) ---------------------------------------------------------
+# Two summaries of one incident count once, and a reviewer may later record that two incident
+# ids name one incident. The app keeping those records installs, once at start-up, a factory of
+# the query expression for a case's canonical incident, given the lookup path of the case row
+# ("case" when loaded through SkillCase). Without one, an incident is itself. The expression is
+# evaluated inside the query that loads the cases, so counting costs no extra query.
+CanonicalIncidentExpression = Callable[[str], Any]
+_incident_identity: dict[str, CanonicalIncidentExpression] = {}
+
+
+def canonical_incident_install(expression: CanonicalIncidentExpression | None) -> None:
+    _incident_identity.pop("expression", None)
+    if expression is not None:
+        _incident_identity["expression"] = expression
+
+
 def cited_case(case: Case) -> domain.CitedCase:
+    """``incident`` is the canonical incident when the row was loaded by ``skill_cases``."""
     return domain.CitedCase(
         case_id=case.id,
         status=case.status,
         scope=case.scope,
-        incident=case.incident,
+        incident=getattr(case, "canonical_incident", None) or case.incident,
         valid_from=case.valid_from,
         valid_to=case.valid_to,
     )
 
 
 def skill_cases(skill: Skill) -> list[Case]:
-    return [link.case for link in SkillCase.objects.filter(skill=skill).select_related("case")]
+    links = SkillCase.objects.filter(skill=skill).select_related("case")
+    expression = _incident_identity.get("expression")
+    if expression is not None:
+        links = links.annotate(canonical_incident=expression("case"))
+    cases = []
+    for link in links:
+        link.case.canonical_incident = getattr(link, "canonical_incident", link.case.incident)  # type: ignore[attr-defined]
+        cases.append(link.case)
+    return cases
 
 
 def skill_facts(skill: Skill) -> domain.SkillFacts:

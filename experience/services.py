@@ -6,7 +6,7 @@ never from a field of the submitted content.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -384,6 +384,16 @@ def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> Evid
 
 # --- review: cases -----------------------------------------------------------------------------
 
+# Approval conditions that other apps add without experience importing them (the evaluation
+# refuses cases that cite held-out tickets). Each returns the unmet names for a locked case.
+CaseApprovalGuard = Callable[[Case], list[str]]
+_case_approval_guards: list[CaseApprovalGuard] = []
+
+
+def case_approval_guard_register(guard: CaseApprovalGuard) -> None:
+    if guard not in _case_approval_guards:
+        _case_approval_guards.append(guard)
+
 
 def _locked_case(case: Case) -> Case:
     return Case.objects.select_for_update().get(pk=case.pk)
@@ -400,6 +410,7 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     unmet = domain.case_approval_unmet(
         case_facts(case), reviewer=reviewer_of(actor), reason=reason, now=now
     )
+    unmet += [name for guard in _case_approval_guards for name in guard(case) if name not in unmet]
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
     case.status = Status.APPROVED

@@ -27,6 +27,17 @@ class Action(models.TextChoices):
     SKILL_RUN = "experience.skill.run", "skill run"
     AGENT_TOKEN_CREATE = "agentapi.token.create", "agent API token created"
     AGENT_TOKEN_REVOKE = "agentapi.token.revoke", "agent API token revoked"
+    THREAD_IMPORT = "curation.thread.import", "investigation thread imported"
+    THREAD_BUILD = "curation.thread.build", "candidate built from a thread"
+    NEAR_DUPLICATE_RESOLVE = "curation.near_duplicate.resolve", "near-duplicate resolved"
+    INCIDENT_MERGE = "curation.incident.merge", "incidents merged"
+    CURATION_SCAN = "curation.scan.run", "curation scan queued items"
+    REREVIEW_RECERTIFY = "curation.rereview.recertify", "re-certification submitted"
+    REREVIEW_CONFIRM = "curation.rereview.confirm", "re-review confirmed"
+    PROPOSAL_ADOPT = "curation.proposal.adopt", "skill proposal submitted as candidate"
+    PROPOSAL_DISMISS = "curation.proposal.dismiss", "skill proposal dismissed"
+    HELDOUT_REGISTER = "evaluation.heldout.register", "held-out tickets registered"
+    EVALUATION_REPLAY = "evaluation.replay.run", "replay evaluation run"
 
 
 class AppendOnlyError(RuntimeError):

@@ -12,6 +12,9 @@ echo "== ruff"
 echo "== mypy"
 "$BIN/mypy" .
 
+echo "== browser"
+bash scripts/ensure_browser.sh
+
 echo "== pytest (SQLite)"
 env -u DATABASE_URL "$BIN/pytest" -q -p no:cacheprovider "$@"
 

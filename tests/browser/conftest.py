@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import PASSWORD
+from tests.ui.conftest import candidate, knowledge, memory  # noqa: F401  (shared fixtures)
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -30,7 +31,9 @@ def browser() -> Iterator[Any]:
     if executable is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is required in CI; scripts/ensure_browser.sh installs it")
-        pytest.skip("chromium is not installed (scripts/ensure_browser.sh installs it); CI runs these")
+        pytest.skip(
+            "chromium is not installed (scripts/ensure_browser.sh installs it); CI runs these"
+        )
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API keeps an event loop running in this thread; the ORM calls that set
@@ -62,9 +65,11 @@ def page(browser: Any, live_server: Any) -> Iterator[Any]:
     policy_errors: list[str] = []
     opened.on(
         "console",
-        lambda message: policy_errors.append(message.text)
-        if message.type == "error" and "Content Security Policy" in message.text
-        else None,
+        lambda message: (
+            policy_errors.append(f"{message.text} at {message.location} on {opened.url}")
+            if message.type == "error" and "Content Security Policy" in message.text
+            else None
+        ),
     )
     yield opened
     context.close()
@@ -84,7 +89,8 @@ def screen(page: Any, name: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
 
     SCREENS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=True)
+    # caret="initial": hiding the caret would inject a style element the CSP rightly refuses.
+    page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=True, caret="initial")
     results = Axe().run(page)
     blocking = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
     assert not blocking, f"{name}: " + "; ".join(

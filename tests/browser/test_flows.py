@@ -61,7 +61,9 @@ def test_reviewer_checks_evidence_and_approves_with_a_reason(
     assert case.status == Status.APPROVED and case.approved_by == reviewer
 
 
-def test_approving_ones_own_submission_is_refused_with_the_reason(page: Any, reviewer: User) -> None:
+def test_approving_ones_own_submission_is_refused_with_the_reason(
+    page: Any, reviewer: User
+) -> None:
     own = submit_case(reviewer, incident="INC-BROWSER-OWN")
     login(page, "rita")
     page.goto(_path(own.id))
@@ -69,7 +71,6 @@ def test_approving_ones_own_submission_is_refused_with_the_reason(page: Any, rev
     expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
     page.fill("#review-reason", "I am sure about my own diagnosis")
     page.get_by_role("button", name="Approve").click()
-    page.screenshot(path="/tmp/dbg.png", full_page=True)
     alert = page.locator("#review-panel [role=alert]")
     expect(alert).to_contain_text("Someone other than the submitter approves it (four eyes)")
     expect(alert).to_contain_text("own_submission")
@@ -129,7 +130,9 @@ def test_operator_saves_a_new_version_and_previews_search(page: Any, knowledge: 
 
     page.goto("/knowledge/rule-b/v3/")
     expect(page.locator(".page-head .badge-draft")).to_be_visible()
-    expect(page.locator("#document-diff .add")).to_contain_text(["+九月二十日起，外卖渠道同样适用。"])
+    expect(page.locator("#document-diff .add")).to_contain_text(
+        ["+九月二十日起，外卖渠道同样适用。"]
+    )
     screen(page, "document")
 
     new = Document.objects.get(doc_key="rule-b", version=3)

@@ -1,0 +1,311 @@
+#!/usr/bin/env python
+"""Benchmark the agent API under gunicorn: knowledge search next to a trivial endpoint.
+
+Starts gunicorn (2 sync workers) on 127.0.0.1 at a free port, on a temporary SQLite database
+(or ``--database-url``) holding the shipped knowledge fixtures, issues an agent token, and sends a bounded
+loopback load from a few threads to ``POST /api/v1/knowledge/search`` and ``GET /api/v1/ping``
+(the same app behind the same token authentication) in alternating rounds of one run. Prints
+requests/s, p50/p99 latency and errors for both, and the throughput ratio search/ping.
+
+Targets: ratio >= 0.5 and zero errors. It reports; it never fails on a missed target.
+The server it starts is stopped before it exits, whatever happens.
+
+Usage::
+
+    python bench/bench_api.py                    # 2 x 1000 requests per endpoint, 4 threads
+    python bench/bench_api.py --requests 200 --rounds 1 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+TARGET_RATIO = 0.5
+WORKERS = 2
+
+SEARCH_BODY = json.dumps(
+    {
+        "query": "小程序优惠券无法使用",
+        "tenant": "teahouse",
+        "brand": "leaf-and-cup",
+        "store": "store-002",
+        "campaign": "campaign-b",
+        "occurred_at": "2026-09-18T14:00:00+08:00",
+        "known_at": "2026-09-18T14:10:00+08:00",
+        "facts": {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
+    },
+    ensure_ascii=False,
+).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    label: str
+    method: str
+    path: str
+    body: bytes | None = None
+
+
+PING = Endpoint("GET /api/v1/ping", "GET", "/api/v1/ping")
+SEARCH = Endpoint("POST /api/v1/knowledge/search", "POST", "/api/v1/knowledge/search", SEARCH_BODY)
+
+
+@dataclass
+class Measurement:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    elapsed: float = 0.0
+    first_error: str = ""
+
+    @property
+    def completed(self) -> int:
+        return len(self.latencies) + self.errors
+
+    def rate(self) -> float:
+        return len(self.latencies) / self.elapsed if self.elapsed else 0.0
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))
+        return ordered[index] * 1000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1000, help="per endpoint and round")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per endpoint")
+    parser.add_argument("--threads", type=int, default=4, help="concurrent client threads")
+    parser.add_argument("--time-cap", type=float, default=60.0, help="seconds per phase, at most")
+    parser.add_argument("--warmup", type=int, default=50, help="unmeasured requests per endpoint")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="a database to use instead of a temporary SQLite file; it gets the fixtures",
+    )
+    return parser.parse_args(argv)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(  # noqa: S603 - this interpreter and manage.py, fixed arguments
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"manage.py {args[0]} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def request_once(port: int, endpoint: Endpoint, headers: dict[str, str]) -> int:
+    # Gunicorn's sync workers close every connection after its response, so each request is a
+    # new loopback connection, for both endpoints alike.
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        connection.request(endpoint.method, endpoint.path, body=endpoint.body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def run_phase(
+    port: int, endpoint: Endpoint, headers: dict[str, str], count: int, threads: int, cap: float
+) -> Measurement:
+    """``count`` requests from ``threads`` threads, stopping early when ``cap`` seconds pass."""
+    measurement = Measurement()
+    lock = threading.Lock()
+    remaining = [count]
+    deadline = time.monotonic() + cap
+
+    def take() -> bool:
+        with lock:
+            if remaining[0] <= 0 or time.monotonic() > deadline:
+                return False
+            remaining[0] -= 1
+            return True
+
+    def worker() -> None:
+        while take():
+            began = time.perf_counter()
+            try:
+                status = request_once(port, endpoint, headers)
+                problem = "" if status == 200 else f"HTTP {status}"
+            except OSError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            took = time.perf_counter() - began
+            with lock:
+                if problem:
+                    measurement.errors += 1
+                    measurement.first_error = measurement.first_error or problem
+                else:
+                    measurement.latencies.append(took)
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    started = time.perf_counter()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    measurement.elapsed = time.perf_counter() - started
+    return measurement
+
+
+def merge(parts: list[Measurement]) -> Measurement:
+    total = Measurement()
+    for part in parts:
+        total.latencies.extend(part.latencies)
+        total.errors += part.errors
+        total.elapsed += part.elapsed
+        total.first_error = total.first_error or part.first_error
+    return total
+
+
+def wait_until_serving(port: int, headers: dict[str, str], server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"gunicorn exited with status {server.returncode}")
+        try:
+            if request_once(port, PING, headers) == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer within 30 s")
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is not None:
+        return
+    server.send_signal(signal.SIGTERM)  # the master stops its workers gracefully
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=10)
+
+
+def report(label: str, result: Measurement) -> None:
+    print(
+        f"{label:<32} {result.completed:>6} req  {result.rate():>8.1f} req/s  "
+        f"p50 {result.percentile(50):>7.2f} ms  p99 {result.percentile(99):>7.2f} ms  "
+        f"errors {result.errors}"
+        + (f"  (first: {result.first_error})" if result.errors else "")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url or f"sqlite:///{workdir / 'bench.sqlite3'}",
+        "DJANGO_DEBUG": "0",
+        "PYTHONPATH": str(ROOT),
+    }
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        print("preparing the database (migrate, knowledge fixtures, agent token) ...", flush=True)
+        manage(env, "migrate", "--noinput", "-v", "0")
+        manage(env, "add_user", "bench-operator", "--role", "operator")
+        manage(env, "add_user", "agent-7", "--role", "agent")
+        manage(
+            env,
+            "import_knowledge",
+            str(ROOT / "fixtures" / "knowledge.json"),
+            "--as",
+            "bench-operator",
+            "--json",
+        )
+        token = json.loads(manage(env, "create_token", "agent-7", "--name", "bench", "--json"))[
+            "token"
+        ]
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Connection": "close",
+        }
+        port = free_port()
+        server = subprocess.Popen(  # noqa: S603 - this interpreter running gunicorn, fixed arguments
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "reviewconsole.wsgi:application",
+                "--workers",
+                str(WORKERS),
+                "--bind",
+                f"{HOST}:{port}",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        wait_until_serving(port, headers, server)
+        print(
+            f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: {args.threads} threads, "
+            f"{args.rounds} x {args.requests} requests per endpoint, "
+            f"cap {args.time_cap:g} s per phase",
+            flush=True,
+        )
+
+        phase: Callable[[Endpoint, int], Measurement] = lambda endpoint, count: run_phase(  # noqa: E731
+            port, endpoint, headers, count, args.threads, args.time_cap
+        )
+        for endpoint in (PING, SEARCH):
+            phase(endpoint, args.warmup)
+        results: dict[str, list[Measurement]] = {PING.label: [], SEARCH.label: []}
+        for _ in range(args.rounds):
+            for endpoint in (PING, SEARCH):
+                results[endpoint.label].append(phase(endpoint, args.requests))
+    finally:
+        if server is not None:
+            stop(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    ping, search = merge(results[PING.label]), merge(results[SEARCH.label])
+    print()
+    report(PING.label, ping)
+    report(SEARCH.label, search)
+    ratio = search.rate() / ping.rate() if ping.rate() else float("nan")
+    errors = ping.errors + search.errors
+    print()
+    print(f"throughput ratio search/ping: {ratio:.2f} (target >= {TARGET_RATIO})")
+    print(f"errors: {errors} (target 0)")
+    verdict = "met" if ratio >= TARGET_RATIO and errors == 0 else "MISSED"
+    print(f"targets {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""Intake and curation rows: imported threads, similarity links, incident merges, the re-review
+queue and skill proposals.
+
+Imported threads are written once. Queue entries change only through their resolution columns.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from experience.models import ID_LENGTH, SCOPE_LENGTH, Case
+
+
+def _user_fk(*, null: bool = True) -> models.ForeignKey:  # type: ignore[type-arg]
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=null,
+        blank=null,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+
+
+class Thread(models.Model):
+    """An investigation thread as imported: the raw material an operator picks evidence from."""
+
+    thread_id = models.CharField(max_length=100, unique=True)
+    title = models.CharField(max_length=300)
+    source = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64)
+    imported_by = _user_fk(null=False)
+    imported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.thread_id
+
+
+class MessageRole(models.TextChoices):
+    CUSTOMER = "customer", "customer"
+    SUPPORT = "support", "support"
+    ENGINEER = "engineer", "engineer"
+    OPERATIONS = "operations", "operations"
+    AGENT = "agent", "agent"
+    SYSTEM = "system", "system"
+
+
+class ThreadMessage(models.Model):
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    message_id = models.CharField(max_length=40)
+    position = models.PositiveIntegerField()
+    author = models.CharField(max_length=100)
+    role = models.CharField(max_length=12, choices=MessageRole.choices)
+    sent_at = models.DateTimeField()
+    text = models.TextField(blank=True)
+    # [{"name": ..., "text": <extracted text>}, ...]
+    attachments = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["thread", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "message_id"], name="thread_message_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.message_id}"
+
+
+class CaseSignature(models.Model):
+    """A case's MinHash signature, kept so later submissions compare against it."""
+
+    case = models.OneToOneField(
+        Case, on_delete=models.CASCADE, primary_key=True, related_name="signature"
+    )
+    scope_key = models.CharField(max_length=64)
+    values = models.JSONField()
+    threshold = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"signature of {self.case_id}"
+
+
+class CaseBand(models.Model):
+    """One LSH band key of a case; cases of one scope sharing a key are candidate pairs."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
+    scope_key = models.CharField(max_length=64)
+    key = models.CharField(max_length=20)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope_key", "key"], name="case_band_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.case_id} band {self.key}"
+
+
+class LinkStatus(models.TextChoices):
+    OPEN = "open", "open"
+    SAME_INCIDENT = "same_incident", "same incident"
+    DIFFERENT = "different", "different incidents"
+
+
+class NearDuplicate(models.Model):
+    """Two cases of one scope whose text is similar: possibly the same incident."""
+
+    # case_a.id < case_b.id, so a pair is stored once.
+    case_a = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
+    case_b = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+    detected_at = models.DateTimeField()
+    status = models.CharField(
+        max_length=16, choices=LinkStatus.choices, default=LinkStatus.OPEN, db_index=True
+    )
+    resolved_by = _user_fk()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["case_a", "case_b"], name="near_duplicate_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_a_id} ~ {self.case_b_id}"
+
+    def other(self, case_id: str) -> Case:
+        return self.case_b if self.case_a_id == case_id else self.case_a
+
+
+class IncidentMerge(models.Model):
+    """A reviewer's record that incident ``alias`` is the incident ``into`` (tenant and brand).
+
+    ``canonical`` is where ``alias`` ends up now: when ``into`` is later merged further, the
+    service moves ``canonical`` along, so one lookup answers every count.
+    """
+
+    tenant = models.CharField(max_length=SCOPE_LENGTH)
+    brand = models.CharField(max_length=SCOPE_LENGTH)
+    alias = models.CharField(max_length=200)
+    into = models.CharField(max_length=200)
+    canonical = models.CharField(max_length=200)
+    merged_by = _user_fk(null=False)
+    merged_at = models.DateTimeField()
+    reason = models.TextField()
+    link = models.ForeignKey(
+        NearDuplicate, null=True, blank=True, on_delete=models.SET_NULL, related_name="merges"
+    )
+
+    class Meta:
+        ordering = ["-merged_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "brand", "alias"], name="incident_merge_alias"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "brand", "canonical"], name="incident_merge_canonical")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant}/{self.brand}: {self.alias} → {self.canonical}"
+
+
+class ReReviewReason(models.TextChoices):
+    UNUSED = "unused", "unused for too long"
+    DOCUMENT_NEW_VERSION = "document_new_version", "cited document has a new version"
+    DOCUMENT_REVOKED = "document_revoked", "cited document was revoked"
+
+
+class ReReviewStatus(models.TextChoices):
+    OPEN = "open", "open"
+    PENDING = "pending", "new version waiting for review"
+    CLOSED = "closed", "closed"
+
+
+class ReReviewResolution(models.TextChoices):
+    NONE = "", "—"
+    SUPERSEDED = "superseded", "superseded by a reviewed new version"
+    REVOKED = "revoked", "revoked"
+    CONFIRMED = "confirmed", "confirmed by a reviewer"
+    GONE = "gone", "no longer approved"
+
+
+class ReReview(models.Model):
+    """An approved case or skill that must be looked at again, and why."""
+
+    item_id = models.CharField(max_length=ID_LENGTH, db_index=True)
+    item_type = models.CharField(max_length=8)
+    title = models.CharField(max_length=300)
+    reason = models.CharField(max_length=24, choices=ReReviewReason.choices)
+    document_id = models.CharField(max_length=200, blank=True)
+    detail = models.CharField(max_length=200, blank=True)
+    detected_at = models.DateTimeField()
+    status = models.CharField(
+        max_length=8, choices=ReReviewStatus.choices, default=ReReviewStatus.OPEN, db_index=True
+    )
+    new_item_id = models.CharField(max_length=ID_LENGTH, blank=True)
+    resolution = models.CharField(
+        max_length=12, choices=ReReviewResolution.choices, default="", blank=True
+    )
+    resolved_by = _user_fk()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"re-review {self.item_id}: {self.reason}"
+
+
+class ProposalStatus(models.TextChoices):
+    OPEN = "open", "open"
+    ADOPTED = "adopted", "submitted as a candidate"
+    DISMISSED = "dismissed", "dismissed"
+
+
+class SkillProposal(models.Model):
+    """A drafted skill for a check pattern shared by approved cases of distinct incidents.
+
+    Not a skill: a person turns it into a candidate (and becomes its submitter), and another
+    reviewer approves that candidate.
+    """
+
+    tenant = models.CharField(max_length=SCOPE_LENGTH)
+    brand = models.CharField(max_length=SCOPE_LENGTH)
+    store = models.CharField(max_length=SCOPE_LENGTH)
+    campaign = models.CharField(max_length=SCOPE_LENGTH)
+    deployment = models.CharField(max_length=SCOPE_LENGTH)
+    pattern_kind = models.CharField(max_length=12)
+    pattern = models.CharField(max_length=300)
+    case_ids = models.JSONField(default=list)
+    incidents = models.JSONField(default=list)
+    title = models.CharField(max_length=300)
+    when = models.TextField()
+    recipe = models.JSONField()
+    status = models.CharField(
+        max_length=10, choices=ProposalStatus.choices, default=ProposalStatus.OPEN, db_index=True
+    )
+    skill_id = models.CharField(max_length=ID_LENGTH, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    resolved_by = _user_fk()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "tenant",
+                    "brand",
+                    "store",
+                    "campaign",
+                    "deployment",
+                    "pattern_kind",
+                    "pattern",
+                ],
+                name="skill_proposal_pattern",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pattern_kind}:{self.pattern}"
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }

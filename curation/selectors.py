@@ -1,0 +1,255 @@
+"""Reads of intake and curation: threads, similarity links, incidents and confidence, queues."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from curation import domain
+from curation.models import (
+    IncidentMerge,
+    LinkStatus,
+    NearDuplicate,
+    ProposalStatus,
+    ReReview,
+    ReReviewStatus,
+    SkillProposal,
+    Thread,
+    ThreadMessage,
+)
+from experience.domain import SCOPE_FIELDS
+from experience.models import Case, Skill, SkillCase
+
+
+def scope_key(scope: Mapping[str, str]) -> str:
+    joined = "\x1f".join(scope[name] for name in SCOPE_FIELDS)
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
+# --- incidents ---------------------------------------------------------------------------------
+
+
+def incident_merges(tenant: str, brand: str) -> dict[str, str]:
+    """alias → canonical incident for one tenant and brand."""
+    return dict(
+        IncidentMerge.objects.filter(tenant=tenant, brand=brand).values_list("alias", "canonical")
+    )
+
+
+def merges_by_scope(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str]]:
+    pairs = set(pairs)
+    if not pairs:
+        return {}
+    condition = Q()
+    for tenant, brand in pairs:
+        condition |= Q(tenant=tenant, brand=brand)
+    found: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for tenant, brand, alias, canonical in IncidentMerge.objects.filter(condition).values_list(
+        "tenant", "brand", "alias", "canonical"
+    ):
+        found[(tenant, brand)][alias] = canonical
+    return dict(found)
+
+
+def canonical_incident_expression(prefix: str = "") -> Coalesce:
+    """The canonical incident of the case row at ``prefix``, computed inside the same query."""
+    path = f"{prefix}__" if prefix else ""
+    merged = IncidentMerge.objects.filter(
+        tenant=OuterRef(f"{path}tenant"),
+        brand=OuterRef(f"{path}brand"),
+        alias=OuterRef(f"{path}incident"),
+    ).values("canonical")[:1]
+    return Coalesce(Subquery(merged), F(f"{path}incident"))
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """Support counted as incidents: several summaries of one incident count once."""
+
+    summaries: int
+    incidents: int
+    incident_ids: tuple[str, ...]
+
+
+def confidence_of(cases: Sequence[Case]) -> Confidence:
+    by_scope = merges_by_scope({(c.tenant, c.brand) for c in cases})
+    canonical = sorted(
+        {
+            domain.canonical_incident(c.incident, by_scope.get((c.tenant, c.brand), {}))
+            for c in cases
+        }
+    )
+    return Confidence(summaries=len(cases), incidents=len(canonical), incident_ids=tuple(canonical))
+
+
+@dataclass(frozen=True)
+class IncidentGroup:
+    canonical: str
+    aliases: tuple[str, ...]
+    cases: list[Case]
+    merges: list[IncidentMerge]
+
+
+def incident_group(case: Case) -> IncidentGroup:
+    """Every case, in the case's tenant and brand, describing its (canonical) incident."""
+    merges = incident_merges(case.tenant, case.brand)
+    root = domain.canonical_incident(case.incident, merges)
+    records = list(
+        IncidentMerge.objects.filter(tenant=case.tenant, brand=case.brand, canonical=root)
+        .select_related("merged_by")
+        .order_by("merged_at", "id")
+    )
+    names = {root, *(m.alias for m in records)}
+    cases = list(
+        Case.objects.filter(tenant=case.tenant, brand=case.brand, incident__in=names)
+        .select_related("submitted_by")
+        .order_by("submitted_at", "id")
+    )
+    return IncidentGroup(root, tuple(sorted(names - {root})), cases, records)
+
+
+def merge_list(*, tenant: str = "", brand: str = "") -> QuerySet[IncidentMerge]:
+    merges = IncidentMerge.objects.select_related("merged_by")
+    if tenant:
+        merges = merges.filter(tenant=tenant)
+    if brand:
+        merges = merges.filter(brand=brand)
+    return merges.order_by("-merged_at", "-id")
+
+
+# --- threads -----------------------------------------------------------------------------------
+
+
+def thread_list() -> QuerySet[Thread]:
+    return (
+        Thread.objects.select_related("imported_by")
+        .annotate(message_count=Count("messages"))
+        .order_by("-imported_at", "-id")
+    )
+
+
+def thread_get(thread_id: str) -> Thread | None:
+    return Thread.objects.select_related("imported_by").filter(thread_id=thread_id).first()
+
+
+def thread_messages(thread: Thread) -> list[ThreadMessage]:
+    return list(thread.messages.order_by("position"))
+
+
+def cases_citing_thread(thread: Thread) -> QuerySet[Case]:
+    prefix = f"thread:{thread.thread_id}#"
+    return (
+        Case.objects.filter(evidence_items__source_id__startswith=prefix)
+        .distinct()
+        .select_related("submitted_by")
+        .order_by("-submitted_at", "id")
+    )
+
+
+# --- near-duplicates ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimilarCase:
+    link: NearDuplicate
+    other: Case
+    incident: str  # canonical
+    other_incident: str  # canonical
+
+
+def similar_cases(case: Case) -> list[SimilarCase]:
+    """Every similarity link of ``case``, open ones first, most similar first."""
+    links = list(
+        NearDuplicate.objects.filter(Q(case_a=case) | Q(case_b=case))
+        .select_related("case_a__submitted_by", "case_b__submitted_by", "resolved_by")
+        .order_by("-similarity", "id")
+    )
+    merges = incident_merges(case.tenant, case.brand)
+    own = domain.canonical_incident(case.incident, merges)
+    found = [
+        SimilarCase(
+            link=link,
+            other=link.other(case.id),
+            incident=own,
+            other_incident=domain.canonical_incident(link.other(case.id).incident, merges),
+        )
+        for link in links
+    ]
+    return sorted(found, key=lambda s: (s.link.status != LinkStatus.OPEN, -s.link.similarity))
+
+
+def near_duplicate_queue(*, status: str = LinkStatus.OPEN) -> QuerySet[NearDuplicate]:
+    links = NearDuplicate.objects.select_related(
+        "case_a__submitted_by", "case_b__submitted_by", "resolved_by"
+    )
+    if status:
+        links = links.filter(status=status)
+    return links.order_by("-detected_at", "-id")
+
+
+def near_duplicate_get(pk: int) -> NearDuplicate | None:
+    return (
+        NearDuplicate.objects.select_related("case_a", "case_b").filter(pk=pk).first()
+    )
+
+
+# --- re-review ---------------------------------------------------------------------------------
+
+ACTIVE = (ReReviewStatus.OPEN, ReReviewStatus.PENDING)
+
+
+def rereview_queue(*, status: str = "", reason: str = "") -> QuerySet[ReReview]:
+    """Open and pending entries by default; ``status`` narrows to one state."""
+    entries = ReReview.objects.select_related("resolved_by")
+    entries = entries.filter(status=status) if status else entries.filter(status__in=ACTIVE)
+    if reason:
+        entries = entries.filter(reason=reason)
+    return entries.order_by("-detected_at", "-id")
+
+
+def rereview_get(pk: int) -> ReReview | None:
+    return ReReview.objects.filter(pk=pk).first()
+
+
+# --- proposals and support ---------------------------------------------------------------------
+
+
+def proposal_queue(*, status: str = ProposalStatus.OPEN) -> QuerySet[SkillProposal]:
+    proposals = SkillProposal.objects.select_related("resolved_by")
+    if status:
+        proposals = proposals.filter(status=status)
+    return proposals.order_by("-updated_at", "-id")
+
+
+def proposal_get(pk: int) -> SkillProposal | None:
+    return SkillProposal.objects.select_related("resolved_by").filter(pk=pk).first()
+
+
+def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
+    found = {c.id: c for c in Case.objects.filter(pk__in=list(case_ids)).select_related("submitted_by")}
+    return [found[i] for i in case_ids if i in found]
+
+
+def skill_support(skill: Skill) -> tuple[list[Case], Confidence]:
+    cases = [
+        link.case
+        for link in SkillCase.objects.filter(skill=skill)
+        .select_related("case__submitted_by")
+        .order_by("position")
+    ]
+    return cases, confidence_of(cases)
+
+
+def queue_counts() -> dict[str, Any]:
+    return {
+        "near_duplicates": NearDuplicate.objects.filter(status=LinkStatus.OPEN).count(),
+        "rereview": ReReview.objects.filter(status__in=ACTIVE).count(),
+        "proposals": SkillProposal.objects.filter(status=ProposalStatus.OPEN).count(),
+        "threads": Thread.objects.count(),
+    }

@@ -1,0 +1,35 @@
+"""Curation's reactions to experience writes, inside the transaction of the write.
+
+Experience knows nothing of curation; these receivers listen to its rows being saved:
+
+- a newly stored case gets its similarity signature and its near-duplicate links (SPEC §5: "on
+  submission, similar cases of the same scope are linked"), whichever way it was submitted
+  (console, import or an agent's proposal);
+- a case or skill leaving ``approved`` (superseded by a reviewed new version, or revoked) closes
+  its re-review entries, so that queue empties as the reviews happen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experience.models import Case, Skill, Status
+
+
+def case_saved(sender: type[Case], instance: Case, created: bool, **kwargs: Any) -> None:
+    from curation.services import case_link_similar, rereview_close_for
+
+    if created:
+        case_link_similar(case=instance)
+        return
+    update_fields = kwargs.get("update_fields") or ()
+    if "status" in update_fields and instance.status != Status.APPROVED:
+        rereview_close_for(instance)
+
+
+def skill_saved(sender: type[Skill], instance: Skill, created: bool, **kwargs: Any) -> None:
+    from curation.services import rereview_close_for
+
+    update_fields = kwargs.get("update_fields") or ()
+    if not created and "status" in update_fields and instance.status != Status.APPROVED:
+        rereview_close_for(instance)

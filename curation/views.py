@@ -1,0 +1,647 @@
+"""Intake and curation pages: threads into candidates, near-duplicates and incidents, the
+re-review queue, skill proposals and support counted in incidents.
+
+Views parse input, call one service or selector, and render; rules live in ``curation.domain``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from curation import domain, selectors, services
+from curation.forms import (
+    CandidateForm,
+    IncidentMergeForm,
+    LinkFilterForm,
+    LinkResolveForm,
+    ProposalAdoptForm,
+    ProposalFilterForm,
+    ReasonForm,
+    RecertifyForm,
+    ReReviewFilterForm,
+    ThreadImportForm,
+    excerpt_field,
+    use_field,
+)
+from curation.models import ProposalStatus, ReReviewStatus, Thread
+from experience import domain as experience_domain
+from experience.console_selectors import case_for_page
+from experience.models import Case, Skill, Status
+from experience.schema import parse_case
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
+from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
+
+VIEW_CASE = "experience.view_case"
+VIEW_SKILL = "experience.view_skill"
+ADD_CASE = "experience.add_case"
+ADD_SKILL = "experience.add_skill"
+REVIEW = "experience.review_case"
+PER_PAGE = 25
+MAX_THREAD_FILE = 5 * 1024 * 1024
+
+
+def case_url(case_id: str) -> str:
+    return reverse("experience:case-detail", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)])
+
+
+def skill_url(skill_id: str) -> str:
+    return reverse(
+        "experience:skill-detail", args=[skill_id.removeprefix(experience_domain.SKILL_PREFIX)]
+    )
+
+
+def similar_url(case_id: str) -> str:
+    return reverse("curation:case-similar", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)])
+
+
+def item_url(item_id: str) -> str:
+    return skill_url(item_id) if item_id.startswith(experience_domain.SKILL_PREFIX) else case_url(item_id)
+
+
+def _finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url, status=303)
+
+
+def _safe_next(request: HtmxHttpRequest, candidate: str, fallback: str) -> str:
+    if candidate and url_has_allowed_host_and_scheme(
+        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return candidate
+    return fallback
+
+
+# --- home --------------------------------------------------------------------------------------
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def home(request: HtmxHttpRequest) -> HttpResponse:
+    return render_page(request, "curation/curation_home.html", {"counts": selectors.queue_counts()})
+
+
+# --- threads -----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_CASE, ADD_CASE)
+def thread_list(request: HtmxHttpRequest) -> HttpResponse:
+    """The imported threads; a POST imports one more (a JSON file)."""
+    if request.method == "POST":
+        return _thread_import(request)
+    page = paginate(request, selectors.thread_list(), PER_PAGE)
+    return render_page(
+        request,
+        "curation/thread_list.html",
+        {"page_obj": page, "threads": page.object_list, "import_form": ThreadImportForm()},
+        partial="thread-results",
+    )
+
+
+def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
+    form = ThreadImportForm(request.POST, request.FILES)
+    error = ""
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            if upload.size > MAX_THREAD_FILE:
+                raise ValidationFailure("FILE", gettext("is larger than 5 MB"))
+            try:
+                data = json.loads(upload.read().decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ValidationFailure("FILE", gettext("is not UTF-8 JSON: %s") % exc) from None
+            thread, created = services.thread_import(data=data, actor=acting_user(request))
+        except ValidationFailure as failure:
+            error = str(failure)
+        else:
+            if created:
+                messages.success(request, gettext("Thread imported."))
+            else:
+                messages.info(request, gettext("This thread was already imported; nothing changed."))
+            return _finish(request, reverse("curation:thread-detail", args=[thread.thread_id]))
+    else:
+        error = gettext("Choose a JSON file to import.")
+    page = paginate(request, selectors.thread_list(), PER_PAGE)
+    return render_page(
+        request,
+        "curation/thread_list.html",
+        {"page_obj": page, "threads": page.object_list, "import_form": form, "import_error": error},
+        status=422,
+    )
+
+
+def _thread_or_404(thread_id: str) -> Thread:
+    thread = selectors.thread_get(thread_id)
+    if thread is None:
+        raise Http404
+    return thread
+
+
+def _message_rows(thread: Thread, form: CandidateForm) -> list[dict[str, Any]]:
+    """Each message with its pickable units (its text, then each attachment) and their fields."""
+    rows = []
+    for message in selectors.thread_messages(thread):
+        units = []
+        if message.text:
+            units.append({"key": message.message_id, "label": "", "text": message.text})
+        for n, attachment in enumerate(message.attachments, start=1):
+            units.append(
+                {
+                    "key": f"{message.message_id}/attachment-{n}",
+                    "label": attachment["name"],
+                    "text": attachment["text"],
+                }
+            )
+        for unit in units:
+            unit["use"] = form[use_field(unit["key"])]
+            unit["excerpt"] = form[excerpt_field(unit["key"])]
+            unit["anchor"] = "unit-" + unit["key"].replace("/", "-").replace(".", "-")
+        rows.append(
+            {
+                "message": message,
+                "machine": message.role in domain.MACHINE_ROLES,
+                "units": units,
+            }
+        )
+    return rows
+
+
+def _thread_context(
+    thread: Thread, form: CandidateForm, *, preview: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "thread": thread,
+        "form": form,
+        "rows": _message_rows(thread, form),
+        "preview": preview,
+        "built": [{"case": c, "url": case_url(c.id)} for c in selectors.cases_citing_thread(thread)],
+        "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
+        "preview_url": reverse("curation:thread-preview", args=[thread.thread_id]),
+    }
+
+
+@require_GET
+@console_view(VIEW_CASE, ADD_CASE)
+def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+    thread = _thread_or_404(thread_id)
+    first = thread.messages.order_by("sent_at").values_list("sent_at", flat=True).first()
+    initial = {"valid_from": first.isoformat() if first else ""}
+    form = CandidateForm(initial=initial, units=services.thread_units(thread))
+    return render_page(request, "curation/thread_detail.html", _thread_context(thread, form))
+
+
+def _assemble(form: CandidateForm) -> dict[str, Any] | None:
+    """The case the form would submit, for the preview; None when the form is refused."""
+    try:
+        data = domain.candidate_case(form.units, form.picks(), form.draft())
+        parse_case(data)
+    except ValidationFailure as failure:
+        form.add_failure(failure)
+        return None
+    return data
+
+
+@require_POST
+@console_view(VIEW_CASE, ADD_CASE)
+def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+    """What the picks would submit, section by section; nothing is stored."""
+    thread = _thread_or_404(thread_id)
+    form = CandidateForm(request.POST, units=services.thread_units(thread))
+    preview = _assemble(form) if form.is_valid() else None
+    context = _thread_context(thread, form, preview=preview)
+    status = 200 if preview is not None else 422
+    if request.htmx:
+        return render_page(
+            request, "curation/thread_detail.html", context, partial="candidate-preview", status=status
+        )
+    return render_page(request, "curation/thread_detail.html", context, status=status)
+
+
+@require_POST
+@console_view(VIEW_CASE, ADD_CASE)
+def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+    thread = _thread_or_404(thread_id)
+    form = CandidateForm(request.POST, units=services.thread_units(thread))
+    if form.is_valid():
+        try:
+            case, created = services.candidate_build(
+                thread=thread, picks=form.picks(), draft=form.draft(), actor=acting_user(request)
+            )
+        except ValidationFailure as failure:
+            form.add_failure(failure)
+        except PermissionRefused as refused:
+            form.add_error(None, refused.message)
+        else:
+            if created:
+                messages.success(
+                    request,
+                    gettext("Candidate submitted to the review queue. Another reviewer checks and approves it."),
+                )
+            else:
+                messages.info(request, gettext("A candidate with exactly this content already exists."))
+            return _finish(request, case_url(case.id))
+    return render_page(
+        request, "curation/thread_detail.html", _thread_context(thread, form), status=422
+    )
+
+
+# --- near-duplicates and incidents ------------------------------------------------------------
+
+
+def _case_or_404(digest: str) -> Case:
+    case = case_for_page(experience_domain.CASE_PREFIX + digest)
+    if case is None:
+        raise Http404
+    return case
+
+
+def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
+    group = selectors.incident_group(case)
+    similar = selectors.similar_cases(case)
+    return {
+        "case": case,
+        "case_url": case_url(case.id),
+        "similar_url": similar_url(case.id),
+        "similar": [
+            {
+                "entry": entry,
+                "url": case_url(entry.other.id),
+                "similar_url": similar_url(entry.other.id),
+                "resolve_url": reverse("curation:link-resolve", args=[entry.link.pk]),
+                "percent": round(entry.link.similarity * 100),
+            }
+            for entry in similar
+        ],
+        "open_count": sum(1 for e in similar if e.link.status == "open"),
+        "group": group,
+        "group_cases": [{"case": c, "url": case_url(c.id)} for c in group.cases],
+        "confidence": selectors.confidence_of(group.cases),
+        "can_review": request.user.has_perm(REVIEW),
+    }
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def case_similar(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """Cases possibly describing the same incident; ``#similar-panel`` is a fragment a case page
+    can load with ``hx-get`` (its link is the fallback)."""
+    case = _case_or_404(digest)
+    return render_page(
+        request, "curation/case_similar.html", _similar_context(request, case), partial="similar-panel"
+    )
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def link_list(request: HtmxHttpRequest) -> HttpResponse:
+    data = request.GET.copy()
+    data.setdefault("status", "open")
+    form = LinkFilterForm(data)
+    status = form.cleaned_data["status"] if form.is_valid() else "open"
+    page = paginate(request, selectors.near_duplicate_queue(status=status), PER_PAGE)
+    rows = [
+        {
+            "link": link,
+            "a_url": case_url(link.case_a_id),
+            "b_url": case_url(link.case_b_id),
+            "similar_url": similar_url(link.case_a_id),
+            "percent": round(link.similarity * 100),
+        }
+        for link in page.object_list
+    ]
+    return render_page(
+        request,
+        "curation/nearduplicate_list.html",
+        {"form": form, "page_obj": page, "rows": rows},
+        partial="link-results",
+    )
+
+
+@require_POST
+@console_view(VIEW_CASE, REVIEW)
+def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    link = selectors.near_duplicate_get(pk)
+    if link is None:
+        raise Http404
+    form = LinkResolveForm(request.POST)
+    fallback = similar_url(link.case_a_id)
+    target = _safe_next(request, str(request.POST.get("next", "")), fallback)
+    if not form.is_valid():
+        messages.error(request, gettext("Choose a decision and give a reason."))
+        return _finish(request, target)
+    try:
+        services.near_duplicate_resolve(
+            link=link,
+            decision=form.cleaned_data["decision"],
+            canonical=form.cleaned_data["canonical"],
+            actor=acting_user(request),
+            reason=form.cleaned_data["reason"],
+        )
+    except ValidationFailure as failure:
+        messages.error(request, str(failure))
+    else:
+        if form.cleaned_data["decision"] == services.SAME_INCIDENT:
+            messages.success(
+                request,
+                gettext("Recorded as one incident. Every incident count now counts them once."),
+            )
+        else:
+            messages.success(request, gettext("Recorded as different incidents."))
+    return _finish(request, target)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_CASE)
+def incident_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = IncidentMergeForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if not request.user.has_perm(REVIEW):
+            raise PermissionDenied
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                services.incident_merge(
+                    tenant=data["tenant"].strip(),
+                    brand=data["brand"].strip(),
+                    alias=data["alias"],
+                    into=data["into"],
+                    actor=acting_user(request),
+                    reason=data["reason"],
+                )
+            except ValidationFailure as failure:
+                form.add_error(failure.field if failure.field in form.fields else None, failure.message)
+            else:
+                messages.success(request, gettext("Recorded as one incident."))
+                return _finish(request, reverse("curation:incident-list"))
+        status = 422
+    page = paginate(request, selectors.merge_list(), PER_PAGE)
+    return render_page(
+        request,
+        "curation/incident_list.html",
+        {"form": form, "page_obj": page, "merges": page.object_list, "can_review": request.user.has_perm(REVIEW)},
+        partial="merge-results",
+        status=status,
+    )
+
+
+# --- re-review ---------------------------------------------------------------------------------
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = ReReviewFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    entries = selectors.rereview_queue(
+        status=filters.get("status", ""), reason=filters.get("reason", "")
+    )
+    page = paginate(request, entries, PER_PAGE)
+    rows = [
+        {
+            "entry": entry,
+            "url": item_url(entry.item_id),
+            "new_url": case_url(entry.new_item_id) if entry.new_item_id else "",
+            "recertify_url": reverse("curation:rereview-recertify", args=[entry.pk]),
+            "confirm_url": reverse("curation:rereview-confirm", args=[entry.pk]),
+            "revoke_url": (
+                reverse("experience:case-revoke", args=[entry.item_id.removeprefix("case:")])
+                if entry.item_type == "case"
+                else reverse("experience:skill-revoke", args=[entry.item_id.removeprefix("skill:")])
+            ),
+        }
+        for entry in page.object_list
+    ]
+    return render_page(
+        request,
+        "curation/rereview_list.html",
+        {
+            "form": form,
+            "page_obj": page,
+            "rows": rows,
+            "can_review": request.user.has_perm(REVIEW),
+            "can_submit": request.user.has_perm(ADD_CASE),
+            "stale_after_days": services.stale_after_days(),
+        },
+        partial="rereview-results",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_CASE, ADD_CASE)
+def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    entry = selectors.rereview_get(pk)
+    if entry is None or entry.item_type != "case":
+        raise Http404
+    old = case_for_page(entry.item_id)
+    if old is None:
+        raise Http404
+    if request.method == "POST":
+        form = RecertifyForm(request.POST)
+        if form.is_valid():
+            try:
+                new = services.rereview_recertify(
+                    entry=entry,
+                    valid_from=form.cleaned_data["valid_from"],
+                    valid_to=form.cleaned_data["valid_to"],
+                    actor=acting_user(request),
+                )
+            except ValidationFailure as failure:
+                form.add_error(failure.field if failure.field in form.fields else None, failure.message)
+            else:
+                messages.success(
+                    request,
+                    gettext("New version submitted. Its approval by another reviewer supersedes the old one."),
+                )
+                return _finish(request, case_url(new.id))
+        status = 422
+    else:
+        now = timezone.localtime(clock.now())
+        length = old.valid_to - old.valid_from
+        form = RecertifyForm(
+            initial={
+                "valid_from": now.replace(microsecond=0).isoformat(),
+                "valid_to": (now + length).replace(microsecond=0).isoformat(),
+            }
+        )
+        status = 200
+    return render_page(
+        request,
+        "curation/rereview_recertify.html",
+        {
+            "entry": entry,
+            "old": old,
+            "old_url": case_url(old.id),
+            "form": form,
+            "open": entry.status == ReReviewStatus.OPEN and old.status == Status.APPROVED,
+        },
+        status=status,
+    )
+
+
+@require_POST
+@console_view(VIEW_SKILL, REVIEW)
+def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    entry = selectors.rereview_get(pk)
+    if entry is None:
+        raise Http404
+    form = ReasonForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, gettext("A reason is required."))
+    else:
+        try:
+            services.rereview_confirm(entry=entry, actor=acting_user(request), reason=form.cleaned_data["reason"])
+        except ValidationFailure as failure:
+            messages.error(request, failure.message)
+        else:
+            messages.success(request, gettext("Confirmed; the skill left the re-review queue."))
+    return _finish(request, reverse("curation:rereview-list"))
+
+
+# --- proposals and support ----------------------------------------------------------------------
+
+
+@require_GET
+@console_view(VIEW_CASE, VIEW_SKILL)
+def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
+    data = request.GET.copy()
+    data.setdefault("status", ProposalStatus.OPEN)
+    form = ProposalFilterForm(data)
+    status = form.cleaned_data["status"] if form.is_valid() else ProposalStatus.OPEN
+    page = paginate(request, selectors.proposal_queue(status=status), PER_PAGE)
+    rows = [
+        {"proposal": p, "url": reverse("curation:proposal-detail", args=[p.pk])}
+        for p in page.object_list
+    ]
+    return render_page(
+        request,
+        "curation/proposal_list.html",
+        {"form": form, "page_obj": page, "rows": rows},
+        partial="proposal-results",
+    )
+
+
+def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[str, Any]:
+    proposal = selectors.proposal_get(pk)
+    if proposal is None:
+        raise Http404
+    cases = selectors.cases_by_id(proposal.case_ids)
+    queries = [str(step["arguments"]["query"]) for step in proposal.recipe]
+    context = {
+        "proposal": proposal,
+        "cases": [{"case": c, "url": case_url(c.id)} for c in cases],
+        "confidence": selectors.confidence_of(cases),
+        "adopt_form": ProposalAdoptForm(
+            initial={
+                "title": proposal.title,
+                "when": proposal.when,
+                **{f"query_{n}": q for n, q in enumerate(queries, start=1)},
+            }
+        ),
+        "dismiss_form": ReasonForm(),
+        "skill_url": skill_url(proposal.skill_id) if proposal.skill_id else "",
+        "can_adopt": request.user.has_perm(ADD_SKILL),
+        "can_review": request.user.has_perm(REVIEW),
+        "adopt_url": reverse("curation:proposal-adopt", args=[pk]),
+        "dismiss_url": reverse("curation:proposal-dismiss", args=[pk]),
+    }
+    context.update(extra)
+    return context
+
+
+@require_GET
+@console_view(VIEW_CASE, VIEW_SKILL)
+def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    return render_page(request, "curation/proposal_detail.html", _proposal_context(request, pk))
+
+
+@require_POST
+@console_view(VIEW_SKILL, ADD_SKILL)
+def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    proposal = selectors.proposal_get(pk)
+    if proposal is None:
+        raise Http404
+    form = ProposalAdoptForm(request.POST)
+    if form.is_valid():
+        try:
+            skill = services.proposal_adopt(
+                proposal=proposal,
+                actor=acting_user(request),
+                title=form.cleaned_data["title"],
+                when=form.cleaned_data["when"],
+                queries=form.queries(),
+            )
+        except ValidationFailure as failure:
+            form.add_error(None, str(failure))
+        else:
+            messages.success(
+                request, gettext("Submitted as a candidate skill. Another reviewer approves it.")
+            )
+            return _finish(request, skill_url(skill.id))
+    return render_page(
+        request,
+        "curation/proposal_detail.html",
+        _proposal_context(request, pk, adopt_form=form),
+        status=422,
+    )
+
+
+@require_POST
+@console_view(VIEW_SKILL, REVIEW)
+def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    proposal = selectors.proposal_get(pk)
+    if proposal is None:
+        raise Http404
+    form = ReasonForm(request.POST)
+    if form.is_valid():
+        try:
+            services.proposal_dismiss(
+                proposal=proposal, actor=acting_user(request), reason=form.cleaned_data["reason"]
+            )
+        except ValidationFailure as failure:
+            form.add_error(None, str(failure))
+        else:
+            messages.success(request, gettext("Proposal dismissed."))
+            return _finish(request, reverse("curation:proposal-list"))
+    return render_page(
+        request,
+        "curation/proposal_detail.html",
+        _proposal_context(request, pk, dismiss_form=form),
+        status=422,
+    )
+
+
+@require_GET
+@console_view(VIEW_SKILL, VIEW_CASE)
+def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """A skill's support counted in distinct incidents; ``#support-panel`` is the fragment."""
+    skill = Skill.objects.filter(pk=experience_domain.SKILL_PREFIX + digest).first()
+    if skill is None:
+        raise Http404
+    cases, confidence = selectors.skill_support(skill)
+    return render_page(
+        request,
+        "curation/skill_support.html",
+        {
+            "skill": skill,
+            "skill_url": skill_url(skill.id),
+            "support_url": reverse("curation:skill-support", args=[digest]),
+            "cases": [{"case": c, "url": case_url(c.id)} for c in cases],
+            "confidence": confidence,
+        },
+        partial="support-panel",
+    )

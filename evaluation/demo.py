@@ -1,0 +1,67 @@
+"""The demo memory a shipped ticket set is replayed against, with its timeline.
+
+The memory is what ``experience.demo`` loads (the demo knowledge base, two approved cases of
+distinct incidents and one skill citing them), approved at the moment SPEC §7.2's replays
+assume. Fifteen minutes later a reviewer revokes the first case, as §7.2's last replay does, so
+tickets known after that meet a skill whose cited case is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from evaluation.replay import MemoryEvent
+from experience import selectors, services
+from experience.demo import load_demo_experience, load_demo_knowledge
+from reviewconsole import clock
+from reviewconsole.roles import Role
+from reviewconsole.services import user_set_role
+from reviewconsole.timeparse import parse_aware_datetime
+
+MEMORY_APPROVED_AT = parse_aware_datetime("2026-09-18T14:30:00+08:00", field="MEMORY_APPROVED_AT")
+REVOKED_AT = parse_aware_datetime("2026-09-18T14:45:00+08:00", field="REVOKED_AT")
+REVOCATION_REASON = "复核发现诊断证据不足：门店范围漏配的结论未与后台变更记录核对，撤销以停止复用"
+
+
+@contextmanager
+def clock_at(at: datetime) -> Iterator[None]:
+    previous: Callable[[], datetime] = clock.now
+    clock.now = lambda: at
+    try:
+        yield
+    finally:
+        clock.now = previous
+
+
+def prepare_demo_memory() -> list[MemoryEvent]:
+    """Load the demo memory into the current (temporary) database; return its timeline."""
+    with clock_at(MEMORY_APPROVED_AT):
+        operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
+        reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
+        load_demo_knowledge(operator=operator)
+        loaded = load_demo_experience(operator=operator, reviewer=reviewer)
+    revoked_case = loaded["cases"][0]
+
+    def revoke() -> None:
+        with clock_at(REVOKED_AT):
+            services.case_revoke(
+                case=selectors.case_get(revoked_case), actor=reviewer, reason=REVOCATION_REASON
+            )
+
+    return [
+        MemoryEvent(
+            at=REVOKED_AT,
+            description=f"{revoked_case} revoked; the skill {loaded['skill']} citing it is "
+            "unavailable from here on",
+            apply=revoke,
+        )
+    ]
+
+
+def memory_notes() -> list[str]:
+    return [
+        f"demo memory (fixtures/knowledge.json, fixtures/experience.json) approved at "
+        f"{MEMORY_APPROVED_AT.isoformat()}",
+    ]

@@ -1,0 +1,226 @@
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections, transaction
+
+from evaluation.chart import render_chart
+from evaluation.domain import DEMO, MEMORIES, WITH, WITHOUT, TicketSet
+from evaluation.replay import load_ticket_set, replay_current, replay_demo_here
+from evaluation.selectors import HeldoutLeaked, heldout_check
+from evaluation.services import report_store
+from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
+from reviewconsole.errors import ValidationFailure
+
+# Set by the outer process for the inner one: the only database a demo replay may write to.
+TEMPORARY_DATABASE_ENV = "EVALUATION_REPLAY_TEMPORARY_DATABASE"
+INNER_FLAG = "--inside-temporary-database"
+NOT_TEMPORARY = "demo replays only run on the temporary database this command creates"
+CHANGED = "changed while it was being replayed"
+OUT_NOT_DIRECTORY = "is not a directory that can be written to"
+
+COLUMNS = (
+    ("missed_checks", "missed"),
+    ("wrong_causes", "wrong"),
+    ("correct_causes", "right"),
+    ("necessary_followups", "nec.q"),
+    ("unnecessary_followups", "unnec.q"),
+    ("tool_calls", "calls"),
+)
+
+
+class Command(JsonCommand):
+    help = (
+        "Replay a held-out ticket set with and without memory (retrieve_experience + run_skill, "
+        "then knowledge search) and count missed checks, wrong causes, follow-up questions and "
+        "tool calls. The memory's database is left as it was."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("file", metavar="FILE", help="a held-out ticket set (JSON)")
+        parser.add_argument(
+            "--memory",
+            choices=MEMORIES,
+            help="demo: the shipped demo memory on a temporary database; current: this "
+            "database's memory inside a rolled-back transaction (default: the set's own "
+            '"memory" field, else current)',
+        )
+        parser.add_argument("--out", metavar="DIR", help="also write NAME.json and NAME.png here")
+        parser.add_argument("--as", dest="as_user", metavar="USER", help="record who ran it")
+        parser.add_argument(INNER_FLAG, action="store_true", dest="inner", help=argparse.SUPPRESS)
+        parser.add_argument("--expect-hash", dest="expect_hash", help=argparse.SUPPRESS)
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        ticket_set = load_ticket_set(options["file"])
+        if options["inner"]:
+            return self._replay_here(ticket_set, options.get("expect_hash"))
+        memory = options["memory"] or ticket_set.memory
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        out = _out_directory(options.get("out"))
+        try:
+            if memory == DEMO:
+                # The demo memory is fresh, but a ticket that fed this database's memory is
+                # not held out for this team either.
+                heldout_check(ticket_set)
+                result = self._replay_on_temporary_database(options["file"], ticket_set)
+            else:
+                result = replay_current(ticket_set)
+            chart = render_chart(
+                title=f"{ticket_set.name}: {len(ticket_set.tickets)} held-out tickets, "
+                f"{memory} memory",
+                with_memory=result["totals"][WITH],
+                without_memory=result["totals"][WITHOUT],
+            )
+            with transaction.atomic():
+                report = report_store(
+                    ticket_set=ticket_set, memory=memory, result=result, chart=chart, actor=actor
+                )
+                payload = {"ok": True, "report": report.pk, **result}
+                if out is not None:
+                    payload["files"] = _write(out, ticket_set.name, payload, chart)
+        except HeldoutLeaked as leaked:
+            raise CommandRefused(str(leaked), leaked.as_json()) from None
+        return payload
+
+    def _replay_on_temporary_database(self, file: str, ticket_set: TicketSet) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="replay-") as directory:
+            database = Path(directory) / "replay.sqlite3"
+            env = {
+                **os.environ,
+                "DATABASE_URL": f"sqlite:///{database}",
+                TEMPORARY_DATABASE_ENV: str(database),
+            }
+            completed = subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
+                [
+                    sys.executable,
+                    str(Path(settings.BASE_DIR) / "manage.py"),
+                    "replay",
+                    str(Path(file).resolve()),
+                    "--memory",
+                    DEMO,
+                    INNER_FLAG,
+                    "--expect-hash",
+                    ticket_set.content_hash,
+                    "--json",
+                    "--skip-checks",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                check=False,
+            )
+        try:
+            result: dict[str, Any] = json.loads(completed.stdout)
+        except json.JSONDecodeError:
+            result = {}
+        if completed.returncode != 0:
+            if result.get("leaks"):
+                raise CommandRefused(str(result.get("error")), result)
+            if result.get("error"):
+                raise ValidationFailure(str(result.get("field") or "replay"), str(result["error"]))
+            raise ValidationFailure(
+                "replay", f"the replay process failed: {completed.stderr.strip()[-2000:]}"
+            )
+        return result
+
+    def _replay_here(self, ticket_set: TicketSet, expect_hash: str | None) -> dict[str, Any]:
+        configured = str(connections["default"].settings_dict["NAME"])
+        expected = os.environ.get(TEMPORARY_DATABASE_ENV)
+        if not expected or configured != expected:
+            raise ValidationFailure(INNER_FLAG, NOT_TEMPORARY)
+        if expect_hash != ticket_set.content_hash:
+            raise ValidationFailure("FILE", CHANGED)
+        call_command("migrate", verbosity=0, interactive=False)
+        try:
+            return replay_demo_here(ticket_set)
+        except HeldoutLeaked as leaked:
+            raise CommandRefused(str(leaked), leaked.as_json()) from None
+
+    def render_text(self, result: dict[str, Any]) -> str:
+        return render_table(result)
+
+
+def _out_directory(value: str | None) -> Path | None:
+    if not value:
+        return None
+    path = Path(value)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        raise ValidationFailure("--out", OUT_NOT_DIRECTORY) from None
+    if not path.is_dir() or not os.access(path, os.W_OK):
+        raise ValidationFailure("--out", OUT_NOT_DIRECTORY)
+    return path
+
+
+def _write(out: Path, name: str, payload: dict[str, Any], chart: bytes) -> dict[str, str]:
+    json_path, chart_path = out / f"{name}.json", out / f"{name}.png"
+    files = {"json": str(json_path), "chart": str(chart_path)}
+    try:
+        json_path.write_text(
+            json.dumps({**payload, "files": files}, ensure_ascii=False, indent=2) + "\n",
+            encoding="utf-8",
+        )
+        chart_path.write_bytes(chart)
+    except OSError as exc:
+        raise ValidationFailure("--out", f"{OUT_NOT_DIRECTORY}: {exc}") from None
+    return files
+
+
+def _pair(counts: dict[str, Any], name: str) -> str:
+    return f"{counts[WITH][name]} / {counts[WITHOUT][name]}"
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """The with/without table: one line per ticket, per situation, and the totals."""
+    tickets = result["tickets"]
+    width = max([len("ticket"), *(len(t["id"]) for t in tickets)])
+    situation_width = max([len("situation"), *(len(t["situation"]) for t in tickets)])
+    header = f"{'ticket':{width}}  {'situation':{situation_width}}" + "".join(
+        f"  {label:>9}" for _, label in COLUMNS
+    )
+    rule = "-" * len(header)
+    memory = result["memory"]
+    lines = [
+        f"replay of {result['set']['name']} against the {memory} memory: "
+        f"{result['set']['tickets']} tickets (report {result.get('report', '-')})",
+        "each cell: with memory / without memory",
+        "",
+        header,
+        rule,
+    ]
+    for ticket in tickets:
+        counts = {WITH: ticket[WITH]["counts"], WITHOUT: ticket[WITHOUT]["counts"]}
+        lines.append(
+            f"{ticket['id']:{width}}  {ticket['situation']:{situation_width}}"
+            + "".join(f"  {_pair(counts, name):>9}" for name, _ in COLUMNS)
+        )
+    lines.append(rule)
+    for group in result["situations"]:
+        label = f"{group['situation']} ({group['tickets']})"
+        lines.append(
+            f"{'':{width}}  {label:{situation_width}}"
+            + "".join(f"  {_pair(group, name):>9}" for name, _ in COLUMNS)
+        )
+    lines.append(rule)
+    totals = result["totals"]
+    lines.append(
+        f"{'total':{width}}  {'':{situation_width}}"
+        + "".join(f"  {_pair(totals, name):>9}" for name, _ in COLUMNS)
+    )
+    lines.append("")
+    lines += [f"memory: {note}" for note in result.get("memory_notes", [])]
+    for kind, path in (result.get("files") or {}).items():
+        lines.append(f"{kind}: {path}")
+    return "\n".join(lines)

@@ -1,0 +1,246 @@
+"""Replaying a ticket set against the database's memory, leaving that database as it was.
+
+Every arm of every ticket runs inside a savepoint that is rolled back: the References, Runs and
+audit events the real tools write while the investigator uses them never outlive the arm. So
+the with-memory arm cannot see what the without-memory arm did, one ticket cannot see another,
+and revocation impact lists keep naming real investigations only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from evaluation.domain import (
+    CURRENT,
+    DEMO,
+    WITH,
+    WITHOUT,
+    Investigation,
+    Score,
+    Ticket,
+    TicketSet,
+    parse_ticket_set,
+    score,
+    ticket_as_json,
+    totals,
+)
+from evaluation.investigator import investigate
+from evaluation.selectors import heldout_check
+from experience.executor import TicketContext, run_skill
+from experience.models import Case
+from experience.retrieval import retrieve_experience
+from knowledge.search import KnowledgeContext, search_knowledge
+from reviewconsole.cli import read_json_file
+from reviewconsole.timeparse import to_utc_iso
+
+
+def load_ticket_set(path: str) -> TicketSet:
+    """Read and validate a ticket-set file; errors name ``FILE`` or the JSON path."""
+    return parse_ticket_set(read_json_file(path))
+
+
+class DatabaseTools:
+    """The investigator's tools bound to the real services, under one replay run id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def retrieve_experience(
+        self, query: str, scope: Mapping[str, str], now: datetime
+    ) -> Mapping[str, Any]:
+        return retrieve_experience(query, scope, now, self.run_id)
+
+    def run_skill(
+        self,
+        skill_id: str,
+        scope: Mapping[str, str],
+        *,
+        occurred_at: datetime,
+        known_at: datetime,
+        facts: Mapping[str, object],
+        now: datetime,
+    ) -> Mapping[str, Any]:
+        context = TicketContext(occurred_at=occurred_at, known_at=known_at, facts=dict(facts))
+        return run_skill(skill_id, scope, context, self.run_id, now)
+
+    def read_case(self, case_id: str) -> Mapping[str, Any] | None:
+        found: Mapping[str, Any] | None = (
+            Case.objects.filter(pk=case_id)
+            .values("id", "title", "diagnosis", "counterevidence")
+            .first()
+        )
+        return found
+
+    def search_knowledge(
+        self,
+        query: str,
+        scope: Mapping[str, str],
+        *,
+        occurred_at: datetime,
+        known_at: datetime,
+        facts: Mapping[str, object],
+    ) -> Mapping[str, Any]:
+        return search_knowledge(
+            query,
+            KnowledgeContext(
+                tenant=scope["tenant"],
+                brand=scope["brand"],
+                store=scope["store"],
+                campaign=scope["campaign"],
+                occurred_at=occurred_at,
+                known_at=known_at,
+                facts=dict(facts),
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """A change to the memory at a point of the replay's timeline (e.g. a revocation)."""
+
+    at: datetime
+    description: str
+    apply: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class TicketResult:
+    ticket: Ticket
+    with_memory: Investigation
+    without_memory: Investigation
+
+    @property
+    def scores(self) -> tuple[Score, Score]:
+        truth = self.ticket.truth
+        return score(self.with_memory, truth), score(self.without_memory, truth)
+
+
+def _arm(ticket: Ticket, index: int, *, with_memory: bool) -> Investigation:
+    run_id = f"replay-{index:04d}-{'with' if with_memory else 'without'}"
+    with transaction.atomic():
+        investigation = investigate(ticket, DatabaseTools(run_id), with_memory=with_memory)
+        transaction.set_rollback(True)
+    return investigation
+
+
+def replay_tickets(
+    ticket_set: TicketSet, *, timeline: Sequence[MemoryEvent] = ()
+) -> list[TicketResult]:
+    """Both arms of every ticket, in the order the tickets became known.
+
+    A timeline event applies before the first ticket known at or after its time; events are
+    the only writes that stay, and only as long as the caller's transaction does.
+    """
+    pending = sorted(timeline, key=lambda event: event.at)
+    order = sorted(range(len(ticket_set.tickets)), key=lambda i: ticket_set.tickets[i].known_at)
+    results: dict[int, TicketResult] = {}
+    for index in order:
+        ticket = ticket_set.tickets[index]
+        while pending and pending[0].at <= ticket.known_at:
+            pending.pop(0).apply()
+        results[index] = TicketResult(
+            ticket=ticket,
+            with_memory=_arm(ticket, index, with_memory=True),
+            without_memory=_arm(ticket, index, with_memory=False),
+        )
+    return [results[index] for index in range(len(ticket_set.tickets))]
+
+
+def _arm_json(investigation: Investigation, one: Score) -> dict[str, Any]:
+    return {
+        "counts": one.counts(),
+        "missed_checks": list(one.missed_checks),
+        "necessary_followups": list(one.necessary_followups),
+        "unnecessary_followups": list(one.unnecessary_followups),
+        "claim": investigation.claim,
+        "outcome": investigation.outcome,
+        "checks": list(investigation.checks),
+        "questions": list(investigation.questions),
+        "calls": dict(investigation.calls),
+        "steps": [step.as_json() for step in investigation.steps],
+    }
+
+
+def results_json(
+    ticket_set: TicketSet,
+    results: Sequence[TicketResult],
+    *,
+    memory: str,
+    memory_notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The report of a replay: totals, totals per situation, and every ticket's two arms."""
+    tickets = []
+    situations: dict[str, dict[str, Any]] = {}
+    all_with: list[Score] = []
+    all_without: list[Score] = []
+    for result in results:
+        with_score, without_score = result.scores
+        all_with.append(with_score)
+        all_without.append(without_score)
+        group = situations.setdefault(result.ticket.situation, {WITH: [], WITHOUT: []})
+        group[WITH].append(with_score)
+        group[WITHOUT].append(without_score)
+        tickets.append(
+            {
+                **ticket_as_json(result.ticket),
+                WITH: _arm_json(result.with_memory, with_score),
+                WITHOUT: _arm_json(result.without_memory, without_score),
+            }
+        )
+    return {
+        "set": {
+            "name": ticket_set.name,
+            "description": ticket_set.description,
+            "hash": ticket_set.content_hash,
+            "tickets": len(ticket_set.tickets),
+        },
+        "memory": memory,
+        "memory_notes": list(memory_notes),
+        "totals": {WITH: totals(all_with), WITHOUT: totals(all_without)},
+        "situations": [
+            {
+                "situation": name,
+                "tickets": len(group[WITH]),
+                WITH: totals(group[WITH]),
+                WITHOUT: totals(group[WITHOUT]),
+            }
+            for name, group in situations.items()
+        ],
+        "tickets": tickets,
+    }
+
+
+def event_note(event: MemoryEvent) -> str:
+    return f"{to_utc_iso(event.at)}: {event.description}"
+
+
+def replay_current(ticket_set: TicketSet) -> dict[str, Any]:
+    """Replay against this database's memory; everything the replay wrote is rolled back."""
+    with transaction.atomic():
+        heldout_check(ticket_set)
+        results = replay_tickets(ticket_set)
+        transaction.set_rollback(True)
+    return results_json(
+        ticket_set,
+        results,
+        memory=CURRENT,
+        memory_notes=["this database's memory as it is now, rolled back after the replay"],
+    )
+
+
+def replay_demo_here(ticket_set: TicketSet) -> dict[str, Any]:
+    """Load the demo memory into this (temporary) database and replay against it."""
+    from evaluation.demo import memory_notes, prepare_demo_memory
+
+    with transaction.atomic():
+        timeline = prepare_demo_memory()
+        heldout_check(ticket_set)
+        results = replay_tickets(ticket_set, timeline=timeline)
+        transaction.set_rollback(True)
+    notes = memory_notes() + [event_note(event) for event in timeline]
+    return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

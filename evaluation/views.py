@@ -1,0 +1,129 @@
+"""Console pages of the replay evaluation: stored reports, one report, its chart and JSON.
+
+Any console role (reviewers, operators, admins) may read them; agents are service accounts and
+get 403 like on every console page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import Http404, HttpResponse, JsonResponse
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET
+
+from evaluation.domain import METRICS, WITH, WITHOUT
+from evaluation.models import ReplayReport
+from evaluation.selectors import heldout_count, report_chart, report_get, reports_recent
+from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
+
+REPORTS_PER_PAGE = 25
+METRIC_LABELS = {
+    "missed_checks": _("Missed required checks"),
+    "wrong_causes": _("Wrong-cause claims"),
+    "correct_causes": _("Correct-cause claims"),
+    "necessary_followups": _("Necessary follow-up questions"),
+    "unnecessary_followups": _("Unnecessary follow-up questions"),
+    "tool_calls": _("Tool calls"),
+}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One metric of a report: with memory, without memory."""
+
+    name: str
+    label: str
+    with_memory: int
+    without_memory: int
+
+
+def pairs(with_memory: dict[str, Any], without_memory: dict[str, Any]) -> list[Pair]:
+    return [
+        Pair(
+            name,
+            str(METRIC_LABELS[name]),
+            int(with_memory.get(name, 0)),
+            int(without_memory.get(name, 0)),
+        )
+        for name in METRICS
+    ]
+
+
+def _report_or_404(pk: int) -> ReplayReport:
+    report = report_get(pk)
+    if report is None:
+        raise Http404("no such replay report")
+    return report
+
+
+@require_GET
+@console_view()
+def report_list(request: HtmxHttpRequest) -> HttpResponse:
+    page = paginate(request, reports_recent(), REPORTS_PER_PAGE)
+    rows = [
+        {"report": report, "pairs": pairs(report.with_memory, report.without_memory)}
+        for report in page.object_list
+    ]
+    return render_page(
+        request,
+        "evaluation/report_list.html",
+        {"page_obj": page, "rows": rows, "metrics": pairs({}, {}), "heldout": heldout_count()},
+        partial="report-results",
+    )
+
+
+@require_GET
+@console_view()
+def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    report = _report_or_404(pk)
+    result = report.result
+    situations = [
+        {**group, "pairs": pairs(group[WITH], group[WITHOUT])}
+        for group in result.get("situations", [])
+    ]
+    names = [group["situation"] for group in situations]
+    chosen = request.GET.get("situation", "")
+    tickets = [
+        ticket
+        for ticket in result.get("tickets", [])
+        if chosen not in names or ticket["situation"] == chosen
+    ]
+    return render_page(
+        request,
+        "evaluation/report_detail.html",
+        {
+            "report": report,
+            "result": result,
+            "totals": pairs(report.with_memory, report.without_memory),
+            "situations": situations,
+            "situation_names": names,
+            "chosen": chosen if chosen in names else "",
+            "tickets": tickets,
+        },
+        partial="ticket-results",
+    )
+
+
+@require_GET
+@console_view()
+def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    chart = report_chart(pk)
+    if chart is None:
+        raise Http404("no such replay report")
+    response = HttpResponse(chart, content_type="image/png")
+    response["Cache-Control"] = "private, max-age=86400, immutable"
+    return response
+
+
+@require_GET
+@console_view()
+def report_json(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    report = _report_or_404(pk)
+    response = JsonResponse(
+        {"ok": True, "report": report.pk, **report.result},
+        json_dumps_params={"ensure_ascii": False, "indent": 2},
+    )
+    response["Content-Disposition"] = f'attachment; filename="replay-{report.pk}.json"'
+    return response

@@ -1,0 +1,294 @@
+"""The scripted investigator against fake tools: its order of checks and its honesty."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from evaluation import domain
+from evaluation.domain import Ticket, Truth, parse_ticket_set
+from evaluation.investigator import (
+    CAMPAIGN_CONFIG,
+    Lead,
+    investigate,
+    lead_from_case,
+    plan_checks,
+)
+from tests.evaluation.conftest import ticket, ticket_set
+
+RULE_MATCH = {
+    "status": "retrieved",
+    "missing": [],
+    "evidence": [
+        {"id": "doc:rule-b@1", "kind": "rule", "conditions": {"status": "match"}, "conflict": False}
+    ],
+}
+RULE_MISMATCH = {
+    "status": "retrieved",
+    "missing": [],
+    "evidence": [
+        {
+            "id": "doc:rule-b@1",
+            "kind": "rule",
+            "conditions": {"status": "mismatch", "mismatches": ["basket_cents"]},
+            "conflict": False,
+        }
+    ],
+}
+CASE_MISMATCH = {
+    "status": "retrieved",
+    "missing": [],
+    "evidence": [
+        {"id": "doc:case-a@1", "kind": "case", "conditions": {"status": "mismatch"}},
+        {"id": "doc:rule-b@1", "kind": "rule", "conditions": {"status": "match"}},
+    ],
+}
+CONFLICT = {"status": "conflicting_sources", "missing": [], "evidence": []}
+NO_MATCH = {"status": "no_match", "missing": [], "evidence": []}
+STORE_CASE = {
+    "id": "case:store",
+    "diagnosis": {"statement": "活动B后台的适用门店列表缺少 store-002。"},
+    "counterevidence": [
+        {
+            "hypothesis": "优惠券缓存未刷新",
+            "statement": "刷新后仍无法使用",
+            "evidence": [{"source_id": "t#m5"}],
+        }
+    ],
+}
+PRODUCT_CASE = {
+    "id": "case:product",
+    "diagnosis": {"statement": "活动商品列表没有包含新品水果茶的商品编码。"},
+    "counterevidence": [
+        {"hypothesis": "金额未达到门槛", "statement": "金额满足", "evidence": [{"source_id": "x"}]}
+    ],
+}
+
+
+@dataclass
+class FakeTools:
+    """Answers each tool from a script; records what was asked."""
+
+    memory: dict[str, Any] = field(default_factory=lambda: {"status": "ok", "items": []})
+    skill: dict[str, Any] = field(default_factory=dict)
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    searches: list[dict[str, Any]] = field(default_factory=lambda: [RULE_MATCH])
+    calls: list[str] = field(default_factory=list)
+    facts_seen: list[dict[str, object]] = field(default_factory=list)
+
+    def retrieve_experience(
+        self, query: str, scope: Mapping[str, str], now: datetime
+    ) -> Mapping[str, Any]:
+        self.calls.append("retrieve")
+        return self.memory
+
+    def run_skill(self, skill_id: str, scope: Mapping[str, str], **kwargs: Any) -> Mapping[str, Any]:
+        self.calls.append(f"skill {skill_id}")
+        return self.skill
+
+    def read_case(self, case_id: str) -> Mapping[str, Any] | None:
+        self.calls.append(f"read {case_id}")
+        return self.cases.get(case_id)
+
+    def search_knowledge(
+        self, query: str, scope: Mapping[str, str], **kwargs: Any
+    ) -> Mapping[str, Any]:
+        self.calls.append("search")
+        self.facts_seen.append(dict(kwargs["facts"]))
+        return self.searches.pop(0) if len(self.searches) > 1 else self.searches[0]
+
+
+NO_FACTS = {
+    "occurred_at": "2026-09-18T14:31:00+08:00",
+    "known_at": "2026-09-18T14:33:00+08:00",
+    "facts": {},
+}
+
+
+def one_ticket(**changes: Any) -> Ticket:
+    return parse_ticket_set(ticket_set(ticket(1, **changes))).tickets[0]
+
+
+MEMORY = {
+    "status": "ok",
+    "items": [
+        {"id": "case:product", "type": "case"},
+        {"id": "skill:s", "type": "skill"},
+        {"id": "case:store", "type": "case"},
+    ],
+}
+PASSED = {
+    "status": "needs_review",
+    "tool_calls": 1,
+    "observations": [{"status": "retrieved"}],
+    "cases": ["case:store", "case:product"],
+}
+
+
+def memory_tools(**changes: Any) -> FakeTools:
+    values: dict[str, Any] = {
+        "memory": MEMORY,
+        "skill": PASSED,
+        "cases": {"case:store": STORE_CASE, "case:product": PRODUCT_CASE},
+    }
+    values.update(changes)
+    return FakeTools(**values)
+
+
+def test_leads_are_read_from_the_diagnosis_and_the_refuted_hypotheses() -> None:
+    assert lead_from_case(STORE_CASE) == Lead("case:store", ("config:store-scope",), True)
+    assert lead_from_case(PRODUCT_CASE) == Lead("case:product", ("config:product-list",), False)
+    unsupported = {**STORE_CASE, "counterevidence": [{"hypothesis": "缓存", "evidence": []}]}
+    assert not lead_from_case(unsupported).defers_client_retry
+
+
+@pytest.mark.parametrize(
+    ("status", "leads", "expected"),
+    [
+        ("retrieved", [], ["confirm:client-retry", CAMPAIGN_CONFIG]),
+        ("conflicting_sources", [], [CAMPAIGN_CONFIG, "confirm:client-retry"]),
+        (
+            "retrieved",
+            [Lead("a", ("config:product-list",), False)],
+            ["config:product-list", "confirm:client-retry", CAMPAIGN_CONFIG],
+        ),
+        (
+            "retrieved",
+            [Lead("a", ("config:store-scope",), True), Lead("b", ("config:store-scope",), False)],
+            ["config:store-scope", CAMPAIGN_CONFIG, "confirm:client-retry"],
+        ),
+        (
+            "conflicting_sources",
+            [Lead("a", (CAMPAIGN_CONFIG,), False)],
+            [CAMPAIGN_CONFIG, "confirm:client-retry"],
+        ),
+    ],
+)
+def test_memory_reorders_and_adds_checks(status: str, leads: list[Lead], expected: list[str]) -> None:
+    assert plan_checks(status, leads) == expected
+
+
+def test_without_memory_the_ordinary_path_never_finds_the_store_list() -> None:
+    tools = FakeTools()
+    done = investigate(one_ticket(), tools, with_memory=False)
+    assert tools.calls == ["search"]
+    assert done.questions == ("confirm:client-retry",)
+    assert done.checks == ("knowledge:campaign-rules", CAMPAIGN_CONFIG)
+    assert done.claim is None and done.outcome == domain.ESCALATED
+    assert dict(done.calls) == {"memory": 0, "skill": 0, "knowledge": 1, "config": 1}
+
+
+def test_with_memory_the_leads_go_first_and_the_fault_found_is_claimed() -> None:
+    tools = memory_tools()
+    done = investigate(one_ticket(), tools, with_memory=True)
+    assert tools.calls == [
+        "retrieve",
+        "skill skill:s",
+        "read case:product",
+        "read case:store",
+        "search",
+    ]
+    # Leads in retrieval order: the product list is read first and is fine, then the store list.
+    assert done.checks == ("knowledge:campaign-rules", "config:product-list", "config:store-scope")
+    assert done.questions == ()
+    assert done.claim == "store-scope-missing" and done.outcome == domain.CLAIMED
+    assert dict(done.calls) == {"memory": 3, "skill": 1, "knowledge": 1, "config": 2}
+
+
+def test_a_needs_review_skill_is_a_lead_and_never_a_cause() -> None:
+    quiet = one_ticket(answers={"client_retry": "still_failing"})
+    done = investigate(quiet, memory_tools(), with_memory=True)
+    assert done.claim is None and done.outcome == domain.ESCALATED
+
+
+def test_a_fallback_skill_leaves_the_ordinary_path_to_decide() -> None:
+    fallback = {"status": "fallback", "tool_calls": 1, "observations": [], "cases": []}
+    tools = memory_tools(
+        memory={"status": "ok", "items": [{"id": "skill:s", "type": "skill"}]}, skill=fallback
+    )
+    with_memory = investigate(one_ticket(), tools, with_memory=True)
+    without = investigate(one_ticket(), FakeTools(), with_memory=False)
+    assert with_memory.checks == without.checks
+    assert with_memory.questions == without.questions
+    assert with_memory.claim == without.claim is None
+    assert dict(with_memory.calls) == {"memory": 1, "skill": 1, "knowledge": 1, "config": 1}
+
+
+def test_only_a_rule_mismatch_supports_the_rules_cause() -> None:
+    done = investigate(one_ticket(), FakeTools(searches=[RULE_MISMATCH]), with_memory=False)
+    assert done.claim == domain.RULES_EXCLUDE_PURCHASE and done.questions == ()
+    # A historical case that does not match is a lead, not a rule: nothing is claimed from it.
+    done = investigate(one_ticket(), FakeTools(searches=[CASE_MISMATCH]), with_memory=False)
+    assert done.claim is None
+
+
+def test_memory_never_overrides_a_rule_mismatch() -> None:
+    done = investigate(one_ticket(), memory_tools(searches=[RULE_MISMATCH]), with_memory=True)
+    assert done.claim == domain.RULES_EXCLUDE_PURCHASE
+    assert done.calls["config"] == 0
+
+
+def test_conflicting_rules_send_it_to_the_live_campaign_first() -> None:
+    answers = {
+        "client_retry": "works_now",
+        "checks": {CAMPAIGN_CONFIG: {"fault": "live threshold is 40", "cause": "live-threshold"}},
+    }
+    done = investigate(one_ticket(answers=answers), FakeTools(searches=[CONFLICT]), with_memory=False)
+    assert done.claim == "live-threshold" and done.questions == ()
+
+
+def test_works_after_a_refresh_resolves_but_explains_nothing() -> None:
+    done = investigate(
+        one_ticket(answers={"client_retry": "works_now"}), FakeTools(), with_memory=False
+    )
+    assert done.outcome == domain.RESOLVED_UNEXPLAINED and done.claim is None
+    assert done.calls["config"] == 0
+
+
+def test_missing_facts_are_asked_for_and_the_search_repeated() -> None:
+    needs = {"status": "needs_context", "missing": ["product", "channel"], "evidence": []}
+    tools = FakeTools(searches=[needs, RULE_MISMATCH])
+    asked = one_ticket(
+        context={**NO_FACTS, "facts": {"basket_cents": 2500}},
+        answers={"facts": {"product": "fruit-tea", "channel": "miniapp"}},
+    )
+    done = investigate(asked, tools, with_memory=False)
+    assert done.questions == ("confirm:product", "confirm:channel")
+    assert tools.facts_seen[-1] == {"basket_cents": 2500, "product": "fruit-tea", "channel": "miniapp"}
+    assert done.claim == domain.RULES_EXCLUDE_PURCHASE and done.calls["knowledge"] == 2
+
+
+def test_an_unanswered_question_leaves_it_waiting_for_the_customer() -> None:
+    needs = {"status": "needs_context", "missing": ["product"], "evidence": []}
+    tools = FakeTools(searches=[needs])
+    done = investigate(one_ticket(context=NO_FACTS, answers={}), tools, with_memory=False)
+    assert done.outcome == domain.AWAITING_CUSTOMER and done.claim is None
+    assert "knowledge:campaign-rules" not in done.checks
+
+
+def test_rules_that_keep_asking_stop_after_a_bounded_number_of_searches() -> None:
+    needs = {"status": "needs_context", "missing": ["product"], "evidence": []}
+    still = {"status": "needs_context", "missing": ["channel"], "evidence": []}
+    again = {"status": "needs_context", "missing": ["size"], "evidence": []}
+    answers = {"facts": {"product": "fruit-tea", "channel": "miniapp", "size": "large"}}
+    tools = FakeTools(searches=[needs, still, again, again])
+    done = investigate(one_ticket(context=NO_FACTS, answers=answers), tools, with_memory=False)
+    assert done.outcome == domain.AWAITING_CUSTOMER and done.calls["knowledge"] == 3
+
+
+def test_nothing_in_the_knowledge_base_is_handed_on_without_a_claim() -> None:
+    done = investigate(one_ticket(), FakeTools(searches=[NO_MATCH]), with_memory=False)
+    assert done.outcome == domain.ESCALATED and done.claim is None and done.calls["config"] == 0
+
+
+def test_the_ground_truth_is_never_read() -> None:
+    original = one_ticket()
+    lied = replace(original, truth=Truth(("config:release",), "something-else", ()))
+    for with_memory in (True, False):
+        assert investigate(original, memory_tools(), with_memory=with_memory) == investigate(
+            lied, memory_tools(), with_memory=with_memory
+        )
