@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
@@ -78,22 +78,53 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
 
 
 def rank_branch(
-    query: frozenset[str], documents: Iterable[tuple[str, frozenset[str]]]
+    query: frozenset[str], documents: Iterable[tuple[str, Collection[str]]]
 ) -> list[str]:
-    """Ids of documents with a positive score, best first, ties by id."""
-    scored = [(jaccard(query, tokens), doc_id) for doc_id, tokens in documents]
-    positive = [(score, doc_id) for score, doc_id in scored if score > 0]
-    positive.sort(key=lambda pair: (-pair[0], pair[1]))
-    return [doc_id for _, doc_id in positive]
+    """Ids of documents with a positive Jaccard score, best first, ties by id.
+
+    Each document's tokens must be distinct (stored token sets are). Scores are compared as
+    floats: i/u for token counts far below 2**26 is exact enough that equal ratios give equal
+    floats and different ratios keep their order, and it is several times cheaper than Fraction.
+    """
+    if not query:
+        return []
+    size = len(query)
+    scored = []
+    for doc_id, tokens in documents:
+        inter = len(query.intersection(tokens))
+        if inter:
+            scored.append((-inter / (size + len(tokens) - inter), doc_id))
+    scored.sort()
+    return [doc_id for _, doc_id in scored]
+
+
+# Above this many ranked documents the float shortcut below could merge distinct scores.
+_EXACT_FLOAT_RANKS = 10_000
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Fuse ranked id lists: score = Σ 1/(k + rank), rank from 1; ties by id."""
-    scores: dict[str, Fraction] = {}
+    """Fuse ranked id lists: score = Σ 1/(k + rank), rank from 1; ties by id.
+
+    For up to two rankings the sum is formed exactly as one integer fraction and divided once,
+    so equal sums give equal floats and unequal ones keep their order; otherwise Fraction.
+    """
+    denominators: dict[str, list[int]] = {}
     for ranking in rankings:
         for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, Fraction(0)) + Fraction(1, k + rank)
-    return sorted(scores, key=lambda doc_id: (-scores[doc_id], doc_id))
+            denominators.setdefault(doc_id, []).append(k + rank)
+    if len(rankings) <= 2 and max(map(len, rankings), default=0) <= _EXACT_FLOAT_RANKS:
+
+        def score(parts: list[int]) -> float:
+            if len(parts) == 1:
+                return 1 / parts[0]
+            a, b = parts
+            return (a + b) / (a * b)
+    else:
+
+        def score(parts: list[int]) -> float:
+            return float(sum((Fraction(1, d) for d in parts), Fraction(0)))
+
+    return sorted(denominators, key=lambda doc_id: (-score(denominators[doc_id]), doc_id))
 
 
 # --- conditions -----------------------------------------------------------------------------

@@ -121,10 +121,8 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
     public_ids = {row[0]: f"doc:{row[1]}@{row[2]}" for row in gated}
     raw_query = tokenize(query)
     expanded_query = tokenize(expand(query, current_lexicon()))
-    raw_rank = rank_branch(raw_query, ((public_ids[r[0]], frozenset(r[5].split())) for r in gated))
-    expanded_rank = rank_branch(
-        expanded_query, ((public_ids[r[0]], frozenset(r[6].split())) for r in gated)
-    )
+    raw_rank = rank_branch(raw_query, ((public_ids[r[0]], r[5].split()) for r in gated))
+    expanded_rank = rank_branch(expanded_query, ((public_ids[r[0]], r[6].split()) for r in gated))
     fused = reciprocal_rank_fusion([raw_rank, expanded_rank])
     if not fused:
         return _result(NO_MATCH)

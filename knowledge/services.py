@@ -17,6 +17,7 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
 
 REASON_REQUIRED = "a reason is required"
 ALREADY_REVOKED = "is already revoked"
@@ -30,6 +31,11 @@ NOTHING_CHANGED = "nothing changed; no new version saved"
 def _require(user: User, perm: str, message: str) -> None:
     if not user.has_perm(perm):
         raise PermissionRefused(message, unmet="not_permitted")
+
+
+def _require_tenant(user: User, tenant: str) -> None:
+    if not may_access(user, tenant):
+        raise PermissionRefused(f"tenant {tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
 
 
 def current_lexicon() -> dict[str, str]:
@@ -117,6 +123,7 @@ def _revoke(document: Document, actor: User, reason: str) -> None:
 @transaction.atomic
 def document_approve(*, document: Document, actor: User, reason: str) -> Document:
     _require(actor, "knowledge.approve_document", "approving documents needs the operator role")
+    _require_tenant(actor, document.tenant)
     if not reason.strip():
         raise ValidationFailure("reason", REASON_REQUIRED)
     document = Document.objects.select_for_update().get(pk=document.pk)
@@ -131,6 +138,7 @@ def document_approve(*, document: Document, actor: User, reason: str) -> Documen
 @transaction.atomic
 def document_revoke(*, document: Document, actor: User, reason: str) -> Document:
     _require(actor, "knowledge.revoke_document", "revoking documents needs the operator role")
+    _require_tenant(actor, document.tenant)
     if not reason.strip():
         raise ValidationFailure("reason", REASON_REQUIRED)
     document = Document.objects.select_for_update().get(pk=document.pk)
@@ -144,6 +152,7 @@ def document_revoke(*, document: Document, actor: User, reason: str) -> Document
 def document_save_new_version(*, base: Document, changes: dict[str, Any], actor: User) -> Document:
     """Save ``base`` with ``changes`` applied as the next version of its key (a draft)."""
     _require(actor, "knowledge.add_document", "saving documents needs the operator role")
+    _require_tenant(actor, base.tenant)
     latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
     stores = tuple(sorted(base.store_rows.values_list("store", flat=True)))
     content = replace(document_content(base, stores), version=latest + 1, **changes)
@@ -158,6 +167,7 @@ def document_add(
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
     _require(actor, "knowledge.add_document", "saving documents needs the operator role")
+    _require_tenant(actor, content.tenant)
     if next_free_version:
         latest = Document.objects.filter(doc_key=content.doc_key).aggregate(v=Max("version"))["v"]
         content = replace(content, version=(latest or 0) + 1)
@@ -207,6 +217,8 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
             item = parse_document(raw)
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
+        if not may_access(actor, item.content.tenant):
+            raise ValidationFailure(f"[{index}].tenant", NOT_IN_TENANT_MESSAGE)
         key = (item.content.doc_key, item.content.version)
         if key in seen:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")

@@ -271,3 +271,38 @@ def test_the_gate_never_admits_an_out_of_scope_document(doc: GateFields, scope: 
         assert doc.valid_from <= scope.occurred_at
         assert doc.valid_to is None or scope.occurred_at < doc.valid_to
         assert doc.published_at <= scope.known_at
+
+
+# --- the fast paths agree with exact arithmetic ----------------------------------------------
+
+TOKENS = st.frozensets(st.sampled_from([f"t{i}" for i in range(12)]), max_size=12)
+
+
+@given(TOKENS, st.lists(TOKENS, max_size=15))
+def test_rank_branch_orders_exactly_as_fractions_do(
+    query: frozenset[str], docs: list[frozenset[str]]
+) -> None:
+    named = [(f"d{i:02d}", tokens) for i, tokens in enumerate(docs)]
+    exact = sorted(
+        ((jaccard(query, tokens), doc_id) for doc_id, tokens in named if jaccard(query, tokens)),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    assert rank_branch(query, [(d, sorted(t)) for d, t in named]) == [d for _, d in exact]
+
+
+@given(
+    st.permutations([f"d{i:03d}" for i in range(120)]),
+    st.permutations([f"d{i:03d}" for i in range(120)]),
+    st.integers(min_value=0, max_value=120),
+    st.integers(min_value=0, max_value=120),
+)
+def test_rrf_orders_exactly_as_fractions_do(
+    first: list[str], second: list[str], cut_first: int, cut_second: int
+) -> None:
+    rankings = [first[:cut_first], second[:cut_second]]
+    scores: dict[str, Fraction] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, Fraction(0)) + Fraction(1, 60 + rank)
+    exact = sorted(scores, key=lambda doc_id: (-scores[doc_id], doc_id))
+    assert reciprocal_rank_fusion(rankings) == exact
