@@ -168,10 +168,9 @@ def ping(request: HttpRequest) -> dict[str, Any]:
     tags=["knowledge"],
 )
 def knowledge_search(request: HttpRequest, payload: KnowledgeSearchRequest) -> dict[str, Any]:
-    """``search_knowledge`` (SPEC §2.2) for one ticket's scope, times and facts.
-
-    A missing scope field or time is answered with ``needs_context`` and nothing is searched.
-    """
+    """Search versioned rules and confirmed historical cases for one ticket's scope, times and
+    facts. A missing scope field or time is answered with ``needs_context`` and nothing is
+    searched. A full match means only that the rules do not explain the failure."""
     return operations.knowledge_search(user=_user(request), request=payload)
 
 
@@ -181,7 +180,8 @@ def knowledge_search(request: HttpRequest, payload: KnowledgeSearchRequest) -> d
     tags=["experience"],
 )
 def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest) -> dict[str, Any]:
-    """``retrieve_experience`` (SPEC §3.5): approved items of exactly this scope; reads recorded."""
+    """Approved cases and skills of exactly this scope, valid now. A missing scope field is
+    answered with ``fallback`` naming it. Every returned item is recorded as read in ``run_id``."""
     return operations.experience_retrieve(user=_user(request), request=payload)
 
 
@@ -193,7 +193,9 @@ def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest
 def skill_run(
     request: HttpRequest, skill_id: Path[SkillId], payload: SkillRunRequest
 ) -> dict[str, Any]:
-    """``run_skill`` (SPEC §3.7): ``needs_review`` at best, never a confirmed cause."""
+    """Run an approved skill's read-only checks with the current scope and ticket context.
+    ``needs_review`` at best (current evidence plus the cited cases as historical leads), never a
+    confirmed cause; ``fallback`` with a reason otherwise. The run is stored under ``run_id``."""
     return operations.skill_run(user=_user(request), skill_id=skill_id, request=payload)
 
 
@@ -203,9 +205,9 @@ def skill_run(
     tags=["experience"],
 )
 def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str, Any]]:
-    """Propose a candidate case (SPEC §4.3 format). The token's user is its submitter and every
-    evidence item is unchecked, whatever ``verified`` says. 201 when stored, 200 when identical
-    content already was."""
+    """Propose a candidate case in the import format. The token's user is its submitter and every
+    evidence item stays unchecked, whatever ``verified`` says; nothing is reused before a reviewer
+    approves it. 201 when stored, 200 when identical content already was."""
     result = operations.case_propose(user=_user(request), proposal=payload)
     return Status(201 if result["created"] else 200, result)
 

@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from agentapi.permissions import holds_any
 from agentapi.schemas import (
     CASE_ID_PATTERN,
     SKILL_ID_PATTERN,
@@ -30,6 +31,13 @@ from experience.selectors import skill_availability
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.tenancy import (
+    NOT_IN_TENANT,
+    NOT_IN_TENANT_MESSAGE,
+    may_access,
+    tenants_of,
+    visible,
+)
 from reviewconsole.timeparse import to_utc_iso
 
 SEARCH_PERMISSION = "knowledge.search_knowledge"
@@ -55,12 +63,20 @@ class NotFound(LookupError):
 
 def require(user: User, *permissions: str) -> None:
     """Refuse unless ``user`` holds at least one of ``permissions``."""
-    if not (user.is_active and any(user.has_perm(p) for p in permissions)):
+    if not holds_any(user, permissions):
         raise PermissionRefused(NOT_PERMITTED.format(permission=" or ".join(permissions)))
 
 
+def require_tenant(user: User, tenant: str | None) -> None:
+    """A user limited to some tenants cannot ask about another one (a missing tenant is fine:
+    the answer is needs_context or fallback, and nothing is read)."""
+    if tenant is not None and not may_access(user, tenant):
+        raise PermissionRefused(f"tenant {tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
+
+
 def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str, Any]:
-    pass  # EXPERIMENT
+    require(user, SEARCH_PERMISSION)
+    require_tenant(user, request.tenant)
     context = KnowledgeContext(
         tenant=request.tenant,
         brand=request.brand,
@@ -76,6 +92,7 @@ def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str
 
 def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> dict[str, Any]:
     require(user, USE_PERMISSION)
+    require_tenant(user, request.scope.tenant)
     return retrieve_experience(
         request.query,
         request.scope.as_mapping(),
@@ -90,6 +107,7 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
     require(user, USE_PERMISSION)
     if not _SKILL_ID.fullmatch(skill_id):
         raise ValidationFailure("skill_id", "must be a skill id (skill:<sha256>)")
+    require_tenant(user, request.scope.tenant)
     context = TicketContext(
         occurred_at=request.occurred_at,
         known_at=request.known_at,
@@ -120,11 +138,14 @@ def run_read(*, user: User, run_id: str) -> dict[str, Any]:
         raise NotFound(NO_SUCH_RUN) from None
     if "\x00" in run_id:
         raise NotFound(NO_SUCH_RUN)
-    runs = list(Run.objects.filter(run_id=run_id).order_by("started_at", "id"))
-    references = list(
-        Reference.objects.filter(run_id=run_id)
-        .order_by("read_at", "id")
-        .values_list("item_id", "item_type", "read_at")
+    runs = list(visible(Run.objects.filter(run_id=run_id), user).order_by("started_at", "id"))
+    references = _visible_references(
+        user,
+        list(
+            Reference.objects.filter(run_id=run_id)
+            .order_by("read_at", "id")
+            .values_list("item_id", "item_type", "read_at")
+        ),
     )
     if not runs and not references:
         raise NotFound(NO_SUCH_RUN)
@@ -142,7 +163,7 @@ def case_read(*, user: User, case_id: str, run_id: str | None = None) -> dict[st
     """An approved case; anything else (candidate, rejected, revoked, unknown) is not found."""
     require(user, USE_PERMISSION)
     case = (
-        Case.objects.filter(pk=case_id, status=Status.APPROVED).first()
+        visible(Case.objects.filter(pk=case_id, status=Status.APPROVED), user).first()
         if _CASE_ID.fullmatch(case_id)
         else None
     )
@@ -173,7 +194,7 @@ def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[
     """An approved skill and whether it may be used now; anything else is not found."""
     require(user, USE_PERMISSION)
     skill = (
-        Skill.objects.filter(pk=skill_id, status=Status.APPROVED).first()
+        visible(Skill.objects.filter(pk=skill_id, status=Status.APPROVED), user).first()
         if _SKILL_ID.fullmatch(skill_id)
         else None
     )
@@ -196,6 +217,18 @@ def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[
         "available": bool(availability),
         "unavailable_reason": None if availability else availability.reason,
     }
+
+
+def _visible_references(
+    user: User, references: list[tuple[str, str, Any]]
+) -> list[tuple[str, str, Any]]:
+    """The reads of items in tenants ``user`` may see (all of them for a deployment-wide user)."""
+    if tenants_of(user) is None or not references:
+        return references
+    ids = {item_id for item_id, _, _ in references}
+    shown = set(visible(Case.objects.filter(pk__in=ids), user).values_list("pk", flat=True))
+    shown |= set(visible(Skill.objects.filter(pk__in=ids), user).values_list("pk", flat=True))
+    return [ref for ref in references if ref[0] in shown]
 
 
 def _record_read(run_id: str | None, items: Iterable[tuple[str, str]]) -> None:

@@ -410,7 +410,9 @@ def band_keys(values: Sequence[int], *, bands: int, rows: int) -> list[str]:
     keys = []
     for band in range(bands):
         chunk = ",".join(str(v) for v in values[band * rows : (band + 1) * rows])
-        keys.append(hashlib.sha1(f"{band}:{chunk}".encode(), usedforsecurity=False).hexdigest()[:20])
+        keys.append(
+            hashlib.sha1(f"{band}:{chunk}".encode(), usedforsecurity=False).hexdigest()[:20]
+        )
     return keys
 
 

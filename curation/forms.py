@@ -38,7 +38,7 @@ class AwareDateTimeField(forms.CharField):
         if not text:
             return None
         try:
-            return parse_aware_datetime(text, field=self.label or "")
+            return parse_aware_datetime(text, field=str(self.label or ""))
         except ValidationFailure as failure:
             raise forms.ValidationError(failure.message) from None
 
@@ -78,7 +78,10 @@ class CandidateForm(forms.Form):
     incident = forms.CharField(label=_("Incident id"), max_length=200)
     title = forms.CharField(label=_("Title"), max_length=300)
     summary = forms.CharField(
-        label=_("Summary"), required=False, max_length=20_000, widget=forms.Textarea(attrs={"rows": 2})
+        label=_("Summary"),
+        required=False,
+        max_length=20_000,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
     valid_from = AwareDateTimeField(label=_("Valid from"), help_text=ISO_HELP)
     valid_to = AwareDateTimeField(label=_("Valid to"), help_text=ISO_HELP)
@@ -221,7 +224,9 @@ class ProposalAdoptForm(forms.Form):
     )
 
     def queries(self) -> list[str]:
-        return [self.cleaned_data[f"query_{n}"] for n in (1, 2, 3) if self.cleaned_data[f"query_{n}"]]
+        return [
+            self.cleaned_data[f"query_{n}"] for n in (1, 2, 3) if self.cleaned_data[f"query_{n}"]
+        ]
 
 
 class LinkFilterForm(forms.Form):

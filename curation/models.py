@@ -12,7 +12,7 @@ from django.db import models
 from experience.models import ID_LENGTH, SCOPE_LENGTH, Case
 
 
-def _user_fk(*, null: bool = True) -> models.ForeignKey:  # type: ignore[type-arg]
+def _user_fk(*, null: bool = True) -> models.ForeignKey:
     return models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=null,
@@ -190,6 +190,8 @@ class ReReview(models.Model):
 
     item_id = models.CharField(max_length=ID_LENGTH, db_index=True)
     item_type = models.CharField(max_length=8)
+    # The item's tenant, copied so tenant-limited users see only their own entries.
+    tenant = models.CharField(max_length=SCOPE_LENGTH, default="", db_index=True)
     title = models.CharField(max_length=300)
     reason = models.CharField(max_length=24, choices=ReReviewReason.choices)
     document_id = models.CharField(max_length=200, blank=True)

@@ -6,7 +6,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -25,6 +25,12 @@ from curation.models import (
 )
 from experience.domain import SCOPE_FIELDS
 from experience.models import Case, Skill, SkillCase
+from reviewconsole.tenancy import visible
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
+    Viewer = User | AnonymousUser | None
 
 
 def scope_key(scope: Mapping[str, str]) -> str:
@@ -77,8 +83,13 @@ class Confidence:
     incident_ids: tuple[str, ...]
 
 
-def confidence_of(cases: Sequence[Case]) -> Confidence:
-    by_scope = merges_by_scope({(c.tenant, c.brand) for c in cases})
+def confidence_of(
+    cases: Sequence[Case], *, merges: Mapping[tuple[str, str], Mapping[str, str]] | None = None
+) -> Confidence:
+    """``merges`` by (tenant, brand) when the caller has them already."""
+    by_scope = (
+        merges if merges is not None else merges_by_scope({(c.tenant, c.brand) for c in cases})
+    )
     canonical = sorted(
         {
             domain.canonical_incident(c.incident, by_scope.get((c.tenant, c.brand), {}))
@@ -96,9 +107,8 @@ class IncidentGroup:
     merges: list[IncidentMerge]
 
 
-def incident_group(case: Case) -> IncidentGroup:
+def incident_group(case: Case, merges: Mapping[str, str]) -> IncidentGroup:
     """Every case, in the case's tenant and brand, describing its (canonical) incident."""
-    merges = incident_merges(case.tenant, case.brand)
     root = domain.canonical_incident(case.incident, merges)
     records = list(
         IncidentMerge.objects.filter(tenant=case.tenant, brand=case.brand, canonical=root)
@@ -114,8 +124,8 @@ def incident_group(case: Case) -> IncidentGroup:
     return IncidentGroup(root, tuple(sorted(names - {root})), cases, records)
 
 
-def merge_list(*, tenant: str = "", brand: str = "") -> QuerySet[IncidentMerge]:
-    merges = IncidentMerge.objects.select_related("merged_by")
+def merge_list(user: Viewer, *, tenant: str = "", brand: str = "") -> QuerySet[IncidentMerge]:
+    merges = visible(IncidentMerge.objects.select_related("merged_by"), user)
     if tenant:
         merges = merges.filter(tenant=tenant)
     if brand:
@@ -163,14 +173,15 @@ class SimilarCase:
     other_incident: str  # canonical
 
 
-def similar_cases(case: Case) -> list[SimilarCase]:
+def similar_cases(case: Case, merges: Mapping[str, str] | None = None) -> list[SimilarCase]:
     """Every similarity link of ``case``, open ones first, most similar first."""
     links = list(
         NearDuplicate.objects.filter(Q(case_a=case) | Q(case_b=case))
         .select_related("case_a__submitted_by", "case_b__submitted_by", "resolved_by")
         .order_by("-similarity", "id")
     )
-    merges = incident_merges(case.tenant, case.brand)
+    if merges is None:
+        merges = incident_merges(case.tenant, case.brand)
     own = domain.canonical_incident(case.incident, merges)
     found = [
         SimilarCase(
@@ -184,9 +195,13 @@ def similar_cases(case: Case) -> list[SimilarCase]:
     return sorted(found, key=lambda s: (s.link.status != LinkStatus.OPEN, -s.link.similarity))
 
 
-def near_duplicate_queue(*, status: str = LinkStatus.OPEN) -> QuerySet[NearDuplicate]:
-    links = NearDuplicate.objects.select_related(
-        "case_a__submitted_by", "case_b__submitted_by", "resolved_by"
+def near_duplicate_queue(user: Viewer, *, status: str = LinkStatus.OPEN) -> QuerySet[NearDuplicate]:
+    links = visible(
+        NearDuplicate.objects.select_related(
+            "case_a__submitted_by", "case_b__submitted_by", "resolved_by"
+        ),
+        user,
+        "case_a__tenant",
     )
     if status:
         links = links.filter(status=status)
@@ -194,9 +209,7 @@ def near_duplicate_queue(*, status: str = LinkStatus.OPEN) -> QuerySet[NearDupli
 
 
 def near_duplicate_get(pk: int) -> NearDuplicate | None:
-    return (
-        NearDuplicate.objects.select_related("case_a", "case_b").filter(pk=pk).first()
-    )
+    return NearDuplicate.objects.select_related("case_a", "case_b").filter(pk=pk).first()
 
 
 # --- re-review ---------------------------------------------------------------------------------
@@ -204,9 +217,9 @@ def near_duplicate_get(pk: int) -> NearDuplicate | None:
 ACTIVE = (ReReviewStatus.OPEN, ReReviewStatus.PENDING)
 
 
-def rereview_queue(*, status: str = "", reason: str = "") -> QuerySet[ReReview]:
+def rereview_queue(user: Viewer, *, status: str = "", reason: str = "") -> QuerySet[ReReview]:
     """Open and pending entries by default; ``status`` narrows to one state."""
-    entries = ReReview.objects.select_related("resolved_by")
+    entries = visible(ReReview.objects.select_related("resolved_by"), user)
     entries = entries.filter(status=status) if status else entries.filter(status__in=ACTIVE)
     if reason:
         entries = entries.filter(reason=reason)
@@ -220,8 +233,8 @@ def rereview_get(pk: int) -> ReReview | None:
 # --- proposals and support ---------------------------------------------------------------------
 
 
-def proposal_queue(*, status: str = ProposalStatus.OPEN) -> QuerySet[SkillProposal]:
-    proposals = SkillProposal.objects.select_related("resolved_by")
+def proposal_queue(user: Viewer, *, status: str = ProposalStatus.OPEN) -> QuerySet[SkillProposal]:
+    proposals = visible(SkillProposal.objects.select_related("resolved_by"), user)
     if status:
         proposals = proposals.filter(status=status)
     return proposals.order_by("-updated_at", "-id")
@@ -232,7 +245,9 @@ def proposal_get(pk: int) -> SkillProposal | None:
 
 
 def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
-    found = {c.id: c for c in Case.objects.filter(pk__in=list(case_ids)).select_related("submitted_by")}
+    found = {
+        c.id: c for c in Case.objects.filter(pk__in=list(case_ids)).select_related("submitted_by")
+    }
     return [found[i] for i in case_ids if i in found]
 
 
@@ -246,10 +261,10 @@ def skill_support(skill: Skill) -> tuple[list[Case], Confidence]:
     return cases, confidence_of(cases)
 
 
-def queue_counts() -> dict[str, Any]:
+def queue_counts(user: Viewer) -> dict[str, Any]:
     return {
-        "near_duplicates": NearDuplicate.objects.filter(status=LinkStatus.OPEN).count(),
-        "rereview": ReReview.objects.filter(status__in=ACTIVE).count(),
-        "proposals": SkillProposal.objects.filter(status=ProposalStatus.OPEN).count(),
+        "near_duplicates": near_duplicate_queue(user).count(),
+        "rereview": rereview_queue(user).count(),
+        "proposals": proposal_queue(user).count(),
         "threads": Thread.objects.count(),
     }

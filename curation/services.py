@@ -34,7 +34,6 @@ from curation.models import (
     ThreadMessage,
 )
 from curation.selectors import incident_merges, merges_by_scope, scope_key
-from experience import domain as experience_domain
 from experience.models import Case, Evidence, Reference, Run, RunCitation, Skill, SkillCase, Status
 from experience.schema import parse_case, parse_skill
 from experience.services import case_submit, skill_submit
@@ -44,6 +43,7 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
 from reviewconsole.timeparse import to_utc_iso
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ ENTRY_CLOSED = "this re-review entry is not open"
 ENTRY_NOT_CASE = "only cases are re-certified as a new version; revoke or confirm a skill"
 ENTRY_NOT_SKILL = "a case is re-certified by a reviewed new version, not confirmed"
 ITEM_NOT_APPROVED = "the item is no longer approved"
-NOT_A_NEW_VERSION = "the new version must differ from the old one: change its validity"
+VALID_TO_PASSED = "must be in the future: a new version is certified for what comes"
 PROPOSAL_CLOSED = "this proposal is not open"
 
 DEFAULT_STALE_AFTER_DAYS = 90
@@ -75,6 +75,11 @@ DEFAULT_STALE_AFTER_DAYS = 90
 def _require(user: User, perm: str, message: str) -> None:
     if not (user.is_authenticated and user.has_perm(perm)):
         raise PermissionRefused(message)
+
+
+def _require_tenant(user: User, tenant: str) -> None:
+    if not may_access(user, tenant):
+        raise PermissionRefused(f"{tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
 
 
 def _reason(reason: str) -> str:
@@ -90,9 +95,7 @@ def stale_after_days() -> int:
 
 def similarity_threshold() -> float:
     return float(
-        getattr(
-            settings, "CURATION_SIMILARITY_THRESHOLD", domain.DEFAULT_SIMILARITY_THRESHOLD
-        )
+        getattr(settings, "CURATION_SIMILARITY_THRESHOLD", domain.DEFAULT_SIMILARITY_THRESHOLD)
     )
 
 
@@ -273,6 +276,7 @@ def incident_merge(
     """Record that incident ``alias`` is incident ``into``; every distinct-incident count of the
     tenant and brand follows at once (skill approval, confidence, proposals)."""
     _require(actor, REVIEW_PERMISSION, REVIEW_REFUSED)
+    _require_tenant(actor, tenant)
     reason = _reason(reason)
     alias, into = alias.strip(), into.strip()
     for name, value in (("alias", alias), ("into", into)):
@@ -337,10 +341,9 @@ def near_duplicate_resolve(
     _require(actor, REVIEW_PERMISSION, REVIEW_REFUSED)
     reason = _reason(reason)
     link = (
-        NearDuplicate.objects.select_for_update()
-        .select_related("case_a", "case_b")
-        .get(pk=link.pk)
+        NearDuplicate.objects.select_for_update().select_related("case_a", "case_b").get(pk=link.pk)
     )
+    _require_tenant(actor, link.case_a.tenant)
     if link.status != LinkStatus.OPEN:
         raise ValidationFailure("link", LINK_RESOLVED)
     if decision == SAME_INCIDENT:
@@ -428,7 +431,9 @@ def _proposal_json(proposal: SkillProposal) -> dict[str, Any]:
     }
 
 
-def _close_entries(item_id: str, resolution: str, *, now: datetime, note: str = "") -> list[ReReview]:
+def _close_entries(
+    item_id: str, resolution: str, *, now: datetime, note: str = ""
+) -> list[ReReview]:
     entries = list(
         ReReview.objects.filter(
             item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
@@ -465,7 +470,12 @@ def _has_entry(item_id: str, reason: str, document_id: str = "", detail: str = "
 
 
 def _queue(
-    item: Case | Skill, item_type: str, reason: str, *, now: datetime, document_id: str = "",
+    item: Case | Skill,
+    item_type: str,
+    reason: str,
+    *,
+    now: datetime,
+    document_id: str = "",
     detail: str = "",
 ) -> ReReview | None:
     if _has_entry(item.id, reason, document_id, detail):
@@ -473,6 +483,7 @@ def _queue(
     return ReReview.objects.create(
         item_id=item.id,
         item_type=item_type,
+        tenant=item.tenant,
         title=item.title,
         reason=reason,
         document_id=document_id,
@@ -529,7 +540,9 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
     ):
         case_documents[case_id] |= domain.cited_documents([source_id])
     skill_documents: dict[str, set[tuple[str, int]]] = {s.id: set() for s in skills}
-    run_skill = dict(Run.objects.filter(skill_id__in=list(skill_documents)).values_list("pk", "skill_id"))
+    run_skill = dict(
+        Run.objects.filter(skill_id__in=list(skill_documents)).values_list("pk", "skill_id")
+    )
     for run_pk, document in RunCitation.objects.filter(run_id__in=list(run_skill)).values_list(
         "run_id", "document_id"
     ):
@@ -570,9 +583,7 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
 def _close_gone(now: datetime) -> list[ReReview]:
     """Entries whose item is no longer approved (caught here when it changed by other means)."""
     closed: list[ReReview] = []
-    open_entries = ReReview.objects.filter(
-        status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
-    )
+    open_entries = ReReview.objects.filter(status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING])
     ids = set(open_entries.values_list("item_id", flat=True))
     statuses = dict(Case.objects.filter(pk__in=ids).values_list("pk", "status"))
     statuses.update(Skill.objects.filter(pk__in=ids).values_list("pk", "status"))
@@ -634,9 +645,7 @@ def _latest_titles(keys: set[str]) -> dict[str, str]:
 
 
 def _scan_proposals(now: datetime) -> list[SkillProposal]:
-    cases = list(
-        Case.objects.filter(status=Status.APPROVED, valid_from__lte=now, valid_to__gt=now)
-    )
+    cases = list(Case.objects.filter(status=Status.APPROVED, valid_from__lte=now, valid_to__gt=now))
     pattern_cases = _pattern_cases(cases)
     drafts = domain.shared_patterns(pattern_cases)
     titles = _latest_titles(
@@ -738,8 +747,8 @@ def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -
 def rereview_recertify(
     *, entry: ReReview, valid_from: datetime, valid_to: datetime, actor: User
 ) -> Case:
-    """Submit a new version of the case (same content, new validity, ``supersedes`` the old
-    one) as a candidate. Its evidence is unchecked, so a reviewer other than ``actor`` must
+    """Submit a new version of the case (same content, the validity given, ``supersedes`` the
+    old one) as a candidate. Its evidence is unchecked, so a reviewer other than ``actor`` must
     check and approve it; that approval supersedes the old version and closes the entry."""
     _require(actor, ADD_CASE_PERMISSION, BUILD_REFUSED)
     entry = ReReview.objects.select_for_update().get(pk=entry.pk)
@@ -748,13 +757,14 @@ def rereview_recertify(
     if entry.item_type != "case":
         raise ValidationFailure("entry", ENTRY_NOT_CASE)
     old = Case.objects.get(pk=entry.item_id)
+    _require_tenant(actor, old.tenant)
     if old.status != Status.APPROVED:
         raise ValidationFailure("entry", ITEM_NOT_APPROVED)
-    content = parse_case(_recertified_content(old, valid_from, valid_to))
-    if content.id == old.id:
-        raise ValidationFailure("valid_to", NOT_A_NEW_VERSION)
-    new, _created = case_submit(content=content, actor=actor)
     now = clock.now()
+    if valid_to <= now:
+        raise ValidationFailure("valid_to", VALID_TO_PASSED)
+    content = parse_case(_recertified_content(old, valid_from, valid_to))
+    new, _created = case_submit(content=content, actor=actor)
     # Every open question about the old version is answered by the review of the new one.
     for sibling in ReReview.objects.select_for_update().filter(
         item_id=old.id, status=ReReviewStatus.OPEN
@@ -784,6 +794,7 @@ def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
     if entry.item_type != "skill":
         raise ValidationFailure("entry", ENTRY_NOT_SKILL)
     skill = Skill.objects.get(pk=entry.item_id)
+    _require_tenant(actor, skill.tenant)
     if skill.status != Status.APPROVED:
         raise ValidationFailure("entry", ITEM_NOT_APPROVED)
     entry.status = ReReviewStatus.CLOSED
@@ -829,13 +840,12 @@ def proposal_adopt(
     must approve it (four eyes); the recipe is validated like any other."""
     _require(actor, ADD_SKILL_PERMISSION, ADOPT_REFUSED)
     proposal = SkillProposal.objects.select_for_update().get(pk=proposal.pk)
+    _require_tenant(actor, proposal.tenant)
     if proposal.status != ProposalStatus.OPEN:
         raise ValidationFailure("proposal", PROPOSAL_CLOSED)
     now = clock.now()
     valid_from, valid_to = _proposal_validity(proposal, now)
-    recipe = [
-        {"tool": "search_knowledge", "arguments": {"query": q}} for q in queries if q.strip()
-    ]
+    recipe = [{"tool": "search_knowledge", "arguments": {"query": q}} for q in queries if q.strip()]
     data = {
         "type": "skill",
         "scope": proposal.scope,
@@ -866,6 +876,7 @@ def proposal_dismiss(*, proposal: SkillProposal, actor: User, reason: str) -> Sk
     _require(actor, REVIEW_PERMISSION, REVIEW_REFUSED)
     reason = _reason(reason)
     proposal = SkillProposal.objects.select_for_update().get(pk=proposal.pk)
+    _require_tenant(actor, proposal.tenant)
     if proposal.status != ProposalStatus.OPEN:
         raise ValidationFailure("proposal", PROPOSAL_CLOSED)
     proposal.status = ProposalStatus.DISMISSED
@@ -881,4 +892,3 @@ def proposal_dismiss(*, proposal: SkillProposal, actor: User, reason: str) -> Sk
         details={"pattern": [proposal.pattern_kind, proposal.pattern]},
     )
     return proposal
-

@@ -3,7 +3,7 @@ from django.urls import path, register_converter
 from curation import views
 from experience.urls import DigestConverter
 
-register_converter(DigestConverter, "digest")
+register_converter(DigestConverter, "curation_digest")
 
 app_name = "curation"
 
@@ -13,7 +13,7 @@ urlpatterns = [
     path("threads/<str:thread_id>/", views.thread_detail, name="thread-detail"),
     path("threads/<str:thread_id>/preview/", views.thread_preview, name="thread-preview"),
     path("threads/<str:thread_id>/build/", views.thread_build, name="thread-build"),
-    path("cases/<digest:digest>/similar/", views.case_similar, name="case-similar"),
+    path("cases/<curation_digest:digest>/similar/", views.case_similar, name="case-similar"),
     path("similar/", views.link_list, name="link-list"),
     path("similar/<int:pk>/resolve/", views.link_resolve, name="link-resolve"),
     path("incidents/", views.incident_list, name="incident-list"),
@@ -24,5 +24,5 @@ urlpatterns = [
     path("proposals/<int:pk>/", views.proposal_detail, name="proposal-detail"),
     path("proposals/<int:pk>/adopt/", views.proposal_adopt, name="proposal-adopt"),
     path("proposals/<int:pk>/dismiss/", views.proposal_dismiss, name="proposal-dismiss"),
-    path("skills/<digest:digest>/support/", views.skill_support, name="skill-support"),
+    path("skills/<curation_digest:digest>/support/", views.skill_support, name="skill-support"),
 ]

@@ -42,6 +42,7 @@ from experience.schema import parse_case
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.tenancy import may_access
 from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
 
 VIEW_CASE = "experience.view_case"
@@ -54,7 +55,9 @@ MAX_THREAD_FILE = 5 * 1024 * 1024
 
 
 def case_url(case_id: str) -> str:
-    return reverse("experience:case-detail", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)])
+    return reverse(
+        "experience:case-detail", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)]
+    )
 
 
 def skill_url(skill_id: str) -> str:
@@ -64,11 +67,17 @@ def skill_url(skill_id: str) -> str:
 
 
 def similar_url(case_id: str) -> str:
-    return reverse("curation:case-similar", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)])
+    return reverse(
+        "curation:case-similar", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)]
+    )
 
 
 def item_url(item_id: str) -> str:
-    return skill_url(item_id) if item_id.startswith(experience_domain.SKILL_PREFIX) else case_url(item_id)
+    return (
+        skill_url(item_id)
+        if item_id.startswith(experience_domain.SKILL_PREFIX)
+        else case_url(item_id)
+    )
 
 
 def _finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
@@ -91,7 +100,9 @@ def _safe_next(request: HtmxHttpRequest, candidate: str, fallback: str) -> str:
 @require_GET
 @console_view(VIEW_CASE)
 def home(request: HtmxHttpRequest) -> HttpResponse:
-    return render_page(request, "curation/curation_home.html", {"counts": selectors.queue_counts()})
+    return render_page(
+        request, "curation/curation_home.html", {"counts": selectors.queue_counts(request.user)}
+    )
 
 
 # --- threads -----------------------------------------------------------------------------------
@@ -131,7 +142,9 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
             if created:
                 messages.success(request, gettext("Thread imported."))
             else:
-                messages.info(request, gettext("This thread was already imported; nothing changed."))
+                messages.info(
+                    request, gettext("This thread was already imported; nothing changed.")
+                )
             return _finish(request, reverse("curation:thread-detail", args=[thread.thread_id]))
     else:
         error = gettext("Choose a JSON file to import.")
@@ -155,7 +168,7 @@ def _message_rows(thread: Thread, form: CandidateForm) -> list[dict[str, Any]]:
     """Each message with its pickable units (its text, then each attachment) and their fields."""
     rows = []
     for message in selectors.thread_messages(thread):
-        units = []
+        units: list[dict[str, Any]] = []
         if message.text:
             units.append({"key": message.message_id, "label": "", "text": message.text})
         for n, attachment in enumerate(message.attachments, start=1):
@@ -188,7 +201,9 @@ def _thread_context(
         "form": form,
         "rows": _message_rows(thread, form),
         "preview": preview,
-        "built": [{"case": c, "url": case_url(c.id)} for c in selectors.cases_citing_thread(thread)],
+        "built": [
+            {"case": c, "url": case_url(c.id)} for c in selectors.cases_citing_thread(thread)
+        ],
         "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
         "preview_url": reverse("curation:thread-preview", args=[thread.thread_id]),
     }
@@ -199,7 +214,7 @@ def _thread_context(
 def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     thread = _thread_or_404(thread_id)
     first = thread.messages.order_by("sent_at").values_list("sent_at", flat=True).first()
-    initial = {"valid_from": first.isoformat() if first else ""}
+    initial = {"valid_from": timezone.localtime(first).isoformat() if first else ""}
     form = CandidateForm(initial=initial, units=services.thread_units(thread))
     return render_page(request, "curation/thread_detail.html", _thread_context(thread, form))
 
@@ -226,7 +241,11 @@ def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     status = 200 if preview is not None else 422
     if request.htmx:
         return render_page(
-            request, "curation/thread_detail.html", context, partial="candidate-preview", status=status
+            request,
+            "curation/thread_detail.html",
+            context,
+            partial="candidate-preview",
+            status=status,
         )
     return render_page(request, "curation/thread_detail.html", context, status=status)
 
@@ -249,10 +268,14 @@ def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
             if created:
                 messages.success(
                     request,
-                    gettext("Candidate submitted to the review queue. Another reviewer checks and approves it."),
+                    gettext(
+                        "Candidate submitted to the review queue. Another reviewer checks and approves it."
+                    ),
                 )
             else:
-                messages.info(request, gettext("A candidate with exactly this content already exists."))
+                messages.info(
+                    request, gettext("A candidate with exactly this content already exists.")
+                )
             return _finish(request, case_url(case.id))
     return render_page(
         request, "curation/thread_detail.html", _thread_context(thread, form), status=422
@@ -262,20 +285,24 @@ def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 # --- near-duplicates and incidents ------------------------------------------------------------
 
 
-def _case_or_404(digest: str) -> Case:
+def _case_or_404(request: HtmxHttpRequest, digest: str) -> Case:
     case = case_for_page(experience_domain.CASE_PREFIX + digest)
-    if case is None:
+    if case is None or not may_access(request.user, case.tenant):
         raise Http404
     return case
 
 
 def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
-    group = selectors.incident_group(case)
-    similar = selectors.similar_cases(case)
+    merges = selectors.incident_merges(case.tenant, case.brand)
+    group = selectors.incident_group(case, merges)
+    similar = selectors.similar_cases(case, merges)
+    # Embedded in another page (a case page loading the panel), decisions return to that page.
+    embedding = request.htmx.current_url_abs_path if request.htmx else None
     return {
         "case": case,
         "case_url": case_url(case.id),
         "similar_url": similar_url(case.id),
+        "back_url": embedding or similar_url(case.id),
         "similar": [
             {
                 "entry": entry,
@@ -289,7 +316,9 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
         "open_count": sum(1 for e in similar if e.link.status == "open"),
         "group": group,
         "group_cases": [{"case": c, "url": case_url(c.id)} for c in group.cases],
-        "confidence": selectors.confidence_of(group.cases),
+        "confidence": selectors.confidence_of(
+            group.cases, merges={(case.tenant, case.brand): merges}
+        ),
         "can_review": request.user.has_perm(REVIEW),
     }
 
@@ -299,9 +328,12 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
 def case_similar(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """Cases possibly describing the same incident; ``#similar-panel`` is a fragment a case page
     can load with ``hx-get`` (its link is the fallback)."""
-    case = _case_or_404(digest)
+    case = _case_or_404(request, digest)
     return render_page(
-        request, "curation/case_similar.html", _similar_context(request, case), partial="similar-panel"
+        request,
+        "curation/case_similar.html",
+        _similar_context(request, case),
+        partial="similar-panel",
     )
 
 
@@ -312,7 +344,7 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
     data.setdefault("status", "open")
     form = LinkFilterForm(data)
     status = form.cleaned_data["status"] if form.is_valid() else "open"
-    page = paginate(request, selectors.near_duplicate_queue(status=status), PER_PAGE)
+    page = paginate(request, selectors.near_duplicate_queue(request.user, status=status), PER_PAGE)
     rows = [
         {
             "link": link,
@@ -335,7 +367,7 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
 @console_view(VIEW_CASE, REVIEW)
 def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     link = selectors.near_duplicate_get(pk)
-    if link is None:
+    if link is None or not may_access(request.user, link.case_a.tenant):
         raise Http404
     form = LinkResolveForm(request.POST)
     fallback = similar_url(link.case_a_id)
@@ -384,16 +416,23 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
                     reason=data["reason"],
                 )
             except ValidationFailure as failure:
-                form.add_error(failure.field if failure.field in form.fields else None, failure.message)
+                form.add_error(
+                    failure.field if failure.field in form.fields else None, failure.message
+                )
             else:
                 messages.success(request, gettext("Recorded as one incident."))
                 return _finish(request, reverse("curation:incident-list"))
         status = 422
-    page = paginate(request, selectors.merge_list(), PER_PAGE)
+    page = paginate(request, selectors.merge_list(request.user), PER_PAGE)
     return render_page(
         request,
         "curation/incident_list.html",
-        {"form": form, "page_obj": page, "merges": page.object_list, "can_review": request.user.has_perm(REVIEW)},
+        {
+            "form": form,
+            "page_obj": page,
+            "merges": page.object_list,
+            "can_review": request.user.has_perm(REVIEW),
+        },
         partial="merge-results",
         status=status,
     )
@@ -408,7 +447,7 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
     form = ReReviewFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
     entries = selectors.rereview_queue(
-        status=filters.get("status", ""), reason=filters.get("reason", "")
+        request.user, status=filters.get("status", ""), reason=filters.get("reason", "")
     )
     page = paginate(request, entries, PER_PAGE)
     rows = [
@@ -445,7 +484,7 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
 @console_view(VIEW_CASE, ADD_CASE)
 def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     entry = selectors.rereview_get(pk)
-    if entry is None or entry.item_type != "case":
+    if entry is None or entry.item_type != "case" or not may_access(request.user, entry.tenant):
         raise Http404
     old = case_for_page(entry.item_id)
     if old is None:
@@ -461,11 +500,15 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                     actor=acting_user(request),
                 )
             except ValidationFailure as failure:
-                form.add_error(failure.field if failure.field in form.fields else None, failure.message)
+                form.add_error(
+                    failure.field if failure.field in form.fields else None, failure.message
+                )
             else:
                 messages.success(
                     request,
-                    gettext("New version submitted. Its approval by another reviewer supersedes the old one."),
+                    gettext(
+                        "New version submitted. Its approval by another reviewer supersedes the old one."
+                    ),
                 )
                 return _finish(request, case_url(new.id))
         status = 422
@@ -497,14 +540,16 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @console_view(VIEW_SKILL, REVIEW)
 def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     entry = selectors.rereview_get(pk)
-    if entry is None:
+    if entry is None or not may_access(request.user, entry.tenant):
         raise Http404
     form = ReasonForm(request.POST)
     if not form.is_valid():
         messages.error(request, gettext("A reason is required."))
     else:
         try:
-            services.rereview_confirm(entry=entry, actor=acting_user(request), reason=form.cleaned_data["reason"])
+            services.rereview_confirm(
+                entry=entry, actor=acting_user(request), reason=form.cleaned_data["reason"]
+            )
         except ValidationFailure as failure:
             messages.error(request, failure.message)
         else:
@@ -522,7 +567,7 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
     data.setdefault("status", ProposalStatus.OPEN)
     form = ProposalFilterForm(data)
     status = form.cleaned_data["status"] if form.is_valid() else ProposalStatus.OPEN
-    page = paginate(request, selectors.proposal_queue(status=status), PER_PAGE)
+    page = paginate(request, selectors.proposal_queue(request.user, status=status), PER_PAGE)
     rows = [
         {"proposal": p, "url": reverse("curation:proposal-detail", args=[p.pk])}
         for p in page.object_list
@@ -537,7 +582,7 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[str, Any]:
     proposal = selectors.proposal_get(pk)
-    if proposal is None:
+    if proposal is None or not may_access(request.user, proposal.tenant):
         raise Http404
     cases = selectors.cases_by_id(proposal.case_ids)
     queries = [str(step["arguments"]["query"]) for step in proposal.recipe]
@@ -573,7 +618,7 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @console_view(VIEW_SKILL, ADD_SKILL)
 def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = selectors.proposal_get(pk)
-    if proposal is None:
+    if proposal is None or not may_access(request.user, proposal.tenant):
         raise Http404
     form = ProposalAdoptForm(request.POST)
     if form.is_valid():
@@ -604,7 +649,7 @@ def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @console_view(VIEW_SKILL, REVIEW)
 def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = selectors.proposal_get(pk)
-    if proposal is None:
+    if proposal is None or not may_access(request.user, proposal.tenant):
         raise Http404
     form = ReasonForm(request.POST)
     if form.is_valid():
@@ -630,7 +675,7 @@ def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """A skill's support counted in distinct incidents; ``#support-panel`` is the fragment."""
     skill = Skill.objects.filter(pk=experience_domain.SKILL_PREFIX + digest).first()
-    if skill is None:
+    if skill is None or not may_access(request.user, skill.tenant):
         raise Http404
     cases, confidence = selectors.skill_support(skill)
     return render_page(

@@ -53,7 +53,7 @@ def prepare_demo_memory() -> list[MemoryEvent]:
     return [
         MemoryEvent(
             at=REVOKED_AT,
-            description=f"{revoked_case} revoked; the skill {loaded['skill']} citing it is "
+            description="a reviewer revokes the store-list case; the skill citing it is "
             "unavailable from here on",
             apply=revoke,
         )

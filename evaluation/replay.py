@@ -36,7 +36,6 @@ from experience.models import Case
 from experience.retrieval import retrieve_experience
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file
-from reviewconsole.timeparse import to_utc_iso
 
 
 def load_ticket_set(path: str) -> TicketSet:
@@ -216,7 +215,7 @@ def results_json(
 
 
 def event_note(event: MemoryEvent) -> str:
-    return f"{to_utc_iso(event.at)}: {event.description}"
+    return f"{event.at.isoformat()}: {event.description}"
 
 
 def replay_current(ticket_set: TicketSet) -> dict[str, Any]:

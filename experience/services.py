@@ -51,6 +51,7 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -108,6 +109,17 @@ def _require(user: User, perm: str, message: str, unmet: str = NOT_PERMITTED) ->
         raise PermissionRefused(message, unmet=unmet)
 
 
+def _require_tenant(actor: User, item: Case | Skill) -> None:
+    """Items of a tenant the actor is not a member of cannot be reviewed or checked by them."""
+    if not may_access(actor, item.tenant):
+        raise ReviewRefused(item.id, item.status, [NOT_IN_TENANT])
+
+
+def _require_scope_tenant(actor: User, tenant: str) -> None:
+    if not may_access(actor, tenant):
+        raise ValidationFailure("scope.tenant", f"{tenant!r}: {NOT_IN_TENANT_MESSAGE}")
+
+
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
     if (
         not isinstance(run_id, str)
@@ -130,6 +142,7 @@ class Submitted:
 
 
 def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
+    _require_scope_tenant(actor, content.scope["tenant"])
     case_id = content.id
     existing = Case.objects.filter(pk=case_id).first()
     if existing is not None:
@@ -240,6 +253,7 @@ def case_propose(*, data: object, actor: User) -> tuple[Case, bool]:
 
 
 def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill, bool]:
+    _require_scope_tenant(actor, content.scope["tenant"])
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
@@ -365,6 +379,7 @@ def _resolve_file_references(
 def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> EvidenceCheck:
     """Record that ``actor`` checked one evidence item of ``case``."""
     _require(actor, VERIFY_PERMISSION, VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
+    _require_tenant(actor, case)
     try:
         evidence = Evidence.objects.select_related("case").get(case=case, key=key)
     except Evidence.DoesNotExist:
@@ -405,6 +420,7 @@ def _locked_skill(skill: Skill) -> Skill:
 
 @transaction.atomic
 def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, case)
     case = _locked_case(case)
     now = clock.now()
     unmet = domain.case_approval_unmet(
@@ -443,6 +459,7 @@ def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
 
 @transaction.atomic
 def case_reject(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, case)
     case = _locked_case(case)
     unmet = domain.rejection_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
@@ -472,6 +489,7 @@ def _store_impact(
 
 @transaction.atomic
 def case_revoke(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, case)
     """Revoke an approved case; return and store the skills citing it and the runs that read them."""
     case = _locked_case(case)
     unmet = domain.revocation_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
@@ -499,6 +517,7 @@ def case_revoke(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
 
 @transaction.atomic
 def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, skill)
     skill = _locked_skill(skill)
     now = clock.now()
     unmet = domain.skill_approval_unmet(
@@ -517,6 +536,7 @@ def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 @transaction.atomic
 def skill_reject(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, skill)
     skill = _locked_skill(skill)
     unmet = domain.rejection_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
@@ -532,6 +552,7 @@ def skill_reject(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 @transaction.atomic
 def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
+    _require_tenant(actor, skill)
     skill = _locked_skill(skill)
     unmet = domain.revocation_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
@@ -570,6 +591,8 @@ def _document_unmet(document: Document, actor: User, perm: str, reason: str) -> 
     unmet = []
     if not (actor.is_authenticated and actor.has_perm(perm)):
         unmet.append(NOT_PERMITTED)
+    if not may_access(actor, document.tenant):
+        unmet.append(NOT_IN_TENANT)
     if not reason.strip():
         unmet.append(domain.REASON_REQUIRED)
     if document.revoked:

@@ -96,3 +96,24 @@ class Event(models.Model):
             return str(Action(self.action).label)
         except ValueError:
             return self.action
+
+
+class TenantMembership(models.Model):
+    """Which tenants' data a user may see and act on.
+
+    A user with no membership works across every tenant of the deployment (a single-tenant
+    installation needs none); one or more memberships restrict the user to those tenants.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships"
+    )
+    tenant = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="tenant_membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.tenant}"

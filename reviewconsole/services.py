@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
@@ -9,8 +11,10 @@ from django.db import transaction
 
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.models import Action
+from reviewconsole.models import Action, TenantMembership
 from reviewconsole.roles import STAFF_ROLES, Role
+from reviewconsole.scopes import validate_scope_value
+from reviewconsole.tenancy import forget
 
 UNKNOWN_ROLE = "must be one of reviewer, operator, admin, agent"
 BAD_USERNAME = "must be 1-150 characters of letters, digits and @.+-_"
@@ -24,7 +28,13 @@ def user_set_role(
     password: str | None = None,
     actor: User | None = None,
     check_password_strength: bool = True,
+    tenants: Sequence[str] | None = None,
 ) -> User:
+    """Create or update ``username`` in exactly one role.
+
+    ``tenants``: None leaves the user's tenant memberships as they are; a list replaces them
+    (an empty list makes the user deployment-wide).
+    """
     if role not in Role.values:
         raise ValidationFailure("role", UNKNOWN_ROLE)
     username_field = User._meta.get_field("username")
@@ -46,11 +56,23 @@ def user_set_role(
     user.is_active = True
     user.save()
     user.groups.set([Group.objects.get(name=role)])
+    if tenants is not None:
+        clean = sorted({validate_scope_value(t, field="tenant") for t in tenants})
+        TenantMembership.objects.filter(user=user).exclude(tenant__in=clean).delete()
+        TenantMembership.objects.bulk_create(
+            [TenantMembership(user=user, tenant=t) for t in clean], ignore_conflicts=True
+        )
+        forget(user)
     event_record(
         actor=actor,
         action=Action.USER_ROLE_SET,
         target=f"user:{username}",
-        details={"role": role, "created": created, "password_set": password is not None},
+        details={
+            "role": role,
+            "created": created,
+            "password_set": password is not None,
+            "tenants": None if tenants is None else sorted(set(tenants)),
+        },
     )
     return user
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from importlib import import_module
 from typing import Any
 
 import pytest
@@ -14,6 +15,32 @@ from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 
 PASSWORD = "correct-horse-battery-staple"
+
+
+def restore_migrated_rows() -> None:
+    """Put back what data migrations wrote: the role groups and the seeded synonym lexicon.
+
+    Transactional tests (threads, live servers) flush the database after each test; Django then
+    recreates content types and permissions, but not the rows that data migrations made.
+    """
+    from django.apps import apps
+
+    from knowledge.models import Synonym
+    from reviewconsole.roles import sync_roles
+
+    sync_roles(apps)
+    seed = import_module("knowledge.migrations.0002_seed_lexicon").SEED
+    for term, canonical in seed.items():
+        Synonym.objects.get_or_create(term=term, defaults={"canonical": canonical})
+
+
+@pytest.fixture(autouse=True)
+def _migrated_rows_after_flush(request: pytest.FixtureRequest) -> None:
+    marker = request.node.get_closest_marker("django_db")
+    transactional = marker is not None and bool(marker.kwargs.get("transaction"))
+    if transactional or "transactional_db" in request.fixturenames:
+        request.getfixturevalue("transactional_db")
+        restore_migrated_rows()
 
 
 @pytest.fixture(autouse=True)

@@ -296,3 +296,14 @@ def test_unknown_paths_under_the_api_are_json(agent_client: BearerClient, path: 
     response = agent_client.get(path)
     assert response.status_code in (404, 405)
     assert response["Content-Type"] == "application/json; charset=utf-8"
+
+
+def test_any_valid_utc_offset_is_accepted(agent_client: BearerClient, demo: Demo) -> None:
+    """PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 allows; times are sent in UTC."""
+    # The same instants as the demo ticket (14:00 and 14:10 at +08:00).
+    body = search_body(
+        occurred_at="2026-09-17T07:00:00-23:00", known_at="2026-09-19T05:10:00+23:00"
+    )
+    offset = agent_client.post_json("/api/v1/knowledge/search", body)
+    assert offset.status_code == 200
+    assert offset.json() == agent_client.post_json("/api/v1/knowledge/search", search_body()).json()

@@ -48,13 +48,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def role_groups(transactional_db: None) -> None:
-    """The live server needs committed rows, so these tests flush the database after each test,
-    taking the role groups that a data migration made with them; put them back first."""
-    from django.apps import apps
-
-    from reviewconsole.roles import sync_roles
-
-    sync_roles(apps)
+    """The live server needs committed rows, so these tests are transactional; the root
+    conftest puts back what the flush after each test takes (roles, lexicon)."""
 
 
 @pytest.fixture

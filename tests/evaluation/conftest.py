@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from evaluation.demo import MEMORY_APPROVED_AT, clock_at
 from experience.demo import load_demo_experience, load_demo_knowledge
@@ -78,7 +78,7 @@ def write_set(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def demo_memory(operator: AbstractUser, reviewer: AbstractUser) -> dict[str, Any]:
+def demo_memory(operator: User, reviewer: User) -> dict[str, Any]:
     """The demo memory in the test database, approved when the demo timeline says."""
     with clock_at(MEMORY_APPROVED_AT):
         load_demo_knowledge(operator=operator)

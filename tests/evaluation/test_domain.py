@@ -14,8 +14,8 @@ from evaluation import domain
 from evaluation.domain import (
     Investigation,
     Truth,
-    cites,
     citation_targets,
+    cites,
     parse_ticket_set,
     score,
     totals,
@@ -178,7 +178,7 @@ def investigation(**changes: Any) -> Investigation:
     return Investigation(**values)
 
 
-COUNTS = [
+COUNTS: list[tuple[dict[str, Any], dict[str, int]]] = [
     # A complete, correct investigation.
     ({}, {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
           "necessary_followups": 1, "unnecessary_followups": 0, "tool_calls": 7}),

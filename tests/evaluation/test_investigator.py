@@ -86,7 +86,9 @@ class FakeTools:
         self.calls.append("retrieve")
         return self.memory
 
-    def run_skill(self, skill_id: str, scope: Mapping[str, str], **kwargs: Any) -> Mapping[str, Any]:
+    def run_skill(
+        self, skill_id: str, scope: Mapping[str, str], **kwargs: Any
+    ) -> Mapping[str, Any]:
         self.calls.append(f"skill {skill_id}")
         return self.skill
 
@@ -168,7 +170,9 @@ def test_leads_are_read_from_the_diagnosis_and_the_refuted_hypotheses() -> None:
         ),
     ],
 )
-def test_memory_reorders_and_adds_checks(status: str, leads: list[Lead], expected: list[str]) -> None:
+def test_memory_reorders_and_adds_checks(
+    status: str, leads: list[Lead], expected: list[str]
+) -> None:
     assert plan_checks(status, leads) == expected
 
 
@@ -237,7 +241,9 @@ def test_conflicting_rules_send_it_to_the_live_campaign_first() -> None:
         "client_retry": "works_now",
         "checks": {CAMPAIGN_CONFIG: {"fault": "live threshold is 40", "cause": "live-threshold"}},
     }
-    done = investigate(one_ticket(answers=answers), FakeTools(searches=[CONFLICT]), with_memory=False)
+    done = investigate(
+        one_ticket(answers=answers), FakeTools(searches=[CONFLICT]), with_memory=False
+    )
     assert done.claim == "live-threshold" and done.questions == ()
 
 
@@ -258,7 +264,11 @@ def test_missing_facts_are_asked_for_and_the_search_repeated() -> None:
     )
     done = investigate(asked, tools, with_memory=False)
     assert done.questions == ("confirm:product", "confirm:channel")
-    assert tools.facts_seen[-1] == {"basket_cents": 2500, "product": "fruit-tea", "channel": "miniapp"}
+    assert tools.facts_seen[-1] == {
+        "basket_cents": 2500,
+        "product": "fruit-tea",
+        "channel": "miniapp",
+    }
     assert done.claim == domain.RULES_EXCLUDE_PURCHASE and done.calls["knowledge"] == 2
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from evaluation.domain import parse_ticket_set
 from evaluation.models import HeldoutRun, HeldoutTicket
@@ -50,12 +50,12 @@ def citing(source_id: str, *, incident: str = "INC-CITES") -> dict[str, Any]:
     return data
 
 
-def submitted(data: dict[str, Any], reviewer: AbstractUser) -> Case:
+def submitted(data: dict[str, Any], reviewer: User) -> Case:
     case, _ = services.case_submit(content=parse_case(data), actor=reviewer)
     return case
 
 
-def approved(data: dict[str, Any], reviewer: AbstractUser, approver: AbstractUser) -> Case:
+def approved(data: dict[str, Any], reviewer: User, approver: User) -> Case:
     case = submitted(data, reviewer)
     services.case_approve(case=case, actor=approver, reason="checked")
     return selectors.case_get(case.id)
@@ -74,7 +74,7 @@ def test_a_set_no_memory_has_seen_is_accepted(demo_memory: dict[str, Any]) -> No
 
 
 def test_memory_that_cannot_be_returned_is_no_leak(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser
+    now: datetime, reviewer: User, second_reviewer: User
 ) -> None:
     # A candidate and a revoked case citing the ticket, and a run that read only those.
     candidate = submitted(citing(f"{HELD_OUT}#m2", incident="INC-A"), reviewer)
@@ -89,7 +89,7 @@ def test_memory_that_cannot_be_returned_is_no_leak(
 
 
 def test_a_similar_looking_id_is_not_a_citation(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser
+    now: datetime, reviewer: User, second_reviewer: User
 ) -> None:
     approved(citing(f"{HELD_OUT}0#m1"), reviewer, second_reviewer)
     approved(citing("run-held-out-10", incident="INC-2"), reviewer, second_reviewer)
@@ -134,8 +134,8 @@ def test_a_run_that_read_an_approved_skill_is_a_leak(
 )
 def test_an_approved_case_citing_the_ticket_or_its_run_is_a_leak(
     now: datetime,
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    reviewer: User,
+    second_reviewer: User,
     source_id: str,
     field: str,
 ) -> None:
@@ -176,7 +176,7 @@ def _historical_case(source: str, *, revoked: bool) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("revoked", "leaks"), [(False, [CITED_BY_DOCUMENT]), (True, [])])
 def test_a_confirmed_historical_case_built_from_the_ticket_is_a_leak(
-    operator: AbstractUser, now: datetime, revoked: bool, leaks: list[str]
+    operator: User, now: datetime, revoked: bool, leaks: list[str]
 ) -> None:
     documents_import(items=[_historical_case(f"{HELD_OUT}#m1", revoked=revoked)], actor=operator)
     assert [leak.reason for leak in heldout_leaks(the_set())] == leaks
@@ -186,7 +186,7 @@ def test_a_confirmed_historical_case_built_from_the_ticket_is_a_leak(
 
 
 def test_registration_is_audited_once_and_idempotent(
-    demo_memory: dict[str, Any], reviewer: AbstractUser
+    demo_memory: dict[str, Any], reviewer: User
 ) -> None:
     assert heldout_register(ticket_set=the_set(ticket(1), ticket(2)), actor=reviewer) == [
         HELD_OUT,
@@ -195,7 +195,10 @@ def test_registration_is_audited_once_and_idempotent(
     assert heldout_register(ticket_set=the_set(ticket(1)), actor=reviewer) == []
     assert HeldoutTicket.objects.count() == 2 and HeldoutRun.objects.count() == 2
     [event] = Event.objects.filter(action=Action.HELDOUT_REGISTER)
-    assert event.actor == reviewer and event.details["tickets"] == [HELD_OUT, "thread://held-out/t-2"]
+    assert event.actor == reviewer and event.details["tickets"] == [
+        HELD_OUT,
+        "thread://held-out/t-2",
+    ]
 
 
 def test_a_run_id_cannot_belong_to_two_held_out_tickets(demo_memory: dict[str, Any]) -> None:
@@ -209,7 +212,7 @@ def test_a_run_id_cannot_belong_to_two_held_out_tickets(demo_memory: dict[str, A
 
 
 def test_a_leaking_set_is_not_registered(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser
+    now: datetime, reviewer: User, second_reviewer: User
 ) -> None:
     approved(citing(HELD_OUT), reviewer, second_reviewer)
     events = Event.objects.count()
@@ -220,7 +223,7 @@ def test_a_leaking_set_is_not_registered(
 
 @pytest.mark.parametrize("source_id", [f"{HELD_OUT}#m2", f"{HELD_OUT_RUN}/trace"])
 def test_approving_a_case_that_cites_a_held_out_ticket_is_refused(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser, source_id: str
+    now: datetime, reviewer: User, second_reviewer: User, source_id: str
 ) -> None:
     heldout_register(ticket_set=the_set(), actor=reviewer)
     data = citing("thread://other/t-1")
@@ -233,9 +236,7 @@ def test_approving_a_case_that_cites_a_held_out_ticket_is_refused(
     assert not Event.objects.filter(action=Action.CASE_APPROVE, target=case.id).exists()
 
 
-def test_the_refusal_joins_the_other_unmet_conditions(
-    now: datetime, reviewer: AbstractUser
-) -> None:
+def test_the_refusal_joins_the_other_unmet_conditions(now: datetime, reviewer: User) -> None:
     heldout_register(ticket_set=the_set(), actor=reviewer)
     case = submitted(citing(HELD_OUT), reviewer)
     with pytest.raises(ReviewRefused) as refused:
@@ -245,7 +246,7 @@ def test_the_refusal_joins_the_other_unmet_conditions(
 
 
 def test_a_case_citing_other_threads_is_still_approved(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser
+    now: datetime, reviewer: User, second_reviewer: User
 ) -> None:
     heldout_register(ticket_set=the_set(), actor=reviewer)
     case = approved(citing("thread://other/t-1"), reviewer, second_reviewer)
@@ -253,7 +254,7 @@ def test_a_case_citing_other_threads_is_still_approved(
 
 
 def test_registration_happens_before_approval_can_leak(
-    now: datetime, reviewer: AbstractUser, second_reviewer: AbstractUser
+    now: datetime, reviewer: User, second_reviewer: User
 ) -> None:
     """Whichever comes first, a held-out ticket and an approved case citing it never coexist."""
     case = submitted(citing(HELD_OUT), reviewer)

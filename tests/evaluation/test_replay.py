@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from evaluation import domain
 from evaluation.chart import render_chart
@@ -144,7 +144,7 @@ def test_each_arm_starts_from_the_same_memory(demo_memory: dict[str, Any]) -> No
 
 
 def test_a_timeline_event_applies_before_the_tickets_known_after_it(
-    demo_memory: dict[str, Any], reviewer: AbstractUser
+    demo_memory: dict[str, Any], reviewer: User
 ) -> None:
     revoked = demo_memory["cases"][0]
 

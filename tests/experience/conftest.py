@@ -137,4 +137,3 @@ def approved_skill(
         return selectors.skill_get(skill.id)
 
     return make
-

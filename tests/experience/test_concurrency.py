@@ -19,7 +19,7 @@ from experience.services import ReviewRefused
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE, case_data
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:

@@ -22,7 +22,12 @@ def manage(db: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
     result = subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     if check:
         assert result.returncode == 0, result.stderr + result.stdout
@@ -47,12 +52,22 @@ def database(tmp_path: Path) -> Path:
 def big_import(tmp_path: Path, n: int) -> Path:
     items = [
         {
-            "doc_key": f"bulk-{i}", "version": 1, "tenant": "teahouse", "brand": "leaf-and-cup",
-            "stores": [f"store-{i % 50:03d}"], "campaign": f"campaign-{i % 7}", "kind": "rule",
-            "title": f"批量规则 {i}", "text": "优惠券仅限小程序下单使用，活动商品满30元可用。" * 3,
-            "source": f"fixture://bulk/{i}", "valid_from": "2026-09-01T00:00:00+08:00",
-            "valid_to": None, "published_at": "2026-08-31T00:00:00+08:00", "approved": True,
-            "revoked": False, "requirements": {"channel": ["miniapp"]},
+            "doc_key": f"bulk-{i}",
+            "version": 1,
+            "tenant": "teahouse",
+            "brand": "leaf-and-cup",
+            "stores": [f"store-{i % 50:03d}"],
+            "campaign": f"campaign-{i % 7}",
+            "kind": "rule",
+            "title": f"批量规则 {i}",
+            "text": "优惠券仅限小程序下单使用，活动商品满30元可用。" * 3,
+            "source": f"fixture://bulk/{i}",
+            "valid_from": "2026-09-01T00:00:00+08:00",
+            "valid_to": None,
+            "published_at": "2026-08-31T00:00:00+08:00",
+            "approved": True,
+            "revoked": False,
+            "requirements": {"channel": ["miniapp"]},
         }
         for i in range(n)
     ]
@@ -66,7 +81,10 @@ def test_a_killed_import_leaves_nothing_behind(database: Path, tmp_path: Path) -
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
     process = subprocess.Popen(  # noqa: S603
         [sys.executable, "manage.py", "import_knowledge", str(path), "--as", "olivia"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     wal = Path(f"{database}-wal")
     deadline = time.monotonic() + 120
@@ -86,7 +104,9 @@ def test_a_killed_import_leaves_nothing_behind(database: Path, tmp_path: Path) -
 
 
 def test_backup_then_restore_returns_to_the_backed_up_state(database: Path, tmp_path: Path) -> None:
-    manage(database, "import_knowledge", str(ROOT / "fixtures" / "knowledge.json"), "--as", "olivia")
+    manage(
+        database, "import_knowledge", str(ROOT / "fixtures" / "knowledge.json"), "--as", "olivia"
+    )
     documents = count(database, "knowledge_document")
     backup = tmp_path / "backup.sqlite3"
 
@@ -115,7 +135,9 @@ def test_backup_refuses_to_overwrite(database: Path, tmp_path: Path) -> None:
     assert existing.read_text() == "keep me"
 
 
-def test_restore_refuses_a_file_that_is_not_a_console_backup(database: Path, tmp_path: Path) -> None:
+def test_restore_refuses_a_file_that_is_not_a_console_backup(
+    database: Path, tmp_path: Path
+) -> None:
     other = tmp_path / "other.sqlite3"
     import sqlite3
 

@@ -152,14 +152,14 @@ class Command(JsonCommand):
 
 
 def _out_directory(value: str | None) -> Path | None:
+    """The --out directory, checked before the replay; it is created only when writing."""
     if not value:
         return None
     path = Path(value)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        raise ValidationFailure("--out", OUT_NOT_DIRECTORY) from None
-    if not path.is_dir() or not os.access(path, os.W_OK):
+    existing = path
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ValidationFailure("--out", OUT_NOT_DIRECTORY)
     return path
 
@@ -168,6 +168,7 @@ def _write(out: Path, name: str, payload: dict[str, Any], chart: bytes) -> dict[
     json_path, chart_path = out / f"{name}.json", out / f"{name}.png"
     files = {"json": str(json_path), "chart": str(chart_path)}
     try:
+        out.mkdir(parents=True, exist_ok=True)
         json_path.write_text(
             json.dumps({**payload, "files": files}, ensure_ascii=False, indent=2) + "\n",
             encoding="utf-8",
@@ -186,7 +187,8 @@ def render_table(result: dict[str, Any]) -> str:
     """The with/without table: one line per ticket, per situation, and the totals."""
     tickets = result["tickets"]
     width = max([len("ticket"), *(len(t["id"]) for t in tickets)])
-    situation_width = max([len("situation"), *(len(t["situation"]) for t in tickets)])
+    groups = [f"{g['situation']} ({g['tickets']})" for g in result["situations"]]
+    situation_width = max(len(label) for label in ["situation", *groups])
     header = f"{'ticket':{width}}  {'situation':{situation_width}}" + "".join(
         f"  {label:>9}" for _, label in COLUMNS
     )
@@ -207,8 +209,7 @@ def render_table(result: dict[str, Any]) -> str:
             + "".join(f"  {_pair(counts, name):>9}" for name, _ in COLUMNS)
         )
     lines.append(rule)
-    for group in result["situations"]:
-        label = f"{group['situation']} ({group['tickets']})"
+    for group, label in zip(result["situations"], groups, strict=True):
         lines.append(
             f"{'':{width}}  {label:{situation_width}}"
             + "".join(f"  {_pair(group, name):>9}" for name, _ in COLUMNS)

@@ -1,0 +1,153 @@
+"""The console pages: full page and htmx fragment with fixed query counts, and who may see them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from evaluation.chart import render_chart
+from evaluation.domain import WITH, WITHOUT, parse_ticket_set
+from evaluation.models import ReplayReport
+from evaluation.replay import replay_current
+from evaluation.services import report_store
+from tests.evaluation.conftest import SCOPE, ticket, ticket_set
+
+pytestmark = pytest.mark.django_db
+
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def report(demo_memory: dict[str, Any], reviewer: User) -> ReplayReport:
+    other_release = ticket(
+        2, scope={**SCOPE, "deployment": "release-2"}, situation="release-changed"
+    )
+    parsed = parse_ticket_set(ticket_set(ticket(1), other_release))
+    result = replay_current(parsed)
+    chart = render_chart(
+        title="hand-made",
+        with_memory=result["totals"][WITH],
+        without_memory=result["totals"][WITHOUT],
+    )
+    return report_store(
+        ticket_set=parsed, memory="current", result=result, chart=chart, actor=reviewer
+    )
+
+
+@pytest.fixture
+def users(agent: User, operator: User, reviewer: User, admin_user: User) -> dict[str, User]:
+    return {"agent": agent, "operator": operator, "reviewer": reviewer, "admin": admin_user}
+
+
+PAGES = [
+    # (page, query string, full-page queries, fragment queries, text the fragment holds)
+    ("list", "", 8, 4, "hand-made"),
+    ("list", "?page=1", 8, 4, "1 stored report"),
+    ("detail", "", 6, 3, "thread://held-out/t-2"),
+    ("detail", "?situation=release-changed", 6, 3, "release-changed"),
+]
+
+
+def _url(page: str, report: ReplayReport) -> str:
+    if page == "list":
+        return reverse("evaluation:report-list")
+    return reverse("evaluation:report-detail", args=[report.pk])
+
+
+@pytest.mark.parametrize("role", ["reviewer", "operator", "admin"])
+@pytest.mark.parametrize(("page", "query", "full", "fragment", "text"), PAGES)
+def test_page_and_fragment(
+    client: Client,
+    report: ReplayReport,
+    users: dict[str, User],
+    django_assert_num_queries: Any,
+    role: str,
+    page: str,
+    query: str,
+    full: int,
+    fragment: int,
+    text: str,
+) -> None:
+    client.force_login(users[role])
+    url = _url(page, report) + query
+    with django_assert_num_queries(full):
+        response = client.get(url)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<html" in body and text in body
+    with django_assert_num_queries(fragment):
+        response = client.get(url, **HTMX)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<html" not in body and text in body
+    assert "HX-Request" in response["Vary"]
+
+
+def test_the_list_says_how_many_tickets_are_held_out(
+    client: Client, report: ReplayReport, operator: User
+) -> None:
+    client.force_login(operator)
+    body = client.get(_url("list", report)).content.decode()
+    assert "2 tickets are held out" in body
+
+
+def test_the_detail_filter_shows_one_situation(
+    client: Client, report: ReplayReport, reviewer: User
+) -> None:
+    client.force_login(reviewer)
+    url = _url("detail", report)
+    body = client.get(url + "?situation=release-changed", **HTMX).content.decode()
+    assert "thread://held-out/t-2" in body and "thread://held-out/t-1" not in body
+    body = client.get(url + "?situation=not-a-situation", **HTMX).content.decode()
+    assert "thread://held-out/t-1" in body and "thread://held-out/t-2" in body
+
+
+def test_the_detail_page_shows_the_totals_and_the_chart(
+    client: Client, report: ReplayReport, reviewer: User
+) -> None:
+    client.force_login(reviewer)
+    body = client.get(_url("detail", report)).content.decode()
+    assert reverse("evaluation:report-chart", args=[report.pk]) in body
+    assert "Missed required checks" in body and "With memory" in body
+    assert " style=" not in body and "<script>" not in body
+
+
+def test_the_chart_and_the_json_download(
+    client: Client, report: ReplayReport, reviewer: User
+) -> None:
+    client.force_login(reviewer)
+    chart = client.get(reverse("evaluation:report-chart", args=[report.pk]))
+    assert chart["Content-Type"] == "image/png" and chart.content == bytes(report.chart)
+    download = client.get(reverse("evaluation:report-json", args=[report.pk]))
+    assert download["Content-Disposition"] == f'attachment; filename="replay-{report.pk}.json"'
+    assert download.json()["totals"] == report.result["totals"]
+
+
+@pytest.mark.parametrize("name", ["report-detail", "report-chart", "report-json"])
+def test_an_unknown_report_is_not_found(
+    client: Client, reviewer: User, db: None, name: str
+) -> None:
+    client.force_login(reviewer)
+    assert client.get(reverse(f"evaluation:{name}", args=[999])).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["report-list", "report-detail", "report-chart", "report-json"])
+def test_agents_are_refused_and_strangers_sent_to_log_in(
+    client: Client, report: ReplayReport, agent: User, name: str
+) -> None:
+    url = reverse(f"evaluation:{name}", args=[] if name == "report-list" else [report.pk])
+    response = client.get(url)
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    response = client.get(url, **HTMX)
+    assert response.status_code == 200 and response["HX-Redirect"].startswith(reverse("login"))
+    client.force_login(agent)
+    assert client.get(url).status_code == 403
+
+
+def test_pages_only_answer_get(client: Client, report: ReplayReport, reviewer: User) -> None:
+    client.force_login(reviewer)
+    assert client.post(_url("list", report)).status_code == 405

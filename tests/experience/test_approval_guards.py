@@ -1,0 +1,65 @@
+"""Approval conditions contributed by other apps through ``case_approval_guard_register``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import pytest
+from django.contrib.auth.models import User
+
+from experience import selectors, services
+from experience.models import Case, Status
+from experience.services import ReviewRefused
+from reviewconsole.models import Action, Event
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def guards(monkeypatch: pytest.MonkeyPatch) -> list[services.CaseApprovalGuard]:
+    installed: list[services.CaseApprovalGuard] = []
+    monkeypatch.setattr(services, "_case_approval_guards", installed)
+    return installed
+
+
+def test_a_guard_s_unmet_names_refuse_the_approval(
+    guards: list[services.CaseApprovalGuard],
+    submit_case: Callable[..., Case],
+    second_reviewer: User,
+    at_now: datetime,
+) -> None:
+    seen: list[str] = []
+
+    def guard(case: Case) -> list[str]:
+        seen.append(case.id)
+        return ["cites_heldout_ticket", "reason_required"]
+
+    services.case_approval_guard_register(guard)
+    services.case_approval_guard_register(guard)
+    case = submit_case()
+    with pytest.raises(ReviewRefused) as refused:
+        services.case_approve(case=case, actor=second_reviewer, reason="")
+    # Reported once each, after the memory's own conditions; the guard ran once.
+    assert refused.value.unmet == ["reason_required", "cites_heldout_ticket"]
+    assert seen == [case.id]
+    assert selectors.case_get(case.id).status == Status.CANDIDATE
+    assert not Event.objects.filter(action=Action.CASE_APPROVE).exists()
+
+
+def test_a_guard_with_nothing_to_say_lets_the_approval_through(
+    guards: list[services.CaseApprovalGuard],
+    submit_case: Callable[..., Case],
+    second_reviewer: User,
+    at_now: datetime,
+) -> None:
+    services.case_approval_guard_register(lambda case: [])
+    case = submit_case()
+    services.case_approve(case=case, actor=second_reviewer, reason="checked")
+    assert selectors.case_get(case.id).status == Status.APPROVED
+
+
+def test_the_evaluation_app_installs_the_held_out_guard() -> None:
+    from evaluation.services import heldout_approval_guard
+
+    assert heldout_approval_guard in services._case_approval_guards
