@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from experience import domain
+from experience.guards import guard_unmet
 from experience.models import (
     Case,
     Evidence,
@@ -146,9 +147,10 @@ def skill_facts(skill: Skill) -> domain.SkillFacts:
 
 def case_approval_checklist(*, case: Case, reviewer: User, reason: str, now: datetime) -> list[str]:
     """The unmet conditions approval would report right now (the console's live checklist)."""
-    return domain.case_approval_unmet(
+    unmet = domain.case_approval_unmet(
         case_facts(case), reviewer=reviewer_of(reviewer), reason=reason, now=now
     )
+    return unmet + guard_unmet(case, unmet)
 
 
 def skill_approval_checklist(

@@ -6,7 +6,7 @@ never from a field of the submitted content.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ from experience.schema import (
 from experience.selectors import (
     VERIFY_PERMISSION,
     Impact,
-    case_facts,
+    case_approval_checklist,
     reviewer_of,
     revocation_impact,
     skill_facts,
@@ -399,16 +399,6 @@ def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> Evid
 
 # --- review: cases -----------------------------------------------------------------------------
 
-# Approval conditions that other apps add without experience importing them (the evaluation
-# refuses cases that cite held-out tickets). Each returns the unmet names for a locked case.
-CaseApprovalGuard = Callable[[Case], list[str]]
-_case_approval_guards: list[CaseApprovalGuard] = []
-
-
-def case_approval_guard_register(guard: CaseApprovalGuard) -> None:
-    if guard not in _case_approval_guards:
-        _case_approval_guards.append(guard)
-
 
 def _locked_case(case: Case) -> Case:
     return Case.objects.select_for_update().get(pk=case.pk)
@@ -423,10 +413,7 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     _require_tenant(actor, case)
     case = _locked_case(case)
     now = clock.now()
-    unmet = domain.case_approval_unmet(
-        case_facts(case), reviewer=reviewer_of(actor), reason=reason, now=now
-    )
-    unmet += [name for guard in _case_approval_guards for name in guard(case) if name not in unmet]
+    unmet = case_approval_checklist(case=case, reviewer=actor, reason=reason, now=now)
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
     case.status = Status.APPROVED

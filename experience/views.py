@@ -67,6 +67,7 @@ from experience.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.tenancy import NOT_IN_TENANT
 from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
@@ -97,6 +98,8 @@ CONDITION_LABELS = {
     domain.TOO_FEW_INCIDENTS: _("Usable cited cases come from at least two distinct incidents"),
     domain.CASE_UNAVAILABLE: _("Every cited case is approved and within its validity"),
     domain.SCOPE_MISMATCH: _("Every cited case has exactly the skill's scope"),
+    domain.CITES_HELDOUT_TICKET: _("Its evidence cites no held-out evaluation ticket"),
+    NOT_IN_TENANT: _("You are a member of the item's tenant"),
     "not_permitted": _("You hold the permission this needs"),
 }
 CASE_CONDITIONS = (

@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 from django.contrib.auth.models import User
 
+from experience import guards as guards_module
 from experience import selectors, services
 from experience.models import Case, Status
 from experience.services import ReviewRefused
@@ -17,14 +18,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def guards(monkeypatch: pytest.MonkeyPatch) -> list[services.CaseApprovalGuard]:
-    installed: list[services.CaseApprovalGuard] = []
-    monkeypatch.setattr(services, "_case_approval_guards", installed)
+def guards(monkeypatch: pytest.MonkeyPatch) -> list[guards_module.CaseApprovalGuard]:
+    installed: list[guards_module.CaseApprovalGuard] = []
+    monkeypatch.setattr(guards_module, "case_approval_guards", installed)
     return installed
 
 
 def test_a_guard_s_unmet_names_refuse_the_approval(
-    guards: list[services.CaseApprovalGuard],
+    guards: list[guards_module.CaseApprovalGuard],
     submit_case: Callable[..., Case],
     second_reviewer: User,
     at_now: datetime,
@@ -35,8 +36,8 @@ def test_a_guard_s_unmet_names_refuse_the_approval(
         seen.append(case.id)
         return ["cites_heldout_ticket", "reason_required"]
 
-    services.case_approval_guard_register(guard)
-    services.case_approval_guard_register(guard)
+    guards_module.case_approval_guard_register(guard)
+    guards_module.case_approval_guard_register(guard)
     case = submit_case()
     with pytest.raises(ReviewRefused) as refused:
         services.case_approve(case=case, actor=second_reviewer, reason="")
@@ -48,12 +49,12 @@ def test_a_guard_s_unmet_names_refuse_the_approval(
 
 
 def test_a_guard_with_nothing_to_say_lets_the_approval_through(
-    guards: list[services.CaseApprovalGuard],
+    guards: list[guards_module.CaseApprovalGuard],
     submit_case: Callable[..., Case],
     second_reviewer: User,
     at_now: datetime,
 ) -> None:
-    services.case_approval_guard_register(lambda case: [])
+    guards_module.case_approval_guard_register(lambda case: [])
     case = submit_case()
     services.case_approve(case=case, actor=second_reviewer, reason="checked")
     assert selectors.case_get(case.id).status == Status.APPROVED
@@ -62,4 +63,4 @@ def test_a_guard_with_nothing_to_say_lets_the_approval_through(
 def test_the_evaluation_app_installs_the_held_out_guard() -> None:
     from evaluation.services import heldout_approval_guard
 
-    assert heldout_approval_guard in services._case_approval_guards
+    assert heldout_approval_guard in guards_module.case_approval_guards

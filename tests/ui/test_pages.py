@@ -50,8 +50,8 @@ SEARCH_QUERY = (
 CASES = [
     ("dashboard", "reviewer", 8, 8, "Candidates waiting"),
     ("queue", "reviewer", 7, 6, "Coupon refused"),
-    ("case", "reviewer", 14, 13, "Diagnosis"),
-    ("candidate", "reviewer", 13, 12, "Approval checklist"),
+    ("case", "reviewer", 15, 14, "Diagnosis"),
+    ("candidate", "reviewer", 14, 13, "Approval checklist"),
     ("skill", "reviewer", 10, 9, "Cited cases"),
     ("case_revoke", "reviewer", 10, 9, "Impact preview"),
     ("runs", "reviewer", 7, 6, "run-ui-1"),
