@@ -13,7 +13,8 @@ from typing import Any
 
 from django.db.models import CharField, F, Q, QuerySet, Value
 
-from experience.models import Case, Run, Skill, SkillCase
+from experience.models import Case, Reference, Run, Skill, SkillCase
+from experience.selectors import references_for
 
 QUEUE_COLUMNS = (
     "id",
@@ -57,9 +58,15 @@ class QueueFilters:
 
 
 def _queue_rows(
-    model: type[Case] | type[Skill], kind: str, filters: QueueFilters, now: datetime
+    model: type[Case] | type[Skill],
+    kind: str,
+    filters: QueueFilters,
+    now: datetime,
+    tenants: frozenset[str] | None,
 ) -> Any:
     rows = model.objects.order_by()  # a UNION part must not carry the model's default ordering
+    if tenants is not None:
+        rows = rows.filter(tenant__in=sorted(tenants))
     if filters.status:
         rows = rows.filter(status=filters.status)
     for name in ("tenant", "brand", "store", "campaign", "deployment"):
@@ -78,13 +85,18 @@ def _queue_rows(
     ).values(*QUEUE_COLUMNS)
 
 
-def review_queue_rows(filters: QueueFilters, *, now: datetime) -> Any:
-    """Cases and skills in one sortable, countable, sliceable query (a UNION)."""
+def review_queue_rows(
+    filters: QueueFilters, *, now: datetime, tenants: frozenset[str] | None = None
+) -> Any:
+    """Cases and skills in one sortable, countable, sliceable query (a UNION).
+
+    ``tenants`` limits the rows to those tenants (None: every tenant).
+    """
     parts = []
     if filters.kind in ("", "case"):
-        parts.append(_queue_rows(Case, "case", filters, now))
+        parts.append(_queue_rows(Case, "case", filters, now, tenants))
     if filters.kind in ("", "skill"):
-        parts.append(_queue_rows(Skill, "skill", filters, now))
+        parts.append(_queue_rows(Skill, "skill", filters, now, tenants))
     rows = parts[0] if len(parts) == 1 else parts[0].union(parts[1], all=True)
     return rows.order_by(*QUEUE_SORTS.get(filters.sort, QUEUE_SORTS[DEFAULT_SORT]))
 
@@ -214,3 +226,17 @@ def runs_of_skill(skill: Skill, limit: int = 20) -> list[Run]:
         .only("run_id", "status", "reason", "started_at")
         .order_by("-started_at", "-id")[:limit]
     )
+
+
+def references_visible_to(run_id: str, tenants: frozenset[str] | None) -> list[Reference]:
+    """A run's references, without reads of items in tenants outside ``tenants``."""
+    references = list(references_for(run_id))
+    if tenants is None or not references:
+        return references
+    ids = {ref.item_id for ref in references}
+    allowed = set(
+        Case.objects.filter(pk__in=ids, tenant__in=sorted(tenants)).values_list("pk", flat=True)
+    ) | set(
+        Skill.objects.filter(pk__in=ids, tenant__in=sorted(tenants)).values_list("pk", flat=True)
+    )
+    return [ref for ref in references if ref.item_id in allowed]

@@ -25,6 +25,7 @@ from experience.console_selectors import (
     case_for_page,
     case_lines,
     case_version_chain,
+    references_visible_to,
     review_queue_rows,
     runs_filtered,
     runs_of_skill,
@@ -47,7 +48,6 @@ from experience.selectors import (
     case_evidence,
     cited_case,
     gate_fields,
-    references_for,
     revocation_impact,
     runs_for,
     skill_approval_checklist,
@@ -67,7 +67,7 @@ from experience.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.tenancy import NOT_IN_TENANT
+from reviewconsole.tenancy import NOT_IN_TENANT, may_access, tenants_of, visible
 from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
@@ -190,7 +190,9 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     data.setdefault("status", Status.CANDIDATE)  # the queue opens on what waits for review
     form = QueueFilterForm(data)
     page = paginate(
-        request, review_queue_rows(form.queue_filters(), now=clock.now()), QUEUE_PER_PAGE
+        request,
+        review_queue_rows(form.queue_filters(), now=clock.now(), tenants=tenants_of(request.user)),
+        QUEUE_PER_PAGE,
     )
     rows = [{**row, "url": item_url(row["id"])} for row in page.object_list]
     return render_page(
@@ -222,9 +224,10 @@ class ImpactView:
     runs: list[dict[str, str]] = field(default_factory=list)
 
 
-def _case_or_404(digest: str) -> Case:
+def _case_or_404(digest: str, user: User) -> Case:
     case = case_for_page(domain.CASE_PREFIX + digest)
-    if case is None:
+    # Another tenant's case does not exist for this user.
+    if case is None or not may_access(user, case.tenant):
         raise Http404
     return case
 
@@ -360,7 +363,7 @@ def _case_context(
 @require_GET
 @console_view(VIEW_CASE)
 def case_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest)
+    case = _case_or_404(digest, acting_user(request))
     return render_page(
         request, "experience/case_detail.html", _case_context(request, case), partial="case-main"
     )
@@ -370,7 +373,7 @@ def case_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @console_view(VIEW_CASE)
 def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """The live approval checklist for the reason typed so far."""
-    case = _case_or_404(digest)
+    case = _case_or_404(digest, acting_user(request))
     if not request.htmx:
         return HttpResponseRedirect(reverse("experience:case-detail", args=[digest]))
     reason = request.GET.get("reason", "")[:2000]
@@ -385,7 +388,7 @@ def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, VERIFY_PERMISSION)
 def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest)
+    case = _case_or_404(digest, acting_user(request))
     form = EvidenceCheckForm(request.POST)
     if not form.is_valid():
         return HttpResponse(gettext("Name the evidence item to mark as checked."), status=400)
@@ -417,7 +420,7 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, REVIEW_PERMISSION)
 def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest)
+    case = _case_or_404(digest, acting_user(request))
     form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
     if not form.is_valid():
@@ -448,13 +451,13 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 # --- skills ------------------------------------------------------------------------------------
 
 
-def _skill_or_404(digest: str) -> Skill:
+def _skill_or_404(digest: str, user: User) -> Skill:
     skill = (
         Skill.objects.select_related("submitted_by", "approved_by", "rejected_by", "revoked_by")
         .filter(pk=domain.SKILL_PREFIX + digest)
         .first()
     )
-    if skill is None:
+    if skill is None or not may_access(user, skill.tenant):
         raise Http404
     return skill
 
@@ -518,7 +521,7 @@ def _skill_context(
 @require_GET
 @console_view(VIEW_SKILL)
 def skill_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest)
+    skill = _skill_or_404(digest, acting_user(request))
     return render_page(
         request,
         "experience/skill_detail.html",
@@ -530,7 +533,7 @@ def skill_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_GET
 @console_view(VIEW_SKILL)
 def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest)
+    skill = _skill_or_404(digest, acting_user(request))
     if not request.htmx:
         return HttpResponseRedirect(reverse("experience:skill-detail", args=[digest]))
     reason = request.GET.get("reason", "")[:2000]
@@ -545,7 +548,7 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_SKILL, REVIEW_PERMISSION)
 def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest)
+    skill = _skill_or_404(digest, acting_user(request))
     form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
     if not form.is_valid():
@@ -645,7 +648,7 @@ def _revoke(
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_CASE, REVIEW_PERMISSION)
 def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest)
+    case = _case_or_404(digest, acting_user(request))
     urls = _case_urls(case)
     return _revoke(request, case, "case", urls["detail_url"], urls["revoke_url"])
 
@@ -653,7 +656,7 @@ def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_SKILL, REVIEW_PERMISSION)
 def skill_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest)
+    skill = _skill_or_404(digest, acting_user(request))
     urls = _skill_urls(skill)
     return _revoke(request, skill, "skill", urls["detail_url"], urls["revoke_url"])
 
@@ -673,7 +676,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
             "skill_id": data["skill"].strip(),
             "run_id": data["run_id"].strip(),
         }
-    page = paginate(request, runs_filtered(**filters), RUNS_PER_PAGE)
+    page = paginate(request, visible(runs_filtered(**filters), request.user), RUNS_PER_PAGE)
     runs = [
         {"run": run, "url": run_url(run.run_id), "skill_url": item_url(run.skill_id)}
         for run in page.object_list
@@ -702,8 +705,8 @@ def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @require_GET
 @console_view(VIEW_RUN, VIEW_CASE)
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    runs = list(runs_for(run_id).select_related("actor"))
-    references = list(references_for(run_id))
+    runs = list(visible(runs_for(run_id), request.user).select_related("actor"))
+    references = references_visible_to(run_id, tenants_of(request.user))
     if not runs and not references:
         raise Http404
     return render_page(

@@ -12,6 +12,7 @@ from knowledge.search import search_knowledge
 from knowledge.selectors import document_get, document_lines, document_versions, documents_filtered
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.tenancy import NOT_IN_TENANT_MESSAGE, may_access, visible
 from reviewconsole.views import HtmxHttpRequest, console_view, diff_lines, paginate, render_page
 
 VIEW_PERMISSION = "knowledge.view_document"
@@ -24,7 +25,9 @@ DOCUMENTS_PER_PAGE = 25
 def document_list(request: HtmxHttpRequest) -> HttpResponse:
     form = DocumentFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
-    page = paginate(request, documents_filtered(**filters), DOCUMENTS_PER_PAGE)
+    page = paginate(
+        request, visible(documents_filtered(**filters), request.user), DOCUMENTS_PER_PAGE
+    )
     return render_page(
         request,
         "knowledge/document_list.html",
@@ -47,7 +50,7 @@ def _against(request: HtmxHttpRequest, document: Document, versions: list[Docume
 @console_view(VIEW_PERMISSION)
 def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
     document = document_get(doc_key, version)
-    if document is None:
+    if document is None or not may_access(request.user, document.tenant):
         raise Http404
     versions = list(document_versions(doc_key))
     against = _against(request, document, versions)
@@ -91,6 +94,8 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         else SearchPreviewForm(initial=SearchPreviewForm.initial_values(clock.now()))
     )
     result = None
+    if bound and form.is_valid() and not may_access(request.user, form.cleaned_data["tenant"]):
+        form.add_error("tenant", NOT_IN_TENANT_MESSAGE)
     if bound and form.is_valid():
         try:
             result = search_knowledge(form.cleaned_data["query"], form.context())

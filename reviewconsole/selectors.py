@@ -32,7 +32,9 @@ class DashboardCounts:
     revoked_documents: int | None = None
 
 
-def _lifecycle_counts(model: type[Case] | type[Skill], now: datetime) -> dict[str, int]:
+def _lifecycle_counts(
+    model: type[Case] | type[Skill], now: datetime, tenants: frozenset[str] | None
+) -> dict[str, int]:
     # Approved items that expire soon, or that no run has read for a long time, go back to a
     # reviewer: a memory nobody uses is one nobody has recently seen hold up.
     recently_read = Reference.objects.filter(
@@ -43,7 +45,10 @@ def _lifecycle_counts(model: type[Case] | type[Skill], now: datetime) -> dict[st
         Q(valid_to__lt=now + timedelta(days=EXPIRING_DAYS))
         | (Q(approved_at__lt=now - timedelta(days=UNUSED_DAYS)) & ~Q(Exists(recently_read)))
     )
-    return model.objects.aggregate(
+    rows = model.objects.all()
+    if tenants is not None:
+        rows = rows.filter(tenant__in=sorted(tenants))
+    return rows.aggregate(
         candidates=Count("pk", filter=Q(status=Status.CANDIDATE)),
         recently_approved=Count(
             "pk", filter=approved & Q(approved_at__gte=now - timedelta(days=RECENT_DAYS))
@@ -56,12 +61,18 @@ def _lifecycle_counts(model: type[Case] | type[Skill], now: datetime) -> dict[st
     )
 
 
-def dashboard_counts(*, now: datetime, with_documents: bool) -> DashboardCounts:
-    cases = _lifecycle_counts(Case, now)
-    skills = _lifecycle_counts(Skill, now)
+def dashboard_counts(
+    *, now: datetime, with_documents: bool, tenants: frozenset[str] | None = None
+) -> DashboardCounts:
+    """Counts over every tenant, or over ``tenants`` only."""
+    cases = _lifecycle_counts(Case, now, tenants)
+    skills = _lifecycle_counts(Skill, now, tenants)
     documents: dict[str, Any] = {}
     if with_documents:
-        documents = Document.objects.aggregate(
+        rows = Document.objects.all()
+        if tenants is not None:
+            rows = rows.filter(tenant__in=sorted(tenants))
+        documents = rows.aggregate(
             draft_documents=Count("pk", filter=Q(approved=False, revoked=False)),
             revoked_documents=Count("pk", filter=Q(revoked=True)),
         )

@@ -22,8 +22,17 @@ from django_htmx.middleware import HtmxDetails
 from reviewconsole import clock
 from reviewconsole.forms import EventFilterForm
 from reviewconsole.selectors import dashboard_counts, events_csv_rows, events_filtered
+from reviewconsole.tenancy import is_deployment_wide, tenants_of
 
 VIEW_EVENT_PERMISSION = "reviewconsole.view_event"
+
+
+def _require_deployment_wide(request: HttpRequest) -> None:
+    """The audit log spans every tenant, so it is for admins whom no tenant limits."""
+    if not is_deployment_wide(request.user):
+        raise PermissionDenied
+
+
 EVENTS_PER_PAGE = 50
 
 
@@ -110,7 +119,9 @@ def diff_lines(
 @console_view()
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     counts = dashboard_counts(
-        now=clock.now(), with_documents=request.user.has_perm("knowledge.view_document")
+        now=clock.now(),
+        with_documents=request.user.has_perm("knowledge.view_document"),
+        tenants=tenants_of(request.user),
     )
     return render_page(request, "reviewconsole/dashboard_home.html", {"counts": counts})
 
@@ -118,6 +129,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @console_view(VIEW_EVENT_PERMISSION)
 def event_list(request: HtmxHttpRequest) -> HttpResponse:
+    _require_deployment_wide(request)
     form = EventFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
     page = paginate(request, events_filtered(**filters), EVENTS_PER_PAGE)
@@ -132,6 +144,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @console_view(VIEW_EVENT_PERMISSION)
 def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpResponse:
+    _require_deployment_wide(request)
     form = EventFilterForm(request.GET or None)
     if form.is_bound and not form.is_valid():
         return render_page(

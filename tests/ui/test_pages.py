@@ -46,20 +46,21 @@ SEARCH_QUERY = (
     "&channel=miniapp&product=fruit-tea&basket_cents=3200&limit=4"
 )
 
-# (page, role, full-page queries, fragment queries, text the fragment must hold)
+# (page, role, full-page queries, fragment queries, text the fragment must hold); every page
+# reads the user's tenant memberships once.
 CASES = [
-    ("dashboard", "reviewer", 8, 8, "Candidates waiting"),
-    ("queue", "reviewer", 7, 6, "Coupon refused"),
-    ("case", "reviewer", 15, 14, "Diagnosis"),
-    ("candidate", "reviewer", 14, 13, "Approval checklist"),
-    ("skill", "reviewer", 10, 9, "Cited cases"),
-    ("case_revoke", "reviewer", 10, 9, "Impact preview"),
-    ("runs", "reviewer", 7, 6, "run-ui-1"),
-    ("run", "reviewer", 8, 7, "doc:rule-b@1"),
-    ("documents", "operator", 8, 7, "doc:rule-a@2"),
-    ("document", "operator", 10, 9, "Compare with version"),
-    ("search", "operator", 8, 7, "conditions"),
-    ("audit", "admin", 7, 6, "experience.case.approve"),
+    ("dashboard", "reviewer", 9, 9, "Candidates waiting"),
+    ("queue", "reviewer", 8, 7, "Coupon refused"),
+    ("case", "reviewer", 16, 15, "Diagnosis"),
+    ("candidate", "reviewer", 15, 14, "Approval checklist"),
+    ("skill", "reviewer", 11, 10, "Cited cases"),
+    ("case_revoke", "reviewer", 11, 10, "Impact preview"),
+    ("runs", "reviewer", 8, 7, "run-ui-1"),
+    ("run", "reviewer", 9, 8, "doc:rule-b@1"),
+    ("documents", "operator", 9, 8, "doc:rule-a@2"),
+    ("document", "operator", 11, 10, "Compare with version"),
+    ("search", "operator", 9, 8, "conditions"),
+    ("audit", "admin", 8, 7, "experience.case.approve"),
 ]
 
 
