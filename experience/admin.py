@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from experience.models import (
@@ -22,9 +23,22 @@ from experience.models import (
     Skill,
     SkillCase,
 )
+from reviewconsole.tenancy import is_deployment_wide, visible
 
 
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    # The lookup to the row's tenant; rows without one are shown to deployment-wide users only.
+    tenant_field: str | None = None
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        rows = super().get_queryset(request)
+        return visible(rows, request.user, self.tenant_field) if self.tenant_field else rows
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if self.tenant_field is None and not is_deployment_wide(request.user):
+            return False
+        return super().has_view_permission(request, obj)
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -48,6 +62,7 @@ class EvidenceInline(admin.TabularInline[Evidence, Case]):
 
 @admin.register(Case)
 class CaseAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
     list_display = ("id", "title", "incident", "store", "deployment", "status", "submitted_by")
     list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment", "submitted_via")
     search_fields = ("id", "title", "incident", "summary")
@@ -56,6 +71,7 @@ class CaseAdmin(ReadOnlyAdmin):
 
 @admin.register(Skill)
 class SkillAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
     list_display = ("id", "title", "store", "deployment", "status", "submitted_by")
     list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment")
     search_fields = ("id", "title", "when")
@@ -63,18 +79,21 @@ class SkillAdmin(ReadOnlyAdmin):
 
 @admin.register(SkillCase)
 class SkillCaseAdmin(ReadOnlyAdmin):
+    tenant_field = "skill__tenant"
     list_display = ("skill", "case", "position")
     search_fields = ("skill__id", "case__id")
 
 
 @admin.register(Evidence)
 class EvidenceAdmin(ReadOnlyAdmin):
+    tenant_field = "case__tenant"
     list_display = ("case", "key", "source_id")
     search_fields = ("case__id", "source_id", "excerpt")
 
 
 @admin.register(EvidenceCheck)
 class EvidenceCheckAdmin(ReadOnlyAdmin):
+    tenant_field = "evidence__case__tenant"
     list_display = ("evidence", "checked_by", "checked_at")
     list_filter = ("checked_by",)
 
@@ -88,6 +107,7 @@ class ReferenceAdmin(ReadOnlyAdmin):
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
     list_display = ("run_id", "skill_id", "status", "tool_calls", "started_at")
     list_filter = ("status", "deployment")
     search_fields = ("run_id", "skill_id")

@@ -23,6 +23,7 @@ from knowledge.services import (
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 
 CONTENT_FIELDS = (
@@ -123,6 +124,9 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
     def has_delete_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
         return False
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
+        return visible(super().get_queryset(request), request.user)
+
     def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
         content = form.parsed
         try:
@@ -203,6 +207,16 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
 class SynonymAdmin(admin.ModelAdmin[Synonym]):
     list_display = ("term", "canonical", "updated_at")
     search_fields = ("term", "canonical")
+
+    # One lexicon serves every tenant, so only deployment-wide operators change it.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_deployment_wide(request.user) and super().has_add_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Synonym | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Synonym | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: Synonym, form: Any, change: bool) -> None:
         if change:

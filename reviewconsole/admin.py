@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from reviewconsole.models import Event
+from reviewconsole.tenancy import is_deployment_wide
 
 
 @admin.register(Event)
@@ -18,6 +19,10 @@ class EventAdmin(admin.ModelAdmin[Event]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        # Events span every tenant: only deployment-wide users read them.
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
 
     def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
         return False

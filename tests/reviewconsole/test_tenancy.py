@@ -194,3 +194,24 @@ def test_dashboard_counts_only_the_users_tenant(
 
     assert limited.candidates == 1
     assert wide.candidates == 2
+
+
+def test_the_admin_shows_only_the_users_tenant(
+    limited_operator: User, operator: User, two_tenants: dict[str, Any]
+) -> None:
+    limited = client_for(limited_operator)
+    documents = limited.get("/admin/knowledge/document/").content.decode()
+    assert "own-rule" in documents and "foreign-rule" not in documents
+    foreign = two_tenants["foreign_doc"]
+    assert limited.get(f"/admin/knowledge/document/{foreign.pk}/change/").status_code in {302, 404}
+    assert limited.get("/admin/reviewconsole/event/").status_code == 403
+    assert client_for(operator).get("/admin/knowledge/document/").content.decode().count(
+        "foreign-rule"
+    ) >= 1
+
+
+def test_the_shared_lexicon_is_edited_only_by_deployment_wide_operators(
+    limited_operator: User, operator: User
+) -> None:
+    assert client_for(limited_operator).get("/admin/knowledge/synonym/add/").status_code == 403
+    assert client_for(operator).get("/admin/knowledge/synonym/add/").status_code == 200
