@@ -146,8 +146,8 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         second = (first + n_scopes) % n_cases  # same scope, another incident
         scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": scopes[first],
                  "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
-        content = {"type": "skill", "scope": scope, "n": j}
-        skill_id = domain.content_id(domain.SKILL_PREFIX, content)
+        skill_content: dict[str, object] = {"type": "skill", "scope": scope, "n": j}
+        skill_id = domain.content_id(domain.SKILL_PREFIX, skill_content)
         skill_ids.append(skill_id)
         title = "".join(rng.sample(words, 2)) + f" skill {j}"
         skill_rows.append((

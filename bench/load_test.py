@@ -29,10 +29,11 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -69,8 +70,13 @@ def free_port() -> int:
 
 def manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(  # noqa: S603
-        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        check=False, timeout=600,
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     if result.returncode != 0:
         raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}{result.stdout}")
@@ -98,10 +104,23 @@ def scratch_database(kind: str) -> Iterator[str]:
 @contextmanager
 def gunicorn(env: dict[str, str], port: int, workers: int) -> Iterator[None]:
     process = subprocess.Popen(  # noqa: S603
-        [PYTHON, "-m", "gunicorn", "reviewconsole.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "4",
-         "--log-level", "warning", "--preload"],
-        cwd=ROOT, env=env,
+        [
+            PYTHON,
+            "-m",
+            "gunicorn",
+            "reviewconsole.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            "4",
+            "--log-level",
+            "warning",
+            "--preload",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
@@ -130,7 +149,11 @@ class Browser:
         self.cookies: dict[str, str] = {}
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes, float]:
         all_headers = {"Host": "127.0.0.1", **(headers or {})}
         if self.cookies:
@@ -152,11 +175,16 @@ class Browser:
         if status != 200 or token is None:
             raise RuntimeError(f"login page: {status}")
         body = urllib.parse.urlencode(
-            {"username": username, "password": password,
-             "csrfmiddlewaretoken": token.group(1).decode()}
+            {
+                "username": username,
+                "password": password,
+                "csrfmiddlewaretoken": token.group(1).decode(),
+            }
         ).encode()
         status, _, _ = self.request(
-            "POST", "/accounts/login/", body,
+            "POST",
+            "/accounts/login/",
+            body,
             {"Content-Type": "application/x-www-form-urlencoded", "Referer": "http://127.0.0.1/"},
         )
         if status != 302:
@@ -172,15 +200,25 @@ def case_paths(browser: Browser) -> list[str]:
 
 
 SEARCH = {
-    "query": "两杯水果茶，优惠券用不了", "tenant": "teahouse", "brand": "leaf-and-cup",
-    "store": "store-002", "campaign": "campaign-b",
-    "occurred_at": "2026-09-18T14:00:00+08:00", "known_at": "2026-09-18T14:10:00+08:00",
+    "query": "两杯水果茶，优惠券用不了",
+    "tenant": "teahouse",
+    "brand": "leaf-and-cup",
+    "store": "store-002",
+    "campaign": "campaign-b",
+    "occurred_at": "2026-09-18T14:00:00+08:00",
+    "known_at": "2026-09-18T14:10:00+08:00",
     "facts": {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
 }
 RETRIEVE = {
-    "query": "优惠券无法使用", "run_id": "load-run",
-    "scope": {"tenant": "teahouse", "brand": "leaf-and-cup", "store": "store-002",
-              "campaign": "campaign-b", "deployment": "release-1"},
+    "query": "优惠券无法使用",
+    "run_id": "load-run",
+    "scope": {
+        "tenant": "teahouse",
+        "brand": "leaf-and-cup",
+        "store": "store-002",
+        "campaign": "campaign-b",
+        "deployment": "release-1",
+    },
 }
 
 
@@ -189,9 +227,16 @@ def think(rng: random.Random, think_ms: tuple[float, float]) -> None:
     time.sleep(rng.uniform(*think_ms) / 1000)
 
 
-def reviewer(port: int, requests: int, stop_at: float, samples: Samples, think_ms: tuple[float, float],
-             name: str, password: str) -> None:
-    rng = random.Random(name)  # noqa: S311 - pacing, not security
+def reviewer(
+    port: int,
+    requests: int,
+    stop_at: float,
+    samples: Samples,
+    think_ms: tuple[float, float],
+    name: str,
+    password: str,
+) -> None:
+    rng = random.Random(name)
     browser = Browser(port)
     browser.login(name, password)
     cases = case_paths(browser)
@@ -205,9 +250,15 @@ def reviewer(port: int, requests: int, stop_at: float, samples: Samples, think_m
         samples.add(ms, status == 200, f"GET {path} -> {status}")
 
 
-def agent(port: int, requests: int, stop_at: float, samples: Samples, think_ms: tuple[float, float],
-          token: str) -> None:
-    rng = random.Random(threading.get_ident())  # noqa: S311 - pacing, not security
+def agent(
+    port: int,
+    requests: int,
+    stop_at: float,
+    samples: Samples,
+    think_ms: tuple[float, float],
+    token: str,
+) -> None:
+    rng = random.Random(threading.get_ident())
     browser = Browser(port)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     for n in range(requests):
@@ -235,8 +286,10 @@ def report(kind: str, samples: Samples, seconds: float) -> dict[str, float]:
         "p99_ms": p99,
         "errors": samples.errors,
     }
-    print(f"{kind:<10} {row['requests']:>8} {row['rps']:>8.1f} {row['p50_ms']:>9.1f} "
-          f"{row['p99_ms']:>9.1f} {row['errors']:>7}")
+    print(
+        f"{kind:<10} {row['requests']:>8} {row['rps']:>8.1f} {row['p50_ms']:>9.1f} "
+        f"{row['p99_ms']:>9.1f} {row['errors']:>7}"
+    )
     for example in samples.error_examples:
         print(f"           error: {example}")
     for example in samples.slow:
@@ -245,20 +298,29 @@ def report(kind: str, samples: Samples, seconds: float) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--requests", type=int, default=60, help="requests per user")
     parser.add_argument("--seconds", type=float, default=90, help="time cap for the load phase")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--think-ms", default="250,750",
-                        help="pause before each request, MIN,MAX milliseconds (0,0 for none)")
+    parser.add_argument(
+        "--think-ms",
+        default="250,750",
+        help="pause before each request, MIN,MAX milliseconds (0,0 for none)",
+    )
     args = parser.parse_args()
     low, high = (float(x) for x in args.think_ms.split(","))
 
     with scratch_database(args.database) as url:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0",
-               "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_DEBUG": "0",
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        }
         manage(env, "migrate", "--noinput")
         demo = json.loads(manage(env, "load_demo", "--json"))
         passwords = {u["username"]: u["password"] for u in demo["users"]}
@@ -274,17 +336,20 @@ def main() -> None:
             threads = []
             stop_at = time.monotonic() + args.seconds
             for i in range(args.users):
+                user_args: tuple[Any, ...]
                 if i % 2:
-                    target, extra = agent, (token,)
-                    samples = agents
+                    target: Callable[..., None] = agent
+                    user_args, samples = (token,), agents
                 else:
                     name = "rita" if i % 4 == 0 else "ravi"
-                    target, extra = reviewer, (name, passwords[name])
-                    samples = reviewers
-                threads.append(threading.Thread(
-                    target=target,
-                    args=(port, args.requests, stop_at, samples, (low, high), *extra),
-                ))
+                    target = reviewer
+                    user_args, samples = (name, passwords[name]), reviewers
+                threads.append(
+                    threading.Thread(
+                        target=target,
+                        args=(port, args.requests, stop_at, samples, (low, high), *user_args),
+                    )
+                )
             began = time.monotonic()
             for thread in threads:
                 thread.start()
@@ -292,13 +357,18 @@ def main() -> None:
                 thread.join(timeout=args.seconds + 60)
             seconds = time.monotonic() - began
 
-        print(f"database={args.database} users={args.users} workers={args.workers} "
-              f"think={args.think_ms}ms wall={seconds:.1f}s")
-        print(f"{'kind':<10} {'requests':>8} {'req/s':>8} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7}")
+        print(
+            f"database={args.database} users={args.users} workers={args.workers} "
+            f"think={args.think_ms}ms wall={seconds:.1f}s"
+        )
+        print(
+            f"{'kind':<10} {'requests':>8} {'req/s':>8} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7}"
+        )
         report("reviewer", reviewers, seconds)
         report("agent", agents, seconds)
-        total = Samples(reviewers.latencies_ms + agents.latencies_ms,
-                        reviewers.errors + agents.errors)
+        total = Samples(
+            reviewers.latencies_ms + agents.latencies_ms, reviewers.errors + agents.errors
+        )
         row = report("all", total, seconds)
         ok = row.get("errors", 1) == 0 and row.get("p99_ms", 1e9) < 200
         print(f"target (zero errors, p99 < 200 ms): {'PASS' if ok else 'MISS'}")

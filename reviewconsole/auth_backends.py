@@ -15,7 +15,7 @@ class LoginThrottleBackend(AxesStandaloneBackend):
     has no client address to throttle; it is left to the next backend instead of being refused.
     """
 
-    def authenticate(  # type: ignore[override]
+    def authenticate(
         self,
         request: HttpRequest | None,
         username: str | None = None,

@@ -25,9 +25,9 @@ def tenants_of(user: User | AnonymousUser | None) -> frozenset[str] | None:
     """The tenants ``user`` is limited to, or None when the user is deployment-wide."""
     if user is None or not user.is_authenticated:
         return frozenset()
-    cached = getattr(user, _CACHE_ATTRIBUTE, False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
+    if hasattr(user, _CACHE_ATTRIBUTE):
+        cached: frozenset[str] | None = getattr(user, _CACHE_ATTRIBUTE)
+        return cached
     tenants = frozenset(
         TenantMembership.objects.filter(user_id=user.pk).values_list("tenant", flat=True)
     )

@@ -8,7 +8,7 @@ from importlib import import_module
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from reviewconsole import clock
 from reviewconsole.roles import Role
@@ -50,35 +50,35 @@ def fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture
-def make_user(db: None) -> Callable[[str, str], AbstractUser]:
-    def make(username: str, role: str) -> AbstractUser:
+def make_user(db: None) -> Callable[[str, str], User]:
+    def make(username: str, role: str) -> User:
         return user_set_role(username=username, role=role, password=PASSWORD)
 
     return make
 
 
 @pytest.fixture
-def operator(make_user: Callable[[str, str], AbstractUser]) -> AbstractUser:
+def operator(make_user: Callable[[str, str], User]) -> User:
     return make_user("olivia", Role.OPERATOR)
 
 
 @pytest.fixture
-def reviewer(make_user: Callable[[str, str], AbstractUser]) -> AbstractUser:
+def reviewer(make_user: Callable[[str, str], User]) -> User:
     return make_user("rita", Role.REVIEWER)
 
 
 @pytest.fixture
-def second_reviewer(make_user: Callable[[str, str], AbstractUser]) -> AbstractUser:
+def second_reviewer(make_user: Callable[[str, str], User]) -> User:
     return make_user("ravi", Role.REVIEWER)
 
 
 @pytest.fixture
-def admin_user(make_user: Callable[[str, str], AbstractUser]) -> AbstractUser:
+def admin_user(make_user: Callable[[str, str], User]) -> User:
     return make_user("ada", Role.ADMIN)
 
 
 @pytest.fixture
-def agent(make_user: Callable[[str, str], AbstractUser]) -> AbstractUser:
+def agent(make_user: Callable[[str, str], User]) -> User:
     return make_user("agent-7", Role.AGENT)
 
 

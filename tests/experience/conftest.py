@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from experience import selectors, services
 from experience.models import Case, Skill
@@ -96,10 +96,10 @@ def at_now(frozen_clock: Callable[[datetime], Any]) -> datetime:
 
 
 @pytest.fixture
-def submit_case(reviewer: AbstractUser, at_now: datetime) -> Callable[..., Case]:
+def submit_case(reviewer: User, at_now: datetime) -> Callable[..., Case]:
     """Submit as the reviewer (who may mark evidence verified); approve as someone else."""
 
-    def submit(data: dict[str, Any] | None = None, *, actor: AbstractUser | None = None) -> Case:
+    def submit(data: dict[str, Any] | None = None, *, actor: User | None = None) -> Case:
         case, _ = services.case_submit(
             content=parse_case(data or case_data()), actor=actor or reviewer
         )
@@ -109,9 +109,7 @@ def submit_case(reviewer: AbstractUser, at_now: datetime) -> Callable[..., Case]
 
 
 @pytest.fixture
-def approved_case(
-    submit_case: Callable[..., Case], second_reviewer: AbstractUser
-) -> Callable[..., Case]:
+def approved_case(submit_case: Callable[..., Case], second_reviewer: User) -> Callable[..., Case]:
     def make(**changes: Any) -> Case:
         case = submit_case(case_data(**changes))
         services.case_approve(case=case, actor=second_reviewer, reason="checked")
@@ -122,7 +120,7 @@ def approved_case(
 
 @pytest.fixture
 def approved_skill(
-    approved_case: Callable[..., Case], reviewer: AbstractUser, second_reviewer: AbstractUser
+    approved_case: Callable[..., Case], reviewer: User, second_reviewer: User
 ) -> Callable[..., Skill]:
     """A skill citing two approved cases of distinct incidents, approved by a second reviewer."""
 

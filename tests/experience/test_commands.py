@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
 from experience import domain, selectors
@@ -17,7 +17,7 @@ from experience.models import Case, EvidenceCheck, Reference, Run, Skill
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
-from tests.experience.conftest import QUERY, case_data, skill_data, without_verified
+from tests.experience.conftest import NOW, QUERY, case_data, skill_data, without_verified
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,7 @@ def write(tmp_path: Path, items: Any) -> str:
 # --- import_cases ------------------------------------------------------------------------------
 
 
-def test_import_cases(tmp_path: Path, reviewer: AbstractUser, at_now: Any) -> None:
+def test_import_cases(tmp_path: Path, reviewer: User, at_now: Any) -> None:
     file = write(
         tmp_path,
         [case_data(incident="INC-1"), case_data(incident="INC-2"), skill_data(["#0", "#1"])],
@@ -84,7 +84,7 @@ def test_import_cases(tmp_path: Path, reviewer: AbstractUser, at_now: Any) -> No
     ],
 )
 def test_import_refusal_names_the_path_and_writes_nothing(
-    tmp_path: Path, reviewer: AbstractUser, at_now: Any, items: Any, field: str
+    tmp_path: Path, reviewer: User, at_now: Any, items: Any, field: str
 ) -> None:
     result, ok = run("import_cases", write(tmp_path, items), "--as", reviewer.username)
     assert not ok and result["ok"] is False and result["field"] == field
@@ -93,15 +93,13 @@ def test_import_refusal_names_the_path_and_writes_nothing(
     )
 
 
-def test_import_verified_without_permission(
-    tmp_path: Path, operator: AbstractUser, at_now: Any
-) -> None:
+def test_import_verified_without_permission(tmp_path: Path, operator: User, at_now: Any) -> None:
     result, ok = run("import_cases", write(tmp_path, [case_data()]), "--as", operator.username)
     assert not ok and result["field"] == "[0].diagnosis.evidence[0].verified"
     assert not Case.objects.exists()
 
 
-def test_import_bad_json_and_unknown_user(tmp_path: Path, reviewer: AbstractUser) -> None:
+def test_import_bad_json_and_unknown_user(tmp_path: Path, reviewer: User) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[{", encoding="utf-8")
     result, ok = run("import_cases", str(bad), "--as", reviewer.username)
@@ -114,7 +112,7 @@ def test_import_bad_json_and_unknown_user(tmp_path: Path, reviewer: AbstractUser
 
 
 def test_review_approve_refusal_lists_unmet(
-    tmp_path: Path, operator: AbstractUser, reviewer: AbstractUser, at_now: Any
+    tmp_path: Path, operator: User, reviewer: User, at_now: Any
 ) -> None:
     result, _ = run(
         "import_cases", write(tmp_path, [without_verified(case_data())]), "--as", operator.username
@@ -136,9 +134,9 @@ def test_review_approve_refusal_lists_unmet(
 
 def test_review_verify_then_approve(
     tmp_path: Path,
-    operator: AbstractUser,
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    operator: User,
+    reviewer: User,
+    second_reviewer: User,
     at_now: Any,
 ) -> None:
     result, _ = run(
@@ -166,7 +164,7 @@ def test_review_verify_then_approve(
 
 
 def test_review_verify_refusals(
-    tmp_path: Path, operator: AbstractUser, reviewer: AbstractUser, at_now: Any
+    tmp_path: Path, operator: User, reviewer: User, at_now: Any
 ) -> None:
     result, _ = run(
         "import_cases", write(tmp_path, [without_verified(case_data())]), "--as", operator.username
@@ -186,13 +184,11 @@ def test_review_verify_refusals(
 def test_review_reject_and_revoke_with_impact(
     approved_skill: Callable[..., Skill],
     submit_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
 ) -> None:
     skill = approved_skill()
     case_id = skill.case_links.order_by("position").values_list("case_id", flat=True)[0]
-    Reference.objects.create(
-        run_id="run-7", item_id=skill.id, item_type="skill", read_at=skill.approved_at
-    )
+    Reference.objects.create(run_id="run-7", item_id=skill.id, item_type="skill", read_at=NOW)
     candidate = submit_case(case_data(incident="INC-9"))
     rejected, ok = run(
         "review", "reject", candidate.id, "--as", second_reviewer.username, "--reason", "证据不足"
@@ -218,9 +214,7 @@ def test_review_reject_and_revoke_with_impact(
     }
 
 
-def test_review_revoke_knowledge_document(
-    operator: AbstractUser, reviewer: AbstractUser, at_now: Any
-) -> None:
+def test_review_revoke_knowledge_document(operator: User, reviewer: User, at_now: Any) -> None:
     documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
     refusal, ok = run(
         "review", "revoke", "doc:rule-b@1", "--as", reviewer.username, "--reason", "x"
@@ -234,7 +228,7 @@ def test_review_revoke_knowledge_document(
     assert not ok and unknown["ok"] is False
 
 
-def test_review_unknown_id(reviewer: AbstractUser) -> None:
+def test_review_unknown_id(reviewer: User) -> None:
     result, ok = run(
         "review", "approve", "case:" + "0" * 64, "--as", reviewer.username, "--reason", "x"
     )
@@ -276,7 +270,7 @@ def test_recall_naive_now_is_refused(approved_case: Callable[..., Case]) -> None
     assert not ok and result["field"] == "--now"
 
 
-def test_run_skill(approved_skill: Callable[..., Skill], operator: AbstractUser) -> None:
+def test_run_skill(approved_skill: Callable[..., Skill], operator: User) -> None:
     documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
     skill = approved_skill()
     result, ok = run("run_skill", skill.id, *SCOPE_FLAGS, *TICKET_FLAGS, "--run-id", "run-k")
@@ -322,7 +316,7 @@ def test_experience_demo_runs_the_four_replays_on_a_temporary_database() -> None
     assert not Case.objects.exists() and not Run.objects.exists()
 
 
-def test_review_approve_knowledge_document(operator: AbstractUser, at_now: Any) -> None:
+def test_review_approve_knowledge_document(operator: User, at_now: Any) -> None:
     documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
     approved, ok = run(
         "review", "approve", "doc:case-a-draft@1", "--as", operator.username, "--reason", "已确认"

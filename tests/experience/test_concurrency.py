@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import connections
 
 from experience import selectors, services
@@ -45,7 +45,7 @@ def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
 
 
 @pytest.fixture
-def candidate(reviewer: AbstractUser) -> Case:
+def candidate(reviewer: User) -> Case:
     from experience.schema import parse_case
 
     case, _ = services.case_submit(content=parse_case(case_data()), actor=reviewer)
@@ -53,7 +53,7 @@ def candidate(reviewer: AbstractUser) -> Case:
 
 
 def test_twenty_concurrent_approvals_give_one_approval_and_one_event(
-    candidate: Case, second_reviewer: AbstractUser
+    candidate: Case, second_reviewer: User
 ) -> None:
     results = in_threads(
         20, lambda _: services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
@@ -69,7 +69,7 @@ def test_twenty_concurrent_approvals_give_one_approval_and_one_event(
 
 
 def test_approve_racing_reject_ends_in_one_consistent_state(
-    candidate: Case, second_reviewer: AbstractUser
+    candidate: Case, second_reviewer: User
 ) -> None:
     def act(index: int) -> Any:
         if index % 2:
@@ -91,7 +91,7 @@ def test_approve_racing_reject_ends_in_one_consistent_state(
 
 
 def test_approve_racing_revoke_ends_in_one_consistent_state(
-    candidate: Case, second_reviewer: AbstractUser
+    candidate: Case, second_reviewer: User
 ) -> None:
     def act(index: int) -> Any:
         if index % 2:
@@ -116,9 +116,7 @@ def test_approve_racing_revoke_ends_in_one_consistent_state(
 
 
 @pytest.fixture
-def live_skill(
-    operator: AbstractUser, reviewer: AbstractUser, second_reviewer: AbstractUser
-) -> Skill:
+def live_skill(operator: User, reviewer: User, second_reviewer: User) -> Skill:
     from experience.schema import parse_case, parse_skill
     from experience.tools import tool_specs
     from tests.experience.conftest import skill_data
@@ -140,7 +138,7 @@ def live_skill(
 
 
 def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
-    live_skill: Skill, second_reviewer: AbstractUser
+    live_skill: Skill, second_reviewer: User
 ) -> None:
     cited = live_skill.case_links.order_by("position").first()
     assert cited is not None
@@ -154,7 +152,7 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
             )
             stop.set()
             return outcome
-        statuses = []
+        statuses: list[str] = []
         runs_after_revocation = 0
         while runs_after_revocation < 3:
             revoked_before_start = stop.is_set()

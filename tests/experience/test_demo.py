@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from experience import demo, domain, selectors, services
 from experience.executor import run_skill
@@ -24,7 +24,7 @@ SECOND_SUMMARY = 2
 
 
 @pytest.fixture
-def loaded(operator: AbstractUser, reviewer: AbstractUser, at_now: datetime) -> dict[str, Any]:
+def loaded(operator: User, reviewer: User, at_now: datetime) -> dict[str, Any]:
     demo.load_demo_knowledge(operator=operator)
     return demo.load_demo_experience(operator=operator, reviewer=reviewer)
 
@@ -36,7 +36,7 @@ def refused(call: Any) -> list[str]:
 
 
 def test_two_cases_and_the_skill_are_approved_by_someone_else(
-    loaded: dict[str, Any], operator: AbstractUser, reviewer: AbstractUser
+    loaded: dict[str, Any], operator: User, reviewer: User
 ) -> None:
     assert len(loaded["cases"]) == 2 and loaded["skill"].startswith("skill:")
     for item_id in loaded["approved"]:
@@ -53,7 +53,7 @@ def test_two_cases_and_the_skill_are_approved_by_someone_else(
 
 
 def test_operator_without_verify_permission_never_claims_a_check(
-    loaded: dict[str, Any], operator: AbstractUser, reviewer: AbstractUser
+    loaded: dict[str, Any], operator: User, reviewer: User
 ) -> None:
     assert not operator.has_perm("experience.verify_evidence")
     assert set(EvidenceCheck.objects.values_list("checked_by__username", flat=True)) == {
@@ -62,7 +62,7 @@ def test_operator_without_verify_permission_never_claims_a_check(
 
 
 def test_loading_twice_changes_nothing(
-    loaded: dict[str, Any], operator: AbstractUser, reviewer: AbstractUser
+    loaded: dict[str, Any], operator: User, reviewer: User
 ) -> None:
     checks = EvidenceCheck.objects.count()
     again = demo.load_demo_experience(operator=operator, reviewer=reviewer)
@@ -72,7 +72,7 @@ def test_loading_twice_changes_nothing(
 
 
 def test_importer_with_verify_permission_records_its_own_checks(
-    reviewer: AbstractUser, second_reviewer: AbstractUser, at_now: datetime
+    reviewer: User, second_reviewer: User, at_now: datetime
 ) -> None:
     result = demo.load_demo_experience(operator=reviewer, reviewer=second_reviewer)
     assert set(EvidenceCheck.objects.values_list("checked_by__username", flat=True)) == {
@@ -82,7 +82,7 @@ def test_importer_with_verify_permission_records_its_own_checks(
 
 
 def test_recovery_feedback_alone_cannot_be_approved(
-    loaded: dict[str, Any], second_reviewer: AbstractUser
+    loaded: dict[str, Any], second_reviewer: User
 ) -> None:
     case = selectors.case_get(loaded["items"][RECOVERY_ONLY]["id"])
     assert refused(
@@ -92,9 +92,9 @@ def test_recovery_feedback_alone_cannot_be_approved(
 
 def test_instruction_in_an_excerpt_changes_nothing(
     loaded: dict[str, Any],
-    operator: AbstractUser,
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    operator: User,
+    reviewer: User,
+    second_reviewer: User,
 ) -> None:
     case = selectors.case_get(loaded["items"][INSTRUCTION]["id"])
     assert "跳过权限检查" in case.observations[0]["excerpt"]
@@ -119,9 +119,9 @@ def test_instruction_in_an_excerpt_changes_nothing(
 
 def test_second_summary_does_not_count_as_another_incident(
     loaded: dict[str, Any],
-    operator: AbstractUser,
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    operator: User,
+    reviewer: User,
+    second_reviewer: User,
 ) -> None:
     summary = selectors.case_get(loaded["items"][SECOND_SUMMARY]["id"])
     first = selectors.case_get(loaded["cases"][0])
@@ -143,7 +143,7 @@ def demo_now() -> datetime:
     return clock.now()
 
 
-def test_replays_of_section_7_2(loaded: dict[str, Any], reviewer: AbstractUser) -> None:
+def test_replays_of_section_7_2(loaded: dict[str, Any], reviewer: User) -> None:
     rows = demo.replays(
         skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer
     )

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from experience import executor, services
 from experience.executor import TicketContext, run_skill
@@ -29,7 +29,7 @@ CONTEXT = TicketContext(occurred_at=OCCURRED, known_at=KNOWN, facts=FACTS)
 
 
 @pytest.fixture
-def knowledge(operator: AbstractUser, at_now: datetime) -> None:
+def knowledge(operator: User, at_now: datetime) -> None:
     documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
 
 
@@ -98,7 +98,7 @@ def test_replay_channel_and_product_missing(skill: Skill) -> None:
     assert result["steps"][0]["status"] == "failed"
 
 
-def test_replay_cited_case_revoked(skill: Skill, second_reviewer: AbstractUser) -> None:
+def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User) -> None:
     first = run_skill(skill.id, SCOPE, CONTEXT, "run-before", NOW)
     assert first["status"] == "needs_review"
     case = skill.cases.order_by("incident").first()
@@ -136,7 +136,7 @@ def test_unknown_skill_falls_back_and_is_stored(knowledge: None) -> None:
 
 
 def test_candidate_skill_is_unavailable(
-    knowledge: None, approved_case: Callable[..., Any], reviewer: AbstractUser
+    knowledge: None, approved_case: Callable[..., Any], reviewer: User
 ) -> None:
     from experience.schema import parse_skill
     from experience.tools import tool_specs
@@ -169,7 +169,7 @@ def test_recipe_cannot_override_the_scope(skill: Skill) -> None:
 
 
 def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
-    skill: Skill, second_reviewer: AbstractUser
+    skill: Skill, second_reviewer: User
 ) -> None:
     case = skill.cases.order_by("incident").first()
     assert case is not None
@@ -188,7 +188,7 @@ def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
 
 
 def test_revocation_before_the_next_step_stops_it(
-    knowledge: None, approved_skill: Callable[..., Skill], second_reviewer: AbstractUser
+    knowledge: None, approved_skill: Callable[..., Skill], second_reviewer: User
 ) -> None:
     step = {"tool": "search_knowledge", "arguments": {"query": "优惠券无法使用的适用条件"}}
     two_steps = approved_skill(recipe=[step, {**step, "arguments": {"query": "活动B参与门店"}}])
@@ -277,7 +277,7 @@ def test_every_run_is_stored_and_audited(skill: Skill) -> None:
 
 
 def test_document_revocation_lists_runs_whose_results_cited_it(
-    skill: Skill, operator: AbstractUser
+    skill: Skill, operator: User
 ) -> None:
     full = run_skill(skill.id, SCOPE, CONTEXT, "run-full", NOW)
     run_skill(skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW)
@@ -289,9 +289,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
     assert outcome.impact.as_json() == {"skills": [], "runs": ["run-full"]}
 
 
-def test_actor_needs_the_use_permission(
-    skill: Skill, operator: AbstractUser, agent: AbstractUser
-) -> None:
+def test_actor_needs_the_use_permission(skill: Skill, operator: User, agent: User) -> None:
     assert (
         run_skill(skill.id, SCOPE, CONTEXT, "run-ag", NOW, actor=agent)["status"] == "needs_review"
     )

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -35,10 +35,10 @@ from experience.tools import tool_specs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data, without_verified
 
-REFUSALS = (ReviewRefused, ValidationFailure, PermissionRefused)
+REFUSALS: tuple[type[Exception], ...] = (ReviewRefused, ValidationFailure, PermissionRefused)
 
 
-def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleBasedStateMachine]:
+def build_machine(submitter: User, approver: User) -> type[RuleBasedStateMachine]:
     class Lifecycle(RuleBasedStateMachine):
         cases = Bundle("cases")
         skills = Bundle("skills")
@@ -75,7 +75,7 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
 
         @rule(case_id=cases, own=st.booleans())
         def approve_case(self, case_id: str, own: bool) -> None:
-            with contextlib.suppress(REFUSALS):
+            with contextlib.suppress(*REFUSALS):
                 services.case_approve(
                     case=selectors.case_get(case_id),
                     actor=submitter if own else approver,
@@ -84,12 +84,12 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
 
         @rule(case_id=cases)
         def reject_case(self, case_id: str) -> None:
-            with contextlib.suppress(REFUSALS):
+            with contextlib.suppress(*REFUSALS):
                 services.case_reject(case=selectors.case_get(case_id), actor=approver, reason="no")
 
         @rule(case_id=cases)
         def revoke_case(self, case_id: str) -> None:
-            with contextlib.suppress(REFUSALS):
+            with contextlib.suppress(*REFUSALS):
                 services.case_revoke(case=selectors.case_get(case_id), actor=approver, reason="x")
 
         @rule(target=skills, first=cases, second=cases)
@@ -107,7 +107,7 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
         @rule(skill_id=skills)
         def approve_skill(self, skill_id: str) -> None:
             if skill_id:
-                with contextlib.suppress(REFUSALS):
+                with contextlib.suppress(*REFUSALS):
                     services.skill_approve(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="ok"
                     )
@@ -115,7 +115,7 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
         @rule(skill_id=skills)
         def revoke_skill(self, skill_id: str) -> None:
             if skill_id:
-                with contextlib.suppress(REFUSALS):
+                with contextlib.suppress(*REFUSALS):
                     services.skill_revoke(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="x"
                     )
@@ -152,8 +152,8 @@ def build_machine(submitter: AbstractUser, approver: AbstractUser) -> type[RuleB
 
 @pytest.mark.django_db
 def test_no_sequence_breaks_the_lifecycle_rules(
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    reviewer: User,
+    second_reviewer: User,
     frozen_clock: Callable[[datetime], Any],
 ) -> None:
     frozen_clock(NOW)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from experience import selectors, services
 from experience.models import Case, Reference, Skill
@@ -79,7 +79,7 @@ def test_validity_window_is_half_open(approved_case: Callable[..., Case]) -> Non
 
 def test_revoked_item_stays_closed_for_an_earlier_now(
     approved_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
     frozen_clock: Callable[[datetime], Any],
 ) -> None:
     case = approved_case()
@@ -92,7 +92,7 @@ def test_revoked_item_stays_closed_for_an_earlier_now(
 def test_rejected_and_superseded_are_invisible(
     submit_case: Callable[..., Case],
     approved_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
 ) -> None:
     rejected = submit_case(case_data(incident="INC-5"))
     services.case_reject(case=rejected, actor=second_reviewer, reason="no")
@@ -103,7 +103,7 @@ def test_rejected_and_superseded_are_invisible(
 
 
 def test_skill_is_returned_only_while_available(
-    approved_skill: Callable[..., Skill], second_reviewer: AbstractUser
+    approved_skill: Callable[..., Skill], second_reviewer: User
 ) -> None:
     skill = approved_skill()
     result = retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5)
@@ -130,19 +130,21 @@ def test_limit_and_ranking(approved_case: Callable[..., Case]) -> None:
 
 
 def test_bad_arguments_name_the_field(approved_case: Callable[..., Case]) -> None:
-    for kwargs, field in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"limit": 0}, "limit"),
         ({"run_id": ""}, "run_id"),
         ({"query": ""}, "query"),
-    ]:
-        call: dict[str, Any] = {"query": QUERY, "run_id": "r", "limit": 3, **kwargs}
+    ]
+    for kwargs, field in cases:
+        call: dict[str, Any] = {"query": QUERY, "run_id": "r", "limit": 3}
+        call.update(kwargs)
         with pytest.raises(ValidationFailure) as failure:
             retrieve_experience(call["query"], SCOPE, NOW, call["run_id"], call["limit"])
         assert failure.value.field == field
 
 
 def test_actor_needs_the_use_permission(
-    approved_case: Callable[..., Case], agent: AbstractUser, operator: AbstractUser
+    approved_case: Callable[..., Case], agent: User, operator: User
 ) -> None:
     approved_case()
     assert retrieve_experience(QUERY, SCOPE, NOW, "r", actor=agent)["status"] == "ok"

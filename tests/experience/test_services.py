@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from experience import domain, selectors, services
 from experience.models import (
@@ -43,7 +44,7 @@ def refused(call: Callable[[], Any]) -> list[str]:
 # --- identity and immutability -------------------------------------------------------------------
 
 
-def test_identical_content_is_stored_once(reviewer: AbstractUser, at_now: datetime) -> None:
+def test_identical_content_is_stored_once(reviewer: User, at_now: datetime) -> None:
     first, created = services.case_submit(content=parse_case(case_data()), actor=reviewer)
     again, created_again = services.case_submit(content=parse_case(case_data()), actor=reviewer)
     assert (created, created_again) == (True, False)
@@ -73,9 +74,7 @@ def test_hashed_content_cannot_be_updated(submit_case: Callable[..., Case]) -> N
     assert selectors.case_get(case.id).title != "edited"
 
 
-def test_submission_records_the_authenticated_submitter(
-    operator: AbstractUser, at_now: datetime
-) -> None:
+def test_submission_records_the_authenticated_submitter(operator: User, at_now: datetime) -> None:
     case, _ = services.case_submit(
         content=parse_case(without_verified(case_data())), actor=operator
     )
@@ -84,7 +83,7 @@ def test_submission_records_the_authenticated_submitter(
     assert not EvidenceCheck.objects.exists()
 
 
-def test_admin_may_not_submit(admin_user: AbstractUser, at_now: datetime) -> None:
+def test_admin_may_not_submit(admin_user: User, at_now: datetime) -> None:
     with pytest.raises(PermissionRefused):
         services.case_submit(content=parse_case(without_verified(case_data())), actor=admin_user)
 
@@ -92,9 +91,7 @@ def test_admin_may_not_submit(admin_user: AbstractUser, at_now: datetime) -> Non
 # --- checked evidence ----------------------------------------------------------------------------
 
 
-def test_import_verified_needs_the_verify_permission(
-    operator: AbstractUser, at_now: datetime
-) -> None:
+def test_import_verified_needs_the_verify_permission(operator: User, at_now: datetime) -> None:
     with pytest.raises(ValidationFailure) as failure:
         services.items_import(items=[case_data()], actor=operator)
     assert failure.value.field == "[0].diagnosis.evidence[0].verified"
@@ -102,7 +99,7 @@ def test_import_verified_needs_the_verify_permission(
     assert not Case.objects.exists()
 
 
-def test_import_verified_is_the_importers_check(reviewer: AbstractUser, at_now: datetime) -> None:
+def test_import_verified_is_the_importers_check(reviewer: User, at_now: datetime) -> None:
     [result] = services.items_import(items=[case_data()], actor=reviewer)
     check = EvidenceCheck.objects.get()
     assert check.evidence.key == "diagnosis/0" and check.checked_by == reviewer
@@ -110,7 +107,7 @@ def test_import_verified_is_the_importers_check(reviewer: AbstractUser, at_now: 
     assert events(Action.CASE_VERIFY, result.id)[0].actor == reviewer
 
 
-def test_agent_proposal_is_never_checked(agent: AbstractUser, at_now: datetime) -> None:
+def test_agent_proposal_is_never_checked(agent: User, at_now: datetime) -> None:
     # The body claims the diagnosis evidence was verified; the claim is ignored.
     case, created = services.case_propose(data=case_data(), actor=agent)
     assert created and case.submitted_via == "api" and case.submitted_by == agent
@@ -119,9 +116,7 @@ def test_agent_proposal_is_never_checked(agent: AbstractUser, at_now: datetime) 
     assert again.id == case.id and not created_again
 
 
-def test_agent_cannot_import_or_verify(
-    agent: AbstractUser, submit_case: Callable[..., Case]
-) -> None:
+def test_agent_cannot_import_or_verify(agent: User, submit_case: Callable[..., Case]) -> None:
     with pytest.raises(PermissionRefused):
         services.items_import(items=[without_verified(case_data())], actor=agent)
     case = submit_case()
@@ -131,7 +126,7 @@ def test_agent_cannot_import_or_verify(
 
 
 def test_reviewer_checks_evidence(
-    operator: AbstractUser, reviewer: AbstractUser, submit_case: Callable[..., Case]
+    operator: User, reviewer: User, submit_case: Callable[..., Case]
 ) -> None:
     case = submit_case(without_verified(case_data()), actor=operator)
     check = services.evidence_check(
@@ -148,7 +143,7 @@ def test_reviewer_checks_evidence(
 # --- approval --------------------------------------------------------------------------------------
 
 
-def test_approve(submit_case: Callable[..., Case], second_reviewer: AbstractUser) -> None:
+def test_approve(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
     outcome = services.case_approve(case=case, actor=second_reviewer, reason=" 证据已核对 ")
     case.refresh_from_db()
@@ -162,7 +157,7 @@ def test_approve(submit_case: Callable[..., Case], second_reviewer: AbstractUser
     assert event.actor == second_reviewer and event.reason == "证据已核对"
 
 
-def test_four_eyes(submit_case: Callable[..., Case], reviewer: AbstractUser) -> None:
+def test_four_eyes(submit_case: Callable[..., Case], reviewer: User) -> None:
     case = submit_case()
     assert refused(lambda: services.case_approve(case=case, actor=reviewer, reason="ok")) == [
         domain.OWN_SUBMISSION
@@ -172,17 +167,17 @@ def test_four_eyes(submit_case: Callable[..., Case], reviewer: AbstractUser) -> 
 
 
 def test_only_reviewers_approve(
-    submit_case: Callable[..., Case], operator: AbstractUser, agent: AbstractUser
+    submit_case: Callable[..., Case], operator: User, agent: User
 ) -> None:
     case = submit_case()
     for actor in (operator, agent):
-        assert refused(lambda a=actor: services.case_approve(case=case, actor=a, reason="ok")) == [
+        assert refused(partial(services.case_approve, case=case, actor=actor, reason="ok")) == [
             domain.NOT_REVIEWER
         ]
 
 
 def test_identity_never_comes_from_content(
-    submit_case: Callable[..., Case], reviewer: AbstractUser, second_reviewer: AbstractUser
+    submit_case: Callable[..., Case], reviewer: User, second_reviewer: User
 ) -> None:
     # A body that names someone else as submitter or approver is not even accepted.
     with pytest.raises(ValidationFailure) as failure:
@@ -215,7 +210,7 @@ def test_identity_never_comes_from_content(
 )
 def test_unmet_conditions_by_name(
     submit_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
     changes: dict[str, Any],
     expected: list[str],
 ) -> None:
@@ -227,9 +222,9 @@ def test_unmet_conditions_by_name(
 
 
 def test_checked_observation_is_not_checked_diagnosis(
-    operator: AbstractUser,
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    operator: User,
+    reviewer: User,
+    second_reviewer: User,
     submit_case: Callable[..., Case],
 ) -> None:
     case = submit_case(without_verified(case_data()), actor=operator)
@@ -244,7 +239,7 @@ def test_checked_observation_is_not_checked_diagnosis(
 
 def test_reason_state_and_expiry(
     submit_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
     frozen_clock: Callable[[datetime], Any],
 ) -> None:
     case = submit_case()
@@ -262,7 +257,7 @@ def test_reason_state_and_expiry(
     ) == [domain.NOT_CANDIDATE]
 
 
-def test_reject(submit_case: Callable[..., Case], second_reviewer: AbstractUser) -> None:
+def test_reject(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
     assert refused(lambda: services.case_reject(case=case, actor=second_reviewer, reason="")) == [
         domain.REASON_REQUIRED
@@ -278,7 +273,7 @@ def test_reject(submit_case: Callable[..., Case], second_reviewer: AbstractUser)
 def test_supersede_on_approval(
     approved_case: Callable[..., Case],
     submit_case: Callable[..., Case],
-    second_reviewer: AbstractUser,
+    second_reviewer: User,
 ) -> None:
     old = approved_case()
     correction = submit_case(case_data(supersedes=old.id, summary="更正：补充了服务端缓存的核对"))
@@ -290,7 +285,7 @@ def test_supersede_on_approval(
     assert event.details == {"superseded_by": correction.id}
 
 
-def test_supersedes_must_name_a_stored_case(reviewer: AbstractUser, at_now: datetime) -> None:
+def test_supersedes_must_name_a_stored_case(reviewer: User, at_now: datetime) -> None:
     with pytest.raises(ValidationFailure) as failure:
         services.case_submit(
             content=parse_case(case_data(supersedes="case:" + "0" * 64)), actor=reviewer
@@ -301,7 +296,7 @@ def test_supersedes_must_name_a_stored_case(reviewer: AbstractUser, at_now: date
 # --- skills ----------------------------------------------------------------------------------
 
 
-def submit_skill(cases: list[str], actor: AbstractUser, **changes: Any) -> Skill:
+def submit_skill(cases: list[str], actor: User, **changes: Any) -> Skill:
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data(cases, **changes), tool_specs()), actor=actor
     )
@@ -309,7 +304,7 @@ def submit_skill(cases: list[str], actor: AbstractUser, **changes: Any) -> Skill
 
 
 def test_skill_from_two_incidents(
-    approved_case: Callable[..., Case], reviewer: AbstractUser, second_reviewer: AbstractUser
+    approved_case: Callable[..., Case], reviewer: User, second_reviewer: User
 ) -> None:
     a, b = approved_case(incident="INC-1"), approved_case(incident="INC-2")
     skill = submit_skill([a.id, b.id], reviewer)
@@ -323,7 +318,7 @@ def test_skill_from_two_incidents(
 
 
 def test_two_summaries_of_one_incident_count_once(
-    approved_case: Callable[..., Case], reviewer: AbstractUser, second_reviewer: AbstractUser
+    approved_case: Callable[..., Case], reviewer: User, second_reviewer: User
 ) -> None:
     a = approved_case(incident="INC-1")
     b = approved_case(incident="INC-1", title="同一事故的另一份摘要")
@@ -336,8 +331,8 @@ def test_two_summaries_of_one_incident_count_once(
 def test_skill_needs_approved_cases_of_its_scope(
     approved_case: Callable[..., Case],
     submit_case: Callable[..., Case],
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    reviewer: User,
+    second_reviewer: User,
 ) -> None:
     a = approved_case(incident="INC-1")
     pending = submit_case(case_data(incident="INC-2"))
@@ -357,14 +352,14 @@ def test_skill_needs_approved_cases_of_its_scope(
     ) == [domain.SCOPE_MISMATCH]
 
 
-def test_skill_must_cite_stored_cases(reviewer: AbstractUser, at_now: datetime) -> None:
+def test_skill_must_cite_stored_cases(reviewer: User, at_now: datetime) -> None:
     with pytest.raises(ValidationFailure) as failure:
         submit_skill(["case:" + "0" * 64], reviewer)
     assert failure.value.field == "cases[0]"
 
 
 def test_import_resolves_file_references(
-    reviewer: AbstractUser, second_reviewer: AbstractUser, at_now: datetime
+    reviewer: User, second_reviewer: User, at_now: datetime
 ) -> None:
     items = [
         skill_data(["#1", "#2"]),
@@ -391,7 +386,7 @@ def test_import_resolves_file_references(
     ],
 )
 def test_import_rejects_bad_file_references(
-    reviewer: AbstractUser, at_now: datetime, refs: list[str], field: str
+    reviewer: User, at_now: datetime, refs: list[str], field: str
 ) -> None:
     with pytest.raises(ValidationFailure) as failure:
         services.items_import(items=[skill_data(refs), case_data()], actor=reviewer)
@@ -399,7 +394,7 @@ def test_import_rejects_bad_file_references(
     assert not Case.objects.exists() and not Skill.objects.exists()
 
 
-def test_import_is_all_or_nothing(reviewer: AbstractUser, at_now: datetime) -> None:
+def test_import_is_all_or_nothing(reviewer: User, at_now: datetime) -> None:
     bad = skill_data(
         ["#0"], recipe=[{"tool": "search_knowledge", "arguments": {"query": "x", "store": "s"}}]
     )
@@ -415,7 +410,7 @@ def test_import_is_all_or_nothing(reviewer: AbstractUser, at_now: datetime) -> N
 
 
 def test_revoke_needs_reason_and_approved_state(
-    submit_case: Callable[..., Case], second_reviewer: AbstractUser, operator: AbstractUser
+    submit_case: Callable[..., Case], second_reviewer: User, operator: User
 ) -> None:
     case = submit_case()
     assert refused(lambda: services.case_revoke(case=case, actor=second_reviewer, reason="x")) == [
@@ -433,8 +428,8 @@ def test_revoke_needs_reason_and_approved_state(
 def test_impact_lists_exactly_the_skills_and_runs_that_used_the_case(
     approved_skill: Callable[..., Skill],
     approved_case: Callable[..., Case],
-    reviewer: AbstractUser,
-    second_reviewer: AbstractUser,
+    reviewer: User,
+    second_reviewer: User,
 ) -> None:
     skill = approved_skill()
     cited = list(skill.cases.order_by("incident"))
@@ -470,7 +465,7 @@ def test_impact_lists_exactly_the_skills_and_runs_that_used_the_case(
 
 
 def test_revoking_a_skill_lists_runs_that_read_it(
-    approved_skill: Callable[..., Skill], second_reviewer: AbstractUser
+    approved_skill: Callable[..., Skill], second_reviewer: User
 ) -> None:
     skill = approved_skill()
     case_id = skill.cases.values_list("id", flat=True)[0]
@@ -485,7 +480,7 @@ def test_revoking_a_skill_lists_runs_that_read_it(
 
 
 def test_revocation_does_not_rewrite_history(
-    approved_case: Callable[..., Case], second_reviewer: AbstractUser
+    approved_case: Callable[..., Case], second_reviewer: User
 ) -> None:
     case = approved_case()
     services.references_record(

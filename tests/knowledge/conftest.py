@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from knowledge.services import documents_import
 
@@ -19,7 +19,7 @@ def fixture_documents() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def knowledge_base(operator: AbstractUser, fixture_documents: list[dict[str, Any]]) -> None:
+def knowledge_base(operator: User, fixture_documents: list[dict[str, Any]]) -> None:
     documents_import(items=fixture_documents, actor=operator)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -215,7 +216,7 @@ def test_invalid_requirements_name_the_path(value: object, path: str) -> None:
 
 
 def test_conflicts_need_the_same_slot_and_different_requirements() -> None:
-    docs = [
+    docs: list[tuple[str, str, dict[str, Any]]] = [
         ("a", "slot", {"n": {"min": 1}}),
         ("b", "slot", {"n": {"min": 2}}),
         ("c", "other", {"n": {"min": 1}}),

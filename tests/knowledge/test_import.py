@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from knowledge.models import Document, DocumentStore
 from knowledge.services import CONTENT_DIFFERS
@@ -24,7 +24,7 @@ def write(tmp_path: Path, items: Any) -> str:
     return str(path)
 
 
-def test_fixture_imports_then_reimports_as_a_no_op(operator: AbstractUser) -> None:
+def test_fixture_imports_then_reimports_as_a_no_op(operator: User) -> None:
     status, first = run_json("import_knowledge", str(FIXTURE), "--as", operator.username)
     assert status == 0
     assert len(first["created"]) >= 10 and first["unchanged"] == []
@@ -38,7 +38,7 @@ def test_fixture_imports_then_reimports_as_a_no_op(operator: AbstractUser) -> No
 
 
 def test_import_records_the_operator_as_creator_and_approver(
-    operator: AbstractUser, tmp_path: Path
+    operator: User, tmp_path: Path
 ) -> None:
     run_json("import_knowledge", write(tmp_path, [document()]), "--as", operator.username)
 
@@ -51,9 +51,7 @@ def test_import_records_the_operator_as_creator_and_approver(
     ]
 
 
-def test_same_key_and_version_with_other_content_is_refused(
-    operator: AbstractUser, tmp_path: Path
-) -> None:
+def test_same_key_and_version_with_other_content_is_refused(operator: User, tmp_path: Path) -> None:
     run_json("import_knowledge", write(tmp_path, [document()]), "--as", operator.username)
 
     status, result = run_json(
@@ -69,7 +67,7 @@ def test_same_key_and_version_with_other_content_is_refused(
     assert Document.objects.get(doc_key="rule-x").text == document()["text"]
 
 
-def test_a_bad_item_leaves_nothing_behind(operator: AbstractUser, tmp_path: Path) -> None:
+def test_a_bad_item_leaves_nothing_behind(operator: User, tmp_path: Path) -> None:
     items = [
         document(doc_key="good-1"),
         document(doc_key="good-2"),
@@ -104,7 +102,7 @@ def test_a_bad_item_leaves_nothing_behind(operator: AbstractUser, tmp_path: Path
     ],
 )
 def test_invalid_documents_name_the_json_path(
-    operator: AbstractUser, tmp_path: Path, overrides: dict[str, Any], path: str
+    operator: User, tmp_path: Path, overrides: dict[str, Any], path: str
 ) -> None:
     status, result = run_json(
         "import_knowledge", write(tmp_path, [document(**overrides)]), "--as", operator.username
@@ -116,7 +114,7 @@ def test_invalid_documents_name_the_json_path(
     assert Document.objects.count() == 0
 
 
-def test_missing_field_is_named(operator: AbstractUser, tmp_path: Path) -> None:
+def test_missing_field_is_named(operator: User, tmp_path: Path) -> None:
     item = document()
     del item["published_at"]
     status, result = run_json(
@@ -126,14 +124,14 @@ def test_missing_field_is_named(operator: AbstractUser, tmp_path: Path) -> None:
     assert status != 0 and result["field"] == "[0].published_at"
 
 
-def test_duplicate_in_one_file_is_refused(operator: AbstractUser, tmp_path: Path) -> None:
+def test_duplicate_in_one_file_is_refused(operator: User, tmp_path: Path) -> None:
     status, result = run_json(
         "import_knowledge", write(tmp_path, [document(), document()]), "--as", operator.username
     )
     assert status != 0 and result["field"] == "[1]"
 
 
-def test_malformed_json_is_refused(operator: AbstractUser, tmp_path: Path) -> None:
+def test_malformed_json_is_refused(operator: User, tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('[{"doc_key": ', encoding="utf-8")
 
@@ -142,7 +140,7 @@ def test_malformed_json_is_refused(operator: AbstractUser, tmp_path: Path) -> No
     assert status != 0 and result["field"] == "FILE" and "line 1" in result["error"]
 
 
-def test_not_an_array_is_refused(operator: AbstractUser, tmp_path: Path) -> None:
+def test_not_an_array_is_refused(operator: User, tmp_path: Path) -> None:
     status, result = run_json(
         "import_knowledge", write(tmp_path, document()), "--as", operator.username
     )
@@ -168,9 +166,7 @@ def test_unknown_user_is_named(tmp_path: Path, db: None) -> None:
     assert status != 0 and result["field"] == "--as"
 
 
-def test_reimport_with_another_lifecycle_state_is_refused(
-    operator: AbstractUser, tmp_path: Path
-) -> None:
+def test_reimport_with_another_lifecycle_state_is_refused(operator: User, tmp_path: Path) -> None:
     run_json(
         "import_knowledge", write(tmp_path, [document(approved=False)]), "--as", operator.username
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 from knowledge.services import documents_import, synonym_set
@@ -190,7 +190,7 @@ def test_other_tenant_sees_nothing(knowledge_base: None) -> None:
 
 
 @pytest.fixture
-def windowed(operator: AbstractUser) -> None:
+def windowed(operator: User) -> None:
     documents_import(
         items=[
             document(
@@ -292,7 +292,7 @@ def test_naive_datetimes_are_refused(knowledge_base: None, flag: str, value: str
 # --- ranking --------------------------------------------------------------------------------
 
 
-def test_truncation_and_ties_by_id(operator: AbstractUser) -> None:
+def test_truncation_and_ties_by_id(operator: User) -> None:
     same_text = [document(doc_key=f"tie-{n}", source=f"fixture://t/{n}") for n in (5, 3, 1, 4, 2)]
     documents_import(items=same_text, actor=operator)
 
@@ -303,7 +303,7 @@ def test_truncation_and_ties_by_id(operator: AbstractUser) -> None:
     assert research(*SCOPE_X, "--limit", "5", query="优惠券")["truncated"] is False
 
 
-def test_better_overlap_ranks_first(operator: AbstractUser) -> None:
+def test_better_overlap_ranks_first(operator: User) -> None:
     documents_import(
         items=[
             document(doc_key="a-weak", title="门店营业时间", text="门店营业时间与优惠券无关。"),
@@ -315,7 +315,7 @@ def test_better_overlap_ranks_first(operator: AbstractUser) -> None:
     assert ids(research(*SCOPE_X, query="两杯水果茶优惠券无法使用"))[0] == "doc:z-strong@1"
 
 
-def test_a_synonym_matches_only_through_the_expanded_branch(operator: AbstractUser) -> None:
+def test_a_synonym_matches_only_through_the_expanded_branch(operator: User) -> None:
     documents_import(
         items=[document(title="优惠券规则", text="优惠券限小程序使用。")], actor=operator
     )
@@ -323,7 +323,7 @@ def test_a_synonym_matches_only_through_the_expanded_branch(operator: AbstractUs
     assert ids(research(*SCOPE_X, query="抵扣券")) == ["doc:rule-x@1"]
 
 
-def test_lexicon_edits_apply_to_documents_saved_earlier(operator: AbstractUser) -> None:
+def test_lexicon_edits_apply_to_documents_saved_earlier(operator: User) -> None:
     documents_import(items=[document(title="会员积分", text="积分规则说明。")], actor=operator)
     assert research(*SCOPE_X, query="点数")["status"] == "no_match"
 
@@ -335,7 +335,7 @@ def test_lexicon_edits_apply_to_documents_saved_earlier(operator: AbstractUser) 
 # --- conditions and conflicts ---------------------------------------------------------------
 
 
-def test_conflict_is_flagged_on_a_sibling_that_did_not_rank(operator: AbstractUser) -> None:
+def test_conflict_is_flagged_on_a_sibling_that_did_not_rank(operator: User) -> None:
     documents_import(
         items=[
             document(
@@ -363,7 +363,7 @@ def test_conflict_is_flagged_on_a_sibling_that_did_not_rank(operator: AbstractUs
     assert result["status"] == "conflicting_sources"
 
 
-def test_same_slot_same_requirements_is_not_a_conflict(operator: AbstractUser) -> None:
+def test_same_slot_same_requirements_is_not_a_conflict(operator: User) -> None:
     requirement = {"basket_cents": {"min": 3000}}
     documents_import(
         items=[
@@ -383,9 +383,7 @@ def test_same_slot_same_requirements_is_not_a_conflict(operator: AbstractUser) -
     ("cents", "expected"),
     [("2999", "mismatch"), ("3000", "match"), ("5000", "match"), ("5001", "mismatch")],
 )
-def test_min_and_max_bounds_are_inclusive(
-    operator: AbstractUser, cents: str, expected: str
-) -> None:
+def test_min_and_max_bounds_are_inclusive(operator: User, cents: str, expected: str) -> None:
     documents_import(
         items=[document(requirements={"basket_cents": {"min": 3000, "max": 5000}})], actor=operator
     )
@@ -395,7 +393,7 @@ def test_min_and_max_bounds_are_inclusive(
     assert result["evidence"][0]["conditions"]["status"] == expected
 
 
-def test_generic_fact_flags_feed_the_comparison(operator: AbstractUser) -> None:
+def test_generic_fact_flags_feed_the_comparison(operator: User) -> None:
     documents_import(
         items=[document(requirements={"member_level": ["gold"], "cups": {"min": 2}})],
         actor=operator,
@@ -408,7 +406,7 @@ def test_generic_fact_flags_feed_the_comparison(operator: AbstractUser) -> None:
     assert short["evidence"][0]["conditions"]["mismatches"] == ["cups"]
 
 
-def test_mismatch_keeps_the_unknown_facts(operator: AbstractUser) -> None:
+def test_mismatch_keeps_the_unknown_facts(operator: User) -> None:
     documents_import(
         items=[document(requirements={"channel": ["miniapp"], "product": ["milk-tea"]})],
         actor=operator,

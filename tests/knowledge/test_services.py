@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from knowledge.models import Document, ImmutableContentError, Synonym
 from knowledge.services import (
@@ -24,12 +24,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def draft(operator: AbstractUser) -> Document:
+def draft(operator: User) -> Document:
     documents_import(items=[document(approved=False)], actor=operator)
     return Document.objects.get()
 
 
-def test_approve_is_audited_with_reason(draft: Document, operator: AbstractUser) -> None:
+def test_approve_is_audited_with_reason(draft: Document, operator: User) -> None:
     document_approve(document=draft, actor=operator, reason="checked against the campaign sheet")
 
     draft.refresh_from_db()
@@ -43,14 +43,14 @@ def test_approve_is_audited_with_reason(draft: Document, operator: AbstractUser)
 
 
 @pytest.mark.parametrize("service", [document_approve, document_revoke])
-def test_reason_is_required(draft: Document, operator: AbstractUser, service: object) -> None:
+def test_reason_is_required(draft: Document, operator: User, service: object) -> None:
     with pytest.raises(ValidationFailure) as failure:
         service(document=draft, actor=operator, reason="  ")  # type: ignore[operator]
     assert failure.value.field == "reason" and failure.value.message == REASON_REQUIRED
     assert not Event.objects.filter(action__in=[Action.DOCUMENT_APPROVE, Action.DOCUMENT_REVOKE])
 
 
-def test_revoke_records_who_when_and_why(draft: Document, operator: AbstractUser) -> None:
+def test_revoke_records_who_when_and_why(draft: Document, operator: User) -> None:
     document_revoke(document=draft, actor=operator, reason="wrong threshold")
 
     draft.refresh_from_db()
@@ -62,7 +62,7 @@ def test_revoke_records_who_when_and_why(draft: Document, operator: AbstractUser
         document_revoke(document=draft, actor=operator, reason="again")
 
 
-def test_revoked_document_cannot_be_approved(draft: Document, operator: AbstractUser) -> None:
+def test_revoked_document_cannot_be_approved(draft: Document, operator: User) -> None:
     document_revoke(document=draft, actor=operator, reason="wrong")
     with pytest.raises(ValidationFailure):
         document_approve(document=draft, actor=operator, reason="ok")
@@ -84,7 +84,7 @@ def test_saved_content_cannot_be_edited_in_place(draft: Document) -> None:
         draft.save(update_fields=["text"])
 
 
-def test_a_change_is_saved_as_the_next_version(draft: Document, operator: AbstractUser) -> None:
+def test_a_change_is_saved_as_the_next_version(draft: Document, operator: User) -> None:
     new = document_save_new_version(base=draft, changes={"text": "新版正文。"}, actor=operator)
 
     assert new.public_id == "doc:rule-x@2"
@@ -96,7 +96,7 @@ def test_a_change_is_saved_as_the_next_version(draft: Document, operator: Abstra
     assert Event.objects.filter(action=Action.DOCUMENT_CREATE, target="doc:rule-x@2").exists()
 
 
-def test_an_unchanged_save_is_refused(draft: Document, operator: AbstractUser) -> None:
+def test_an_unchanged_save_is_refused(draft: Document, operator: User) -> None:
     with pytest.raises(ValidationFailure) as failure:
         document_save_new_version(base=draft, changes={}, actor=operator)
     assert failure.value.message == NOTHING_CHANGED
@@ -109,7 +109,7 @@ def test_seeded_lexicon_holds_the_documented_examples() -> None:
     assert lexicon["用不了"] == "无法使用"
 
 
-def test_lexicon_edits_reindex_and_are_audited(operator: AbstractUser) -> None:
+def test_lexicon_edits_reindex_and_are_audited(operator: User) -> None:
     documents_import(items=[document(text="点数规则。")], actor=operator)
     before = Document.objects.get().expanded_tokens.split()
     assert "点数" in before and "积分" not in before
@@ -125,6 +125,6 @@ def test_lexicon_edits_reindex_and_are_audited(operator: AbstractUser) -> None:
     assert Event.objects.filter(action=Action.LEXICON_CHANGE).count() == 2
 
 
-def test_lexicon_edits_need_the_operator_role(reviewer: AbstractUser) -> None:
+def test_lexicon_edits_need_the_operator_role(reviewer: User) -> None:
     with pytest.raises(PermissionRefused):
         synonym_set(term="点数", canonical="积分", actor=reviewer)

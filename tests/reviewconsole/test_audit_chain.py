@@ -61,7 +61,7 @@ def tamperable() -> Iterator[None]:
             cursor.execute("ALTER TABLE reviewconsole_event ENABLE TRIGGER USER")
 
 
-def raw(sql: str, params: list[object]) -> None:
+def raw(sql: str, params: list[str | int]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -84,7 +84,7 @@ def test_a_deleted_event_is_detected_at_its_successor(
 ) -> None:
     raw("DELETE FROM reviewconsole_event WHERE id = %s", [three_events[1].pk])
 
-    checked, broken = audit_verify()
+    _, broken = audit_verify()
 
     assert broken is not None
     assert broken.event_id == three_events[2].pk

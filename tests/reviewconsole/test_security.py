@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -18,7 +18,7 @@ def attempt(client: Client, username: str, password: str) -> int:
 
 
 def test_repeated_failures_lock_the_account_even_for_the_right_password(
-    reviewer: AbstractUser,
+    reviewer: User,
 ) -> None:
     client = Client()
     for _ in range(5):
@@ -28,7 +28,7 @@ def test_repeated_failures_lock_the_account_even_for_the_right_password(
     assert "_auth_user_id" not in client.session
 
 
-def test_a_success_before_the_limit_resets_the_count(reviewer: AbstractUser) -> None:
+def test_a_success_before_the_limit_resets_the_count(reviewer: User) -> None:
     client = Client()
     for _ in range(4):
         attempt(client, reviewer.username, "wrong-password")
@@ -39,7 +39,7 @@ def test_a_success_before_the_limit_resets_the_count(reviewer: AbstractUser) -> 
     assert attempt(client, reviewer.username, PASSWORD) == 302
 
 
-def test_lockout_is_per_username(reviewer: AbstractUser, second_reviewer: AbstractUser) -> None:
+def test_lockout_is_per_username(reviewer: User, second_reviewer: User) -> None:
     client = Client()
     for _ in range(5):
         attempt(client, reviewer.username, "wrong-password")
@@ -47,7 +47,7 @@ def test_lockout_is_per_username(reviewer: AbstractUser, second_reviewer: Abstra
     assert attempt(client, second_reviewer.username, PASSWORD) == 302
 
 
-def test_pages_carry_a_csp_without_unsafe_inline(reviewer: AbstractUser) -> None:
+def test_pages_carry_a_csp_without_unsafe_inline(reviewer: User) -> None:
     response = Client().get(reverse("login"))
 
     policy = response["Content-Security-Policy"]

@@ -205,9 +205,13 @@ def test_the_admin_shows_only_the_users_tenant(
     foreign = two_tenants["foreign_doc"]
     assert limited.get(f"/admin/knowledge/document/{foreign.pk}/change/").status_code in {302, 404}
     assert limited.get("/admin/reviewconsole/event/").status_code == 403
-    assert client_for(operator).get("/admin/knowledge/document/").content.decode().count(
-        "foreign-rule"
-    ) >= 1
+    assert (
+        client_for(operator)
+        .get("/admin/knowledge/document/")
+        .content.decode()
+        .count("foreign-rule")
+        >= 1
+    )
 
 
 def test_the_shared_lexicon_is_edited_only_by_deployment_wide_operators(
