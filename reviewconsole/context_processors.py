@@ -65,6 +65,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
             _("Search preview"),
             ("knowledge.view_document", "knowledge.search_knowledge"),
         ),
+        ("curation:home", _("Curation"), ("experience.view_case",)),
         ("evaluation:report-list", _("Replays"), ()),
         ("event-list", _("Audit log"), ("reviewconsole.view_event",)),
         ("admin:index", _("Admin"), ()),
