@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from experience import domain
 from experience.models import (
@@ -141,6 +141,18 @@ class Submitted:
     created: bool
 
 
+def _inserted(item: Case | Skill) -> bool:
+    """Insert a content-addressed row; False when a concurrent submission stored it first."""
+    try:
+        with transaction.atomic():
+            item.save(force_insert=True)
+    except IntegrityError:
+        if not type(item).objects.filter(pk=item.pk).exists():
+            raise
+        return False
+    return True
+
+
 def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
     _require_scope_tenant(actor, content.scope["tenant"])
     case_id = content.id
@@ -170,7 +182,8 @@ def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, b
         submitted_at=clock.now(),
         **content.scope,
     )
-    case.save(force_insert=True)
+    if not _inserted(case):
+        return Case.objects.get(pk=case_id), False
     Evidence.objects.bulk_create(
         Evidence(
             case=case,
@@ -277,7 +290,8 @@ def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill
         submitted_at=clock.now(),
         **content.scope,
     )
-    skill.save(force_insert=True)
+    if not _inserted(skill):
+        return Skill.objects.get(pk=skill_id), False
     SkillCase.objects.bulk_create(
         SkillCase(skill=skill, case_id=case_id, position=position)
         for position, case_id in enumerate(canonical["cases"])

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # Serves the API docs page's Swagger files locally (no CDN, no inline script under the CSP).
+    "ninja",
     "axes",
     "csp",
     "template_partials",

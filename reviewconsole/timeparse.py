@@ -22,7 +22,8 @@ def parse_aware_datetime(value: object, *, field: str) -> datetime:
         raise ValidationFailure(field, NOT_A_DATETIME)
     if parsed.tzinfo is None or parsed.tzinfo.utcoffset(parsed) is None:
         raise ValidationFailure(field, NAIVE_DATETIME)
-    return parsed
+    # The same instant in UTC: ISO 8601 allows offsets (up to ±23:59) that PostgreSQL refuses.
+    return parsed.astimezone(UTC)
 
 
 def parse_optional_aware_datetime(value: object, *, field: str) -> datetime | None:

@@ -3,6 +3,46 @@ from django.db import migrations
 
 from reviewconsole.roles import sync_roles
 
+# The roles as they stood when this migration was written (later migrations change them).
+ROLES_AT_0002 = {'reviewer': ('knowledge.view_document',
+              'knowledge.search_knowledge',
+              'experience.view_case',
+              'experience.view_skill',
+              'experience.view_run',
+              'experience.add_case',
+              'experience.add_skill',
+              'experience.verify_evidence',
+              'experience.review_case',
+              'experience.use_experience'),
+ 'operator': ('knowledge.view_document',
+              'knowledge.add_document',
+              'knowledge.change_document',
+              'knowledge.approve_document',
+              'knowledge.revoke_document',
+              'knowledge.search_knowledge',
+              'knowledge.view_synonym',
+              'knowledge.add_synonym',
+              'knowledge.change_synonym',
+              'knowledge.delete_synonym',
+              'experience.view_case',
+              'experience.view_skill',
+              'experience.add_case',
+              'experience.add_skill'),
+ 'admin': ('reviewconsole.view_event',
+           'auth.view_user',
+           'auth.add_user',
+           'auth.change_user',
+           'auth.view_group',
+           'knowledge.view_document',
+           'knowledge.view_synonym',
+           'experience.view_case',
+           'experience.view_skill',
+           'experience.view_run'),
+ 'agent': ('knowledge.search_knowledge',
+           'experience.propose_case',
+           'experience.use_experience',
+           'experience.view_run')}
+
 
 def create_groups(apps, schema_editor):
     # Permissions are normally created after the whole migrate run; the groups need them now.
@@ -10,7 +50,7 @@ def create_groups(apps, schema_editor):
         app_config.models_module = True
         create_permissions(app_config, verbosity=0)
         app_config.models_module = None
-    sync_roles(apps)
+    sync_roles(apps, ROLES_AT_0002)
 
 
 class Migration(migrations.Migration):

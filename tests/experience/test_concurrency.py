@@ -173,3 +173,16 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
     assert not successes.filter(finished_at__gte=revoked_at).exists()
     late = Run.objects.filter(run_id__startswith="race-", started_at__gt=revoked_at)
     assert late.exists() and not late.filter(status=NEEDS_REVIEW).exists()
+
+
+def test_identical_submissions_racing_store_one_row(reviewer: User) -> None:
+    from experience.schema import parse_case
+
+    content = parse_case(case_data(incident="INC-RACE"))
+    results = in_threads(10, lambda _: services.case_submit(content=content, actor=reviewer))
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert {case.id for case, _ in results} == {content.id}
+    assert sum(created for _, created in results) == 1
+    assert Case.objects.filter(pk=content.id).count() == 1
+    assert Event.objects.filter(action=Action.CASE_SUBMIT, target=content.id).count() == 1

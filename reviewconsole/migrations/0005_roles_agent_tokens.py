@@ -1,0 +1,63 @@
+from django.contrib.auth.management import create_permissions
+from django.db import migrations
+
+from reviewconsole.roles import sync_roles
+
+# Admins manage agents' API tokens: they may list and revoke them.
+ROLES_AT_0005 = {'reviewer': ('knowledge.view_document',
+              'knowledge.search_knowledge',
+              'experience.view_case',
+              'experience.view_skill',
+              'experience.view_run',
+              'experience.add_case',
+              'experience.add_skill',
+              'experience.verify_evidence',
+              'experience.review_case',
+              'experience.use_experience'),
+ 'operator': ('knowledge.view_document',
+              'knowledge.add_document',
+              'knowledge.change_document',
+              'knowledge.approve_document',
+              'knowledge.revoke_document',
+              'knowledge.search_knowledge',
+              'knowledge.view_synonym',
+              'knowledge.add_synonym',
+              'knowledge.change_synonym',
+              'knowledge.delete_synonym',
+              'experience.view_case',
+              'experience.view_skill',
+              'experience.add_case',
+              'experience.add_skill'),
+ 'admin': ('reviewconsole.view_event',
+           'auth.view_user',
+           'auth.add_user',
+           'auth.change_user',
+           'auth.view_group',
+           'knowledge.view_document',
+           'knowledge.view_synonym',
+           'experience.view_case',
+           'experience.view_skill',
+           'experience.view_run',
+           'agentapi.view_apitoken',
+           'agentapi.revoke_apitoken'),
+ 'agent': ('knowledge.search_knowledge',
+           'experience.propose_case',
+           'experience.use_experience',
+           'experience.view_run')}
+
+
+def update_groups(apps, schema_editor):
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, verbosity=0)
+        app_config.models_module = None
+    sync_roles(apps, ROLES_AT_0005)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("reviewconsole", "0004_tenant_membership"),
+        ("agentapi", "0001_initial"),
+    ]
+
+    operations = [migrations.RunPython(update_groups, migrations.RunPython.noop)]
