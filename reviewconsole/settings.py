@@ -178,10 +178,11 @@ LOGOUT_REDIRECT_URL = "login"
 DEMO_TENANT = os.environ.get("CONSOLE_DEMO_TENANT", "teahouse")
 DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 
-# Bounds on stored text, enforced on every import path.
-MAX_TITLE_LENGTH = 300
-MAX_TEXT_LENGTH = 20_000
-MAX_EXCERPT_LENGTH = 2_000
+# Curation: approved items unread this many days go back to a reviewer; cases whose text is at
+# least this similar (Jaccard over tokens) are shown as possibly the same incident.
+CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
+CURATION_SIMILARITY_THRESHOLD = 0.4
+
 
 LOGGING = {
     "version": 1,
