@@ -327,11 +327,25 @@ def main() -> None:
         token = json.loads(manage(env, "create_token", "agent-7", "--json"))["token"]
         port = free_port()
         with gunicorn(env, port, args.workers):
-            # Warm-up, not measured: each worker imports views and builds schemas on first use.
+            # Warm-up, not measured: as many concurrent clients as the load has, so every worker
+            # thread has opened its database connection and run each view once.
             warm = Samples()
-            for _ in range(4 * args.workers):
-                agent(port, 2, time.monotonic() + 30, warm, (0, 0), token)
-                reviewer(port, 3, time.monotonic() + 30, warm, (0, 0), "rita", passwords["rita"])
+            warmers = [
+                threading.Thread(
+                    target=agent, args=(port, 4, time.monotonic() + 30, warm, (0, 0), token)
+                )
+                for _ in range(args.users // 2)
+            ] + [
+                threading.Thread(
+                    target=reviewer,
+                    args=(port, 4, time.monotonic() + 30, warm, (0, 0), "rita", passwords["rita"]),
+                )
+                for _ in range(args.users // 2)
+            ]
+            for thread in warmers:
+                thread.start()
+            for thread in warmers:
+                thread.join(timeout=60)
             reviewers, agents = Samples(), Samples()
             threads = []
             stop_at = time.monotonic() + args.seconds

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q, Subquery, Value
+from django.db.models import Q
 
 from knowledge.domain import (
     MATCH,
@@ -21,7 +21,7 @@ from knowledge.domain import (
     reciprocal_rank_fusion,
     tokenize,
 )
-from knowledge.models import Document, DocumentStore, Synonym
+from knowledge.models import Document, DocumentStore
 from knowledge.services import current_lexicon
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import to_utc_iso
@@ -62,28 +62,6 @@ def _result(
         "truncated": truncated,
         "evidence": evidence or [],
     }
-
-
-# The lexicon's state rides along with the gated query, so a search reads the lexicon from the
-# database only after an operator changed it (size or latest edit differ), in any process.
-LEXICON_SIZE = Subquery(
-    Synonym.objects.order_by()
-    .annotate(one=Value(1))
-    .values("one")
-    .annotate(size=Count("pk"))
-    .values("size")[:1]
-)
-LEXICON_STAMP = Subquery(Synonym.objects.order_by("-updated_at").values("updated_at")[:1])
-_lexicon_cache: dict[tuple[object, object], dict[str, str]] = {}
-
-
-def _lexicon(state: tuple[object, object]) -> dict[str, str]:
-    lexicon = _lexicon_cache.get(state)
-    if lexicon is None:
-        lexicon = current_lexicon()
-        _lexicon_cache.clear()
-        _lexicon_cache[state] = lexicon
-    return lexicon
 
 
 def gated_rows(context: KnowledgeContext) -> Any:
@@ -127,9 +105,7 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
         return _result(NEEDS_CONTEXT, missing=missing)
 
     gated = list(
-        gated_rows(context)
-        .annotate(lexicon_size=LEXICON_SIZE, lexicon_stamp=LEXICON_STAMP)
-        .values_list(
+        gated_rows(context).values_list(
             "document_id",
             "document__doc_key",
             "document__version",
@@ -137,8 +113,6 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
             "document__requirements",
             "document__raw_tokens",
             "document__expanded_tokens",
-            "lexicon_size",
-            "lexicon_stamp",
         )
     )
     if not gated:
@@ -146,7 +120,7 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
 
     public_ids = {row[0]: f"doc:{row[1]}@{row[2]}" for row in gated}
     raw_query = tokenize(query)
-    expanded_query = tokenize(expand(query, _lexicon((gated[0][7], gated[0][8]))))
+    expanded_query = tokenize(expand(query, current_lexicon()))
     raw_rank = rank_branch(raw_query, ((public_ids[r[0]], r[5].split()) for r in gated))
     expanded_rank = rank_branch(expanded_query, ((public_ids[r[0]], r[6].split()) for r in gated))
     fused = reciprocal_rank_fusion([raw_rank, expanded_rank])
