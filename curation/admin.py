@@ -1,10 +1,14 @@
-"""Django admin for curation: read-only. Decisions go through the console's audited services."""
+"""Django admin for curation: read-only. Decisions go through the console's audited services.
+
+Like the console, the admin shows a tenant-limited user only the rows of their tenants.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from curation.models import (
@@ -15,9 +19,16 @@ from curation.models import (
     Thread,
     ThreadMessage,
 )
+from reviewconsole.tenancy import visible
 
 
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    # The lookup to the row's tenant.
+    tenant_field = "tenant"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return visible(super().get_queryset(request), request.user, self.tenant_field)
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -41,13 +52,15 @@ class MessageInline(admin.TabularInline[ThreadMessage, Thread]):
 
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyAdmin):
-    list_display = ("thread_id", "title", "imported_by", "imported_at")
+    list_display = ("thread_id", "tenant", "title", "imported_by", "imported_at")
+    list_filter = ("tenant",)
     search_fields = ("thread_id", "title")
     inlines = (MessageInline,)
 
 
 @admin.register(NearDuplicate)
 class NearDuplicateAdmin(ReadOnlyAdmin):
+    tenant_field = "case_a__tenant"
     list_display = ("case_a", "case_b", "similarity", "status", "detected_at", "resolved_by")
     list_filter = ("status",)
 

@@ -6,6 +6,15 @@ tested without a database.
 
 Definitions the rest of the app relies on:
 
+- **Thread format** (``import_thread``, the console's import form): a JSON object
+  ``{"id", "tenant", "title", "source"?, "messages": [...]}``. ``id`` is 1-100 letters, digits or
+  ``. _ -``; ``tenant`` is the scope value of the tenant the thread belongs to (a placeholder
+  such as ``*`` or ``unknown`` is refused): only members of that tenant (and deployment-wide
+  users) import it, see it or build candidates from it, and a candidate built from it must have
+  that tenant in its scope. Each message is ``{"id", "author", "role", "time", "text",
+  "attachments"?}``: ``role`` is one of ``ROLES``, ``time`` is ISO 8601 with an offset, ``text``
+  may be empty only when the message has attachments, each ``{"name", "text"}`` with the
+  attachment's extracted text. Unknown fields are refused; every error names its JSON path.
 - **Thread evidence** cites ``thread:<thread-id>#<message-id>``; an excerpt taken from the
   extracted text of a message's n-th attachment (from 1) cites
   ``thread:<thread-id>#<message-id>/attachment-<n>``. An excerpt is the whole text or a part of
@@ -45,6 +54,7 @@ from datasketch import MinHash, MinHashLSH
 
 from knowledge.domain import jaccard, sha256_hex, tokenize
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 # --- thread format ---------------------------------------------------------------------------
@@ -64,7 +74,7 @@ MAX_ATTACHMENTS = 20
 MAX_ATTACHMENT_NAME = 200
 MAX_EXCERPT = 2_000
 
-THREAD_FIELDS = frozenset({"id", "title", "source", "messages"})
+THREAD_FIELDS = frozenset({"id", "tenant", "title", "source", "messages"})
 MESSAGE_FIELDS = frozenset({"id", "author", "role", "time", "text", "attachments"})
 ATTACHMENT_FIELDS = frozenset({"name", "text"})
 
@@ -76,6 +86,7 @@ DUPLICATE_MESSAGE_ID = "repeats the id of an earlier message"
 BAD_ROLE = "must be one of " + ", ".join(ROLES)
 EMPTY_MESSAGE = "must not be empty when the message has no attachments"
 NO_MESSAGES = "must be a non-empty list of messages"
+OTHER_TENANT = "must be the thread's tenant %r: evidence never moves to another tenant"
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ class Message:
 @dataclass(frozen=True)
 class ThreadContent:
     id: str
+    tenant: str
     title: str
     source: str
     messages: tuple[Message, ...]
@@ -114,6 +126,7 @@ class ThreadContent:
     def canonical(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "tenant": self.tenant,
             "title": self.title,
             "source": self.source,
             "messages": [m.canonical() for m in self.messages],
@@ -147,12 +160,13 @@ def parse_thread(obj: object) -> ThreadContent:
     if not isinstance(obj, dict):
         raise ValidationFailure("$", "a thread must be a JSON object")
     _reject_unknown(obj, THREAD_FIELDS, "")
-    for name in ("id", "title", "messages"):
+    for name in ("id", "tenant", "title", "messages"):
         if name not in obj:
             raise ValidationFailure(name, REQUIRED)
     thread_id = obj["id"]
     if not isinstance(thread_id, str) or not THREAD_ID.fullmatch(thread_id):
         raise ValidationFailure("id", BAD_THREAD_ID)
+    tenant = validate_scope_value(obj["tenant"], field="tenant")
     raw_messages = obj["messages"]
     if not isinstance(raw_messages, list) or not raw_messages:
         raise ValidationFailure("messages", NO_MESSAGES)
@@ -168,6 +182,7 @@ def parse_thread(obj: object) -> ThreadContent:
         messages.append(message)
     return ThreadContent(
         id=thread_id,
+        tenant=tenant,
         title=_text(obj["title"], "title", MAX_TITLE),
         source=_text(obj.get("source"), "source", MAX_SOURCE, required=False),
         messages=tuple(messages),
@@ -304,6 +319,13 @@ class CandidateDraft:
     diagnosis: str
     counterevidence: tuple[CounterDraft, ...]
     outcome: str
+
+
+def require_thread_tenant(thread_tenant: str, scope: Mapping[str, str]) -> None:
+    """A candidate built from a thread belongs to the thread's tenant: its evidence is that
+    tenant's, so no one moves it into another tenant's memory (whatever tenants they may use)."""
+    if str(scope.get("tenant", "")).strip() != thread_tenant:
+        raise ValidationFailure("scope.tenant", OTHER_TENANT % thread_tenant)
 
 
 def candidate_case(

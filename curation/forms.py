@@ -68,6 +68,8 @@ class CandidateForm(forms.Form):
     """Scope, identity and statements typed by the operator, and one choice per message.
 
     Nothing is filled in as a conclusion: the statements start empty and no message is picked.
+    Only the tenant starts filled in, as the thread's: a candidate built from a thread belongs to
+    the thread's tenant and is refused with any other.
     """
 
     tenant = forms.CharField(label=_("Tenant"), max_length=64)

@@ -23,9 +23,14 @@ def _user_fk(*, null: bool = True) -> models.ForeignKey:
 
 
 class Thread(models.Model):
-    """An investigation thread as imported: the raw material an operator picks evidence from."""
+    """An investigation thread as imported: the raw material an operator picks evidence from.
+
+    It belongs to one tenant: only that tenant's members (and deployment-wide users) see it, and
+    candidates built from it carry that tenant.
+    """
 
     thread_id = models.CharField(max_length=100, unique=True)
+    tenant = models.CharField(max_length=SCOPE_LENGTH, db_index=True)
     title = models.CharField(max_length=300)
     source = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=64)

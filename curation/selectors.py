@@ -136,26 +136,33 @@ def merge_list(user: Viewer, *, tenant: str = "", brand: str = "") -> QuerySet[I
 # --- threads -----------------------------------------------------------------------------------
 
 
-def thread_list() -> QuerySet[Thread]:
+def thread_list(user: Viewer) -> QuerySet[Thread]:
+    """The threads of the tenants ``user`` may see."""
     return (
-        Thread.objects.select_related("imported_by")
+        visible(Thread.objects.select_related("imported_by"), user)
         .annotate(message_count=Count("messages"))
         .order_by("-imported_at", "-id")
     )
 
 
-def thread_get(thread_id: str) -> Thread | None:
-    return Thread.objects.select_related("imported_by").filter(thread_id=thread_id).first()
+def thread_get(thread_id: str, user: Viewer) -> Thread | None:
+    """The thread, or None when there is none or it is of a tenant ``user`` may not see."""
+    return (
+        visible(Thread.objects.select_related("imported_by"), user)
+        .filter(thread_id=thread_id)
+        .first()
+    )
 
 
 def thread_messages(thread: Thread) -> list[ThreadMessage]:
     return list(thread.messages.order_by("position"))
 
 
-def cases_citing_thread(thread: Thread) -> QuerySet[Case]:
+def cases_citing_thread(thread: Thread, user: Viewer) -> QuerySet[Case]:
     prefix = f"thread:{thread.thread_id}#"
     return (
-        Case.objects.filter(evidence_items__source_id__startswith=prefix)
+        visible(Case.objects.all(), user)
+        .filter(evidence_items__source_id__startswith=prefix)
         .distinct()
         .select_related("submitted_by")
         .order_by("-submitted_at", "id")
@@ -251,10 +258,11 @@ def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
     return [found[i] for i in case_ids if i in found]
 
 
-def skill_support(skill: Skill) -> tuple[list[Case], Confidence]:
+def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], Confidence]:
+    """The cases a skill cites that ``user`` may see, and the incidents they count."""
     cases = [
         link.case
-        for link in SkillCase.objects.filter(skill=skill)
+        for link in visible(SkillCase.objects.filter(skill=skill), user, "case__tenant")
         .select_related("case__submitted_by")
         .order_by("position")
     ]
@@ -266,5 +274,5 @@ def queue_counts(user: Viewer) -> dict[str, Any]:
         "near_duplicates": near_duplicate_queue(user).count(),
         "rereview": rereview_queue(user).count(),
         "proposals": proposal_queue(user).count(),
-        "threads": Thread.objects.count(),
+        "threads": visible(Thread.objects.all(), user).count(),
     }

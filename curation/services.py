@@ -82,6 +82,12 @@ def _require_tenant(user: User, tenant: str) -> None:
         raise PermissionRefused(f"{tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
 
 
+def _require_input_tenant(user: User, tenant: str, *, field: str) -> None:
+    """A tenant named in the input (a file, a form) that the user may not use is a bad value."""
+    if not may_access(user, tenant):
+        raise ValidationFailure(field, f"{tenant!r} {NOT_IN_TENANT_MESSAGE}")
+
+
 def _reason(reason: str) -> str:
     text = reason.strip()
     if not text:
@@ -105,9 +111,12 @@ def similarity_threshold() -> float:
 @transaction.atomic
 def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
     """Store a thread as imported. Identical content is a no-op; other content under the same
-    id is refused (a thread is raw material that evidence cites, so it never changes)."""
+    id is refused (a thread is raw material that evidence cites, so it never changes).
+
+    The thread's ``tenant`` must be one the actor may use (refused naming ``tenant``)."""
     _require(actor, ADD_CASE_PERMISSION, IMPORT_REFUSED)
     content = domain.parse_thread(data)
+    _require_input_tenant(actor, content.tenant, field="tenant")
     existing = Thread.objects.filter(thread_id=content.id).first()
     if existing is not None:
         if existing.content_hash != content.content_hash:
@@ -115,6 +124,7 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
         return existing, False
     thread = Thread.objects.create(
         thread_id=content.id,
+        tenant=content.tenant,
         title=content.title,
         source=content.source,
         content_hash=content.content_hash,
@@ -138,7 +148,11 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
         actor=actor,
         action=Action.THREAD_IMPORT,
         target=f"thread:{thread.thread_id}",
-        details={"messages": len(content.messages), "content_hash": content.content_hash},
+        details={
+            "tenant": content.tenant,
+            "messages": len(content.messages),
+            "content_hash": content.content_hash,
+        },
     )
     return thread, True
 
@@ -167,8 +181,13 @@ def candidate_build(
     actor: User,
 ) -> tuple[Case, bool]:
     """Submit the case the operator assembled from picked messages, through the normal
-    submission (console), so it lands in the review queue unchecked."""
+    submission (console), so it lands in the review queue unchecked.
+
+    Only a user who may see the thread builds from it, and the case's scope tenant is the
+    thread's (refused naming ``scope.tenant``): evidence never moves to another tenant."""
     _require(actor, ADD_CASE_PERMISSION, BUILD_REFUSED)
+    _require_tenant(actor, thread.tenant)
+    domain.require_thread_tenant(thread.tenant, draft.scope)
     data = domain.candidate_case(thread_units(thread), picks, draft)
     case, created = case_submit(content=parse_case(data), actor=actor)
     if created:

@@ -42,7 +42,7 @@ from experience.schema import parse_case
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.tenancy import may_access
+from reviewconsole.tenancy import NOT_IN_TENANT, may_access
 from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
 
 VIEW_CASE = "experience.view_case"
@@ -114,7 +114,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     """The imported threads; a POST imports one more (a JSON file)."""
     if request.method == "POST":
         return _thread_import(request)
-    page = paginate(request, selectors.thread_list(), PER_PAGE)
+    page = paginate(request, selectors.thread_list(request.user), PER_PAGE)
     return render_page(
         request,
         "curation/thread_list.html",
@@ -148,7 +148,7 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
             return _finish(request, reverse("curation:thread-detail", args=[thread.thread_id]))
     else:
         error = gettext("Choose a JSON file to import.")
-    page = paginate(request, selectors.thread_list(), PER_PAGE)
+    page = paginate(request, selectors.thread_list(request.user), PER_PAGE)
     return render_page(
         request,
         "curation/thread_list.html",
@@ -157,8 +157,9 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
     )
 
 
-def _thread_or_404(thread_id: str) -> Thread:
-    thread = selectors.thread_get(thread_id)
+def _thread_or_404(request: HtmxHttpRequest, thread_id: str) -> Thread:
+    """The thread, unless there is none or it is of a tenant the user may not see."""
+    thread = selectors.thread_get(thread_id, request.user)
     if thread is None:
         raise Http404
     return thread
@@ -194,7 +195,11 @@ def _message_rows(thread: Thread, form: CandidateForm) -> list[dict[str, Any]]:
 
 
 def _thread_context(
-    thread: Thread, form: CandidateForm, *, preview: dict[str, Any] | None = None
+    request: HtmxHttpRequest,
+    thread: Thread,
+    form: CandidateForm,
+    *,
+    preview: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "thread": thread,
@@ -202,7 +207,8 @@ def _thread_context(
         "rows": _message_rows(thread, form),
         "preview": preview,
         "built": [
-            {"case": c, "url": case_url(c.id)} for c in selectors.cases_citing_thread(thread)
+            {"case": c, "url": case_url(c.id)}
+            for c in selectors.cases_citing_thread(thread, request.user)
         ],
         "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
         "preview_url": reverse("curation:thread-preview", args=[thread.thread_id]),
@@ -212,17 +218,25 @@ def _thread_context(
 @require_GET
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = _thread_or_404(thread_id)
+    thread = _thread_or_404(request, thread_id)
     first = thread.messages.order_by("sent_at").values_list("sent_at", flat=True).first()
-    initial = {"valid_from": timezone.localtime(first).isoformat() if first else ""}
+    # The tenant is the thread's, not a conclusion: a candidate built from it has no other.
+    initial = {
+        "tenant": thread.tenant,
+        "valid_from": timezone.localtime(first).isoformat() if first else "",
+    }
     form = CandidateForm(initial=initial, units=services.thread_units(thread))
-    return render_page(request, "curation/thread_detail.html", _thread_context(thread, form))
+    return render_page(
+        request, "curation/thread_detail.html", _thread_context(request, thread, form)
+    )
 
 
-def _assemble(form: CandidateForm) -> dict[str, Any] | None:
+def _assemble(thread: Thread, form: CandidateForm) -> dict[str, Any] | None:
     """The case the form would submit, for the preview; None when the form is refused."""
     try:
-        data = domain.candidate_case(form.units, form.picks(), form.draft())
+        draft = form.draft()
+        domain.require_thread_tenant(thread.tenant, draft.scope)
+        data = domain.candidate_case(form.units, form.picks(), draft)
         parse_case(data)
     except ValidationFailure as failure:
         form.add_failure(failure)
@@ -234,10 +248,10 @@ def _assemble(form: CandidateForm) -> dict[str, Any] | None:
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """What the picks would submit, section by section; nothing is stored."""
-    thread = _thread_or_404(thread_id)
+    thread = _thread_or_404(request, thread_id)
     form = CandidateForm(request.POST, units=services.thread_units(thread))
-    preview = _assemble(form) if form.is_valid() else None
-    context = _thread_context(thread, form, preview=preview)
+    preview = _assemble(thread, form) if form.is_valid() else None
+    context = _thread_context(request, thread, form, preview=preview)
     status = 200 if preview is not None else 422
     if request.htmx:
         return render_page(
@@ -253,7 +267,7 @@ def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = _thread_or_404(thread_id)
+    thread = _thread_or_404(request, thread_id)
     form = CandidateForm(request.POST, units=services.thread_units(thread))
     if form.is_valid():
         try:
@@ -278,7 +292,7 @@ def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
                 )
             return _finish(request, case_url(case.id))
     return render_page(
-        request, "curation/thread_detail.html", _thread_context(thread, form), status=422
+        request, "curation/thread_detail.html", _thread_context(request, thread, form), status=422
     )
 
 
@@ -418,6 +432,10 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
             except ValidationFailure as failure:
                 form.add_error(
                     failure.field if failure.field in form.fields else None, failure.message
+                )
+            except PermissionRefused as refused:
+                form.add_error(
+                    "tenant" if refused.unmet == NOT_IN_TENANT else None, refused.message
                 )
             else:
                 messages.success(request, gettext("Recorded as one incident."))
@@ -677,7 +695,7 @@ def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = Skill.objects.filter(pk=experience_domain.SKILL_PREFIX + digest).first()
     if skill is None or not may_access(request.user, skill.tenant):
         raise Http404
-    cases, confidence = selectors.skill_support(skill)
+    cases, confidence = selectors.skill_support(skill, request.user)
     return render_page(
         request,
         "curation/skill_support.html",

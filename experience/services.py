@@ -271,7 +271,12 @@ def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
         return existing, False
-    stored = set(Case.objects.filter(pk__in=content.cases).values_list("pk", flat=True))
+    # A case of another tenant does not exist for this skill (nor is its existence revealed).
+    stored = set(
+        Case.objects.filter(pk__in=content.cases, tenant=content.scope["tenant"]).values_list(
+            "pk", flat=True
+        )
+    )
     for i, case_id in enumerate(content.cases):
         if case_id not in stored:
             raise ValidationFailure(f"cases[{i}]", f"{case_id} {CASE_REFERENCE_UNKNOWN}")

@@ -20,7 +20,13 @@ from tests.helpers import run_json
 def test_import_thread_reports_the_thread_and_is_idempotent(operator: User) -> None:
     status, result = run_json("import_thread", str(THREAD_FILE), "--as", "olivia")
     assert status == 0
-    assert result == {"ok": True, "thread_id": THREAD_ID, "messages": 11, "created": True}
+    assert result == {
+        "ok": True,
+        "thread_id": THREAD_ID,
+        "tenant": "teahouse",
+        "messages": 11,
+        "created": True,
+    }
     status, result = run_json("import_thread", str(THREAD_FILE), "--as", "olivia")
     assert (status, result["created"]) == (0, False)
 

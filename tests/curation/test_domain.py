@@ -36,6 +36,7 @@ def with_change(path: list[Any], value: Any) -> dict[str, Any]:
 def test_the_shipped_thread_parses_with_attachments_as_text() -> None:
     thread = domain.parse_thread(thread_json())
     assert thread.id == "T-20260918-store-002-coupon"
+    assert thread.tenant == "teahouse"
     assert [m.id for m in thread.messages][:3] == ["m1", "m2", "m3"]
     m8 = next(m for m in thread.messages if m.id == "m8")
     assert m8.attachments[0].name == "活动B门店配置.png"
@@ -58,6 +59,12 @@ def test_the_shipped_thread_parses_with_attachments_as_text() -> None:
         (["messages"], [], "messages"),
         (["id"], "../etc", "id"),
         (["title"], KeyError, "title"),
+        (["tenant"], KeyError, "tenant"),
+        (["tenant"], "", "tenant"),
+        (["tenant"], "*", "tenant"),
+        (["tenant"], "Unknown", "tenant"),
+        (["tenant"], "tea house", "tenant"),
+        (["tenant"], ["teahouse"], "tenant"),
         (["extra"], 1, "extra"),
     ],
 )
@@ -83,6 +90,28 @@ def test_the_content_hash_ignores_how_the_offset_was_written() -> None:
     utc = copy.deepcopy(thread_json())
     utc["messages"][0]["time"] = "2026-09-18T06:02:00Z"
     assert domain.parse_thread(utc).content_hash == domain.parse_thread(thread_json()).content_hash
+
+
+def test_the_tenant_is_part_of_the_content() -> None:
+    other = with_change(["tenant"], "other-co")
+    assert domain.parse_thread(other).tenant == "other-co"
+    assert (
+        domain.parse_thread(other).content_hash != domain.parse_thread(thread_json()).content_hash
+    )
+    padded = with_change(["tenant"], " teahouse ")
+    assert (
+        domain.parse_thread(padded).content_hash == domain.parse_thread(thread_json()).content_hash
+    )
+
+
+def test_a_candidate_from_a_thread_keeps_the_threads_tenant() -> None:
+    domain.require_thread_tenant("teahouse", {"tenant": "teahouse", "brand": "b"})
+    domain.require_thread_tenant("teahouse", {"tenant": " teahouse "})
+    for scope in ({"tenant": "other-co"}, {"tenant": ""}, {}):
+        with pytest.raises(ValidationFailure) as refused:
+            domain.require_thread_tenant("teahouse", scope)
+        assert refused.value.field == "scope.tenant"
+        assert "'teahouse'" in refused.value.message
 
 
 # --- picking -----------------------------------------------------------------------------------

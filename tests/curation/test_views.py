@@ -69,8 +69,8 @@ def pages(world: dict[str, Any]) -> dict[str, str]:
 # (page, full-page queries, fragment queries or None when the page has no fragment, text)
 PAGES = [
     ("home", 10, None, "Possibly the same incident"),
-    ("threads", 7, 6, "二号店小程序优惠券无法使用"),
-    ("thread", 10, None, "Submit candidate for review"),
+    ("threads", 8, 7, "二号店小程序优惠券无法使用"),
+    ("thread", 11, None, "Submit candidate for review"),
     ("similar", 11, 10, "machine-proposed"),
     ("links", 8, 7, "Compare and decide"),
     ("incidents", 7, 6, "No incident ids merged yet."),
@@ -222,7 +222,7 @@ def test_a_thread_file_is_imported_from_the_page(
     response = client.post(reverse("curation:thread-list"), {"file": upload})
     assert response.status_code == 303
     assert response["Location"] == reverse("curation:thread-detail", args=[THREAD_ID])
-    broken = SimpleUploadedFile("t.json", b'{"id": "x"}', "application/json")
+    broken = SimpleUploadedFile("t.json", b'{"id": "x", "tenant": "teahouse"}', "application/json")
     response = client.post(reverse("curation:thread-list"), {"file": broken})
     assert response.status_code == 422 and "title" in response.context["import_error"]
 

@@ -219,3 +219,19 @@ def test_the_shared_lexicon_is_edited_only_by_deployment_wide_operators(
 ) -> None:
     assert client_for(limited_operator).get("/admin/knowledge/synonym/add/").status_code == 403
     assert client_for(operator).get("/admin/knowledge/synonym/add/").status_code == 200
+
+
+def test_a_skill_cannot_cite_another_tenants_case(operator: User, reviewer: User) -> None:
+    from experience.schema import parse_skill
+    from experience.services import skill_submit
+    from experience.tools import tool_specs
+    from tests.ui.factories import skill_data
+
+    foreign = submit_case(operator, incident="INC-F", scope={**SCOPE, "tenant": OTHER})
+    own = submit_case(operator, incident="INC-O")
+
+    with pytest.raises(ValidationFailure) as failure:
+        skill_submit(
+            content=parse_skill(skill_data([own.id, foreign.id]), tool_specs()), actor=reviewer
+        )
+    assert failure.value.field == "cases[1]"

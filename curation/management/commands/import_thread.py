@@ -9,8 +9,9 @@ from reviewconsole.cli import JsonCommand, read_json_file, user_by_name
 
 class Command(JsonCommand):
     help = (
-        "Import an investigation thread (JSON: id, title, messages with id, author, role, "
-        "time, text, attachments) for operators to build candidate cases from."
+        "Import an investigation thread (JSON: id, tenant, title, source, messages with id, "
+        "author, role, time, text, attachments) for operators of that tenant to build "
+        "candidate cases from. The tenant must be one the importing user may use."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -23,6 +24,7 @@ class Command(JsonCommand):
         return {
             "ok": True,
             "thread_id": thread.thread_id,
+            "tenant": thread.tenant,
             "messages": thread.messages.count(),
             "created": created,
         }
