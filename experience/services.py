@@ -463,20 +463,48 @@ def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
     )
 
 
+def _reject(item: Case | Skill, *, actor: User, reason: str, action: Action) -> ReviewOutcome:
+    """Reject a locked candidate case or skill (the rules are the same for both)."""
+    unmet = domain.rejection_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(item.id, item.status, unmet)
+    item.status = Status.REJECTED
+    item.rejected_by = actor
+    item.rejected_at = clock.now()
+    item.rejected_reason = reason.strip()
+    item.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
+    event_record(actor=actor, action=action, target=item.id, reason=reason.strip())
+    return ReviewOutcome(item.id, item.status)
+
+
+def _revoke(
+    item: Case | Skill, item_type: ItemType, *, actor: User, reason: str, action: Action
+) -> ReviewOutcome:
+    """Revoke a locked approved case or skill; store and return what read or cited it."""
+    unmet = domain.revocation_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
+    if unmet:
+        raise ReviewRefused(item.id, item.status, unmet)
+    item.status = Status.REVOKED
+    item.revoked_by = actor
+    item.revoked_at = clock.now()
+    item.revoked_reason = reason.strip()
+    item.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
+    impact = revocation_impact(item.id)
+    _store_impact(item.id, item_type, impact, actor=actor, reason=reason.strip())
+    event_record(
+        actor=actor,
+        action=action,
+        target=item.id,
+        reason=reason.strip(),
+        details={"impact": impact.as_json()},
+    )
+    return ReviewOutcome(item.id, item.status, impact)
+
+
 @transaction.atomic
 def case_reject(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     _require_tenant(actor, case)
-    case = _locked_case(case)
-    unmet = domain.rejection_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
-    if unmet:
-        raise ReviewRefused(case.id, case.status, unmet)
-    case.status = Status.REJECTED
-    case.rejected_by = actor
-    case.rejected_at = clock.now()
-    case.rejected_reason = reason.strip()
-    case.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
-    event_record(actor=actor, action=Action.CASE_REJECT, target=case.id, reason=reason.strip())
-    return ReviewOutcome(case.id, case.status)
+    return _reject(_locked_case(case), actor=actor, reason=reason, action=Action.CASE_REJECT)
 
 
 def _store_impact(
@@ -495,27 +523,11 @@ def _store_impact(
 
 @transaction.atomic
 def case_revoke(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
-    _require_tenant(actor, case)
     """Revoke an approved case; return and store the skills citing it and the runs that read them."""
-    case = _locked_case(case)
-    unmet = domain.revocation_unmet(status=case.status, reviewer=reviewer_of(actor), reason=reason)
-    if unmet:
-        raise ReviewRefused(case.id, case.status, unmet)
-    case.status = Status.REVOKED
-    case.revoked_by = actor
-    case.revoked_at = clock.now()
-    case.revoked_reason = reason.strip()
-    case.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
-    impact = revocation_impact(case.id)
-    _store_impact(case.id, ItemType.CASE, impact, actor=actor, reason=reason.strip())
-    event_record(
-        actor=actor,
-        action=Action.CASE_REVOKE,
-        target=case.id,
-        reason=reason.strip(),
-        details={"impact": impact.as_json()},
+    _require_tenant(actor, case)
+    return _revoke(
+        _locked_case(case), ItemType.CASE, actor=actor, reason=reason, action=Action.CASE_REVOKE
     )
-    return ReviewOutcome(case.id, case.status, impact)
 
 
 # --- review: skills ----------------------------------------------------------------------------
@@ -543,41 +555,15 @@ def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 @transaction.atomic
 def skill_reject(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     _require_tenant(actor, skill)
-    skill = _locked_skill(skill)
-    unmet = domain.rejection_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
-    if unmet:
-        raise ReviewRefused(skill.id, skill.status, unmet)
-    skill.status = Status.REJECTED
-    skill.rejected_by = actor
-    skill.rejected_at = clock.now()
-    skill.rejected_reason = reason.strip()
-    skill.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
-    event_record(actor=actor, action=Action.SKILL_REJECT, target=skill.id, reason=reason.strip())
-    return ReviewOutcome(skill.id, skill.status)
+    return _reject(_locked_skill(skill), actor=actor, reason=reason, action=Action.SKILL_REJECT)
 
 
 @transaction.atomic
 def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     _require_tenant(actor, skill)
-    skill = _locked_skill(skill)
-    unmet = domain.revocation_unmet(status=skill.status, reviewer=reviewer_of(actor), reason=reason)
-    if unmet:
-        raise ReviewRefused(skill.id, skill.status, unmet)
-    skill.status = Status.REVOKED
-    skill.revoked_by = actor
-    skill.revoked_at = clock.now()
-    skill.revoked_reason = reason.strip()
-    skill.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
-    impact = revocation_impact(skill.id)
-    _store_impact(skill.id, ItemType.SKILL, impact, actor=actor, reason=reason.strip())
-    event_record(
-        actor=actor,
-        action=Action.SKILL_REVOKE,
-        target=skill.id,
-        reason=reason.strip(),
-        details={"impact": impact.as_json()},
+    return _revoke(
+        _locked_skill(skill), ItemType.SKILL, actor=actor, reason=reason, action=Action.SKILL_REVOKE
     )
-    return ReviewOutcome(skill.id, skill.status, impact)
 
 
 # --- review: knowledge documents -----------------------------------------------------------------

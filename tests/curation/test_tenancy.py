@@ -32,7 +32,7 @@ from curation.models import (
     Thread,
 )
 from experience import services as experience_services
-from experience.models import Case
+from experience.models import Case, SkillCase
 from experience.schema import parse_skill
 from experience.tools import tool_specs
 from knowledge.domain import sha256_hex
@@ -389,8 +389,11 @@ def test_a_skills_support_lists_only_cases_the_user_may_see(
     own = submit(case_data(incident="INC-OWN"))
     foreign = submit(case_data(incident="INC-FOREIGN", scope=dict(OTHER_SCOPE)))
     skill, _ = experience_services.skill_submit(
-        content=parse_skill(skill_data([own.id, foreign.id]), tool_specs()), actor=reviewer
+        content=parse_skill(skill_data([own.id]), tool_specs()), actor=reviewer
     )
+    # Submission refuses a citation across tenants; a row written before that rule still must
+    # not leak through the panel.
+    SkillCase.objects.create(skill=skill, case=foreign, position=1)
     url = reverse("curation:skill-support", args=[digest(skill.id)])
     limited = client_for(limited_reviewer).get(url)
     assert [row["case"].id for row in limited.context["cases"]] == [own.id]
