@@ -7,8 +7,8 @@ BIN=.venv/bin
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 
 echo "== ruff"
-"$BIN/ruff" check .
-"$BIN/ruff" format --check .
+"$BIN/ruff" check --no-cache .
+"$BIN/ruff" format --no-cache --check .
 echo "== mypy"
 "$BIN/mypy" .
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from experience.demo import load_demo_experience
 
+from experience.demo import load_demo_experience
 from knowledge.services import documents_import
 from reviewconsole.cli import JsonCommand, read_json_file
 from reviewconsole.roles import Role
