@@ -39,12 +39,6 @@ class Demo:
     candidates: list[str]
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings: Any) -> None:
-    # Role fixtures set real passwords; the production hasher costs a quarter second each.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def at_now(frozen_clock: Callable[[datetime], Any]) -> datetime:
     frozen_clock(NOW)
