@@ -8,6 +8,7 @@ from reviewconsole.errors import ValidationFailure
 
 NAIVE_DATETIME = "must include a timezone offset (e.g. 2026-09-18T14:00:00+08:00)"
 NOT_A_DATETIME = "is not an ISO 8601 datetime"
+OUT_OF_RANGE = "is outside the range of representable instants"
 
 
 def parse_aware_datetime(value: object, *, field: str) -> datetime:
@@ -23,7 +24,10 @@ def parse_aware_datetime(value: object, *, field: str) -> datetime:
     if parsed.tzinfo is None or parsed.tzinfo.utcoffset(parsed) is None:
         raise ValidationFailure(field, NAIVE_DATETIME)
     # The same instant in UTC: ISO 8601 allows offsets (up to ±23:59) that PostgreSQL refuses.
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValidationFailure(field, OUT_OF_RANGE) from None
 
 
 def parse_optional_aware_datetime(value: object, *, field: str) -> datetime | None:
