@@ -59,6 +59,12 @@ class Command(JsonCommand):
         lines.append(
             f"Knowledge: {len(k['created'])} documents created, {len(k['unchanged'])} unchanged"
         )
-        lines.append(f"Experience: {result['experience']}")
+        experience = result["experience"]
+        created = sum(1 for item in experience["items"] if item["created"])
+        lines.append(
+            f"Experience: {len(experience['items'])} cases and skills ({created} new); "
+            f"{len(experience['approved'])} approved, "
+            f"{len(experience['candidates'])} candidates waiting in the review queue"
+        )
         lines.append("Console: http://127.0.0.1:8000/  (admin: http://127.0.0.1:8000/admin/)")
         return "\n".join(lines)
