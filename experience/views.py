@@ -6,8 +6,9 @@ views parse input, call one of them, and show what they said.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -55,6 +56,7 @@ from experience.selectors import (
     stored_impacts,
 )
 from experience.services import (
+    ReviewOutcome,
     ReviewRefused,
     case_approve,
     case_reject,
@@ -417,27 +419,35 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     return HttpResponse(item_html + checklist_html)
 
 
+def _decision(
+    request: HtmxHttpRequest,
+    approve: Callable[..., ReviewOutcome],
+    reject: Callable[..., ReviewOutcome],
+) -> tuple[ReviewOutcome | None, list[Condition]]:
+    """Apply the posted approve/reject decision as the signed-in reviewer; or say what is unmet."""
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        return None, [Condition("decision", gettext("Choose approve or reject."), False)]
+    decide = approve if form.cleaned_data["decision"] == "approve" else reject
+    try:
+        return decide(actor=acting_user(request), reason=form.cleaned_data["reason"]), []
+    except ReviewRefused as refused:
+        return None, refusal(refused.unmet)
+
+
 @require_POST
 @console_view(VIEW_CASE, REVIEW_PERMISSION)
 def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest, acting_user(request))
-    form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
-    if not form.is_valid():
-        errors = [Condition("decision", gettext("Choose approve or reject."), False)]
-    else:
-        user = acting_user(request)
-        decide = case_approve if form.cleaned_data["decision"] == "approve" else case_reject
-        try:
-            outcome = decide(case=case, actor=user, reason=form.cleaned_data["reason"])
-        except ReviewRefused as refused:
-            errors = refusal(refused.unmet)
-        else:
-            messages.success(
-                request,
-                gettext("The case is now %(status)s.") % {"status": gettext(outcome.status)},
-            )
-            return _finish(request, reverse("experience:case-detail", args=[digest]))
+    outcome, errors = _decision(
+        request, partial(case_approve, case=case), partial(case_reject, case=case)
+    )
+    if outcome is not None:
+        messages.success(
+            request, gettext("The case is now %(status)s.") % {"status": gettext(outcome.status)}
+        )
+        return _finish(request, reverse("experience:case-detail", args=[digest]))
     case.refresh_from_db()
     return render_page(
         request,
@@ -549,23 +559,15 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @console_view(VIEW_SKILL, REVIEW_PERMISSION)
 def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = _skill_or_404(digest, acting_user(request))
-    form = ReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
-    if not form.is_valid():
-        errors = [Condition("decision", gettext("Choose approve or reject."), False)]
-    else:
-        user = acting_user(request)
-        decide = skill_approve if form.cleaned_data["decision"] == "approve" else skill_reject
-        try:
-            outcome = decide(skill=skill, actor=user, reason=form.cleaned_data["reason"])
-        except ReviewRefused as refused:
-            errors = refusal(refused.unmet)
-        else:
-            messages.success(
-                request,
-                gettext("The skill is now %(status)s.") % {"status": gettext(outcome.status)},
-            )
-            return _finish(request, reverse("experience:skill-detail", args=[digest]))
+    outcome, errors = _decision(
+        request, partial(skill_approve, skill=skill), partial(skill_reject, skill=skill)
+    )
+    if outcome is not None:
+        messages.success(
+            request, gettext("The skill is now %(status)s.") % {"status": gettext(outcome.status)}
+        )
+        return _finish(request, reverse("experience:skill-detail", args=[digest]))
     skill.refresh_from_db()
     return render_page(
         request,
