@@ -5,34 +5,16 @@ Registration goes through ``hold_out``/``replay`` (leak check, audit), not admin
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from evaluation.models import HeldoutRun, HeldoutTicket, ReplayReport
+from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 
 
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class HeldoutRunInline(admin.TabularInline[HeldoutRun, HeldoutTicket]):
+class HeldoutRunInline(ReadOnlyInline):
     model = HeldoutRun
     fields = ("run_id",)
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(HeldoutTicket)

@@ -6,11 +6,7 @@ admin edits, so every model here is view-only.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
 
 from experience.models import (
     Case,
@@ -23,41 +19,13 @@ from experience.models import (
     Skill,
     SkillCase,
 )
-from reviewconsole.tenancy import is_deployment_wide, visible
+from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 
 
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    # The lookup to the row's tenant; rows without one are shown to deployment-wide users only.
-    tenant_field: str | None = None
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        rows = super().get_queryset(request)
-        return visible(rows, request.user, self.tenant_field) if self.tenant_field else rows
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if self.tenant_field is None and not is_deployment_wide(request.user):
-            return False
-        return super().has_view_permission(request, obj)
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class EvidenceInline(admin.TabularInline[Evidence, Case]):
+class EvidenceInline(ReadOnlyInline):
     model = Evidence
     fields = ("key", "source_id", "excerpt")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Case)

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from knowledge.models import Document, Synonym
+from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import parse_document
 from knowledge.services import (
     NOTHING_CHANGED,
@@ -21,6 +21,7 @@ from knowledge.services import (
     synonym_delete,
     synonym_set,
 )
+from reviewconsole.admin_support import ReadOnlyInline
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.tenancy import is_deployment_wide, visible
@@ -91,9 +92,17 @@ class DocumentForm(forms.ModelForm):
         return data
 
 
+class StoreInline(ReadOnlyInline):
+    model = DocumentStore
+    fields = ("store",)
+    readonly_fields = fields
+    verbose_name = "store"
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin[Document]):
     form = DocumentForm
+    inlines = (StoreInline,)
     list_display = (
         "public_id",
         "title",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from reviewconsole.models import Event
+from reviewconsole.models import Event, TenantMembership
 from reviewconsole.tenancy import is_deployment_wide
 
 
@@ -29,3 +31,19 @@ class EventAdmin(admin.ModelAdmin[Event]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
         return False
+
+
+class TenantMembershipInline(admin.TabularInline[TenantMembership, User]):
+    """The tenants a user is limited to; none means deployment-wide."""
+
+    model = TenantMembership
+    extra = 0
+    fields = ("tenant",)
+
+
+class ConsoleUserAdmin(UserAdmin):
+    inlines = (*UserAdmin.inlines, TenantMembershipInline)
+
+
+admin.site.unregister(User)
+admin.site.register(User, ConsoleUserAdmin)

@@ -22,7 +22,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from curation import domain, services
-from curation.admin import ReadOnlyAdmin
+from curation.admin import TenantScopedAdmin
 from curation.models import (
     IncidentMerge,
     NearDuplicate,
@@ -429,7 +429,7 @@ def test_the_admin_lists_only_the_users_tenants(
             reason="同一事故",
         )
     model_admin = admin.site._registry[model]
-    assert isinstance(model_admin, ReadOnlyAdmin)
+    assert isinstance(model_admin, TenantScopedAdmin)
     request = RequestFactory().get("/admin/")
     tenant_field = model_admin.tenant_field
 
