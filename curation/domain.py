@@ -54,6 +54,8 @@ from datasketch import MinHash, MinHashLSH
 
 from knowledge.domain import jaccard, sha256_hex, tokenize
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import bounded_text as _text
+from reviewconsole.fields import reject_unknown_fields
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
@@ -138,21 +140,7 @@ class ThreadContent:
 
 
 def _reject_unknown(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
-    for name in sorted(set(obj) - allowed, key=str):
-        raise ValidationFailure(f"{path}.{name}" if path else str(name), NOT_A_FIELD)
-
-
-def _text(value: object, path: str, limit: int, *, required: bool = True) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str):
-        raise ValidationFailure(path, "must be a string")
-    text = value.strip()
-    if required and not text:
-        raise ValidationFailure(path, "must not be empty")
-    if len(text) > limit:
-        raise ValidationFailure(path, f"must be at most {limit} characters (got {len(text)})")
-    return text
+    reject_unknown_fields(obj, allowed, path, NOT_A_FIELD)
 
 
 def parse_thread(obj: object) -> ThreadContent:

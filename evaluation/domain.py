@@ -16,6 +16,7 @@ from typing import Any
 from experience.domain import validate_scope
 from knowledge.domain import sha256_hex
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import json_path, reject_unknown_fields
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 FORMAT = "heldout-tickets/1"
@@ -148,18 +149,13 @@ class TicketSet:
 def _object(value: object, path: str, allowed: frozenset[str]) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValidationFailure(path, NOT_AN_OBJECT)
-    for key in sorted(set(value) - allowed, key=str):
-        raise ValidationFailure(_join(path, str(key)), NOT_A_FIELD)
+    reject_unknown_fields(value, allowed, path, NOT_A_FIELD)
     return value
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def _required(obj: Mapping[str, Any], name: str, path: str) -> Any:
     if name not in obj:
-        raise ValidationFailure(_join(path, name), REQUIRED)
+        raise ValidationFailure(json_path(path, name), REQUIRED)
     return obj[name]
 
 
@@ -209,13 +205,13 @@ def _facts(value: object, path: str) -> dict[str, object]:
     clean: dict[str, object] = {}
     for name, fact in value.items():
         if not isinstance(name, str) or not FACT_NAME.fullmatch(name):
-            raise ValidationFailure(_join(path, str(name)), BAD_FACT_NAME)
+            raise ValidationFailure(json_path(path, str(name)), BAD_FACT_NAME)
         if isinstance(fact, bool) or not isinstance(fact, (str, int)):
-            raise ValidationFailure(_join(path, name), BAD_FACT_VALUE)
+            raise ValidationFailure(json_path(path, name), BAD_FACT_VALUE)
         if isinstance(fact, int) and abs(fact) > MAX_FACT_INT:
-            raise ValidationFailure(_join(path, name), f"must be within ±{MAX_FACT_INT}")
+            raise ValidationFailure(json_path(path, name), f"must be within ±{MAX_FACT_INT}")
         if isinstance(fact, str) and not fact.strip():
-            raise ValidationFailure(_join(path, name), "must not be empty")
+            raise ValidationFailure(json_path(path, name), "must not be empty")
         clean[name] = fact
     return clean
 
@@ -243,19 +239,19 @@ def _run_ids(value: object, path: str) -> tuple[str, ...]:
 
 def _answers(value: object, path: str) -> Answers:
     obj = _object(value, path, ANSWER_FIELDS)
-    facts = _facts(obj.get("facts", {}), _join(path, "facts"))
+    facts = _facts(obj.get("facts", {}), json_path(path, "facts"))
     retry = obj.get("client_retry")
     if retry is not None and retry not in CLIENT_RETRY_REPLIES:
         raise ValidationFailure(
-            _join(path, "client_retry"), " or ".join(f'"{r}"' for r in CLIENT_RETRY_REPLIES)
+            json_path(path, "client_retry"), " or ".join(f'"{r}"' for r in CLIENT_RETRY_REPLIES)
         )
-    checks_path = _join(path, "checks")
+    checks_path = json_path(path, "checks")
     raw_checks = obj.get("checks", {})
     if not isinstance(raw_checks, dict):
         raise ValidationFailure(checks_path, NOT_AN_OBJECT)
     checks: dict[str, Finding] = {}
     for name, finding in raw_checks.items():
-        finding_path = _join(checks_path, str(name))
+        finding_path = json_path(checks_path, str(name))
         check_name(name, finding_path)
         if check_kind(name) != CONFIG:
             raise ValidationFailure(finding_path, FINDING_NOT_CONFIG)
@@ -271,15 +267,15 @@ def _answers(value: object, path: str) -> Answers:
 
 def _truth(value: object, path: str) -> Truth:
     obj = _object(value, path, TRUTH_FIELDS)
-    required_path = _join(path, "required_checks")
+    required_path = json_path(path, "required_checks")
     required = _list(_required(obj, "required_checks", path), required_path, limit=50)
     for i, name in enumerate(required):
         check_name(name, f"{required_path}[{i}]")
     _unique(required, required_path)
     cause = _required(obj, "cause", path)
     if cause is not None:
-        cause = _slug(cause, _join(path, "cause"))
-    followups_path = _join(path, "followups")
+        cause = _slug(cause, json_path(path, "cause"))
+    followups_path = json_path(path, "followups")
     followups = _list(_required(obj, "followups", path), followups_path, limit=50)
     for i, name in enumerate(followups):
         check_name(name, f"{followups_path}[{i}]")
@@ -293,7 +289,7 @@ def _truth(value: object, path: str) -> Truth:
 
 def _ticket(value: object, path: str) -> Ticket:
     obj = _object(value, path, TICKET_FIELDS)
-    context_path = _join(path, "context")
+    context_path = json_path(path, "context")
     context = _object(_required(obj, "context", path), context_path, CONTEXT_FIELDS)
     occurred_at = parse_aware_datetime(
         _required(context, "occurred_at", context_path), field=f"{context_path}.occurred_at"
@@ -304,16 +300,16 @@ def _ticket(value: object, path: str) -> Ticket:
     if known_at < occurred_at:
         raise ValidationFailure(f"{context_path}.known_at", KNOWN_BEFORE_OCCURRED)
     return Ticket(
-        id=_ticket_id(_required(obj, "id", path), _join(path, "id")),
-        run_ids=_run_ids(_required(obj, "run_ids", path), _join(path, "run_ids")),
-        situation=_slug(_required(obj, "situation", path), _join(path, "situation")),
-        text=_text(_required(obj, "text", path), _join(path, "text"), MAX_TEXT),
-        scope=validate_scope(_required(obj, "scope", path), field=_join(path, "scope")),
+        id=_ticket_id(_required(obj, "id", path), json_path(path, "id")),
+        run_ids=_run_ids(_required(obj, "run_ids", path), json_path(path, "run_ids")),
+        situation=_slug(_required(obj, "situation", path), json_path(path, "situation")),
+        text=_text(_required(obj, "text", path), json_path(path, "text"), MAX_TEXT),
+        scope=validate_scope(_required(obj, "scope", path), field=json_path(path, "scope")),
         occurred_at=occurred_at,
         known_at=known_at,
         facts=_facts(context.get("facts", {}), f"{context_path}.facts"),
-        answers=_answers(obj.get("answers", {}), _join(path, "answers")),
-        truth=_truth(_required(obj, "truth", path), _join(path, "truth")),
+        answers=_answers(obj.get("answers", {}), json_path(path, "answers")),
+        truth=_truth(_required(obj, "truth", path), json_path(path, "truth")),
     )
 
 

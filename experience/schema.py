@@ -22,6 +22,8 @@ from experience.domain import (
     validate_scope,
 )
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import bounded_text as _text
+from reviewconsole.fields import json_path, reject_unknown_fields
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 MAX_TITLE = 300
@@ -191,26 +193,7 @@ class SkillContent:
 
 
 def _reject_unknown(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
-    unknown = sorted(set(obj) - allowed, key=str)
-    if unknown:
-        raise ValidationFailure(_join(path, str(unknown[0])), NOT_A_FIELD)
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _text(value: object, path: str, limit: int, *, required: bool) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str):
-        raise ValidationFailure(path, "must be a string")
-    text = value.strip()
-    if required and not text:
-        raise ValidationFailure(path, "must not be empty")
-    if len(text) > limit:
-        raise ValidationFailure(path, f"must be at most {limit} characters (got {len(text)})")
-    return text
+    reject_unknown_fields(obj, allowed, path, NOT_A_FIELD)
 
 
 def _evidence_list(
@@ -298,12 +281,12 @@ def _counterevidence(value: object, path: str) -> tuple[Counterevidence, ...]:
 
 
 def _validity(obj: Mapping[str, Any], path: str) -> tuple[datetime, datetime]:
-    valid_from = parse_aware_datetime(obj["valid_from"], field=_join(path, "valid_from"))
+    valid_from = parse_aware_datetime(obj["valid_from"], field=json_path(path, "valid_from"))
     if obj["valid_to"] is None:
-        raise ValidationFailure(_join(path, "valid_to"), REQUIRED)
-    valid_to = parse_aware_datetime(obj["valid_to"], field=_join(path, "valid_to"))
+        raise ValidationFailure(json_path(path, "valid_to"), REQUIRED)
+    valid_to = parse_aware_datetime(obj["valid_to"], field=json_path(path, "valid_to"))
     if valid_to <= valid_from:
-        raise ValidationFailure(_join(path, "valid_to"), VALID_TO_ORDER)
+        raise ValidationFailure(json_path(path, "valid_to"), VALID_TO_ORDER)
     return valid_from, valid_to
 
 

@@ -71,6 +71,20 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 STAFF_ROLES = frozenset({Role.REVIEWER, Role.OPERATOR, Role.ADMIN})
 
 
+def create_permissions_now(apps: Any) -> None:
+    """Create every model's permissions inside a migration.
+
+    Django creates them after the whole migrate run, but a data migration that grants them
+    needs them at once; migration states carry no ``models_module``, so it is lent for the call.
+    """
+    from django.contrib.auth.management import create_permissions
+
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, verbosity=0)
+        app_config.models_module = None
+
+
 def sync_roles(apps: Any, role_permissions: dict[str, tuple[str, ...]] | None = None) -> None:
     """Create or update every role group with exactly its permissions.
 

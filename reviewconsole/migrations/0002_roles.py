@@ -1,7 +1,6 @@
-from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
-from reviewconsole.roles import sync_roles
+from reviewconsole.roles import create_permissions_now, sync_roles
 
 # The roles as they stood when this migration was written (later migrations change them).
 ROLES_AT_0002 = {'reviewer': ('knowledge.view_document',
@@ -45,11 +44,7 @@ ROLES_AT_0002 = {'reviewer': ('knowledge.view_document',
 
 
 def create_groups(apps, schema_editor):
-    # Permissions are normally created after the whole migrate run; the groups need them now.
-    for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(app_config, verbosity=0)
-        app_config.models_module = None
+    create_permissions_now(apps)
     sync_roles(apps, ROLES_AT_0002)
 
 

@@ -1,7 +1,6 @@
-from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
-from reviewconsole.roles import sync_roles
+from reviewconsole.roles import create_permissions_now, sync_roles
 
 # Admins manage agents' API tokens: they may list and revoke them.
 ROLES_AT_0005 = {'reviewer': ('knowledge.view_document',
@@ -47,10 +46,7 @@ ROLES_AT_0005 = {'reviewer': ('knowledge.view_document',
 
 
 def update_groups(apps, schema_editor):
-    for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(app_config, verbosity=0)
-        app_config.models_module = None
+    create_permissions_now(apps)
     sync_roles(apps, ROLES_AT_0005)
 
 
