@@ -60,6 +60,8 @@ ADOPT_REFUSED = "submitting skills needs the operator or reviewer role"
 THREAD_CONFLICT = "a thread with this id was imported with other content"
 REASON_REQUIRED = "a reason is required"
 LINK_RESOLVED = "this link was already resolved"
+LINK_ACROSS_TENANTS = "links cases of two tenants; incidents are only compared within one tenant"
+LINK_OUTSIDE_MERGE = "links cases outside this tenant and brand"
 DECISION_UNKNOWN = 'must be "same_incident" or "different"'
 CANONICAL_NOT_IN_PAIR = "must be the incident of one of the two cases"
 ENTRY_CLOSED = "this re-review entry is not open"
@@ -238,6 +240,7 @@ def case_link_similar(*, case: Case) -> list[NearDuplicate]:
         Case.objects.filter(
             pk__in=CaseBand.objects.filter(scope_key=key, key__in=keys).values("case"),
             status__in=[Status.CANDIDATE, Status.APPROVED],
+            tenant=case.tenant,
         )
         .exclude(pk=case.pk)
         .order_by("id")
@@ -297,6 +300,10 @@ def incident_merge(
     _require(actor, REVIEW_PERMISSION, REVIEW_REFUSED)
     _require_tenant(actor, tenant)
     reason = _reason(reason)
+    if link is not None and not all(
+        (case.tenant, case.brand) == (tenant, brand) for case in (link.case_a, link.case_b)
+    ):
+        raise ValidationFailure("link", LINK_OUTSIDE_MERGE)
     alias, into = alias.strip(), into.strip()
     for name, value in (("alias", alias), ("into", into)):
         if not value or len(value) > 200:
@@ -362,7 +369,12 @@ def near_duplicate_resolve(
     link = (
         NearDuplicate.objects.select_for_update().select_related("case_a", "case_b").get(pk=link.pk)
     )
+    # Both sides are the actor's tenant: links are only made within one scope, and a link
+    # across tenants (a row stored before that rule) never merges one tenant's incident into
+    # another's nor records a decision about another tenant's case.
     _require_tenant(actor, link.case_a.tenant)
+    if link.case_b.tenant != link.case_a.tenant:
+        raise ValidationFailure("link", LINK_ACROSS_TENANTS)
     if link.status != LinkStatus.OPEN:
         raise ValidationFailure("link", LINK_RESOLVED)
     if decision == SAME_INCIDENT:

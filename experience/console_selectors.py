@@ -113,14 +113,16 @@ def case_for_page(case_id: str) -> Case | None:
 
 
 def case_version_chain(case: Case) -> list[Case]:
-    """Every version linked to ``case`` through ``supersedes``, oldest first (``case`` included)."""
+    """Every version linked to ``case`` through ``supersedes``, oldest first (``case`` included).
+
+    Versions belong to one tenant: a link to another tenant's case (a row stored before
+    submission refused it) ends the chain there."""
     fields = ("id", "title", "status", "submitted_at", "supersedes", "submitted_by__username")
+    versions = Case.objects.select_related("submitted_by").only(*fields).filter(tenant=case.tenant)
     older: list[Case] = []
     cursor = case.supersedes
     while cursor and len(older) < MAX_CHAIN:
-        previous = (
-            Case.objects.select_related("submitted_by").only(*fields).filter(pk=cursor).first()
-        )
+        previous = versions.filter(pk=cursor).first()
         if previous is None:
             break
         older.insert(0, previous)
@@ -128,13 +130,7 @@ def case_version_chain(case: Case) -> list[Case]:
     newer: list[Case] = []
     cursor = case.id
     while len(newer) < MAX_CHAIN:
-        following = (
-            Case.objects.select_related("submitted_by")
-            .only(*fields)
-            .filter(supersedes=cursor)
-            .order_by("submitted_at", "id")
-            .first()
-        )
+        following = versions.filter(supersedes=cursor).order_by("submitted_at", "id").first()
         if following is None:
             break
         newer.append(following)

@@ -65,8 +65,11 @@ SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
 PROPOSE_REFUSED = "proposing cases needs the agent, operator or reviewer role"
 VERIFY_REFUSED = "marking evidence as checked needs the verify permission (reviewer role)"
 VERIFIED_NEEDS_PERMISSION = "verified: true needs the importing user to hold the verify permission"
-SUPERSEDES_UNKNOWN = "names no stored case"
-CASE_REFERENCE_UNKNOWN = "names no stored case"
+# An id of another tenant gets the same answer as an id that names nothing, so the answer never
+# tells which ids exist in other tenants.
+CASE_NOT_IN_TENANT = f"names no stored case of the same tenant ({NOT_IN_TENANT})"
+SUPERSEDES_UNKNOWN = CASE_NOT_IN_TENANT
+CASE_REFERENCE_UNKNOWN = CASE_NOT_IN_TENANT
 CASE_REFERENCE_NOT_CASE = "points at an item of this file that is not a case"
 CASE_REFERENCE_OUT_OF_RANGE = "points past the end of this file"
 CASE_REFERENCE_DUPLICATE = "cites the same case twice"
@@ -155,12 +158,17 @@ def _inserted(item: Case | Skill) -> bool:
 
 def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
     _require_scope_tenant(actor, content.scope["tenant"])
+    # A new version corrects a case of its own tenant, whoever submits it: superseding takes
+    # the old version out of retrieval and shows its content in the new version's diff.
+    if (
+        content.supersedes
+        and not Case.objects.filter(pk=content.supersedes, tenant=content.scope["tenant"]).exists()
+    ):
+        raise ValidationFailure("supersedes", f"{content.supersedes} {SUPERSEDES_UNKNOWN}")
     case_id = content.id
     existing = Case.objects.filter(pk=case_id).first()
     if existing is not None:
         return existing, False
-    if content.supersedes and not Case.objects.filter(pk=content.supersedes).exists():
-        raise ValidationFailure("supersedes", f"{content.supersedes} {SUPERSEDES_UNKNOWN}")
     canonical = content.canonical()
     case = Case(
         id=case_id,
@@ -447,7 +455,13 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
 
 
 def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
-    old = Case.objects.select_for_update().filter(pk=old_id, status=Status.APPROVED).first()
+    # Only a case of the new version's tenant is ever superseded, even by a row stored before
+    # submission refused other tenants' ids.
+    old = (
+        Case.objects.select_for_update()
+        .filter(pk=old_id, tenant=by.tenant, status=Status.APPROVED)
+        .first()
+    )
     if old is None:
         return
     old.status = Status.SUPERSEDED
