@@ -523,20 +523,31 @@ def _queue(
     )
 
 
-def _document_states(cited: set[tuple[str, int]]) -> tuple[set[tuple[str, int]], dict[str, int]]:
+DocumentStates = tuple[set[tuple[str, int]], dict[str, int]]
+
+
+def _document_states(cited: set[tuple[str, int]]) -> dict[str, DocumentStates]:
+    """Per tenant: the revoked ``(doc_key, version)`` pairs and each key's newest approved version.
+
+    Keyed by tenant because a source id is free text: a case may name a document of another
+    tenant, whose state must never reach this tenant's queue.
+    """
     keys = {key for key, _version in cited}
+    states: dict[str, DocumentStates] = {}
     if not keys:
-        return set(), {}
-    revoked = set(
-        Document.objects.filter(doc_key__in=keys, revoked=True).values_list("doc_key", "version")
-    )
-    newest = dict(
+        return states
+    for tenant, key, version in Document.objects.filter(doc_key__in=keys, revoked=True).values_list(
+        "tenant", "doc_key", "version"
+    ):
+        states.setdefault(tenant, (set(), {}))[0].add((key, int(version)))
+    for tenant, key, newest in (
         Document.objects.filter(doc_key__in=keys, approved=True, revoked=False)
-        .values("doc_key")
+        .values("tenant", "doc_key")
         .annotate(newest=Max("version"))
-        .values_list("doc_key", "newest")
-    )
-    return {(k, int(v)) for k, v in revoked}, {k: int(v) for k, v in newest.items()}
+        .values_list("tenant", "doc_key", "newest")
+    ):
+        states.setdefault(tenant, (set(), {}))[1][key] = int(newest)
+    return states
 
 
 def _last_reads(item_ids: list[str]) -> dict[str, datetime]:
@@ -579,7 +590,7 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
     ):
         skill_documents[run_skill[run_pk]] |= domain.cited_documents([document])
     everything = set().union(*case_documents.values(), *skill_documents.values())
-    revoked, newest = _document_states(everything)
+    states = _document_states(everything)
 
     items: list[tuple[Case | Skill, str, set[tuple[str, int]]]] = [
         *((c, "case", case_documents[c.id]) for c in cases),
@@ -597,6 +608,7 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
             entry = _queue(item, item_type, ReReviewReason.UNUSED, now=now, detail=f"{days} days")
             if entry:
                 queued.append(entry)
+        revoked, newest = states.get(item.tenant, (set(), {}))
         for finding in domain.document_findings(cited, revoked=revoked, newest_approved=newest):
             entry = _queue(
                 item,

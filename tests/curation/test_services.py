@@ -463,6 +463,21 @@ def test_a_revoked_cited_document_queues_the_case(
     )
 
 
+@pytest.mark.parametrize("change", ["revoked", "new_version"])
+def test_the_scan_never_reports_another_tenants_document(
+    approve: Callable[..., Case], operator: User, change: str
+) -> None:
+    """A case may cite any text as a source id; a document of another tenant under that id
+    must not leak its state (revoked, or newer) into this tenant's re-review queue."""
+    documents_import(items=[rule_document(1, tenant="othertea")], actor=operator)
+    approve(citing_document("INC-1"))
+    if change == "revoked":
+        document_revoke(document=Document.objects.get(), actor=operator, reason="门店配置写错")
+    else:
+        documents_import(items=[rule_document(2, tenant="othertea")], actor=operator)
+    assert services.curation_scan(days=365).queued == []
+
+
 def test_a_skill_cites_the_documents_its_runs_cited(
     approve: Callable[..., Case], reviewer: User, second_reviewer: User, operator: User
 ) -> None:
