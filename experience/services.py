@@ -46,7 +46,7 @@ from experience.selectors import (
 )
 from experience.tools import tool_specs
 from knowledge.models import Document
-from knowledge.services import document_approve, document_revoke
+from knowledge.services import DocumentRefusal, document_approve, document_revoke
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -77,8 +77,6 @@ NOT_A_LIST = "must be a JSON array of cases and skills"
 RUN_ID_INVALID = "must be 1-100 characters without spaces"
 DOCUMENT_UNKNOWN = "no knowledge document with this id"
 NOT_PERMITTED = "not_permitted"
-ALREADY_REVOKED = "already_revoked"
-ALREADY_APPROVED = "already_approved"
 
 
 class ReviewRefused(Exception):
@@ -593,42 +591,28 @@ def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
     return document
 
 
-def _document_unmet(document: Document, actor: User, perm: str, reason: str) -> list[str]:
-    unmet = []
-    if not (actor.is_authenticated and actor.has_perm(perm)):
-        unmet.append(NOT_PERMITTED)
-    if not may_access(actor, document.tenant):
-        unmet.append(NOT_IN_TENANT)
-    if not reason.strip():
-        unmet.append(domain.REASON_REQUIRED)
-    if document.revoked:
-        unmet.append(ALREADY_REVOKED)
-    return unmet
+def document_revocation_store(document_id: str, actor: User, reason: str) -> dict[str, list[str]]:
+    """Knowledge's revocation recorder: the runs whose tool results cited the document, stored."""
+    impact = revocation_impact(document_id)
+    _store_impact(document_id, ItemType.DOCUMENT, impact, actor=actor, reason=reason)
+    return impact.as_json()
 
 
-@transaction.atomic
 def document_revoke_with_impact(*, document: Document, actor: User, reason: str) -> ReviewOutcome:
-    """Revoke a knowledge document and store the runs whose tool results cited it."""
-    document = Document.objects.select_for_update().get(pk=document.pk)
-    unmet = _document_unmet(document, actor, "knowledge.revoke_document", reason)
-    if unmet:
-        raise ReviewRefused(document.public_id, document.status, unmet)
-    document_revoke(document=document, actor=actor, reason=reason)
-    impact = revocation_impact(document.public_id)
-    _store_impact(document.public_id, ItemType.DOCUMENT, impact, actor=actor, reason=reason.strip())
-    return ReviewOutcome(document.public_id, "revoked", impact)
+    """Revoke a knowledge document (its service stores the impact), as a review outcome."""
+    try:
+        review = document_revoke(document=document, actor=actor, reason=reason)
+    except DocumentRefusal as refusal:
+        raise ReviewRefused(refusal.item_id, refusal.status, refusal.conditions) from None
+    return ReviewOutcome(review.document.public_id, review.document.status, Impact(**review.impact))
 
 
-@transaction.atomic
 def document_approve_reviewed(*, document: Document, actor: User, reason: str) -> ReviewOutcome:
-    document = Document.objects.select_for_update().get(pk=document.pk)
-    unmet = _document_unmet(document, actor, "knowledge.approve_document", reason)
-    if document.approved and not document.revoked:
-        unmet.append(ALREADY_APPROVED)
-    if unmet:
-        raise ReviewRefused(document.public_id, document.status, unmet)
-    document = document_approve(document=document, actor=actor, reason=reason)
-    return ReviewOutcome(document.public_id, document.status)
+    try:
+        review = document_approve(document=document, actor=actor, reason=reason)
+    except DocumentRefusal as refusal:
+        raise ReviewRefused(refusal.item_id, refusal.status, refusal.conditions) from None
+    return ReviewOutcome(review.document.public_id, review.document.status)
 
 
 # --- references and runs -----------------------------------------------------------------------

@@ -6,9 +6,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.db.models.options import Options
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import parse_document
@@ -18,9 +21,12 @@ from knowledge.services import (
     document_approve,
     document_revoke,
     document_save_new_version,
+    document_unchanged,
+    four_eyes_required,
     synonym_delete,
     synonym_set,
 )
+from reviewconsole import clock
 from reviewconsole.admin_support import ReadOnlyInline
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -45,6 +51,9 @@ CONTENT_FIELDS = (
 )
 
 
+PUBLISHED_AT_HELP = "When this version becomes known; empty means the moment it is saved."
+
+
 class DocumentForm(forms.ModelForm):
     stores = forms.CharField(
         help_text="Store codes separated by commas, e.g. store-001, store-004",
@@ -57,16 +66,26 @@ class DocumentForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.published_given = False
+        # For a user who may only view documents every field is read-only, so none is in the form.
+        fields = self.fields
+        if "published_at" in fields:
+            fields["published_at"].required = False
+            fields["published_at"].help_text = PUBLISHED_AT_HELP
         if self.instance.pk:
             self.initial["stores"] = ", ".join(
                 self.instance.store_rows.values_list("store", flat=True)
             )
-            self.fields["version"].disabled = True
-            self.fields["doc_key"].disabled = True
-            self.fields["version"].help_text = "Saving creates the next version of this key."
-        else:
-            self.fields["version"].required = False
-            self.fields["version"].help_text = "Leave empty for the next free version."
+            # A new version is published when its author says, never when the last one was.
+            self.initial["published_at"] = None
+            for name in ("version", "doc_key"):
+                if name in fields:
+                    fields[name].disabled = True
+            if "version" in fields:
+                fields["version"].help_text = "Saving creates the next version of this key."
+        elif "version" in fields:
+            fields["version"].required = False
+            fields["version"].help_text = "Leave empty for the next free version."
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -76,6 +95,9 @@ class DocumentForm(forms.ModelForm):
         raw = {name: data.get(name) for name in CONTENT_FIELDS}
         raw["version"] = raw["version"] or 1
         raw["rule_key"] = raw["rule_key"] or None
+        self.published_given = raw["published_at"] is not None
+        if not self.published_given:
+            raw["published_at"] = clock.now()
         for name in ("valid_from", "valid_to", "published_at"):
             raw[name] = to_utc_iso(raw[name])
         raw["stores"] = stores
@@ -87,7 +109,9 @@ class DocumentForm(forms.ModelForm):
             target = root if root in self.fields else None
             self.add_error(target, failure.message if target else str(failure))
             return data
-        if self.instance.pk and self.parsed.content_hash() == self.instance.content_hash:
+        if self.instance.pk and document_unchanged(
+            base=self.instance, content=self.parsed, published_given=self.published_given
+        ):
             self.add_error(None, NOTHING_CHANGED)
         return data
 
@@ -141,10 +165,13 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         try:
             if change:
                 base = Document.objects.get(pk=obj.pk)
+                skipped = {"doc_key", "version"} | (
+                    set() if form.published_given else {"published_at"}
+                )
                 changes = {
                     name: getattr(content, name)
                     for name in content.__dataclass_fields__
-                    if name not in ("doc_key", "version")
+                    if name not in skipped
                 }
                 saved = document_save_new_version(
                     base=base, changes=changes, actor=acting_user(request)
@@ -161,18 +188,55 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
             raise
         obj.pk = saved.pk
         obj.version = saved.version
-        self.message_user(request, f"Saved {saved.public_id} as a draft; approve it to publish.")
+        what = f"Saved {saved.public_id} as a draft" + (
+            f", a new version of {saved.doc_key}" if change else ""
+        )
+        who = "another operator approves" if four_eyes_required() else "approve"
+        self.message_user(request, f"{what}; {who} it to publish.", messages.SUCCESS)
+
+    def response_change(self, request: HttpRequest, obj: Document) -> HttpResponse:
+        """A change saved a new version (``obj`` is it now): go there, say nothing more.
+
+        Django's own message would call the old version "changed successfully", which it never
+        is, and "save and continue" would reopen the old version.
+        """
+        preserved: dict[str, Options[Any] | str] = {
+            "preserved_filters": self.get_preserved_filters(request),
+            "opts": self.opts,
+        }
+        if "_continue" in request.POST:
+            url = reverse("admin:knowledge_document_change", args=[obj.pk])
+            return HttpResponseRedirect(add_preserved_filters(preserved, url))
+        if "_addanother" in request.POST:
+            url = reverse("admin:knowledge_document_add")
+            return HttpResponseRedirect(add_preserved_filters(preserved, url))
+        return self.response_post_save_change(request, obj)
+
+    @admin.display(description="stores")
+    def stores(self, obj: Document) -> str:
+        """The read-only view of the stores field, for users who may only view documents."""
+        return ", ".join(obj.store_rows.values_list("store", flat=True))
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("knowledge.approve_document")
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("knowledge.revoke_document")
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         """Store rows are written by the service with the new version."""
 
-    @admin.action(description="Approve selected documents (asks for a reason)")
+    @admin.action(
+        description="Approve selected documents (asks for a reason)", permissions=["approve"]
+    )
     def approve_selected(
         self, request: HttpRequest, queryset: QuerySet[Document]
     ) -> HttpResponse | None:
         return self._lifecycle_action(request, queryset, "approve")
 
-    @admin.action(description="Revoke selected documents (asks for a reason)")
+    @admin.action(
+        description="Revoke selected documents (asks for a reason)", permissions=["revoke"]
+    )
     def revoke_selected(
         self, request: HttpRequest, queryset: QuerySet[Document]
     ) -> HttpResponse | None:
@@ -190,12 +254,19 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 done = []
                 for document in queryset:
                     try:
-                        service(document=document, actor=acting_user(request), reason=reason)
-                        done.append(document.public_id)
+                        review = service(
+                            document=document, actor=acting_user(request), reason=reason
+                        )
                     except (ValidationFailure, PermissionRefused) as exc:
                         self.message_user(request, str(exc), messages.WARNING)
+                        continue
+                    runs = review.impact.get("runs", [])
+                    done.append(
+                        document.public_id
+                        + (f" (runs to re-check: {', '.join(runs)})" if runs else "")
+                    )
                 if done:
-                    self.message_user(request, f"{verb}d: {', '.join(done)}")
+                    self.message_user(request, f"{verb}d: {', '.join(done)}", messages.SUCCESS)
                 return None
         return TemplateResponse(
             request,

@@ -36,10 +36,12 @@ FACT_LINE = re.compile(r"\s*([a-z][a-z0-9_]{0,63})\s*=\s*(.*?)\s*")
 
 
 class DateTimeLocalInput(forms.DateTimeInput):
+    """To the second: a default of "now" cut to the minute would hide what was published since."""
+
     input_type = "datetime-local"
 
     def __init__(self) -> None:
-        super().__init__(format="%Y-%m-%dT%H:%M")
+        super().__init__(format="%Y-%m-%dT%H:%M:%S", attrs={"step": "1"})
 
 
 class DocumentFilterForm(forms.Form):
@@ -107,7 +109,7 @@ class SearchPreviewForm(forms.Form):
 
     @classmethod
     def initial_values(cls, now: datetime) -> dict[str, Any]:
-        local = now.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m-%dT%H:%M")
+        local = now.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m-%dT%H:%M:%S")
         return {
             "tenant": settings.DEMO_TENANT,
             "brand": settings.DEMO_BRAND,

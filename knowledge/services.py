@@ -6,11 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
 from knowledge.domain import expand, tokenize
+from knowledge.hooks import revocation_record
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent, parse_document
 from reviewconsole import clock
@@ -99,64 +101,182 @@ def document_create(
     return document
 
 
-def _approve(document: Document, actor: User, reason: str) -> None:
+# Unmet conditions of approving or revoking a document, named as for cases and skills.
+NOT_PERMITTED = "not_permitted"
+REASON_UNMET = "reason_required"
+ALREADY_REVOKED_UNMET = "already_revoked"
+ALREADY_APPROVED_UNMET = "already_approved"
+OWN_SUBMISSION = "own_submission"
+
+APPROVE_REFUSED = "approving documents needs the operator role"
+REVOKE_REFUSED = "revoking documents needs the operator role"
+OWN_VERSION = "was saved by you; another operator approves it"
+ATTESTED_IMPORT = "attested import by the importer"
+
+
+class DocumentRefusal(Exception):
+    """An approve or revoke with unmet conditions (``conditions``, by name); nothing was written."""
+
+    item_id: str
+    status: str
+    conditions: list[str]
+
+
+class DocumentReviewRefused(DocumentRefusal, ValidationFailure):
+    """The document's state, the reason or the four-eyes rule stands in the way."""
+
+    def __init__(self, document: Document, unmet: list[tuple[str, str, str]]) -> None:
+        ValidationFailure.__init__(self, unmet[0][1], "; ".join(message for *_, message in unmet))
+        self.item_id, self.status = document.public_id, document.status
+        self.conditions = [name for name, *_ in unmet]
+
+
+class DocumentReviewForbidden(DocumentRefusal, PermissionRefused):
+    """The actor may not approve or revoke this document (role or tenant)."""
+
+    def __init__(self, document: Document, unmet: list[tuple[str, str, str]]) -> None:
+        forbidden = [(name, message) for name, _, message in unmet if name in _FORBIDDING]
+        PermissionRefused.__init__(
+            self, "; ".join(message for _, message in forbidden), unmet=forbidden[0][0]
+        )
+        self.item_id, self.status = document.public_id, document.status
+        self.conditions = [name for name, *_ in unmet]
+
+
+_FORBIDDING = frozenset({NOT_PERMITTED, NOT_IN_TENANT})
+
+
+@dataclass(frozen=True)
+class DocumentReview:
+    document: Document
+    impact: dict[str, list[str]] = field(default_factory=lambda: {"skills": [], "runs": []})
+
+
+def four_eyes_required() -> bool:
+    """Whether the approver of a document version must be someone other than its author."""
+    return bool(getattr(settings, "KNOWLEDGE_FOUR_EYES", True))
+
+
+def _review_unmet(
+    document: Document, actor: User, reason: str, *, approve: bool
+) -> list[tuple[str, str, str]]:
+    """Every unmet condition as ``(name, field, message)``, in the order the review shows them."""
+    public_id = document.public_id
+    unmet = []
+    perm = "knowledge.approve_document" if approve else "knowledge.revoke_document"
+    if not (actor.is_authenticated and actor.has_perm(perm)):
+        unmet.append((NOT_PERMITTED, "actor", APPROVE_REFUSED if approve else REVOKE_REFUSED))
+    if not may_access(actor, document.tenant):
+        message = f"tenant {document.tenant!r} {NOT_IN_TENANT_MESSAGE}"
+        unmet.append((NOT_IN_TENANT, "document", message))
+    if not reason.strip():
+        unmet.append((REASON_UNMET, "reason", REASON_REQUIRED))
+    if document.revoked:
+        unmet.append((ALREADY_REVOKED_UNMET, "document", f"{public_id} {ALREADY_REVOKED}"))
+    elif approve and document.approved:
+        unmet.append((ALREADY_APPROVED_UNMET, "document", f"{public_id} {ALREADY_APPROVED}"))
+    if approve and four_eyes_required() and document.created_by_id == actor.pk:
+        unmet.append((OWN_SUBMISSION, "document", f"{public_id} {OWN_VERSION}"))
+    return unmet
+
+
+def document_review_unmet(
+    *, document: Document, actor: User, reason: str, approve: bool
+) -> list[str]:
+    """The names of what stands in the way of approving (or revoking) ``document``."""
+    return [name for name, *_ in _review_unmet(document, actor, reason, approve=approve)]
+
+
+def _refuse_if_unmet(document: Document, actor: User, reason: str, *, approve: bool) -> None:
+    unmet = _review_unmet(document, actor, reason, approve=approve)
+    if any(name in _FORBIDDING for name, *_ in unmet):
+        raise DocumentReviewForbidden(document, unmet)
+    if unmet:
+        raise DocumentReviewRefused(document, unmet)
+
+
+def _approve(
+    document: Document, actor: User, reason: str, details: dict[str, Any] | None = None
+) -> None:
     document.approved = True
     document.approved_by = actor
     document.approved_at = clock.now()
     document.save(update_fields=["approved", "approved_by", "approved_at"])
     event_record(
-        actor=actor, action=Action.DOCUMENT_APPROVE, target=document.public_id, reason=reason
+        actor=actor,
+        action=Action.DOCUMENT_APPROVE,
+        target=document.public_id,
+        reason=reason,
+        details=details,
     )
 
 
-def _revoke(document: Document, actor: User, reason: str) -> None:
+def _revoke(
+    document: Document, actor: User, reason: str, details: dict[str, Any] | None = None
+) -> dict[str, list[str]]:
+    """Revoke ``document``; store and return what the revocation reaches (runs that cited it)."""
     document.revoked = True
     document.revoked_by = actor
     document.revoked_at = clock.now()
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
+    impact = revocation_record(item_id=document.public_id, actor=actor, reason=reason)
     event_record(
-        actor=actor, action=Action.DOCUMENT_REVOKE, target=document.public_id, reason=reason
+        actor=actor,
+        action=Action.DOCUMENT_REVOKE,
+        target=document.public_id,
+        reason=reason,
+        details={**(details or {}), "impact": impact},
     )
+    return impact
 
 
 @transaction.atomic
-def document_approve(*, document: Document, actor: User, reason: str) -> Document:
-    _require(actor, "knowledge.approve_document", "approving documents needs the operator role")
-    _require_tenant(actor, document.tenant)
-    if not reason.strip():
-        raise ValidationFailure("reason", REASON_REQUIRED)
+def document_approve(*, document: Document, actor: User, reason: str) -> DocumentReview:
+    """Approve a draft version: an operator of its tenant, with a reason, not its author."""
     document = Document.objects.select_for_update().get(pk=document.pk)
-    if document.revoked:
-        raise ValidationFailure("document", f"{document.public_id} {ALREADY_REVOKED}")
-    if document.approved:
-        raise ValidationFailure("document", f"{document.public_id} {ALREADY_APPROVED}")
+    _refuse_if_unmet(document, actor, reason, approve=True)
     _approve(document, actor, reason.strip())
-    return document
+    return DocumentReview(document)
 
 
 @transaction.atomic
-def document_revoke(*, document: Document, actor: User, reason: str) -> Document:
-    _require(actor, "knowledge.revoke_document", "revoking documents needs the operator role")
-    _require_tenant(actor, document.tenant)
-    if not reason.strip():
-        raise ValidationFailure("reason", REASON_REQUIRED)
+def document_revoke(*, document: Document, actor: User, reason: str) -> DocumentReview:
+    """Revoke a version with a reason; the impact (runs that cited it) is stored with it."""
     document = Document.objects.select_for_update().get(pk=document.pk)
-    if document.revoked:
-        raise ValidationFailure("document", f"{document.public_id} {ALREADY_REVOKED}")
-    _revoke(document, actor, reason.strip())
-    return document
+    _refuse_if_unmet(document, actor, reason, approve=False)
+    impact = _revoke(document, actor, reason.strip())
+    return DocumentReview(document, impact)
+
+
+def document_unchanged(*, base: Document, content: DocumentContent, published_given: bool) -> bool:
+    """Whether ``content`` says nothing ``base`` does not; a default publication time is no change."""
+    same = replace(content, version=base.version)
+    if not published_given:
+        same = replace(same, published_at=base.published_at)
+    return same.content_hash() == base.content_hash
 
 
 @transaction.atomic
 def document_save_new_version(*, base: Document, changes: dict[str, Any], actor: User) -> Document:
-    """Save ``base`` with ``changes`` applied as the next version of its key (a draft)."""
+    """Save ``base`` with ``changes`` applied as the next version of its key (a draft).
+
+    The new version's ``published_at`` is the one in ``changes`` (its author's), else the moment
+    it is saved: a new version is never known before it existed.
+    """
     _require(actor, "knowledge.add_document", "saving documents needs the operator role")
     _require_tenant(actor, base.tenant)
+    changes = dict(changes)
+    published_at = changes.pop("published_at", None)
     latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
     stores = tuple(sorted(base.store_rows.values_list("store", flat=True)))
-    content = replace(document_content(base, stores), version=latest + 1, **changes)
-    if replace(content, version=base.version).content_hash() == base.content_hash:
+    content = replace(
+        document_content(base, stores),
+        version=latest + 1,
+        **changes,
+        published_at=published_at or clock.now(),
+    )
+    if document_unchanged(base=base, content=content, published_given=published_at is not None):
         raise ValidationFailure("document", NOTHING_CHANGED)
     return document_create(content=content, actor=actor)
 
@@ -255,10 +375,13 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
             result.unchanged.append(content.public_id)
             continue
         document = document_create(content=content, actor=actor, lexicon=lexicon)
+        # The file attests a state reached before the import (a migrated, already-approved
+        # rulebook); four eyes governs approvals given inside the product, not this.
+        attested = {"attested_import": True, "importer": actor.get_username()}
         if item.approved:
-            _approve(document, actor, "approved in import")
+            _approve(document, actor, f"approved in import ({ATTESTED_IMPORT})", attested)
         if item.revoked:
-            _revoke(document, actor, "revoked in import")
+            _revoke(document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested)
         result.created.append(document.public_id)
     return result
 

@@ -183,6 +183,11 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
 
+# Knowledge: a document version is approved by an operator other than its author (as cases are by
+# a reviewer other than their submitter). A one-person deployment may set
+# CONSOLE_KNOWLEDGE_FOUR_EYES=0; imports that attest an approval are allowed either way.
+KNOWLEDGE_FOUR_EYES = os.environ.get("CONSOLE_KNOWLEDGE_FOUR_EYES", "1") != "0"
+
 
 LOGGING = {
     "version": 1,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from playwright.sync_api import expect
 
 from experience.models import Case, RevocationImpact, Status
 from knowledge.models import Document
+from reviewconsole.roles import Role
 from tests.browser.conftest import login, screen
 from tests.ui.factories import submit_case
 
@@ -114,8 +116,11 @@ def test_revocation_shows_the_impact_before_and_after(page: Any, memory: dict[st
     screen(page, "runs")
 
 
-def test_operator_saves_a_new_version_and_previews_search(page: Any, knowledge: None) -> None:
+def test_operator_saves_a_new_version_and_previews_search(
+    page: Any, knowledge: None, make_user: Callable[[str, str], User]
+) -> None:
     base = Document.objects.get(doc_key="rule-b", version=2)
+    approver = make_user("oscar", Role.OPERATOR)  # four eyes: not the new version's author
     login(page, "olivia")
     page.get_by_role("link", name="Knowledge", exact=True).click()
     page.fill("#id_campaign", "campaign-b")
@@ -136,6 +141,8 @@ def test_operator_saves_a_new_version_and_previews_search(page: Any, knowledge: 
     screen(page, "document")
 
     new = Document.objects.get(doc_key="rule-b", version=3)
+    page.context.clear_cookies()
+    login(page, approver.username)
     page.goto("/admin/knowledge/document/?q=rule-b")
     page.locator(f"input[name=_selected_action][value='{new.pk}']").check()
     page.select_option("select[name=action]", "approve_selected")

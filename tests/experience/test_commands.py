@@ -17,6 +17,7 @@ from experience.models import Case, EvidenceCheck, Reference, Run, Skill
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
+from reviewconsole.roles import Role
 from tests.experience.conftest import NOW, QUERY, case_data, skill_data, without_verified
 
 pytestmark = pytest.mark.django_db
@@ -316,13 +317,16 @@ def test_experience_demo_runs_the_four_replays_on_a_temporary_database() -> None
     assert not Case.objects.exists() and not Run.objects.exists()
 
 
-def test_review_approve_knowledge_document(operator: User, at_now: Any) -> None:
+def test_review_approve_knowledge_document(
+    operator: User, make_user: Callable[[str, str], User], at_now: Any
+) -> None:
     documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
+    approver = make_user("oscar", Role.OPERATOR)  # not the draft's author
     approved, ok = run(
-        "review", "approve", "doc:case-a-draft@1", "--as", operator.username, "--reason", "已确认"
+        "review", "approve", "doc:case-a-draft@1", "--as", approver.username, "--reason", "已确认"
     )
     assert ok and (approved["id"], approved["status"]) == ("doc:case-a-draft@1", "approved")
     again, ok = run(
-        "review", "approve", "doc:case-a-draft@1", "--as", operator.username, "--reason", "x"
+        "review", "approve", "doc:case-a-draft@1", "--as", approver.username, "--reason", "x"
     )
     assert not ok and again["unmet"] == ["already_approved"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -18,6 +20,7 @@ from knowledge.services import (
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
+from reviewconsole.roles import Role
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db
@@ -29,23 +32,29 @@ def draft(operator: User) -> Document:
     return Document.objects.get()
 
 
-def test_approve_is_audited_with_reason(draft: Document, operator: User) -> None:
-    document_approve(document=draft, actor=operator, reason="checked against the campaign sheet")
+@pytest.fixture
+def approver(make_user: Callable[[str, str], User]) -> User:
+    """An operator other than the draft's author (who may not approve it)."""
+    return make_user("oscar", Role.OPERATOR)
+
+
+def test_approve_is_audited_with_reason(draft: Document, approver: User) -> None:
+    document_approve(document=draft, actor=approver, reason="checked against the campaign sheet")
 
     draft.refresh_from_db()
-    assert draft.approved and draft.approved_by == operator and draft.approved_at is not None
+    assert draft.approved and draft.approved_by == approver and draft.approved_at is not None
     event = Event.objects.get(action=Action.DOCUMENT_APPROVE)
     assert (event.actor, event.target, event.reason) == (
-        operator,
+        approver,
         "doc:rule-x@1",
         "checked against the campaign sheet",
     )
 
 
 @pytest.mark.parametrize("service", [document_approve, document_revoke])
-def test_reason_is_required(draft: Document, operator: User, service: object) -> None:
+def test_reason_is_required(draft: Document, approver: User, service: object) -> None:
     with pytest.raises(ValidationFailure) as failure:
-        service(document=draft, actor=operator, reason="  ")  # type: ignore[operator]
+        service(document=draft, actor=approver, reason="  ")  # type: ignore[operator]
     assert failure.value.field == "reason" and failure.value.message == REASON_REQUIRED
     assert not Event.objects.filter(action__in=[Action.DOCUMENT_APPROVE, Action.DOCUMENT_REVOKE])
 

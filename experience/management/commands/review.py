@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from experience import domain, selectors, services
 from experience.services import ReviewOutcome, ReviewRefused
+from knowledge.services import document_review_unmet
 from reviewconsole import clock
 from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -98,11 +99,15 @@ class Command(JsonCommand):
         elif kind == "skill":
             status = selectors.skill_get(item_id).status
         elif kind == "document":
-            status = services.document_by_public_id(item_id).status
+            document = services.document_by_public_id(item_id)
+            status = document.status
         else:
             raise ValidationFailure("ID", selectors.UNKNOWN_ID)
-        unmet = []
-        if kind != "document":
+        if kind == "document":
+            unmet = document_review_unmet(
+                document=document, actor=actor, reason=reason, approve=False
+            )
+        else:
             unmet = domain.revocation_unmet(
                 status=status, reviewer=selectors.reviewer_of(actor), reason=reason
             )

@@ -8,7 +8,11 @@ from reviewconsole.cli import JsonCommand, read_json_file, user_by_name
 
 
 class Command(JsonCommand):
-    help = "Import a JSON array of knowledge documents atomically; identical content is a no-op."
+    help = (
+        "Import a JSON array of knowledge documents atomically; identical content is a no-op. "
+        '"approved": true migrates an approval given before the import: the audit log records '
+        "it as an attested import by the importing user."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file")
