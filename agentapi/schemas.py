@@ -24,6 +24,7 @@ from experience import schema as case_format
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
 from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
+from reviewconsole import inputs
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import SCOPE_VALUE, validate_scope_value
 from reviewconsole.timeparse import parse_aware_datetime
@@ -34,23 +35,21 @@ RETRIEVE_MAX_QUERY = 2_000
 MAX_FACTS = 32
 MAX_FACT_TEXT = 200
 # Integers that survive every JSON consumer unchanged (IEEE-754 doubles).
-MAX_FACT_INT = 2**53
+MAX_FACT_INT = inputs.MAX_JSON_INT
 MAX_RUN_ID = 100
 
-NUL_TEXT = "must not contain NUL characters"
-BAD_UNICODE = "must be valid Unicode text"
+# The rule every door applies to text (command-line files, console uploads, this API).
+NUL_TEXT = inputs.NUL_TEXT
+BAD_UNICODE = inputs.BAD_UNICODE
 NOT_ISO_TEXT = "must be an ISO 8601 string with a timezone offset"
 OUT_OF_RANGE = "is outside the supported range of dates"
 RUN_ID_TEXT = f"must be 1-{MAX_RUN_ID} characters without spaces"
 
 
 def _storable(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError(NUL_TEXT)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(BAD_UNICODE) from None
+    problem = inputs.text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

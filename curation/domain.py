@@ -56,6 +56,7 @@ from knowledge.domain import jaccard, sha256_hex, tokenize
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
 from reviewconsole.fields import reject_unknown_fields
+from reviewconsole.inputs import check_tree
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
@@ -147,6 +148,7 @@ def parse_thread(obj: object) -> ThreadContent:
     """A thread in the import format; every error names its JSON path (``messages[3].time``)."""
     if not isinstance(obj, dict):
         raise ValidationFailure("$", "a thread must be a JSON object")
+    check_tree(obj)
     _reject_unknown(obj, THREAD_FIELDS, "")
     for name in ("id", "tenant", "title", "messages"):
         if name not in obj:

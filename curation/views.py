@@ -6,7 +6,6 @@ Views parse input, call one service or selector, and render; rules live in ``cur
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -39,7 +38,7 @@ from experience import domain as experience_domain
 from experience.console_selectors import case_for_page
 from experience.models import Case, Skill, Status
 from experience.schema import parse_case
-from reviewconsole import clock
+from reviewconsole import clock, inputs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.tenancy import NOT_IN_TENANT, may_access
@@ -130,11 +129,8 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
         upload = form.cleaned_data["file"]
         try:
             if upload.size > MAX_THREAD_FILE:
-                raise ValidationFailure("FILE", gettext("is larger than 5 MB"))
-            try:
-                data = json.loads(upload.read().decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ValidationFailure("FILE", gettext("is not UTF-8 JSON: %s") % exc) from None
+                raise ValidationFailure("file", gettext("is larger than 5 MB"))
+            data = inputs.load_json(upload.read(), field="file")
             thread, created = services.thread_import(data=data, actor=acting_user(request))
         except ValidationFailure as failure:
             error = str(failure)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from experience.console_selectors import DEFAULT_SORT, QueueFilters
@@ -64,6 +65,14 @@ class QueueFilterForm(forms.Form):
         )
 
 
+def _field_problems(form: forms.Form, own: dict[str, str]) -> list[tuple[str, str]]:
+    """(field, message) for each invalid field of a bound ``form``; ``own`` words some fields'."""
+    return [
+        (name, own.get(name) or " ".join(str(message) for message in errors))
+        for name, errors in form.errors.items()
+    ]
+
+
 class ReviewForm(forms.Form):
     """Approve or reject with a reason; an empty reason is refused by the review rules."""
 
@@ -74,6 +83,10 @@ class ReviewForm(forms.Form):
         max_length=MAX_REASON,
         widget=forms.Textarea(attrs={"rows": 3}),
     )
+
+    def problems(self) -> list[tuple[str, str]]:
+        """What is wrong with the posted decision, each named by its own field."""
+        return _field_problems(self, {"decision": gettext("Choose approve or reject.")})
 
 
 class RevokeForm(forms.Form):
@@ -90,6 +103,14 @@ class RevokeForm(forms.Form):
 class EvidenceCheckForm(forms.Form):
     key = forms.CharField(max_length=40)
     note = forms.CharField(label=_("Note"), required=False, max_length=MAX_NOTE)
+
+    def problem(self) -> str:
+        """One line naming each invalid field, e.g. ``note: Ensure this value has at most …``."""
+        own = {"key": gettext("Name the evidence item to mark as checked.")}
+        return " ".join(
+            message if name == "key" else f"{name}: {message}"
+            for name, message in _field_problems(self, own)
+        )
 
 
 class RunFilterForm(forms.Form):

@@ -1,7 +1,8 @@
 """The import format of cases and skills (SPEC §4.3), validated into frozen values.
 
-Pure: no Django imports. Every error names its JSON path. ``verified`` flags are kept apart
-from the content: a check is a reviewer's act, not part of what the case says.
+Pure: no Django imports. Every error names its JSON path; text no database stores, integers
+beyond ±2**53 and deep nesting are refused (``reviewconsole.inputs``). ``verified`` flags are
+kept apart from the content: a check is a reviewer's act, not part of what the case says.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from experience.domain import (
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
 from reviewconsole.fields import json_path, reject_unknown_fields
+from reviewconsole.inputs import check_tree
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 MAX_TITLE = 300
@@ -299,6 +301,7 @@ def _require(obj: Mapping[str, Any], names: tuple[str, ...]) -> None:
 def parse_case(obj: object) -> CaseContent:
     if not isinstance(obj, dict):
         raise ValidationFailure("", "a case must be a JSON object")
+    check_tree(obj)
     _reject_unknown(obj, CASE_FIELDS, "")
     if obj.get("type", "case") != "case":
         raise ValidationFailure("type", 'must be "case"')
@@ -329,6 +332,7 @@ def parse_case(obj: object) -> CaseContent:
 def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
     if not isinstance(obj, dict):
         raise ValidationFailure("", "a skill must be a JSON object")
+    check_tree(obj)
     _reject_unknown(obj, SKILL_FIELDS, "")
     if obj.get("type", "skill") != "skill":
         raise ValidationFailure("type", 'must be "skill"')

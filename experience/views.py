@@ -393,7 +393,7 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest, acting_user(request))
     form = EvidenceCheckForm(request.POST)
     if not form.is_valid():
-        return HttpResponse(gettext("Name the evidence item to mark as checked."), status=400)
+        return HttpResponse(form.problem(), status=400)
     user = acting_user(request)
     key = form.cleaned_data["key"]
     try:
@@ -427,7 +427,7 @@ def _decision(
     """Apply the posted approve/reject decision as the signed-in reviewer; or say what is unmet."""
     form = ReviewForm(request.POST)
     if not form.is_valid():
-        return None, [Condition("decision", gettext("Choose approve or reject."), False)]
+        return None, [Condition(name, message, False) for name, message in form.problems()]
     decide = approve if form.cleaned_data["decision"] == "approve" else reject
     try:
         return decide(actor=acting_user(request), reason=form.cleaned_data["reason"]), []

@@ -1,6 +1,7 @@
 """The import format of knowledge documents (SPEC §4.3), validated into frozen values.
 
-Pure: no Django imports. Every error names its JSON path.
+Pure: no Django imports. Every error names its JSON path; text no database stores, integers
+beyond ±2**53 and deep nesting are refused (``reviewconsole.inputs``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from knowledge.domain import sha256_hex, validate_requirements
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.inputs import check_tree, db_integer
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import (
     parse_aware_datetime,
@@ -122,6 +124,7 @@ def _flag(obj: dict[str, Any], name: str) -> bool:
 def parse_document(obj: object) -> DocumentImport:
     if not isinstance(obj, dict):
         raise ValidationFailure("", "each document must be a JSON object")
+    check_tree(obj)
     unknown = sorted(set(obj) - FIELDS)
     if unknown:
         raise ValidationFailure(unknown[0], "is not a field of a knowledge document")
@@ -131,9 +134,8 @@ def parse_document(obj: object) -> DocumentImport:
     doc_key = obj["doc_key"]
     if not isinstance(doc_key, str) or not DOC_KEY.fullmatch(doc_key):
         raise ValidationFailure("doc_key", "must be a slug: lower-case letters, digits, - and _")
-    version = obj["version"]
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValidationFailure("version", "must be a positive integer")
+    # Stored in an integer column: PostgreSQL's holds at most 2**31-1.
+    version = db_integer(obj["version"], field="version")
     stores = obj["stores"]
     if not isinstance(stores, list) or not stores:
         raise ValidationFailure("stores", "must be a non-empty list of store codes")

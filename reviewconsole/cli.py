@@ -1,20 +1,29 @@
 """The shared shape of management commands: ``--json`` output and refusals.
 
-With ``--json`` stdout holds exactly one JSON object, also when the command refuses or the
-arguments are wrong; refusals exit non-zero and name the field that is wrong.
+With ``--json`` stdout holds exactly one JSON object, also when the command refuses, the
+arguments are wrong or something unexpected fails; refusals exit non-zero and name the field
+that is wrong. Files and options are checked by the same rules as API bodies
+(``reviewconsole.inputs``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from argparse import ArgumentParser
+from pathlib import Path
 from typing import Any, NoReturn
 
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from reviewconsole import inputs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+
+UNEXPECTED = "failed unexpectedly ({kind}); the details are in the log"
+
+logger = logging.getLogger(__name__)
 
 
 class CommandRefused(Exception):
@@ -28,9 +37,20 @@ class CommandRefused(Exception):
 class JsonCommand(BaseCommand):
     """Subclasses implement ``execute_json`` returning the JSON object, and ``render_text``."""
 
+    # Options naming files or directories: any bytes the file system allows are accepted.
+    path_options: frozenset[str] = frozenset({"file", "out", "output", "fixtures"})
+
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        self._option_names = {
+            action.dest: (
+                action.option_strings[0]
+                if action.option_strings
+                else str(action.metavar or action.dest)
+            )
+            for action in parser._actions
+        }
         original_error = parser.error
 
         def error(message: str) -> NoReturn:
@@ -49,6 +69,7 @@ class JsonCommand(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = bool(options.get("json"))
         try:
+            self._check_options(options)
             result = self.execute_json(**options)
         except CommandRefused as refusal:
             self._emit(refusal.payload, as_json, text=str(refusal))
@@ -61,14 +82,36 @@ class JsonCommand(BaseCommand):
             payload = {"ok": False, "error": refusal.message, "unmet": [refusal.unmet]}
             self._emit(payload, as_json, text=refusal.message)
             raise CommandError(refusal.message) from None
+        except CommandError as error:
+            self._emit({"ok": False, "error": str(error)}, as_json, text=str(error))
+            raise
+        except Exception as error:
+            # A bug or an environment failure (database, disk); the service's transaction rolled
+            # back. Without --json the traceback itself is the most useful report.
+            if not as_json:
+                raise
+            logger.exception("%s failed unexpectedly", type(self).__module__)
+            message = UNEXPECTED.format(kind=type(error).__name__)
+            self._emit({"ok": False, "error": message}, as_json, text=message)
+            raise CommandError(message) from error
         if as_json:
-            self.stdout.write(json.dumps(result, ensure_ascii=False))
+            self.stdout.write(_dumps(result))
         else:
             self.stdout.write(self.render_text(result))
 
+    def _check_options(self, options: dict[str, Any]) -> None:
+        """Refuse, naming the option, text that is not Unicode (undecodable command-line bytes)."""
+        names = getattr(self, "_option_names", {})
+        for dest, value in options.items():
+            if dest in self.path_options or dest not in names:
+                continue
+            for text in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(text, str):
+                    inputs.storable_text(text, field=names[dest])
+
     def _emit(self, payload: dict[str, Any], as_json: bool, *, text: str) -> None:
         if as_json:
-            self.stdout.write(json.dumps(payload, ensure_ascii=False))
+            self.stdout.write(_dumps(payload))
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -77,7 +120,18 @@ class JsonCommand(BaseCommand):
         return json.dumps(result, ensure_ascii=False, indent=2)
 
 
+def _dumps(payload: dict[str, Any]) -> str:
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Text that is not Unicode (echoed from the input) is written as JSON escapes.
+        text = json.dumps(payload)
+    return text
+
+
 def user_by_name(username: str, *, field: str = "--as") -> User:
+    inputs.storable_text(username, field=field)
     try:
         user = User.objects.get(username=username, is_active=True)
     except User.DoesNotExist:
@@ -85,18 +139,19 @@ def user_by_name(username: str, *, field: str = "--as") -> User:
     return user
 
 
-def read_json_file(path: str) -> Any:
+def read_json_file(path: str, *, field: str = "FILE") -> Any:
+    """The JSON value of the file at ``path``, checked by ``inputs.load_json``."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
-        raise ValidationFailure("FILE", f"{path} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise ValidationFailure(
-            "FILE", f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    except UnicodeDecodeError:
-        raise ValidationFailure("FILE", "is not UTF-8 text") from None
+        raise ValidationFailure(field, f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise ValidationFailure(field, f"{path} is a directory, not a file") from None
+    except PermissionError:
+        raise ValidationFailure(field, f"{path} cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise ValidationFailure(field, f"{path} cannot be read ({exc.strerror})") from None
+    return inputs.load_json(raw, field=field)
 
 
 def parse_fact(text: str) -> tuple[str, object]:
