@@ -7,7 +7,7 @@ Responses describe what the services return, so the OpenAPI schema is a contract
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,7 +27,7 @@ from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
 from reviewconsole import inputs
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import SCOPE_VALUE, validate_scope_value
-from reviewconsole.timeparse import parse_aware_datetime
+from reviewconsole.timeparse import EARLIEST, LATEST, parse_aware_datetime, to_utc_iso
 
 RETRIEVE_DEFAULT_LIMIT = 3
 RETRIEVE_MAX_LIMIT = 20
@@ -42,7 +42,6 @@ MAX_RUN_ID = 100
 NUL_TEXT = inputs.NUL_TEXT
 BAD_UNICODE = inputs.BAD_UNICODE
 NOT_ISO_TEXT = "must be an ISO 8601 string with a timezone offset"
-OUT_OF_RANGE = "is outside the supported range of dates"
 RUN_ID_TEXT = f"must be 1-{MAX_RUN_ID} characters without spaces"
 
 
@@ -64,15 +63,18 @@ def _aware(value: object) -> datetime:
     if not isinstance(value, str | datetime):
         raise ValueError(NOT_ISO_TEXT)
     try:
-        parsed = parse_aware_datetime(value, field="")
+        # The same instant in UTC (databases refuse some offsets Python accepts), within the
+        # bound every datetime the product accepts shares.
+        return parse_aware_datetime(value, field="")
     except ValidationFailure as failure:
         raise ValueError(failure.message) from None
-    try:
-        # The same instant in UTC: databases refuse some offsets Python accepts (PostgreSQL stops
-        # at ±15:59), and an instant without a UTC year (0001-01-01T00:00+08:00) is refused here.
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(OUT_OF_RANGE) from None
+
+
+def _whole_number(value: object) -> object:
+    """JSON Schema's integer: 12.0 is the integer 12 (booleans and strings stay refused)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _run_id(value: str) -> str:
@@ -82,24 +84,41 @@ def _run_id(value: str) -> str:
 
 
 Storable = AfterValidator(_storable)
-SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=SEARCH_MAX_QUERY), Storable]
-RetrieveQuery = Annotated[
-    str, StringConstraints(min_length=1, max_length=RETRIEVE_MAX_QUERY), Storable
+# What the schema says of every text field: no NUL character (the validators refuse it).
+NO_NUL = Field(json_schema_extra={"pattern": "^[^\\x00]*$"})
+# Years the schema promises are accepted whatever the offset: a year inside the bound of
+# ``reviewconsole.timeparse`` on each side, so an offset of up to a day never leaves it.
+DATE_TIME_PATTERN = (
+    r"^(?:19(?:0[1-9]|[1-9][0-9])|2(?:[0-8][0-9]{2}|9(?:[0-8][0-9]|9[0-8])))"  # 1901-2998
+    r"-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?"
+    r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+# Exactly the characters ``str.isspace`` matches (JSON Schema's ``\s`` is narrower).
+_SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+WholeNumber = BeforeValidator(_whole_number)
+SearchQuery = Annotated[
+    str, StringConstraints(min_length=1, max_length=SEARCH_MAX_QUERY), Storable, NO_NUL
 ]
-FactText = Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT), Storable]
+RetrieveQuery = Annotated[
+    str, StringConstraints(min_length=1, max_length=RETRIEVE_MAX_QUERY), Storable, NO_NUL
+]
+FactText = Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT), Storable, NO_NUL]
 SourceId = Annotated[
-    str, StringConstraints(min_length=1, max_length=case_format.MAX_SOURCE_ID), Storable
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_SOURCE_ID), Storable, NO_NUL
 ]
 Excerpt = Annotated[
-    str, StringConstraints(min_length=1, max_length=case_format.MAX_EXCERPT), Storable
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_EXCERPT), Storable, NO_NUL
 ]
 Incident = Annotated[
-    str, StringConstraints(min_length=1, max_length=case_format.MAX_INCIDENT), Storable
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_INCIDENT), Storable, NO_NUL
 ]
-Title = Annotated[str, StringConstraints(min_length=1, max_length=case_format.MAX_TITLE), Storable]
-LongText = Annotated[str, StringConstraints(max_length=case_format.MAX_TEXT), Storable]
+Title = Annotated[
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_TITLE), Storable, NO_NUL
+]
+LongText = Annotated[str, StringConstraints(max_length=case_format.MAX_TEXT), Storable, NO_NUL]
 RequiredLongText = Annotated[
-    str, StringConstraints(min_length=1, max_length=case_format.MAX_TEXT), Storable
+    str, StringConstraints(min_length=1, max_length=case_format.MAX_TEXT), Storable, NO_NUL
 ]
 
 
@@ -123,7 +142,12 @@ AwareDateTime = Annotated[
         {
             "type": "string",
             "format": "date-time",
-            "description": "ISO 8601 with a timezone offset; naive datetimes are refused",
+            "pattern": DATE_TIME_PATTERN,
+            "description": (
+                "RFC 3339 with a timezone offset; naive datetimes are refused, and so are "
+                f"instants outside {to_utc_iso(EARLIEST)} to {to_utc_iso(LATEST)} "
+                "(the years 1901-2998 as written are always inside)"
+            ),
         }
     ),
 ]
@@ -134,20 +158,27 @@ RunId = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": rf"^[^\s\x00]{{1,{MAX_RUN_ID}}}$",
+            "pattern": rf"^[^{_SPACE}\x00]{{1,{MAX_RUN_ID}}}$",
             "description": "the agent investigation this read belongs to",
         }
     ),
 ]
 FactName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-FactValue = Annotated[int, Field(strict=True, ge=-MAX_FACT_INT, le=MAX_FACT_INT)] | FactText | None
+FactValue = (
+    Annotated[int, Field(strict=True, ge=-MAX_FACT_INT, le=MAX_FACT_INT), WholeNumber]
+    | FactText
+    | None
+)
 Facts = Annotated[
     dict[FactName, FactValue],
     Field(
         max_length=MAX_FACTS,
         description="the ticket's facts, e.g. channel, product, basket_cents (integer cents)",
+        # Every name must match the pattern: no other property is allowed.
+        json_schema_extra={"additionalProperties": False},
     ),
 ]
+Limit = Annotated[int, WholeNumber]
 CaseId = Annotated[str, StringConstraints(pattern=case_format.CASE_ID.pattern)]
 SKILL_ID_PATTERN = r"^skill:[0-9a-f]{64}$"
 CASE_ID_PATTERN = rf"^{case_format.CASE_ID.pattern}$"
@@ -172,7 +203,7 @@ class KnowledgeSearchRequest(RequestBody):
     occurred_at: AwareDateTime | None = None
     known_at: AwareDateTime | None = None
     facts: Facts = Field(default_factory=dict)
-    limit: int = Field(default=SEARCH_DEFAULT_LIMIT, ge=1, le=SEARCH_MAX_LIMIT, strict=True)
+    limit: Limit = Field(default=SEARCH_DEFAULT_LIMIT, ge=1, le=SEARCH_MAX_LIMIT, strict=True)
 
 
 class ExperienceScope(RequestBody):
@@ -195,7 +226,7 @@ class ExperienceRetrieveRequest(RequestBody):
     scope: ExperienceScope
     run_id: RunId
     now: AwareDateTime | None = Field(default=None, description="check time; default: now")
-    limit: int = Field(default=RETRIEVE_DEFAULT_LIMIT, ge=1, le=RETRIEVE_MAX_LIMIT, strict=True)
+    limit: Limit = Field(default=RETRIEVE_DEFAULT_LIMIT, ge=1, le=RETRIEVE_MAX_LIMIT, strict=True)
 
 
 class SkillRunRequest(RequestBody):
@@ -257,8 +288,13 @@ class CaseProposal(RequestBody):
     ) = None
     outcome: StatementIn | None = None
     valid_from: AwareDateTime
-    valid_to: AwareDateTime
-    supersedes: CaseId | None = None
+    valid_to: AwareDateTime = Field(
+        description=f"{case_format.VALID_TO_ORDER} (a rule between two fields: 422 otherwise)"
+    )
+    supersedes: CaseId | None = Field(
+        default=None,
+        description="a stored case of the same tenant that this one replaces (422 otherwise)",
+    )
 
     def as_import_item(self) -> dict[str, Any]:
         """The §4.3 JSON object, without ``verified`` flags: a proposal never checks evidence."""

@@ -28,6 +28,7 @@ from knowledge.services import (
 )
 from reviewconsole import clock
 from reviewconsole.admin_support import ReadOnlyInline
+from reviewconsole.display import ShownInUtc
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.tenancy import is_deployment_wide, visible
@@ -78,6 +79,11 @@ class DocumentForm(forms.ModelForm):
             )
             # A new version is published when its author says, never when the last one was.
             self.initial["published_at"] = None
+            # An instant stored without a local time (before dates were bounded) cannot be
+            # edited as one: the author types a new one.
+            for name in ("valid_from", "valid_to"):
+                if isinstance(self.initial.get(name), ShownInUtc):
+                    self.initial[name] = None
             for name in ("version", "doc_key"):
                 if name in fields:
                     fields[name].disabled = True

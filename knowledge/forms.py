@@ -13,6 +13,8 @@ from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import DocumentKind
 from knowledge.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, KnowledgeContext
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.timeparse import check_bounds
 
 STATUS_CHOICES = [
     ("", _("Any status")),
@@ -152,7 +154,12 @@ class SearchPreviewForm(forms.Form):
             self.add_error(name, _("is not a date and time"))
             return None
         # A time typed into the form is in the chosen zone; one with an offset keeps it.
-        return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+        try:
+            return check_bounds(moment, field=name)
+        except ValidationFailure as failure:
+            self.add_error(name, failure.message)
+            return None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -9,7 +9,9 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.timeparse import check_bounds
 
 
 class DateInput(forms.DateInput):
@@ -28,6 +30,12 @@ class EventFilterForm(forms.Form):
     )
     date_from = forms.DateField(label=_("From"), required=False, widget=DateInput())
     date_to = forms.DateField(label=_("To (inclusive)"), required=False, widget=DateInput())
+
+    def clean_date_from(self) -> date | None:
+        return _bounded(self.cleaned_data.get("date_from"), "date_from")
+
+    def clean_date_to(self) -> date | None:
+        return _bounded(self.cleaned_data.get("date_to"), "date_to")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -48,6 +56,16 @@ class EventFilterForm(forms.Form):
             if data.get("date_to")
             else None,
         }
+
+
+def _bounded(day: date | None, field: str) -> date | None:
+    """A day the console can filter on: its start lies within the dates the product accepts."""
+    if day is not None:
+        try:
+            check_bounds(_start_of(day), field=field)
+        except ValidationFailure as failure:
+            raise forms.ValidationError(failure.message) from None
+    return day
 
 
 def _start_of(day: date) -> datetime:

@@ -110,6 +110,9 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "reviewconsole.context_processors.navigation",
             ],
+            # Replaces the date and time filters with ones that never fail a page on a stored
+            # instant whose local time cannot be represented.
+            "builtins": ["reviewconsole.templatetags.datetimes"],
         },
     },
 ]
