@@ -7,9 +7,7 @@ class ReviewConsoleConfig(AppConfig):
     name = "reviewconsole"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_init
-
-        from reviewconsole.display import mark_unshowable
+        from reviewconsole.display import connect_unshowable_markers
 
         # Every model: a stored datetime without a local time is shown in UTC, never a 500.
-        post_init.connect(mark_unshowable, dispatch_uid="reviewconsole.mark_unshowable")
+        connect_unshowable_markers()

@@ -9,11 +9,14 @@ instead: Django's template and admin display leave a datetime alone when it says
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
+from django.apps import apps
 from django.db import models
+from django.db.models.signals import post_init
 from django.utils import timezone
 
 
@@ -40,11 +43,40 @@ def showable(value: Any) -> Any:
     return ShownInUtc.combine(value.date(), value.timetz())
 
 
-def mark_unshowable(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
-    """A ``post_init`` receiver: loaded datetimes without a local time become ``ShownInUtc``,
-    so list pages, detail pages and the admin show them instead of failing."""
-    for field in instance._meta.concrete_fields:
-        if isinstance(field, models.DateTimeField):
-            value = instance.__dict__.get(field.attname)
-            if value is not None:
-                instance.__dict__[field.attname] = showable(value)
+def datetime_attnames(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(
+        field.attname
+        for field in model._meta.concrete_fields
+        if isinstance(field, models.DateTimeField)
+    )
+
+
+def unshowable_marker(attnames: tuple[str, ...]) -> Callable[..., None]:
+    """A ``post_init`` receiver for one model: loaded datetimes without a local time become
+    ``ShownInUtc``, so list pages, detail pages and the admin show them instead of failing.
+
+    It runs for every row loaded, so it only looks closer at years 1 and 9999: every other
+    instant is more than a day from the ends of ``datetime``'s range and has a local time.
+    """
+
+    def mark(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+        state = instance.__dict__
+        for name in attnames:
+            value = state.get(name)
+            if isinstance(value, datetime) and value.year in (1, 9999):
+                state[name] = showable(value)
+
+    return mark
+
+
+def connect_unshowable_markers() -> None:
+    """Connect a marker to every model that stores datetimes (the others pay nothing)."""
+    for model in apps.get_models():
+        attnames = datetime_attnames(model)
+        if attnames:
+            post_init.connect(
+                unshowable_marker(attnames),
+                sender=model,
+                weak=False,
+                dispatch_uid=f"reviewconsole.unshowable.{model._meta.label_lower}",
+            )
