@@ -7,7 +7,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from reviewconsole.models import Event, TenantMembership
+from reviewconsole.models import ChainHead, Event, TenantMembership
 from reviewconsole.tenancy import is_deployment_wide
 
 
@@ -30,6 +30,26 @@ class EventAdmin(admin.ModelAdmin[Event]):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False
+
+
+@admin.register(ChainHead)
+class ChainHeadAdmin(admin.ModelAdmin[ChainHead]):
+    """The audit chain's signed heads: read-only, for the same readers as the audit log."""
+
+    list_display = ("id", "count", "event_id", "hash")
+    readonly_fields = ("count", "event_id", "hash", "signature")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: ChainHead | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: ChainHead | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ChainHead | None = None) -> bool:
         return False
 
 

@@ -1,19 +1,54 @@
-"""Writing and verifying audit events. Write inside the transaction of the change recorded."""
+"""Writing and verifying audit events. Write inside the transaction of the change recorded.
+
+Every event is sealed by a hash over all its columns and its predecessor's hash; every append
+also writes a signed head (count, last event, its hash) in the same transaction, and, when
+``AUDIT_ANCHOR_FILE`` is set, a copy of that head to a file outside the database after commit.
+See reviewconsole/chain.py for what each of these detects.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 
 from reviewconsole import clock
-from reviewconsole.chain import GENESIS, BrokenLink, ChainedEvent, event_hash, first_broken_link
-from reviewconsole.models import Action, Event
+from reviewconsole.chain import (
+    GENESIS,
+    HASH_VERSION,
+    BrokenLink,
+    ChainedEvent,
+    Head,
+    audit_key_bytes,
+    event_hash,
+    first_broken_link,
+    latest_anchor,
+    signed_head,
+)
+from reviewconsole.models import Action, ChainHead, Event
+
+logger = logging.getLogger(__name__)
 
 # An arbitrary constant naming the PostgreSQL advisory lock that serialises chain appends.
 CHAIN_LOCK_KEY = 7_300_415_001
+
+# What the audit tables' triggers consult before letting a whole table be emptied.
+FLUSH_FUNCTION = "reviewconsole_audit_flush_allowed"  # SQLite: a function on each connection
+FLUSH_SETTING = "reviewconsole.allow_audit_flush"  # PostgreSQL: a session setting
+
+UNREADABLE_ANCHOR = "the anchor file cannot be read"
+
+
+def audit_key() -> bytes:
+    return audit_key_bytes(hmac_key=settings.AUDIT_HMAC_KEY, secret_key=settings.SECRET_KEY)
 
 
 def _lock_chain() -> None:
@@ -24,6 +59,13 @@ def _lock_chain() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
+
+
+def _latest_head() -> Head | None:
+    row = ChainHead.objects.order_by("-id").first()
+    if row is None:
+        return None
+    return Head(row.count, row.event_id, row.hash, row.signature)
 
 
 def event_record(
@@ -40,9 +82,16 @@ def event_record(
     actor_name = real_actor.get_username() if real_actor is not None else "system"
     details = details or {}
     _lock_chain()
-    prev_hash = Event.objects.order_by("-id").values_list("hash", flat=True).first() or GENESIS
+    last = Event.objects.order_by("-id").values_list("id", "hash").first()
+    last_id, prev_hash = last if last is not None else (0, GENESIS)
+    head = _latest_head()
+    count = (head.count if head is not None else Event.objects.count()) + 1
+    # The id is chosen here, under the chain's lock, because the hash covers it.
+    event_id = last_id + 1
     created_at = clock.now()
-    return Event.objects.create(
+    actor_id = real_actor.pk if real_actor is not None else None
+    event = Event.objects.create(
+        id=event_id,
         created_at=created_at,
         actor=real_actor,
         actor_name=actor_name,
@@ -50,10 +99,13 @@ def event_record(
         target=target,
         reason=reason,
         details=details,
+        hash_version=HASH_VERSION,
         prev_hash=prev_hash,
         hash=event_hash(
+            id=event_id,
             prev_hash=prev_hash,
             created_at=created_at,
+            actor_id=actor_id,
             actor_name=actor_name,
             action=str(action),
             target=target,
@@ -61,17 +113,75 @@ def event_record(
             details=details,
         ),
     )
+    new_head = signed_head(audit_key(), count=count, event_id=event.pk, hash=event.hash)
+    ChainHead.objects.create(
+        count=new_head.count,
+        event_id=new_head.event_id,
+        hash=new_head.hash,
+        signature=new_head.signature,
+    )
+    if settings.AUDIT_ANCHOR_FILE:
+        transaction.on_commit(lambda: anchor_append(new_head), robust=True)
+    return event
 
 
-def _chained_events() -> Iterator[ChainedEvent]:
+# The anchor file: one JSON object per line, each a signed head.
+
+
+def anchor_append(head: Head) -> None:
+    record: dict[str, Any] = {
+        "count": head.count,
+        "event_id": head.event_id,
+        "hash": head.hash,
+        "signature": head.signature,
+    }
+    if head.restore:
+        record["restore"] = True
+    line = json.dumps(record, separators=(",", ":")) + "\n"
+    # One write of a short line to a file opened for appending: concurrent writers never
+    # interleave within a line.
+    with open(settings.AUDIT_ANCHOR_FILE, "a", encoding="utf-8") as handle:
+        handle.write(line)
+
+
+def anchor_records() -> list[Head] | None:
+    """The anchor file's heads in file order; [] without one; None if it cannot be parsed."""
+    if not settings.AUDIT_ANCHOR_FILE:
+        return []
+    path = Path(settings.AUDIT_ANCHOR_FILE)
+    if not path.exists():
+        return []
+    records = []
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            records.append(
+                Head(
+                    count=int(item["count"]),
+                    event_id=int(item["event_id"]),
+                    hash=str(item["hash"]),
+                    signature=str(item["signature"]),
+                    restore=bool(item.get("restore", False)),
+                )
+            )
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
+        return None
+    return records
+
+
+def chained_events() -> Iterator[ChainedEvent]:
     rows = Event.objects.order_by("id").values_list(
         "id",
         "created_at",
+        "actor_id",
         "actor_name",
         "action",
         "target",
         "reason",
         "details",
+        "hash_version",
         "prev_hash",
         "hash",
     )
@@ -80,14 +190,55 @@ def _chained_events() -> Iterator[ChainedEvent]:
 
 
 def audit_verify() -> tuple[int, BrokenLink | None]:
-    """(events checked, the first broken link or None)."""
-    checked = 0
+    """(events checked, the first problem or None).
 
-    def counted() -> Iterator[ChainedEvent]:
-        nonlocal checked
-        for event in _chained_events():
-            checked += 1
-            yield event
-
-    broken = first_broken_link(counted())
+    Every link, every event's hash, the latest signed head and (if configured) the anchor file.
+    """
+    key = audit_key()
+    records = anchor_records()
+    if records is None:
+        return 0, BrokenLink(0, UNREADABLE_ANCHOR)
+    anchor, forged = latest_anchor(key, records)
+    if forged is not None:
+        # Let the walk report it: a forged record is checked like an anchor and fails.
+        anchor = forged
+    # An append between reading the head and walking the chain looks like tampering; if the head
+    # moved meanwhile, look again.
+    for _ in range(3):
+        head = _latest_head()
+        checked, broken = first_broken_link(chained_events(), key=key, head=head, anchor=anchor)
+        if broken is None or _latest_head() == head:
+            break
     return checked, broken
+
+
+def record_restore_anchor(head: Head | None) -> None:
+    """Tell the anchor file that the chain was replaced by a backup's, which ends at ``head``."""
+    if not settings.AUDIT_ANCHOR_FILE or head is None:
+        return
+    anchor_append(
+        signed_head(
+            audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, restore=True
+        )
+    )
+
+
+def _flush_allowed() -> int:
+    return 1 if settings.AUDIT_ALLOW_FLUSH else 0
+
+
+def install_audit_guards(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """On each new connection: what the audit tables' triggers ask before a whole-table delete.
+
+    SQLite's triggers call a function that must exist on the connection (without it, as in the
+    sqlite3 shell, they fail, which refuses the delete too); PostgreSQL's read a session setting.
+    """
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(FLUSH_FUNCTION, 0, _flush_allowed)
+    elif connection.vendor == "postgresql" and settings.AUDIT_ALLOW_FLUSH:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET {FLUSH_SETTING} = 'on'")
+
+
+def connect_audit_guards() -> None:
+    connection_created.connect(install_audit_guards, dispatch_uid="reviewconsole.audit_guards")

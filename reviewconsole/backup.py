@@ -1,18 +1,38 @@
-"""Online backup and restore of the SQLite database (PostgreSQL uses pg_dump / pg_restore)."""
+"""Online backup and restore of the SQLite database (PostgreSQL uses pg_dump / pg_restore).
+
+A restore checks the backup before touching the live database: it must be an intact SQLite
+database of this console whose audit chain verifies, head signature included. The restore is
+then recorded as an event in the restored audit log.
+"""
 
 from __future__ import annotations
 
+import getpass
+import hashlib
+import json
 import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
+from reviewconsole.audit import audit_key, event_record, record_restore_anchor
+from reviewconsole.chain import ChainedEvent, Head, first_broken_link
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
 
 NOT_SQLITE = (
     "online backup is built in for SQLite only; for PostgreSQL use "
     "pg_dump --format=custom and pg_restore --clean (see the README)"
 )
+NOT_A_DATABASE = "is not an intact SQLite database"
+NOT_A_BACKUP = "is not a backup of this console"
+TOO_OLD = "is a backup made before the audit chain was signed; restore it with that release"
+BROKEN_CHAIN = "its audit chain does not verify"
+
+REQUIRED_TABLES = {"django_migrations", "reviewconsole_event", "reviewconsole_chainhead"}
 
 
 def _live_sqlite() -> sqlite3.Connection:
@@ -31,33 +51,131 @@ def database_backup(*, destination: Path) -> int:
     if not destination.parent.is_dir():
         raise ValidationFailure("OUTPUT", f"{destination.parent} is not a directory")
     source = _live_sqlite()
-    target = sqlite3.connect(destination)
     try:
-        source.backup(target)
-        pages = target.execute("PRAGMA page_count").fetchone()[0]
-        check = target.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        target.close()
+        # A plain path, never a ``file:`` URI: '#' and '?' are ordinary characters in a name.
+        target = sqlite3.connect(destination)
+        try:
+            source.backup(target)
+            # One self-contained file: no write-ahead log beside it.
+            target.execute("PRAGMA journal_mode=DELETE")
+            pages = target.execute("PRAGMA page_count").fetchone()[0]
+            check = target.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            target.close()
+    except BaseException:
+        destination.unlink(missing_ok=True)
+        raise
     if check != "ok":
         destination.unlink(missing_ok=True)
         raise ValidationFailure("OUTPUT", f"the copy failed its integrity check: {check}")
     return int(pages)
 
 
-def database_restore(*, source_file: Path) -> int:
-    """Replace the live database's content with a backup's, in one step."""
+def _read_only(path: Path) -> sqlite3.Connection:
+    # A URI, for its parameters, with the path percent-encoded so that '#' and '?' in the name
+    # stay part of it. Read-only never creates the file; immutable (a backup is a closed file)
+    # keeps SQLite from leaving a shared-memory or log file beside it.
+    return sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+
+
+def _instant(value: Any) -> datetime:
+    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _backup_events(backup: sqlite3.Connection) -> Iterator[ChainedEvent]:
+    rows = backup.execute(
+        "SELECT id, created_at, actor_id, actor_name, action, target, reason, details, "
+        "hash_version, prev_hash, hash FROM reviewconsole_event ORDER BY id"
+    )
+    for row in rows:
+        yield ChainedEvent(
+            id=row[0],
+            created_at=_instant(row[1]),
+            actor_id=row[2],
+            actor_name=row[3],
+            action=row[4],
+            target=row[5],
+            reason=row[6],
+            details=json.loads(row[7]),
+            hash_version=row[8],
+            prev_hash=row[9],
+            hash=row[10],
+        )
+
+
+def _backup_head(backup: sqlite3.Connection) -> Head | None:
+    row = backup.execute(
+        "SELECT count, event_id, hash, signature FROM reviewconsole_chainhead "
+        "ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
+
+
+def _checked_backup(backup: sqlite3.Connection) -> tuple[int, Head | None]:
+    """(events in the backup, its signed head) once everything about it checks out."""
+    check = backup.execute("PRAGMA integrity_check").fetchone()[0]
+    if check != "ok":
+        raise ValidationFailure("FILE", f"{NOT_A_DATABASE}: {check}")
+    tables = {r[0] for r in backup.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not {"django_migrations", "reviewconsole_event"} <= tables:
+        raise ValidationFailure("FILE", NOT_A_BACKUP)
+    columns = {r[1] for r in backup.execute("PRAGMA table_info(reviewconsole_event)")}
+    if not tables >= REQUIRED_TABLES or "hash_version" not in columns:
+        raise ValidationFailure("FILE", TOO_OLD)
+    head = _backup_head(backup)
+    checked, broken = first_broken_link(_backup_events(backup), key=audit_key(), head=head)
+    if broken is not None:
+        raise ValidationFailure(
+            "FILE", f"{BROKEN_CHAIN}: event {broken.event_id}: {broken.problem}"
+        )
+    return checked, head
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _operating_system_user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return ""
+
+
+def database_restore(*, source_file: Path) -> dict[str, Any]:
+    """Replace the live database's content with a backup's, in one step, and record it."""
     if not source_file.is_file():
         raise ValidationFailure("FILE", f"{source_file} does not exist")
-    backup = sqlite3.connect(f"file:{source_file}?mode=ro", uri=True)
+    live = _live_sqlite()
+    digest = _sha256(source_file)
     try:
-        check = backup.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            raise ValidationFailure("FILE", f"is not an intact SQLite database: {check}")
-        tables = {r[0] for r in backup.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "django_migrations" not in tables or "reviewconsole_event" not in tables:
-            raise ValidationFailure("FILE", "is not a backup of this console")
-        backup.backup(_live_sqlite())
-        pages = backup.execute("PRAGMA page_count").fetchone()[0]
-    finally:
-        backup.close()
-    return int(pages)
+        backup = _read_only(source_file)
+        try:
+            events, head = _checked_backup(backup)
+            backup.backup(live)
+            pages = int(backup.execute("PRAGMA page_count").fetchone()[0])
+        finally:
+            backup.close()
+    except (sqlite3.DatabaseError, ValueError, TypeError) as exc:
+        # Nothing was replaced: the copy is the last step and SQLite applies it all or nothing.
+        raise ValidationFailure("FILE", f"{NOT_A_DATABASE}: {exc}") from None
+    record_restore_anchor(head)
+    with transaction.atomic():
+        event_record(
+            actor=None,
+            action=Action.BACKUP_RESTORE,
+            target=f"backup:{source_file.name}"[:200],
+            details={
+                "file": str(source_file),
+                "sha256": digest,
+                "events": events,
+                "pages": pages,
+                "os_user": _operating_system_user(),
+            },
+        )
+    return {"pages": pages, "events": events, "sha256": digest}

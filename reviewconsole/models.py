@@ -38,6 +38,7 @@ class Action(models.TextChoices):
     PROPOSAL_DISMISS = "curation.proposal.dismiss", "skill proposal dismissed"
     HELDOUT_REGISTER = "evaluation.heldout.register", "held-out tickets registered"
     EVALUATION_REPLAY = "evaluation.replay.run", "replay evaluation run"
+    BACKUP_RESTORE = "reviewconsole.backup.restore", "database restored from a backup"
 
 
 class AppendOnlyError(RuntimeError):
@@ -69,7 +70,10 @@ class Event(models.Model):
     target = models.CharField(max_length=200, db_index=True)
     reason = models.TextField(blank=True)
     details = models.JSONField(default=dict, blank=True)
-    # The chain: each event's hash covers its own fields and its predecessor's hash.
+    # The chain: each event's hash covers its own columns and its predecessor's hash, in the
+    # format ``hash_version`` names (see reviewconsole/chain.py); 1 marks events written before
+    # the current format, which covers every column.
+    hash_version = models.PositiveSmallIntegerField(default=1, editable=False)
     prev_hash = models.CharField(max_length=64, default="", editable=False)
     hash = models.CharField(max_length=64, default="", editable=False, db_index=True)
 
@@ -83,7 +87,8 @@ class Event(models.Model):
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.target}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None:
+        # Not ``pk is None``: the chain chooses an event's id before inserting it.
+        if not self._state.adding:
             raise AppendOnlyError("audit events are append-only")
         super().save(*args, **kwargs)
 
@@ -96,6 +101,37 @@ class Event(models.Model):
             return str(Action(self.action).label)
         except ValueError:
             return self.action
+
+
+class ChainHeadQuerySet(models.QuerySet["ChainHead"]):
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("audit chain heads are append-only")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("audit chain heads are append-only")
+
+
+class ChainHead(models.Model):
+    """The audit chain's length and last event after an append, signed with a key kept outside
+    the database, so that events cut from the chain's end are noticed. Append-only."""
+
+    count = models.PositiveBigIntegerField()
+    event_id = models.BigIntegerField()
+    hash = models.CharField(max_length=64)
+    signature = models.CharField(max_length=64)
+
+    objects = ChainHeadQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.count} events, last {self.event_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("audit chain heads are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("audit chain heads are append-only")
 
 
 class TenantMembership(models.Model):

@@ -186,6 +186,18 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
 
+# The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
+# the chain, or a chain rehashed from some point on, are noticed. It must live outside the
+# database. Unset, it is derived from SECRET_KEY; production should set its own, since changing
+# the key (or SECRET_KEY while this is unset) makes the current head fail verification.
+AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "")
+# Optional: a file (ideally append-only, on other storage) that receives a signed copy of the
+# head after every committed event, so even a cut through both audit tables is noticed.
+AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
+# Database triggers refuse to empty the audit tables; only the test suite, which empties every
+# table between tests, turns this on.
+AUDIT_ALLOW_FLUSH = False
+
 # Knowledge: a document version is approved by an operator other than its author (as cases are by
 # a reviewer other than their submitter). A one-person deployment may set
 # CONSOLE_KNOWLEDGE_FOUR_EYES=0; imports that attest an approval are allowed either way.

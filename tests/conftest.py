@@ -34,6 +34,17 @@ def restore_migrated_rows() -> None:
         Synonym.objects.get_or_create(term=term, defaults={"canonical": canonical})
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _audit_tables_may_be_flushed() -> None:
+    """Transactional tests empty every table afterwards, the audit tables included.
+
+    Outside tests the database's triggers refuse that (see reviewconsole/audit.py).
+    """
+    from django.conf import settings
+
+    settings.AUDIT_ALLOW_FLUSH = True
+
+
 @pytest.fixture(autouse=True)
 def _migrated_rows_after_flush(request: pytest.FixtureRequest) -> None:
     marker = request.node.get_closest_marker("django_db")

@@ -2,7 +2,8 @@
 
 from django.db import migrations, models
 
-from reviewconsole.chain import GENESIS, event_hash
+from reviewconsole.chain import GENESIS
+from reviewconsole.chain import event_hash_v1 as event_hash
 
 REFUSE_CHANGES = """
 CREATE OR REPLACE FUNCTION reviewconsole_event_append_only() RETURNS trigger AS $$

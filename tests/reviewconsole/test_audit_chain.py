@@ -48,12 +48,20 @@ def test_an_intact_chain_verifies(three_events: list[Event]) -> None:
 
 @pytest.fixture
 def tamperable() -> Iterator[None]:
-    """Let raw SQL change the events table (PostgreSQL's trigger refuses it otherwise)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+    """Let raw SQL change the events table (its triggers refuse it otherwise)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
             # Deferred foreign-key checks must fire before the table can be altered.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("ALTER TABLE reviewconsole_event DISABLE TRIGGER USER")
+        else:
+            # Dropped inside the test's transaction, which puts them back when it rolls back.
+            cursor.execute(
+                "SELECT name FROM sqlite_master "
+                "WHERE type = 'trigger' AND tbl_name = 'reviewconsole_event'"
+            )
+            for (name,) in cursor.fetchall():
+                cursor.execute(f'DROP TRIGGER "{name}"')
     yield
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -99,8 +107,10 @@ def test_a_rehashed_forgery_still_breaks_the_next_link(
 
     edited = three_events[0]
     new_hash = event_hash(
+        id=edited.pk,
         prev_hash=edited.prev_hash,
         created_at=edited.created_at,
+        actor_id=edited.actor_id,
         actor_name=edited.actor_name,
         action=edited.action,
         target=edited.target,

@@ -10,7 +10,10 @@ from reviewconsole.errors import ValidationFailure
 
 
 class Command(JsonCommand):
-    help = "Replace the SQLite database's content with a backup made by `backup`."
+    help = (
+        "Replace the SQLite database's content with a backup made by `backup`, once the backup "
+        "proves intact and its audit chain verifies; the restore is recorded as an audit event."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", metavar="FILE")
@@ -19,8 +22,11 @@ class Command(JsonCommand):
     def execute_json(self, **options: Any) -> dict[str, Any]:
         if not options["yes"]:
             raise ValidationFailure("--yes", "restoring replaces every row; confirm with --yes")
-        pages = database_restore(source_file=Path(options["file"]).resolve())
-        return {"ok": True, "pages": pages}
+        restored = database_restore(source_file=Path(options["file"]).resolve())
+        return {"ok": True, **restored}
 
     def render_text(self, result: dict[str, Any]) -> str:
-        return f"restored ({result['pages']} pages)"
+        return (
+            f"restored ({result['pages']} pages, {result['events']} audit events verified; "
+            f"backup sha256 {result['sha256']})"
+        )
