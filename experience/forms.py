@@ -99,6 +99,9 @@ class RevokeForm(forms.Form):
     previewed_skills = forms.CharField(required=False, widget=forms.HiddenInput())
     previewed_runs = forms.CharField(required=False, widget=forms.HiddenInput())
 
+    def problems(self) -> list[tuple[str, str]]:
+        return _field_problems(self, {})
+
 
 class EvidenceCheckForm(forms.Form):
     key = forms.CharField(max_length=40)

@@ -591,9 +591,11 @@ def _revoke(
     """GET previews the impact; POST revokes, and the service recomputes and stores the impact."""
     errors: list[Condition] = []
     form = RevokeForm(request.POST or None)
-    if request.method == "POST":
+    if request.method == "POST" and not form.is_valid():
+        errors = [Condition(name, message, False) for name, message in form.problems()]
+    elif request.method == "POST":
         user = acting_user(request)
-        reason = form.data.get("reason", "")[:2000]
+        reason = form.cleaned_data["reason"]
         try:
             if isinstance(item, Case):
                 outcome = case_revoke(case=item, actor=user, reason=reason)

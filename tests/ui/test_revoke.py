@@ -137,3 +137,15 @@ def test_run_trace_shows_references_steps_and_reason(
     ):
         assert text in html
     assert client.get(reverse("experience:run-detail", args=["no-such-run"])).status_code == 404
+
+
+def test_a_reason_too_long_is_refused_naming_the_reason_not_cut(
+    memory: dict[str, Any], reviewer: User, client: Client
+) -> None:
+    case = memory["cases"][0]
+    client.force_login(reviewer)
+    response = client.post(_url("case-revoke", case), {"reason": "r" * 2001})
+    assert response.status_code == 422
+    assert [condition.name for condition in response.context["errors"]] == ["reason"]
+    case.refresh_from_db()
+    assert case.status == Status.APPROVED and not RevocationImpact.objects.exists()
