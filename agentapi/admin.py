@@ -1,4 +1,7 @@
-"""Agent API tokens in the admin: listed and revocable; the token text is never stored or shown."""
+"""Agent API tokens in the admin: listed and revocable; the token text is never stored or shown.
+
+Tokens are issued only on the shell (`manage.py create_token`), and only to agents.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ from django.http import HttpRequest
 
 from agentapi.models import ApiToken
 from agentapi.services import token_revoke
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.services import users_manageable_by
 
 
 @admin.register(ApiToken)
@@ -22,6 +26,11 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     fields = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     actions = ["revoke"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
+        # The tokens of the users this admin manages: a tenant-limited admin sees its tenants'.
+        manageable = users_manageable_by(acting_user(request)).values("pk")
+        return super().get_queryset(request).filter(user__in=manageable)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Tokens are issued by `manage.py create_token`, which shows the token text once.
@@ -43,7 +52,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         for token in queryset.filter(revoked_at__isnull=True):
             try:
                 token_revoke(token=token, actor=actor, reason="revoked in the admin")
-            except ValidationFailure:
-                continue  # revoked meanwhile by someone else
+            except (ValidationFailure, PermissionRefused):
+                continue  # revoked meanwhile by someone else, or its user left this admin's reach
             revoked += 1
         self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)

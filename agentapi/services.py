@@ -14,10 +14,16 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.roles import TOKEN_ROLE
+from reviewconsole.services import user_manage_check
 
 MAX_NAME_LENGTH = 100
 NAME_TOO_LONG = f"must be at most {MAX_NAME_LENGTH} characters"
 INACTIVE_USER = "is not an active user"
+NOT_AN_AGENT = (
+    "is not in the agent role: API tokens are issued to agents' service accounts only "
+    "(make one with `manage.py add_user NAME --role agent`)"
+)
 UNKNOWN_PREFIX = "no API token with this prefix"
 ALREADY_REVOKED = "this token is already revoked"
 # Marking every request would turn each read into a write; once a minute is enough to audit use.
@@ -36,6 +42,8 @@ class IssuedToken:
 def token_create(*, user: User, name: str = "", actor: User | None = None) -> IssuedToken:
     if not user.is_active:
         raise ValidationFailure("USER", INACTIVE_USER)
+    if not user.groups.filter(name=TOKEN_ROLE).exists():
+        raise ValidationFailure("USER", NOT_AN_AGENT)
     name = name.strip()
     if len(name) > MAX_NAME_LENGTH:
         raise ValidationFailure("--name", NAME_TOO_LONG)
@@ -54,7 +62,11 @@ def token_create(*, user: User, name: str = "", actor: User | None = None) -> Is
 
 @transaction.atomic
 def token_revoke(*, token: ApiToken, actor: User | None = None, reason: str = "") -> ApiToken:
+    """Revoke ``token``. Without ``actor`` (the shell) any token; an admin, only the tokens of
+    users it manages."""
     token = ApiToken.objects.select_for_update().select_related("user").get(pk=token.pk)
+    if actor is not None:
+        user_manage_check(actor=actor, user=token.user)
     if token.revoked_at is not None:
         raise ValidationFailure("token", ALREADY_REVOKED)
     token.revoked_at = clock.now()
@@ -79,10 +91,16 @@ def token_by_prefix(text: str, *, field: str = "PREFIX") -> ApiToken:
 
 
 def token_user(text: str) -> User | None:
-    """The active user a valid, unrevoked token acts as; None for anything else."""
+    """The active agent a valid, unrevoked token acts as; None for anything else.
+
+    A token whose user has left the agent role (or never was in it) acts as no one, so a role
+    change cannot turn an agent's token into a reviewer's or an admin's.
+    """
     prefix = token_prefix(text)
     row = (
-        ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+        ApiToken.objects.select_related("user")
+        .filter(prefix=prefix, user__groups__name=TOKEN_ROLE)
+        .first()
         if prefix is not None
         else None
     )

@@ -1,13 +1,45 @@
-"""The audit log in the admin: read-only, filterable, never edited or deleted."""
+"""The audit log, roles and users in the admin.
+
+The audit log and the roles are read-only. Users are written only through
+``reviewconsole.services``, which owns every rule about who may change whom; the forms below call
+its checks to show errors beside the fields, and the services check again when they write.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.models import User
-from django.http import HttpRequest
+from collections.abc import Callable
+from typing import Any
 
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.forms import AdminPasswordChangeForm
+from django.contrib.admin.utils import unquote
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
+from django.contrib.auth.views import PasswordChangeView
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
 from reviewconsole.models import ChainHead, Event, TenantMembership
+from reviewconsole.services import (
+    PROFILE_FIELDS,
+    SET_BY_OWNER_ONLY,
+    assignable_roles,
+    password_strength_check,
+    user_active_check,
+    user_create,
+    user_password_change,
+    user_role,
+    user_role_check,
+    user_tenants_check,
+    user_update,
+    users_manageable_by,
+)
 from reviewconsole.tenancy import is_deployment_wide
 
 
@@ -53,17 +85,307 @@ class ChainHeadAdmin(admin.ModelAdmin[ChainHead]):
         return False
 
 
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class RoleAdmin(GroupAdmin):
+    """Roles are defined in code and created by migrations; the admin only shows them."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Group | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Group | None = None) -> bool:
+        return False
+
+
+def _checked(form: forms.BaseForm, check: Callable[[], object]) -> None:
+    """Run a service check; its refusal becomes an error on the field it names."""
+    try:
+        check()
+    except ValidationFailure as failure:
+        field = failure.field if failure.field in form.fields else None
+        form.add_error(field, failure.message)
+    except PermissionRefused as refusal:
+        form.add_error(None, refusal.message)
+
+
+class ConsoleUserCreationForm(forms.ModelForm[User]):
+    """A new user: a name, one role, and optionally a first password (the user may change it)."""
+
+    actor: User
+    role = forms.ChoiceField(choices=())
+    password1 = forms.CharField(
+        label="Password",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Leave empty for an account that cannot log in until a password is set.",
+    )
+    password2 = forms.CharField(
+        label="Password confirmation",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    class Meta:
+        model = User
+        fields = ("username",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        role = self.fields["role"]
+        assert isinstance(role, forms.ChoiceField)
+        role.choices = [(r, r) for r in assignable_roles(self.actor)]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if "role" in data:
+            _checked(self, lambda: user_role_check(actor=self.actor, user=None, role=data["role"]))
+        password = data.get("password1") or ""
+        if password != (data.get("password2") or ""):
+            self.add_error("password2", "The two password fields do not match.")
+        elif password:
+            probe = User(username=data.get("username", ""))
+            _checked(self, lambda: password_strength_check(password=password, user=probe))
+        return data
+
+
+class ConsoleUserChangeForm(forms.ModelForm[User]):
+    """One role instead of free groups and flags; staff status follows the role."""
+
+    actor: User
+    role = forms.ChoiceField(choices=())
+
+    class Meta:
+        model = User
+        fields = (*PROFILE_FIELDS, "is_active")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = user_role(self.instance)
+        choices = assignable_roles(self.actor)
+        if current is not None and current not in choices:
+            choices = [current, *choices]
+        role = self.fields.get("role")  # absent on one's own account, where it is read-only
+        if isinstance(role, forms.ChoiceField):
+            role.choices = [(r, r) for r in choices]
+            role.initial = current
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        original = User.objects.get(pk=self.instance.pk)
+        if "role" in data:
+            _checked(
+                self, lambda: user_role_check(actor=self.actor, user=original, role=data["role"])
+            )
+        if "is_active" in data:
+            _checked(
+                self,
+                lambda: user_active_check(
+                    actor=self.actor, user=original, is_active=data["is_active"]
+                ),
+            )
+        return data
+
+
+def _formset_tenants(formset: Any) -> list[str]:
+    tenants = []
+    for form in formset.forms:
+        data = getattr(form, "cleaned_data", None) or {}
+        if formset.can_delete and formset._should_delete_form(form):
+            continue
+        if data.get("tenant"):
+            tenants.append(str(data["tenant"]))
+    return tenants
+
+
+class TenantMembershipFormSet(BaseInlineFormSet[TenantMembership, User, Any]):
+    actor: User
+
+    def clean(self) -> None:
+        super().clean()
+        user = self.instance if self.instance.pk else None
+        try:
+            user_tenants_check(actor=self.actor, user=user, tenants=_formset_tenants(self))
+        except ValidationFailure as failure:
+            raise forms.ValidationError(failure.message) from None
+
+
 class TenantMembershipInline(admin.TabularInline[TenantMembership, User]):
-    """The tenants a user is limited to; none means deployment-wide."""
+    """The tenants a user is limited to; none means deployment-wide. Editable with the user, by
+    whoever may change that user, except on one's own account."""
 
     model = TenantMembership
+    formset = TenantMembershipFormSet
     extra = 0
     fields = ("tenant",)
 
+    def get_formset(self, request: HttpRequest, obj: User | None = None, **kwargs: Any) -> Any:
+        formset = super().get_formset(request, obj, **kwargs)
+        return type(formset.__name__, (formset,), {"actor": request.user})
+
+    def _user_admin(self) -> admin.ModelAdmin[User]:
+        return self.admin_site._registry[User]
+
+    def _editable(self, request: HttpRequest, obj: Any) -> bool:
+        if obj is None:
+            return self._user_admin().has_add_permission(request)
+        return obj.pk != request.user.pk and self._user_admin().has_change_permission(request, obj)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._user_admin().has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(request, obj)
+
 
 class ConsoleUserAdmin(UserAdmin):
-    inlines = (*UserAdmin.inlines, TenantMembershipInline)
+    """Users, written through the user services.
+
+    No one edits ``is_superuser`` or direct permissions here (superusers are made on the shell
+    with ``createsuperuser``); staff status follows the role; users are deactivated, never
+    deleted, so their audit trail keeps its actor; another user's password is never set here.
+    """
+
+    form = ConsoleUserChangeForm
+    add_form = ConsoleUserCreationForm
+    inlines = (TenantMembershipInline,)
+    fieldsets = (
+        (None, {"fields": ("username",)}),
+        ("Personal info", {"fields": PROFILE_FIELDS}),
+        ("Access", {"fields": ("role", "is_active", "is_staff", "is_superuser")}),
+        ("Important dates", {"fields": ("last_login", "date_joined")}),
+    )
+    add_fieldsets = (
+        (None, {"classes": ("wide",), "fields": ("username", "role", "password1", "password2")}),
+    )
+    list_display = ("username", "email", "role", "is_active", "is_staff", "is_superuser")
+    filter_horizontal = ()
+
+    @admin.display(description="role")
+    def role(self, obj: User) -> str:
+        return user_role(obj) or "—"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: User | None = None) -> list[str]:
+        if obj is None:
+            return []
+        fields = ["username", "is_staff", "is_superuser", "last_login", "date_joined"]
+        if obj.pk == request.user.pk:
+            # One's own role and activity are someone else's decision.
+            fields += ["role", "is_active"]
+        return fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
+        manageable = users_manageable_by(acting_user(request)).values("pk")
+        return super().get_queryset(request).filter(pk__in=manageable).prefetch_related("groups")
+
+    def _reachable(self, request: HttpRequest, obj: User | None) -> bool:
+        return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()
+
+    def has_view_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        return super().has_view_permission(request, obj) and self._reachable(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        return super().has_change_permission(request, obj) and self._reachable(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        return False
+
+    def get_form(
+        self, request: HttpRequest, obj: User | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"actor": request.user})
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except (ValidationFailure, PermissionRefused) as refusal:
+            # The forms check first; this is a race, and the transaction has rolled back.
+            raise PermissionDenied(str(refusal)) from refusal
+
+    def save_model(self, request: HttpRequest, obj: User, form: Any, change: bool) -> None:
+        """The user, its role and its memberships are written together in ``save_related``."""
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        actor = acting_user(request)
+        data = form.cleaned_data
+        memberships = [f for f in formsets if f.model is TenantMembership]
+        tenants = _formset_tenants(memberships[0]) if memberships else None
+        if change:
+            user = user_update(
+                actor=actor,
+                user=form.instance,
+                role=data.get("role"),
+                is_active=data.get("is_active"),
+                tenants=tenants,
+                profile={name: data[name] for name in PROFILE_FIELDS if name in data},
+            )
+        else:
+            user = user_create(
+                actor=actor,
+                username=data["username"],
+                role=data["role"],
+                tenants=tenants or [],
+                password=data.get("password1") or None,
+            )
+        form.instance.pk = user.pk
+        form.instance.refresh_from_db()
+        form.instance._state.adding = False
+        for formset in formsets:
+            # Django's own change message reads these; the audit event above is the record.
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """One's own password is changed where the old one is asked for; no one else's here."""
+        if unquote(id) == str(request.user.pk):
+            return HttpResponseRedirect(reverse("admin:password_change"))
+        raise PermissionDenied(f"password {SET_BY_OWNER_ONLY}")
 
 
 admin.site.unregister(User)
 admin.site.register(User, ConsoleUserAdmin)
+
+
+class OwnPasswordChangeForm(AdminPasswordChangeForm):
+    """The admin's own-password form (it asks for the old password), saved through the service."""
+
+    def save(self, commit: bool = True) -> User:
+        self.user = user_password_change(
+            actor=self.user, user=self.user, password=self.cleaned_data["new_password1"]
+        )
+        return self.user
+
+
+def own_password_change(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    """The admin site's "change password" page, audited."""
+    site = admin.site
+    request.current_app = site.name
+    return PasswordChangeView.as_view(
+        form_class=OwnPasswordChangeForm,
+        success_url=reverse("admin:password_change_done", current_app=site.name),
+        extra_context={**site.each_context(request), **(extra_context or {})},
+    )(request)
+
+
+# The site builds its URLs from this attribute when the URLconf loads, after this module.
+admin.site.password_change = own_password_change  # type: ignore[method-assign]

@@ -10,6 +10,11 @@ class Action(models.TextChoices):
     """Every audited operation, namespaced ``<app>.<entity>.<verb>``."""
 
     USER_ROLE_SET = "auth.user.role_set", "user role set"
+    USER_CREATE = "auth.user.create", "user created"
+    USER_CHANGE = "auth.user.change", "user details changed"
+    USER_ACTIVE_SET = "auth.user.active_set", "user activated or deactivated"
+    USER_TENANTS_SET = "auth.user.tenants_set", "user tenant memberships changed"
+    USER_PASSWORD_CHANGE = "auth.user.password_change", "user password changed"
     DOCUMENT_CREATE = "knowledge.document.create", "knowledge document created"
     DOCUMENT_APPROVE = "knowledge.document.approve", "knowledge document approved"
     DOCUMENT_REVOKE = "knowledge.document.revoke", "knowledge document revoked"

@@ -70,6 +70,21 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 # Roles that work in the Django admin as well as the console.
 STAFF_ROLES = frozenset({Role.REVIEWER, Role.OPERATOR, Role.ADMIN})
 
+# Who may hand out which role: a user who manages users assigns roles at or below their own
+# rank and manages only users at or below it. A superuser ranks above every role; superusers are
+# made on the shell only (`createsuperuser`), never by a role.
+ROLE_RANK: dict[str, int] = {Role.AGENT: 0, Role.REVIEWER: 1, Role.OPERATOR: 1, Role.ADMIN: 2}
+SUPERUSER_RANK = 3
+NO_ROLE_RANK = -1
+
+# The only role whose users may hold API tokens.
+TOKEN_ROLE = Role.AGENT
+
+
+def roles_at_or_below(rank: int) -> list[str]:
+    """The roles a user of ``rank`` may assign, in declaration order."""
+    return [role for role in Role.values if ROLE_RANK[role] <= rank]
+
 
 def create_permissions_now(apps: Any) -> None:
     """Create every model's permissions inside a migration.

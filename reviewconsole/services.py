@@ -1,23 +1,161 @@
-"""Writes owned by the console shell: users and their roles."""
+"""Writes owned by the console shell: users, their roles and their tenant memberships.
+
+Two paths change users. The shell (``add_user``, ``createsuperuser``, ``changepassword``) is
+trusted: whoever runs it runs the deployment. The Django admin is not: there an admin manages
+only users at or below their own rank and inside their own tenants, never their own role,
+activity or memberships, and never anyone's superuser flag or another user's password. The rules
+live here, in the ``user_*_check`` functions, which the admin's forms call to show errors and the
+writing services call again before they write. Every write records its audit event in the same
+transaction; passwords never reach the event.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import AnonymousUser, Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q, QuerySet
 
 from reviewconsole.audit import event_record
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, TenantMembership
-from reviewconsole.roles import STAFF_ROLES, Role
+from reviewconsole.roles import (
+    NO_ROLE_RANK,
+    ROLE_RANK,
+    STAFF_ROLES,
+    SUPERUSER_RANK,
+    Role,
+    roles_at_or_below,
+)
 from reviewconsole.scopes import validate_scope_value
-from reviewconsole.tenancy import forget
+from reviewconsole.tenancy import forget, tenants_of
 
 UNKNOWN_ROLE = "must be one of reviewer, operator, admin, agent"
 BAD_USERNAME = "must be 1-150 characters of letters, digits and @.+-_"
+USERNAME_TAKEN = "is already taken"
+CANNOT_MANAGE_USERS = "you may not manage users"
+NOT_MANAGEABLE = (
+    "is a user you may not manage (a higher role, a superuser, or outside your tenants)"
+)
+ROLE_ABOVE_OWN = "is a role above your own"
+OWN_ROLE = "you may not change your own role"
+OWN_ACTIVE = "you may not deactivate or reactivate yourself"
+OWN_TENANTS = "you may not change your own tenant memberships"
+TENANT_NOT_YOURS = "names a tenant you are not a member of: {tenants}"
+TENANTS_REQUIRED = (
+    "must name at least one of your tenants: a tenant-limited admin manages only users of its "
+    "tenants and may not make a user deployment-wide"
+)
+SET_BY_OWNER_ONLY = (
+    "of another user cannot be set in the console; the user changes it after logging in, or "
+    "someone with shell access runs `manage.py changepassword`"
+)
+PROFILE_FIELDS = ("first_name", "last_name", "email")
+
+
+# --- Who may manage whom -----------------------------------------------------------------------
+
+
+def user_role(user: User) -> str | None:
+    names = {g.name for g in user.groups.all()}
+    for role in Role.values:
+        if role in names:
+            return role
+    return None
+
+
+def user_rank(user: User) -> int:
+    if user.is_superuser:
+        return SUPERUSER_RANK
+    role = user_role(user)
+    return ROLE_RANK[role] if role is not None else NO_ROLE_RANK
+
+
+def assignable_roles(actor: User) -> list[str]:
+    """The roles ``actor`` may give in the admin: those at or below their own rank."""
+    return roles_at_or_below(user_rank(actor))
+
+
+def may_manage_users(actor: User | AnonymousUser) -> bool:
+    return (
+        isinstance(actor, User)
+        and actor.is_active
+        and actor.is_staff
+        and actor.has_perm("auth.change_user")
+    )
+
+
+def users_manageable_by(actor: User) -> QuerySet[User]:
+    """The users ``actor`` sees and manages in the admin (themselves included, read mostly)."""
+    if not may_manage_users(actor):
+        return User.objects.none()
+    others = User.objects.all()
+    if not actor.is_superuser:
+        rank = user_rank(actor)
+        above = [role for role in Role.values if ROLE_RANK[role] > rank]
+        others = others.exclude(is_superuser=True)
+        if above:
+            others = others.exclude(groups__name__in=above)
+    allowed = tenants_of(actor)
+    if allowed is not None:
+        # Users of its tenants only: a deployment-wide user, or one also in another tenant,
+        # is out of a tenant-limited admin's reach.
+        members = TenantMembership.objects.values("user_id")
+        outside = members.exclude(tenant__in=sorted(allowed))
+        others = others.filter(pk__in=members).exclude(pk__in=outside)
+    return User.objects.filter(Q(pk__in=others.values("pk")) | Q(pk=actor.pk))
+
+
+def user_manage_check(*, actor: User, user: User) -> None:
+    """Refuse unless ``actor`` may manage ``user`` at all."""
+    if not may_manage_users(actor):
+        raise PermissionRefused(CANNOT_MANAGE_USERS)
+    if not users_manageable_by(actor).filter(pk=user.pk).exists():
+        raise ValidationFailure("user", NOT_MANAGEABLE)
+
+
+def user_role_check(*, actor: User, user: User | None, role: str) -> None:
+    """Refuse ``role`` for ``user`` (None: a new user) when ``actor`` may not give it."""
+    if role not in Role.values:
+        raise ValidationFailure("role", UNKNOWN_ROLE)
+    if user is not None and user.pk == actor.pk and role != user_role(user):
+        raise ValidationFailure("role", OWN_ROLE)
+    if role not in assignable_roles(actor):
+        raise ValidationFailure("role", ROLE_ABOVE_OWN)
+
+
+def user_active_check(*, actor: User, user: User, is_active: bool) -> None:
+    if user.pk == actor.pk and is_active != user.is_active:
+        raise ValidationFailure("is_active", OWN_ACTIVE)
+
+
+def user_tenants_check(*, actor: User, user: User | None, tenants: Iterable[str]) -> list[str]:
+    """The cleaned tenant list, or a refusal naming ``tenants``."""
+    clean = sorted({validate_scope_value(t, field="tenants") for t in tenants})
+    if user is not None and user.pk == actor.pk:
+        if set(clean) != set(_tenants(user)):
+            raise ValidationFailure("tenants", OWN_TENANTS)
+        return clean
+    allowed = tenants_of(actor)
+    if allowed is not None:
+        if not clean:
+            raise ValidationFailure("tenants", TENANTS_REQUIRED)
+        foreign = [t for t in clean if t not in allowed]
+        if foreign:
+            raise ValidationFailure("tenants", TENANT_NOT_YOURS.format(tenants=", ".join(foreign)))
+    return clean
+
+
+def user_password_check(*, actor: User, user: User) -> None:
+    if user.pk != actor.pk:
+        raise ValidationFailure("password", SET_BY_OWNER_ONLY)
+
+
+# --- Writes --------------------------------------------------------------------------------------
 
 
 @transaction.atomic
@@ -30,43 +168,29 @@ def user_set_role(
     check_password_strength: bool = True,
     tenants: Sequence[str] | None = None,
 ) -> User:
-    """Create or update ``username`` in exactly one role.
+    """Create or update ``username`` in exactly one role: the shell's path (``add_user``).
 
     ``tenants``: None leaves the user's tenant memberships as they are; a list replaces them
     (an empty list makes the user deployment-wide).
     """
     if role not in Role.values:
         raise ValidationFailure("role", UNKNOWN_ROLE)
-    username_field = User._meta.get_field("username")
-    try:
-        username_field.clean(username, None)
-    except ValidationError:
-        raise ValidationFailure("username", BAD_USERNAME) from None
+    _username_check(username)
     user, created = User.objects.get_or_create(username=username)
     if password is not None:
         if check_password_strength:
-            try:
-                validate_password(password, user)
-            except ValidationError as exc:
-                raise ValidationFailure("password", " ".join(exc.messages)) from None
+            password_strength_check(password=password, user=user)
         user.set_password(password)
     elif created:
         user.set_unusable_password()
-    user.is_staff = role in STAFF_ROLES
     user.is_active = True
-    user.save()
-    user.groups.set([Group.objects.get(name=role)])
+    _apply_role(user, role)
     if tenants is not None:
-        clean = sorted({validate_scope_value(t, field="tenant") for t in tenants})
-        TenantMembership.objects.filter(user=user).exclude(tenant__in=clean).delete()
-        TenantMembership.objects.bulk_create(
-            [TenantMembership(user=user, tenant=t) for t in clean], ignore_conflicts=True
-        )
-        forget(user)
+        _set_tenants(user, sorted({validate_scope_value(t, field="tenant") for t in tenants}))
     event_record(
         actor=actor,
         action=Action.USER_ROLE_SET,
-        target=f"user:{username}",
+        target=_target(user),
         details={
             "role": role,
             "created": created,
@@ -77,9 +201,167 @@ def user_set_role(
     return user
 
 
-def user_role(user: User) -> str | None:
-    names = {g.name for g in user.groups.all()}
-    for role in Role.values:
-        if role in names:
-            return role
-    return None
+@transaction.atomic
+def user_create(
+    *,
+    actor: User,
+    username: str,
+    role: str,
+    tenants: Sequence[str],
+    password: str | None = None,
+    profile: dict[str, str] | None = None,
+) -> User:
+    """A new user made in the admin. Without ``password`` the user cannot log in until one is
+    set on the shell; a superuser is never made here."""
+    if not may_manage_users(actor):
+        raise PermissionRefused(CANNOT_MANAGE_USERS)
+    _username_check(username)
+    if User.objects.filter(username=username).exists():
+        raise ValidationFailure("username", USERNAME_TAKEN)
+    user_role_check(actor=actor, user=None, role=role)
+    clean_tenants = user_tenants_check(actor=actor, user=None, tenants=tenants)
+    user = User(username=username, is_active=True, is_superuser=False)
+    for name, value in _profile(profile).items():
+        setattr(user, name, value)
+    if password:
+        password_strength_check(password=password, user=user)
+        user.set_password(password)
+    else:
+        user.set_unusable_password()
+    _apply_role(user, role)
+    _set_tenants(user, clean_tenants)
+    event_record(
+        actor=actor,
+        action=Action.USER_CREATE,
+        target=_target(user),
+        details={"role": role, "tenants": clean_tenants, "password_set": bool(password)},
+    )
+    return user
+
+
+@transaction.atomic
+def user_update(
+    *,
+    actor: User,
+    user: User,
+    role: str | None,
+    is_active: bool | None,
+    tenants: Sequence[str] | None,
+    profile: dict[str, str] | None = None,
+) -> User:
+    """Apply an admin's edit of ``user``: one audit event per kind of change made.
+
+    ``role``, ``is_active``, ``tenants``: None leaves that part as it is.
+    """
+    user = User.objects.select_for_update().get(pk=user.pk)
+    user_manage_check(actor=actor, user=user)
+    before_role = user_role(user)
+    role = before_role if role is None else role
+    is_active = user.is_active if is_active is None else is_active
+    if role is not None:
+        user_role_check(actor=actor, user=user, role=role)
+    user_active_check(actor=actor, user=user, is_active=is_active)
+    before_tenants = _tenants(user)
+    clean_tenants = user_tenants_check(
+        actor=actor, user=user, tenants=before_tenants if tenants is None else tenants
+    )
+
+    changed = sorted(
+        name for name, value in _profile(profile).items() if getattr(user, name) != value
+    )
+    for name in changed:
+        setattr(user, name, _profile(profile)[name])
+    if changed:
+        user.save(update_fields=changed)
+        event_record(
+            actor=actor,
+            action=Action.USER_CHANGE,
+            target=_target(user),
+            details={"fields": changed},
+        )
+    if is_active != user.is_active:
+        user.is_active = is_active
+        user.save(update_fields=["is_active"])
+        event_record(
+            actor=actor,
+            action=Action.USER_ACTIVE_SET,
+            target=_target(user),
+            details={"is_active": is_active},
+        )
+    if role is not None and role != before_role:
+        _apply_role(user, role)
+        event_record(
+            actor=actor,
+            action=Action.USER_ROLE_SET,
+            target=_target(user),
+            details={"role": role, "from": before_role, "created": False, "password_set": False},
+        )
+    if clean_tenants != before_tenants:
+        _set_tenants(user, clean_tenants)
+        event_record(
+            actor=actor,
+            action=Action.USER_TENANTS_SET,
+            target=_target(user),
+            details={
+                "tenants": clean_tenants,
+                "added": sorted(set(clean_tenants) - set(before_tenants)),
+                "removed": sorted(set(before_tenants) - set(clean_tenants)),
+            },
+        )
+    return user
+
+
+@transaction.atomic
+def user_password_change(*, actor: User, user: User, password: str) -> User:
+    """``actor`` sets their own new password (the form asked for the old one)."""
+    user_password_check(actor=actor, user=user)
+    user = User.objects.select_for_update().get(pk=user.pk)
+    password_strength_check(password=password, user=user)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    event_record(actor=actor, action=Action.USER_PASSWORD_CHANGE, target=_target(user))
+    return user
+
+
+# --- Helpers -------------------------------------------------------------------------------------
+
+
+def _target(user: User) -> str:
+    return f"user:{user.get_username()}"
+
+
+def _username_check(username: str) -> None:
+    try:
+        User._meta.get_field("username").clean(username, None)
+    except ValidationError:
+        raise ValidationFailure("username", BAD_USERNAME) from None
+
+
+def password_strength_check(*, password: str, user: User) -> None:
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        raise ValidationFailure("password", " ".join(exc.messages)) from None
+
+
+def _profile(profile: dict[str, Any] | None) -> dict[str, str]:
+    return {name: str(value) for name, value in (profile or {}).items() if name in PROFILE_FIELDS}
+
+
+def _apply_role(user: User, role: str) -> None:
+    """Put ``user`` in exactly ``role``; staff status follows the role, never a checkbox."""
+    user.is_staff = role in STAFF_ROLES
+    user.save()
+    user.groups.set([Group.objects.get(name=role)])
+
+
+def _tenants(user: User) -> list[str]:
+    return sorted(TenantMembership.objects.filter(user=user).values_list("tenant", flat=True))
+
+
+def _set_tenants(user: User, tenants: list[str]) -> None:
+    TenantMembership.objects.filter(user=user).exclude(tenant__in=tenants).delete()
+    TenantMembership.objects.bulk_create(
+        [TenantMembership(user=user, tenant=t) for t in tenants], ignore_conflicts=True
+    )
+    forget(user)

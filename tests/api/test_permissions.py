@@ -1,4 +1,4 @@
-"""Per role: tokens of any user authenticate, but each endpoint checks the role's permission;
+"""Only agents' tokens authenticate; each endpoint still checks the agent role's permission;
 and nothing lets an agent approve, check, reject, revoke or read candidates."""
 
 from __future__ import annotations
@@ -6,27 +6,54 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
+from agentapi.models import ApiToken
+from agentapi.tokens import token_generate
 from experience.models import Case, EvidenceCheck, Status
+from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, Demo, case_body, retrieve_body, run_body, search_body
 
 pytestmark = pytest.mark.django_db
 
 ROLES = ("agent", "reviewer", "operator", "admin_user")
 
-# Expected status per endpoint and role: what each role's permissions allow.
+# Expected status per endpoint and role. Tokens are issued to agents only; a token row of another
+# role (as one issued before that rule would be) authenticates no one.
+_NO_TOKEN = {"reviewer": 401, "operator": 401, "admin_user": 401}
 EXPECTED = {
-    "ping": {"agent": 200, "reviewer": 200, "operator": 200, "admin_user": 200},
-    "search": {"agent": 200, "reviewer": 200, "operator": 200, "admin_user": 403},
-    "retrieve": {"agent": 200, "reviewer": 200, "operator": 403, "admin_user": 403},
-    "run": {"agent": 200, "reviewer": 200, "operator": 403, "admin_user": 403},
-    "propose": {"agent": 201, "reviewer": 201, "operator": 201, "admin_user": 403},
-    "read_run": {"agent": 200, "reviewer": 200, "operator": 403, "admin_user": 200},
-    "read_case": {"agent": 200, "reviewer": 200, "operator": 403, "admin_user": 403},
-    "read_skill": {"agent": 200, "reviewer": 200, "operator": 403, "admin_user": 403},
+    "ping": {"agent": 200, **_NO_TOKEN},
+    "search": {"agent": 200, **_NO_TOKEN},
+    "retrieve": {"agent": 200, **_NO_TOKEN},
+    "run": {"agent": 200, **_NO_TOKEN},
+    "propose": {"agent": 201, **_NO_TOKEN},
+    "read_run": {"agent": 200, **_NO_TOKEN},
+    "read_case": {"agent": 200, **_NO_TOKEN},
+    "read_skill": {"agent": 200, **_NO_TOKEN},
 }
+
+
+def _client_of(user: User, client_for: Callable[[User], BearerClient]) -> BearerClient:
+    if user.groups.filter(name=Role.AGENT).exists():
+        return client_for(user)
+    new = token_generate()
+    ApiToken.objects.create(
+        user=user, prefix=new.prefix, token_hash=new.digest, created_at=user.date_joined
+    )
+    return BearerClient(new.text)
+
+
+def _agent_without(*permissions: str) -> None:
+    """Take ``permissions`` (all when none are named) from the agent role, for this test."""
+    group = Group.objects.get(name=Role.AGENT)
+    if not permissions:
+        group.permissions.clear()
+    for name in permissions:
+        app_label, codename = name.split(".")
+        group.permissions.remove(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
 
 
 def _call(client: BearerClient, endpoint: str, demo: Demo) -> int:
@@ -68,14 +95,22 @@ def test_each_endpoint_checks_the_roles_permission(
     endpoint: str,
 ) -> None:
     user = request.getfixturevalue(role)
-    status = _call(client_for(user), endpoint, with_a_run)
+    status = _call(_client_of(user, client_for), endpoint, with_a_run)
     assert status == EXPECTED[endpoint][role]
 
 
-def test_a_refusal_names_the_missing_permission(
-    admin_user: User, client_for: Callable[[User], BearerClient], demo: Demo
+@pytest.mark.parametrize("endpoint", sorted(EXPECTED))
+def test_each_endpoint_checks_a_permission(
+    agent_client: BearerClient, with_a_run: Demo, endpoint: str
 ) -> None:
-    response = client_for(admin_user).post_json("/api/v1/knowledge/search", search_body())
+    _agent_without()
+    status = _call(agent_client, endpoint, with_a_run)
+    assert status == (200 if endpoint == "ping" else 403)
+
+
+def test_a_refusal_names_the_missing_permission(agent_client: BearerClient, demo: Demo) -> None:
+    _agent_without("knowledge.search_knowledge")
+    response = agent_client.post_json("/api/v1/knowledge/search", search_body())
     assert response.status_code == 403
     assert "knowledge.search_knowledge" in response.json()["detail"]
 

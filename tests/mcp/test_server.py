@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from mcp import Client
@@ -147,8 +147,11 @@ def test_a_service_refusal_names_the_json_path(agent_token: str, at_now: Any) ->
     assert result.structured_content["loc"] == ["valid_to"]
 
 
-def test_a_role_without_the_permission_is_refused(admin_user: User, demo: Demo) -> None:
-    token = token_create(user=admin_user).text
+def test_a_role_without_the_permission_is_refused(agent: User, demo: Demo) -> None:
+    token = token_create(user=agent).text
+    Group.objects.get(name="agent").permissions.remove(
+        Permission.objects.get(codename="search_knowledge")
+    )
     result = call(token, "search_knowledge", search_body())
     assert result.is_error
     assert result.structured_content["error"] == "forbidden"
