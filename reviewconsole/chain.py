@@ -195,8 +195,8 @@ def _missing(head: Head, checked: int, where: str) -> str:
 
 def _disagrees(head: Head, where: str) -> str:
     return (
-        f"the chain disagrees with the {where}: its event {head.count} is not event "
-        f"{head.event_id} with the recorded hash"
+        f"the chain disagrees with the {where}: the event at position {head.count} is not "
+        f"event {head.event_id} with the recorded hash"
     )
 
 

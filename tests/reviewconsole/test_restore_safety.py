@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def manage(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
+def manage(db: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", **extra_env}
     return subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -170,3 +170,18 @@ def test_backup_file_names_with_uri_characters(live: Path, tmp_path: Path, name:
 
     assert sorted(p.name for p in folder.iterdir()) == [name]
     assert rows(live, "SELECT username FROM auth_user WHERE username = 'late'") == []
+
+
+def test_a_restore_restarts_the_anchor_file_at_the_backup(live: Path, tmp_path: Path) -> None:
+    # The anchor file records heads the older backup does not reach; the restore says so in it.
+    anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
+    backup = tmp_path / "backup.sqlite3"
+    ok(manage(live, "add_user", "early", "--role", "agent", "--json", **anchor))
+    ok(manage(live, "backup", str(backup), "--json", **anchor))
+    ok(manage(live, "add_user", "late", "--role", "agent", "--json", **anchor))
+
+    ok(manage(live, "restore", str(backup), "--yes", "--json", **anchor))
+
+    assert ok(manage(live, "verify_audit", "--json", **anchor))["ok"] is True
+    records = [json.loads(line) for line in Path(anchor["AUDIT_ANCHOR_FILE"]).read_text().split()]
+    assert [r.get("restore", False) for r in records] == [False, False, True, False]
