@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+# One pytest worker per core (pytest-xdist); each worker gets its own test database.
+WORKERS="${PYTEST_WORKERS:-auto}"
 
 echo "== ruff"
 "$BIN/ruff" check --no-cache .
@@ -16,7 +18,7 @@ echo "== browser"
 bash scripts/ensure_browser.sh || [ -z "${CI:-}" ]  # outside CI, browser tests skip without it
 
 echo "== pytest (SQLite)"
-env -u DATABASE_URL "$BIN/pytest" -q -p no:cacheprovider "$@"
+env -u DATABASE_URL "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" "$@"
 
 pg_ready() {
   "$BIN/python" - "$PG_URL" <<'PY'
@@ -36,7 +38,7 @@ if ! pg_ready && command -v pg_ctlcluster >/dev/null 2>&1; then
 fi
 if pg_ready; then
   echo "== pytest (PostgreSQL)"
-  DATABASE_URL="$PG_URL" "$BIN/pytest" -q -p no:cacheprovider "$@"
+  DATABASE_URL="$PG_URL" "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" "$@"
 elif [ -n "${CI:-}" ]; then
   echo "PostgreSQL is required in CI" >&2
   exit 1
