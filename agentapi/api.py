@@ -1,4 +1,4 @@
-"""The HTTP API for agents under /api/v1/ (SPEC §4.4).
+"""The HTTP API for agents under /api/v1/ (docs/contracts.md, HTTP API).
 
 Every endpoint authenticates a bearer token, checks the token user's permission and calls one
 operation of ``agentapi.operations`` (the same functions the MCP server calls). There are no

@@ -1,4 +1,6 @@
-"""An MCP server (official ``mcp`` SDK) exposing the agent operations as tools (SPEC §4.4).
+"""An MCP server (official ``mcp`` SDK) exposing the agent operations as tools.
+
+The tools are listed in docs/contracts.md, MCP.
 
 The server holds one agent token and authenticates it again on every call, so revoking the
 token or deactivating its user stops the server's next call. The tools take the same request

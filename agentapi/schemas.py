@@ -1,4 +1,6 @@
-"""Request and response bodies of the agent API (SPEC §4.2, §4.3), shared by HTTP and MCP.
+"""Request and response bodies of the agent API, shared by HTTP and MCP.
+
+The shapes are described in docs/contracts.md, HTTP API and Import formats.
 
 Requests refuse unknown fields, naive datetimes, placeholder scopes, over-long text and text
 that no database can store (NUL characters, lone surrogates); every refusal names its field.
@@ -274,7 +276,7 @@ class CounterevidenceIn(RequestBody):
 
 
 class CaseProposal(RequestBody):
-    """A candidate case in the import format of SPEC §4.3."""
+    """A candidate case in the import format of cases (docs/contracts.md, Import formats)."""
 
     type: Literal["case"] = "case"
     scope: CaseScope

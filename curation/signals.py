@@ -2,8 +2,8 @@
 
 Experience knows nothing of curation; these receivers listen to its rows being saved:
 
-- a newly stored case gets its similarity signature and its near-duplicate links (SPEC §5: "on
-  submission, similar cases of the same scope are linked"), whichever way it was submitted
+- a newly stored case gets its similarity signature and its near-duplicate links (on
+  submission, similar cases of the same scope are linked), whichever way it was submitted
   (console, import or an agent's proposal);
 - a case or skill leaving ``approved`` (superseded by a reviewed new version, or revoked) closes
   its re-review entries, so that queue empties as the reviews happen.

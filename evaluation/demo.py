@@ -1,9 +1,9 @@
 """The demo memory a shipped ticket set is replayed against, with its timeline.
 
 The memory is what ``experience.demo`` loads (the demo knowledge base, two approved cases of
-distinct incidents and one skill citing them), approved at the moment SPEC §7.2's replays
-assume. Fifteen minutes later a reviewer revokes the first case, as §7.2's last replay does, so
-tickets known after that meet a skill whose cited case is gone.
+distinct incidents and one skill citing them), approved at the moment the four demo replays
+(``experience_demo``) assume. Fifteen minutes later a reviewer revokes the first case, as the
+last of those replays does, so tickets known after that meet a skill whose cited case is gone.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 FACT_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 RUN_ID = re.compile(r"[^\s]{1,100}")
 
-# The one check and the one cause the knowledge base itself can support (SPEC §2.2).
+# The one check and the one cause the knowledge base itself can support: a rule mismatch means
+# the rules do not cover the purchase (docs/contracts.md, Statuses).
 CAMPAIGN_RULES_CHECK = "knowledge:campaign-rules"
 RULES_EXCLUDE_PURCHASE = "rules-exclude-purchase"
 # The follow-up that asks the customer to refresh, sign in again and retry.

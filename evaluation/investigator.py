@@ -4,8 +4,8 @@ Pure (no Django imports): the tools come in through ``Tools``, the customer and 
 configuration through the ticket's ``answers``. It never reads the ticket's ground truth.
 
 The policy is honest. It claims a cause only when evidence supports one: a rule mismatch
-supports "the rules do not cover this purchase" (SPEC §2.2), and a fault read in the live
-configuration supports the cause that fault names. Memory changes which configuration it reads
+supports "the rules do not cover this purchase" (docs/contracts.md, Statuses), and a fault
+read in the live configuration supports the cause that fault names. Memory changes which configuration it reads
 and in what order; a skill's ``needs_review`` is a lead, never a cause, and a ``fallback``
 leaves the ordinary path to decide. "It works after a refresh" resolves a ticket but explains
 nothing, so it is never claimed as a cause.
@@ -36,7 +36,7 @@ from evaluation.domain import (
     check_kind,
 )
 
-# Result words of the tools this policy reads (SPEC §2.2, §3.5, §3.7).
+# Result words of the tools this policy reads (docs/contracts.md, Statuses).
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
 CONFLICTING_SOURCES = "conflicting_sources"

@@ -1,4 +1,4 @@
-"""Demo data for the experience memory and the four replays of SPEC §7.2.
+"""Demo data for the experience memory and the four demo replays (``experience_demo``).
 
 ``load_demo_experience`` imports ``fixtures/experience.json`` and approves what a reviewer would
 approve, leaving the rest in the review queue. ``replays`` runs §7.2 against whatever database is

@@ -1,7 +1,7 @@
 """The experience memory's pure core: identity, scope, approval rules, recipes and availability.
 
-No Django imports: every function takes plain values (the clock included) so the rules of
-SPEC §3 can be tested exhaustively without a database.
+No Django imports: every function takes plain values (the clock included) so these rules can
+be tested exhaustively without a database (docs/architecture.md, Layers inside an app).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ CASE_PREFIX = "case:"
 SKILL_PREFIX = "skill:"
 ITEM_ID = re.compile(r"(case|skill):[0-9a-f]{64}")
 
-# --- unmet condition names (SPEC §4.2) -------------------------------------------------------
+# --- unmet condition names (docs/contracts.md, Unmet conditions) ----------------------------
 
 REASON_REQUIRED = "reason_required"
 NOT_CANDIDATE = "not_candidate"
@@ -147,7 +147,7 @@ def _common_unmet(
 def case_approval_unmet(
     case: CaseFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
-    """Every unmet condition of approving a case, by name (SPEC §3.4)."""
+    """Every unmet condition of approving a case, by name."""
     unmet = _common_unmet(
         status=case.status,
         submitted_by=case.submitted_by,
@@ -274,7 +274,7 @@ class Availability:
 def skill_availability(
     skill: GateFields, cases: Sequence[CitedCase], now: datetime
 ) -> Availability:
-    """Whether a skill may be used now, and if not, why (SPEC §3.6)."""
+    """Whether a skill may be used now, and if not, why."""
     if skill.status != APPROVED:
         return Availability(False, f"the skill is {skill.status}")
     if skill.approved_at is None or skill.approved_at > now:
@@ -370,7 +370,7 @@ SCOPE_ARGUMENT_NAMES = frozenset(
 def validate_recipe(
     value: object, tools: Mapping[str, ToolSpec], *, field: str = "recipe"
 ) -> tuple[RecipeStep, ...]:
-    """1-3 steps, each a registered tool with exactly its declared arguments (SPEC §3.6)."""
+    """1-3 steps, each a registered tool with exactly its declared arguments."""
     if not isinstance(value, list):
         raise ValidationFailure(field, "must be a list of steps")
     if not value:

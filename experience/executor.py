@@ -1,4 +1,4 @@
-"""``run_skill`` (SPEC §3.7): gate, re-check before every step and before returning, store the run.
+"""``run_skill``: gate, re-check before every step and before returning, store the run.
 
 Success is ``needs_review``: the current evidence plus the cited cases as historical leads. It is
 never "cause confirmed". Anything doubtful ends in ``fallback`` with the reason, keeping the

@@ -1,4 +1,4 @@
-"""``retrieve_experience`` (SPEC §3.5): exact scope gate, lexical ranking, one Reference per read."""
+"""``retrieve_experience``: exact scope gate, lexical ranking, one Reference per read."""
 
 from __future__ import annotations
 

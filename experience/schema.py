@@ -1,4 +1,6 @@
-"""The import format of cases and skills (SPEC §4.3), validated into frozen values.
+"""The import format of cases and skills, validated into frozen values.
+
+The format is described in docs/contracts.md, Import formats.
 
 Pure: no Django imports. Every error names its JSON path; text no database stores, integers
 beyond ±2**53 and deep nesting are refused (``reviewconsole.inputs``). ``verified`` flags are

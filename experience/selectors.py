@@ -227,7 +227,7 @@ def runs_citing_document(public_id: str) -> list[str]:
 
 
 def revocation_impact(item_id: str) -> Impact:
-    """What revoking ``item_id`` reaches (SPEC §3.8): the preview a reviewer sees first."""
+    """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview."""
     kind = domain.item_type(item_id)
     if kind == "case":
         skills = skills_citing(item_id)

@@ -328,7 +328,7 @@ def skill_submit(
 
 @transaction.atomic
 def items_import(*, items: object, actor: User) -> list[Submitted]:
-    """Import a JSON array of cases and skills as candidates: all or nothing (SPEC §4.3)."""
+    """Import a JSON array of cases and skills as candidates: all or nothing."""
     if not isinstance(items, list):
         raise ValidationFailure("$", NOT_A_LIST)
     specs = tool_specs()

@@ -52,13 +52,13 @@ def search_knowledge_handler(arguments: Mapping[str, str], context: CallContext)
     )
 
 
-SEARCH_KNOWLEDGE_SPEC = ToolSpec(
+SEARCH_KNOWLEDGE_SIGNATURE = ToolSpec(
     name=SEARCH_KNOWLEDGE, arguments={"query": StringArgument(1, MAX_QUERY)}
 )
 
 
 def default_registry() -> dict[str, Tool]:
-    return {SEARCH_KNOWLEDGE: Tool(SEARCH_KNOWLEDGE_SPEC, search_knowledge_handler)}
+    return {SEARCH_KNOWLEDGE: Tool(SEARCH_KNOWLEDGE_SIGNATURE, search_knowledge_handler)}
 
 
 def tool_specs(registry: Mapping[str, Tool] | None = None) -> dict[str, ToolSpec]:

@@ -84,7 +84,8 @@ VIEW_RUN = "experience.view_run"
 QUEUE_PER_PAGE = 25
 RUNS_PER_PAGE = 50
 
-# What each unmet condition asks for, phrased so it reads as a checklist line (SPEC §4.2 names).
+# What each unmet condition asks for, phrased so it reads as a checklist line (the names are in
+# docs/contracts.md, Unmet conditions).
 CONDITION_LABELS = {
     domain.NOT_REVIEWER: _("You hold the reviewer permission"),
     domain.REASON_REQUIRED: _("A reason is written"),

@@ -1,4 +1,4 @@
-"""``search_knowledge`` (SPEC §2.2): scope check, database gate, lexical ranking, conditions."""
+"""``search_knowledge``: scope check, database gate, lexical ranking, conditions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The command contracts of SPEC §4.2, driven through ``call_command(..., "--json")``."""
+"""The command contracts (docs/contracts.md, Commands) through ``call_command(..., "--json")``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure rules of SPEC §3: identity, scope, approval, recipes, gate and availability."""
+"""The experience memory's pure rules: identity, scope, approval, recipes, gate, availability."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``run_skill`` (SPEC §3.7) and the replays of §7.2 against the shipped knowledge fixture."""
+"""``run_skill`` and the four demo replays against the shipped knowledge fixture."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from experience import executor, services
 from experience.executor import TicketContext, run_skill
 from experience.models import Reference, Run, RunCitation, Skill
-from experience.tools import SEARCH_KNOWLEDGE_SPEC, CallContext, Tool, search_knowledge_handler
+from experience.tools import SEARCH_KNOWLEDGE_SIGNATURE, CallContext, Tool, search_knowledge_handler
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.errors import PermissionRefused
@@ -45,7 +45,7 @@ def cited_cases(skill: Skill) -> list[str]:
 def registry(
     handler: Callable[[Mapping[str, str], CallContext], dict[str, Any]],
 ) -> dict[str, Tool]:
-    return {"search_knowledge": Tool(SEARCH_KNOWLEDGE_SPEC, handler)}
+    return {"search_knowledge": Tool(SEARCH_KNOWLEDGE_SIGNATURE, handler)}
 
 
 # --- §7.2 --------------------------------------------------------------------------------------

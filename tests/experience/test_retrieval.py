@@ -1,4 +1,4 @@
-"""``retrieve_experience`` (SPEC §3.5): the exact-scope gate, time, revocation and references."""
+"""``retrieve_experience``: the exact-scope gate, time, revocation and references."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Submission, checks, review and revocation (SPEC §3.2-§3.4, §3.8), each with its audit event."""
+"""Submission, checks, review and revocation, each with its audit event."""
 
 from __future__ import annotations
 

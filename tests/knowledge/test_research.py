@@ -1,4 +1,4 @@
-"""SPEC §7.1 through ``research --json``, plus the gate's and ranking's boundaries."""
+"""The two demo searches through ``research --json``, plus the gate's and ranking's boundaries."""
 
 from __future__ import annotations
 

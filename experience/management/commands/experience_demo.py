@@ -28,7 +28,7 @@ NOT_TEMPORARY = "the replays only run on the temporary database this command cre
 
 class Command(JsonCommand):
     help = (
-        "Replay SPEC §7.2 (four skill runs) on a temporary SQLite database; "
+        "Replay the four demo skill runs on a temporary SQLite database; "
         "the configured database is never touched."
     )
 

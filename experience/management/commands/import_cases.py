@@ -8,7 +8,7 @@ from reviewconsole.cli import JsonCommand, read_json_file, user_by_name
 
 
 class Command(JsonCommand):
-    help = "Submit a JSON array of cases and skills as candidates (SPEC §4.3), all or nothing."
+    help = "Submit a JSON array of cases and skills as candidates, all or nothing."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", metavar="FILE")

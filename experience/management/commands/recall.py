@@ -21,7 +21,7 @@ def scope_from_options(options: dict[str, Any]) -> dict[str, str | None]:
 
 
 class Command(JsonCommand):
-    help = "Retrieve approved experience for one exact scope (SPEC §3.5); records each read."
+    help = "Retrieve approved experience for one exact scope; records each read."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("query")

@@ -17,7 +17,7 @@ def _optional_time(options: dict[str, Any], name: str, flag: str) -> Any:
 
 
 class Command(JsonCommand):
-    help = "Run a skill's read-only recipe for the current ticket (SPEC §3.7)."
+    help = "Run a skill's read-only recipe for the current ticket."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("skill_id", metavar="ID")

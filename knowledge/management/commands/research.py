@@ -26,7 +26,7 @@ def facts_from_options(options: dict[str, Any]) -> dict[str, object]:
 
 
 class Command(JsonCommand):
-    help = "Search the knowledge base for one ticket's scope and facts (SPEC §2.2)."
+    help = "Search the knowledge base for one ticket's scope and facts."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("query")
