@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SKIPPED_DIRS = {".venv", ".git", "node_modules", "staticfiles", "test-artifacts", "__pycache__"}
 # Built from two parts so this file does not contain the marker it looks for.
-SECTION_MARKER = "SPEC" + " §"
+SECTION_MARKER = "S" + "PEC §"
 
 
 def contracts() -> str:
