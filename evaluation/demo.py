@@ -8,11 +8,13 @@ last of those replays does, so tickets known after that meet a skill whose cited
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import datetime
+from typing import Any
 
-from evaluation.replay import MemoryEvent
+from django.db import transaction
+
+from evaluation.domain import DEMO, TicketSet
+from evaluation.replay import MemoryEvent, event_note, replay_tickets, results_json
+from evaluation.selectors import heldout_check
 from experience import selectors, services
 from experience.demo import load_demo_experience, load_demo_knowledge
 from reviewconsole import clock
@@ -25,19 +27,9 @@ REVOKED_AT = parse_aware_datetime("2026-09-18T14:45:00+08:00", field="REVOKED_AT
 REVOCATION_REASON = "复核发现诊断证据不足：门店范围漏配的结论未与后台变更记录核对，撤销以停止复用"
 
 
-@contextmanager
-def clock_at(at: datetime) -> Iterator[None]:
-    previous: Callable[[], datetime] = clock.now
-    clock.now = lambda: at
-    try:
-        yield
-    finally:
-        clock.now = previous
-
-
 def prepare_demo_memory() -> list[MemoryEvent]:
     """Load the demo memory into the current (temporary) database; return its timeline."""
-    with clock_at(MEMORY_APPROVED_AT):
+    with clock.frozen(MEMORY_APPROVED_AT):
         operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
         reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
         load_demo_knowledge(operator=operator)
@@ -45,7 +37,7 @@ def prepare_demo_memory() -> list[MemoryEvent]:
     revoked_case = loaded["cases"][0]
 
     def revoke() -> None:
-        with clock_at(REVOKED_AT):
+        with clock.frozen(REVOKED_AT):
             services.case_revoke(
                 case=selectors.case_get(revoked_case), actor=reviewer, reason=REVOCATION_REASON
             )
@@ -65,3 +57,14 @@ def memory_notes() -> list[str]:
         f"demo memory (fixtures/knowledge.json, fixtures/experience.json) approved at "
         f"{MEMORY_APPROVED_AT.isoformat()}",
     ]
+
+
+def replay_demo_here(ticket_set: TicketSet) -> dict[str, Any]:
+    """Load the demo memory into this (temporary) database and replay against it."""
+    with transaction.atomic():
+        timeline = prepare_demo_memory()
+        heldout_check(ticket_set)
+        results = replay_tickets(ticket_set, timeline=timeline)
+        transaction.set_rollback(True)
+    notes = memory_notes() + [event_note(event) for event in timeline]
+    return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

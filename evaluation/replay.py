@@ -17,7 +17,6 @@ from django.db import transaction
 
 from evaluation.domain import (
     CURRENT,
-    DEMO,
     WITH,
     WITHOUT,
     Investigation,
@@ -230,16 +229,3 @@ def replay_current(ticket_set: TicketSet) -> dict[str, Any]:
         memory=CURRENT,
         memory_notes=["this database's memory as it is now, rolled back after the replay"],
     )
-
-
-def replay_demo_here(ticket_set: TicketSet) -> dict[str, Any]:
-    """Load the demo memory into this (temporary) database and replay against it."""
-    from evaluation.demo import memory_notes, prepare_demo_memory
-
-    with transaction.atomic():
-        timeline = prepare_demo_memory()
-        heldout_check(ticket_set)
-        results = replay_tickets(ticket_set, timeline=timeline)
-        transaction.set_rollback(True)
-    notes = memory_notes() + [event_note(event) for event in timeline]
-    return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.demo import MEMORY_APPROVED_AT, clock_at
+from evaluation.demo import MEMORY_APPROVED_AT
 from experience.demo import load_demo_experience, load_demo_knowledge
+from reviewconsole import clock
 
 SCOPE = {
     "tenant": "teahouse",
@@ -80,7 +81,7 @@ def write_set(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def demo_memory(operator: User, reviewer: User) -> dict[str, Any]:
     """The demo memory in the test database, approved when the demo timeline says."""
-    with clock_at(MEMORY_APPROVED_AT):
+    with clock.frozen(MEMORY_APPROVED_AT):
         load_demo_knowledge(operator=operator)
         return load_demo_experience(operator=operator, reviewer=reviewer)
 

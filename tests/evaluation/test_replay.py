@@ -9,11 +9,12 @@ from django.contrib.auth.models import User
 
 from evaluation import domain
 from evaluation.chart import render_chart
-from evaluation.demo import REVOKED_AT, clock_at
+from evaluation.demo import REVOKED_AT
 from evaluation.domain import parse_ticket_set
 from evaluation.replay import MemoryEvent, replay_current, replay_tickets, results_json
 from experience import selectors, services
 from experience.models import Case, Reference, Run, RunCitation, Skill, Status
+from reviewconsole import clock
 from reviewconsole.models import Event
 from tests.evaluation.conftest import FULL_FACTS, SCOPE, ticket, ticket_set
 
@@ -149,7 +150,7 @@ def test_a_timeline_event_applies_before_the_tickets_known_after_it(
     revoked = demo_memory["cases"][0]
 
     def revoke() -> None:
-        with clock_at(REVOKED_AT):
+        with clock.frozen(REVOKED_AT):
             services.case_revoke(
                 case=selectors.case_get(revoked), actor=reviewer, reason="evidence insufficient"
             )

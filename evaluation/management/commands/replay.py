@@ -3,29 +3,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
-import tempfile
 from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.core.management import call_command
-from django.db import connections, transaction
+from django.db import transaction
 
 from evaluation.chart import render_chart
+from evaluation.demo import replay_demo_here
 from evaluation.domain import DEMO, MEMORIES, WITH, WITHOUT, TicketSet
-from evaluation.replay import load_ticket_set, replay_current, replay_demo_here
+from evaluation.replay import load_ticket_set, replay_current
 from evaluation.selectors import HeldoutLeaked, heldout_check
 from evaluation.services import report_store
 from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.temporary_database import (
+    INNER_FLAG,
+    enter_temporary_database,
+    run_on_temporary_database,
+)
 
-# Set by the outer process for the inner one: the only database a demo replay may write to.
-TEMPORARY_DATABASE_ENV = "EVALUATION_REPLAY_TEMPORARY_DATABASE"
-INNER_FLAG = "--inside-temporary-database"
-NOT_TEMPORARY = "demo replays only run on the temporary database this command creates"
 CHANGED = "changed while it was being replayed"
 OUT_NOT_DIRECTORY = "is not a directory that can be written to"
 
@@ -93,55 +90,20 @@ class Command(JsonCommand):
         return payload
 
     def _replay_on_temporary_database(self, file: str, ticket_set: TicketSet) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="replay-") as directory:
-            database = Path(directory) / "replay.sqlite3"
-            env = {
-                **os.environ,
-                "DATABASE_URL": f"sqlite:///{database}",
-                TEMPORARY_DATABASE_ENV: str(database),
-            }
-            completed = subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
-                [
-                    sys.executable,
-                    str(Path(settings.BASE_DIR) / "manage.py"),
-                    "replay",
-                    str(Path(file).resolve()),
-                    "--memory",
-                    DEMO,
-                    INNER_FLAG,
-                    "--expect-hash",
-                    ticket_set.content_hash,
-                    "--json",
-                    "--skip-checks",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                check=False,
-            )
-        try:
-            result: dict[str, Any] = json.loads(completed.stdout)
-        except json.JSONDecodeError:
-            result = {}
-        if completed.returncode != 0:
-            if result.get("leaks"):
-                raise CommandRefused(str(result.get("error")), result)
-            if result.get("error"):
-                raise ValidationFailure(str(result.get("field") or "replay"), str(result["error"]))
-            raise ValidationFailure(
-                "replay", f"the replay process failed: {completed.stderr.strip()[-2000:]}"
-            )
-        return result
+        return run_on_temporary_database(
+            "replay",
+            str(Path(file).resolve()),
+            "--memory",
+            DEMO,
+            "--expect-hash",
+            ticket_set.content_hash,
+            timeout=1800,
+        )
 
     def _replay_here(self, ticket_set: TicketSet, expect_hash: str | None) -> dict[str, Any]:
-        configured = str(connections["default"].settings_dict["NAME"])
-        expected = os.environ.get(TEMPORARY_DATABASE_ENV)
-        if not expected or configured != expected:
-            raise ValidationFailure(INNER_FLAG, NOT_TEMPORARY)
+        enter_temporary_database()
         if expect_hash != ticket_set.content_hash:
             raise ValidationFailure("FILE", CHANGED)
-        call_command("migrate", verbosity=0, interactive=False)
         try:
             return replay_demo_here(ticket_set)
         except HeldoutLeaked as leaked:

@@ -1,29 +1,19 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from argparse import ArgumentParser
-from pathlib import Path
 from typing import Any
-
-from django.conf import settings
-from django.core.management import call_command
-from django.db import connections
 
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.temporary_database import (
+    INNER_FLAG,
+    enter_temporary_database,
+    run_on_temporary_database,
+)
 from reviewconsole.timeparse import parse_aware_datetime
 
-# Set by the outer process for the inner one: the only database the replays may write to.
-TEMPORARY_DATABASE_ENV = "EXPERIENCE_DEMO_TEMPORARY_DATABASE"
-INNER_FLAG = "--inside-temporary-database"
 DEMO_NOW = "2026-09-18T14:30:00+08:00"
-NOT_TEMPORARY = "the replays only run on the temporary database this command creates"
 
 
 class Command(JsonCommand):
@@ -38,58 +28,26 @@ class Command(JsonCommand):
     def execute_json(self, **options: Any) -> dict[str, Any]:
         if options["inner"]:
             return self._replay_here()
-        with tempfile.TemporaryDirectory(prefix="experience-demo-") as directory:
-            database = Path(directory) / "demo.sqlite3"
-            env = {
-                **os.environ,
-                "DATABASE_URL": f"sqlite:///{database}",
-                TEMPORARY_DATABASE_ENV: str(database),
-            }
-            completed = subprocess.run(  # noqa: S603 - our own manage.py, fixed arguments
-                [
-                    sys.executable,
-                    str(Path(settings.BASE_DIR) / "manage.py"),
-                    "experience_demo",
-                    INNER_FLAG,
-                    "--json",
-                    # Checks of unrelated apps (URLs, templates) must not block the replays.
-                    "--skip-checks",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-        if completed.returncode != 0:
-            raise ValidationFailure(
-                "experience_demo", f"the replay process failed: {completed.stderr.strip()[-2000:]}"
-            )
-        result: dict[str, Any] = json.loads(completed.stdout)
-        return result
+        return run_on_temporary_database("experience_demo", timeout=600)
 
     def _replay_here(self) -> dict[str, Any]:
-        configured = str(connections["default"].settings_dict["NAME"])
-        expected = os.environ.get(TEMPORARY_DATABASE_ENV)
-        if not expected or configured != expected:
-            raise ValidationFailure(INNER_FLAG, NOT_TEMPORARY)
-        call_command("migrate", verbosity=0, interactive=False)
+        enter_temporary_database()
         # The temporary database lives at a fixed time just after the demo ticket, so the
         # replays give the same answer whenever they are run.
         demo_now = parse_aware_datetime(DEMO_NOW, field="DEMO_NOW")
-        clock.now = lambda: demo_now
 
         from experience.demo import load_demo_experience, load_demo_knowledge, replays
         from reviewconsole.roles import Role
         from reviewconsole.services import user_set_role
 
-        operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
-        reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
-        load_demo_knowledge(operator=operator)
-        loaded = load_demo_experience(operator=operator, reviewer=reviewer)
-        rows = replays(
-            skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer
-        )
+        with clock.frozen(demo_now):
+            operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
+            reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
+            load_demo_knowledge(operator=operator)
+            loaded = load_demo_experience(operator=operator, reviewer=reviewer)
+            rows = replays(
+                skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer
+            )
         return {
             "ok": all(row["as_expected"] for row in rows),
             "skill": loaded["skill"],

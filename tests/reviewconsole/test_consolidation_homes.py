@@ -1,0 +1,76 @@
+"""Where shared pieces live, so copies and cycles do not come back.
+
+- the demo replay lives with the demo memory; the replay engine knows nothing of the demo;
+- production code pins the clock only through ``clock.frozen``;
+- running a command on a temporary database is ``reviewconsole.temporary_database``'s job.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from django.conf import settings
+
+import evaluation.demo
+import evaluation.replay
+from evaluation.management.commands import replay as replay_command
+from experience.management.commands import experience_demo
+from reviewconsole import temporary_database
+
+BASE = Path(settings.BASE_DIR)
+APPS = ("reviewconsole", "knowledge", "experience", "curation", "agentapi", "evaluation")
+
+
+def production_modules() -> list[Path]:
+    return sorted(path for app in APPS for path in (BASE / app).rglob("*.py"))
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, also inside functions."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_replay_engine_does_not_import_the_demo() -> None:
+    assert "evaluation.demo" not in imported_modules(BASE / "evaluation" / "replay.py")
+    assert not hasattr(evaluation.replay, "replay_demo_here")
+    assert replay_command.replay_demo_here is evaluation.demo.replay_demo_here
+
+
+def test_production_code_pins_the_clock_only_through_clock_frozen() -> None:
+    offenders = []
+    for path in production_modules():
+        if path.name == "clock.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "clock"
+                ):
+                    offenders.append(f"{path.relative_to(BASE)}:{target.lineno}")
+    assert offenders == []
+    assert not hasattr(evaluation.demo, "clock_at")
+
+
+def test_both_demo_commands_use_the_one_temporary_database_helper() -> None:
+    for module in (experience_demo, replay_command):
+        source = Path(module.__file__ or "").read_text(encoding="utf-8")
+        assert "subprocess" not in source and "tempfile" not in source
+        assert module.run_on_temporary_database is temporary_database.run_on_temporary_database
+        assert module.enter_temporary_database is temporary_database.enter_temporary_database
