@@ -301,18 +301,9 @@ class CaseProposal(RequestBody):
     def as_import_item(self) -> dict[str, Any]:
         """The §4.3 JSON object, without ``verified`` flags: a proposal never checks evidence."""
         item = self.model_dump(mode="json", exclude_none=True)
-        for evidence in _evidence_objects(item):
+        for evidence in case_format.evidence_objects(item):
             evidence.pop("verified", None)
         return item
-
-
-def _evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
-    found = list(item.get("observations") or [])
-    for section in ("diagnosis", "outcome"):
-        found.extend((item.get(section) or {}).get("evidence") or [])
-    for entry in item.get("counterevidence") or []:
-        found.extend(entry.get("evidence") or [])
-    return found
 
 
 # --- responses -------------------------------------------------------------------------------

@@ -445,11 +445,6 @@ def canonical_incident(incident: str, merges: Mapping[str, str]) -> str:
     return current
 
 
-def distinct_incidents(incidents: Iterable[str], merges: Mapping[str, str]) -> int:
-    """Confidence: how many real-world incidents these summaries describe."""
-    return len({canonical_incident(incident, merges) for incident in incidents})
-
-
 def merge_plan(alias: str, into: str, merges: Mapping[str, str]) -> tuple[str, str]:
     """The (alias root, canonical root) a merge of ``alias`` into ``into`` records.
 
@@ -484,11 +479,6 @@ def cited_documents(source_ids: Iterable[str]) -> set[tuple[str, int]]:
 
 def document_id(key: str, version: int) -> str:
     return f"doc:{key}@{version}"
-
-
-def parse_document_id(public_id: str) -> tuple[str, int] | None:
-    found = cited_documents([public_id])
-    return next(iter(found)) if found else None
 
 
 def unused(

@@ -6,7 +6,6 @@ Approval rules, availability and revocation impact are not computed here: the pa
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -196,10 +195,6 @@ def case_lines(case: Case) -> list[str]:
     lines += [f"outcome: {outcome.get('statement', '')}"]
     lines += _evidence_lines("  ", outcome.get("evidence") or [])
     return lines
-
-
-def skill_lines(skill: Skill) -> list[str]:
-    return [json.dumps(skill.content, ensure_ascii=False, indent=2, sort_keys=True)]
 
 
 # --- runs ----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.conf import settings
 from experience import selectors, services
 from experience.executor import TicketContext, run_skill
 from experience.models import Status
+from experience.schema import evidence_objects
 from reviewconsole.cli import read_json_file
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -49,18 +50,9 @@ SKILL_APPROVAL_REASON = "引用两个不同事故的已批准案例，配方只�
 def _without_verified_flags(items: list[Any]) -> list[Any]:
     stripped = copy.deepcopy(items)
     for item in stripped:
-        for evidence in _evidence_objects(item):
+        for evidence in evidence_objects(item):
             evidence.pop("verified", None)
     return stripped
-
-
-def _evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
-    found = list(item.get("observations") or [])
-    for section in ("diagnosis", "outcome"):
-        found.extend((item.get(section) or {}).get("evidence") or [])
-    for entry in item.get("counterevidence") or []:
-        found.extend(entry.get("evidence") or [])
-    return found
 
 
 def _verified_keys(item: dict[str, Any]) -> list[str]:

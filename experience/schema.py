@@ -365,6 +365,16 @@ def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
     )
 
 
+def evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The evidence objects of one raw case item, in place (e.g. to drop ``verified`` flags)."""
+    found = list(item.get("observations") or [])
+    for section in ("diagnosis", "outcome"):
+        found.extend((item.get(section) or {}).get("evidence") or [])
+    for entry in item.get("counterevidence") or []:
+        found.extend(entry.get("evidence") or [])
+    return found
+
+
 def item_kind(obj: object) -> str:
     """``case`` or ``skill`` from the ``type`` field of one import item."""
     if not isinstance(obj, dict):

@@ -20,7 +20,6 @@ from experience.models import (
     RunCitation,
     Skill,
     SkillCase,
-    Status,
 )
 from reviewconsole.errors import ValidationFailure
 
@@ -33,7 +32,6 @@ USE_PERMISSION = "experience.use_experience"
 
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
-NO_SUCH_EVIDENCE = "this case has no evidence item with this key"
 UNKNOWN_ID = "must be a case:…, skill:… or doc:KEY@VERSION id"
 
 
@@ -49,21 +47,6 @@ def skill_get(skill_id: str, *, field: str = "id") -> Skill:
         return Skill.objects.select_related("submitted_by", "approved_by").get(pk=skill_id)
     except Skill.DoesNotExist:
         raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}") from None
-
-
-def evidence_get(case: Case, key: str, *, field: str = "evidence") -> Evidence:
-    try:
-        return Evidence.objects.get(case=case, key=key)
-    except Evidence.DoesNotExist:
-        raise ValidationFailure(field, f"{NO_SUCH_EVIDENCE}: {key}") from None
-
-
-def review_queue(*, status: str = Status.CANDIDATE, **scope: str) -> QuerySet[Case]:
-    """Cases waiting for review (or in another status), optionally filtered by scope fields."""
-    filters = {
-        name: value for name, value in scope.items() if name in domain.SCOPE_FIELDS and value
-    }
-    return Case.objects.filter(status=status, **filters).select_related("submitted_by")
 
 
 def case_evidence(case: Case) -> list[Evidence]:

@@ -26,6 +26,7 @@ from curation.models import (
 from curation.selectors import confidence_of, similar_cases
 from experience import selectors as experience_selectors
 from experience import services as experience_services
+from experience.console_selectors import QueueFilters, review_queue_rows
 from experience.domain import OWN_SUBMISSION, TOO_FEW_INCIDENTS
 from experience.models import Case, Reference, Skill, Status
 from experience.schema import parse_skill
@@ -127,7 +128,8 @@ def test_a_candidate_built_from_picked_messages_lands_in_the_review_queue(
     )
     assert created and case.status == Status.CANDIDATE and case.submitted_via == "console"
     assert case.submitted_by == operator
-    assert case in experience_selectors.review_queue()
+    queued = review_queue_rows(QueueFilters(), now=NOW)
+    assert case.id in [row["id"] for row in queued]
     sources = dict(case.evidence_items.values_list("key", "source_id"))
     prefix = f"thread:{THREAD_ID}#"
     assert sources == {

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from experience import selectors, services
+from experience.console_selectors import QueueFilters, review_queue_rows
 from experience.models import Case, Reference, Skill
 from experience.retrieval import retrieve_experience
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -152,7 +153,14 @@ def test_actor_needs_the_use_permission(
         retrieve_experience(QUERY, SCOPE, NOW, "r", actor=operator)
 
 
-def test_candidate_queue_selector(submit_case: Callable[..., Case]) -> None:
+def test_the_review_queue_filters_candidates_by_store(submit_case: Callable[..., Case]) -> None:
+    """The queue page's one selector (the earlier Case-only copy is gone)."""
     case = submit_case()
-    assert list(selectors.review_queue(store="store-002")) == [case]
-    assert list(selectors.review_queue(store="store-009")) == []
+
+    def queued(store: str) -> list[str]:
+        rows = review_queue_rows(QueueFilters(store=store), now=NOW)
+        return [row["id"] for row in rows]
+
+    assert queued("store-002") == [case.id]
+    assert queued("store-009") == []
+    assert not hasattr(selectors, "review_queue")

@@ -74,3 +74,37 @@ def test_both_demo_commands_use_the_one_temporary_database_helper() -> None:
         assert "subprocess" not in source and "tempfile" not in source
         assert module.run_on_temporary_database is temporary_database.run_on_temporary_database
         assert module.enter_temporary_database is temporary_database.enter_temporary_database
+
+
+def test_functions_no_code_path_called_stay_removed() -> None:
+    import curation.domain
+    import experience.console_selectors
+    import experience.selectors
+
+    removed = {
+        experience.selectors: ("evidence_get", "review_queue", "NO_SUCH_EVIDENCE"),
+        experience.console_selectors: ("skill_lines",),
+        curation.domain: ("distinct_incidents", "parse_document_id"),
+    }
+    for module, names in removed.items():
+        assert [name for name in names if hasattr(module, name)] == []
+
+
+def test_the_evidence_of_a_raw_case_item_is_listed_in_one_place() -> None:
+    import agentapi.schemas
+    import experience.demo
+    from experience.schema import evidence_objects
+
+    item = {
+        "observations": [{"source_id": "o"}],
+        "diagnosis": {"evidence": [{"source_id": "d"}]},
+        "outcome": {"statement": "no evidence here"},
+        "counterevidence": [{"evidence": [{"source_id": "c1"}, {"source_id": "c2"}]}],
+    }
+    found = evidence_objects(item)
+    assert [e["source_id"] for e in found] == ["o", "d", "c1", "c2"]
+    found[0]["verified"] = True
+    assert item["observations"] == [{"source_id": "o", "verified": True}]  # the same objects
+    assert evidence_objects({}) == []
+    for module in (experience.demo, agentapi.schemas):
+        assert not hasattr(module, "_evidence_objects")
