@@ -15,20 +15,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT, manage_on_sqlite
 
 
 def manage(db: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = manage_on_sqlite(db, *args)
     if check:
         assert result.returncode == 0, result.stderr + result.stdout
     return result

@@ -11,25 +11,15 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import manage_on_sqlite
 
 
 def manage(db: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", **extra_env}
-    return subprocess.run(  # noqa: S603
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return manage_on_sqlite(db, *args, **extra_env)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
