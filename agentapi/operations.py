@@ -14,7 +14,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from agentapi.permissions import holds_any
 from agentapi.schemas import (
     CASE_ID_PATTERN,
     SKILL_ID_PATTERN,
@@ -31,6 +30,7 @@ from experience.selectors import skill_availability
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.permissions import holds_any
 from reviewconsole.tenancy import (
     NOT_IN_TENANT,
     NOT_IN_TENANT_MESSAGE,

@@ -7,6 +7,8 @@ from typing import Any
 
 from django.db.models import TextChoices
 
+from reviewconsole import permissions as P
+
 
 class Role(TextChoices):
     REVIEWER = "reviewer", "reviewer"
@@ -15,55 +17,55 @@ class Role(TextChoices):
     AGENT = "agent", "agent"
 
 
-# Permission names are "app_label.codename".
+# What each role may do; the names live in reviewconsole.permissions.
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     Role.REVIEWER: (
-        "knowledge.view_document",
-        "knowledge.search_knowledge",
-        "experience.view_case",
-        "experience.view_skill",
-        "experience.view_run",
-        "experience.add_case",
-        "experience.add_skill",
-        "experience.verify_evidence",
-        "experience.review_case",
-        "experience.use_experience",
+        P.VIEW_DOCUMENT,
+        P.SEARCH_KNOWLEDGE,
+        P.VIEW_CASE,
+        P.VIEW_SKILL,
+        P.VIEW_RUN,
+        P.ADD_CASE,
+        P.ADD_SKILL,
+        P.VERIFY_EVIDENCE,
+        P.REVIEW_CASE,
+        P.USE_EXPERIENCE,
     ),
     Role.OPERATOR: (
-        "knowledge.view_document",
-        "knowledge.add_document",
-        "knowledge.change_document",
-        "knowledge.approve_document",
-        "knowledge.revoke_document",
-        "knowledge.search_knowledge",
-        "knowledge.view_synonym",
-        "knowledge.add_synonym",
-        "knowledge.change_synonym",
-        "knowledge.delete_synonym",
-        "experience.view_case",
-        "experience.view_skill",
-        "experience.add_case",
-        "experience.add_skill",
+        P.VIEW_DOCUMENT,
+        P.ADD_DOCUMENT,
+        P.CHANGE_DOCUMENT,
+        P.APPROVE_DOCUMENT,
+        P.REVOKE_DOCUMENT,
+        P.SEARCH_KNOWLEDGE,
+        P.VIEW_SYNONYM,
+        P.ADD_SYNONYM,
+        P.CHANGE_SYNONYM,
+        P.DELETE_SYNONYM,
+        P.VIEW_CASE,
+        P.VIEW_SKILL,
+        P.ADD_CASE,
+        P.ADD_SKILL,
     ),
     Role.ADMIN: (
-        "reviewconsole.view_event",
-        "auth.view_user",
-        "auth.add_user",
-        "auth.change_user",
-        "auth.view_group",
-        "knowledge.view_document",
-        "knowledge.view_synonym",
-        "experience.view_case",
-        "experience.view_skill",
-        "experience.view_run",
-        "agentapi.view_apitoken",
-        "agentapi.revoke_apitoken",
+        P.VIEW_EVENT,
+        P.VIEW_USER,
+        P.ADD_USER,
+        P.CHANGE_USER,
+        P.VIEW_GROUP,
+        P.VIEW_DOCUMENT,
+        P.VIEW_SYNONYM,
+        P.VIEW_CASE,
+        P.VIEW_SKILL,
+        P.VIEW_RUN,
+        P.VIEW_APITOKEN,
+        P.REVOKE_APITOKEN,
     ),
     Role.AGENT: (
-        "knowledge.search_knowledge",
-        "experience.propose_case",
-        "experience.use_experience",
-        "experience.view_run",
+        P.SEARCH_KNOWLEDGE,
+        P.PROPOSE_CASE,
+        P.USE_EXPERIENCE,
+        P.VIEW_RUN,
     ),
 }
 

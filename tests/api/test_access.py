@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from agentapi.permissions import holds_any
 from experience.models import Case
+from reviewconsole.permissions import holds_any
 from reviewconsole.roles import ROLE_PERMISSIONS, Role
 from reviewconsole.services import user_set_role
 from tests.api.conftest import (
