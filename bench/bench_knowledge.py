@@ -307,7 +307,8 @@ class Corpus:
 
     def __init__(self, seed: int, in_scope: int) -> None:
         from knowledge.domain import expand, tokenize
-        from knowledge.services import current_lexicon, token_text
+        from knowledge.selectors import current_lexicon
+        from knowledge.services import token_text
 
         self.rng = random.Random(seed)
         self.in_scope = in_scope
@@ -746,7 +747,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     os.environ.setdefault("DJANGO_DEBUG", "0")  # DEBUG would record every query
     started = time.perf_counter()
     database = prepare_database(args)

@@ -31,6 +31,7 @@ from reviewconsole.admin_support import ReadOnlyInline
 from reviewconsole.display import ShownInUtc
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.permissions import APPROVE_DOCUMENT, REVOKE_DOCUMENT
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 
@@ -224,10 +225,10 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         return ", ".join(obj.store_rows.values_list("store", flat=True))
 
     def has_approve_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("knowledge.approve_document")
+        return request.user.has_perm(APPROVE_DOCUMENT)
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("knowledge.revoke_document")
+        return request.user.has_perm(REVOKE_DOCUMENT)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         """Store rows are written by the service with the new version."""

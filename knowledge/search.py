@@ -22,7 +22,7 @@ from knowledge.domain import (
     tokenize,
 )
 from knowledge.models import Document, DocumentStore
-from knowledge.services import current_lexicon
+from knowledge.selectors import current_lexicon
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import to_utc_iso
 

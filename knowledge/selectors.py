@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from django.db.models import Prefetch, Q, QuerySet
 
-from knowledge.models import Document, DocumentStore
-from knowledge.services import document_content
+from knowledge.models import Document, DocumentStore, Synonym
+from knowledge.schema import DocumentContent
+
+
+def current_lexicon() -> dict[str, str]:
+    return dict(Synonym.objects.values_list("term", "canonical"))
 
 
 def documents_filtered(
@@ -66,6 +71,28 @@ def document_versions(doc_key: str) -> QuerySet[Document]:
             "valid_to",
         )
         .order_by("-version")
+    )
+
+
+def document_content(document: Document, stores: Sequence[str] | None = None) -> DocumentContent:
+    if stores is None:
+        stores = [row.store for row in document.store_rows.all()]
+    return DocumentContent(
+        doc_key=document.doc_key,
+        version=document.version,
+        tenant=document.tenant,
+        brand=document.brand,
+        stores=tuple(sorted(stores)),
+        campaign=document.campaign,
+        kind=document.kind,
+        rule_key=document.rule_key,
+        title=document.title,
+        text=document.text,
+        source=document.source,
+        valid_from=document.valid_from,
+        valid_to=document.valid_to,
+        published_at=document.published_at,
+        requirements=document.requirements,
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,11 +14,27 @@ from knowledge.domain import expand, tokenize
 from knowledge.hooks import revocation_record
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent, parse_document
+from knowledge.selectors import current_lexicon, document_content
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
-from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
+from reviewconsole.permissions import (
+    ADD_DOCUMENT,
+    APPROVE_DOCUMENT,
+    CHANGE_SYNONYM,
+    DELETE_SYNONYM,
+    NOT_PERMITTED,
+    REVOKE_DOCUMENT,
+    holds,
+    require,
+)
+from reviewconsole.tenancy import (
+    NOT_IN_TENANT,
+    NOT_IN_TENANT_MESSAGE,
+    may_access,
+    require_input_tenant,
+)
 
 REASON_REQUIRED = "a reason is required"
 ALREADY_REVOKED = "is already revoked"
@@ -28,20 +43,9 @@ CONTENT_DIFFERS = "already exists with other content; save the change as a new v
 STATE_DIFFERS = "exists with the same content but a different {flag} state; approve or revoke it instead of re-importing"
 DUPLICATE_IN_FILE = "appears twice in this import"
 NOTHING_CHANGED = "nothing changed; no new version saved"
-
-
-def _require(user: User, perm: str, message: str) -> None:
-    if not user.has_perm(perm):
-        raise PermissionRefused(message, unmet="not_permitted")
-
-
-def _require_tenant(user: User, tenant: str) -> None:
-    if not may_access(user, tenant):
-        raise PermissionRefused(f"tenant {tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
-
-
-def current_lexicon() -> dict[str, str]:
-    return dict(Synonym.objects.values_list("term", "canonical"))
+SAVE_REFUSED = "saving documents needs the operator role"
+IMPORT_REFUSED = "importing documents needs the operator role"
+LEXICON_REFUSED = "editing the lexicon needs the operator role"
 
 
 def token_text(tokens: frozenset[str]) -> str:
@@ -101,8 +105,8 @@ def document_create(
     return document
 
 
-# Unmet conditions of approving or revoking a document, named as for cases and skills.
-NOT_PERMITTED = "not_permitted"
+# Unmet conditions of approving or revoking a document, named as for cases and skills
+# (``not_permitted`` and ``not_in_tenant`` are the core's names).
 REASON_UNMET = "reason_required"
 ALREADY_REVOKED_UNMET = "already_revoked"
 ALREADY_APPROVED_UNMET = "already_approved"
@@ -163,8 +167,7 @@ def _review_unmet(
     """Every unmet condition as ``(name, field, message)``, in the order the review shows them."""
     public_id = document.public_id
     unmet = []
-    perm = "knowledge.approve_document" if approve else "knowledge.revoke_document"
-    if not (actor.is_authenticated and actor.has_perm(perm)):
+    if not holds(actor, APPROVE_DOCUMENT if approve else REVOKE_DOCUMENT):
         unmet.append((NOT_PERMITTED, "actor", APPROVE_REFUSED if approve else REVOKE_REFUSED))
     if not may_access(actor, document.tenant):
         message = f"tenant {document.tenant!r} {NOT_IN_TENANT_MESSAGE}"
@@ -264,8 +267,7 @@ def document_save_new_version(*, base: Document, changes: dict[str, Any], actor:
     The new version's ``published_at`` is the one in ``changes`` (its author's), else the moment
     it is saved: a new version is never known before it existed.
     """
-    _require(actor, "knowledge.add_document", "saving documents needs the operator role")
-    _require_tenant(actor, base.tenant)
+    require(actor, ADD_DOCUMENT, base.tenant, message=SAVE_REFUSED)
     changes = dict(changes)
     published_at = changes.pop("published_at", None)
     latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
@@ -286,8 +288,7 @@ def document_add(
     *, content: DocumentContent, actor: User, next_free_version: bool = False
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
-    _require(actor, "knowledge.add_document", "saving documents needs the operator role")
-    _require_tenant(actor, content.tenant)
+    require(actor, ADD_DOCUMENT, content.tenant, message=SAVE_REFUSED)
     if next_free_version:
         latest = Document.objects.filter(doc_key=content.doc_key).aggregate(v=Max("version"))["v"]
         content = replace(content, version=(latest or 0) + 1)
@@ -296,26 +297,11 @@ def document_add(
     return document_create(content=content, actor=actor)
 
 
-def document_content(document: Document, stores: Sequence[str] | None = None) -> DocumentContent:
-    if stores is None:
-        stores = [row.store for row in document.store_rows.all()]
-    return DocumentContent(
-        doc_key=document.doc_key,
-        version=document.version,
-        tenant=document.tenant,
-        brand=document.brand,
-        stores=tuple(sorted(stores)),
-        campaign=document.campaign,
-        kind=document.kind,
-        rule_key=document.rule_key,
-        title=document.title,
-        text=document.text,
-        source=document.source,
-        valid_from=document.valid_from,
-        valid_to=document.valid_to,
-        published_at=document.published_at,
-        requirements=document.requirements,
-    )
+# An imported document may attest a state reached elsewhere; each needs its permission.
+_ATTESTED_STATES = (
+    ("approved", APPROVE_DOCUMENT, "approve"),
+    ("revoked", REVOKE_DOCUMENT, "revoke"),
+)
 
 
 @dataclass
@@ -327,32 +313,27 @@ class ImportResult:
 @transaction.atomic
 def documents_import(*, items: object, actor: User) -> ImportResult:
     """Import a JSON array of documents: all or nothing, idempotent for identical content."""
-    _require(actor, "knowledge.add_document", "importing documents needs the operator role")
+    require(actor, ADD_DOCUMENT, message=IMPORT_REFUSED)
     if not isinstance(items, list):
         raise ValidationFailure("$", "must be a JSON array of documents")
     parsed = []
     seen: set[tuple[str, int]] = set()
+    checked: set[str] = set()  # each permission is asked once per import
     for index, raw in enumerate(items):
         try:
             item = parse_document(raw)
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
-        if not may_access(actor, item.content.tenant):
-            raise ValidationFailure(f"[{index}].tenant", NOT_IN_TENANT_MESSAGE)
+        require_input_tenant(actor, item.content.tenant, field=f"[{index}].tenant")
         key = (item.content.doc_key, item.content.version)
         if key in seen:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")
         seen.add(key)
-        if item.approved:
-            _require(
-                actor,
-                "knowledge.approve_document",
-                f"[{index}].approved needs the approve permission",
-            )
-        if item.revoked:
-            _require(
-                actor, "knowledge.revoke_document", f"[{index}].revoked needs the revoke permission"
-            )
+        for flag, permission, verb in _ATTESTED_STATES:
+            if getattr(item, flag) and permission not in checked:
+                message = f"[{index}].{flag} needs the {verb} permission"
+                require(actor, permission, message=message)
+                checked.add(permission)
         parsed.append((index, item))
 
     existing = {
@@ -412,7 +393,7 @@ def _check_term(value: str, field_name: str) -> str:
 
 @transaction.atomic
 def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
-    _require(actor, "knowledge.change_synonym", "editing the lexicon needs the operator role")
+    require(actor, CHANGE_SYNONYM, message=LEXICON_REFUSED)
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
         raise ValidationFailure("canonical", "must differ from the term")
@@ -429,7 +410,7 @@ def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
 
 @transaction.atomic
 def synonym_delete(*, synonym: Synonym, actor: User) -> None:
-    _require(actor, "knowledge.delete_synonym", "editing the lexicon needs the operator role")
+    require(actor, DELETE_SYNONYM, message=LEXICON_REFUSED)
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()
     rebuilt = _rebuild_expanded_tokens(current_lexicon())

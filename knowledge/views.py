@@ -12,16 +12,15 @@ from knowledge.search import search_knowledge
 from knowledge.selectors import document_get, document_lines, document_versions, documents_filtered
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_DOCUMENT
 from reviewconsole.tenancy import NOT_IN_TENANT_MESSAGE, may_access, visible
 from reviewconsole.views import HtmxHttpRequest, console_view, diff_lines, paginate, render_page
 
-VIEW_PERMISSION = "knowledge.view_document"
-SEARCH_PERMISSION = "knowledge.search_knowledge"
 DOCUMENTS_PER_PAGE = 25
 
 
 @require_GET
-@console_view(VIEW_PERMISSION)
+@console_view(VIEW_DOCUMENT)
 def document_list(request: HtmxHttpRequest) -> HttpResponse:
     form = DocumentFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
@@ -47,7 +46,7 @@ def _against(request: HtmxHttpRequest, document: Document, versions: list[Docume
 
 
 @require_GET
-@console_view(VIEW_PERMISSION)
+@console_view(VIEW_DOCUMENT)
 def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
     document = document_get(doc_key, version)
     if document is None or not may_access(request.user, document.tenant):
@@ -85,7 +84,7 @@ def _document_url(public_id: str) -> str:
 
 
 @require_GET
-@console_view(VIEW_PERMISSION, SEARCH_PERMISSION)
+@console_view(VIEW_DOCUMENT, SEARCH_KNOWLEDGE)
 def search_preview(request: HtmxHttpRequest) -> HttpResponse:
     bound = "query" in request.GET
     form = (

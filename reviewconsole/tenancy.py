@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Model, QuerySet
 
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import TenantMembership
 
 NOT_IN_TENANT = "not_in_tenant"
@@ -39,6 +40,16 @@ def tenants_of(user: User | AnonymousUser | None) -> frozenset[str] | None:
 def may_access(user: User | AnonymousUser | None, tenant: str) -> bool:
     allowed = tenants_of(user)
     return allowed is None or tenant in allowed
+
+
+def require_input_tenant(user: User | AnonymousUser | None, tenant: str, *, field: str) -> None:
+    """A tenant named in an input (a file, a form) that ``user`` may not use is a bad value.
+
+    Unlike an item of another tenant (refused with ``not_in_tenant``), the input is wrong, so the
+    refusal names its ``field``.
+    """
+    if not may_access(user, tenant):
+        raise ValidationFailure(field, f"{tenant!r} {NOT_IN_TENANT_MESSAGE}")
 
 
 def is_deployment_wide(user: User | AnonymousUser | None) -> bool:
