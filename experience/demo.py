@@ -19,6 +19,7 @@ from experience.executor import TicketContext, run_skill
 from experience.models import Status
 from experience.schema import evidence_objects
 from reviewconsole.cli import read_json_file
+from reviewconsole.permissions import VERIFY_EVIDENCE, holds
 from reviewconsole.timeparse import parse_aware_datetime
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def load_demo_experience(
     instead of being claimed by the import. Safe to call again: nothing is duplicated.
     """
     raw = read_json_file(str(path or FIXTURE))
-    can_verify = operator.has_perm(selectors.VERIFY_PERMISSION)
+    can_verify = holds(operator, VERIFY_EVIDENCE)
     submitted = services.items_import(
         items=raw if can_verify else _without_verified_flags(raw), actor=operator
     )

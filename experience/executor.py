@@ -17,12 +17,13 @@ from django.db import transaction
 
 from experience import domain
 from experience.models import Case, ItemType, RunStatus, Skill
-from experience.selectors import USE_PERMISSION, skill_availability
+from experience.selectors import skill_availability
 from experience.services import references_record, run_store, validate_run_id
 from experience.tools import CallContext, Tool, default_registry, tool_specs
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import USE_EXPERIENCE, require
 from reviewconsole.timeparse import to_utc_iso
 
 if TYPE_CHECKING:
@@ -128,8 +129,8 @@ def run_skill(
     actor: User | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
-    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):
-        raise PermissionRefused(USE_REFUSED)
+    if actor is not None:
+        require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
         raise ValidationFailure("now", "must be timezone-aware")

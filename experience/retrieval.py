@@ -10,11 +10,11 @@ from django.db import transaction
 
 from experience import domain
 from experience.models import Case, ItemType, Skill, SkillCase, Status
-from experience.selectors import USE_PERMISSION
 from experience.services import references_record, validate_run_id
 from knowledge.services import current_lexicon
 from reviewconsole import clock
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import USE_EXPERIENCE, require
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -80,8 +80,8 @@ def retrieve_experience(
     *,
     actor: User | None = None,
 ) -> dict[str, Any]:
-    if actor is not None and not (actor.is_authenticated and actor.has_perm(USE_PERMISSION)):
-        raise PermissionRefused(USE_REFUSED)
+    if actor is not None:
+        require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     _validate(query, limit, now)
     run_id = validate_run_id(run_id)
     missing = domain.missing_scope(scope)

@@ -22,13 +22,10 @@ from experience.models import (
     SkillCase,
 )
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import REVIEW_CASE, holds
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-REVIEW_PERMISSION = "experience.review_case"
-VERIFY_PERMISSION = "experience.verify_evidence"
-USE_PERMISSION = "experience.use_experience"
 
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
@@ -56,7 +53,7 @@ def case_evidence(case: Case) -> list[Evidence]:
 def reviewer_of(user: User) -> domain.Reviewer:
     return domain.Reviewer(
         user_id=int(user.pk),
-        can_review=bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION)),
+        can_review=holds(user, REVIEW_CASE),
     )
 
 

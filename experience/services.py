@@ -37,7 +37,6 @@ from experience.schema import (
     parse_skill,
 )
 from experience.selectors import (
-    VERIFY_PERMISSION,
     Impact,
     case_approval_checklist,
     reviewer_of,
@@ -49,16 +48,20 @@ from knowledge.models import Document
 from knowledge.services import DocumentRefusal, document_approve, document_revoke
 from reviewconsole import clock
 from reviewconsole.audit import event_record
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
+from reviewconsole.permissions import (
+    ADD_CASE,
+    ADD_SKILL,
+    PROPOSE_CASE,
+    VERIFY_EVIDENCE,
+    holds,
+    require,
+)
 from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-ADD_CASE_PERMISSION = "experience.add_case"
-ADD_SKILL_PERMISSION = "experience.add_skill"
-PROPOSE_PERMISSION = "experience.propose_case"
 
 SUBMIT_REFUSED = "submitting cases needs the operator or reviewer role"
 SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
@@ -76,7 +79,6 @@ CASE_REFERENCE_DUPLICATE = "cites the same case twice"
 NOT_A_LIST = "must be a JSON array of cases and skills"
 RUN_ID_INVALID = "must be 1-100 characters without spaces"
 DOCUMENT_UNKNOWN = "no knowledge document with this id"
-NOT_PERMITTED = "not_permitted"
 
 
 class ReviewRefused(Exception):
@@ -103,11 +105,6 @@ class ReviewOutcome:
             "unmet": [],
             "impact": self.impact.as_json(),
         }
-
-
-def _require(user: User, perm: str, message: str, unmet: str = NOT_PERMITTED) -> None:
-    if not (user.is_authenticated and user.has_perm(perm)):
-        raise PermissionRefused(message, unmet=unmet)
 
 
 def _require_tenant(actor: User, item: Case | Skill) -> None:
@@ -253,12 +250,11 @@ def case_submit(
 ) -> tuple[Case, bool]:
     """Submit a candidate case as ``actor``. Identical content returns the stored row."""
     if via == SubmittedVia.API:
-        if not (actor.has_perm(PROPOSE_PERMISSION) or actor.has_perm(ADD_CASE_PERMISSION)):
-            raise PermissionRefused(PROPOSE_REFUSED, unmet=NOT_PERMITTED)
+        require(actor, (PROPOSE_CASE, ADD_CASE), message=PROPOSE_REFUSED)
         # A proposal's evidence is unchecked whatever its body says: only a person checks.
     else:
-        _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
-        if _verified_keys(content) and not actor.has_perm(VERIFY_PERMISSION):
+        require(actor, ADD_CASE, message=SUBMIT_REFUSED)
+        if _verified_keys(content) and not holds(actor, VERIFY_EVIDENCE):
             raise ValidationFailure(_verified_path(content), VERIFIED_NEEDS_PERMISSION)
     case, created = _store_case(content, actor=actor, via=via)
     if via != SubmittedVia.API and _verified_keys(content):
@@ -320,7 +316,7 @@ def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill
 def skill_submit(
     *, content: SkillContent, actor: User, via: str = SubmittedVia.CONSOLE
 ) -> tuple[Skill, bool]:
-    _require(actor, ADD_SKILL_PERMISSION, SUBMIT_SKILL_REFUSED)
+    require(actor, ADD_SKILL, message=SUBMIT_SKILL_REFUSED)
     if content.unresolved():
         raise ValidationFailure("cases", "file references (#N) are only meaningful in an import")
     return _store_skill(content, actor=actor, via=via)
@@ -340,9 +336,9 @@ def items_import(*, items: object, actor: User) -> list[Submitted]:
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
     if any(isinstance(item, CaseContent) for item in parsed):
-        _require(actor, ADD_CASE_PERMISSION, SUBMIT_REFUSED)
+        require(actor, ADD_CASE, message=SUBMIT_REFUSED)
     if any(isinstance(item, SkillContent) for item in parsed):
-        _require(actor, ADD_SKILL_PERMISSION, SUBMIT_SKILL_REFUSED)
+        require(actor, ADD_SKILL, message=SUBMIT_SKILL_REFUSED)
 
     # Cases first, so a skill may cite a case that appears later in the same file.
     stored: dict[int, Submitted] = {}
@@ -403,7 +399,7 @@ def _resolve_file_references(
 @transaction.atomic
 def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> EvidenceCheck:
     """Record that ``actor`` checked one evidence item of ``case``."""
-    _require(actor, VERIFY_PERMISSION, VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
+    require(actor, VERIFY_EVIDENCE, message=VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
     _require_tenant(actor, case)
     try:
         evidence = Evidence.objects.select_related("case").get(case=case, key=key)

@@ -43,8 +43,6 @@ from experience.forms import (
 )
 from experience.models import Case, Evidence, EvidenceCheck, RevocationImpact, Skill, Status
 from experience.selectors import (
-    REVIEW_PERMISSION,
-    VERIFY_PERMISSION,
     case_approval_checklist,
     case_evidence,
     cited_case,
@@ -69,6 +67,7 @@ from experience.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE
 from reviewconsole.tenancy import NOT_IN_TENANT, may_access, tenants_of, visible
 from reviewconsole.views import (
     HtmxHttpRequest,
@@ -356,8 +355,8 @@ def _case_context(
         "same_incident": [{"case": c, "url": item_url(c.id)} for c in same_incident_cases(case)],
         "cited_by": [{"skill": s, "url": item_url(s.id)} for s in skills_citing_case(case)],
         "impacts": _impact_views(stored_impacts(case.id)),
-        "can_review": user.has_perm(REVIEW_PERMISSION),
-        "can_verify": user.has_perm(VERIFY_PERMISSION) and case.status == Status.CANDIDATE,
+        "can_review": user.has_perm(REVIEW_CASE),
+        "can_verify": user.has_perm(VERIFY_EVIDENCE) and case.status == Status.CANDIDATE,
         "expired": case.valid_to <= clock.now(),
         **_case_urls(case),
     }
@@ -389,7 +388,7 @@ def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 
 @require_POST
-@console_view(VIEW_CASE, VERIFY_PERMISSION)
+@console_view(VIEW_CASE, VERIFY_EVIDENCE)
 def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest, acting_user(request))
     form = EvidenceCheckForm(request.POST)
@@ -437,7 +436,7 @@ def _decision(
 
 
 @require_POST
-@console_view(VIEW_CASE, REVIEW_PERMISSION)
+@console_view(VIEW_CASE, REVIEW_CASE)
 def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest, acting_user(request))
     reason = str(request.POST.get("reason", ""))[:2000]
@@ -523,7 +522,7 @@ def _skill_context(
         "review_errors": review_errors,
         "runs": [{"run": run, "url": run_url(run.run_id)} for run in runs_of_skill(skill)],
         "impacts": _impact_views(stored_impacts(skill.id)),
-        "can_review": user.has_perm(REVIEW_PERMISSION),
+        "can_review": user.has_perm(REVIEW_CASE),
         "expired": skill.valid_to <= now,
         **_skill_urls(skill),
     }
@@ -557,7 +556,7 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 
 @require_POST
-@console_view(VIEW_SKILL, REVIEW_PERMISSION)
+@console_view(VIEW_SKILL, REVIEW_CASE)
 def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = _skill_or_404(digest, acting_user(request))
     reason = str(request.POST.get("reason", ""))[:2000]
@@ -651,7 +650,7 @@ def _revoke(
 
 
 @require_http_methods(["GET", "POST"])
-@console_view(VIEW_CASE, REVIEW_PERMISSION)
+@console_view(VIEW_CASE, REVIEW_CASE)
 def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = _case_or_404(digest, acting_user(request))
     urls = _case_urls(case)
@@ -659,7 +658,7 @@ def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@console_view(VIEW_SKILL, REVIEW_PERMISSION)
+@console_view(VIEW_SKILL, REVIEW_CASE)
 def skill_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = _skill_or_404(digest, acting_user(request))
     urls = _skill_urls(skill)
