@@ -1,0 +1,61 @@
+"""Rules every template under templates/ keeps, checked on the source text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+PAGES = sorted(TEMPLATES.rglob("*.html"))
+BASE = TEMPLATES / "_base.html"
+
+
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(TEMPLATES))
+
+
+def test_templates_are_found() -> None:
+    assert BASE in PAGES
+    assert len(PAGES) > 20
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_only_the_base_template_writes_head_tags(path: Path) -> None:
+    # The stylesheet, scripts, meta and title come from the head block of _base.html; a page
+    # adds to it through {% block extra_head %}, never with tags of its own in its content.
+    if path == BASE:
+        return
+    source = _source(path)
+    for tag in ("<link", "<script", "<meta", "<title", "<style"):
+        assert tag not in source, f"{_name(path)} writes {tag}>"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_no_template_links_a_second_stylesheet(path: Path) -> None:
+    stylesheets = re.findall(r"\{% static '([^']+\.css)' %\}", _source(path))
+    assert set(stylesheets) <= {"console/console.css"}
+    assert "curation.css" not in _source(path)
+    assert "curation.js" not in _source(path)
+
+
+def test_the_base_template_loads_the_one_stylesheet_and_script() -> None:
+    source = _source(BASE)
+    assert "{% block head %}" in source
+    assert "{% block extra_head %}" in source
+    assert source.count("rel=\"stylesheet\"") == 1
+    assert "{% static 'console/console.css' %}" in source
+    assert "{% static 'console/console.js' %}" in source
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_no_inline_style_or_script(path: Path) -> None:
+    # The CSP allows styles and scripts from files only.
+    source = _source(path)
+    assert not re.search(r"\sstyle=", source), _name(path)
+    assert not re.search(r"\son[a-z]+=\"", source), _name(path)
