@@ -223,8 +223,26 @@ def validate_requirements(value: object, *, field: str = "requirements") -> dict
     return clean
 
 
+def newest_versions(versions: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+    """Of ``(doc_key, version)`` pairs, the newest version of each doc_key.
+
+    Among the gated versions of one document only the newest goes on to ranking and conflicts:
+    an older version is superseded from its successor's ``published_at`` on (the gate already
+    holds back a successor published after ``known_at``), and never conflicts with it.
+    """
+    newest: dict[str, int] = {}
+    for doc_key, version in versions:
+        if version > newest.get(doc_key, 0):
+            newest[doc_key] = version
+    return set(newest.items())
+
+
 def conflicting(documents: Iterable[tuple[str, str, Mapping[str, Any]]]) -> frozenset[str]:
-    """Ids of documents sharing a rule_key with another document of different requirements."""
+    """Ids of documents sharing a rule_key with another document of different requirements.
+
+    Callers pass one version per document (the newest gated one), so a revision never conflicts
+    with the version it replaces.
+    """
     by_slot: dict[str, list[tuple[str, str]]] = {}
     for doc_id, rule_key, requirements in documents:
         if rule_key:

@@ -17,6 +17,7 @@ from knowledge.domain import (
     compare_conditions,
     conflicting,
     expand,
+    newest_versions,
     rank_branch,
     reciprocal_rank_fusion,
     tokenize,
@@ -115,6 +116,8 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
             "document__expanded_tokens",
         )
     )
+    newest = newest_versions((row[1], row[2]) for row in gated)
+    gated = [row for row in gated if (row[1], row[2]) in newest]
     if not gated:
         return _result(NO_MATCH)
 
