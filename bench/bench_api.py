@@ -303,7 +303,7 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measu
                 sys.executable,
                 "-m",
                 "gunicorn",
-                "reviewconsole.wsgi:application",
+                "console.wsgi:application",
                 "--workers",
                 str(WORKERS),
                 "--bind",

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def setup(database_url: str | None) -> str:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     if database_url:
         os.environ["DATABASE_URL"] = database_url
     import django

@@ -108,7 +108,7 @@ def gunicorn(env: dict[str, str], port: int, workers: int) -> Iterator[None]:
             PYTHON,
             "-m",
             "gunicorn",
-            "reviewconsole.wsgi:application",
+            "console.wsgi:application",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

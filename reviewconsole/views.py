@@ -1,4 +1,4 @@
-"""The console shell: access rules shared by every page, the dashboard and the audit log."""
+"""The view toolkit of every app (access, page or fragment, paging, diffs) and the audit pages."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from django_htmx.middleware import HtmxDetails
 
 from reviewconsole import clock
 from reviewconsole.forms import EventFilterForm
-from reviewconsole.selectors import dashboard_counts, events_csv_rows, events_filtered
-from reviewconsole.tenancy import is_deployment_wide, tenants_of
+from reviewconsole.selectors import events_csv_rows, events_filtered
+from reviewconsole.tenancy import is_deployment_wide
 
 VIEW_EVENT_PERMISSION = "reviewconsole.view_event"
 
@@ -113,17 +113,6 @@ def diff_lines(
             kind = "same"
         result.append(DiffLine(kind, line))
     return result
-
-
-@require_GET
-@console_view()
-def dashboard(request: HtmxHttpRequest) -> HttpResponse:
-    counts = dashboard_counts(
-        now=clock.now(),
-        with_documents=request.user.has_perm("knowledge.view_document"),
-        tenants=tenants_of(request.user),
-    )
-    return render_page(request, "reviewconsole/dashboard_home.html", {"counts": counts})
 
 
 @require_GET

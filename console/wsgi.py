@@ -3,7 +3,7 @@ import os
 from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
 
 # Import every view and API module now rather than on a worker's first request, so a server

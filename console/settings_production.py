@@ -6,8 +6,8 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-from reviewconsole.settings import *  # noqa: F403
-from reviewconsole.settings import DEV_SECRET_KEY
+from console.settings import *  # noqa: F403
+from console.settings import DEV_SECRET_KEY
 
 DEBUG = False
 

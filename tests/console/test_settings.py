@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewconsole.settings import SQLITE_OPTIONS, database_from_environment
+from console.settings import SQLITE_OPTIONS, database_from_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +57,7 @@ def test_production_settings_pass_check_deploy() -> None:
         "--deploy",
         "--fail-level",
         "WARNING",
-        DJANGO_SETTINGS_MODULE="reviewconsole.settings_production",
+        DJANGO_SETTINGS_MODULE="console.settings_production",
         DJANGO_SECRET_KEY="k" * 10 + "Zq8#pW2!xR5@mN7$vB4%cL9^tH3&jF6*gD1(sA0)eY",
         DJANGO_ALLOWED_HOSTS="console.example",
     )
@@ -66,6 +66,6 @@ def test_production_settings_pass_check_deploy() -> None:
 
 
 def test_production_settings_refuse_the_development_key() -> None:
-    result = run_manage("check", DJANGO_SETTINGS_MODULE="reviewconsole.settings_production")
+    result = run_manage("check", DJANGO_SETTINGS_MODULE="console.settings_production")
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr

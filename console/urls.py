@@ -3,10 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agentapi.api import api
+from console.views import dashboard
 from reviewconsole import views
 
 urlpatterns = [
-    path("", views.dashboard, name="home"),
+    path("", dashboard, name="home"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(

@@ -50,6 +50,8 @@ INSTALLED_APPS = [
     "agentapi",
     "evaluation",
     "curation",
+    # The project shell (settings, URLs, dashboard, load_demo): above every app, no models.
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -96,7 +98,7 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-ROOT_URLCONF = "reviewconsole.urls"
+ROOT_URLCONF = "console.urls"
 
 TEMPLATES = [
     {
@@ -108,7 +110,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "reviewconsole.context_processors.navigation",
+                "console.context_processors.navigation",
             ],
             # Replaces the date and time filters with ones that never fail a page on a stored
             # instant whose local time cannot be represented.
@@ -117,7 +119,7 @@ TEMPLATES = [
     },
 ]
 
-WSGI_APPLICATION = "reviewconsole.wsgi.application"
+WSGI_APPLICATION = "console.wsgi.application"
 
 SQLITE_OPTIONS: dict[str, Any] = {
     # WAL lets readers proceed while one writer commits; IMMEDIATE takes the write lock at

@@ -1,0 +1,22 @@
+"""The dashboard: what waits for a reviewer, over every app's items the user may see."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from console.selectors import dashboard_counts
+from reviewconsole import clock
+from reviewconsole.tenancy import tenants_of
+from reviewconsole.views import HtmxHttpRequest, console_view, render_page
+
+
+@require_GET
+@console_view()
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
+    counts = dashboard_counts(
+        now=clock.now(),
+        with_documents=request.user.has_perm("knowledge.view_document"),
+        tenants=tenants_of(request.user),
+    )
+    return render_page(request, "console/dashboard_home.html", {"counts": counts})
