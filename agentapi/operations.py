@@ -29,24 +29,26 @@ from experience.retrieval import retrieve_experience
 from experience.selectors import skill_availability
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
-from reviewconsole.errors import PermissionRefused, ValidationFailure
-from reviewconsole.permissions import holds_any
-from reviewconsole.tenancy import (
-    NOT_IN_TENANT,
-    NOT_IN_TENANT_MESSAGE,
-    may_access,
-    tenants_of,
-    visible,
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import (
+    ADD_CASE,
+    PROPOSE_CASE,
+    SEARCH_KNOWLEDGE,
+    USE_EXPERIENCE,
+    VIEW_RUN,
+    require,
 )
+from reviewconsole.tenancy import tenants_of, visible
 from reviewconsole.timeparse import to_utc_iso
 
-SEARCH_PERMISSION = "knowledge.search_knowledge"
-USE_PERMISSION = "experience.use_experience"
-VIEW_RUN_PERMISSION = "experience.view_run"
 # Agents propose; operators and reviewers submit. The service accepts either permission.
-PROPOSE_PERMISSIONS = ("experience.propose_case", "experience.add_case")
+PROPOSE_PERMISSIONS = (PROPOSE_CASE, ADD_CASE)
 
 NOT_PERMITTED = "this token's user does not hold the permission {permission}"
+SEARCH_REFUSED = NOT_PERMITTED.format(permission=SEARCH_KNOWLEDGE)
+USE_REFUSED = NOT_PERMITTED.format(permission=USE_EXPERIENCE)
+VIEW_RUN_REFUSED = NOT_PERMITTED.format(permission=VIEW_RUN)
+PROPOSE_REFUSED = NOT_PERMITTED.format(permission=" or ".join(PROPOSE_PERMISSIONS))
 NO_SUCH_CASE = "no approved case with this id"
 NO_SUCH_SKILL = "no approved skill with this id"
 NO_SUCH_RUN = "no run with this id"
@@ -61,22 +63,9 @@ class NotFound(LookupError):
         self.message = message
 
 
-def require(user: User, *permissions: str) -> None:
-    """Refuse unless ``user`` holds at least one of ``permissions``."""
-    if not holds_any(user, permissions):
-        raise PermissionRefused(NOT_PERMITTED.format(permission=" or ".join(permissions)))
-
-
-def require_tenant(user: User, tenant: str | None) -> None:
-    """A user limited to some tenants cannot ask about another one (a missing tenant is fine:
-    the answer is needs_context or fallback, and nothing is read)."""
-    if tenant is not None and not may_access(user, tenant):
-        raise PermissionRefused(f"tenant {tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
-
-
 def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str, Any]:
-    require(user, SEARCH_PERMISSION)
-    require_tenant(user, request.tenant)
+    # A missing tenant is fine: the answer is needs_context, and nothing is read.
+    require(user, SEARCH_KNOWLEDGE, request.tenant, message=SEARCH_REFUSED)
     context = KnowledgeContext(
         tenant=request.tenant,
         brand=request.brand,
@@ -91,8 +80,7 @@ def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str
 
 
 def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> dict[str, Any]:
-    require(user, USE_PERMISSION)
-    require_tenant(user, request.scope.tenant)
+    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
     return retrieve_experience(
         request.query,
         request.scope.as_mapping(),
@@ -104,10 +92,9 @@ def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> di
 
 
 def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[str, Any]:
-    require(user, USE_PERMISSION)
+    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
     if not _SKILL_ID.fullmatch(skill_id):
         raise ValidationFailure("skill_id", "must be a skill id (skill:<sha256>)")
-    require_tenant(user, request.scope.tenant)
     context = TicketContext(
         occurred_at=request.occurred_at,
         known_at=request.known_at,
@@ -125,13 +112,13 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
 
 def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:
     """A candidate submitted by ``user``; every evidence item stays unchecked."""
-    require(user, *PROPOSE_PERMISSIONS)
+    require(user, PROPOSE_PERMISSIONS, message=PROPOSE_REFUSED)
     case, created = experience_services.case_propose(data=proposal.as_import_item(), actor=user)
     return {"id": case.id, "type": "case", "status": case.status, "created": created}
 
 
 def run_read(*, user: User, run_id: str) -> dict[str, Any]:
-    require(user, VIEW_RUN_PERMISSION)
+    require(user, VIEW_RUN, message=VIEW_RUN_REFUSED)
     try:
         run_id = experience_services.validate_run_id(run_id)
     except ValidationFailure:
@@ -161,7 +148,7 @@ def run_read(*, user: User, run_id: str) -> dict[str, Any]:
 
 def case_read(*, user: User, case_id: str, run_id: str | None = None) -> dict[str, Any]:
     """An approved case; anything else (candidate, rejected, revoked, unknown) is not found."""
-    require(user, USE_PERMISSION)
+    require(user, USE_EXPERIENCE, message=USE_REFUSED)
     case = (
         visible(Case.objects.filter(pk=case_id, status=Status.APPROVED), user).first()
         if _CASE_ID.fullmatch(case_id)
@@ -192,7 +179,7 @@ def case_read(*, user: User, case_id: str, run_id: str | None = None) -> dict[st
 
 def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[str, Any]:
     """An approved skill and whether it may be used now; anything else is not found."""
-    require(user, USE_PERMISSION)
+    require(user, USE_EXPERIENCE, message=USE_REFUSED)
     skill = (
         visible(Skill.objects.filter(pk=skill_id, status=Status.APPROVED), user).first()
         if _SKILL_ID.fullmatch(skill_id)
