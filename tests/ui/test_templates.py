@@ -48,7 +48,7 @@ def test_the_base_template_loads_the_one_stylesheet_and_script() -> None:
     source = _source(BASE)
     assert "{% block head %}" in source
     assert "{% block extra_head %}" in source
-    assert source.count("rel=\"stylesheet\"") == 1
+    assert source.count('rel="stylesheet"') == 1
     assert "{% static 'console/console.css' %}" in source
     assert "{% static 'console/console.js' %}" in source
 
@@ -59,3 +59,51 @@ def test_no_inline_style_or_script(path: Path) -> None:
     source = _source(path)
     assert not re.search(r"\sstyle=", source), _name(path)
     assert not re.search(r"\son[a-z]+=\"", source), _name(path)
+
+
+LIST_PAGES = [
+    "knowledge/document_list.html",
+    "experience/queue_list.html",
+    "experience/run_list.html",
+    "reviewconsole/event_list.html",
+    "curation/rereview_list.html",
+    "curation/proposal_list.html",
+    "curation/nearduplicate_list.html",
+]
+
+
+@pytest.mark.parametrize("name", LIST_PAGES)
+def test_list_pages_share_the_filter_form(name: str) -> None:
+    source = _source(TEMPLATES / name)
+    assert '{% include "_forms.html#filter-form"' in source
+    assert '<form class="panel filters"' not in source
+
+
+def test_the_filter_form_renders_fields_errors_submit_and_reset() -> None:
+    from django import forms
+    from django.template.loader import render_to_string
+
+    class Filters(forms.Form):
+        status = forms.ChoiceField(label="Status", choices=[("", "Any"), ("open", "Open")])
+        title = forms.CharField(label="Title", required=False, help_text="Part of the title")
+
+    form = Filters({"status": "nope"})
+    html = render_to_string(
+        "_forms.html#filter-form", {"form": form, "action": "/list/", "target": "list-results"}
+    )
+    assert 'action="/list/"' in html
+    assert 'hx-get="/list/"' in html
+    assert 'hx-target="#list-results"' in html
+    assert 'hx-trigger="submit, input delay:400ms"' in html
+    assert '<label for="id_status">Status</label>' in html
+    assert '<span class="help">Part of the title</span>' in html
+    assert 'class="errorlist' in html
+    assert '<button type="submit">' in html
+    assert '<a href="/list/">' in html
+
+    html = render_to_string(
+        "_forms.html#filter-form",
+        {"form": Filters(), "action": "/list/", "target": "t", "trigger": "change, submit"},
+    )
+    assert 'hx-trigger="change, submit"' in html
+    assert "errorlist" not in html
