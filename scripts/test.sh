@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every check: lint, types, the test suite on SQLite, then on PostgreSQL.
+# Runs every check: lint, types, import contracts, the test suite on SQLite, then on PostgreSQL.
 # PostgreSQL is required when CI is set; elsewhere it is skipped with a warning if unreachable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,8 @@ echo "== ruff"
 "$BIN/ruff" format --no-cache --check .
 echo "== mypy"
 "$BIN/mypy" .
+echo "== import contracts"
+"$BIN/lint-imports" --no-cache
 
 echo "== browser"
 bash scripts/ensure_browser.sh || [ -z "${CI:-}" ]  # outside CI, browser tests skip without it
