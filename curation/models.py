@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 
 from experience.models import ID_LENGTH, SCOPE_LENGTH, Case
 
@@ -42,6 +43,9 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.thread_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("curation:thread-detail", args=[self.thread_id])
 
 
 class MessageRole(models.TextChoices):
@@ -274,6 +278,9 @@ class SkillProposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.pattern_kind}:{self.pattern}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("curation:proposal-detail", args=[self.pk])
 
     @property
     def scope(self) -> dict[str, str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 
 
 class HeldoutTicket(models.Model):
@@ -70,3 +71,6 @@ class ReplayReport(models.Model):
         if self.pk is not None:
             raise RuntimeError("a replay report records what was measured; it is never edited")
         super().save(*args, **kwargs)
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:report-detail", args=[self.pk])

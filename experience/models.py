@@ -10,6 +10,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
+
+from reviewconsole import itemids
+from reviewconsole.links import item_page
 
 
 class ImmutableContentError(RuntimeError):
@@ -134,6 +138,9 @@ class ReviewedItem(models.Model):
             )
         super().save(*args, **kwargs)
 
+    def get_absolute_url(self) -> str:
+        return item_page(self.item_id)
+
     @property
     def scope(self) -> dict[str, str]:
         return {
@@ -143,6 +150,15 @@ class ReviewedItem(models.Model):
             "campaign": self.campaign,
             "deployment": self.deployment,
         }
+
+    @property
+    def item_id(self) -> itemids.ItemId:
+        return itemids.parse(self.id)
+
+    @property
+    def digest(self) -> str:
+        """The hex part of the id: what the item's console URLs carry."""
+        return self.item_id.digest
 
 
 class Case(ReviewedItem):
@@ -305,6 +321,9 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.skill_id} {self.status}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("experience:run-detail", args=[self.run_id])
 
     @property
     def scope(self) -> dict[str, str]:

@@ -4,6 +4,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
+
+from reviewconsole.itemids import ItemId
 
 
 class DocumentKind(models.TextChoices):
@@ -100,9 +103,16 @@ class Document(models.Model):
             )
         super().save(*args, **kwargs)
 
+    def get_absolute_url(self) -> str:
+        return reverse("knowledge:document-detail", args=[self.doc_key, self.version])
+
+    @property
+    def item_id(self) -> ItemId:
+        return ItemId.document(self.doc_key, self.version)
+
     @property
     def public_id(self) -> str:
-        return f"doc:{self.doc_key}@{self.version}"
+        return str(self.item_id)
 
     @property
     def status(self) -> str:

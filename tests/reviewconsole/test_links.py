@@ -1,0 +1,49 @@
+"""Every item knows its console page, and an id string resolves to the same page."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from knowledge.models import Document
+from knowledge.services import documents_import
+from reviewconsole.links import item_url
+from tests.knowledge.conftest import document
+from tests.ui.factories import approved_case, approved_skill, record_run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_items_and_their_ids_resolve_to_one_page(
+    operator: User, reviewer: User, second_reviewer: User
+) -> None:
+    first = approved_case(submitter=operator, reviewer=reviewer, incident="INC-LINK-1")
+    second = approved_case(submitter=operator, reviewer=reviewer, incident="INC-LINK-2")
+    skill = approved_skill(
+        submitter=operator, reviewer=second_reviewer, case_ids=[first.id, second.id]
+    )
+    run = record_run("run-link-1", skill, [first.id])
+    documents_import(items=[document(doc_key="refund-rule")], actor=operator)
+    doc = Document.objects.get(doc_key="refund-rule")
+
+    assert first.digest == first.id.removeprefix("case:")
+    assert skill.digest == skill.id.removeprefix("skill:")
+    pages = {
+        first: reverse("experience:case-detail", args=[first.digest]),
+        skill: reverse("experience:skill-detail", args=[skill.digest]),
+        doc: reverse("knowledge:document-detail", args=["refund-rule", doc.version]),
+    }
+    for item, page in pages.items():
+        assert item.get_absolute_url() == page
+    assert item_url(first.id) == pages[first]
+    assert item_url(skill.id) == pages[skill]
+    assert item_url(doc.public_id) == pages[doc]
+    assert run.get_absolute_url() == reverse("experience:run-detail", args=["run-link-1"])
+
+
+@pytest.mark.parametrize(
+    "text", ["", "file:screenshot.png", "case:not-hex", "doc:refund-rule", "doc:x@0", "run-1"]
+)
+def test_text_naming_no_item_has_no_page(text: str) -> None:
+    assert item_url(text) is None
