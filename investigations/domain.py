@@ -1,0 +1,424 @@
+"""The investigation runner: one ticket through a model's tool calls to a verified answer.
+
+Pure (no Django imports); the clock and every tool come in as arguments. ``run_ticket`` offers
+the model the tools that are both declared for this run and bound to a handler, parses each
+call's arguments against the tool's JSON schema, runs it, feeds the result back, and ends when
+the model answers or the budget (tool calls, wall time, output size) runs out. The model fills
+only a tool's own arguments (``query``, ``skill_id``); the scope and the ticket's times are bound
+by the caller inside each handler, and a call that tries to set them is refused and recorded.
+Whatever the model does, the run ends in a recorded outcome, never an exception.
+
+The final answer is checked by ``investigations.verification`` against this run's tool results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from investigations.verification import (
+    ANSWER_MALFORMED,
+    Verification,
+    parse_answer,
+    verify,
+)
+from knowledge.conclusions import ASK_FOR_FACTS
+
+SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
+# Arguments the runner binds itself. A model that sends one is refused: it may not choose where
+# or when the tools look.
+BOUND_ARGUMENTS = frozenset(
+    {*SCOPE_FIELDS, "scope", "occurred_at", "known_at", "at", "now", "facts", "context", "run_id"}
+)
+
+# Run statuses.
+ANSWERED = "answered"
+REFUSED_ANSWER = "refused_answer"
+BUDGET_EXHAUSTED = "budget_exhausted"
+NEEDS_CONTEXT = "needs_context"
+ERROR = "error"
+STATUSES = (ANSWERED, REFUSED_ANSWER, BUDGET_EXHAUSTED, NEEDS_CONTEXT, ERROR)
+
+# Step outcomes: only ``ok`` steps are evidence.
+OK = "ok"
+UNKNOWN_TOOL = "unknown_tool"
+INVALID_ARGUMENTS = "invalid_arguments"
+SCOPE_ARGUMENT_REFUSED = "scope_argument_refused"
+TOOL_ERROR = "tool_error"
+
+# Reason codes of a run that ended without a verified answer (the first word of ``reason``).
+MISSING_CONTEXT = "missing_context"
+CALLS_EXHAUSTED = "tool_calls"
+TIME_EXHAUSTED = "wall_time"
+OUTPUT_EXHAUSTED = "output_size"
+PROVIDER_ERROR = "provider_error"
+NO_ANSWER = "no_answer"
+
+DEFAULT_MAX_CALLS = 6
+MAX_CALLS_LIMIT = 20
+DEFAULT_MAX_SECONDS = 60.0
+DEFAULT_MAX_OUTPUT_CHARS = 16_000
+
+INSTRUCTIONS = """You investigate one customer support ticket for a chain of tea shops.
+Use the tools to gather evidence; they already know the ticket's scope (tenant, brand, store,
+campaign, release) and times: never pass those, only each tool's own arguments.
+When you are done, reply with one JSON object and nothing else:
+{"conclusion": "...", "conclusion_code": "...", "followups": ["..."],
+ "citations": [{"id": "...", "quote": "..."}]}
+conclusion_code is one of: rules_exclude_purchase (a rule's conditions exclude this purchase),
+rules_do_not_explain (the rules match; check the real configuration and requests),
+ask_for_facts (conditions cannot be decided; ask for the missing facts),
+check_campaign_configuration (sources conflict; check the live campaign),
+knowledge_has_no_answer (nothing matched), lead_needs_review (a skill or historical case is a
+lead only, never a confirmed cause).
+Each citation names an evidence id returned by a tool in this conversation and quotes its
+"quote" field exactly, character for character, including any prefix such as
+历史案例，仅作排查线索. Quotes that are not verbatim are refused."""
+
+
+@dataclass(frozen=True)
+class TicketContext:
+    occurred_at: datetime | None
+    known_at: datetime | None
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    text: str
+    scope: Mapping[str, str | None]
+    context: TicketContext
+
+    def missing(self) -> list[str]:
+        """Scope fields and times the ticket does not give; nothing runs without them."""
+        missing = [name for name in SCOPE_FIELDS if not (self.scope.get(name) or "").strip()]
+        missing += [
+            name for name in ("occurred_at", "known_at") if getattr(self.context, name) is None
+        ]
+        return missing
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_calls: int = DEFAULT_MAX_CALLS
+    max_seconds: float = DEFAULT_MAX_SECONDS
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "max_calls": self.max_calls,
+            "max_seconds": self.max_seconds,
+            "max_output_chars": self.max_output_chars,
+        }
+
+
+@dataclass(frozen=True)
+class ToolDeclaration:
+    """What the model is told about a tool: its name, purpose and argument schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call as the model wrote it: ``arguments`` is the raw JSON text, parsed by the runner."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The model's move: tool calls, or a final answer (raw text), or (malformed) neither."""
+
+    calls: tuple[ToolCall, ...] = ()
+    answer: str | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    call: ToolCall
+    content: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Round:
+    turn: Turn
+    exchanges: tuple[Exchange, ...]
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Everything the model has seen so far; a provider rebuilds its conversation from it."""
+
+    instructions: str
+    ticket: Ticket
+    tools: tuple[ToolDeclaration, ...]
+    rounds: tuple[Round, ...]
+
+
+class Provider(Protocol):
+    name: str
+
+    def next_turn(self, transcript: Transcript) -> Turn: ...
+
+
+Handler = Callable[[Mapping[str, str]], Mapping[str, Any]]
+
+
+@dataclass
+class Outcome:
+    status: str
+    reason: str
+    steps: list[dict[str, Any]]
+    answer: dict[str, Any] | None
+    verification: Verification
+    missing: list[str] = field(default_factory=list)
+    raw_answer: str | None = None
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.steps)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "answer": self.answer,
+            "verification": self.verification.as_json(),
+            "tool_calls": self.tool_calls,
+            "steps": self.steps,
+            "missing": list(self.missing),
+        }
+
+
+# --- argument checks ---------------------------------------------------------------------------
+
+
+def string_schema(properties: Mapping[str, tuple[int, int, str]]) -> dict[str, Any]:
+    """A JSON schema of required string arguments ``name -> (min length, max length, about)``."""
+    return {
+        "type": "object",
+        "properties": {
+            name: {"type": "string", "minLength": low, "maxLength": high, "description": about}
+            for name, (low, high, about) in properties.items()
+        },
+        "required": sorted(properties),
+        "additionalProperties": False,
+    }
+
+
+def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` break ``schema`` (naming the argument), or None.
+
+    Only what tool declarations here use: an object of strings with length bounds, required
+    names and no others.
+    """
+    properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
+    for name in schema.get("required", []):
+        if name not in arguments:
+            return f"{name}: required"
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if spec is None:
+            return f"{name}: not an argument of this tool"
+        if spec.get("type") == "string":
+            if not isinstance(value, str):
+                return f"{name}: must be a string"
+            if len(value.strip()) < spec.get("minLength", 0):
+                return f"{name}: must not be empty"
+            if len(value) > spec.get("maxLength", len(value)):
+                return f"{name}: must be at most {spec['maxLength']} characters"
+    return None
+
+
+def _parse_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        parsed = json.loads(text) if text.strip() else {}
+    except (ValueError, RecursionError):
+        return None, "arguments are not valid JSON"
+    if not isinstance(parsed, dict):
+        return None, "arguments must be a JSON object"
+    return parsed, None
+
+
+def _refusal(code: str, message: str) -> dict[str, Any]:
+    return {"error": code, "message": message}
+
+
+def _execute(
+    index: int,
+    call: ToolCall,
+    offered: Mapping[str, ToolDeclaration],
+    handlers: Mapping[str, Handler],
+) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """Run one call; return its step record and what is fed back to the model."""
+    step: dict[str, Any] = {
+        "index": index,
+        "call_id": call.id,
+        "tool": call.name,
+        "arguments": call.arguments,
+        "result": None,
+        "outcome": OK,
+        "error": None,
+    }
+
+    def refuse(code: str, message: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        step.update(outcome=code, error=message, **extra)
+        return step, _refusal(code, message)
+
+    declaration = offered.get(call.name)
+    if declaration is None:
+        return refuse(UNKNOWN_TOOL, f"{call.name!r} is not a tool of this run")
+    arguments, problem = _parse_arguments(call.arguments)
+    if arguments is None:
+        return refuse(INVALID_ARGUMENTS, problem or "invalid arguments")
+    step["arguments"] = arguments
+    bound = sorted(name for name in arguments if name in BOUND_ARGUMENTS)
+    if bound:
+        return refuse(
+            SCOPE_ARGUMENT_REFUSED,
+            f"{', '.join(bound)}: the runner binds the scope and times; pass only the tool's "
+            "own arguments",
+            refused_arguments=bound,
+        )
+    problem = check_arguments(declaration.parameters, arguments)
+    if problem:
+        return refuse(INVALID_ARGUMENTS, problem)
+    try:
+        result = handlers[call.name](arguments)
+    except Exception as exc:  # a failing tool is a recorded step, whatever it raised
+        return refuse(TOOL_ERROR, f"{type(exc).__name__}: {exc}")
+    if not isinstance(result, Mapping):
+        return refuse(TOOL_ERROR, "the tool returned no result object")
+    step["result"] = dict(result)
+    return step, result
+
+
+# --- the loop ----------------------------------------------------------------------------------
+
+
+def run_ticket(
+    ticket: Ticket,
+    provider: Provider,
+    *,
+    tools: Sequence[ToolDeclaration],
+    handlers: Mapping[str, Handler],
+    budget: Budget | None = None,
+    instructions: str = INSTRUCTIONS,
+    monotonic: Callable[[], float] = time.monotonic,
+    revoked: Callable[[Collection[str]], Collection[str]] | None = None,
+) -> Outcome:
+    """Run ``ticket`` through ``provider`` with the tools declared *and* bound; never raises.
+
+    ``revoked`` answers which of the cited ids are no longer usable now (a revocation during
+    the run); such an answer is refused.
+    """
+    budget = budget or Budget()
+    steps: list[dict[str, Any]] = []
+
+    def ended(status: str, reason: str, codes: Sequence[str]) -> Outcome:
+        return Outcome(status, reason, steps, None, Verification(False, list(codes)))
+
+    missing = ticket.missing()
+    if missing:
+        outcome = ended(
+            NEEDS_CONTEXT, f"{MISSING_CONTEXT}: {', '.join(missing)}", [MISSING_CONTEXT]
+        )
+        outcome.missing = missing
+        return outcome
+
+    offered = {tool.name: tool for tool in tools if tool.name in handlers}
+    started = monotonic()
+    rounds: list[Round] = []
+    output_chars = 0
+    while True:
+        if monotonic() - started > budget.max_seconds:
+            return ended(
+                BUDGET_EXHAUSTED, f"{TIME_EXHAUSTED}: over {budget.max_seconds:g}s", [NO_ANSWER]
+            )
+        transcript = Transcript(instructions, ticket, tuple(offered.values()), tuple(rounds))
+        try:
+            turn = provider.next_turn(transcript)
+        except Exception as exc:  # the provider's failure ends the run, recorded
+            return ended(ERROR, f"{PROVIDER_ERROR}: {type(exc).__name__}: {exc}", [NO_ANSWER])
+        output_chars += len(turn.answer or "") + len(turn.text)
+        output_chars += sum(len(call.arguments) + len(call.name) for call in turn.calls)
+        if output_chars > budget.max_output_chars:
+            return ended(
+                BUDGET_EXHAUSTED,
+                f"{OUTPUT_EXHAUSTED}: the model wrote over {budget.max_output_chars} characters",
+                [NO_ANSWER],
+            )
+        if not turn.calls:
+            return _answered(turn, steps, revoked)
+        exchanges = []
+        for call in turn.calls:
+            if len(steps) >= budget.max_calls:
+                return ended(
+                    BUDGET_EXHAUSTED,
+                    f"{CALLS_EXHAUSTED}: the model asked for more than {budget.max_calls} tool calls",
+                    [NO_ANSWER],
+                )
+            step, content = _execute(len(steps), call, offered, handlers)
+            steps.append(step)
+            exchanges.append(Exchange(call, content))
+        rounds.append(Round(turn, tuple(exchanges)))
+
+
+def _answered(
+    turn: Turn,
+    steps: list[dict[str, Any]],
+    revoked: Callable[[Collection[str]], Collection[str]] | None,
+) -> Outcome:
+    raw = turn.answer if turn.answer is not None else turn.text
+    answer, problem = parse_answer(strip_fences(raw))
+    if answer is None:
+        outcome = Outcome(
+            REFUSED_ANSWER,
+            f"{ANSWER_MALFORMED}: {problem}",
+            steps,
+            None,
+            Verification(False, [ANSWER_MALFORMED]),
+            raw_answer=raw,
+        )
+        return outcome
+    cited = [citation["id"] for citation in answer["citations"]]
+    gone = set(revoked(cited)) if revoked and cited else set()
+    verification = verify(answer, steps, revoked=gone)
+    if not verification.ok:
+        status = REFUSED_ANSWER
+        reason = "refused: " + ", ".join(verification.reasons)
+    elif answer["conclusion_code"] == ASK_FOR_FACTS:
+        status, reason = NEEDS_CONTEXT, "answered: the facts named in the follow-ups are needed"
+    else:
+        status, reason = ANSWERED, "answered: every citation checked against this run"
+    return Outcome(status, reason, steps, answer, verification, raw_answer=raw)
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def strip_fences(text: str) -> str:
+    """Models often wrap JSON in a Markdown code fence; the content is what counts."""
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
