@@ -6,9 +6,10 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from curation import domain
@@ -18,13 +19,24 @@ from curation.models import (
     NearDuplicate,
     ProposalStatus,
     ReReview,
+    ReReviewResolution,
     ReReviewStatus,
     SkillProposal,
     Thread,
     ThreadMessage,
 )
 from experience.domain import SCOPE_FIELDS
-from experience.models import Case, Skill, SkillCase
+from experience.models import (
+    Case,
+    Evidence,
+    Reference,
+    Run,
+    RunCitation,
+    Skill,
+    SkillCase,
+    Status,
+)
+from knowledge.models import Document
 from reviewconsole.tenancy import visible
 
 if TYPE_CHECKING:
@@ -158,6 +170,21 @@ def thread_messages(thread: Thread) -> list[ThreadMessage]:
     return list(thread.messages.order_by("position"))
 
 
+def thread_units(thread: Thread) -> list[domain.Unit]:
+    messages = [
+        domain.Message(
+            id=m.message_id,
+            author=m.author,
+            role=m.role,
+            time=m.sent_at,
+            text=m.text,
+            attachments=tuple(domain.Attachment(a["name"], a["text"]) for a in m.attachments),
+        )
+        for m in thread.messages.order_by("position")
+    ]
+    return domain.thread_units(thread.thread_id, messages)
+
+
 def cases_citing_thread(thread: Thread, user: Viewer) -> QuerySet[Case]:
     prefix = f"thread:{thread.thread_id}#"
     return (
@@ -237,6 +264,74 @@ def rereview_get(pk: int) -> ReReview | None:
     return ReReview.objects.filter(pk=pk).first()
 
 
+DocumentStates = tuple[set[tuple[str, int]], dict[str, int]]
+
+
+def document_states(cited: set[tuple[str, int]]) -> dict[str, DocumentStates]:
+    """Per tenant: the revoked ``(doc_key, version)`` pairs and each key's newest approved version.
+
+    Keyed by tenant because a source id is free text: a case may name a document of another
+    tenant, whose state must never reach this tenant's queue.
+    """
+    keys = {key for key, _version in cited}
+    states: dict[str, DocumentStates] = {}
+    if not keys:
+        return states
+    for tenant, key, version in Document.objects.filter(doc_key__in=keys, revoked=True).values_list(
+        "tenant", "doc_key", "version"
+    ):
+        states.setdefault(tenant, (set(), {}))[0].add((key, int(version)))
+    for tenant, key, newest in (
+        Document.objects.filter(doc_key__in=keys, approved=True, revoked=False)
+        .values("tenant", "doc_key")
+        .annotate(newest=Max("version"))
+        .values_list("tenant", "doc_key", "newest")
+    ):
+        states.setdefault(tenant, (set(), {}))[1][key] = int(newest)
+    return states
+
+
+def last_reads(item_ids: list[str]) -> dict[str, datetime]:
+    return dict(
+        Reference.objects.filter(item_id__in=item_ids)
+        .values("item_id")
+        .annotate(last=Max("read_at"))
+        .values_list("item_id", "last")
+    )
+
+
+def last_confirmations(item_ids: list[str]) -> dict[str, datetime]:
+    return dict(
+        ReReview.objects.filter(item_id__in=item_ids, resolution=ReReviewResolution.CONFIRMED)
+        .values("item_id")
+        .annotate(last=Max("resolved_at"))
+        .values_list("item_id", "last")
+    )
+
+
+CitedDocuments = dict[str, set[tuple[str, int]]]
+
+
+def cited_documents_of(
+    cases: Sequence[Case], skills: Sequence[Skill]
+) -> tuple[CitedDocuments, CitedDocuments]:
+    """The documents each case's evidence cites, and each skill's runs cited, by item id."""
+    case_documents: CitedDocuments = {c.id: set() for c in cases}
+    for case_id, source_id in Evidence.objects.filter(case__in=cases).values_list(
+        "case_id", "source_id"
+    ):
+        case_documents[case_id] |= domain.cited_documents([source_id])
+    skill_documents: CitedDocuments = {s.id: set() for s in skills}
+    run_skill = dict(
+        Run.objects.filter(skill_id__in=list(skill_documents)).values_list("pk", "skill_id")
+    )
+    for run_pk, document in RunCitation.objects.filter(run_id__in=list(run_skill)).values_list(
+        "run_id", "document_id"
+    ):
+        skill_documents[run_skill[run_pk]] |= domain.cited_documents([document])
+    return case_documents, skill_documents
+
+
 # --- proposals and support ---------------------------------------------------------------------
 
 
@@ -249,6 +344,59 @@ def proposal_queue(user: Viewer, *, status: str = ProposalStatus.OPEN) -> QueryS
 
 def proposal_get(pk: int) -> SkillProposal | None:
     return SkillProposal.objects.select_related("resolved_by").filter(pk=pk).first()
+
+
+def proposal_validity(proposal: SkillProposal, now: datetime) -> tuple[datetime, datetime]:
+    """From now until the first supporting case expires: the skill is unavailable after that."""
+    first_end = (
+        Case.objects.filter(pk__in=proposal.case_ids)
+        .order_by("valid_to")
+        .values_list("valid_to", flat=True)
+        .first()
+    )
+    return now, first_end or now + timedelta(days=365)
+
+
+def pattern_cases(cases: Iterable[Case]) -> list[domain.PatternCase]:
+    cases = list(cases)
+    documents: dict[str, set[str]] = {c.id: set() for c in cases}
+    for case_id, source_id in Evidence.objects.filter(case__in=cases).values_list(
+        "case_id", "source_id"
+    ):
+        documents[case_id] |= {key for key, _v in domain.cited_documents([source_id])}
+    by_scope = merges_by_scope({(c.tenant, c.brand) for c in cases})
+    return [
+        domain.PatternCase(
+            case_id=c.id,
+            scope=tuple(sorted(c.scope.items())),
+            incident=domain.canonical_incident(c.incident, by_scope.get((c.tenant, c.brand), {})),
+            title=c.title,
+            documents=frozenset(documents[c.id]),
+            hypotheses=tuple(str(e.get("hypothesis", "")) for e in c.counterevidence or []),
+        )
+        for c in cases
+    ]
+
+
+def covered_by_skill(scope: dict[str, str], case_ids: Sequence[str]) -> bool:
+    """A candidate or approved skill of this scope already cites every supporting case."""
+    skills = Skill.objects.filter(status__in=[Status.CANDIDATE, Status.APPROVED], **scope)
+    for skill_id in skills.values_list("pk", flat=True):
+        cited = set(SkillCase.objects.filter(skill_id=skill_id).values_list("case_id", flat=True))
+        if set(case_ids) <= cited:
+            return True
+    return False
+
+
+def latest_titles(keys: set[str]) -> dict[str, str]:
+    titles: dict[str, str] = {}
+    for key, title in (
+        Document.objects.filter(doc_key__in=keys, approved=True, revoked=False)
+        .order_by("doc_key", "-version")
+        .values_list("doc_key", "title")
+    ):
+        titles.setdefault(key, title)
+    return titles
 
 
 def cases_by_id(case_ids: Sequence[str]) -> list[Case]:

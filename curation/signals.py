@@ -17,7 +17,8 @@ from experience.models import Case, Skill, Status
 
 
 def case_saved(sender: type[Case], instance: Case, created: bool, **kwargs: Any) -> None:
-    from curation.services import case_link_similar, rereview_close_for
+    from curation.incidents import case_link_similar
+    from curation.rereview import rereview_close_for
 
     if created:
         case_link_similar(case=instance)
@@ -28,7 +29,7 @@ def case_saved(sender: type[Case], instance: Case, created: bool, **kwargs: Any)
 
 
 def skill_saved(sender: type[Skill], instance: Skill, created: bool, **kwargs: Any) -> None:
-    from curation.services import rereview_close_for
+    from curation.rereview import rereview_close_for
 
     update_fields = kwargs.get("update_fields") or ()
     if not created and "status" in update_fields and instance.status != Status.APPROVED:

@@ -18,7 +18,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from curation import domain, selectors, services
+from curation import domain, incidents, proposals, rereview, scan, selectors, threads
 from curation.forms import (
     CandidateForm,
     IncidentMergeForm,
@@ -41,14 +41,11 @@ from experience.schema import parse_case
 from reviewconsole import clock, inputs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.permissions import ADD_CASE, ADD_SKILL, VIEW_CASE, VIEW_SKILL
+from reviewconsole.permissions import REVIEW_CASE as REVIEW
 from reviewconsole.tenancy import NOT_IN_TENANT, may_access
 from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
 
-VIEW_CASE = "experience.view_case"
-VIEW_SKILL = "experience.view_skill"
-ADD_CASE = "experience.add_case"
-ADD_SKILL = "experience.add_skill"
-REVIEW = "experience.review_case"
 PER_PAGE = 25
 MAX_THREAD_FILE = 5 * 1024 * 1024
 
@@ -131,7 +128,7 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
             if upload.size > MAX_THREAD_FILE:
                 raise ValidationFailure("file", gettext("is larger than 5 MB"))
             data = inputs.load_json(upload.read(), field="file")
-            thread, created = services.thread_import(data=data, actor=acting_user(request))
+            thread, created = threads.thread_import(data=data, actor=acting_user(request))
         except ValidationFailure as failure:
             error = str(failure)
         else:
@@ -221,7 +218,7 @@ def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "tenant": thread.tenant,
         "valid_from": timezone.localtime(first).isoformat() if first else "",
     }
-    form = CandidateForm(initial=initial, units=services.thread_units(thread))
+    form = CandidateForm(initial=initial, units=selectors.thread_units(thread))
     return render_page(
         request, "curation/thread_detail.html", _thread_context(request, thread, form)
     )
@@ -245,7 +242,7 @@ def _assemble(thread: Thread, form: CandidateForm) -> dict[str, Any] | None:
 def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """What the picks would submit, section by section; nothing is stored."""
     thread = _thread_or_404(request, thread_id)
-    form = CandidateForm(request.POST, units=services.thread_units(thread))
+    form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     preview = _assemble(thread, form) if form.is_valid() else None
     context = _thread_context(request, thread, form, preview=preview)
     status = 200 if preview is not None else 422
@@ -264,10 +261,10 @@ def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     thread = _thread_or_404(request, thread_id)
-    form = CandidateForm(request.POST, units=services.thread_units(thread))
+    form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     if form.is_valid():
         try:
-            case, created = services.candidate_build(
+            case, created = threads.candidate_build(
                 thread=thread, picks=form.picks(), draft=form.draft(), actor=acting_user(request)
             )
         except ValidationFailure as failure:
@@ -386,7 +383,7 @@ def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         messages.error(request, gettext("Choose a decision and give a reason."))
         return _finish(request, target)
     try:
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=link,
             decision=form.cleaned_data["decision"],
             canonical=form.cleaned_data["canonical"],
@@ -396,7 +393,7 @@ def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     except ValidationFailure as failure:
         messages.error(request, str(failure))
     else:
-        if form.cleaned_data["decision"] == services.SAME_INCIDENT:
+        if form.cleaned_data["decision"] == incidents.SAME_INCIDENT:
             messages.success(
                 request,
                 gettext("Recorded as one incident. Every incident count now counts them once."),
@@ -417,7 +414,7 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                services.incident_merge(
+                incidents.incident_merge(
                     tenant=data["tenant"].strip(),
                     brand=data["brand"].strip(),
                     alias=data["alias"],
@@ -488,7 +485,7 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             "rows": rows,
             "can_review": request.user.has_perm(REVIEW),
             "can_submit": request.user.has_perm(ADD_CASE),
-            "stale_after_days": services.stale_after_days(),
+            "stale_after_days": scan.stale_after_days(),
         },
         partial="rereview-results",
     )
@@ -507,7 +504,7 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         form = RecertifyForm(request.POST)
         if form.is_valid():
             try:
-                new = services.rereview_recertify(
+                new = rereview.rereview_recertify(
                     entry=entry,
                     valid_from=form.cleaned_data["valid_from"],
                     valid_to=form.cleaned_data["valid_to"],
@@ -561,7 +558,7 @@ def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         messages.error(request, gettext("A reason is required."))
     else:
         try:
-            services.rereview_confirm(
+            rereview.rereview_confirm(
                 entry=entry, actor=acting_user(request), reason=form.cleaned_data["reason"]
             )
         except ValidationFailure as failure:
@@ -637,7 +634,7 @@ def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     form = ProposalAdoptForm(request.POST)
     if form.is_valid():
         try:
-            skill = services.proposal_adopt(
+            skill = proposals.proposal_adopt(
                 proposal=proposal,
                 actor=acting_user(request),
                 title=form.cleaned_data["title"],
@@ -668,7 +665,7 @@ def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     form = ReasonForm(request.POST)
     if form.is_valid():
         try:
-            services.proposal_dismiss(
+            proposals.proposal_dismiss(
                 proposal=proposal, actor=acting_user(request), reason=form.cleaned_data["reason"]
             )
         except ValidationFailure as failure:

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from curation.models import Thread
-from curation.services import thread_import
+from curation.threads import thread_import
 from experience import services as experience_services
 from experience.models import Case
 from experience.schema import parse_case

@@ -12,7 +12,7 @@ from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
-from curation import services
+from curation import incidents
 from curation.models import IncidentMerge, LinkStatus, NearDuplicate
 from experience.models import Case
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -69,7 +69,7 @@ def test_similar_cases_of_two_tenants_are_never_linked(
 
 
 @pytest.mark.parametrize(
-    ("decision", "canonical"), [(services.SAME_INCIDENT, "INC-1"), (services.DIFFERENT, "")]
+    ("decision", "canonical"), [(incidents.SAME_INCIDENT, "INC-1"), (incidents.DIFFERENT, "")]
 )
 def test_a_link_across_tenants_is_never_resolved(
     cross_link: NearDuplicate, second_reviewer: User, decision: str, canonical: str
@@ -77,7 +77,7 @@ def test_a_link_across_tenants_is_never_resolved(
     # Not even by a deployment-wide reviewer: a merge would move the other tenant's incident
     # into this tenant's counts.
     with pytest.raises(ValidationFailure) as refused:
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=cross_link,
             decision=decision,
             canonical=canonical,
@@ -85,7 +85,7 @@ def test_a_link_across_tenants_is_never_resolved(
             reason="同一事故",
         )
     assert refused.value.field == "link"
-    assert refused.value.message == services.LINK_ACROSS_TENANTS
+    assert refused.value.message == incidents.LINK_ACROSS_TENANTS
     nothing_merged(cross_link)
 
 
@@ -93,9 +93,9 @@ def test_a_limited_reviewer_is_refused_a_link_reaching_another_tenant(
     cross_link: NearDuplicate, limited_reviewer: User
 ) -> None:
     with pytest.raises((ValidationFailure, PermissionRefused)):
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=cross_link,
-            decision=services.SAME_INCIDENT,
+            decision=incidents.SAME_INCIDENT,
             canonical="INC-1",
             actor=limited_reviewer,
             reason="同一事故",
@@ -110,7 +110,7 @@ def test_the_console_never_resolves_a_link_across_tenants(
     client.force_login(limited_reviewer)
     response = client.post(
         reverse("curation:link-resolve", args=[cross_link.pk]),
-        {"decision": services.SAME_INCIDENT, "canonical": "INC-X2", "reason": "同一事故"},
+        {"decision": incidents.SAME_INCIDENT, "canonical": "INC-X2", "reason": "同一事故"},
     )
     assert response.status_code in (303, 404)
     nothing_merged(cross_link)
@@ -126,7 +126,7 @@ def test_an_incident_merge_never_records_another_tenants_link(
         detected_at=NOW,
     )
     with pytest.raises(ValidationFailure) as refused:
-        services.incident_merge(
+        incidents.incident_merge(
             tenant=OWN,
             brand=SCOPE["brand"],
             alias="INC-2",
@@ -143,7 +143,7 @@ def test_incidents_are_merged_only_in_a_tenant_the_reviewer_belongs_to(
     pair: tuple[Case, Case], limited_reviewer: User
 ) -> None:
     with pytest.raises(PermissionRefused):
-        services.incident_merge(
+        incidents.incident_merge(
             tenant=OTHER,
             brand=SCOPE["brand"],
             alias="INC-X2",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from curation import services
+from curation import incidents, proposals, rereview, scan, threads
 from curation.domain import CandidateDraft, CounterDraft, Pick
 from curation.models import (
     IncidentMerge,
@@ -60,7 +60,7 @@ def test_importing_a_thread_stores_its_messages_and_is_audited(
 
 
 def test_reimporting_identical_content_changes_nothing(thread: Thread, operator: User) -> None:
-    again, created = services.thread_import(data=thread_json(), actor=operator)
+    again, created = threads.thread_import(data=thread_json(), actor=operator)
     assert (again.pk, created) == (thread.pk, False)
     assert len(events(Action.THREAD_IMPORT)) == 1
 
@@ -69,7 +69,7 @@ def test_other_content_under_an_imported_id_is_refused(thread: Thread, operator:
     changed = thread_json()
     changed["messages"][9]["text"] = "顾客说还是不行。"
     with pytest.raises(ValidationFailure) as refused:
-        services.thread_import(data=changed, actor=operator)
+        threads.thread_import(data=changed, actor=operator)
     assert refused.value.field == "id"
     assert Thread.objects.get().messages.get(message_id="m10").text.endswith("好了，谢谢。")
 
@@ -78,7 +78,7 @@ def test_a_bad_thread_writes_nothing(operator: User, at_now: datetime) -> None:
     data = thread_json()
     data["messages"][5]["time"] = "yesterday"
     with pytest.raises(ValidationFailure, match=r"messages\[5\]\.time"):
-        services.thread_import(data=data, actor=operator)
+        threads.thread_import(data=data, actor=operator)
     assert not Thread.objects.exists() and not events(Action.THREAD_IMPORT)
 
 
@@ -87,7 +87,7 @@ def test_agents_and_admins_cannot_import_threads(
 ) -> None:
     for user in (agent, admin_user):
         with pytest.raises(PermissionRefused):
-            services.thread_import(data=thread_json(), actor=user)
+            threads.thread_import(data=thread_json(), actor=user)
 
 
 def store_scope_draft(**changes: Any) -> CandidateDraft:
@@ -123,7 +123,7 @@ PICKS = [
 def test_a_candidate_built_from_picked_messages_lands_in_the_review_queue(
     thread: Thread, operator: User
 ) -> None:
-    case, created = services.candidate_build(
+    case, created = threads.candidate_build(
         thread=thread, picks=PICKS, draft=store_scope_draft(), actor=operator
     )
     assert created and case.status == Status.CANDIDATE and case.submitted_via == "console"
@@ -153,7 +153,7 @@ def test_a_candidate_built_from_picked_messages_lands_in_the_review_queue(
 def test_the_built_candidate_is_approved_by_another_reviewer_once_checked(
     thread: Thread, operator: User, reviewer: User
 ) -> None:
-    case, _ = services.candidate_build(
+    case, _ = threads.candidate_build(
         thread=thread, picks=PICKS, draft=store_scope_draft(), actor=operator
     )
     experience_services.evidence_check(case=case, key="diagnosis/0", actor=reviewer)
@@ -163,7 +163,7 @@ def test_the_built_candidate_is_approved_by_another_reviewer_once_checked(
 
 def test_a_refused_build_submits_nothing(thread: Thread, operator: User) -> None:
     with pytest.raises(ValidationFailure) as refused:
-        services.candidate_build(
+        threads.candidate_build(
             thread=thread,
             picks=[Pick("m10", "outcome", "缓存刷新后好了")],
             draft=store_scope_draft(),
@@ -172,7 +172,7 @@ def test_a_refused_build_submits_nothing(thread: Thread, operator: User) -> None
     assert refused.value.field == "excerpt[m10]"
     placeholder = store_scope_draft(scope={**SCOPE, "store": "any"})
     with pytest.raises(ValidationFailure) as refused:
-        services.candidate_build(thread=thread, picks=PICKS, draft=placeholder, actor=operator)
+        threads.candidate_build(thread=thread, picks=PICKS, draft=placeholder, actor=operator)
     assert refused.value.field == "scope.store"
     assert not Case.objects.exists() and not events(Action.THREAD_BUILD)
 
@@ -232,7 +232,7 @@ def test_recording_different_incidents_empties_the_pair_from_the_queue(
     submit(case_data(incident="INC-1"))
     submit(other_wording("INC-2"))
     link = NearDuplicate.objects.get()
-    services.near_duplicate_resolve(
+    incidents.near_duplicate_resolve(
         link=link, decision="different", actor=second_reviewer, reason="不同日期的两次故障"
     )
     link.refresh_from_db()
@@ -242,7 +242,7 @@ def test_recording_different_incidents_empties_the_pair_from_the_queue(
     (event,) = events(Action.NEAR_DUPLICATE_RESOLVE)
     assert event.details["decision"] == "different" and event.reason == "不同日期的两次故障"
     with pytest.raises(ValidationFailure, match="already"):
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=link, decision="different", actor=second_reviewer, reason="again"
         )
 
@@ -261,7 +261,7 @@ def test_same_incident_merges_the_ids_and_every_count_follows(
     )
 
     link = NearDuplicate.objects.get()
-    services.near_duplicate_resolve(
+    incidents.near_duplicate_resolve(
         link=link,
         decision="same_incident",
         canonical="INC-1",
@@ -292,7 +292,7 @@ def test_the_kept_id_must_be_one_of_the_pair(submit: Submit, second_reviewer: Us
     submit(case_data(incident="INC-1"))
     submit(other_wording("INC-2"))
     with pytest.raises(ValidationFailure) as refused:
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=NearDuplicate.objects.get(),
             decision="same_incident",
             canonical="INC-9",
@@ -310,9 +310,11 @@ def test_resolving_needs_a_reviewer_and_a_reason(
     submit(other_wording("INC-2"))
     link = NearDuplicate.objects.get()
     with pytest.raises(PermissionRefused):
-        services.near_duplicate_resolve(link=link, decision="different", actor=operator, reason="x")
+        incidents.near_duplicate_resolve(
+            link=link, decision="different", actor=operator, reason="x"
+        )
     with pytest.raises(ValidationFailure) as refused:
-        services.near_duplicate_resolve(
+        incidents.near_duplicate_resolve(
             link=link, decision="different", actor=second_reviewer, reason=" "
         )
     assert refused.value.field == "reason"
@@ -325,7 +327,7 @@ def test_chained_merges_keep_one_canonical_id_and_close_moot_pairs(
     b = submit(other_wording("INC-2"))
     c = submit(case_data(incident="INC-3", summary="复盘：顾客在二号店小程序使用优惠券失败。"))
     assert NearDuplicate.objects.filter(status=LinkStatus.OPEN).count() >= 2
-    services.incident_merge(
+    incidents.incident_merge(
         tenant="teahouse",
         brand="leaf-and-cup",
         alias="INC-1",
@@ -333,7 +335,7 @@ def test_chained_merges_keep_one_canonical_id_and_close_moot_pairs(
         actor=second_reviewer,
         reason="same",
     )
-    services.incident_merge(
+    incidents.incident_merge(
         tenant="teahouse",
         brand="leaf-and-cup",
         alias="INC-2",
@@ -348,7 +350,7 @@ def test_chained_merges_keep_one_canonical_id_and_close_moot_pairs(
     assert confidence_of([a, b, c]).incidents == 1
     assert not NearDuplicate.objects.filter(status=LinkStatus.OPEN).exists()
     with pytest.raises(ValidationFailure, match="already"):
-        services.incident_merge(
+        incidents.incident_merge(
             tenant="teahouse",
             brand="leaf-and-cup",
             alias="INC-1",
@@ -361,7 +363,7 @@ def test_chained_merges_keep_one_canonical_id_and_close_moot_pairs(
 def test_merges_are_per_tenant_and_brand(submit: Submit, second_reviewer: User) -> None:
     ours = submit(case_data(incident="INC-1"))
     theirs = submit(case_data(incident="INC-2", scope={**SCOPE, "brand": "other-brand"}))
-    services.incident_merge(
+    incidents.incident_merge(
         tenant="teahouse",
         brand="other-brand",
         alias="INC-1",
@@ -382,11 +384,11 @@ def test_an_approved_case_unused_for_the_window_enters_the_queue_once(
 ) -> None:
     settings.CURATION_STALE_AFTER_DAYS = 30
     case = approve(case_data(incident="INC-1"))
-    assert services.curation_scan(now=NOW + 29 * DAY).queued == []
-    report = services.curation_scan(now=NOW + 31 * DAY)
+    assert scan.curation_scan(now=NOW + 29 * DAY).queued == []
+    report = scan.curation_scan(now=NOW + 31 * DAY)
     (entry,) = report.queued
     assert (entry.item_id, entry.reason, entry.status) == (case.id, ReReviewReason.UNUSED, "open")
-    assert services.curation_scan(now=NOW + 32 * DAY).queued == []
+    assert scan.curation_scan(now=NOW + 32 * DAY).queued == []
     (event,) = events(Action.CURATION_SCAN)
     assert event.actor is None and event.actor_name == "system"
     assert event.details["rereview"] == [entry.pk] and event.details["stale_after_days"] == 30
@@ -399,10 +401,8 @@ def test_a_read_within_the_window_keeps_an_item_off_the_queue(
     Reference.objects.create(
         run_id="run-1", item_id=case.id, item_type="case", read_at=NOW + 80 * DAY
     )
-    assert services.curation_scan(now=NOW + 100 * DAY, days=90).queued == []
-    assert [e.item_id for e in services.curation_scan(now=NOW + 171 * DAY, days=90).queued] == [
-        case.id
-    ]
+    assert scan.curation_scan(now=NOW + 100 * DAY, days=90).queued == []
+    assert [e.item_id for e in scan.curation_scan(now=NOW + 171 * DAY, days=90).queued] == [case.id]
 
 
 def rule_document(version: int, *, approved: bool = True, **changes: Any) -> dict[str, Any]:
@@ -442,13 +442,13 @@ def test_a_newer_approved_version_of_a_cited_document_queues_the_case(
     documents_import(items=[rule_document(1)], actor=operator)
     case = approve(citing_document("INC-1"))
     documents_import(items=[rule_document(2, approved=False)], actor=operator)
-    assert services.curation_scan(days=365).queued == []  # a draft changes no rule yet
+    assert scan.curation_scan(days=365).queued == []  # a draft changes no rule yet
     Document.objects.filter(version=2).delete()
     documents_import(items=[rule_document(2)], actor=operator)
-    (entry,) = services.curation_scan(days=365).queued
+    (entry,) = scan.curation_scan(days=365).queued
     assert (entry.item_id, entry.reason) == (case.id, ReReviewReason.DOCUMENT_NEW_VERSION)
     assert (entry.document_id, entry.detail) == ("doc:rule-store@1", "doc:rule-store@2")
-    assert services.curation_scan(days=365).queued == []
+    assert scan.curation_scan(days=365).queued == []
 
 
 def test_a_revoked_cited_document_queues_the_case(
@@ -457,7 +457,7 @@ def test_a_revoked_cited_document_queues_the_case(
     documents_import(items=[rule_document(1)], actor=operator)
     case = approve(citing_document("INC-1"))
     document_revoke(document=Document.objects.get(), actor=operator, reason="门店配置写错")
-    (entry,) = services.curation_scan(days=365).queued
+    (entry,) = scan.curation_scan(days=365).queued
     assert (entry.item_id, entry.reason, entry.document_id) == (
         case.id,
         ReReviewReason.DOCUMENT_REVOKED,
@@ -477,7 +477,7 @@ def test_the_scan_never_reports_another_tenants_document(
         document_revoke(document=Document.objects.get(), actor=operator, reason="门店配置写错")
     else:
         documents_import(items=[rule_document(2, tenant="othertea")], actor=operator)
-    assert services.curation_scan(days=365).queued == []
+    assert scan.curation_scan(days=365).queued == []
 
 
 def test_a_skill_cites_the_documents_its_runs_cited(
@@ -507,7 +507,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
         actor=None,
     )
     document_revoke(document=Document.objects.get(), actor=operator, reason="写错")
-    queued = services.curation_scan(days=365).queued
+    queued = scan.curation_scan(days=365).queued
     assert [(e.item_id, e.item_type, e.reason) for e in queued] == [
         (skill.id, "skill", ReReviewReason.DOCUMENT_REVOKED)
     ]
@@ -523,8 +523,8 @@ def test_recertification_is_a_reviewed_new_version_that_empties_the_queue(
     old = approve(case_data(incident="INC-1"))
     later = NOW + 100 * DAY
     frozen_clock(later)
-    (entry,) = services.curation_scan(days=90).queued
-    new = services.rereview_recertify(
+    (entry,) = scan.curation_scan(days=90).queued
+    new = rereview.rereview_recertify(
         entry=entry, valid_from=later, valid_to=later + 365 * DAY, actor=operator
     )
     assert new.status == Status.CANDIDATE and new.supersedes == old.id
@@ -559,16 +559,16 @@ def test_recertification_needs_a_future_validity_and_an_open_entry(
     approve: Callable[..., Case], operator: User, second_reviewer: User
 ) -> None:
     old = approve(case_data(incident="INC-1"))
-    (entry,) = services.curation_scan(now=NOW + 100 * DAY, days=90).queued
+    (entry,) = scan.curation_scan(now=NOW + 100 * DAY, days=90).queued
     with pytest.raises(ValidationFailure) as refused:
-        services.rereview_recertify(
+        rereview.rereview_recertify(
             entry=entry, valid_from=NOW - 30 * DAY, valid_to=NOW - DAY, actor=operator
         )
     assert refused.value.field == "valid_to"
     assert Case.objects.count() == 1
     experience_services.case_revoke(case=old, actor=second_reviewer, reason="wrong")
     with pytest.raises(ValidationFailure, match="not open"):
-        services.rereview_recertify(
+        rereview.rereview_recertify(
             entry=entry, valid_from=NOW, valid_to=NOW + 365 * DAY, actor=operator
         )
 
@@ -577,7 +577,7 @@ def test_revoking_the_item_closes_its_entries(
     approve: Callable[..., Case], second_reviewer: User
 ) -> None:
     case = approve(case_data(incident="INC-1"))
-    (entry,) = services.curation_scan(now=NOW + 100 * DAY, days=90).queued
+    (entry,) = scan.curation_scan(now=NOW + 100 * DAY, days=90).queued
     experience_services.case_revoke(case=case, actor=second_reviewer, reason="diagnosis was wrong")
     entry.refresh_from_db()
     assert (entry.status, entry.resolution) == (ReReviewStatus.CLOSED, ReReviewResolution.REVOKED)
@@ -597,30 +597,30 @@ def test_a_reviewer_confirms_a_skill_and_it_leaves_the_queue_until_unused_again(
     )
     experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
     frozen_clock(NOW + 100 * DAY)
-    entries = {e.item_id: e for e in services.curation_scan(days=90).queued}
+    entries = {e.item_id: e for e in scan.curation_scan(days=90).queued}
     skill_entry, case_entry = entries[skill.id], entries[first.id]
     with pytest.raises(PermissionRefused):
-        services.rereview_confirm(entry=skill_entry, actor=operator, reason="fine")
+        rereview.rereview_confirm(entry=skill_entry, actor=operator, reason="fine")
     with pytest.raises(ValidationFailure, match="new version"):
-        services.rereview_confirm(entry=case_entry, actor=second_reviewer, reason="fine")
-    services.rereview_confirm(
+        rereview.rereview_confirm(entry=case_entry, actor=second_reviewer, reason="fine")
+    rereview.rereview_confirm(
         entry=skill_entry, actor=second_reviewer, reason="规则未变，步骤仍适用"
     )
     skill_entry.refresh_from_db()
     assert skill_entry.resolution == ReReviewResolution.CONFIRMED
     assert events(Action.REREVIEW_CONFIRM)[0].target == skill.id
-    assert skill.id not in {e.item_id for e in services.curation_scan(days=90).queued}
+    assert skill.id not in {e.item_id for e in scan.curation_scan(days=90).queued}
     frozen_clock(NOW + 191 * DAY)
-    assert skill.id in {e.item_id for e in services.curation_scan(days=90).queued}
+    assert skill.id in {e.item_id for e in scan.curation_scan(days=90).queued}
 
 
 def test_the_scan_closes_entries_whose_item_changed_by_other_means(
     approve: Callable[..., Case],
 ) -> None:
     case = approve(case_data(incident="INC-1"))
-    (entry,) = services.curation_scan(now=NOW + 100 * DAY, days=90).queued
+    (entry,) = scan.curation_scan(now=NOW + 100 * DAY, days=90).queued
     Case.objects.filter(pk=case.pk).update(status=Status.REVOKED)  # bypasses the signal
-    report = services.curation_scan(now=NOW + 100 * DAY, days=90)
+    report = scan.curation_scan(now=NOW + 100 * DAY, days=90)
     assert [e.pk for e in report.closed] == [entry.pk]
 
 
@@ -652,7 +652,7 @@ def test_two_distinct_incidents_sharing_a_checked_document_propose_a_skill(
     approve: Callable[..., Case], operator: User
 ) -> None:
     cases = two_incidents_sharing_a_document(approve, operator)
-    report = services.curation_scan(days=365)
+    report = scan.curation_scan(days=365)
     (proposal,) = [p for p in report.proposals if p.pattern_kind == "document"]
     assert proposal.scope == SCOPE and proposal.pattern == "rule-store"
     assert proposal.case_ids == sorted(c.id for c in cases)
@@ -661,13 +661,13 @@ def test_two_distinct_incidents_sharing_a_checked_document_propose_a_skill(
         {"tool": "search_knowledge", "arguments": {"query": "活动B适用门店（第1版）"}}
     ]
     assert proposal.status == ProposalStatus.OPEN
-    assert services.curation_scan(days=365).proposals == []  # no duplicate proposal
+    assert scan.curation_scan(days=365).proposals == []  # no duplicate proposal
 
 
 def test_a_shared_refuted_hypothesis_is_a_pattern_too(approve: Callable[..., Case]) -> None:
     approve(case_data(incident="INC-1"))
     approve(unrelated("INC-2"))  # also refuted "缓存未刷新"
-    (proposal,) = services.curation_scan(days=365).proposals
+    (proposal,) = scan.curation_scan(days=365).proposals
     assert (proposal.pattern_kind, proposal.pattern) == ("hypothesis", "缓存未刷新")
 
 
@@ -675,7 +675,7 @@ def test_one_incident_summarised_twice_proposes_nothing(
     approve: Callable[..., Case], operator: User, second_reviewer: User
 ) -> None:
     cases = two_incidents_sharing_a_document(approve, operator)
-    services.incident_merge(
+    incidents.incident_merge(
         tenant="teahouse",
         brand="leaf-and-cup",
         alias="INC-2",
@@ -684,7 +684,7 @@ def test_one_incident_summarised_twice_proposes_nothing(
         reason="one incident",
     )
     assert confidence_of(cases).incidents == 1
-    assert services.curation_scan(days=365).proposals == []
+    assert scan.curation_scan(days=365).proposals == []
 
 
 def test_candidates_do_not_count_towards_a_proposal(
@@ -692,7 +692,7 @@ def test_candidates_do_not_count_towards_a_proposal(
 ) -> None:
     approve(case_data(incident="INC-1"))
     submit(unrelated("INC-2"))
-    assert services.curation_scan(days=365).proposals == []
+    assert scan.curation_scan(days=365).proposals == []
 
 
 def test_adopting_a_proposal_submits_a_candidate_that_someone_else_approves(
@@ -700,9 +700,9 @@ def test_adopting_a_proposal_submits_a_candidate_that_someone_else_approves(
 ) -> None:
     cases = two_incidents_sharing_a_document(approve, operator)
     (proposal,) = [
-        p for p in services.curation_scan(days=365).proposals if p.pattern_kind == "document"
+        p for p in scan.curation_scan(days=365).proposals if p.pattern_kind == "document"
     ]
-    skill = services.proposal_adopt(
+    skill = proposals.proposal_adopt(
         proposal=proposal,
         actor=reviewer,
         title="优惠券无法使用：核对活动B适用门店",
@@ -726,7 +726,7 @@ def test_adopting_a_proposal_submits_a_candidate_that_someone_else_approves(
     experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="两次不同事故")
     assert Skill.objects.get(pk=skill.id).status == Status.APPROVED
     # A skill citing every supporting case covers the pattern: nothing is proposed again.
-    assert services.curation_scan(days=365).proposals == []
+    assert scan.curation_scan(days=365).proposals == []
 
 
 def test_an_adopted_recipe_is_validated_like_any_other(
@@ -734,10 +734,10 @@ def test_an_adopted_recipe_is_validated_like_any_other(
 ) -> None:
     two_incidents_sharing_a_document(approve, operator)
     (proposal,) = [
-        p for p in services.curation_scan(days=365).proposals if p.pattern_kind == "document"
+        p for p in scan.curation_scan(days=365).proposals if p.pattern_kind == "document"
     ]
     with pytest.raises(ValidationFailure, match="recipe"):
-        services.proposal_adopt(proposal=proposal, actor=reviewer, title="t", when="w", queries=[])
+        proposals.proposal_adopt(proposal=proposal, actor=reviewer, title="t", when="w", queries=[])
     assert not Skill.objects.exists()
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.OPEN
@@ -748,11 +748,11 @@ def test_dismissing_a_proposal_needs_a_reviewer_and_a_reason(
 ) -> None:
     two_incidents_sharing_a_document(approve, operator)
     proposal = SkillProposal.objects.filter(pattern_kind="document").first() or next(
-        p for p in services.curation_scan(days=365).proposals if p.pattern_kind == "document"
+        p for p in scan.curation_scan(days=365).proposals if p.pattern_kind == "document"
     )
     with pytest.raises(PermissionRefused):
-        services.proposal_dismiss(proposal=proposal, actor=operator, reason="no")
-    services.proposal_dismiss(proposal=proposal, actor=second_reviewer, reason="已有同类技能")
+        proposals.proposal_dismiss(proposal=proposal, actor=operator, reason="no")
+    proposals.proposal_dismiss(proposal=proposal, actor=second_reviewer, reason="已有同类技能")
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.DISMISSED
-    assert services.curation_scan(days=365).proposals == []
+    assert scan.curation_scan(days=365).proposals == []

@@ -21,7 +21,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from curation import domain, services
+from curation import domain, incidents, scan, threads
 from curation.admin import TenantScopedAdmin
 from curation.models import (
     IncidentMerge,
@@ -84,7 +84,7 @@ def limited_reviewer(db: None) -> User:
 @pytest.fixture
 def foreign_thread(operator: User, at_now: datetime) -> Thread:
     """Another tenant's thread, imported by a deployment-wide operator."""
-    imported, _ = services.thread_import(data=foreign_thread_json(), actor=operator)
+    imported, _ = threads.thread_import(data=foreign_thread_json(), actor=operator)
     return imported
 
 
@@ -94,7 +94,7 @@ def foreign_thread(operator: User, at_now: datetime) -> Thread:
 def test_a_limited_operator_imports_threads_of_their_own_tenant(
     limited_operator: User, at_now: datetime
 ) -> None:
-    thread, created = services.thread_import(data=thread_json(), actor=limited_operator)
+    thread, created = threads.thread_import(data=thread_json(), actor=limited_operator)
     assert created and thread.tenant == OWN
     event = Event.objects.get(action=Action.THREAD_IMPORT)
     assert event.details["tenant"] == OWN
@@ -104,7 +104,7 @@ def test_importing_another_tenants_thread_is_refused_naming_the_tenant(
     limited_operator: User, at_now: datetime
 ) -> None:
     with pytest.raises(ValidationFailure) as refused:
-        services.thread_import(data=foreign_thread_json(), actor=limited_operator)
+        threads.thread_import(data=foreign_thread_json(), actor=limited_operator)
     assert refused.value.field == "tenant"
     assert not Thread.objects.exists()
     assert not Event.objects.filter(action=Action.THREAD_IMPORT).exists()
@@ -122,7 +122,7 @@ def test_an_imported_id_cannot_be_reimported_under_another_tenant(
     moved = thread_json()
     moved["tenant"] = OTHER
     with pytest.raises(ValidationFailure) as refused:
-        services.thread_import(data=moved, actor=operator)
+        threads.thread_import(data=moved, actor=operator)
     assert refused.value.field == "id"
     assert Thread.objects.get().tenant == OWN
 
@@ -204,7 +204,7 @@ def test_evidence_never_moves_to_another_tenant_even_for_deployment_wide_users(
     thread: Thread, operator: User
 ) -> None:
     with pytest.raises(ValidationFailure) as refused:
-        services.candidate_build(
+        threads.candidate_build(
             thread=thread,
             picks=PICKS,
             draft=store_scope_draft(scope=dict(OTHER_SCOPE)),
@@ -232,7 +232,7 @@ def test_the_service_refuses_a_limited_user_another_tenants_thread(
     foreign_thread: Thread, limited_operator: User
 ) -> None:
     with pytest.raises(PermissionRefused) as refused:
-        services.candidate_build(
+        threads.candidate_build(
             thread=foreign_thread,
             picks=PICKS,
             draft=store_scope_draft(scope=dict(OTHER_SCOPE)),
@@ -273,7 +273,7 @@ def two_worlds(approve: Callable[..., Case]) -> dict[str, Any]:
         approve(case_data(incident="INC-X1", scope=dict(OTHER_SCOPE))),
         approve(other_wording("INC-X2", scope=dict(OTHER_SCOPE))),
     ]
-    services.curation_scan(now=NOW + timedelta(days=100), days=90)
+    scan.curation_scan(now=NOW + timedelta(days=100), days=90)
     return {"own": own, "foreign": foreign}
 
 
@@ -360,7 +360,7 @@ def test_a_limited_reviewer_decides_in_their_own_tenant(
 def test_incident_merges_of_another_tenant_are_neither_listed_nor_made(
     two_worlds: dict[str, Any], limited_reviewer: User, second_reviewer: User
 ) -> None:
-    services.incident_merge(
+    incidents.incident_merge(
         tenant=OTHER,
         brand=SCOPE["brand"],
         alias="INC-X2",
@@ -420,7 +420,7 @@ def test_the_admin_lists_only_the_users_tenants(
     reviewer: User,
 ) -> None:
     for tenant, alias, into in ((OWN, "INC-2", "INC-1"), (OTHER, "INC-X2", "INC-X1")):
-        services.incident_merge(
+        incidents.incident_merge(
             tenant=tenant,
             brand=SCOPE["brand"],
             alias=alias,
@@ -451,7 +451,7 @@ def test_the_migration_rehashes_threads_so_reimporting_with_the_tenant_is_a_no_o
 ) -> None:
     data = thread_json()
     assert data["tenant"] == settings.DEMO_TENANT
-    thread, _ = services.thread_import(data=data, actor=operator)
+    thread, _ = threads.thread_import(data=data, actor=operator)
     without_tenant = copy.deepcopy(domain.parse_thread(data).canonical())
     del without_tenant["tenant"]
 
@@ -462,7 +462,7 @@ def test_the_migration_rehashes_threads_so_reimporting_with_the_tenant_is_a_no_o
     migration.thread_content_hashes(apps, None)
     thread.refresh_from_db()
     assert thread.content_hash == domain.parse_thread(data).content_hash
-    again, created = services.thread_import(data=data, actor=operator)
+    again, created = threads.thread_import(data=data, actor=operator)
     assert (again.pk, created) == (thread.pk, False)
 
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from curation import services
+from curation import incidents, scan
 from curation.models import (
     IncidentMerge,
     LinkStatus,
@@ -21,6 +21,7 @@ from curation.models import (
     Thread,
 )
 from experience.models import Case, Status
+from reviewconsole.errors import PermissionRefused
 from reviewconsole.models import Action, Event
 from tests.curation.conftest import THREAD_ID, other_wording, thread_json
 from tests.experience.conftest import NOW, SCOPE, case_data
@@ -46,7 +47,7 @@ def world(
     first = approve(case_data(incident="INC-1"))
     second = approve(other_wording("INC-2"))
     proposed = submit(other_wording("INC-AGENT"), actor=agent, via="api")
-    report = services.curation_scan(now=NOW + timedelta(days=100), days=90)
+    report = scan.curation_scan(now=NOW + timedelta(days=100), days=90)
     return {"first": first, "second": second, "proposed": proposed, "report": report}
 
 
@@ -392,8 +393,8 @@ def test_a_reviewer_of_another_tenant_sees_and_decides_nothing_here(
     assert response.status_code == 404
     link.refresh_from_db()
     assert link.status == LinkStatus.OPEN
-    with pytest.raises(services.PermissionRefused):
-        services.incident_merge(
+    with pytest.raises(PermissionRefused):
+        incidents.incident_merge(
             tenant="teahouse",
             brand="leaf-and-cup",
             alias="INC-2",

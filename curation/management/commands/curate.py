@@ -3,7 +3,7 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from curation.services import curation_scan, stale_after_days
+from curation.scan import curation_scan, stale_after_days
 from reviewconsole.cli import JsonCommand
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime

@@ -1,0 +1,19 @@
+"""What curation's writes check before they act: the refusal messages and the reason rule."""
+
+from __future__ import annotations
+
+from reviewconsole.errors import ValidationFailure
+
+IMPORT_REFUSED = "importing threads needs the operator or reviewer role"
+BUILD_REFUSED = "building candidates needs the operator or reviewer role"
+REVIEW_REFUSED = "this decision needs the reviewer role"
+ADOPT_REFUSED = "submitting skills needs the operator or reviewer role"
+REASON_REQUIRED = "a reason is required"
+
+
+def reason_given(reason: str) -> str:
+    """The reason a decision records, stripped; a decision without one is refused."""
+    text = reason.strip()
+    if not text:
+        raise ValidationFailure("reason", REASON_REQUIRED)
+    return text

@@ -1,0 +1,246 @@
+"""Incidents: cases that may describe one incident are linked, and a reviewer merges or parts them.
+
+Linking happens without a person asking, when a case is stored (``curation.signals``); it records
+no event of its own, the submission that caused it is the audited act.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import transaction
+
+from curation import domain
+from curation.checks import REVIEW_REFUSED, reason_given
+from curation.models import CaseBand, CaseSignature, IncidentMerge, LinkStatus, NearDuplicate
+from curation.selectors import incident_merges, scope_key
+from experience.models import Case, Status
+from reviewconsole import clock
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.permissions import REVIEW_CASE, require
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+LINK_RESOLVED = "this link was already resolved"
+LINK_ACROSS_TENANTS = "links cases of two tenants; incidents are only compared within one tenant"
+LINK_OUTSIDE_MERGE = "links cases outside this tenant and brand"
+DECISION_UNKNOWN = 'must be "same_incident" or "different"'
+CANONICAL_NOT_IN_PAIR = "must be the incident of one of the two cases"
+
+SAME_INCIDENT = "same_incident"
+DIFFERENT = "different"
+
+
+def similarity_threshold() -> float:
+    return float(
+        getattr(settings, "CURATION_SIMILARITY_THRESHOLD", domain.DEFAULT_SIMILARITY_THRESHOLD)
+    )
+
+
+def _case_shingles(case: Case) -> frozenset[str]:
+    return domain.shingles(
+        domain.similarity_text(
+            case.title,
+            case.summary,
+            (str(item.get("excerpt", "")) for item in case.observations or []),
+            str((case.diagnosis or {}).get("statement", "")),
+        )
+    )
+
+
+def case_link_similar(*, case: Case) -> list[NearDuplicate]:
+    """Index the case and link it to similar candidate or approved cases of the same scope (not
+    to the version it supersedes or that supersedes it, nor to cases of its own incident)."""
+    own = _case_shingles(case)
+    if not own:
+        return []
+    values = domain.signature(own)
+    threshold = similarity_threshold()
+    bands, rows = domain.lsh_shape(threshold)
+    key = scope_key(case.scope)
+    keys = domain.band_keys(values, bands=bands, rows=rows)
+    CaseSignature.objects.update_or_create(
+        case=case, defaults={"scope_key": key, "values": list(values), "threshold": threshold}
+    )
+    CaseBand.objects.filter(case=case).delete()
+    CaseBand.objects.bulk_create(CaseBand(case=case, scope_key=key, key=k) for k in keys)
+
+    candidates = (
+        Case.objects.filter(
+            pk__in=CaseBand.objects.filter(scope_key=key, key__in=keys).values("case"),
+            status__in=[Status.CANDIDATE, Status.APPROVED],
+            tenant=case.tenant,
+        )
+        .exclude(pk=case.pk)
+        .order_by("id")
+    )
+    merges = incident_merges(case.tenant, case.brand)
+    own_incident = domain.canonical_incident(case.incident, merges)
+    now = clock.now()
+    links = []
+    for peer in candidates:
+        if peer.scope != case.scope or case.supersedes == peer.id or peer.supersedes == case.id:
+            continue
+        if domain.canonical_incident(peer.incident, merges) == own_incident:
+            continue
+        measured = domain.similarity(own, _case_shingles(peer))
+        if measured < threshold:
+            continue
+        first, second = sorted([case, peer], key=lambda c: c.id)
+        link, _ = NearDuplicate.objects.get_or_create(
+            case_a=first, case_b=second, defaults={"similarity": measured, "detected_at": now}
+        )
+        links.append(link)
+    return links
+
+
+def _resolve_links_within_incidents(tenant: str, brand: str, *, actor: User, now: datetime) -> int:
+    """Open links whose two cases now resolve to one incident are closed as the same incident."""
+    merges = incident_merges(tenant, brand)
+    closed = 0
+    for link in NearDuplicate.objects.filter(
+        status=LinkStatus.OPEN, case_a__tenant=tenant, case_a__brand=brand
+    ).select_related("case_a", "case_b"):
+        if domain.canonical_incident(link.case_a.incident, merges) == domain.canonical_incident(
+            link.case_b.incident, merges
+        ):
+            link.status = LinkStatus.SAME_INCIDENT
+            link.resolved_by = actor
+            link.resolved_at = now
+            link.reason = link.reason or "the incidents were merged"
+            link.save(update_fields=["status", "resolved_by", "resolved_at", "reason"])
+            closed += 1
+    return closed
+
+
+@transaction.atomic
+def incident_merge(
+    *,
+    tenant: str,
+    brand: str,
+    alias: str,
+    into: str,
+    actor: User,
+    reason: str,
+    link: NearDuplicate | None = None,
+) -> IncidentMerge:
+    """Record that incident ``alias`` is incident ``into``; every distinct-incident count of the
+    tenant and brand follows at once (skill approval, confidence, proposals)."""
+    require(actor, REVIEW_CASE, tenant, message=REVIEW_REFUSED)
+    reason = reason_given(reason)
+    if link is not None and not all(
+        (case.tenant, case.brand) == (tenant, brand) for case in (link.case_a, link.case_b)
+    ):
+        raise ValidationFailure("link", LINK_OUTSIDE_MERGE)
+    alias, into = alias.strip(), into.strip()
+    for name, value in (("alias", alias), ("into", into)):
+        if not value or len(value) > 200:
+            raise ValidationFailure(name, "must be an incident id of 1-200 characters")
+    # Serialise merges of one tenant and brand: the plan reads the merges it is about to extend.
+    list(
+        IncidentMerge.objects.select_for_update()
+        .filter(tenant=tenant, brand=brand)
+        .values_list("pk", flat=True)
+    )
+    merges = incident_merges(tenant, brand)
+    alias_root, into_root = domain.merge_plan(alias, into, merges)
+    now = clock.now()
+    merge = IncidentMerge.objects.create(
+        tenant=tenant,
+        brand=brand,
+        alias=alias_root,
+        into=into,
+        canonical=into_root,
+        merged_by=actor,
+        merged_at=now,
+        reason=reason,
+        link=link,
+    )
+    moved = IncidentMerge.objects.filter(tenant=tenant, brand=brand, canonical=alias_root).update(
+        canonical=into_root
+    )
+    closed = _resolve_links_within_incidents(tenant, brand, actor=actor, now=now)
+    event_record(
+        actor=actor,
+        action=Action.INCIDENT_MERGE,
+        target=f"incident:{tenant}/{brand}/{alias_root}",
+        reason=reason,
+        details={
+            "requested": {"alias": alias, "into": into},
+            "alias": alias_root,
+            "canonical": into_root,
+            "moved_aliases": moved,
+            "links_closed": closed,
+            "link": link.pk if link is not None else None,
+        },
+    )
+    return merge
+
+
+@transaction.atomic
+def near_duplicate_resolve(
+    *,
+    link: NearDuplicate,
+    decision: str,
+    actor: User,
+    reason: str,
+    canonical: str = "",
+) -> NearDuplicate:
+    """A reviewer's answer to "possibly the same incident": merge the incidents, or record that
+    they differ so the pair leaves the queue."""
+    require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
+    reason = reason_given(reason)
+    link = (
+        NearDuplicate.objects.select_for_update().select_related("case_a", "case_b").get(pk=link.pk)
+    )
+    # Both sides are the actor's tenant: links are only made within one scope, and a link
+    # across tenants (a row stored before that rule) never merges one tenant's incident into
+    # another's nor records a decision about another tenant's case.
+    require(actor, REVIEW_CASE, link.case_a.tenant, message=REVIEW_REFUSED)
+    if link.case_b.tenant != link.case_a.tenant:
+        raise ValidationFailure("link", LINK_ACROSS_TENANTS)
+    if link.status != LinkStatus.OPEN:
+        raise ValidationFailure("link", LINK_RESOLVED)
+    if decision == SAME_INCIDENT:
+        incidents = {link.case_a.incident, link.case_b.incident}
+        if canonical not in incidents:
+            raise ValidationFailure("canonical", CANONICAL_NOT_IN_PAIR)
+        alias = next(iter(incidents - {canonical}))
+        # Closes this link and every other open link the merge makes moot.
+        incident_merge(
+            tenant=link.case_a.tenant,
+            brand=link.case_a.brand,
+            alias=alias,
+            into=canonical,
+            actor=actor,
+            reason=reason,
+            link=link,
+        )
+        link.refresh_from_db()
+        link.reason = reason
+        link.save(update_fields=["reason"])
+    elif decision == DIFFERENT:
+        link.status = LinkStatus.DIFFERENT
+        link.resolved_by = actor
+        link.resolved_at = clock.now()
+        link.reason = reason
+        link.save(update_fields=["status", "resolved_by", "resolved_at", "reason"])
+    else:
+        raise ValidationFailure("decision", DECISION_UNKNOWN)
+    event_record(
+        actor=actor,
+        action=Action.NEAR_DUPLICATE_RESOLVE,
+        target=f"{link.case_a_id}~{link.case_b_id}"[:200],
+        reason=reason,
+        details={
+            "decision": decision,
+            "canonical": canonical or None,
+            "cases": [link.case_a_id, link.case_b_id],
+        },
+    )
+    return link

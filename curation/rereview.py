@@ -1,0 +1,146 @@
+"""Re-review decisions: a stale or outdated approved item is re-certified, confirmed or closed.
+
+Closing happens without a person asking too: an item that stops being approved closes its
+entries inside the transaction of that change (``curation.signals``), recording no event of its
+own; the approval, supersession or revocation is the audited act.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from curation.checks import BUILD_REFUSED, REVIEW_REFUSED, reason_given
+from curation.models import ReReview, ReReviewResolution, ReReviewStatus
+from experience.models import Case, Skill, Status
+from experience.schema import parse_case
+from experience.services import case_submit
+from reviewconsole import clock
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.permissions import ADD_CASE, REVIEW_CASE, require
+from reviewconsole.timeparse import to_utc_iso
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+ENTRY_CLOSED = "this re-review entry is not open"
+ENTRY_NOT_CASE = "only cases are re-certified as a new version; revoke or confirm a skill"
+ENTRY_NOT_SKILL = "a case is re-certified by a reviewed new version, not confirmed"
+ITEM_NOT_APPROVED = "the item is no longer approved"
+VALID_TO_PASSED = "must be in the future: a new version is certified for what comes"
+
+
+def resolution_of(status: str | None) -> str:
+    """How the entries of an item that is no longer approved close (``None``: the item is gone)."""
+    return {
+        Status.SUPERSEDED: ReReviewResolution.SUPERSEDED,
+        Status.REVOKED: ReReviewResolution.REVOKED,
+    }.get(Status(status) if status else Status.REJECTED, ReReviewResolution.GONE)
+
+
+def close_entries(
+    item_id: str, resolution: str, *, now: datetime, note: str = ""
+) -> list[ReReview]:
+    entries = list(
+        ReReview.objects.filter(
+            item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
+        )
+    )
+    for entry in entries:
+        entry.status = ReReviewStatus.CLOSED
+        entry.resolution = resolution
+        entry.resolved_at = now
+        entry.note = entry.note or note
+        entry.save(update_fields=["status", "resolution", "resolved_at", "note"])
+    return entries
+
+
+def rereview_close_for(item: Case | Skill) -> list[ReReview]:
+    """Close the entries of an item that is no longer approved (called on its status change)."""
+    if item.status == Status.APPROVED:
+        return []
+    note = f"superseded by {item.superseded_by}" if item.superseded_by else ""
+    return close_entries(item.id, resolution_of(item.status), now=clock.now(), note=note)
+
+
+def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -> dict[str, Any]:
+    content = dict(case.content)
+    content.pop("supersedes", None)
+    content["valid_from"] = to_utc_iso(valid_from)
+    content["valid_to"] = to_utc_iso(valid_to)
+    content["supersedes"] = case.id
+    return content
+
+
+@transaction.atomic
+def rereview_recertify(
+    *, entry: ReReview, valid_from: datetime, valid_to: datetime, actor: User
+) -> Case:
+    """Submit a new version of the case (same content, the validity given, ``supersedes`` the
+    old one) as a candidate. Its evidence is unchecked, so a reviewer other than ``actor`` must
+    check and approve it; that approval supersedes the old version and closes the entry."""
+    require(actor, ADD_CASE, message=BUILD_REFUSED)
+    entry = ReReview.objects.select_for_update().get(pk=entry.pk)
+    if entry.status != ReReviewStatus.OPEN:
+        raise ValidationFailure("entry", ENTRY_CLOSED)
+    if entry.item_type != "case":
+        raise ValidationFailure("entry", ENTRY_NOT_CASE)
+    old = Case.objects.get(pk=entry.item_id)
+    require(actor, ADD_CASE, old.tenant, message=BUILD_REFUSED)
+    if old.status != Status.APPROVED:
+        raise ValidationFailure("entry", ITEM_NOT_APPROVED)
+    now = clock.now()
+    if valid_to <= now:
+        raise ValidationFailure("valid_to", VALID_TO_PASSED)
+    content = parse_case(_recertified_content(old, valid_from, valid_to))
+    new, _created = case_submit(content=content, actor=actor)
+    # Every open question about the old version is answered by the review of the new one.
+    for sibling in ReReview.objects.select_for_update().filter(
+        item_id=old.id, status=ReReviewStatus.OPEN
+    ):
+        sibling.status = ReReviewStatus.PENDING
+        sibling.new_item_id = new.id
+        sibling.resolved_by = actor
+        sibling.save(update_fields=["status", "new_item_id", "resolved_by"])
+    event_record(
+        actor=actor,
+        action=Action.REREVIEW_RECERTIFY,
+        target=old.id,
+        details={"entry": entry.pk, "new_version": new.id, "at": to_utc_iso(now)},
+    )
+    return new
+
+
+@transaction.atomic
+def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
+    """A reviewer confirms an approved skill still holds. Skills carry no conclusion and have
+    no superseding versions; the cases they cite go through re-certification themselves."""
+    require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
+    reason = reason_given(reason)
+    entry = ReReview.objects.select_for_update().get(pk=entry.pk)
+    if entry.status != ReReviewStatus.OPEN:
+        raise ValidationFailure("entry", ENTRY_CLOSED)
+    if entry.item_type != "skill":
+        raise ValidationFailure("entry", ENTRY_NOT_SKILL)
+    skill = Skill.objects.get(pk=entry.item_id)
+    require(actor, REVIEW_CASE, skill.tenant, message=REVIEW_REFUSED)
+    if skill.status != Status.APPROVED:
+        raise ValidationFailure("entry", ITEM_NOT_APPROVED)
+    entry.status = ReReviewStatus.CLOSED
+    entry.resolution = ReReviewResolution.CONFIRMED
+    entry.resolved_by = actor
+    entry.resolved_at = clock.now()
+    entry.note = reason
+    entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at", "note"])
+    event_record(
+        actor=actor,
+        action=Action.REREVIEW_CONFIRM,
+        target=skill.id,
+        reason=reason,
+        details={"entry": entry.pk, "reason": entry.reason, "document": entry.document_id},
+    )
+    return entry
