@@ -26,7 +26,7 @@ from experience import schema as case_format
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
 from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
-from reviewconsole import inputs
+from reviewconsole import inputs, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import SCOPE_VALUE, validate_scope_value
 from reviewconsole.timeparse import EARLIEST, LATEST, parse_aware_datetime, to_utc_iso
@@ -182,7 +182,7 @@ Facts = Annotated[
 ]
 Limit = Annotated[int, WholeNumber]
 CaseId = Annotated[str, StringConstraints(pattern=case_format.CASE_ID.pattern)]
-SKILL_ID_PATTERN = r"^skill:[0-9a-f]{64}$"
+SKILL_ID_PATTERN = rf"^{itemids.SKILL.pattern}$"
 CASE_ID_PATTERN = rf"^{case_format.CASE_ID.pattern}$"
 SkillId = Annotated[str, StringConstraints(pattern=SKILL_ID_PATTERN)]
 

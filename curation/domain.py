@@ -53,6 +53,7 @@ from typing import Any
 from datasketch import MinHash, MinHashLSH
 
 from knowledge.domain import jaccard, sha256_hex, tokenize
+from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
 from reviewconsole.fields import reject_unknown_fields
@@ -464,21 +465,22 @@ UNUSED = "unused"
 DOCUMENT_NEW_VERSION = "document_new_version"
 DOCUMENT_REVOKED = "document_revoked"
 
-DOCUMENT_SOURCE = re.compile(r"doc:([A-Za-z0-9_-]+)@([1-9][0-9]{0,8})(?:[#/].*)?")
-
 
 def cited_documents(source_ids: Iterable[str]) -> set[tuple[str, int]]:
     """(key, version) of every knowledge document these evidence source ids cite."""
     found = set()
     for source_id in source_ids:
-        match = DOCUMENT_SOURCE.fullmatch(source_id.strip())
-        if match:
-            found.add((match.group(1), int(match.group(2))))
+        try:
+            cited, _part = itemids.parse_reference(source_id.strip())
+        except ValidationFailure:
+            continue
+        if cited.kind is itemids.DOCUMENT and cited.version is not None:
+            found.add((cited.key, cited.version))
     return found
 
 
 def document_id(key: str, version: int) -> str:
-    return f"doc:{key}@{version}"
+    return str(itemids.ItemId.document(key, version))
 
 
 def unused(

@@ -13,14 +13,15 @@ from datetime import datetime
 from typing import Any
 
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, sha256_hex, tokenize
+from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import validate_scope_value
 
 SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
 
-CASE_PREFIX = "case:"
-SKILL_PREFIX = "skill:"
-ITEM_ID = re.compile(r"(case|skill):[0-9a-f]{64}")
+CASE_PREFIX = itemids.CASE_PREFIX
+SKILL_PREFIX = itemids.SKILL_PREFIX
+ITEM_ID = re.compile(f"{itemids.CASE.pattern}|{itemids.SKILL.pattern}")
 
 # --- unmet condition names (docs/contracts.md, Unmet conditions) ----------------------------
 
@@ -58,13 +59,9 @@ def content_id(prefix: str, canonical: Mapping[str, Any]) -> str:
 
 
 def item_type(item_id: str) -> str | None:
-    if item_id.startswith(CASE_PREFIX):
-        return "case"
-    if item_id.startswith(SKILL_PREFIX):
-        return "skill"
-    if item_id.startswith("doc:"):
-        return "document"
-    return None
+    """``case``, ``skill`` or ``document``, by the id's prefix alone."""
+    kind = itemids.kind_of(item_id)
+    return kind.name if kind else None
 
 
 # --- scope -----------------------------------------------------------------------------------

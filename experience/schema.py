@@ -24,6 +24,7 @@ from experience.domain import (
     validate_recipe,
     validate_scope,
 )
+from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
 from reviewconsole.fields import json_path, reject_unknown_fields
@@ -40,7 +41,7 @@ MAX_EVIDENCE_ITEMS = 50
 MAX_COUNTEREVIDENCE = 20
 MAX_SKILL_CASES = 20
 
-CASE_ID = re.compile(r"case:[0-9a-f]{64}")
+CASE_ID = re.compile(itemids.CASE.pattern)
 FILE_REFERENCE = re.compile(r"#(0|[1-9][0-9]{0,5})")
 
 CASE_FIELDS = frozenset(

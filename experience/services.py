@@ -46,7 +46,7 @@ from experience.selectors import (
 from experience.tools import tool_specs
 from knowledge.models import Document
 from knowledge.services import DocumentRefusal, document_approve, document_revoke
-from reviewconsole import clock
+from reviewconsole import clock, itemids
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
@@ -167,7 +167,7 @@ def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, b
     canonical = content.canonical()
     case = Case(
         id=case_id,
-        content_hash=case_id.removeprefix(domain.CASE_PREFIX),
+        content_hash=itemids.digest_of(case_id),
         content=canonical,
         incident=content.incident,
         title=content.title,
@@ -285,7 +285,7 @@ def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill
     canonical = content.canonical()
     skill = Skill(
         id=skill_id,
-        content_hash=skill_id.removeprefix(domain.SKILL_PREFIX),
+        content_hash=itemids.digest_of(skill_id),
         content=canonical,
         title=content.title,
         when=content.when,
@@ -578,10 +578,8 @@ def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 
 def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
-    key, sep, version = public_id.removeprefix("doc:").rpartition("@")
-    if not public_id.startswith("doc:") or not sep or not version.isdigit():
-        raise ValidationFailure(field, "must look like doc:KEY@VERSION")
-    document = Document.objects.filter(doc_key=key, version=int(version)).first()
+    named = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,))
+    document = Document.objects.filter(doc_key=named.key, version=named.version).first()
     if document is None:
         raise ValidationFailure(field, f"{DOCUMENT_UNKNOWN}: {public_id}")
     return document

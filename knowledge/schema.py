@@ -16,6 +16,7 @@ from typing import Any
 from knowledge.domain import sha256_hex, validate_requirements
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.inputs import check_tree, db_integer
+from reviewconsole.itemids import ItemId
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import (
     parse_aware_datetime,
@@ -73,7 +74,7 @@ class DocumentContent:
 
     @property
     def public_id(self) -> str:
-        return f"doc:{self.doc_key}@{self.version}"
+        return str(ItemId.document(self.doc_key, self.version))
 
     def canonical(self) -> dict[str, Any]:
         return {
