@@ -13,6 +13,7 @@ from agentapi.models import ApiToken
 from agentapi.services import token_revoke
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.permissions import REVOKE_APITOKEN
 from reviewconsole.services import users_manageable_by
 
 
@@ -43,7 +44,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         return False
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("agentapi.revoke_apitoken")
+        return request.user.has_perm(REVOKE_APITOKEN)
 
     @admin.action(description="Revoke selected tokens", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:

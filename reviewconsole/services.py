@@ -23,6 +23,7 @@ from django.db.models import Q, QuerySet
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, TenantMembership
+from reviewconsole.permissions import CHANGE_USER
 from reviewconsole.roles import (
     NO_ROLE_RANK,
     ROLE_RANK,
@@ -85,7 +86,7 @@ def may_manage_users(actor: User | AnonymousUser) -> bool:
         isinstance(actor, User)
         and actor.is_active
         and actor.is_staff
-        and actor.has_perm("auth.change_user")
+        and actor.has_perm(CHANGE_USER)
     )
 
 

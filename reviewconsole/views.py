@@ -11,7 +11,13 @@ from typing import Any, TypeVar, cast
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -21,10 +27,9 @@ from django_htmx.middleware import HtmxDetails
 
 from reviewconsole import clock
 from reviewconsole.forms import EventFilterForm
+from reviewconsole.permissions import VIEW_EVENT
 from reviewconsole.selectors import events_csv_rows, events_filtered
 from reviewconsole.tenancy import is_deployment_wide
-
-VIEW_EVENT_PERMISSION = "reviewconsole.view_event"
 
 
 def _require_deployment_wide(request: HttpRequest) -> None:
@@ -90,6 +95,28 @@ def paginate(request: HttpRequest, items: Any, per_page: int) -> Page[Any]:
     return Paginator(items, per_page).get_page(request.GET.get("page"))
 
 
+def finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """After a successful write, a full page load of ``url`` (Post/Redirect/Get).
+
+    A form posted by htmx would swap the redirect's page into its target, so htmx is told to
+    navigate instead.
+    """
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url, status=303)
+
+
+Found = TypeVar("Found")
+
+
+def or_404(item: Found | None) -> Found:
+    """What a selector found, or 404: a missing item and one of a tenant the user may not see
+    look the same."""
+    if item is None:
+        raise Http404
+    return item
+
+
 @dataclass(frozen=True)
 class DiffLine:
     kind: str  # "add", "del", "hunk" or "same"
@@ -116,7 +143,7 @@ def diff_lines(
 
 
 @require_GET
-@console_view(VIEW_EVENT_PERMISSION)
+@console_view(VIEW_EVENT)
 def event_list(request: HtmxHttpRequest) -> HttpResponse:
     _require_deployment_wide(request)
     form = EventFilterForm(request.GET or None)
@@ -131,7 +158,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@console_view(VIEW_EVENT_PERMISSION)
+@console_view(VIEW_EVENT)
 def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpResponse:
     _require_deployment_wide(request)
     form = EventFilterForm(request.GET or None)

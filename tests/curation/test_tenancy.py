@@ -40,7 +40,7 @@ from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
-from reviewconsole.tenancy import NOT_IN_TENANT
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE
 from tests.curation.conftest import THREAD_ID, other_wording, thread_json
 from tests.curation.test_services import PICKS, store_scope_draft
 from tests.curation.test_views import build_post
@@ -106,6 +106,7 @@ def test_importing_another_tenants_thread_is_refused_naming_the_tenant(
     with pytest.raises(ValidationFailure) as refused:
         threads.thread_import(data=foreign_thread_json(), actor=limited_operator)
     assert refused.value.field == "tenant"
+    assert refused.value.message == f"{OTHER!r} {NOT_IN_TENANT_MESSAGE}"
     assert not Thread.objects.exists()
     assert not Event.objects.filter(action=Action.THREAD_IMPORT).exists()
 
@@ -239,6 +240,9 @@ def test_the_service_refuses_a_limited_user_another_tenants_thread(
             actor=limited_operator,
         )
     assert refused.value.unmet == NOT_IN_TENANT
+    # The one sentence of reviewconsole.permissions.require (this service once said it without
+    # the word "tenant").
+    assert refused.value.message == f"tenant {OTHER!r} {NOT_IN_TENANT_MESSAGE}"
     assert not Case.objects.exists()
 
 

@@ -16,7 +16,12 @@ from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
-from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
+from reviewconsole.tenancy import (
+    NOT_IN_TENANT,
+    NOT_IN_TENANT_MESSAGE,
+    require_input_tenant,
+    tenants_of,
+)
 from tests.helpers import run_json
 from tests.knowledge.conftest import document
 from tests.ui.factories import SCOPE, submit_case
@@ -154,6 +159,7 @@ def test_documents_of_another_tenant_are_hidden_and_protected(
     with pytest.raises(ValidationFailure) as failure:
         documents_import(items=[document(doc_key="sneaky", tenant=OTHER)], actor=limited_operator)
     assert failure.value.field == "[0].tenant"
+    assert failure.value.message == f"{OTHER!r} {NOT_IN_TENANT_MESSAGE}"
 
 
 def test_search_preview_refuses_another_tenant(
@@ -235,3 +241,12 @@ def test_a_skill_cannot_cite_another_tenants_case(operator: User, reviewer: User
             content=parse_skill(skill_data([own.id, foreign.id]), tool_specs()), actor=reviewer
         )
     assert failure.value.field == "cases[1]"
+
+
+def test_a_tenant_named_in_an_input_is_a_bad_value_of_its_field(limited_reviewer: User) -> None:
+    """One rule for files and forms (documents, threads, cases): not a refusal, a wrong value."""
+    require_input_tenant(limited_reviewer, SCOPE["tenant"], field="tenant")
+    with pytest.raises(ValidationFailure) as failure:
+        require_input_tenant(limited_reviewer, OTHER, field="[2].scope.tenant")
+    assert failure.value.field == "[2].scope.tenant"
+    assert failure.value.message == f"{OTHER!r} {NOT_IN_TENANT_MESSAGE}"
