@@ -8,7 +8,7 @@ own; the approval, supersession or revocation is the audited act.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import transaction
 
@@ -76,6 +76,32 @@ def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -
     return content
 
 
+Item = TypeVar("Item", Case, Skill)
+
+
+def _open_entry_item(
+    entry: ReReview,
+    model: type[Item],
+    actor: User,
+    permission: str,
+    *,
+    refused: str,
+    other_type: str,
+) -> tuple[ReReview, Item]:
+    """The entry, locked and still open, and its item, still approved and of a tenant ``actor``
+    may act on; ``other_type`` is the refusal for an entry about the other kind of item."""
+    entry = ReReview.objects.select_for_update().get(pk=entry.pk)
+    if entry.status != ReReviewStatus.OPEN:
+        raise ValidationFailure("entry", ENTRY_CLOSED)
+    if entry.item_type != model._meta.model_name:
+        raise ValidationFailure("entry", other_type)
+    item = model.objects.get(pk=entry.item_id)
+    require(actor, permission, item.tenant, message=refused)
+    if item.status != Status.APPROVED:
+        raise ValidationFailure("entry", ITEM_NOT_APPROVED)
+    return entry, item
+
+
 @transaction.atomic
 def rereview_recertify(
     *, entry: ReReview, valid_from: datetime, valid_to: datetime, actor: User
@@ -84,15 +110,9 @@ def rereview_recertify(
     old one) as a candidate. Its evidence is unchecked, so a reviewer other than ``actor`` must
     check and approve it; that approval supersedes the old version and closes the entry."""
     require(actor, ADD_CASE, message=BUILD_REFUSED)
-    entry = ReReview.objects.select_for_update().get(pk=entry.pk)
-    if entry.status != ReReviewStatus.OPEN:
-        raise ValidationFailure("entry", ENTRY_CLOSED)
-    if entry.item_type != "case":
-        raise ValidationFailure("entry", ENTRY_NOT_CASE)
-    old = Case.objects.get(pk=entry.item_id)
-    require(actor, ADD_CASE, old.tenant, message=BUILD_REFUSED)
-    if old.status != Status.APPROVED:
-        raise ValidationFailure("entry", ITEM_NOT_APPROVED)
+    entry, old = _open_entry_item(
+        entry, Case, actor, ADD_CASE, refused=BUILD_REFUSED, other_type=ENTRY_NOT_CASE
+    )
     now = clock.now()
     if valid_to <= now:
         raise ValidationFailure("valid_to", VALID_TO_PASSED)
@@ -121,15 +141,9 @@ def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
     no superseding versions; the cases they cite go through re-certification themselves."""
     require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
     reason = reason_given(reason)
-    entry = ReReview.objects.select_for_update().get(pk=entry.pk)
-    if entry.status != ReReviewStatus.OPEN:
-        raise ValidationFailure("entry", ENTRY_CLOSED)
-    if entry.item_type != "skill":
-        raise ValidationFailure("entry", ENTRY_NOT_SKILL)
-    skill = Skill.objects.get(pk=entry.item_id)
-    require(actor, REVIEW_CASE, skill.tenant, message=REVIEW_REFUSED)
-    if skill.status != Status.APPROVED:
-        raise ValidationFailure("entry", ITEM_NOT_APPROVED)
+    entry, skill = _open_entry_item(
+        entry, Skill, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
+    )
     entry.status = ReReviewStatus.CLOSED
     entry.resolution = ReReviewResolution.CONFIRMED
     entry.resolved_by = actor
