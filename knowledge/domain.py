@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
+from functools import cmp_to_key
 from typing import Any
 
 import rfc8785
@@ -77,14 +78,44 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
     return Fraction(inter, len(a) + len(b) - inter)
 
 
+def exact_order(scored: Iterable[tuple[int, int, str]]) -> list[str]:
+    """Ids of ``(numerator, denominator, id)`` by n/d descending, ties by id: exactly, at any size.
+
+    Python's int division is correctly rounded, and correctly rounded division is monotone:
+    n1/d1 < n2/d2 implies float(n1/d1) <= float(n2/d2). Sorting by the float is therefore exact
+    except inside a run of equal floats, which is re-sorted by integer cross-multiplication.
+    No Fraction is built. Denominators must be positive.
+    """
+    items = sorted((-(n / d), doc_id, n, d) for n, d, doc_id in scored)
+    ordered: list[str] = []
+    i, size = 0, len(items)
+    while i < size:
+        j = i + 1
+        while j < size and items[j][0] == items[i][0]:
+            j += 1
+        if j - i == 1:
+            ordered.append(items[i][1])
+        else:
+            run = sorted(items[i:j], key=cmp_to_key(_by_exact_value))
+            ordered.extend(item[1] for item in run)
+        i = j
+    return ordered
+
+
+def _by_exact_value(a: tuple[float, str, int, int], b: tuple[float, str, int, int]) -> int:
+    left, right = b[2] * a[3], a[2] * b[3]  # b/bd vs a/ad, descending
+    if left != right:
+        return -1 if left < right else 1
+    return -1 if a[1] < b[1] else (1 if a[1] > b[1] else 0)
+
+
 def rank_branch(
     query: frozenset[str], documents: Iterable[tuple[str, Collection[str]]]
 ) -> list[str]:
     """Ids of documents with a positive Jaccard score, best first, ties by id.
 
-    Each document's tokens must be distinct (stored token sets are). Scores are compared as
-    floats: i/u for token counts far below 2**26 is exact enough that equal ratios give equal
-    floats and different ratios keep their order, and it is several times cheaper than Fraction.
+    Each document's tokens must be distinct (stored token sets are). Ordered exactly
+    (``exact_order``) as |A∩B| / (|A| + |B| − |A∩B|).
     """
     if not query:
         return []
@@ -93,38 +124,72 @@ def rank_branch(
     for doc_id, tokens in documents:
         inter = len(query.intersection(tokens))
         if inter:
-            scored.append((-inter / (size + len(tokens) - inter), doc_id))
-    scored.sort()
-    return [doc_id for _, doc_id in scored]
+            scored.append((inter, size + len(tokens) - inter, doc_id))
+    return exact_order(scored)
 
 
-# Above this many ranked documents the float shortcut below could merge distinct scores.
-_EXACT_FLOAT_RANKS = 10_000
+def rrf_fraction(ranks: Iterable[int], k: int = RRF_K) -> tuple[int, int]:
+    """Σ 1/(k + rank) as one integer fraction (numerator, denominator), not reduced."""
+    numerator, denominator = 0, 1
+    for rank in ranks:
+        numerator, denominator = numerator * (k + rank) + denominator, denominator * (k + rank)
+    return numerator, denominator
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Fuse ranked id lists: score = Σ 1/(k + rank), rank from 1; ties by id.
-
-    For up to two rankings the sum is formed exactly as one integer fraction and divided once,
-    so equal sums give equal floats and unequal ones keep their order; otherwise Fraction.
-    """
-    denominators: dict[str, list[int]] = {}
+    """Fuse ranked id lists: score = Σ 1/(k + rank), rank from 1; ties by id; exact at any size."""
+    ranks: dict[str, list[int]] = {}
     for ranking in rankings:
         for rank, doc_id in enumerate(ranking, start=1):
-            denominators.setdefault(doc_id, []).append(k + rank)
-    if len(rankings) <= 2 and max(map(len, rankings), default=0) <= _EXACT_FLOAT_RANKS:
+            ranks.setdefault(doc_id, []).append(rank)
+    return exact_order((*rrf_fraction(parts, k), doc_id) for doc_id, parts in ranks.items())
 
-        def score(parts: list[int]) -> float:
-            if len(parts) == 1:
-                return 1 / parts[0]
-            a, b = parts
-            return (a + b) / (a * b)
-    else:
 
-        def score(parts: list[int]) -> float:
-            return float(sum((Fraction(1, d) for d in parts), Fraction(0)))
+# --- the definition, kept as the oracle that the indexed search is tested against ------------
 
-    return sorted(denominators, key=lambda doc_id: (-score(denominators[doc_id]), doc_id))
+
+@dataclass(frozen=True)
+class ReferenceDocument:
+    """A gated document version as the straightforward search scanned it."""
+
+    public_id: str
+    doc_key: str
+    version: int
+    rule_key: str
+    requirements: Mapping[str, Any]
+    raw_tokens: frozenset[str]
+    expanded_tokens: frozenset[str]
+
+
+def reference_search(
+    raw_query: frozenset[str],
+    expanded_query: frozenset[str],
+    gated: Iterable[ReferenceDocument],
+) -> tuple[list[str], frozenset[str]]:
+    """Ranked ids and conflicting ids over ``gated``, straight from the definition.
+
+    Every gated document is scanned, scores are Fractions: slow, obviously right. Only the
+    newest gated version of each doc_key takes part; documents scoring 0 are not ranked.
+    """
+    documents = list(gated)
+    newest = newest_versions((d.doc_key, d.version) for d in documents)
+    documents = [d for d in documents if (d.doc_key, d.version) in newest]
+    rankings = []
+    for query, tokens_of in (
+        (raw_query, lambda d: d.raw_tokens),
+        (expanded_query, lambda d: d.expanded_tokens),
+    ):
+        scored = [(jaccard(query, tokens_of(d)), d.public_id) for d in documents]
+        rankings.append(
+            [pid for score, pid in sorted(scored, key=lambda p: (-p[0], p[1])) if score > 0]
+        )
+    fused: dict[str, Fraction] = {}
+    for ranking in rankings:
+        for rank, pid in enumerate(ranking, start=1):
+            fused[pid] = fused.get(pid, Fraction(0)) + Fraction(1, RRF_K + rank)
+    ranked = sorted(fused, key=lambda pid: (-fused[pid], pid))
+    in_conflict = conflicting((d.public_id, d.rule_key, d.requirements) for d in documents)
+    return ranked, in_conflict
 
 
 # --- conditions -----------------------------------------------------------------------------

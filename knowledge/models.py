@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.urls import reverse
 
 from reviewconsole.itemids import ItemId
@@ -157,3 +160,108 @@ class Synonym(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term} → {self.canonical}"
+
+
+# --- the search index: postings per scope, maintained when documents are approved or revoked ---
+
+
+class SearchScope(models.Model):
+    """One scope key (tenant, brand, campaign, store) that postings and entries hang from."""
+
+    tenant = models.CharField(max_length=64)
+    brand = models.CharField(max_length=64)
+    campaign = models.CharField(max_length=64)
+    store = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "brand", "campaign", "store"], name="search_scope_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant}/{self.brand}/{self.campaign}/{self.store}"
+
+
+class SearchEntry(models.Model):
+    """One approved, unrevoked document version in one scope: what the gate and ranking read.
+
+    ``has_newer``: another approved, unrevoked version of the same doc_key with a higher version
+    is in this scope (only then does the search look for a gated successor).
+    ``rule_contested``: this scope's ``rule_key`` group holds two documents (doc_keys) whose
+    requirements differ (only then does the search look at the group's gated members).
+    """
+
+    scope = models.ForeignKey(SearchScope, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    public_id = models.CharField(max_length=120)
+    doc_key = models.SlugField(max_length=100, db_index=False)
+    version = models.PositiveIntegerField()
+    rule_key = models.CharField(max_length=100, blank=True)
+    requirements_hash = models.CharField(max_length=64)
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField()
+    raw_size = models.PositiveIntegerField()
+    expanded_size = models.PositiveIntegerField()
+    has_newer = models.BooleanField(default=False)
+    rule_contested = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "document"], name="search_entry_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["scope", "doc_key", "version"], name="search_entry_versions"),
+            models.Index(fields=["scope", "rule_key"], name="search_entry_rules"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} in {self.scope_id}"
+
+
+class Posting(models.Model):
+    """Token → entry of one scope, flagged by the branch (raw, expanded) whose set holds it."""
+
+    scope = models.ForeignKey(
+        SearchScope, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    entry = models.ForeignKey(SearchEntry, on_delete=models.CASCADE, related_name="+")
+    token = models.CharField(max_length=100)
+    in_raw = models.BooleanField()
+    in_expanded = models.BooleanField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["scope", "token", "entry", "in_raw", "in_expanded"],
+                name="posting_scope_token",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token} → {self.entry_id}"
+
+
+class LexiconState(models.Model):
+    """A stamp that changes with every lexicon change, for caches and the postings they match."""
+
+    stamp = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return self.stamp
+
+
+def lexicon_stamp_renewed(model: Any = LexiconState) -> str:
+    """Give the lexicon a new stamp (in the caller's transaction); returns it."""
+    stamp = uuid.uuid4().hex
+    if not model.objects.filter(pk=1).update(stamp=stamp):
+        model.objects.create(pk=1, stamp=stamp)
+    return stamp
+
+
+@receiver(post_save, sender=Synonym)
+@receiver(post_delete, sender=Synonym)
+def _synonym_changed(**kwargs: Any) -> None:
+    lexicon_stamp_renewed()

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from knowledge.domain import expand, tokenize
+from knowledge import postings
 from knowledge.hooks import revocation_record
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent, parse_document
@@ -205,6 +206,7 @@ def _approve(
     document.approved_by = actor
     document.approved_at = clock.now()
     document.save(update_fields=["approved", "approved_by", "approved_at"])
+    postings.document_indexed(document)
     event_record(
         actor=actor,
         action=Action.DOCUMENT_APPROVE,
@@ -223,6 +225,7 @@ def _revoke(
     document.revoked_at = clock.now()
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
+    postings.document_unindexed(document)
     impact = revocation_record(item_id=document.public_id, actor=actor, reason=reason)
     event_record(
         actor=actor,
@@ -381,6 +384,7 @@ def _rebuild_expanded_tokens(lexicon: dict[str, str]) -> int:
             document.expanded_tokens = tokens
             changed.append(document)
     Document.objects.bulk_update(changed, ["expanded_tokens"], batch_size=1000)
+    postings.expanded_changed(changed)
     return len(changed)
 
 
