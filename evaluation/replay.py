@@ -33,6 +33,7 @@ from evaluation.selectors import heldout_check
 from experience.executor import TicketContext, run_skill
 from experience.models import Case
 from experience.retrieval import retrieve_experience
+from experience.services import system_agent
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file
 
@@ -47,11 +48,12 @@ class DatabaseTools:
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
+        self.actor = system_agent()
 
     def retrieve_experience(
         self, query: str, scope: Mapping[str, str], now: datetime
     ) -> Mapping[str, Any]:
-        return retrieve_experience(query, scope, now, self.run_id)
+        return retrieve_experience(query, scope, now, self.run_id, actor=self.actor)
 
     def run_skill(
         self,
@@ -64,7 +66,7 @@ class DatabaseTools:
         now: datetime,
     ) -> Mapping[str, Any]:
         context = TicketContext(occurred_at=occurred_at, known_at=known_at, facts=dict(facts))
-        return run_skill(skill_id, scope, context, self.run_id, now)
+        return run_skill(skill_id, scope, context, self.run_id, now, actor=self.actor)
 
     def read_case(self, case_id: str) -> Mapping[str, Any] | None:
         found: Mapping[str, Any] | None = (

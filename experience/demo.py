@@ -1,8 +1,8 @@
 """Demo data for the experience memory and the four demo replays (``experience_demo``).
 
 ``load_demo_experience`` imports ``fixtures/experience.json`` and approves what a reviewer would
-approve, leaving the rest in the review queue. ``replays`` runs §7.2 against whatever database is
-current; the ``experience_demo`` command runs it on a temporary one.
+approve, leaving the rest in the review queue. ``replays`` runs the four demo replays against
+whatever database is current; the ``experience_demo`` command runs them on a temporary one.
 """
 
 from __future__ import annotations
@@ -150,22 +150,36 @@ REPLAYS = (
 
 
 def replays(
-    *, skill_id: str, revoke_case_id: str, reviewer: User, now: datetime | None = None
+    *,
+    skill_id: str,
+    revoke_case_id: str,
+    reviewer: User,
+    agent: User,
+    now: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The four replays of §7.2, in order. The last one revokes ``revoke_case_id``."""
+    """The four demo replays, run by ``agent``, in order. The last one revokes ``revoke_case_id``."""
     partial_facts = {k: v for k, v in DEMO_FACTS.items() if k not in ("channel", "product")}
     other_release = {**DEMO_SCOPE, "deployment": OTHER_DEPLOYMENT}
     results = [
-        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-1", now),
-        run_skill(skill_id, other_release, demo_context(), "demo-replay-2", now),
-        run_skill(skill_id, DEMO_SCOPE, demo_context(facts=partial_facts), "demo-replay-3", now),
+        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-1", now, actor=agent),
+        run_skill(skill_id, other_release, demo_context(), "demo-replay-2", now, actor=agent),
+        run_skill(
+            skill_id,
+            DEMO_SCOPE,
+            demo_context(facts=partial_facts),
+            "demo-replay-3",
+            now,
+            actor=agent,
+        ),
     ]
     revocation = services.case_revoke(
         case=selectors.case_get(revoke_case_id),
         actor=reviewer,
         reason="演示：诊断后来被发现证据不足，撤销以停止复用",
     )
-    results.append(run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-4", now))
+    results.append(
+        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-4", now, actor=agent)
+    )
     rows = []
     for (label, expected_status, expected_search), result in zip(REPLAYS, results, strict=True):
         searched = result["tool_calls"] > 0

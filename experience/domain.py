@@ -249,7 +249,7 @@ class GateFields:
 
 
 def admits(item: GateFields, scope: Mapping[str, str], now: datetime) -> bool:
-    """The gate of §3.5. Revocation is current state: a revoked item is closed for every ``now``."""
+    """The gate before any read; a revoked item is closed for every ``now`` (revocation is current)."""
     return (
         item.status == APPROVED
         and same_scope(item.scope, scope)

@@ -96,7 +96,7 @@ def _observation(index: int, tool: str, result: Mapping[str, Any]) -> dict[str, 
 
 
 def _step_failure(result: Mapping[str, Any]) -> str | None:
-    """Why a tool result does not let the run continue, or None when it passes (§3.7 step 3)."""
+    """Why a tool result does not let the run continue, or None when it passes."""
     status = result.get("status")
     evidence = result.get("evidence")
     if not isinstance(evidence, list):
@@ -125,12 +125,11 @@ def run_skill(
     run_id: str,
     now: datetime | None = None,
     *,
+    actor: User,
     tools: Mapping[str, Tool] | None = None,
-    actor: User | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
-    if actor is not None:
-        require(actor, USE_EXPERIENCE, message=USE_REFUSED)
+    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
         raise ValidationFailure("now", "must be timezone-aware")

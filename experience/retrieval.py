@@ -78,10 +78,9 @@ def retrieve_experience(
     run_id: str,
     limit: int = DEFAULT_LIMIT,
     *,
-    actor: User | None = None,
+    actor: User,
 ) -> dict[str, Any]:
-    if actor is not None:
-        require(actor, USE_EXPERIENCE, message=USE_REFUSED)
+    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     _validate(query, limit, now)
     run_id = validate_run_id(run_id)
     missing = domain.missing_scope(scope)

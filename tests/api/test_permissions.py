@@ -77,11 +77,11 @@ def _call(client: BearerClient, endpoint: str, demo: Demo) -> int:
 
 
 @pytest.fixture
-def with_a_run(demo: Demo) -> Demo:
+def with_a_run(demo: Demo, agent: User) -> Demo:
     from experience.demo import DEMO_SCOPE, demo_context
     from experience.executor import run_skill
 
-    run_skill(demo.skill, DEMO_SCOPE, demo_context(), "demo-replay-1")
+    run_skill(demo.skill, DEMO_SCOPE, demo_context(), "demo-replay-1", actor=agent)
     return demo
 
 

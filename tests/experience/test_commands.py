@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience import domain, selectors
+from experience import domain, selectors, services
 from experience.models import Case, EvidenceCheck, Reference, Run, Skill
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
@@ -296,6 +296,34 @@ def test_run_skill(approved_skill: Callable[..., Skill], operator: User) -> None
     no_scope, ok = run("run_skill", skill.id, *TICKET_FLAGS, "--run-id", "run-n")
     assert ok and no_scope["status"] == "fallback" and no_scope["tool_calls"] == 0
     assert Run.objects.count() == 4
+
+
+def test_without_as_the_commands_act_as_the_system_agent(
+    approved_skill: Callable[..., Skill], operator: User
+) -> None:
+    skill = approved_skill()
+    recalled, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-a", "--now", NOW.isoformat())
+    assert ok and recalled["status"] == "ok"
+    ran, ok = run("run_skill", skill.id, *SCOPE_FLAGS, *TICKET_FLAGS, "--run-id", "run-b")
+    assert ok and ran["status"] == "fallback"
+    agent = User.objects.get(username=services.SYSTEM_AGENT)
+    assert list(agent.groups.values_list("name", flat=True)) == [Role.AGENT]
+    assert Run.objects.get(run_id="run-b").actor == agent
+
+
+def test_the_system_agent_is_refused_once_it_loses_the_use_permission(
+    approved_case: Callable[..., Case],
+) -> None:
+    """The default account is not a way around the check: an administrator can stop it."""
+    approved_case()
+    agent = services.system_agent()
+    agent.groups.clear()
+    refused, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-x")
+    assert not ok and refused["unmet"] == ["not_permitted"]
+    assert services.system_agent() == agent and not agent.groups.exists()
+    assert not Reference.objects.filter(run_id="run-x").exists()
+    unknown, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-y", "--as", "nobody")
+    assert not ok and unknown["field"] == "--as"
 
 
 # --- experience_demo -----------------------------------------------------------------------------

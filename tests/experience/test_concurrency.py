@@ -138,7 +138,7 @@ def live_skill(operator: User, reviewer: User, second_reviewer: User) -> Skill:
 
 
 def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
-    live_skill: Skill, second_reviewer: User
+    live_skill: Skill, second_reviewer: User, agent: User
 ) -> None:
     cited = live_skill.case_links.order_by("position").first()
     assert cited is not None
@@ -157,7 +157,11 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
         while runs_after_revocation < 3:
             revoked_before_start = stop.is_set()
             result = run_skill(
-                live_skill.id, SCOPE, demo_context(), run_id=f"race-{index}-{len(statuses)}"
+                live_skill.id,
+                SCOPE,
+                demo_context(),
+                run_id=f"race-{index}-{len(statuses)}",
+                actor=agent,
             )
             statuses.append(result["status"])
             runs_after_revocation += revoked_before_start

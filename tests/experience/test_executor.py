@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 
 from experience import executor, services
 from experience.executor import TicketContext, run_skill
@@ -18,6 +18,7 @@ from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.models import Action, Event
+from reviewconsole.permissions import NOT_PERMITTED
 from tests.experience.conftest import NOW, SCOPE
 
 pytestmark = pytest.mark.django_db
@@ -48,11 +49,11 @@ def registry(
     return {"search_knowledge": Tool(SEARCH_KNOWLEDGE_SIGNATURE, handler)}
 
 
-# --- §7.2 --------------------------------------------------------------------------------------
+# --- the four demo replays -----------------------------------------------------------------------
 
 
-def test_replay_same_scope_with_channel_and_product(skill: Skill) -> None:
-    result = run_skill(skill.id, SCOPE, CONTEXT, "run-1", NOW)
+def test_replay_same_scope_with_channel_and_product(skill: Skill, agent: User) -> None:
+    result = run_skill(skill.id, SCOPE, CONTEXT, "run-1", NOW, actor=agent)
     assert result["status"] == "needs_review"
     assert result["tool_calls"] == 1
     assert [step["status"] for step in result["steps"]] == ["passed"]
@@ -78,8 +79,10 @@ def test_replay_same_scope_with_channel_and_product(skill: Skill) -> None:
     }
 
 
-def test_replay_deployment_changed(skill: Skill) -> None:
-    result = run_skill(skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-2", NOW)
+def test_replay_deployment_changed(skill: Skill, agent: User) -> None:
+    result = run_skill(
+        skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-2", NOW, actor=agent
+    )
     assert (result["status"], result["tool_calls"]) == ("fallback", 0)
     assert result["reason"].startswith(executor.SCOPE_MISMATCH) and "deployment" in result["reason"]
     assert result["cases"] == [] and result["observations"] == []
@@ -87,9 +90,9 @@ def test_replay_deployment_changed(skill: Skill) -> None:
     assert Run.objects.get(run_id="run-2").status == "fallback"
 
 
-def test_replay_channel_and_product_missing(skill: Skill) -> None:
+def test_replay_channel_and_product_missing(skill: Skill, agent: User) -> None:
     partial = TicketContext(occurred_at=OCCURRED, known_at=KNOWN, facts={"basket_cents": 3200})
-    result = run_skill(skill.id, SCOPE, partial, "run-3", NOW)
+    result = run_skill(skill.id, SCOPE, partial, "run-3", NOW, actor=agent)
     assert (result["status"], result["tool_calls"]) == ("fallback", 1)
     [observation] = result["observations"]
     assert observation["status"] == "needs_context"
@@ -98,14 +101,14 @@ def test_replay_channel_and_product_missing(skill: Skill) -> None:
     assert result["steps"][0]["status"] == "failed"
 
 
-def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User) -> None:
-    first = run_skill(skill.id, SCOPE, CONTEXT, "run-before", NOW)
+def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User, agent: User) -> None:
+    first = run_skill(skill.id, SCOPE, CONTEXT, "run-before", NOW, actor=agent)
     assert first["status"] == "needs_review"
     case = skill.cases.order_by("incident").first()
     assert case is not None
     revocation = services.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
     assert revocation.impact.runs == ["run-before"]
-    result = run_skill(skill.id, SCOPE, CONTEXT, "run-4", NOW)
+    result = run_skill(skill.id, SCOPE, CONTEXT, "run-4", NOW, actor=agent)
     assert (result["status"], result["tool_calls"]) == ("fallback", 0)
     assert result["reason"].startswith(executor.SKILL_UNAVAILABLE) and case.id in result["reason"]
 
@@ -114,13 +117,15 @@ def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User) -> None:
 
 
 @pytest.mark.parametrize("name", ["tenant", "brand", "store", "campaign", "deployment"])
-def test_missing_scope_falls_back_before_any_tool(skill: Skill, name: str) -> None:
-    result = run_skill(skill.id, {**SCOPE, name: None}, CONTEXT, "run-m", NOW)
+def test_missing_scope_falls_back_before_any_tool(skill: Skill, name: str, agent: User) -> None:
+    result = run_skill(skill.id, {**SCOPE, name: None}, CONTEXT, "run-m", NOW, actor=agent)
     assert (result["status"], result["tool_calls"], result["missing"]) == ("fallback", 0, [name])
 
 
-def test_missing_ticket_times_fall_back(skill: Skill) -> None:
-    result = run_skill(skill.id, SCOPE, TicketContext(None, KNOWN, FACTS), "run-t", NOW)
+def test_missing_ticket_times_fall_back(skill: Skill, agent: User) -> None:
+    result = run_skill(
+        skill.id, SCOPE, TicketContext(None, KNOWN, FACTS), "run-t", NOW, actor=agent
+    )
     assert (result["status"], result["tool_calls"], result["missing"]) == (
         "fallback",
         0,
@@ -128,15 +133,15 @@ def test_missing_ticket_times_fall_back(skill: Skill) -> None:
     )
 
 
-def test_unknown_skill_falls_back_and_is_stored(knowledge: None) -> None:
-    result = run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW)
+def test_unknown_skill_falls_back_and_is_stored(knowledge: None, agent: User) -> None:
+    result = run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW, actor=agent)
     assert (result["status"], result["tool_calls"]) == ("fallback", 0)
     assert result["reason"].startswith(executor.SKILL_NOT_FOUND)
     assert Run.objects.filter(run_id="run-u").exists()
 
 
 def test_candidate_skill_is_unavailable(
-    knowledge: None, approved_case: Callable[..., Any], reviewer: User
+    knowledge: None, approved_case: Callable[..., Any], reviewer: User, agent: User
 ) -> None:
     from experience.schema import parse_skill
     from experience.tools import tool_specs
@@ -146,19 +151,19 @@ def test_candidate_skill_is_unavailable(
     candidate, _ = services.skill_submit(
         content=parse_skill(skill_data([a.id, b.id]), tool_specs()), actor=reviewer
     )
-    result = run_skill(candidate.id, SCOPE, CONTEXT, "run-c", NOW)
+    result = run_skill(candidate.id, SCOPE, CONTEXT, "run-c", NOW, actor=agent)
     assert (result["status"], result["tool_calls"]) == ("fallback", 0)
     assert result["reason"].startswith(executor.SKILL_UNAVAILABLE)
 
 
-def test_recipe_cannot_override_the_scope(skill: Skill) -> None:
+def test_recipe_cannot_override_the_scope(skill: Skill, agent: User) -> None:
     seen: list[tuple[dict[str, str], CallContext]] = []
 
     def spy(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         seen.append((dict(arguments), context))
         return search_knowledge_handler(arguments, context)
 
-    run_skill(skill.id, SCOPE, CONTEXT, "run-s", NOW, tools=registry(spy))
+    run_skill(skill.id, SCOPE, CONTEXT, "run-s", NOW, tools=registry(spy), actor=agent)
     [(arguments, context)] = seen
     assert arguments == {"query": "优惠券无法使用的适用条件"}
     assert dict(context.scope) == SCOPE
@@ -169,7 +174,7 @@ def test_recipe_cannot_override_the_scope(skill: Skill) -> None:
 
 
 def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
-    skill: Skill, second_reviewer: User
+    skill: Skill, second_reviewer: User, agent: User
 ) -> None:
     case = skill.cases.order_by("incident").first()
     assert case is not None
@@ -179,7 +184,9 @@ def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
         services.case_revoke(case=case, actor=second_reviewer, reason="执行中被撤销")
         return result
 
-    result = run_skill(skill.id, SCOPE, CONTEXT, "run-r", NOW, tools=registry(revoking))
+    result = run_skill(
+        skill.id, SCOPE, CONTEXT, "run-r", NOW, tools=registry(revoking), actor=agent
+    )
     assert (result["status"], result["tool_calls"]) == ("fallback", 1)
     assert result["reason"].startswith(executor.REVOKED_DURING_RUN)
     assert len(result["observations"]) == 1 and result["observations"][0]["status"] == "retrieved"
@@ -188,7 +195,7 @@ def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
 
 
 def test_revocation_before_the_next_step_stops_it(
-    knowledge: None, approved_skill: Callable[..., Skill], second_reviewer: User
+    knowledge: None, approved_skill: Callable[..., Skill], second_reviewer: User, agent: User
 ) -> None:
     step = {"tool": "search_knowledge", "arguments": {"query": "优惠券无法使用的适用条件"}}
     two_steps = approved_skill(recipe=[step, {**step, "arguments": {"query": "活动B参与门店"}}])
@@ -199,17 +206,19 @@ def test_revocation_before_the_next_step_stops_it(
         services.skill_revoke(skill=two_steps, actor=second_reviewer, reason="停用")
         return search_knowledge_handler(arguments, context)
 
-    result = run_skill(two_steps.id, SCOPE, CONTEXT, "run-2s", NOW, tools=registry(revoking_first))
+    result = run_skill(
+        two_steps.id, SCOPE, CONTEXT, "run-2s", NOW, tools=registry(revoking_first), actor=agent
+    )
     assert calls == ["优惠券无法使用的适用条件"]
     assert result["tool_calls"] == 1 and result["status"] == "fallback"
     assert [s["status"] for s in result["steps"]] == ["passed", "not_run"]
 
 
-def test_tool_error_falls_back(skill: Skill) -> None:
+def test_tool_error_falls_back(skill: Skill, agent: User) -> None:
     def broken(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         raise RuntimeError("index unavailable")
 
-    result = run_skill(skill.id, SCOPE, CONTEXT, "run-e", NOW, tools=registry(broken))
+    result = run_skill(skill.id, SCOPE, CONTEXT, "run-e", NOW, tools=registry(broken), actor=agent)
     assert (result["status"], result["tool_calls"]) == ("fallback", 1)
     assert (
         result["reason"].startswith(executor.TOOL_ERROR) and "index unavailable" in result["reason"]
@@ -217,7 +226,7 @@ def test_tool_error_falls_back(skill: Skill) -> None:
     assert Run.objects.get(run_id="run-e").reason == result["reason"]
 
 
-def test_tool_timeout_falls_back(skill: Skill) -> None:
+def test_tool_timeout_falls_back(skill: Skill, agent: User) -> None:
     def times_out(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         raise TimeoutError
 
@@ -225,8 +234,12 @@ def test_tool_timeout_falls_back(skill: Skill) -> None:
         time.sleep(0.05)
         return search_knowledge_handler(arguments, context)
 
-    raised = run_skill(skill.id, SCOPE, CONTEXT, "run-to", NOW, tools=registry(times_out))
-    late = run_skill(skill.id, SCOPE, CONTEXT, "run-late", NOW, tools=registry(slow), timeout=0.01)
+    raised = run_skill(
+        skill.id, SCOPE, CONTEXT, "run-to", NOW, tools=registry(times_out), actor=agent
+    )
+    late = run_skill(
+        skill.id, SCOPE, CONTEXT, "run-late", NOW, tools=registry(slow), timeout=0.01, actor=agent
+    )
     for result in (raised, late):
         assert result["status"] == "fallback" and result["reason"].startswith(executor.TIMEOUT)
     assert late["observations"] == []
@@ -260,15 +273,17 @@ def test_tool_timeout_falls_back(skill: Skill) -> None:
     ],
 )
 def test_only_fully_matching_evidence_passes(
-    skill: Skill, result: dict[str, Any], reason: str
+    skill: Skill, result: dict[str, Any], reason: str, agent: User
 ) -> None:
-    outcome = run_skill(skill.id, SCOPE, CONTEXT, "run-x", NOW, tools=registry(lambda a, c: result))
+    outcome = run_skill(
+        skill.id, SCOPE, CONTEXT, "run-x", NOW, tools=registry(lambda a, c: result), actor=agent
+    )
     assert outcome["status"] == "fallback" and reason in outcome["reason"]
 
 
-def test_every_run_is_stored_and_audited(skill: Skill) -> None:
-    run_skill(skill.id, SCOPE, CONTEXT, "run-a", NOW)
-    run_skill(skill.id, {**SCOPE, "store": "store-009"}, CONTEXT, "run-b", NOW)
+def test_every_run_is_stored_and_audited(skill: Skill, agent: User) -> None:
+    run_skill(skill.id, SCOPE, CONTEXT, "run-a", NOW, actor=agent)
+    run_skill(skill.id, {**SCOPE, "store": "store-009"}, CONTEXT, "run-b", NOW, actor=agent)
     assert Run.objects.count() == 2
     run = Run.objects.get(run_id="run-a")
     assert (run.started_at, run.finished_at) == (NOW, NOW)
@@ -277,10 +292,12 @@ def test_every_run_is_stored_and_audited(skill: Skill) -> None:
 
 
 def test_document_revocation_lists_runs_whose_results_cited_it(
-    skill: Skill, operator: User
+    skill: Skill, operator: User, agent: User
 ) -> None:
-    full = run_skill(skill.id, SCOPE, CONTEXT, "run-full", NOW)
-    run_skill(skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW)
+    full = run_skill(skill.id, SCOPE, CONTEXT, "run-full", NOW, actor=agent)
+    run_skill(
+        skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW, actor=agent
+    )
     cited = full["observations"][0]["evidence"][0]["id"]
     document = services.document_by_public_id(cited)
     outcome = services.document_revoke_with_impact(
@@ -294,5 +311,18 @@ def test_actor_needs_the_use_permission(skill: Skill, operator: User, agent: Use
         run_skill(skill.id, SCOPE, CONTEXT, "run-ag", NOW, actor=agent)["status"] == "needs_review"
     )
     assert Run.objects.get(run_id="run-ag").actor == agent
-    with pytest.raises(PermissionRefused):
+    with pytest.raises(PermissionRefused) as refused:
         run_skill(skill.id, SCOPE, CONTEXT, "run-op", NOW, actor=operator)
+    assert (refused.value.message, refused.value.unmet) == (executor.USE_REFUSED, NOT_PERMITTED)
+    assert not Run.objects.filter(run_id="run-op").exists()
+
+
+def test_a_run_without_an_actor_is_refused_not_unchecked(skill: Skill) -> None:
+    """There is no unchecked path: no actor is a programming error, an empty one a refusal."""
+    with pytest.raises(TypeError):
+        run_skill(skill.id, SCOPE, CONTEXT, "run-none", NOW)  # type: ignore[call-arg]
+    for nobody in (None, AnonymousUser()):
+        with pytest.raises(PermissionRefused):
+            run_skill(skill.id, SCOPE, CONTEXT, "run-none", NOW, actor=nobody)  # type: ignore[arg-type]
+    assert not Run.objects.exists()
+    assert not Reference.objects.exists()

@@ -38,7 +38,7 @@ from tests.experience.conftest import NOW, SCOPE, case_data, skill_data, without
 REFUSALS: tuple[type[Exception], ...] = (ReviewRefused, ValidationFailure, PermissionRefused)
 
 
-def build_machine(submitter: User, approver: User) -> type[RuleBasedStateMachine]:
+def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBasedStateMachine]:
     class Lifecycle(RuleBasedStateMachine):
         cases = Bundle("cases")
         skills = Bundle("skills")
@@ -132,7 +132,7 @@ def build_machine(submitter: User, approver: User) -> type[RuleBasedStateMachine
         @invariant()
         def retrieval_returns_only_approved_items(self) -> None:
             result = retrieve_experience(
-                "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20
+                "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20, actor=agent
             )
             for item in result["items"]:
                 model = Case if item["type"] == "case" else Skill
@@ -154,11 +154,12 @@ def build_machine(submitter: User, approver: User) -> type[RuleBasedStateMachine
 def test_no_sequence_breaks_the_lifecycle_rules(
     reviewer: User,
     second_reviewer: User,
+    agent: User,
     frozen_clock: Callable[[datetime], Any],
 ) -> None:
     frozen_clock(NOW)
     run_state_machine_as_test(
-        build_machine(reviewer, second_reviewer),
+        build_machine(reviewer, second_reviewer, agent),
         settings=settings(
             max_examples=30,
             stateful_step_count=25,

@@ -7,13 +7,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 
-from experience import selectors, services
+from experience import retrieval, selectors, services
 from experience.console_selectors import QueueFilters, review_queue_rows
 from experience.models import Case, Reference, Skill
 from experience.retrieval import retrieve_experience
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.permissions import NOT_PERMITTED
 from tests.experience.conftest import NOW, QUERY, SCOPE, case_data
 
 pytestmark = pytest.mark.django_db
@@ -25,26 +26,28 @@ def ids(result: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("name", ["tenant", "brand", "store", "campaign", "deployment"])
 def test_missing_scope_falls_back_without_guessing(
-    name: str, approved_case: Callable[..., Case]
+    name: str, approved_case: Callable[..., Case], agent: User
 ) -> None:
     approved_case()
-    result = retrieve_experience(QUERY, {**SCOPE, name: None}, NOW, "run-1")
+    result = retrieve_experience(QUERY, {**SCOPE, name: None}, NOW, "run-1", actor=agent)
     assert result == {"status": "fallback", "missing": [name], "items": []}
     assert not Reference.objects.exists()
 
 
-def test_candidates_are_invisible(submit_case: Callable[..., Case]) -> None:
+def test_candidates_are_invisible(submit_case: Callable[..., Case], agent: User) -> None:
     submit_case()
-    assert retrieve_experience(QUERY, SCOPE, NOW, "run-1") == {
+    assert retrieve_experience(QUERY, SCOPE, NOW, "run-1", actor=agent) == {
         "status": "ok",
         "missing": [],
         "items": [],
     }
 
 
-def test_approved_case_is_returned_and_referenced(approved_case: Callable[..., Case]) -> None:
+def test_approved_case_is_returned_and_referenced(
+    approved_case: Callable[..., Case], agent: User
+) -> None:
     case = approved_case()
-    result = retrieve_experience("优惠券用不了", SCOPE, NOW, "run-1")
+    result = retrieve_experience("优惠券用不了", SCOPE, NOW, "run-1", actor=agent)
     assert result["items"] == [{"id": case.id, "type": "case", "title": case.title}]
     reference = Reference.objects.get()
     assert (reference.run_id, reference.item_id, reference.item_type, reference.read_at) == (
@@ -57,80 +60,96 @@ def test_approved_case_is_returned_and_referenced(approved_case: Callable[..., C
 
 @pytest.mark.parametrize("name", ["tenant", "brand", "store", "campaign", "deployment"])
 def test_every_scope_field_must_match_exactly(
-    name: str, approved_case: Callable[..., Case]
+    name: str, approved_case: Callable[..., Case], agent: User
 ) -> None:
     approved_case()
-    assert retrieve_experience(QUERY, {**SCOPE, name: "other-value"}, NOW, "run-1")["items"] == []
+    assert (
+        retrieve_experience(QUERY, {**SCOPE, name: "other-value"}, NOW, "run-1", actor=agent)[
+            "items"
+        ]
+        == []
+    )
 
 
-def test_approved_after_now_is_not_returned(approved_case: Callable[..., Case]) -> None:
+def test_approved_after_now_is_not_returned(
+    approved_case: Callable[..., Case], agent: User
+) -> None:
     case = approved_case()
     assert case.approved_at == NOW
-    assert retrieve_experience(QUERY, SCOPE, NOW - timedelta(seconds=1), "r")["items"] == []
-    assert ids(retrieve_experience(QUERY, SCOPE, NOW, "r")) == [case.id]
+    assert (
+        retrieve_experience(QUERY, SCOPE, NOW - timedelta(seconds=1), "r", actor=agent)["items"]
+        == []
+    )
+    assert ids(retrieve_experience(QUERY, SCOPE, NOW, "r", actor=agent)) == [case.id]
 
 
-def test_validity_window_is_half_open(approved_case: Callable[..., Case]) -> None:
+def test_validity_window_is_half_open(approved_case: Callable[..., Case], agent: User) -> None:
     case = approved_case()
-    assert ids(retrieve_experience(QUERY, SCOPE, case.valid_to - timedelta(seconds=1), "r")) == [
-        case.id
-    ]
-    assert retrieve_experience(QUERY, SCOPE, case.valid_to, "r")["items"] == []
+    assert ids(
+        retrieve_experience(QUERY, SCOPE, case.valid_to - timedelta(seconds=1), "r", actor=agent)
+    ) == [case.id]
+    assert retrieve_experience(QUERY, SCOPE, case.valid_to, "r", actor=agent)["items"] == []
 
 
 def test_revoked_item_stays_closed_for_an_earlier_now(
     approved_case: Callable[..., Case],
     second_reviewer: User,
     frozen_clock: Callable[[datetime], Any],
+    agent: User,
 ) -> None:
     case = approved_case()
     frozen_clock(NOW + timedelta(days=3))
     services.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
     # A check time before the revocation does not reopen it: revocation is current state.
-    assert retrieve_experience(QUERY, SCOPE, NOW + timedelta(days=1), "r")["items"] == []
+    assert (
+        retrieve_experience(QUERY, SCOPE, NOW + timedelta(days=1), "r", actor=agent)["items"] == []
+    )
 
 
 def test_rejected_and_superseded_are_invisible(
     submit_case: Callable[..., Case],
     approved_case: Callable[..., Case],
     second_reviewer: User,
+    agent: User,
 ) -> None:
     rejected = submit_case(case_data(incident="INC-5"))
     services.case_reject(case=rejected, actor=second_reviewer, reason="no")
     old = approved_case()
     new = submit_case(case_data(supersedes=old.id))
     services.case_approve(case=new, actor=second_reviewer, reason="更正")
-    assert ids(retrieve_experience(QUERY, SCOPE, NOW, "r")) == [new.id]
+    assert ids(retrieve_experience(QUERY, SCOPE, NOW, "r", actor=agent)) == [new.id]
 
 
 def test_skill_is_returned_only_while_available(
-    approved_skill: Callable[..., Skill], second_reviewer: User
+    approved_skill: Callable[..., Skill], second_reviewer: User, agent: User
 ) -> None:
     skill = approved_skill()
-    result = retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5)
+    result = retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5, actor=agent)
     assert skill.id in ids(result)
     assert {"id": skill.id, "type": "skill", "title": skill.title} in result["items"]
     case = skill.cases.first()
     assert case is not None
     services.case_revoke(case=case, actor=second_reviewer, reason="错误")
     assert skill.id not in ids(
-        retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5)
+        retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5, actor=agent)
     )
 
 
-def test_limit_and_ranking(approved_case: Callable[..., Case]) -> None:
+def test_limit_and_ranking(approved_case: Callable[..., Case], agent: User) -> None:
     printer = approved_case(incident="INC-P", title="小票打印机断电", summary="", observations=[])
     coupon = approved_case(incident="INC-C", title="优惠券无法使用")
     approved_case(incident="INC-D", title="优惠券核销失败")
-    result = retrieve_experience("优惠券无法使用", SCOPE, NOW, "run-9", limit=1)
+    result = retrieve_experience("优惠券无法使用", SCOPE, NOW, "run-9", limit=1, actor=agent)
     assert ids(result) == [coupon.id]
-    assert printer.id not in ids(retrieve_experience("优惠券无法使用", SCOPE, NOW, "r", limit=3))
+    assert printer.id not in ids(
+        retrieve_experience("优惠券无法使用", SCOPE, NOW, "r", limit=3, actor=agent)
+    )
     assert list(Reference.objects.filter(run_id="run-9").values_list("item_id", flat=True)) == [
         coupon.id
     ]
 
 
-def test_bad_arguments_name_the_field(approved_case: Callable[..., Case]) -> None:
+def test_bad_arguments_name_the_field(approved_case: Callable[..., Case], agent: User) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"limit": 0}, "limit"),
         ({"run_id": ""}, "run_id"),
@@ -140,7 +159,9 @@ def test_bad_arguments_name_the_field(approved_case: Callable[..., Case]) -> Non
         call: dict[str, Any] = {"query": QUERY, "run_id": "r", "limit": 3}
         call.update(kwargs)
         with pytest.raises(ValidationFailure) as failure:
-            retrieve_experience(call["query"], SCOPE, NOW, call["run_id"], call["limit"])
+            retrieve_experience(
+                call["query"], SCOPE, NOW, call["run_id"], call["limit"], actor=agent
+            )
         assert failure.value.field == field
 
 
@@ -149,8 +170,23 @@ def test_actor_needs_the_use_permission(
 ) -> None:
     approved_case()
     assert retrieve_experience(QUERY, SCOPE, NOW, "r", actor=agent)["status"] == "ok"
-    with pytest.raises(PermissionRefused):
-        retrieve_experience(QUERY, SCOPE, NOW, "r", actor=operator)
+    with pytest.raises(PermissionRefused) as refused:
+        retrieve_experience(QUERY, SCOPE, NOW, "r-op", actor=operator)
+    assert (refused.value.message, refused.value.unmet) == (retrieval.USE_REFUSED, NOT_PERMITTED)
+    assert not Reference.objects.filter(run_id="r-op").exists()
+
+
+def test_a_read_without_an_actor_is_refused_not_unchecked(
+    approved_case: Callable[..., Case],
+) -> None:
+    """There is no unchecked path: no actor is a programming error, an empty one a refusal."""
+    approved_case()
+    with pytest.raises(TypeError):
+        retrieve_experience(QUERY, SCOPE, NOW, "r")  # type: ignore[call-arg]
+    for nobody in (None, AnonymousUser()):
+        with pytest.raises(PermissionRefused):
+            retrieve_experience(QUERY, SCOPE, NOW, "r", actor=nobody)  # type: ignore[arg-type]
+    assert not Reference.objects.exists()
 
 
 def test_the_review_queue_filters_candidates_by_store(submit_case: Callable[..., Case]) -> None:

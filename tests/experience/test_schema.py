@@ -1,4 +1,4 @@
-"""The import format of §4.3: identity of content, and errors that name their JSON path."""
+"""The import format of cases and skills: identity of content, and errors that name their JSON path."""
 
 from __future__ import annotations
 

@@ -43,10 +43,14 @@ class Command(JsonCommand):
         with clock.frozen(demo_now):
             operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
             reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
+            agent = user_set_role(username="demo-agent", role=Role.AGENT)
             load_demo_knowledge(operator=operator)
             loaded = load_demo_experience(operator=operator, reviewer=reviewer)
             rows = replays(
-                skill_id=loaded["skill"], revoke_case_id=loaded["cases"][0], reviewer=reviewer
+                skill_id=loaded["skill"],
+                revoke_case_id=loaded["cases"][0],
+                reviewer=reviewer,
+                agent=agent,
             )
         return {
             "ok": all(row["as_expected"] for row in rows),

@@ -5,6 +5,7 @@ from typing import Any
 
 from experience.domain import SCOPE_FIELDS
 from experience.retrieval import DEFAULT_LIMIT, retrieve_experience
+from experience.services import SYSTEM_AGENT, system_agent
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, user_by_name
 from reviewconsole.timeparse import parse_aware_datetime
@@ -29,10 +30,15 @@ class Command(JsonCommand):
         parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
         parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
         parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
-        parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this account")
+        parser.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USER",
+            help=f"act as this account (default: {SYSTEM_AGENT})",
+        )
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
-        actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else system_agent()
         now = (
             parse_aware_datetime(options["now"], field="--now")
             if options.get("now")

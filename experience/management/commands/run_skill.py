@@ -5,6 +5,7 @@ from typing import Any
 
 from experience.executor import TicketContext, run_skill
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
+from experience.services import SYSTEM_AGENT, system_agent
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, user_by_name
@@ -27,10 +28,15 @@ class Command(JsonCommand):
         add_fact_arguments(parser)
         parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
         parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
-        parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this account")
+        parser.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USER",
+            help=f"act as this account (default: {SYSTEM_AGENT})",
+        )
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
-        actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else system_agent()
         context = TicketContext(
             occurred_at=_optional_time(options, "at", "--at"),
             known_at=_optional_time(options, "known_at", "--known-at"),
