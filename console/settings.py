@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "agentapi",
     "evaluation",
     "curation",
+    "investigations",
     # The project shell (settings, URLs, dashboard, load_demo): above every app, no models.
     "console",
 ]

@@ -43,6 +43,7 @@ class Action(models.TextChoices):
     PROPOSAL_DISMISS = "curation.proposal.dismiss", "skill proposal dismissed"
     HELDOUT_REGISTER = "evaluation.heldout.register", "held-out tickets registered"
     EVALUATION_REPLAY = "evaluation.replay.run", "replay evaluation run"
+    INVESTIGATION_RUN = "investigations.investigation.run", "ticket investigated"
     BACKUP_RESTORE = "reviewconsole.backup.restore", "database restored from a backup"
 
 

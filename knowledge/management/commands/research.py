@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 
+from knowledge.conclusions import with_allowed_conclusions
 from knowledge.search import DEFAULT_LIMIT, KnowledgeContext, search_knowledge
 from reviewconsole.cli import JsonCommand, parse_fact
 from reviewconsole.timeparse import parse_aware_datetime
@@ -50,14 +51,15 @@ class Command(JsonCommand):
             facts=facts_from_options(options),
             limit=options["limit"],
         )
-        return search_knowledge(options["query"], context)
+        # Each item also says the one conclusion it allows (docs/contracts.md, Investigations).
+        return with_allowed_conclusions(search_knowledge(options["query"], context))
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = [f"status: {result['status']}"]
         if result["missing"]:
             lines.append("missing: " + ", ".join(result["missing"]))
         for item in result["evidence"]:
-            lines.append(f"- {item['id']}  {item['quote']}")
+            lines.append(f"- {item['id']}  {item['quote']}  => {item['allowed_conclusion']}")
         if result["truncated"]:
             lines.append("(more documents matched; the list was cut)")
         return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""Stored investigations: one row per run of a ticket through the runner."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+SCOPE_LENGTH = 64
+
+
+class InvestigationStatus(models.TextChoices):
+    ANSWERED = "answered", "answered"
+    REFUSED_ANSWER = "refused_answer", "answer refused"
+    BUDGET_EXHAUSTED = "budget_exhausted", "budget exhausted"
+    NEEDS_CONTEXT = "needs_context", "needs context"
+    ERROR = "error", "error"
+
+
+class Investigation(models.Model):
+    """A ticket's run: every tool call with its full result, the answer and its verification.
+
+    The memory it read is recorded as ``experience.Reference`` rows under ``run_id`` (documents
+    by this app, cases and skills by retrieval and skill runs), so revocation impact reaches it.
+    """
+
+    run_id = models.CharField(max_length=100, unique=True)
+    text = models.TextField()
+    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    brand = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    store = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    campaign = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    deployment = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    context = models.JSONField(default=dict)
+    provider = models.CharField(max_length=32)
+    status = models.CharField(max_length=20, choices=InvestigationStatus.choices)
+    reason = models.TextField(blank=True)
+    steps = models.JSONField(default=list)
+    answer = models.JSONField(null=True, blank=True)
+    raw_answer = models.TextField(blank=True)
+    verification = models.JSONField(default=dict)
+    missing = models.JSONField(default=list)
+    tool_calls = models.PositiveIntegerField(default=0)
+    budget = models.JSONField(default=dict)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "started_at"], name="investigation_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.status}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("investigations:investigation-detail", args=[self.pk])
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }
+
+    def as_json(self) -> dict[str, object]:
+        """The contract's shape (docs/contracts.md, Investigations)."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "answer": self.answer,
+            "verification": self.verification,
+            "tool_calls": self.tool_calls,
+            "steps": self.steps,
+            "missing": self.missing,
+            "provider": self.provider,
+            "scope": self.scope,
+            "context": self.context,
+        }

@@ -1,0 +1,189 @@
+"""Investigating a ticket: check the caller, run the ticket, store the run with its audit event."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from experience.services import validate_run_id
+from investigations import domain
+from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
+from investigations.models import Investigation
+from investigations.providers import PROVIDERS, provider_for
+from investigations.selectors import unusable_items
+from investigations.tools import bind, declarations
+from reviewconsole import clock
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, require
+from reviewconsole.timeparse import to_utc_iso
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+INVESTIGATE_PERMISSION = SEARCH_KNOWLEDGE
+MAX_TEXT = 2_000
+MAX_SCOPE = 64
+MAX_FACTS = 20
+RUN_ID_TAKEN = "already names an investigation; choose another run id"
+TEXT_REQUIRED = "must be a non-empty string of at most 2000 characters"
+SCOPE_VALUE = "must be a string of at most 64 characters"
+MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
+PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
+NAIVE_TIME = "must be timezone-aware"
+FACT_VALUE = "must be a string, an integer or a boolean"
+
+
+def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
+    if not isinstance(scope, Mapping):
+        raise ValidationFailure("scope", "must be an object with the five scope fields")
+    unknown = sorted(set(scope) - set(domain.SCOPE_FIELDS))
+    if unknown:
+        raise ValidationFailure(f"scope.{unknown[0]}", "is not a scope field")
+    cleaned: dict[str, str | None] = {}
+    for name in domain.SCOPE_FIELDS:
+        value = scope.get(name)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_SCOPE):
+            raise ValidationFailure(f"scope.{name}", SCOPE_VALUE)
+        cleaned[name] = value.strip() if isinstance(value, str) and value.strip() else None
+    return cleaned
+
+
+def _clean_facts(facts: Mapping[str, object] | None) -> dict[str, object]:
+    facts = facts or {}
+    if not isinstance(facts, Mapping) or len(facts) > MAX_FACTS:
+        raise ValidationFailure("facts", f"must be an object of at most {MAX_FACTS} facts")
+    for name, value in facts.items():
+        if not isinstance(name, str) or not name or len(name) > MAX_SCOPE:
+            raise ValidationFailure("facts", "fact names must be short strings")
+        if value is not None and not isinstance(value, str | int | bool):
+            raise ValidationFailure(f"facts.{name}", FACT_VALUE)
+    return {name: value for name, value in facts.items() if value is not None and value != ""}
+
+
+def _clean_time(value: datetime | None, field: str) -> datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValidationFailure(field, NAIVE_TIME)
+    return value
+
+
+def investigation_run(
+    *,
+    actor: User,
+    text: str,
+    scope: Mapping[str, object],
+    occurred_at: datetime | None,
+    known_at: datetime | None,
+    facts: Mapping[str, object] | None = None,
+    provider: str = "scripted",
+    run_id: str | None = None,
+    max_calls: int | None = None,
+    provider_instance: Provider | None = None,
+) -> Investigation:
+    """Run one ticket through the runner as ``actor`` and store it; refusals write nothing.
+
+    The scope, the times and the facts come from the caller, never from the model; the actor's
+    permission and tenant are checked before anything is read.
+    """
+    cleaned_scope = _clean_scope(scope)
+    require(actor, INVESTIGATE_PERMISSION, cleaned_scope["tenant"])
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        raise ValidationFailure("text", TEXT_REQUIRED)
+    if provider not in PROVIDERS:
+        raise ValidationFailure("provider", PROVIDER_UNKNOWN)
+    if max_calls is None:
+        max_calls = domain.DEFAULT_MAX_CALLS
+    if (
+        isinstance(max_calls, bool)
+        or not isinstance(max_calls, int)
+        or not 1 <= max_calls <= domain.MAX_CALLS_LIMIT
+    ):
+        raise ValidationFailure("max_calls", MAX_CALLS_RANGE)
+    run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
+    if Investigation.objects.filter(run_id=run_id).exists():
+        raise ValidationFailure("run_id", RUN_ID_TAKEN)
+    ticket = Ticket(
+        text.strip(),
+        cleaned_scope,
+        TicketContext(
+            occurred_at=_clean_time(occurred_at, "occurred_at"),
+            known_at=_clean_time(known_at, "known_at"),
+            facts=_clean_facts(facts),
+        ),
+    )
+    model = provider_instance or provider_for(provider)
+    budget = Budget(max_calls=max_calls)
+    started_at = clock.now()
+    outcome = run_ticket(
+        ticket,
+        model,
+        tools=declarations(actor),
+        handlers=bind(ticket, run_id=run_id, actor=actor),
+        budget=budget,
+        revoked=unusable_items,
+    )
+    return _store(
+        ticket=ticket,
+        outcome=outcome,
+        run_id=run_id,
+        provider=provider,
+        budget=budget,
+        actor=actor,
+        started_at=started_at,
+    )
+
+
+@transaction.atomic
+def _store(
+    *,
+    ticket: Ticket,
+    outcome: domain.Outcome,
+    run_id: str,
+    provider: str,
+    budget: Budget,
+    actor: User,
+    started_at: datetime,
+) -> Investigation:
+    context: dict[str, Any] = {
+        "occurred_at": to_utc_iso(ticket.context.occurred_at),
+        "known_at": to_utc_iso(ticket.context.known_at),
+        "facts": dict(ticket.context.facts),
+    }
+    investigation = Investigation.objects.create(
+        run_id=run_id,
+        text=ticket.text,
+        context=context,
+        provider=provider,
+        status=outcome.status,
+        reason=outcome.reason[:2_000],
+        steps=outcome.steps,
+        answer=outcome.answer,
+        raw_answer=(outcome.raw_answer or "")[:20_000],
+        verification=outcome.verification.as_json(),
+        missing=outcome.missing,
+        tool_calls=outcome.tool_calls,
+        budget=budget.as_json(),
+        started_at=started_at,
+        finished_at=clock.now(),
+        actor=actor,
+        **{name: ticket.scope.get(name) or "" for name in domain.SCOPE_FIELDS},
+    )
+    event_record(
+        actor=actor,
+        action=Action.INVESTIGATION_RUN,
+        target=run_id,
+        reason=outcome.reason[:500],
+        details={
+            "run_id": run_id,
+            "status": outcome.status,
+            "provider": provider,
+            "tool_calls": outcome.tool_calls,
+            "verification": outcome.verification.reasons,
+        },
+    )
+    return investigation

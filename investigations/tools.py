@@ -1,0 +1,102 @@
+"""The tools an investigation offers, and their handlers bound to one ticket.
+
+Each handler closes over the ticket's scope, times, run id and the acting user; the model's
+arguments are only the tool's own (``query``, ``skill_id``). ``search_knowledge`` runs through
+the skill tool registry (``experience.tools``), the same handler a recipe step calls; the memory
+tools are the services an agent calls, with the actor's permissions. Every document a search
+returns is recorded as read under the run id, so revoking it reaches this run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from experience.executor import TicketContext as SkillTicketContext
+from experience.executor import run_skill
+from experience.models import ItemType
+from experience.retrieval import retrieve_experience
+from experience.services import references_record
+from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
+from investigations.domain import Handler, Ticket, ToolDeclaration, string_schema
+from reviewconsole import clock
+from reviewconsole.permissions import USE_EXPERIENCE, holds
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+RETRIEVE_EXPERIENCE = "retrieve_experience"
+RUN_SKILL = "run_skill"
+MAX_QUERY = 200
+MAX_SKILL_ID = 80
+
+SEARCH_DECLARATION = ToolDeclaration(
+    SEARCH_KNOWLEDGE,
+    "Search the approved business rules and confirmed historical cases of this ticket's "
+    "campaign and store, valid when the problem occurred. Each evidence item has an id, a "
+    "quote to cite verbatim and its conditions compared with the ticket's facts.",
+    string_schema({"query": (1, MAX_QUERY, "what to look for, in the ticket's words")}),
+)
+RETRIEVE_DECLARATION = ToolDeclaration(
+    RETRIEVE_EXPERIENCE,
+    "Find reviewed investigation cases and check skills of exactly this ticket's scope. "
+    "They are historical leads, never the cause of this ticket.",
+    string_schema({"query": (1, MAX_QUERY, "what to look for, in the ticket's words")}),
+)
+RUN_SKILL_DECLARATION = ToolDeclaration(
+    RUN_SKILL,
+    "Run a reviewed skill's read-only checks for this ticket. needs_review means the checks "
+    "found current matching evidence and the skill's cases are leads to review; fallback means "
+    "the skill does not apply.",
+    string_schema({"skill_id": (1, MAX_SKILL_ID, "a skill id returned by retrieve_experience")}),
+)
+
+
+def declarations(actor: User) -> list[ToolDeclaration]:
+    """The tools declared for a run by ``actor``: memory tools only for who may use memory."""
+    tools = [SEARCH_DECLARATION]
+    if holds(actor, USE_EXPERIENCE):
+        tools += [RETRIEVE_DECLARATION, RUN_SKILL_DECLARATION]
+    return tools
+
+
+def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
+    """The handlers of one run, with the ticket's scope and times bound in."""
+    scope = {name: str(value or "") for name, value in ticket.scope.items()}
+    context = ticket.context
+    search = default_registry()[SEARCH_KNOWLEDGE].handler
+    call_context = CallContext(
+        scope=scope,
+        occurred_at=context.occurred_at,
+        known_at=context.known_at,
+        facts=dict(context.facts),
+    )
+    # Memory is read as of the time of knowledge, as the replay reads it.
+    now = context.known_at or clock.now()
+
+    def search_knowledge(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        result = search({"query": arguments["query"]}, call_context)
+        documents = [str(item["id"]) for item in result.get("evidence") or [] if item.get("id")]
+        if documents:
+            with transaction.atomic():
+                references_record(
+                    run_id=run_id,
+                    items=[(doc, ItemType.DOCUMENT) for doc in dict.fromkeys(documents)],
+                    at=clock.now(),
+                )
+        return result
+
+    def retrieve(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        return retrieve_experience(arguments["query"], scope, now, run_id, actor=actor)
+
+    def skill(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        skill_context = SkillTicketContext(
+            occurred_at=context.occurred_at, known_at=context.known_at, facts=dict(context.facts)
+        )
+        return run_skill(
+            arguments["skill_id"], scope, skill_context, run_id, now, actor=actor
+        ).as_json()
+
+    return {SEARCH_KNOWLEDGE: search_knowledge, RETRIEVE_EXPERIENCE: retrieve, RUN_SKILL: skill}
