@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Max
+from django.db.models import Exists, OuterRef
 
 from knowledge.domain import sha256_hex
 from knowledge.models import (
@@ -136,29 +136,95 @@ def document_unindexed(document: Any, models: IndexModels = LIVE) -> None:
 
 def groups_refreshed(
     scopes: Sequence[int],
-    doc_keys: Sequence[str],
-    rule_keys: Sequence[str],
+    doc_keys: Sequence[str] | None,
+    rule_keys: Sequence[str] | None,
     models: IndexModels = LIVE,
 ) -> None:
-    """Recompute ``has_newer`` for the versions of ``doc_keys`` and ``rule_contested`` for the
-    ``rule_keys`` groups, in ``scopes``."""
+    """Recompute, in ``scopes``, ``has_newer`` for the versions of ``doc_keys`` and
+    ``rule_contested`` for the ``rule_keys`` groups (``None``: every key, for bulk loads).
+
+    ``rule_contested`` holds when another document (doc_key) of the same rule_key in the scope
+    has other requirements: only then can this entry ever be in conflict.
+    """
     entries = models.entry.objects.filter(scope_id__in=set(scopes))
-    for doc_key in set(doc_keys):
-        versions = entries.filter(doc_key=doc_key)
-        newest = versions.values("scope_id").annotate(v=Max("version")).values_list("scope_id", "v")
-        for scope_id, top in newest:
-            versions.filter(scope_id=scope_id, version__lt=top).update(has_newer=True)
-            versions.filter(scope_id=scope_id, version=top).update(has_newer=False)
-    for rule_key in {key for key in rule_keys if key}:
-        members = entries.filter(rule_key=rule_key)
-        groups: dict[int, list[tuple[str, str]]] = {}
-        for scope_id, doc_key, requirements_hash in members.values_list(
-            "scope_id", "doc_key", "requirements_hash"
-        ):
-            groups.setdefault(scope_id, []).append((doc_key, requirements_hash))
-        for scope_id, rows in groups.items():
-            contested = len({d for d, _ in rows}) > 1 and len({h for _, h in rows}) > 1
-            members.filter(scope_id=scope_id).update(rule_contested=contested)
+    versions = entries if doc_keys is None else entries.filter(doc_key__in=set(doc_keys))
+    versions.update(
+        has_newer=Exists(
+            models.entry.objects.filter(
+                scope_id=OuterRef("scope_id"),
+                doc_key=OuterRef("doc_key"),
+                version__gt=OuterRef("version"),
+            )
+        )
+    )
+    groups = entries.exclude(rule_key="")
+    if rule_keys is not None:
+        groups = groups.filter(rule_key__in={key for key in rule_keys if key})
+    groups.update(
+        rule_contested=Exists(
+            models.entry.objects.filter(
+                scope_id=OuterRef("scope_id"), rule_key=OuterRef("rule_key")
+            )
+            .exclude(doc_key=OuterRef("doc_key"))
+            .exclude(requirements_hash=OuterRef("requirements_hash"))
+        )
+    )
+
+
+def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
+    """Index many approved, unrevoked versions with their stores at once (bulk loads, rebuilds).
+
+    Writes the same rows as ``document_indexed``; returns the number of postings written.
+    """
+    keys = {(d.tenant, d.brand, d.campaign, s) for d, stores in documents for s in stores}
+    ids = scope_ids(keys)
+    entries = []
+    for document, stores in documents:
+        raw = document.raw_tokens.split()
+        expanded = document.expanded_tokens.split()
+        for store in stores:
+            entries.append(
+                SearchEntry(
+                    scope_id=ids[(document.tenant, document.brand, document.campaign, store)],
+                    document_id=document.pk,
+                    public_id=f"doc:{document.doc_key}@{document.version}",
+                    doc_key=document.doc_key,
+                    version=document.version,
+                    rule_key=document.rule_key,
+                    requirements_hash=sha256_hex(document.requirements),
+                    valid_from=document.valid_from,
+                    valid_to=document.valid_to,
+                    published_at=document.published_at,
+                    raw_size=len(raw),
+                    expanded_size=len(expanded),
+                )
+            )
+    SearchEntry.objects.bulk_create(entries, batch_size=2000)
+    by_key = {(e.document_id, e.scope_id): e.pk for e in entries}
+    if any(pk is None for pk in by_key.values()):
+        by_key = {
+            (document_id, scope_id): pk
+            for pk, document_id, scope_id in SearchEntry.objects.filter(
+                document_id__in={d.pk for d, _ in documents}
+            ).values_list("pk", "document_id", "scope_id")
+        }
+    rows: list[tuple[int, int, str, bool, bool]] = []
+    for document, stores in documents:
+        raw_keys = {token_key(t) for t in document.raw_tokens.split()}
+        expanded_keys = {token_key(t) for t in document.expanded_tokens.split()}
+        tokens = sorted(raw_keys | expanded_keys)
+        for store in stores:
+            scope_id = ids[(document.tenant, document.brand, document.campaign, store)]
+            entry_id = by_key[(document.pk, scope_id)]
+            rows.extend((scope_id, entry_id, t, t in raw_keys, t in expanded_keys) for t in tokens)
+    table = quote_name(Posting._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (scope_id, entry_id, token, in_raw, in_expanded)"  # noqa: S608
+            " VALUES (%s, %s, %s, %s, %s)",
+            rows,
+        )
+    return len(rows)
 
 
 def expanded_changed(documents: Iterable[Any], models: IndexModels = LIVE) -> None:

@@ -27,8 +27,8 @@ from knowledge.domain import (
     reference_search,
     tokenize,
 )
-from knowledge.models import Document, Posting, SearchEntry, Synonym
-from knowledge.postings import token_key
+from knowledge.models import Document, Posting, SearchEntry, SearchScope, Synonym
+from knowledge.postings import bulk_indexed, groups_refreshed, token_key
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import document_revoke, documents_import, synonym_delete, synonym_set
 from reviewconsole.roles import Role
@@ -54,7 +54,7 @@ WORDS = (
     "fruit",
     "tea",
 )
-REQUIREMENTS = (
+REQUIREMENTS: tuple[dict[str, Any], ...] = (
     {},
     {"channel": ["miniapp"]},
     {"basket_cents": {"min": 3000}},
@@ -286,3 +286,32 @@ def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
     result = search_knowledge(word, context)
 
     assert [e["id"] for e in result["evidence"]] == [f"doc:{item['doc_key']}@1"]
+
+
+def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    entries = sorted(
+        SearchEntry.objects.values_list(
+            "scope_id", "public_id", "raw_size", "expanded_size", "has_newer", "rule_contested"
+        )
+    )
+    postings = sorted(
+        Posting.objects.values_list(
+            "scope_id", "entry__public_id", "token", "in_raw", "in_expanded"
+        )
+    )
+    return entries, postings
+
+
+def test_a_bulk_load_writes_the_rows_that_approvals_write(operator: User) -> None:
+    items = corpus(random.Random(7), 20)
+    documents_import(items=items, actor=operator)
+    written = index_snapshot()
+    assert written[0] and written[1]
+
+    Posting.objects.all().delete()
+    SearchEntry.objects.all().delete()
+    live = Document.objects.filter(approved=True, revoked=False).prefetch_related("store_rows")
+    bulk_indexed([(d, [row.store for row in d.store_rows.all()]) for d in live])
+    groups_refreshed(list(SearchScope.objects.values_list("pk", flat=True)), None, None)
+
+    assert index_snapshot() == written
