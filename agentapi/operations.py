@@ -107,7 +107,7 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
         request.run_id,
         request.now or clock.now(),
         actor=user,
-    )
+    ).as_json()
 
 
 def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:

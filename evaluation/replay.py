@@ -66,7 +66,7 @@ class DatabaseTools:
         now: datetime,
     ) -> Mapping[str, Any]:
         context = TicketContext(occurred_at=occurred_at, known_at=known_at, facts=dict(facts))
-        return run_skill(skill_id, scope, context, self.run_id, now, actor=self.actor)
+        return run_skill(skill_id, scope, context, self.run_id, now, actor=self.actor).as_json()
 
     def read_case(self, case_id: str) -> Mapping[str, Any] | None:
         found: Mapping[str, Any] | None = (

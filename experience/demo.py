@@ -182,18 +182,18 @@ def replays(
     )
     rows = []
     for (label, expected_status, expected_search), result in zip(REPLAYS, results, strict=True):
-        searched = result["tool_calls"] > 0
+        searched = result.tool_calls > 0
         rows.append(
             {
                 "replay": label,
-                "status": result["status"],
+                "status": result.status,
                 "knowledge_search_executed": searched,
-                "tool_calls": result["tool_calls"],
-                "reason": result["reason"],
-                "run_id": result["run_id"],
+                "tool_calls": result.tool_calls,
+                "reason": result.reason,
+                "run_id": result.run_id,
                 "expected_status": expected_status,
                 "expected_search": expected_search,
-                "as_expected": result["status"] == expected_status and searched == expected_search,
+                "as_expected": result.status == expected_status and searched == expected_search,
             }
         )
     rows[-1]["revocation_impact"] = revocation.impact.as_json()

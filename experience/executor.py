@@ -8,8 +8,8 @@ observations gathered so far.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,9 @@ NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
 FALLBACK = RunStatus.FALLBACK.value
 TOOL_TIMEOUT_SECONDS = 10.0
 USE_REFUSED = "running skills needs the agent or reviewer role"
+NOT_RUN = "not_run"
+PASSED = "passed"
+FAILED = "failed"
 
 # Reason codes: the first word of every reason, so callers can branch without parsing prose.
 MISSING_CONTEXT = "missing_context"
@@ -67,12 +70,110 @@ class TicketContext:
         }
 
 
+@dataclass(frozen=True)
+class StepResult:
+    """One recipe step and how far the run got with it: ``not_run``, ``passed`` or ``failed``."""
+
+    index: int
+    step: domain.RecipeStep
+    status: str = NOT_RUN
+
+    def as_json(self) -> dict[str, Any]:
+        return {"index": self.index, **self.step.as_json(), "status": self.status}
+
+
+@dataclass(frozen=True)
+class SkillRunResult:
+    """What a run answers (docs/contracts.md, Result shapes: ``run_skill``).
+
+    ``observations`` are the tool results as the run saw them; ``cases`` are the cited cases
+    handed back as historical leads, only when the run ends in ``needs_review``.
+    """
+
+    status: str
+    reason: str
+    run_id: str
+    skill_id: str
+    missing: tuple[str, ...] = ()
+    tool_calls: int = 0
+    steps: tuple[StepResult, ...] = ()
+    observations: tuple[dict[str, Any], ...] = ()
+    cases: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "run_id": self.run_id,
+            "skill": self.skill_id,
+            "missing": list(self.missing),
+            "tool_calls": self.tool_calls,
+            "steps": [step.as_json() for step in self.steps],
+            "observations": list(self.observations),
+            "cases": list(self.cases),
+        }
+
+
 @dataclass
-class _Trace:
-    steps: list[dict[str, Any]] = field(default_factory=list)
+class _RunState:
+    """What a run has done so far; ``finish`` stores it and turns it into the result."""
+
+    run_id: str
+    skill_id: str
+    scope: Mapping[str, str | None]
+    context: TicketContext
+    actor: User
+    started_at: datetime
+    steps: list[StepResult] = field(default_factory=list)
     observations: list[dict[str, Any]] = field(default_factory=list)
     cited: set[str] = field(default_factory=set)
+    cases: tuple[str, ...] = ()
     tool_calls: int = 0
+
+    def read(self, skill: Skill, recipe: tuple[domain.RecipeStep, ...]) -> None:
+        """The skill passed the gate: record the reads of it and its cases, list its steps."""
+        self.cases = tuple(skill.case_links.order_by("position").values_list("case_id", flat=True))
+        with transaction.atomic():
+            references_record(
+                run_id=self.run_id,
+                items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in self.cases)],
+                at=clock.now(),
+            )
+        self.steps = [StepResult(index, step) for index, step in enumerate(recipe)]
+
+    def mark(self, index: int, status: str) -> None:
+        self.steps[index] = replace(self.steps[index], status=status)
+
+    def finish(self, status: str, reason: str, missing: list[str] | None = None) -> SkillRunResult:
+        result = SkillRunResult(
+            status=status,
+            reason=reason,
+            run_id=self.run_id,
+            skill_id=self.skill_id,
+            missing=tuple(missing or ()),
+            tool_calls=self.tool_calls,
+            steps=tuple(self.steps),
+            observations=tuple(self.observations),
+            cases=self.cases if status == NEEDS_REVIEW else (),
+        )
+        as_json = result.as_json()
+        run_store(
+            run_id=self.run_id,
+            skill_id=self.skill_id,
+            scope=self.scope,
+            context=self.context.as_json(),
+            steps=as_json["steps"],
+            observations=as_json["observations"],
+            cases=as_json["cases"],
+            status=status,
+            reason=reason,
+            tool_calls=self.tool_calls,
+            started_at=self.started_at,
+            finished_at=clock.now(),
+            cited_documents=self.cited,
+            actor=self.actor,
+        )
+        return result
 
 
 def _observation(index: int, tool: str, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,76 +229,27 @@ def run_skill(
     actor: User,
     tools: Mapping[str, Tool] | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
-) -> dict[str, Any]:
+) -> SkillRunResult:
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
         raise ValidationFailure("now", "must be timezone-aware")
     registry = default_registry() if tools is None else tools
-    started_at = clock.now()
-    trace = _Trace()
-    cases: list[str] = []
-
-    def finish(status: str, reason: str, missing: list[str] | None = None) -> dict[str, Any]:
-        finished_at = clock.now()
-        run_store(
-            run_id=run_id,
-            skill_id=skill_id,
-            scope=scope,
-            context=context.as_json(),
-            steps=trace.steps,
-            observations=trace.observations,
-            cases=cases if status == NEEDS_REVIEW else [],
-            status=status,
-            reason=reason,
-            tool_calls=trace.tool_calls,
-            started_at=started_at,
-            finished_at=finished_at,
-            cited_documents=trace.cited,
-            actor=actor,
-        )
-        return {
-            "status": status,
-            "reason": reason,
-            "run_id": run_id,
-            "skill": skill_id,
-            "missing": missing or [],
-            "tool_calls": trace.tool_calls,
-            "steps": trace.steps,
-            "observations": trace.observations,
-            "cases": cases if status == NEEDS_REVIEW else [],
-        }
+    run = _RunState(run_id, skill_id, scope, context, actor, started_at=clock.now())
 
     missing = domain.missing_scope(scope)
     missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]
     if missing:
-        return finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
+        return run.finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
     current = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
-    check_time = now or started_at
+    check_time = now or run.started_at
 
     # 1. The gate, before any tool is called.
-    skill, availability = skill_availability(skill_id, check_time)
-    if skill is None:
-        return finish(FALLBACK, f"{SKILL_NOT_FOUND}: {skill_id}")
-    differing = domain.differing_scope_fields(skill.scope, current)
-    if differing:
-        return finish(FALLBACK, f"{SCOPE_MISMATCH}: " + ", ".join(differing))
-    if not availability:
-        return finish(FALLBACK, f"{SKILL_UNAVAILABLE}: {availability.reason}")
-    try:
-        recipe = domain.validate_recipe(skill.recipe, tool_specs(registry))
-    except ValidationFailure as failure:
-        return finish(FALLBACK, f"{INVALID_RECIPE}: {failure}")
-    cases = list(skill.case_links.order_by("position").values_list("case_id", flat=True))
-    with transaction.atomic():
-        references_record(
-            run_id=run_id,
-            items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in cases)],
-            at=clock.now(),
-        )
-    trace.steps = [
-        {"index": i, **step.as_json(), "status": "not_run"} for i, step in enumerate(recipe)
-    ]
+    gated = _gate(skill_id, current, check_time, registry)
+    if isinstance(gated, str):
+        return run.finish(FALLBACK, gated)
+    skill, recipe = gated
+    run.read(skill, recipe)
 
     call_context = CallContext(
         scope=current,
@@ -209,25 +261,43 @@ def run_skill(
         # 2. Re-check before each step: a revocation since the last step stops the run here.
         unavailable = _recheck(skill, check_time)
         if unavailable:
-            return finish(FALLBACK, unavailable)
-        step_failure = _call(index, step, registry, call_context, trace, timeout)
-        if step_failure:
-            trace.steps[index]["status"] = "failed"
-            return finish(FALLBACK, step_failure)
-        trace.steps[index]["status"] = "passed"
+            return run.finish(FALLBACK, unavailable)
+        # 3. The step itself: its tool's result must be current evidence that matches.
+        failure = _call(index, step, registry, call_context, run, timeout)
+        run.mark(index, FAILED if failure else PASSED)
+        if failure:
+            return run.finish(FALLBACK, failure)
 
     # 4. Re-check before returning: a revocation during the last tool call counts. The check and
     # the stored result share one transaction holding the skill's and cases' rows, so a
     # revocation either commits first (and is seen here) or waits until this run has returned.
     with transaction.atomic():
-        _lock_rows(skill.id, cases)
+        _lock_rows(skill.id, run.cases)
         unavailable = _recheck(skill, check_time)
         if unavailable:
-            return finish(FALLBACK, unavailable)
-        return finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+            return run.finish(FALLBACK, unavailable)
+        return run.finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
 
 
-def _lock_rows(skill_id: str, case_ids: list[str]) -> None:
+def _gate(
+    skill_id: str, scope: Mapping[str, str], now: datetime, registry: Mapping[str, Tool]
+) -> tuple[Skill, tuple[domain.RecipeStep, ...]] | str:
+    """The skill and its checked recipe, or why the run may not use it."""
+    skill, availability = skill_availability(skill_id, now)
+    if skill is None:
+        return f"{SKILL_NOT_FOUND}: {skill_id}"
+    differing = domain.differing_scope_fields(skill.scope, scope)
+    if differing:
+        return f"{SCOPE_MISMATCH}: " + ", ".join(differing)
+    if not availability:
+        return f"{SKILL_UNAVAILABLE}: {availability.reason}"
+    try:
+        return skill, domain.validate_recipe(skill.recipe, tool_specs(registry))
+    except ValidationFailure as failure:
+        return f"{INVALID_RECIPE}: {failure}"
+
+
+def _lock_rows(skill_id: str, case_ids: Sequence[str]) -> None:
     """Row locks on PostgreSQL; SQLite's IMMEDIATE transactions already admit one writer."""
     list(Skill.objects.select_for_update().filter(pk=skill_id).values_list("pk", flat=True))
     list(
@@ -250,13 +320,13 @@ def _call(
     step: domain.RecipeStep,
     registry: Mapping[str, Tool],
     context: CallContext,
-    trace: _Trace,
+    run: _RunState,
     timeout: float,
 ) -> str | None:
     tool = registry.get(step.tool)
     if tool is None:
         return f"{TOOL_ERROR}: {step.tool} is not registered"
-    trace.tool_calls += 1
+    run.tool_calls += 1
     began = time.monotonic()
     try:
         result = tool.handler(dict(step.arguments), context)
@@ -269,8 +339,8 @@ def _call(
         return f"{TIMEOUT}: step {index} ({step.tool}) took longer than {timeout:g}s"
     if not isinstance(result, Mapping):
         return f"{TOOL_ERROR}: step {index} ({step.tool}) returned no result object"
-    trace.observations.append(_observation(index, step.tool, result))
-    trace.cited.update(
+    run.observations.append(_observation(index, step.tool, result))
+    run.cited.update(
         str(item["id"])
         for item in result.get("evidence") or []
         if isinstance(item, Mapping) and item.get("id")

@@ -163,7 +163,7 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
                 run_id=f"race-{index}-{len(statuses)}",
                 actor=agent,
             )
-            statuses.append(result["status"])
+            statuses.append(result.status)
             runs_after_revocation += revoked_before_start
         return statuses
 

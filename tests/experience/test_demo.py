@@ -168,4 +168,4 @@ def test_the_skill_is_the_articles_single_search_step(loaded: dict[str, Any], ag
         {"tool": "search_knowledge", "arguments": {"query": "优惠券无法使用的适用条件"}}
     ]
     result = run_skill(skill.id, demo.DEMO_SCOPE, demo.demo_context(), "demo-check", actor=agent)
-    assert result["status"] == "needs_review"
+    assert result.status == "needs_review"

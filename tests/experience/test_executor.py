@@ -54,15 +54,15 @@ def registry(
 
 def test_replay_same_scope_with_channel_and_product(skill: Skill, agent: User) -> None:
     result = run_skill(skill.id, SCOPE, CONTEXT, "run-1", NOW, actor=agent)
-    assert result["status"] == "needs_review"
-    assert result["tool_calls"] == 1
-    assert [step["status"] for step in result["steps"]] == ["passed"]
-    [observation] = result["observations"]
+    assert result.status == "needs_review"
+    assert result.tool_calls == 1
+    assert [step.status for step in result.steps] == ["passed"]
+    [observation] = result.observations
     assert observation["status"] == "retrieved" and observation["evidence"]
     assert all(item["conditions"]["status"] == "match" for item in observation["evidence"])
-    assert result["cases"] == cited_cases(skill)
+    assert list(result.cases) == cited_cases(skill)
     # Success never claims a cause: it hands back evidence and leads for a person to review.
-    assert "confirmed" not in result["reason"]
+    assert "confirmed" not in result.reason
     run = Run.objects.get(run_id="run-1")
     assert (run.status, run.skill_id, run.tool_calls, run.deployment) == (
         "needs_review",
@@ -83,9 +83,9 @@ def test_replay_deployment_changed(skill: Skill, agent: User) -> None:
     result = run_skill(
         skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-2", NOW, actor=agent
     )
-    assert (result["status"], result["tool_calls"]) == ("fallback", 0)
-    assert result["reason"].startswith(executor.SCOPE_MISMATCH) and "deployment" in result["reason"]
-    assert result["cases"] == [] and result["observations"] == []
+    assert (result.status, result.tool_calls) == ("fallback", 0)
+    assert result.reason.startswith(executor.SCOPE_MISMATCH) and "deployment" in result.reason
+    assert result.cases == () and result.observations == ()
     assert not Reference.objects.filter(run_id="run-2").exists()
     assert Run.objects.get(run_id="run-2").status == "fallback"
 
@@ -93,24 +93,24 @@ def test_replay_deployment_changed(skill: Skill, agent: User) -> None:
 def test_replay_channel_and_product_missing(skill: Skill, agent: User) -> None:
     partial = TicketContext(occurred_at=OCCURRED, known_at=KNOWN, facts={"basket_cents": 3200})
     result = run_skill(skill.id, SCOPE, partial, "run-3", NOW, actor=agent)
-    assert (result["status"], result["tool_calls"]) == ("fallback", 1)
-    [observation] = result["observations"]
+    assert (result.status, result.tool_calls) == ("fallback", 1)
+    [observation] = result.observations
     assert observation["status"] == "needs_context"
     assert {"channel", "product"} <= set(observation["missing"])
-    assert result["reason"].startswith(executor.STEP_FAILED)
-    assert result["steps"][0]["status"] == "failed"
+    assert result.reason.startswith(executor.STEP_FAILED)
+    assert result.steps[0].status == "failed"
 
 
 def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User, agent: User) -> None:
     first = run_skill(skill.id, SCOPE, CONTEXT, "run-before", NOW, actor=agent)
-    assert first["status"] == "needs_review"
+    assert first.status == "needs_review"
     case = skill.cases.order_by("incident").first()
     assert case is not None
     revocation = services.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
     assert revocation.impact.runs == ["run-before"]
     result = run_skill(skill.id, SCOPE, CONTEXT, "run-4", NOW, actor=agent)
-    assert (result["status"], result["tool_calls"]) == ("fallback", 0)
-    assert result["reason"].startswith(executor.SKILL_UNAVAILABLE) and case.id in result["reason"]
+    assert (result.status, result.tool_calls) == ("fallback", 0)
+    assert result.reason.startswith(executor.SKILL_UNAVAILABLE) and case.id in result.reason
 
 
 # --- gate ------------------------------------------------------------------------------------
@@ -119,24 +119,20 @@ def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User, agent: U
 @pytest.mark.parametrize("name", ["tenant", "brand", "store", "campaign", "deployment"])
 def test_missing_scope_falls_back_before_any_tool(skill: Skill, name: str, agent: User) -> None:
     result = run_skill(skill.id, {**SCOPE, name: None}, CONTEXT, "run-m", NOW, actor=agent)
-    assert (result["status"], result["tool_calls"], result["missing"]) == ("fallback", 0, [name])
+    assert (result.status, result.tool_calls, result.missing) == ("fallback", 0, (name,))
 
 
 def test_missing_ticket_times_fall_back(skill: Skill, agent: User) -> None:
     result = run_skill(
         skill.id, SCOPE, TicketContext(None, KNOWN, FACTS), "run-t", NOW, actor=agent
     )
-    assert (result["status"], result["tool_calls"], result["missing"]) == (
-        "fallback",
-        0,
-        ["occurred_at"],
-    )
+    assert (result.status, result.tool_calls, result.missing) == ("fallback", 0, ("occurred_at",))
 
 
 def test_unknown_skill_falls_back_and_is_stored(knowledge: None, agent: User) -> None:
     result = run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW, actor=agent)
-    assert (result["status"], result["tool_calls"]) == ("fallback", 0)
-    assert result["reason"].startswith(executor.SKILL_NOT_FOUND)
+    assert (result.status, result.tool_calls) == ("fallback", 0)
+    assert result.reason.startswith(executor.SKILL_NOT_FOUND)
     assert Run.objects.filter(run_id="run-u").exists()
 
 
@@ -152,8 +148,8 @@ def test_candidate_skill_is_unavailable(
         content=parse_skill(skill_data([a.id, b.id]), tool_specs()), actor=reviewer
     )
     result = run_skill(candidate.id, SCOPE, CONTEXT, "run-c", NOW, actor=agent)
-    assert (result["status"], result["tool_calls"]) == ("fallback", 0)
-    assert result["reason"].startswith(executor.SKILL_UNAVAILABLE)
+    assert (result.status, result.tool_calls) == ("fallback", 0)
+    assert result.reason.startswith(executor.SKILL_UNAVAILABLE)
 
 
 def test_recipe_cannot_override_the_scope(skill: Skill, agent: User) -> None:
@@ -187,11 +183,11 @@ def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
     result = run_skill(
         skill.id, SCOPE, CONTEXT, "run-r", NOW, tools=registry(revoking), actor=agent
     )
-    assert (result["status"], result["tool_calls"]) == ("fallback", 1)
-    assert result["reason"].startswith(executor.REVOKED_DURING_RUN)
-    assert len(result["observations"]) == 1 and result["observations"][0]["status"] == "retrieved"
-    assert result["cases"] == []
-    assert Run.objects.get(run_id="run-r").observations == result["observations"]
+    assert (result.status, result.tool_calls) == ("fallback", 1)
+    assert result.reason.startswith(executor.REVOKED_DURING_RUN)
+    assert len(result.observations) == 1 and result.observations[0]["status"] == "retrieved"
+    assert result.cases == ()
+    assert Run.objects.get(run_id="run-r").observations == list(result.observations)
 
 
 def test_revocation_before_the_next_step_stops_it(
@@ -210,8 +206,8 @@ def test_revocation_before_the_next_step_stops_it(
         two_steps.id, SCOPE, CONTEXT, "run-2s", NOW, tools=registry(revoking_first), actor=agent
     )
     assert calls == ["优惠券无法使用的适用条件"]
-    assert result["tool_calls"] == 1 and result["status"] == "fallback"
-    assert [s["status"] for s in result["steps"]] == ["passed", "not_run"]
+    assert result.tool_calls == 1 and result.status == "fallback"
+    assert [s.status for s in result.steps] == ["passed", "not_run"]
 
 
 def test_tool_error_falls_back(skill: Skill, agent: User) -> None:
@@ -219,11 +215,9 @@ def test_tool_error_falls_back(skill: Skill, agent: User) -> None:
         raise RuntimeError("index unavailable")
 
     result = run_skill(skill.id, SCOPE, CONTEXT, "run-e", NOW, tools=registry(broken), actor=agent)
-    assert (result["status"], result["tool_calls"]) == ("fallback", 1)
-    assert (
-        result["reason"].startswith(executor.TOOL_ERROR) and "index unavailable" in result["reason"]
-    )
-    assert Run.objects.get(run_id="run-e").reason == result["reason"]
+    assert (result.status, result.tool_calls) == ("fallback", 1)
+    assert result.reason.startswith(executor.TOOL_ERROR) and "index unavailable" in result.reason
+    assert Run.objects.get(run_id="run-e").reason == result.reason
 
 
 def test_tool_timeout_falls_back(skill: Skill, agent: User) -> None:
@@ -241,8 +235,8 @@ def test_tool_timeout_falls_back(skill: Skill, agent: User) -> None:
         skill.id, SCOPE, CONTEXT, "run-late", NOW, tools=registry(slow), timeout=0.01, actor=agent
     )
     for result in (raised, late):
-        assert result["status"] == "fallback" and result["reason"].startswith(executor.TIMEOUT)
-    assert late["observations"] == []
+        assert result.status == "fallback" and result.reason.startswith(executor.TIMEOUT)
+    assert late.observations == ()
 
 
 @pytest.mark.parametrize(
@@ -278,7 +272,7 @@ def test_only_fully_matching_evidence_passes(
     outcome = run_skill(
         skill.id, SCOPE, CONTEXT, "run-x", NOW, tools=registry(lambda a, c: result), actor=agent
     )
-    assert outcome["status"] == "fallback" and reason in outcome["reason"]
+    assert outcome.status == "fallback" and reason in outcome.reason
 
 
 def test_every_run_is_stored_and_audited(skill: Skill, agent: User) -> None:
@@ -298,7 +292,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
     run_skill(
         skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW, actor=agent
     )
-    cited = full["observations"][0]["evidence"][0]["id"]
+    cited = full.observations[0]["evidence"][0]["id"]
     document = services.document_by_public_id(cited)
     outcome = services.document_revoke_with_impact(
         document=document, actor=operator, reason="规则有误"
@@ -307,9 +301,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
 
 
 def test_actor_needs_the_use_permission(skill: Skill, operator: User, agent: User) -> None:
-    assert (
-        run_skill(skill.id, SCOPE, CONTEXT, "run-ag", NOW, actor=agent)["status"] == "needs_review"
-    )
+    assert run_skill(skill.id, SCOPE, CONTEXT, "run-ag", NOW, actor=agent).status == "needs_review"
     assert Run.objects.get(run_id="run-ag").actor == agent
     with pytest.raises(PermissionRefused) as refused:
         run_skill(skill.id, SCOPE, CONTEXT, "run-op", NOW, actor=operator)

@@ -1,9 +1,9 @@
 """``run_skill``'s JSON, byte for byte, in every scenario of ``test_executor``.
 
-``run_skill_results.json`` holds ``json.dumps`` of each scenario's result as the dict-building
-executor returned it before runs had a typed result; the typed result must print the same bytes
-(key order included), because the ``run_skill`` command, the API and MCP hand it out as it is
-(docs/contracts.md, Result shapes).
+``data/run_skill_results.json`` holds ``json.dumps`` of each scenario's result as the executor
+returned it before runs had a typed result (recorded then, not written by hand); ``as_json``
+must print the same bytes, key order included, because the ``run_skill`` command, the API and
+MCP hand it out as it is (docs/contracts.md, Result shapes). The stored run keeps the same.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from experience import services
-from experience.executor import TicketContext, run_skill
-from experience.models import Skill
+from experience.executor import SkillRunResult, TicketContext, run_skill
+from experience.models import Run, Skill
 from experience.tools import CallContext, search_knowledge_handler
 from tests.experience.conftest import NOW, SCOPE
 from tests.experience.test_executor import (  # noqa: F401 - a fixture used by name
@@ -52,7 +52,7 @@ class Scenario:
     def skill(self) -> Skill:
         return self.make()
 
-    def run(self, run_id: str, **changes: Any) -> dict[str, Any]:
+    def run(self, run_id: str, **changes: Any) -> SkillRunResult:
         tools = changes.pop("tools", None)
         timeout = changes.pop("timeout", 10.0)
         skill_id = changes.pop("skill_id", None) or self.skill.id
@@ -76,7 +76,7 @@ class Scenario:
         return registry(lambda arguments, context: result)  # type: ignore[arg-type,return-value]
 
 
-def _revoking(world: Scenario) -> dict[str, Any]:
+def _revoking(world: Scenario) -> SkillRunResult:
     def revoking(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         result = search_knowledge_handler(arguments, context)
         world.revoke_first_case()
@@ -85,7 +85,7 @@ def _revoking(world: Scenario) -> dict[str, Any]:
     return world.run("run-r", tools=registry(revoking))
 
 
-def _revoking_before_second_step(world: Scenario) -> dict[str, Any]:
+def _revoking_before_second_step(world: Scenario) -> SkillRunResult:
     two_steps = world.make(recipe=[STEP, {**STEP, "arguments": {"query": "活动B参与门店"}}])
 
     def revoking_first(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def _revoking_before_second_step(world: Scenario) -> dict[str, Any]:
     return world.run("run-2s", skill_id=two_steps.id, tools=registry(revoking_first))
 
 
-def _revoked_before(world: Scenario) -> dict[str, Any]:
+def _revoked_before(world: Scenario) -> SkillRunResult:
     world.revoke_first_case()
     return world.run("run-4")
 
@@ -112,7 +112,7 @@ def _slow(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
     return search_knowledge_handler(arguments, context)
 
 
-SCENARIOS: dict[str, Callable[[Scenario], dict[str, Any]]] = {
+SCENARIOS: dict[str, Callable[[Scenario], SkillRunResult]] = {
     "passed": lambda w: w.run("run-1"),
     "deployment_changed": lambda w: w.run("run-2", scope={**SCOPE, "deployment": "release-2"}),
     "channel_and_product_missing": lambda w: w.run(
@@ -154,8 +154,19 @@ def test_the_result_json_is_unchanged(
     second_reviewer: User,
     agent: User,
 ) -> None:
-    result = SCENARIOS[name](Scenario(approved_skill, second_reviewer, agent))
+    result = SCENARIOS[name](Scenario(approved_skill, second_reviewer, agent)).as_json()
     assert json.dumps(result, ensure_ascii=False) == EXPECTED[name]
+    stored = Run.objects.get(run_id=result["run_id"])
+    assert (stored.status, stored.reason, stored.tool_calls) == (
+        result["status"],
+        result["reason"],
+        result["tool_calls"],
+    )
+    assert (stored.steps, stored.observations, stored.cases) == (
+        result["steps"],
+        result["observations"],
+        result["cases"],
+    )
 
 
 def test_every_scenario_has_its_expected_json() -> None:

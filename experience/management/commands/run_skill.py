@@ -50,7 +50,7 @@ class Command(JsonCommand):
             options["run_id"],
             now,
             actor=actor,
-        )
+        ).as_json()
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = [
