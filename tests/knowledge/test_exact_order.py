@@ -1,0 +1,118 @@
+"""Exact ordering without Fraction, at any size, against the exact definition (Fraction)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowledge.domain import RRF_K, exact_order, reciprocal_rank_fusion, rrf_fraction
+from knowledge.search import _exact_head
+
+# Fractions whose floats collide: n/d next to (n*m ± 1)/(d*m) for a large m.
+BIG = st.integers(min_value=1, max_value=10**30)
+
+
+@st.composite
+def near_fractions(draw: st.DrawFn) -> list[tuple[int, int]]:
+    base_n = draw(st.integers(min_value=1, max_value=10**6))
+    base_d = draw(st.integers(min_value=base_n, max_value=10**7))
+    out = []
+    for _ in range(draw(st.integers(min_value=1, max_value=12))):
+        m = draw(st.sampled_from([1, 2, 10**9, 10**18, 3**40]))
+        delta = draw(st.sampled_from([-1, 0, 0, 1]))
+        out.append((max(1, base_n * m + delta), base_d * m))
+    out += draw(st.lists(st.tuples(BIG, BIG), max_size=5))
+    return out
+
+
+def by_fraction(items: list[tuple[int, int, str]]) -> list[str]:
+    return [i for _, i in sorted((-Fraction(n, d), i) for n, d, i in items)]
+
+
+@given(near_fractions())
+def test_exact_order_equals_fraction_order(fractions: list[tuple[int, int]]) -> None:
+    items = [(n, d, f"id{k % 5}-{k}") for k, (n, d) in enumerate(fractions)]
+    assert exact_order(items) == by_fraction(items)
+
+
+@given(st.lists(st.tuples(BIG, BIG), max_size=30))
+def test_exact_order_breaks_exact_ties_by_id(pairs: list[tuple[int, int]]) -> None:
+    # Every value twice, once reduced and once scaled: equal values, different ids.
+    items = [(n, d, f"a{k}") for k, (n, d) in enumerate(pairs)]
+    items += [(n * 7, d * 7, f"b{k}") for k, (n, d) in enumerate(pairs)]
+    assert exact_order(items) == by_fraction(items)
+
+
+RANK = st.integers(min_value=1, max_value=10**12)
+
+
+@given(st.lists(st.tuples(RANK, st.one_of(st.none(), RANK)), min_size=1, max_size=40))
+def test_rrf_fraction_orders_as_the_sum_of_fractions(ranks: list[tuple[int, int | None]]) -> None:
+    # Ranks far beyond any float shortcut: the ordering stays exact.
+    items = []
+    exact: dict[str, Fraction] = {}
+    for k, (r1, r2) in enumerate(ranks):
+        parts = [r for r in (r1, r2) if r is not None]
+        doc_id = f"d{k:03d}"
+        items.append((*rrf_fraction(parts), doc_id))
+        exact[doc_id] = sum((Fraction(1, RRF_K + r) for r in parts), Fraction(0))
+    assert exact_order(items) == sorted(exact, key=lambda i: (-exact[i], i))
+
+
+def test_rrf_is_exact_beyond_ten_thousand_ranked_documents() -> None:
+    ids = [f"d{i:05d}" for i in range(30_000)]
+    first = ids[::-1]
+    second = ids[1::2] + ids[::2]
+    exact: dict[str, Fraction] = {}
+    for ranking in (first, second):
+        for rank, doc_id in enumerate(ranking, start=1):
+            exact[doc_id] = exact.get(doc_id, Fraction(0)) + Fraction(1, RRF_K + rank)
+    assert reciprocal_rank_fusion([first, second]) == sorted(exact, key=lambda i: (-exact[i], i))
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=2_000_000),
+            st.one_of(st.none(), st.integers(min_value=1, max_value=2_000_000)),
+        ),
+        min_size=1,
+        max_size=60,
+        unique_by=lambda pair: pair,
+    ),
+    st.integers(min_value=1, max_value=50),
+    st.integers(min_value=1, max_value=70),
+)
+def test_the_fetched_head_is_exact_or_asks_for_more(
+    ranks: list[tuple[int, int | None]], limit: int, fetch: int
+) -> None:
+    # Rows as the ranking statement returns them: ordered by the float of the fused score,
+    # then id, cut to ``fetch``; the head is either the exact one or refused.
+    rows = []
+    for k, (r1, r2) in enumerate(ranks):
+        value = rrf_fraction([r for r in (r1, r2) if r is not None])
+        rows.append((k, f"doc:d{k:03d}@1", "", False, r1, r2, value[0] / value[1]))
+    rows.sort(key=lambda row: (-row[-1], row[1]))
+    matched = len(rows)
+    fetched = [(*row[:-1], matched) for row in rows[:fetch]]
+    everything = [(*row[:-1], matched) for row in rows]
+
+    head = _exact_head(fetched, limit, fetch)
+    full = _exact_head(everything, limit, None)
+
+    assert full is not None
+    exact = sorted(
+        (
+            (-sum((Fraction(1, RRF_K + r) for r in (r1, r2) if r is not None), Fraction(0)), row)
+            for row, (r1, r2) in zip(
+                [f"doc:d{k:03d}@1" for k in range(len(ranks))], ranks, strict=True
+            )
+        )
+    )
+    assert [pid for _, pid in full[0]] == [pid for _, pid in exact[:limit]]
+    if head is not None:
+        assert head[0] == full[0]
+    assert full[1] == matched
