@@ -109,3 +109,19 @@ def test_refusing_a_skill_with_htmx_answers_the_review_panel(
     assert "too_few_incidents" in html and "<html" not in html
     skill.refresh_from_db()
     assert skill.status == Status.CANDIDATE
+
+
+def test_list_pages_show_short_ids_with_the_full_id_as_title(
+    candidate: Case, reviewer: User, client: Client
+) -> None:
+    client.force_login(reviewer)
+    html = client.get(reverse("experience:queue")).content.decode()
+    assert f'title="{candidate.id}">{candidate.id[: len("case:") + 12]}…</span>' in html
+
+
+def test_item_pages_link_their_curation_panels_by_digest(
+    candidate: Case, reviewer: User, client: Client
+) -> None:
+    client.force_login(reviewer)
+    html = client.get(candidate.get_absolute_url()).content.decode()
+    assert reverse("curation:case-similar", args=[candidate.digest]) in html

@@ -107,3 +107,12 @@ def test_the_filter_form_renders_fields_errors_submit_and_reset() -> None:
     )
     assert 'hx-trigger="change, submit"' in html
     assert "errorlist" not in html
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_no_template_cuts_an_id(path: Path) -> None:
+    # URLs come from get_absolute_url or an item's digest, short ids from the short_id filter:
+    # no template knows how long a prefix is or where to cut.
+    source = _source(path)
+    assert not re.search(r"\|\s*slice\b", source), _name(path)
+    assert not re.search(r"id\s*\|\s*truncatechars", source), _name(path)
