@@ -22,6 +22,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 
 from agentapi import operations
 from agentapi.auth import AgentToken
+from agentapi.investigate import investigate
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     ApprovedCase,
@@ -30,6 +31,8 @@ from agentapi.schemas import (
     CaseProposed,
     ExperienceRetrieveRequest,
     ExperienceRetrieveResult,
+    InvestigationRequest,
+    InvestigationResult,
     KnowledgeSearchRequest,
     KnowledgeSearchResult,
     Message,
@@ -250,6 +253,19 @@ def skill_read(
     """An approved skill and whether it may be used now; anything else is 404. With ``run_id``
     the read is recorded in that run."""
     return operations.skill_read(user=_user(request), skill_id=skill_id, run_id=run_id)
+
+
+@api.post(
+    "/investigations",
+    response={200: InvestigationResult, **BODY_ERRORS},
+    tags=["investigations"],
+)
+def investigation_create(request: HttpRequest, payload: InvestigationRequest) -> dict[str, Any]:
+    """Investigate one ticket: the runner offers the model the knowledge (and, with the use
+    permission, memory) tools bound to this scope and times, and accepts its answer only when
+    every citation quotes, verbatim, evidence returned in this run. The run is stored with its
+    steps, answer and verification under ``run_id``."""
+    return investigate(user=_user(request), request=payload)
 
 
 @api.api_operation(

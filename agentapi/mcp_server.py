@@ -25,10 +25,12 @@ from pydantic import BaseModel
 
 from agentapi import operations
 from agentapi.api import field_path
+from agentapi.investigate import investigate
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     CaseProposal,
     ExperienceRetrieveRequest,
+    InvestigationRequest,
     KnowledgeSearchRequest,
     SkillId,
     SkillRunRequest,
@@ -58,6 +60,10 @@ class RunSkillArguments(SkillRunRequest, ArgModelBase):
 
 
 class ProposeCaseArguments(CaseProposal, ArgModelBase):
+    pass
+
+
+class InvestigateArguments(InvestigationRequest, ArgModelBase):
     pass
 
 
@@ -93,6 +99,10 @@ def _run(user: User, args: dict[str, Any]) -> dict[str, Any]:
 def _propose(user: User, args: dict[str, Any]) -> dict[str, Any]:
     proposal = CaseProposal.model_validate(args)
     return operations.case_propose(user=user, proposal=proposal)
+
+
+def _investigate(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    return investigate(user=user, request=InvestigationRequest.model_validate(args))
 
 
 TOOLS = (
@@ -144,6 +154,19 @@ TOOLS = (
         ),
         arguments=ProposeCaseArguments,
         operation=_propose,
+        read_only=False,
+    ),
+    ToolSpec(
+        name="investigate",
+        title="Investigate a ticket",
+        description=(
+            "Run one ticket (text, scope, occurred_at, known_at, facts) through the console's "
+            "investigation runner and get its steps and an answer whose every citation was "
+            "checked against this run's tool results. status answered | needs_context | "
+            "refused_answer | budget_exhausted | error. The run is stored under run_id."
+        ),
+        arguments=InvestigateArguments,
+        operation=_investigate,
         read_only=False,
     ),
 )

@@ -493,3 +493,76 @@ class ApprovedSkill(BaseModel):
     approved_at: str | None
     available: bool = Field(description="approved, valid now, and every cited case still usable")
     unavailable_reason: str | None
+
+
+# --- investigations ----------------------------------------------------------------------------
+
+INVESTIGATION_MAX_TEXT = 2_000
+INVESTIGATION_MAX_CALLS = 20
+InvestigationText = Annotated[
+    str, StringConstraints(min_length=1, max_length=INVESTIGATION_MAX_TEXT), Storable, NO_NUL
+]
+
+
+class InvestigationRequest(RequestBody):
+    """Mirrors ``investigate``: the ticket, where and when it happened, and its facts. The model
+    never sets the scope or the times; a missing scope field is answered with needs_context."""
+
+    text: InvestigationText
+    scope: ExperienceScope
+    occurred_at: AwareDateTime | None = None
+    known_at: AwareDateTime | None = None
+    facts: Facts = Field(default_factory=dict)
+    provider: Literal["scripted", "live"] = "scripted"
+    run_id: RunId | None = Field(default=None, description="default: a new id")
+    max_calls: Limit | None = Field(default=None, ge=1, le=INVESTIGATION_MAX_CALLS, strict=True)
+
+
+class CitationOut(BaseModel):
+    id: str
+    quote: str
+
+
+class InvestigationAnswer(BaseModel):
+    conclusion: str
+    conclusion_code: Literal[
+        "rules_exclude_purchase",
+        "rules_do_not_explain",
+        "ask_for_facts",
+        "check_campaign_configuration",
+        "knowledge_has_no_answer",
+        "lead_needs_review",
+    ]
+    followups: list[str]
+    citations: list[CitationOut]
+
+
+class VerificationOut(BaseModel):
+    ok: bool
+    reasons: list[str]
+    details: list[dict[str, Any]]
+
+
+class InvestigationStep(BaseModel):
+    index: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | str = Field(description="as parsed, or the raw text when not JSON")
+    result: dict[str, Any] | None = Field(description="the tool's full result, as returned")
+    outcome: str
+    error: str | None
+    refused_arguments: list[str]
+
+
+class InvestigationResult(BaseModel):
+    run_id: str
+    status: Literal["answered", "refused_answer", "budget_exhausted", "needs_context", "error"]
+    reason: str
+    answer: InvestigationAnswer | None
+    verification: VerificationOut
+    tool_calls: int
+    steps: list[InvestigationStep]
+    missing: list[str]
+    provider: str
+    scope: dict[str, str]
+    context: dict[str, Any]

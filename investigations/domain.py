@@ -280,6 +280,7 @@ def _execute(
         "result": None,
         "outcome": OK,
         "error": None,
+        "refused_arguments": [],
     }
 
     def refuse(code: str, message: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:

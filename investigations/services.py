@@ -21,6 +21,7 @@ from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require
+from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import to_utc_iso
 
 if TYPE_CHECKING:
@@ -29,10 +30,9 @@ if TYPE_CHECKING:
 INVESTIGATE_PERMISSION = SEARCH_KNOWLEDGE
 MAX_TEXT = 2_000
 MAX_SCOPE = 64
-MAX_FACTS = 20
+MAX_FACTS = 32
 RUN_ID_TAKEN = "already names an investigation; choose another run id"
 TEXT_REQUIRED = "must be a non-empty string of at most 2000 characters"
-SCOPE_VALUE = "must be a string of at most 64 characters"
 MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
 PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
 NAIVE_TIME = "must be timezone-aware"
@@ -40,6 +40,7 @@ FACT_VALUE = "must be a string, an integer or a boolean"
 
 
 def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
+    """The five fields, each exact (no placeholders) or absent; absent ones end the run early."""
     if not isinstance(scope, Mapping):
         raise ValidationFailure("scope", "must be an object with the five scope fields")
     unknown = sorted(set(scope) - set(domain.SCOPE_FIELDS))
@@ -48,9 +49,8 @@ def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
     cleaned: dict[str, str | None] = {}
     for name in domain.SCOPE_FIELDS:
         value = scope.get(name)
-        if value is not None and (not isinstance(value, str) or len(value) > MAX_SCOPE):
-            raise ValidationFailure(f"scope.{name}", SCOPE_VALUE)
-        cleaned[name] = value.strip() if isinstance(value, str) and value.strip() else None
+        given = value is not None and not (isinstance(value, str) and not value.strip())
+        cleaned[name] = validate_scope_value(value, field=f"scope.{name}") if given else None
     return cleaned
 
 

@@ -92,4 +92,5 @@ def step(tool: str, result: dict[str, Any], index: int = 0) -> dict[str, Any]:
         "result": result,
         "outcome": "ok",
         "error": None,
+        "refused_arguments": [],
     }

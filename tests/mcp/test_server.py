@@ -22,7 +22,7 @@ from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, 
 pytestmark = pytest.mark.django_db
 
 T = TypeVar("T")
-TOOLS = {"search_knowledge", "retrieve_experience", "run_skill", "propose_case"}
+TOOLS = {"search_knowledge", "retrieve_experience", "run_skill", "propose_case", "investigate"}
 
 
 def with_client(token: str, scenario: Callable[[Client], Awaitable[T]]) -> T:
@@ -58,7 +58,7 @@ def agent_token(agent: User) -> str:
     return token_create(user=agent, name="mcp").text
 
 
-def test_lists_the_four_tools_with_input_schemas(agent_token: str) -> None:
+def test_lists_the_tools_with_input_schemas(agent_token: str) -> None:
     async def scenario(client: Client) -> Any:
         return await client.list_tools()
 
