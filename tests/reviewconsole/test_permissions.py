@@ -74,7 +74,7 @@ def test_no_module_outside_the_permission_module_spells_a_permission_name() -> N
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Constant) and node.value in names
     ]
-    assert offenders == [], "import the name from reviewconsole.permissions instead"
+    assert not offenders, "import these from reviewconsole.permissions: " + ", ".join(offenders)
 
 
 def test_the_local_refusal_copies_are_gone() -> None:
