@@ -66,6 +66,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
             ("knowledge.view_document", "knowledge.search_knowledge"),
         ),
         ("curation:home", _("Curation"), ("experience.view_case",)),
+        ("investigations:investigation-new", _("Investigate"), ("knowledge.search_knowledge",)),
         ("evaluation:report-list", _("Replays"), ()),
         ("event-list", _("Audit log"), ("reviewconsole.view_event",)),
         ("admin:index", _("Admin"), ()),

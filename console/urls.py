@@ -21,6 +21,7 @@ urlpatterns = [
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("curation/", include("curation.urls")),
+    path("investigations/", include("investigations.urls")),
     path("", include("experience.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -1,0 +1,152 @@
+"""The console's investigation pages: login, permission, CSRF, full page and htmx fragment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from investigations.models import Investigation
+from knowledge.conclusions import RULES_EXCLUDE_PURCHASE
+from knowledge.domain import HISTORICAL_CASE_PREFIX
+from reviewconsole.models import TenantMembership
+
+pytestmark = pytest.mark.django_db
+
+NEW = reverse("investigations:investigation-new")
+HTMX = {"HX-Request": "true"}
+
+
+def form(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "text": "两杯水果茶，优惠券用不了",
+        "tenant": "teahouse",
+        "brand": "leaf-and-cup",
+        "store": "store-001",
+        "campaign": "campaign-a",
+        "deployment": "release-1",
+        "occurred_at": "2026-09-18T14:00:00",
+        "known_at": "2026-09-18T14:10:00",
+        "timezone": "Asia/Shanghai",
+        "channel": "miniapp",
+        "product": "fruit-tea",
+        "basket_cents": "3200",
+        "extra_facts": "",
+    }
+    data.update(changes)
+    return data
+
+
+def signed_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_is_sent_to_login() -> None:
+    response = Client().get(NEW)
+    assert response.status_code == 302
+    assert reverse("login") in response["Location"]
+
+
+@pytest.mark.parametrize("role", ["admin_user", "agent"])
+def test_who_may_not_search_gets_403(role: str, request: pytest.FixtureRequest) -> None:
+    user = request.getfixturevalue(role)
+    assert signed_in(user).get(NEW).status_code == 403
+    assert signed_in(user).post(NEW, form()).status_code == 403
+
+
+@pytest.mark.parametrize("role", ["reviewer", "operator"])
+def test_a_reviewer_or_operator_sees_the_form(
+    role: str, request: pytest.FixtureRequest, django_assert_max_num_queries: Any
+) -> None:
+    client = signed_in(request.getfixturevalue(role))
+    with django_assert_max_num_queries(12):
+        response = client.get(NEW)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'name="text"' in body and 'name="deployment"' in body
+    assert "csrfmiddlewaretoken" in body
+
+
+def test_a_post_without_the_csrf_token_is_refused(knowledge_base: None, reviewer: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    assert client.post(NEW, form()).status_code == 403
+    assert not Investigation.objects.exists()
+
+
+def test_a_posted_ticket_is_investigated_and_shown(knowledge_base: None, reviewer: User) -> None:
+    client = signed_in(reviewer)
+    response = client.post(NEW, form())
+
+    investigation = Investigation.objects.get()
+    assert response.status_code == 303
+    assert response["Location"] == investigation.get_absolute_url()
+    assert investigation.actor == reviewer
+    assert investigation.answer is not None
+    assert investigation.answer["conclusion_code"] == RULES_EXCLUDE_PURCHASE
+
+    page = client.get(investigation.get_absolute_url()).content.decode()
+    assert RULES_EXCLUDE_PURCHASE in page
+    # Each citation links to its evidence, and the case keeps its prefix.
+    assert reverse("knowledge:document-detail", args=["rule-a", 2]) in page
+    assert reverse("knowledge:document-detail", args=["case-a", 1]) in page
+    assert HISTORICAL_CASE_PREFIX in page
+
+
+def test_an_htmx_post_answers_with_the_result_fragment(
+    knowledge_base: None, reviewer: User
+) -> None:
+    response = signed_in(reviewer).post(NEW, form(), headers=HTMX)
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="investigation-result"')
+    assert "<html" not in body
+    assert RULES_EXCLUDE_PURCHASE in body
+
+
+def test_a_bad_form_is_422_and_writes_nothing(knowledge_base: None, reviewer: User) -> None:
+    response = signed_in(reviewer).post(NEW, form(text=""), headers=HTMX)
+    assert response.status_code == 422
+    assert response["HX-Retarget"] == "#investigation-form"
+    assert not Investigation.objects.exists()
+
+
+def test_a_tenant_the_user_may_not_see_is_refused_on_the_form(
+    knowledge_base: None, make_user: Callable[[str, str], User]
+) -> None:
+    limited = make_user("limited-reviewer", "reviewer")
+    TenantMembership.objects.create(user=limited, tenant="other-tenant")
+    response = signed_in(limited).post(NEW, form())
+    assert response.status_code == 422
+    assert not Investigation.objects.exists()
+
+
+def test_the_detail_page_is_a_page_and_a_fragment(
+    knowledge_base: None, reviewer: User, django_assert_max_num_queries: Any
+) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    url = Investigation.objects.get().get_absolute_url()
+    with django_assert_max_num_queries(10):
+        full = client.get(url)
+    fragment = client.get(url, headers=HTMX)
+    assert full.status_code == fragment.status_code == 200
+    assert "<html" in full.content.decode()
+    assert "<html" not in fragment.content.decode()
+
+
+def test_another_tenants_investigation_is_404(
+    knowledge_base: None, reviewer: User, make_user: Callable[[str, str], User]
+) -> None:
+    signed_in(reviewer).post(NEW, form())
+    limited = make_user("limited-reviewer", "reviewer")
+    TenantMembership.objects.create(user=limited, tenant="other-tenant")
+    url = Investigation.objects.get().get_absolute_url()
+    assert signed_in(limited).get(url).status_code == 404
