@@ -214,6 +214,9 @@ def measure(
     from experience.models import Reference
     from experience.retrieval import retrieve_experience
     from experience.selectors import revocation_impact
+    from experience.services import system_agent
+
+    agent = system_agent()
 
     def bare(item: str) -> Callable[[], Any]:
         # The same distinct run-id read the impact makes for the item itself, and nothing else.
@@ -260,7 +263,7 @@ def measure(
         scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
                  "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
         return retrieve_experience(
-            "优惠券无法使用 门店范围", scope, data["now"], f"bench-{next(counter)}"
+            "优惠券无法使用 门店范围", scope, data["now"], f"bench-{next(counter)}", actor=agent
         )
 
     samples = timed(recall, max(20, repeat // 2))

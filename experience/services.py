@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from experience import domain
@@ -58,10 +59,9 @@ from reviewconsole.permissions import (
     holds,
     require,
 )
-from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+from reviewconsole.roles import Role
+from reviewconsole.services import user_set_role
+from reviewconsole.tenancy import NOT_IN_TENANT, may_access, require_input_tenant
 
 SUBMIT_REFUSED = "submitting cases needs the operator or reviewer role"
 SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
@@ -79,6 +79,7 @@ CASE_REFERENCE_DUPLICATE = "cites the same case twice"
 NOT_A_LIST = "must be a JSON array of cases and skills"
 RUN_ID_INVALID = "must be 1-100 characters without spaces"
 DOCUMENT_UNKNOWN = "no knowledge document with this id"
+SYSTEM_AGENT = "system-agent"
 
 
 class ReviewRefused(Exception):
@@ -113,11 +114,6 @@ def _require_tenant(actor: User, item: Case | Skill) -> None:
         raise ReviewRefused(item.id, item.status, [NOT_IN_TENANT])
 
 
-def _require_scope_tenant(actor: User, tenant: str) -> None:
-    if not may_access(actor, tenant):
-        raise ValidationFailure("scope.tenant", f"{tenant!r}: {NOT_IN_TENANT_MESSAGE}")
-
-
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
     if (
         not isinstance(run_id, str)
@@ -127,6 +123,16 @@ def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
     ):
         raise ValidationFailure(field, RUN_ID_INVALID)
     return run_id
+
+
+def system_agent() -> User:
+    """The account a command, replay or benchmark that names no user reads memory as.
+
+    Made with the agent role on first use. An existing account is taken as it is: when an
+    administrator deactivates it or changes its role, the permission check refuses its reads.
+    """
+    existing = User.objects.filter(username=SYSTEM_AGENT).first()
+    return existing or user_set_role(username=SYSTEM_AGENT, role=Role.AGENT)
 
 
 # --- submission --------------------------------------------------------------------------------
@@ -152,7 +158,7 @@ def _inserted(item: Case | Skill) -> bool:
 
 
 def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
-    _require_scope_tenant(actor, content.scope["tenant"])
+    require_input_tenant(actor, content.scope["tenant"], field="scope.tenant")
     # A new version corrects a case of its own tenant, whoever submits it: superseding takes
     # the old version out of retrieval and shows its content in the new version's diff.
     if (
@@ -268,7 +274,7 @@ def case_propose(*, data: object, actor: User) -> tuple[Case, bool]:
 
 
 def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill, bool]:
-    _require_scope_tenant(actor, content.scope["tenant"])
+    require_input_tenant(actor, content.scope["tenant"], field="scope.tenant")
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
@@ -636,7 +642,7 @@ def run_store(
     started_at: datetime,
     finished_at: datetime,
     cited_documents: Iterable[str],
-    actor: User | None,
+    actor: User,
 ) -> Run:
     run = Run.objects.create(
         run_id=run_id,
@@ -650,7 +656,7 @@ def run_store(
         tool_calls=tool_calls,
         started_at=started_at,
         finished_at=finished_at,
-        actor=actor if actor is not None and actor.is_authenticated else None,
+        actor=actor,
         **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
     )
     RunCitation.objects.bulk_create(
