@@ -474,8 +474,8 @@ def cited_documents(source_ids: Iterable[str]) -> set[tuple[str, int]]:
             cited, _part = itemids.parse_reference(source_id.strip())
         except ValidationFailure:
             continue
-        if cited.kind is itemids.DOCUMENT and cited.version is not None:
-            found.add((cited.key, cited.version))
+        if cited.kind is itemids.DOCUMENT:
+            found.add(cited.key_version)
     return found
 
 

@@ -37,7 +37,7 @@ from experience.models import (
     Status,
 )
 from knowledge.models import Document
-from reviewconsole.tenancy import visible
+from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -424,3 +424,26 @@ def queue_counts(user: Viewer) -> dict[str, Any]:
         "proposals": proposal_queue(user).count(),
         "threads": visible(Thread.objects.all(), user).count(),
     }
+
+
+def thread_first_sent_at(thread: Thread) -> datetime | None:
+    """When the thread's first message was sent: where a candidate's validity usually starts."""
+    return thread.messages.order_by("sent_at").values_list("sent_at", flat=True).first()
+
+
+# --- single items as a user may see them (None: none, or of a tenant the user may not see) -----
+
+
+def near_duplicate_get_visible(pk: int, user: Viewer) -> NearDuplicate | None:
+    link = near_duplicate_get(pk)
+    return link if link is not None and may_access(user, link.case_a.tenant) else None
+
+
+def rereview_get_visible(pk: int, user: Viewer) -> ReReview | None:
+    entry = rereview_get(pk)
+    return entry if entry is not None and may_access(user, entry.tenant) else None
+
+
+def proposal_get_visible(pk: int, user: Viewer) -> SkillProposal | None:
+    proposal = proposal_get(pk)
+    return proposal if proposal is not None and may_access(user, proposal.tenant) else None

@@ -10,13 +10,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from curation import domain, incidents, proposals, rereview, scan, selectors, threads
 from curation.forms import (
@@ -34,52 +33,31 @@ from curation.forms import (
     use_field,
 )
 from curation.models import ProposalStatus, ReReviewStatus, Thread
-from experience import domain as experience_domain
-from experience.console_selectors import case_for_page
-from experience.models import Case, Skill, Status
+from experience.console_selectors import case_for_page, case_get_visible, skill_get_visible
+from experience.models import Case, Status
 from experience.schema import parse_case
-from reviewconsole import clock, inputs
+from reviewconsole import clock, inputs, itemids
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.links import item_url
 from reviewconsole.permissions import ADD_CASE, ADD_SKILL, VIEW_CASE, VIEW_SKILL
 from reviewconsole.permissions import REVIEW_CASE as REVIEW
-from reviewconsole.tenancy import NOT_IN_TENANT, may_access
-from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
+from reviewconsole.tenancy import NOT_IN_TENANT
+from reviewconsole.views import (
+    HtmxHttpRequest,
+    console_view,
+    finish,
+    or_404,
+    paginate,
+    render_page,
+)
 
 PER_PAGE = 25
 MAX_THREAD_FILE = 5 * 1024 * 1024
 
 
-def case_url(case_id: str) -> str:
-    return reverse(
-        "experience:case-detail", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)]
-    )
-
-
-def skill_url(skill_id: str) -> str:
-    return reverse(
-        "experience:skill-detail", args=[skill_id.removeprefix(experience_domain.SKILL_PREFIX)]
-    )
-
-
 def similar_url(case_id: str) -> str:
-    return reverse(
-        "curation:case-similar", args=[case_id.removeprefix(experience_domain.CASE_PREFIX)]
-    )
-
-
-def item_url(item_id: str) -> str:
-    return (
-        skill_url(item_id)
-        if item_id.startswith(experience_domain.SKILL_PREFIX)
-        else case_url(item_id)
-    )
-
-
-def _finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return HttpResponseRedirect(url, status=303)
+    return reverse("curation:case-similar", args=[itemids.digest_of(case_id)])
 
 
 def _safe_next(request: HtmxHttpRequest, candidate: str, fallback: str) -> str:
@@ -138,7 +116,7 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
                 messages.info(
                     request, gettext("This thread was already imported; nothing changed.")
                 )
-            return _finish(request, reverse("curation:thread-detail", args=[thread.thread_id]))
+            return finish(request, thread.get_absolute_url())
     else:
         error = gettext("Choose a JSON file to import.")
     page = paginate(request, selectors.thread_list(request.user), PER_PAGE)
@@ -148,14 +126,6 @@ def _thread_import(request: HtmxHttpRequest) -> HttpResponse:
         {"page_obj": page, "threads": page.object_list, "import_form": form, "import_error": error},
         status=422,
     )
-
-
-def _thread_or_404(request: HtmxHttpRequest, thread_id: str) -> Thread:
-    """The thread, unless there is none or it is of a tenant the user may not see."""
-    thread = selectors.thread_get(thread_id, request.user)
-    if thread is None:
-        raise Http404
-    return thread
 
 
 def _message_rows(thread: Thread, form: CandidateForm) -> list[dict[str, Any]]:
@@ -200,7 +170,7 @@ def _thread_context(
         "rows": _message_rows(thread, form),
         "preview": preview,
         "built": [
-            {"case": c, "url": case_url(c.id)}
+            {"case": c, "url": c.get_absolute_url()}
             for c in selectors.cases_citing_thread(thread, request.user)
         ],
         "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
@@ -211,8 +181,8 @@ def _thread_context(
 @require_GET
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = _thread_or_404(request, thread_id)
-    first = thread.messages.order_by("sent_at").values_list("sent_at", flat=True).first()
+    thread = or_404(selectors.thread_get(thread_id, request.user))
+    first = selectors.thread_first_sent_at(thread)
     # The tenant is the thread's, not a conclusion: a candidate built from it has no other.
     initial = {
         "tenant": thread.tenant,
@@ -241,7 +211,7 @@ def _assemble(thread: Thread, form: CandidateForm) -> dict[str, Any] | None:
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """What the picks would submit, section by section; nothing is stored."""
-    thread = _thread_or_404(request, thread_id)
+    thread = or_404(selectors.thread_get(thread_id, request.user))
     form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     preview = _assemble(thread, form) if form.is_valid() else None
     context = _thread_context(request, thread, form, preview=preview)
@@ -260,7 +230,7 @@ def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, ADD_CASE)
 def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = _thread_or_404(request, thread_id)
+    thread = or_404(selectors.thread_get(thread_id, request.user))
     form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     if form.is_valid():
         try:
@@ -283,20 +253,13 @@ def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
                 messages.info(
                     request, gettext("A candidate with exactly this content already exists.")
                 )
-            return _finish(request, case_url(case.id))
+            return finish(request, case.get_absolute_url())
     return render_page(
         request, "curation/thread_detail.html", _thread_context(request, thread, form), status=422
     )
 
 
 # --- near-duplicates and incidents ------------------------------------------------------------
-
-
-def _case_or_404(request: HtmxHttpRequest, digest: str) -> Case:
-    case = case_for_page(experience_domain.CASE_PREFIX + digest)
-    if case is None or not may_access(request.user, case.tenant):
-        raise Http404
-    return case
 
 
 def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
@@ -307,13 +270,13 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
     embedding = request.htmx.current_url_abs_path if request.htmx else None
     return {
         "case": case,
-        "case_url": case_url(case.id),
+        "case_url": case.get_absolute_url(),
         "similar_url": similar_url(case.id),
         "back_url": embedding or similar_url(case.id),
         "similar": [
             {
                 "entry": entry,
-                "url": case_url(entry.other.id),
+                "url": entry.other.get_absolute_url(),
                 "similar_url": similar_url(entry.other.id),
                 "resolve_url": reverse("curation:link-resolve", args=[entry.link.pk]),
                 "percent": round(entry.link.similarity * 100),
@@ -322,7 +285,7 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
         ],
         "open_count": sum(1 for e in similar if e.link.status == "open"),
         "group": group,
-        "group_cases": [{"case": c, "url": case_url(c.id)} for c in group.cases],
+        "group_cases": [{"case": c, "url": c.get_absolute_url()} for c in group.cases],
         "confidence": selectors.confidence_of(
             group.cases, merges={(case.tenant, case.brand): merges}
         ),
@@ -335,7 +298,7 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
 def case_similar(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """Cases possibly describing the same incident; ``#similar-panel`` is a fragment a case page
     can load with ``hx-get`` (its link is the fallback)."""
-    case = _case_or_404(request, digest)
+    case = or_404(case_get_visible(digest, request.user))
     return render_page(
         request,
         "curation/case_similar.html",
@@ -355,8 +318,8 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
     rows = [
         {
             "link": link,
-            "a_url": case_url(link.case_a_id),
-            "b_url": case_url(link.case_b_id),
+            "a_url": item_url(link.case_a_id),
+            "b_url": item_url(link.case_b_id),
             "similar_url": similar_url(link.case_a_id),
             "percent": round(link.similarity * 100),
         }
@@ -373,15 +336,13 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, REVIEW)
 def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    link = selectors.near_duplicate_get(pk)
-    if link is None or not may_access(request.user, link.case_a.tenant):
-        raise Http404
+    link = or_404(selectors.near_duplicate_get_visible(pk, request.user))
     form = LinkResolveForm(request.POST)
     fallback = similar_url(link.case_a_id)
     target = _safe_next(request, str(request.POST.get("next", "")), fallback)
     if not form.is_valid():
         messages.error(request, gettext("Choose a decision and give a reason."))
-        return _finish(request, target)
+        return finish(request, target)
     try:
         incidents.near_duplicate_resolve(
             link=link,
@@ -400,7 +361,7 @@ def link_resolve(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             )
         else:
             messages.success(request, gettext("Recorded as different incidents."))
-    return _finish(request, target)
+    return finish(request, target)
 
 
 @require_http_methods(["GET", "POST"])
@@ -432,7 +393,7 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
                 )
             else:
                 messages.success(request, gettext("Recorded as one incident."))
-                return _finish(request, reverse("curation:incident-list"))
+                return finish(request, reverse("curation:incident-list"))
         status = 422
     page = paginate(request, selectors.merge_list(request.user), PER_PAGE)
     return render_page(
@@ -465,13 +426,14 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
         {
             "entry": entry,
             "url": item_url(entry.item_id),
-            "new_url": case_url(entry.new_item_id) if entry.new_item_id else "",
+            "new_url": item_url(entry.new_item_id) if entry.new_item_id else "",
             "recertify_url": reverse("curation:rereview-recertify", args=[entry.pk]),
             "confirm_url": reverse("curation:rereview-confirm", args=[entry.pk]),
-            "revoke_url": (
-                reverse("experience:case-revoke", args=[entry.item_id.removeprefix("case:")])
+            "revoke_url": reverse(
+                "experience:case-revoke"
                 if entry.item_type == "case"
-                else reverse("experience:skill-revoke", args=[entry.item_id.removeprefix("skill:")])
+                else "experience:skill-revoke",
+                args=[itemids.digest_of(entry.item_id)],
             ),
         }
         for entry in page.object_list
@@ -494,8 +456,8 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_CASE, ADD_CASE)
 def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    entry = selectors.rereview_get(pk)
-    if entry is None or entry.item_type != "case" or not may_access(request.user, entry.tenant):
+    entry = or_404(selectors.rereview_get_visible(pk, request.user))
+    if entry.item_type != "case":
         raise Http404
     old = case_for_page(entry.item_id)
     if old is None:
@@ -521,7 +483,7 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                         "New version submitted. Its approval by another reviewer supersedes the old one."
                     ),
                 )
-                return _finish(request, case_url(new.id))
+                return finish(request, new.get_absolute_url())
         status = 422
     else:
         now = timezone.localtime(clock.now())
@@ -539,7 +501,7 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         {
             "entry": entry,
             "old": old,
-            "old_url": case_url(old.id),
+            "old_url": old.get_absolute_url(),
             "form": form,
             "open": entry.status == ReReviewStatus.OPEN and old.status == Status.APPROVED,
         },
@@ -550,9 +512,7 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @console_view(VIEW_SKILL, REVIEW)
 def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    entry = selectors.rereview_get(pk)
-    if entry is None or not may_access(request.user, entry.tenant):
-        raise Http404
+    entry = or_404(selectors.rereview_get_visible(pk, request.user))
     form = ReasonForm(request.POST)
     if not form.is_valid():
         messages.error(request, gettext("A reason is required."))
@@ -565,7 +525,7 @@ def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             messages.error(request, failure.message)
         else:
             messages.success(request, gettext("Confirmed; the skill left the re-review queue."))
-    return _finish(request, reverse("curation:rereview-list"))
+    return finish(request, reverse("curation:rereview-list"))
 
 
 # --- proposals and support ----------------------------------------------------------------------
@@ -579,10 +539,7 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
     form = ProposalFilterForm(data)
     status = form.cleaned_data["status"] if form.is_valid() else ProposalStatus.OPEN
     page = paginate(request, selectors.proposal_queue(request.user, status=status), PER_PAGE)
-    rows = [
-        {"proposal": p, "url": reverse("curation:proposal-detail", args=[p.pk])}
-        for p in page.object_list
-    ]
+    rows = [{"proposal": p, "url": p.get_absolute_url()} for p in page.object_list]
     return render_page(
         request,
         "curation/proposal_list.html",
@@ -592,14 +549,12 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[str, Any]:
-    proposal = selectors.proposal_get(pk)
-    if proposal is None or not may_access(request.user, proposal.tenant):
-        raise Http404
+    proposal = or_404(selectors.proposal_get_visible(pk, request.user))
     cases = selectors.cases_by_id(proposal.case_ids)
     queries = [str(step["arguments"]["query"]) for step in proposal.recipe]
     context = {
         "proposal": proposal,
-        "cases": [{"case": c, "url": case_url(c.id)} for c in cases],
+        "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
         "confidence": selectors.confidence_of(cases),
         "adopt_form": ProposalAdoptForm(
             initial={
@@ -609,7 +564,7 @@ def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[s
             }
         ),
         "dismiss_form": ReasonForm(),
-        "skill_url": skill_url(proposal.skill_id) if proposal.skill_id else "",
+        "skill_url": item_url(proposal.skill_id) if proposal.skill_id else "",
         "can_adopt": request.user.has_perm(ADD_SKILL),
         "can_review": request.user.has_perm(REVIEW),
         "adopt_url": reverse("curation:proposal-adopt", args=[pk]),
@@ -628,9 +583,7 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @console_view(VIEW_SKILL, ADD_SKILL)
 def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    proposal = selectors.proposal_get(pk)
-    if proposal is None or not may_access(request.user, proposal.tenant):
-        raise Http404
+    proposal = or_404(selectors.proposal_get_visible(pk, request.user))
     form = ProposalAdoptForm(request.POST)
     if form.is_valid():
         try:
@@ -647,7 +600,7 @@ def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             messages.success(
                 request, gettext("Submitted as a candidate skill. Another reviewer approves it.")
             )
-            return _finish(request, skill_url(skill.id))
+            return finish(request, skill.get_absolute_url())
     return render_page(
         request,
         "curation/proposal_detail.html",
@@ -659,9 +612,7 @@ def proposal_adopt(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @console_view(VIEW_SKILL, REVIEW)
 def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    proposal = selectors.proposal_get(pk)
-    if proposal is None or not may_access(request.user, proposal.tenant):
-        raise Http404
+    proposal = or_404(selectors.proposal_get_visible(pk, request.user))
     form = ReasonForm(request.POST)
     if form.is_valid():
         try:
@@ -672,7 +623,7 @@ def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, str(failure))
         else:
             messages.success(request, gettext("Proposal dismissed."))
-            return _finish(request, reverse("curation:proposal-list"))
+            return finish(request, reverse("curation:proposal-list"))
     return render_page(
         request,
         "curation/proposal_detail.html",
@@ -685,18 +636,16 @@ def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @console_view(VIEW_SKILL, VIEW_CASE)
 def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """A skill's support counted in distinct incidents; ``#support-panel`` is the fragment."""
-    skill = Skill.objects.filter(pk=experience_domain.SKILL_PREFIX + digest).first()
-    if skill is None or not may_access(request.user, skill.tenant):
-        raise Http404
+    skill = or_404(skill_get_visible(digest, request.user))
     cases, confidence = selectors.skill_support(skill, request.user)
     return render_page(
         request,
         "curation/skill_support.html",
         {
             "skill": skill,
-            "skill_url": skill_url(skill.id),
+            "skill_url": skill.get_absolute_url(),
             "support_url": reverse("curation:skill-support", args=[digest]),
-            "cases": [{"case": c, "url": case_url(c.id)} for c in cases],
+            "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
             "confidence": confidence,
         },
         partial="support-panel",

@@ -9,14 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
 
 from evaluation.domain import METRICS, WITH, WITHOUT
-from evaluation.models import ReplayReport
 from evaluation.selectors import heldout_count, report_chart, report_get, reports_recent
-from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
+from reviewconsole.views import HtmxHttpRequest, console_view, or_404, paginate, render_page
 
 REPORTS_PER_PAGE = 25
 METRIC_LABELS = {
@@ -51,13 +50,6 @@ def pairs(with_memory: dict[str, Any], without_memory: dict[str, Any]) -> list[P
     ]
 
 
-def _report_or_404(pk: int) -> ReplayReport:
-    report = report_get(pk)
-    if report is None:
-        raise Http404("no such replay report")
-    return report
-
-
 @require_GET
 @console_view()
 def report_list(request: HtmxHttpRequest) -> HttpResponse:
@@ -78,7 +70,7 @@ def report_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @console_view()
 def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    report = _report_or_404(pk)
+    report = or_404(report_get(pk))
     result = report.result
     situations = [
         {**group, "pairs": pairs(group[WITH], group[WITHOUT])}
@@ -110,9 +102,7 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @console_view()
 def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    chart = report_chart(pk)
-    if chart is None:
-        raise Http404("no such replay report")
+    chart = or_404(report_chart(pk))
     response = HttpResponse(chart, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400, immutable"
     return response
@@ -121,7 +111,7 @@ def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @console_view()
 def report_json(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    report = _report_or_404(pk)
+    report = or_404(report_get(pk))
     response = JsonResponse(
         {"ok": True, "report": report.pk, **report.result},
         json_dumps_params={"ensure_ascii": False, "indent": 2},

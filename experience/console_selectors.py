@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import CharField, F, Q, QuerySet, Value
 
 from experience.models import Case, Reference, Run, Skill, SkillCase
-from experience.selectors import references_for
+from experience.selectors import references_for, runs_for
+from reviewconsole.itemids import ItemId
+from reviewconsole.tenancy import may_access, visible
 
 QUEUE_COLUMNS = (
     "id",
@@ -231,3 +234,37 @@ def references_visible_to(run_id: str, tenants: frozenset[str] | None) -> list[R
         Skill.objects.filter(pk__in=ids, tenant__in=sorted(tenants)).values_list("pk", flat=True)
     )
     return [ref for ref in references if ref.item_id in allowed]
+
+
+# --- items as a user may see them ------------------------------------------------------------------
+
+
+def case_get_visible(digest: str, user: User | AnonymousUser) -> Case | None:
+    """The case whose id has this digest; None also when it is of a tenant ``user`` may not see
+    (another tenant's case does not exist for them)."""
+    case = case_for_page(str(ItemId.case(digest)))
+    if case is None or not may_access(user, case.tenant):
+        return None
+    return case
+
+
+def skill_get_visible(digest: str, user: User | AnonymousUser) -> Skill | None:
+    skill = (
+        Skill.objects.select_related("submitted_by", "approved_by", "rejected_by", "revoked_by")
+        .filter(pk=str(ItemId.skill(digest)))
+        .first()
+    )
+    if skill is None or not may_access(user, skill.tenant):
+        return None
+    return skill
+
+
+def runs_visible(
+    user: User | AnonymousUser, *, status: str = "", skill_id: str = "", run_id: str = ""
+) -> QuerySet[Run]:
+    return visible(runs_filtered(status=status, skill_id=skill_id, run_id=run_id), user)
+
+
+def run_traces(run_id: str, user: User | AnonymousUser) -> list[Run]:
+    """Every stored execution of ``run_id`` in a tenant ``user`` may see, with its citations."""
+    return list(visible(runs_for(run_id), user).select_related("actor"))

@@ -584,8 +584,8 @@ def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 
 def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
-    named = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,))
-    document = Document.objects.filter(doc_key=named.key, version=named.version).first()
+    key, version = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,)).key_version
+    document = Document.objects.filter(doc_key=key, version=version).first()
     if document is None:
         raise ValidationFailure(field, f"{DOCUMENT_UNKNOWN}: {public_id}")
     return document

@@ -19,18 +19,20 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from experience import domain
 from experience.console_selectors import (
     case_for_page,
+    case_get_visible,
     case_lines,
     case_version_chain,
     references_visible_to,
     review_queue_rows,
-    runs_filtered,
+    run_traces,
     runs_of_skill,
+    runs_visible,
     same_incident_cases,
+    skill_get_visible,
     skills_by_id,
     skills_citing_case,
 )
@@ -48,7 +50,6 @@ from experience.selectors import (
     cited_case,
     gate_fields,
     revocation_impact,
-    runs_for,
     skill_approval_checklist,
     skill_cases,
     stored_impacts,
@@ -67,12 +68,15 @@ from experience.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.links import item_url
 from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE
-from reviewconsole.tenancy import NOT_IN_TENANT, may_access, tenants_of, visible
+from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
 from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
     diff_lines,
+    finish,
+    or_404,
     paginate,
     render_page,
 )
@@ -158,28 +162,8 @@ def refusal(unmet: Iterable[str]) -> list[Condition]:
     return [Condition(name, str(CONDITION_LABELS.get(name, name)), False) for name in unmet]
 
 
-def item_url(item_id: str) -> str | None:
-    kind = domain.item_type(item_id)
-    if kind == "case":
-        return reverse("experience:case-detail", args=[item_id.removeprefix(domain.CASE_PREFIX)])
-    if kind == "skill":
-        return reverse("experience:skill-detail", args=[item_id.removeprefix(domain.SKILL_PREFIX)])
-    if kind == "document":
-        doc_key, _sep, version = item_id.removeprefix("doc:").rpartition("@")
-        if doc_key and version.isdigit():
-            return reverse("knowledge:document-detail", args=[doc_key, int(version)])
-    return None
-
-
 def run_url(run_id: str) -> str:
     return reverse("experience:run-detail", args=[run_id])
-
-
-def _finish(request: HtmxHttpRequest, url: str) -> HttpResponse:
-    """After a successful write: a full page load of ``url`` (Post/Redirect/Get)."""
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return HttpResponseRedirect(url, status=303)
 
 
 # --- queue -------------------------------------------------------------------------------------
@@ -224,14 +208,6 @@ class ImpactView:
     record: RevocationImpact | None
     skills: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, str]] = field(default_factory=list)
-
-
-def _case_or_404(digest: str, user: User) -> Case:
-    case = case_for_page(domain.CASE_PREFIX + digest)
-    # Another tenant's case does not exist for this user.
-    if case is None or not may_access(user, case.tenant):
-        raise Http404
-    return case
 
 
 def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
@@ -311,9 +287,9 @@ def _case_checklist(case: Case, user: User, reason: str) -> Checklist:
 
 
 def _case_urls(case: Case) -> dict[str, str]:
-    digest = case.id.removeprefix(domain.CASE_PREFIX)
+    digest = case.digest
     return {
-        "detail_url": reverse("experience:case-detail", args=[digest]),
+        "detail_url": case.get_absolute_url(),
         "checklist_url": reverse("experience:case-checklist", args=[digest]),
         "review_url": reverse("experience:case-review", args=[digest]),
         "revoke_url": reverse("experience:case-revoke", args=[digest]),
@@ -365,7 +341,7 @@ def _case_context(
 @require_GET
 @console_view(VIEW_CASE)
 def case_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest, acting_user(request))
+    case = or_404(case_get_visible(digest, acting_user(request)))
     return render_page(
         request, "experience/case_detail.html", _case_context(request, case), partial="case-main"
     )
@@ -375,9 +351,9 @@ def case_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @console_view(VIEW_CASE)
 def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """The live approval checklist for the reason typed so far."""
-    case = _case_or_404(digest, acting_user(request))
+    case = or_404(case_get_visible(digest, acting_user(request)))
     if not request.htmx:
-        return HttpResponseRedirect(reverse("experience:case-detail", args=[digest]))
+        return HttpResponseRedirect(case.get_absolute_url())
     reason = request.GET.get("reason", "")[:2000]
     return render_page(
         request,
@@ -390,7 +366,7 @@ def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_CASE, VERIFY_EVIDENCE)
 def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest, acting_user(request))
+    case = or_404(case_get_visible(digest, acting_user(request)))
     form = EvidenceCheckForm(request.POST)
     if not form.is_valid():
         return HttpResponse(form.problem(), status=400)
@@ -400,7 +376,7 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         evidence_check(case=case, key=key, actor=user, note=form.cleaned_data["note"])
     except ValidationFailure:
         raise Http404 from None
-    detail = reverse("experience:case-detail", args=[digest])
+    detail = case.get_absolute_url()
     if not request.htmx:
         messages.success(request, gettext("Marked %(key)s as checked.") % {"key": key})
         return HttpResponseRedirect(f"{detail}#ev-{key.replace('/', '-')}", status=303)
@@ -438,7 +414,7 @@ def _decision(
 @require_POST
 @console_view(VIEW_CASE, REVIEW_CASE)
 def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest, acting_user(request))
+    case = or_404(case_get_visible(digest, acting_user(request)))
     reason = str(request.POST.get("reason", ""))[:2000]
     outcome, errors = _decision(
         request, partial(case_approve, case=case), partial(case_reject, case=case)
@@ -447,7 +423,7 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         messages.success(
             request, gettext("The case is now %(status)s.") % {"status": gettext(outcome.status)}
         )
-        return _finish(request, reverse("experience:case-detail", args=[digest]))
+        return finish(request, case.get_absolute_url())
     case.refresh_from_db()
     return render_page(
         request,
@@ -461,26 +437,15 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 # --- skills ------------------------------------------------------------------------------------
 
 
-def _skill_or_404(digest: str, user: User) -> Skill:
-    skill = (
-        Skill.objects.select_related("submitted_by", "approved_by", "rejected_by", "revoked_by")
-        .filter(pk=domain.SKILL_PREFIX + digest)
-        .first()
-    )
-    if skill is None or not may_access(user, skill.tenant):
-        raise Http404
-    return skill
-
-
 def _skill_checklist(skill: Skill, user: User, reason: str) -> Checklist:
     unmet = skill_approval_checklist(skill=skill, reviewer=user, reason=reason, now=clock.now())
     return conditions(SKILL_CONDITIONS, unmet)
 
 
 def _skill_urls(skill: Skill) -> dict[str, str]:
-    digest = skill.id.removeprefix(domain.SKILL_PREFIX)
+    digest = skill.digest
     return {
-        "detail_url": reverse("experience:skill-detail", args=[digest]),
+        "detail_url": skill.get_absolute_url(),
         "checklist_url": reverse("experience:skill-checklist", args=[digest]),
         "review_url": reverse("experience:skill-review", args=[digest]),
         "revoke_url": reverse("experience:skill-revoke", args=[digest]),
@@ -531,7 +496,7 @@ def _skill_context(
 @require_GET
 @console_view(VIEW_SKILL)
 def skill_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest, acting_user(request))
+    skill = or_404(skill_get_visible(digest, acting_user(request)))
     return render_page(
         request,
         "experience/skill_detail.html",
@@ -543,9 +508,9 @@ def skill_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_GET
 @console_view(VIEW_SKILL)
 def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest, acting_user(request))
+    skill = or_404(skill_get_visible(digest, acting_user(request)))
     if not request.htmx:
-        return HttpResponseRedirect(reverse("experience:skill-detail", args=[digest]))
+        return HttpResponseRedirect(skill.get_absolute_url())
     reason = request.GET.get("reason", "")[:2000]
     return render_page(
         request,
@@ -558,7 +523,7 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_SKILL, REVIEW_CASE)
 def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest, acting_user(request))
+    skill = or_404(skill_get_visible(digest, acting_user(request)))
     reason = str(request.POST.get("reason", ""))[:2000]
     outcome, errors = _decision(
         request, partial(skill_approve, skill=skill), partial(skill_reject, skill=skill)
@@ -567,7 +532,7 @@ def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         messages.success(
             request, gettext("The skill is now %(status)s.") % {"status": gettext(outcome.status)}
         )
-        return _finish(request, reverse("experience:skill-detail", args=[digest]))
+        return finish(request, skill.get_absolute_url())
     skill.refresh_from_db()
     return render_page(
         request,
@@ -625,7 +590,7 @@ def _revoke(
                         "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
                     ),
                 )
-            return _finish(request, detail_url)
+            return finish(request, detail_url)
         item.refresh_from_db()
     preview = _preview(item.id) if item.status == Status.APPROVED else None
     context = {
@@ -652,7 +617,7 @@ def _revoke(
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_CASE, REVIEW_CASE)
 def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    case = _case_or_404(digest, acting_user(request))
+    case = or_404(case_get_visible(digest, acting_user(request)))
     urls = _case_urls(case)
     return _revoke(request, case, "case", urls["detail_url"], urls["revoke_url"])
 
@@ -660,7 +625,7 @@ def case_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_SKILL, REVIEW_CASE)
 def skill_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
-    skill = _skill_or_404(digest, acting_user(request))
+    skill = or_404(skill_get_visible(digest, acting_user(request)))
     urls = _skill_urls(skill)
     return _revoke(request, skill, "skill", urls["detail_url"], urls["revoke_url"])
 
@@ -680,7 +645,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
             "skill_id": data["skill"].strip(),
             "run_id": data["run_id"].strip(),
         }
-    page = paginate(request, visible(runs_filtered(**filters), request.user), RUNS_PER_PAGE)
+    page = paginate(request, runs_visible(request.user, **filters), RUNS_PER_PAGE)
     runs = [
         {"run": run, "url": run_url(run.run_id), "skill_url": item_url(run.skill_id)}
         for run in page.object_list
@@ -709,7 +674,7 @@ def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @require_GET
 @console_view(VIEW_RUN, VIEW_CASE)
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    runs = list(visible(runs_for(run_id), request.user).select_related("actor"))
+    runs = run_traces(run_id, request.user)
     references = references_visible_to(run_id, tenants_of(request.user))
     if not runs and not references:
         raise Http404

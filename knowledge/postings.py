@@ -29,6 +29,7 @@ from knowledge.models import (
     SearchScope,
     Synonym,
 )
+from reviewconsole.itemids import ItemId
 
 # Tokens longer than this are stored (and looked up) by their hash, so every key fits an index.
 MAX_TOKEN_KEY = 64
@@ -102,7 +103,7 @@ def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
             scope_id=scope_id,
             document_id=document.pk,
             defaults={
-                "public_id": f"doc:{document.doc_key}@{document.version}",
+                "public_id": str(ItemId.document(document.doc_key, document.version)),
                 "doc_key": document.doc_key,
                 "version": document.version,
                 "rule_key": document.rule_key,
@@ -187,7 +188,7 @@ def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
                 SearchEntry(
                     scope_id=ids[(document.tenant, document.brand, document.campaign, store)],
                     document_id=document.pk,
-                    public_id=f"doc:{document.doc_key}@{document.version}",
+                    public_id=str(ItemId.document(document.doc_key, document.version)),
                     doc_key=document.doc_key,
                     version=document.version,
                     rule_key=document.rule_key,

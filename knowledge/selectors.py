@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Prefetch, Q, QuerySet
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
+from reviewconsole.tenancy import may_access, visible
 
 
 def current_lexicon() -> dict[str, str]:
@@ -123,3 +125,21 @@ def document_lines(document: Document) -> list[str]:
     lines.append("text:")
     lines += canonical["text"].splitlines()
     return lines
+
+
+def documents_visible(user: User | AnonymousUser, **filters: str) -> QuerySet[Document]:
+    """``documents_filtered`` without the documents of tenants ``user`` may not see."""
+    return visible(documents_filtered(**filters), user)
+
+
+def document_get_visible(doc_key: str, version: int, user: User | AnonymousUser) -> Document | None:
+    """The version, or None when there is none or it is of a tenant ``user`` may not see."""
+    document = document_get(doc_key, version)
+    if document is None or not may_access(user, document.tenant):
+        return None
+    return document
+
+
+def document_stores(document: Document) -> list[str]:
+    """The stores of a document from ``document_get`` (prefetched there, in store order)."""
+    return [row.store for row in document.store_rows.all()]

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpResponse
-from django.urls import reverse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from knowledge.forms import DocumentFilterForm, SearchPreviewForm
 from knowledge.models import Document
 from knowledge.search import search_knowledge
-from knowledge.selectors import document_get, document_lines, document_versions, documents_filtered
+from knowledge.selectors import (
+    document_get,
+    document_get_visible,
+    document_lines,
+    document_stores,
+    document_versions,
+    documents_visible,
+)
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.links import item_url
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_DOCUMENT
-from reviewconsole.tenancy import NOT_IN_TENANT_MESSAGE, may_access, visible
-from reviewconsole.views import HtmxHttpRequest, console_view, diff_lines, paginate, render_page
+from reviewconsole.tenancy import NOT_IN_TENANT_MESSAGE, may_access
+from reviewconsole.views import (
+    HtmxHttpRequest,
+    console_view,
+    diff_lines,
+    or_404,
+    paginate,
+    render_page,
+)
 
 DOCUMENTS_PER_PAGE = 25
 
@@ -24,9 +38,7 @@ DOCUMENTS_PER_PAGE = 25
 def document_list(request: HtmxHttpRequest) -> HttpResponse:
     form = DocumentFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
-    page = paginate(
-        request, visible(documents_filtered(**filters), request.user), DOCUMENTS_PER_PAGE
-    )
+    page = paginate(request, documents_visible(request.user, **filters), DOCUMENTS_PER_PAGE)
     return render_page(
         request,
         "knowledge/document_list.html",
@@ -48,9 +60,7 @@ def _against(request: HtmxHttpRequest, document: Document, versions: list[Docume
 @require_GET
 @console_view(VIEW_DOCUMENT)
 def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
-    document = document_get(doc_key, version)
-    if document is None or not may_access(request.user, document.tenant):
-        raise Http404
+    document = or_404(document_get_visible(doc_key, version, request.user))
     versions = list(document_versions(doc_key))
     against = _against(request, document, versions)
     diff = None
@@ -69,18 +79,13 @@ def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> Htt
         "knowledge/document_detail.html",
         {
             "document": document,
-            "stores": [row.store for row in document.store_rows.all()],
+            "stores": document_stores(document),
             "versions": versions,
             "against": against,
             "diff": diff,
         },
         partial="document-diff",
     )
-
-
-def _document_url(public_id: str) -> str:
-    doc_key, _, version = public_id.removeprefix("doc:").rpartition("@")
-    return reverse("knowledge:document-detail", args=(doc_key, int(version)))
 
 
 @require_GET
@@ -99,7 +104,7 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         try:
             result = search_knowledge(form.cleaned_data["query"], form.context())
             for item in result["evidence"]:
-                item["url"] = _document_url(item["id"])
+                item["url"] = item_url(item["id"])
         except ValidationFailure as failure:
             form.add_error(failure.field if failure.field in form.fields else None, failure.message)
     return render_page(

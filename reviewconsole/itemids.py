@@ -101,6 +101,13 @@ class ItemId:
         return self.key
 
     @property
+    def key_version(self) -> tuple[str, int]:
+        """The key and version of a versioned id (a document's)."""
+        if self.version is None:
+            raise ValueError(f"{self} has no version")
+        return self.key, self.version
+
+    @property
     def url_args(self) -> tuple[str | int, ...]:
         if self.version is None:
             return (self.key,)

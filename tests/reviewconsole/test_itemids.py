@@ -125,3 +125,37 @@ def test_the_module_imports_no_django() -> None:
         for alias in node.names
     }
     assert not any(str(name).startswith("django") for name in imported)
+
+
+def test_only_versioned_ids_have_a_key_and_version() -> None:
+    assert parse("doc:refunds@3").key_version == ("refunds", 3)
+    with pytest.raises(ValueError):
+        ItemId.case("a" * 64).key_version  # noqa: B018
+
+
+def test_no_other_module_spells_an_id_prefix() -> None:
+    """Ids are formatted and parsed only here: a literal ``doc:``/``case:``/``skill:`` (an
+    f-string's included) anywhere else is a second copy of the format."""
+    import ast
+    from pathlib import Path
+
+    from django.conf import settings
+
+    base = Path(settings.BASE_DIR)
+    apps = ("reviewconsole", "console", "knowledge", "experience", "curation", "agentapi")
+    apps += ("evaluation",)
+    prefixes = tuple(kind.prefix for kind in KINDS)
+    found = []
+    for path in sorted(p for app in apps for p in (base / app).rglob("*.py")):
+        if "migrations" in path.parts or path == base / "reviewconsole" / "itemids.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # Messages and help texts name the format in prose (with spaces); ids have none.
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.startswith(prefixes)
+                and not any(char.isspace() for char in node.value)
+            ):
+                found.append(f"{path.relative_to(base)}:{node.lineno}")
+    assert found == []
