@@ -58,7 +58,7 @@ def unusable_items(ids: Collection[str]) -> set[str]:
         for item in documents.values():
             wanted |= Q(doc_key=item.key, version=item.version)
         usable_docs = {
-            f"doc:{key}@{version}"
+            str(itemids.ItemId.document(key, version))
             for key, version in Document.objects.filter(
                 wanted, approved=True, revoked=False
             ).values_list("doc_key", "version")
