@@ -485,7 +485,7 @@ def _skill_context(
         "review_form": ReviewForm(initial={"reason": reason}),
         "reason": reason,
         "review_errors": review_errors,
-        "runs": [{"run": run, "url": run_url(run.run_id)} for run in runs_of_skill(skill)],
+        "runs": [{"run": run, "url": run.get_absolute_url()} for run in runs_of_skill(skill)],
         "impacts": _impact_views(stored_impacts(skill.id)),
         "can_review": user.has_perm(REVIEW_CASE),
         "expired": skill.valid_to <= now,
@@ -647,7 +647,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         }
     page = paginate(request, runs_visible(request.user, **filters), RUNS_PER_PAGE)
     runs = [
-        {"run": run, "url": run_url(run.run_id), "skill_url": item_url(run.skill_id)}
+        {"run": run, "url": run.get_absolute_url(), "skill_url": item_url(run.skill_id)}
         for run in page.object_list
     ]
     return render_page(
