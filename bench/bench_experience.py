@@ -96,6 +96,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
 
     from experience import domain
     from experience.models import Case, Reference, Skill, SkillCase
+    from reviewconsole import itemids
 
     User = get_user_model()
     submitter, _ = User.objects.get_or_create(username="bench-submitter")
@@ -127,7 +128,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         case_ids.append(case_id)
         scopes.append(store)
         case_rows.append((
-            case_id, *scope.values(), title, valid_from, valid_to, case_id[5:], content,
+            case_id, *scope.values(), title, valid_from, valid_to, itemids.digest_of(case_id), content,
             submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
             f"INC-{i}", "", [], {}, [], {}, "", title,
         ))  # fmt: skip
@@ -151,7 +152,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         skill_ids.append(skill_id)
         title = "".join(rng.sample(words, 2)) + f" skill {j}"
         skill_rows.append((
-            skill_id, *scope.values(), title, valid_from, valid_to, skill_id[6:], content,
+            skill_id, *scope.values(), title, valid_from, valid_to, itemids.digest_of(skill_id), content,
             submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
             title, [{"tool": "search_knowledge", "arguments": {"query": "优惠券"}}],
         ))  # fmt: skip

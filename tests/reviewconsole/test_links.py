@@ -47,3 +47,14 @@ def test_items_and_their_ids_resolve_to_one_page(
 )
 def test_text_naming_no_item_has_no_page(text: str) -> None:
     assert item_url(text) is None
+
+
+def test_curation_and_evaluation_items_know_their_pages() -> None:
+    from curation.models import SkillProposal, Thread
+    from evaluation.models import ReplayReport
+
+    assert Thread(thread_id="T-1").get_absolute_url() == reverse(
+        "curation:thread-detail", args=["T-1"]
+    )
+    assert SkillProposal(pk=3).get_absolute_url() == reverse("curation:proposal-detail", args=[3])
+    assert ReplayReport(pk=4).get_absolute_url() == reverse("evaluation:report-detail", args=[4])
