@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 from functools import cmp_to_key
-from typing import Any
+from typing import Any, TypeVar
 
 import rfc8785
 
@@ -78,7 +78,11 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
     return Fraction(inter, len(a) + len(b) - inter)
 
 
-def exact_order(scored: Iterable[tuple[int, int, str]]) -> list[str]:
+# Ids that order ties: public ids, or their ranks in id order.
+Key = TypeVar("Key", str, int)
+
+
+def exact_order(scored: Iterable[tuple[int, int, Key]]) -> list[Key]:
     """Ids of ``(numerator, denominator, id)`` by n/d descending, ties by id: exactly, at any size.
 
     Python's int division is correctly rounded, and correctly rounded division is monotone:
@@ -87,7 +91,7 @@ def exact_order(scored: Iterable[tuple[int, int, str]]) -> list[str]:
     No Fraction is built. Denominators must be positive.
     """
     items = sorted((-(n / d), doc_id, n, d) for n, d, doc_id in scored)
-    ordered: list[str] = []
+    ordered: list[Key] = []
     i, size = 0, len(items)
     while i < size:
         j = i + 1
@@ -102,7 +106,7 @@ def exact_order(scored: Iterable[tuple[int, int, str]]) -> list[str]:
     return ordered
 
 
-def _by_exact_value(a: tuple[float, str, int, int], b: tuple[float, str, int, int]) -> int:
+def _by_exact_value(a: tuple[float, Key, int, int], b: tuple[float, Key, int, int]) -> int:
     left, right = b[2] * a[3], a[2] * b[3]  # b/bd vs a/ad, descending
     if left != right:
         return -1 if left < right else 1

@@ -166,12 +166,18 @@ class Synonym(models.Model):
 
 
 class SearchScope(models.Model):
-    """One scope key (tenant, brand, campaign, store) that postings and entries hang from."""
+    """One scope key (tenant, brand, campaign, store) that postings and entries hang from.
+
+    ``arrays`` packs, per entry of the scope, what the gate and the ranking need (see
+    ``knowledge.postings.ENTRY_DTYPE``), rewritten whenever an entry of the scope changes.
+    """
 
     tenant = models.CharField(max_length=64)
     brand = models.CharField(max_length=64)
     campaign = models.CharField(max_length=64)
     store = models.CharField(max_length=64)
+    arrays = models.BinaryField(default=b"")
+    multi_version = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
@@ -188,9 +194,8 @@ class SearchEntry(models.Model):
     """One approved, unrevoked document version in one scope: what the gate and ranking read.
 
     ``has_newer``: another approved, unrevoked version of the same doc_key with a higher version
-    is in this scope (only then does the search look for a gated successor).
-    ``rule_contested``: this scope's ``rule_key`` group holds two documents (doc_keys) whose
-    requirements differ (only then does the search look at the group's gated members).
+    is in this scope. ``rule_contested``: another document (doc_key) of the same ``rule_key`` in
+    this scope has other requirements (only then can this entry be in conflict).
     """
 
     scope = models.ForeignKey(SearchScope, on_delete=models.CASCADE, related_name="+")
@@ -205,6 +210,8 @@ class SearchEntry(models.Model):
     published_at = models.DateTimeField()
     raw_size = models.PositiveIntegerField()
     expanded_size = models.PositiveIntegerField()
+    # The expanded set the postings hold for this entry (what a lexicon change compares with).
+    expanded_tokens = models.TextField(default="")
     has_newer = models.BooleanField(default=False)
     rule_contested = models.BooleanField(default=False)
 
@@ -221,27 +228,23 @@ class SearchEntry(models.Model):
         return f"{self.public_id} in {self.scope_id}"
 
 
-class Posting(models.Model):
-    """Token → entry of one scope, flagged by the branch (raw, expanded) whose set holds it."""
+class PostingList(models.Model):
+    """Token → the sorted entry ids of one scope whose raw (expanded) token set holds it."""
 
     scope = models.ForeignKey(
         SearchScope, on_delete=models.CASCADE, related_name="+", db_index=False
     )
-    entry = models.ForeignKey(SearchEntry, on_delete=models.CASCADE, related_name="+")
     token = models.CharField(max_length=100)
-    in_raw = models.BooleanField()
-    in_expanded = models.BooleanField()
+    raw = models.BinaryField(default=b"")
+    expanded = models.BinaryField(default=b"")
 
     class Meta:
-        indexes = [
-            models.Index(
-                fields=["scope", "token", "entry", "in_raw", "in_expanded"],
-                name="posting_scope_token",
-            ),
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "token"], name="posting_list_unique"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.token} → {self.entry_id}"
+        return f"{self.scope_id}:{self.token}"
 
 
 class LexiconState(models.Model):

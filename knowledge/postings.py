@@ -1,44 +1,96 @@
-"""The search index: per scope key, token → document version, maintained at write time.
+"""The search index: per scope key, token → document versions, maintained at write time.
 
-A document version is in the index while it is approved and not revoked: one ``SearchEntry``
-per store it lists (the gate's fields, its token-set sizes, the hash of its requirements) and one
-``Posting`` per distinct token of its raw or expanded set. Search reads only the postings of the
-query's tokens, so documents sharing no token with the query are never touched.
+A document version is in the index while it is approved and not revoked. Per scope key
+(tenant, brand, campaign, store) the index holds:
+
+- one ``SearchEntry`` row per version (the gate's fields, token-set sizes, the hash of its
+  requirements, the version and rule-group flags): the source the rest is derived from;
+- the scope's ``arrays``: those fields packed as one array per scope (``ENTRY_DTYPE``), ordered by
+  entry id, so the gate and both rankings run as vector operations over one read;
+- one ``PostingList`` per token: the sorted ids of the entries whose raw (expanded) token set
+  holds it. A search reads only the lists of the query's tokens; documents sharing no token with
+  the query are never touched.
 
 Writes happen inside the caller's transaction (approve, revoke, lexicon change), so a search
-sees either the old index and the old lexicon or the new ones, never a mix: the lexicon stamp
-that the search expanded its query with is read again by the ranking query itself.
+sees either the old index and the old lexicon or the new ones, never a mix: the search reads the
+lexicon stamp in the same statement as the posting lists and runs again when it moved.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+import numpy as np
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from knowledge.domain import sha256_hex
 from knowledge.models import (
     Document,
     LexiconState,
-    Posting,
+    PostingList,
     SearchEntry,
     SearchScope,
     Synonym,
+    lexicon_stamp_renewed,
 )
 from reviewconsole.itemids import ItemId
 
+__all__ = ["lexicon_stamp_renewed"]
+
 # Tokens longer than this are stored (and looked up) by their hash, so every key fits an index.
 MAX_TOKEN_KEY = 64
+ID_DTYPE = np.dtype("<i8")
+NEVER = np.iinfo(np.int64).max
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# One record per entry of a scope. Times are microseconds since the epoch (valid_to: NEVER when
+# open); ``order`` is the rank of the entry's public id in id order (the ties' order); ``group``
+# numbers the doc_keys of the scope (versions of one document share it).
+ENTRY_DTYPE = np.dtype(
+    [
+        ("id", "<i8"),
+        ("document_id", "<i8"),
+        ("valid_from", "<i8"),
+        ("valid_to", "<i8"),
+        ("published_at", "<i8"),
+        ("raw_size", "<i4"),
+        ("expanded_size", "<i4"),
+        ("version", "<i4"),
+        ("group", "<i4"),
+        ("order", "<i4"),
+        ("contested", "?"),
+    ]
+)
 
 
 def token_key(token: str) -> str:
     if len(token) <= MAX_TOKEN_KEY:
         return token
     return "#" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:48]
+
+
+def micros(moment: datetime | None) -> int:
+    if moment is None:
+        return int(NEVER)
+    delta = moment - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def ids_of(blob: bytes | memoryview | None) -> np.ndarray:
+    if not blob:
+        return np.empty(0, dtype=ID_DTYPE)
+    return np.frombuffer(bytes(blob), dtype=ID_DTYPE)
+
+
+def entries_of(blob: bytes | memoryview | None) -> np.ndarray:
+    if not blob:
+        return np.empty(0, dtype=ENTRY_DTYPE)
+    return np.frombuffer(bytes(blob), dtype=ENTRY_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -48,7 +100,7 @@ class IndexModels:
     document: Any = Document
     scope: Any = SearchScope
     entry: Any = SearchEntry
-    posting: Any = Posting
+    posting: Any = PostingList
 
 
 LIVE = IndexModels()
@@ -58,9 +110,8 @@ def scope_ids(
     keys: Iterable[tuple[str, str, str, str]], models: IndexModels = LIVE
 ) -> dict[tuple[str, str, str, str], int]:
     """Ids of the scope keys ``(tenant, brand, campaign, store)``, created when missing."""
-    wanted = set(keys)
     found: dict[tuple[str, str, str, str], int] = {}
-    for key in wanted:
+    for key in set(keys):
         tenant, brand, campaign, store = key
         scope, _ = models.scope.objects.get_or_create(
             tenant=tenant, brand=brand, campaign=campaign, store=store
@@ -69,70 +120,76 @@ def scope_ids(
     return found
 
 
-def _postings(
-    entry_id: int, scope_id: int, raw: set[str], expanded: set[str], models: IndexModels
-) -> list[Any]:
-    raw_keys = {token_key(t) for t in raw}
-    expanded_keys = {token_key(t) for t in expanded}
-    return [
-        models.posting(
-            scope_id=scope_id,
-            entry_id=entry_id,
-            token=key,
-            in_raw=key in raw_keys,
-            in_expanded=key in expanded_keys,
+@dataclass
+class Changes:
+    """Entry ids to add to and remove from each token's raw and expanded lists, per scope."""
+
+    by_scope: dict[int, dict[str, tuple[set[int], set[int], set[int], set[int]]]] = field(
+        default_factory=dict
+    )
+
+    def _slot(self, scope_id: int, token: str) -> tuple[set[int], set[int], set[int], set[int]]:
+        return self.by_scope.setdefault(scope_id, {}).setdefault(
+            token_key(token), (set(), set(), set(), set())
         )
-        for key in sorted(raw_keys | expanded_keys)
-    ]
+
+    def add(
+        self, scope_id: int, entry_id: int, raw: Iterable[str], expanded: Iterable[str]
+    ) -> None:
+        for token in raw:
+            self._slot(scope_id, token)[0].add(entry_id)
+        for token in expanded:
+            self._slot(scope_id, token)[2].add(entry_id)
+
+    def remove(
+        self, scope_id: int, entry_id: int, raw: Iterable[str], expanded: Iterable[str]
+    ) -> None:
+        for token in raw:
+            self._slot(scope_id, token)[1].add(entry_id)
+        for token in expanded:
+            self._slot(scope_id, token)[3].add(entry_id)
 
 
-def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
-    """Put an approved, unrevoked version into the index of every store it lists."""
-    if not document.approved or document.revoked:
-        return
-    stores = list(document.store_rows.values_list("store", flat=True))
-    ids = scope_ids(
-        ((document.tenant, document.brand, document.campaign, s) for s in stores), models
-    )
-    raw = set(document.raw_tokens.split())
-    expanded = set(document.expanded_tokens.split())
-    requirements_hash = sha256_hex(document.requirements)
-    postings: list[Any] = []
-    for scope_id in ids.values():
-        entry, _ = models.entry.objects.update_or_create(
-            scope_id=scope_id,
-            document_id=document.pk,
-            defaults={
-                "public_id": str(ItemId.document(document.doc_key, document.version)),
-                "doc_key": document.doc_key,
-                "version": document.version,
-                "rule_key": document.rule_key,
-                "requirements_hash": requirements_hash,
-                "valid_from": document.valid_from,
-                "valid_to": document.valid_to,
-                "published_at": document.published_at,
-                "raw_size": len(raw),
-                "expanded_size": len(expanded),
-            },
-        )
-        models.posting.objects.filter(entry_id=entry.pk).delete()
-        postings += _postings(entry.pk, scope_id, raw, expanded, models)
-    models.posting.objects.bulk_create(postings, batch_size=2000)
-    groups_refreshed(list(ids.values()), [document.doc_key], [document.rule_key], models)
+def _merged(blob: Any, add: set[int], remove: set[int]) -> bytes:
+    ids = ids_of(blob)
+    if remove:
+        ids = ids[~np.isin(ids, np.fromiter(remove, dtype=ID_DTYPE))]
+    if add:
+        ids = np.union1d(ids, np.fromiter(add, dtype=ID_DTYPE))
+    return ids.astype(ID_DTYPE).tobytes()
 
 
-def document_unindexed(document: Any, models: IndexModels = LIVE) -> None:
-    """Take a version out of the index (it was revoked)."""
-    entries = list(
-        models.entry.objects.filter(document_id=document.pk).values_list("pk", "scope_id")
-    )
-    if not entries:
-        return
-    models.posting.objects.filter(entry_id__in=[pk for pk, _ in entries]).delete()
-    models.entry.objects.filter(pk__in=[pk for pk, _ in entries]).delete()
-    groups_refreshed(
-        [scope for _, scope in entries], [document.doc_key], [document.rule_key], models
-    )
+def changes_applied(changes: Changes, models: IndexModels = LIVE) -> None:
+    """Write ``changes`` into the posting lists (rows locked while they are rewritten)."""
+    for scope_id, tokens in changes.by_scope.items():
+        keys = sorted(tokens)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = {
+                row.token: row
+                for row in models.posting.objects.select_for_update().filter(
+                    scope_id=scope_id, token__in=chunk
+                )
+            }
+            created, updated, emptied = [], [], []
+            for key in chunk:
+                raw_add, raw_remove, expanded_add, expanded_remove = tokens[key]
+                row = rows.get(key)
+                raw = _merged(row.raw if row else b"", raw_add, raw_remove)
+                expanded = _merged(row.expanded if row else b"", expanded_add, expanded_remove)
+                if row is None:
+                    if raw or expanded:
+                        created.append(
+                            models.posting(scope_id=scope_id, token=key, raw=raw, expanded=expanded)
+                        )
+                elif raw or expanded:
+                    row.raw, row.expanded = raw, expanded
+                    updated.append(row)
+                else:
+                    emptied.append(row.pk)
+            models.posting.objects.bulk_create(created, batch_size=1000)
+            models.posting.objects.bulk_update(updated, ["raw", "expanded"], batch_size=1000)
+            models.posting.objects.filter(pk__in=emptied).delete()
 
 
 def groups_refreshed(
@@ -142,11 +199,7 @@ def groups_refreshed(
     models: IndexModels = LIVE,
 ) -> None:
     """Recompute, in ``scopes``, ``has_newer`` for the versions of ``doc_keys`` and
-    ``rule_contested`` for the ``rule_keys`` groups (``None``: every key, for bulk loads).
-
-    ``rule_contested`` holds when another document (doc_key) of the same rule_key in the scope
-    has other requirements: only then can this entry ever be in conflict.
-    """
+    ``rule_contested`` for the ``rule_keys`` groups (``None``: every key, for bulk loads)."""
     entries = models.entry.objects.filter(scope_id__in=set(scopes))
     versions = entries if doc_keys is None else entries.filter(doc_key__in=set(doc_keys))
     versions.update(
@@ -172,87 +225,186 @@ def groups_refreshed(
     )
 
 
-def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
-    """Index many approved, unrevoked versions with their stores at once (bulk loads, rebuilds).
+def arrays_rebuilt(scopes: Iterable[int], models: IndexModels = LIVE) -> None:
+    """Pack each scope's entries into its ``arrays`` (after any change to them)."""
+    for scope_id in set(scopes):
+        rows = list(
+            models.entry.objects.filter(scope_id=scope_id)
+            .order_by("pk")
+            .values_list(
+                "pk",
+                "document_id",
+                "valid_from",
+                "valid_to",
+                "published_at",
+                "raw_size",
+                "expanded_size",
+                "version",
+                "doc_key",
+                "public_id",
+                "rule_contested",
+            )
+        )
+        packed = np.zeros(len(rows), dtype=ENTRY_DTYPE)
+        groups: dict[str, int] = {}
+        for i, row in enumerate(rows):
+            group = groups.setdefault(row[8], len(groups))
+            packed[i] = (
+                row[0],
+                row[1],
+                micros(row[2]),
+                micros(row[3]),
+                micros(row[4]),
+                row[5],
+                row[6],
+                row[7],
+                group,
+                0,
+                row[10],
+            )
+        by_public_id = sorted(range(len(rows)), key=lambda i: rows[i][9])
+        packed["order"][by_public_id] = np.arange(len(rows), dtype=np.int32)
+        models.scope.objects.filter(pk=scope_id).update(
+            arrays=packed.tobytes(), multi_version=len(groups) < len(rows)
+        )
 
-    Writes the same rows as ``document_indexed``; returns the number of postings written.
+
+def _entry_fields(document: Any, raw: set[str], expanded: set[str]) -> dict[str, Any]:
+    return {
+        "public_id": str(ItemId.document(document.doc_key, document.version)),
+        "doc_key": document.doc_key,
+        "version": document.version,
+        "rule_key": document.rule_key,
+        "requirements_hash": sha256_hex(document.requirements),
+        "valid_from": document.valid_from,
+        "valid_to": document.valid_to,
+        "published_at": document.published_at,
+        "raw_size": len(raw),
+        "expanded_size": len(expanded),
+        "expanded_tokens": " ".join(sorted(expanded)),
+    }
+
+
+def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
+    """Put an approved, unrevoked version into the index of every store it lists."""
+    if not document.approved or document.revoked:
+        return
+    stores = list(document.store_rows.values_list("store", flat=True))
+    ids = scope_ids(
+        ((document.tenant, document.brand, document.campaign, s) for s in stores), models
+    )
+    raw = set(document.raw_tokens.split())
+    expanded = set(document.expanded_tokens.split())
+    changes = Changes()
+    for scope_id in ids.values():
+        if models.entry.objects.filter(scope_id=scope_id, document_id=document.pk).exists():
+            continue
+        entry = models.entry.objects.create(
+            scope_id=scope_id, document_id=document.pk, **_entry_fields(document, raw, expanded)
+        )
+        changes.add(scope_id, entry.pk, raw, expanded)
+    changes_applied(changes, models)
+    groups_refreshed(list(ids.values()), [document.doc_key], [document.rule_key], models)
+    arrays_rebuilt(ids.values(), models)
+
+
+def document_unindexed(document: Any, models: IndexModels = LIVE) -> None:
+    """Take a version out of the index (it was revoked)."""
+    entries = list(
+        models.entry.objects.filter(document_id=document.pk).values_list(
+            "pk", "scope_id", "expanded_tokens"
+        )
+    )
+    if not entries:
+        return
+    raw = document.raw_tokens.split()
+    changes = Changes()
+    for pk, scope_id, expanded in entries:
+        changes.remove(scope_id, pk, raw, expanded.split())
+    changes_applied(changes, models)
+    models.entry.objects.filter(pk__in=[pk for pk, _, _ in entries]).delete()
+    scopes = [scope for _, scope, _ in entries]
+    groups_refreshed(scopes, [document.doc_key], [document.rule_key], models)
+    arrays_rebuilt(scopes, models)
+
+
+def expanded_changed(documents: Iterable[Any], models: IndexModels = LIVE) -> None:
+    """The lexicon changed these documents' expanded token sets: move their postings."""
+    by_id = {document.pk: document for document in documents}
+    if not by_id:
+        return
+    changes = Changes()
+    touched: list[Any] = []
+    for entry in models.entry.objects.filter(document_id__in=list(by_id)).only(
+        "pk", "scope_id", "document_id", "expanded_tokens"
+    ):
+        old = set(entry.expanded_tokens.split())
+        new = set(by_id[entry.document_id].expanded_tokens.split())
+        changes.remove(entry.scope_id, entry.pk, (), old - new)
+        changes.add(entry.scope_id, entry.pk, (), new - old)
+        entry.expanded_tokens = " ".join(sorted(new))
+        entry.expanded_size = len(new)
+        touched.append(entry)
+    changes_applied(changes, models)
+    models.entry.objects.bulk_update(touched, ["expanded_tokens", "expanded_size"], batch_size=1000)
+    arrays_rebuilt({entry.scope_id for entry in touched}, models)
+
+
+def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
+    """Index many approved, unrevoked versions with their stores at once (bulk loads).
+
+    Writes what ``document_indexed`` writes for each; returns the number of postings added.
+    Callers refresh the groups and arrays of the scopes afterwards (``bulk_finished``).
     """
     keys = {(d.tenant, d.brand, d.campaign, s) for d, stores in documents for s in stores}
     ids = scope_ids(keys)
     entries = []
+    tokens: dict[int, tuple[list[str], list[str]]] = {}
     for document, stores in documents:
-        raw = document.raw_tokens.split()
-        expanded = document.expanded_tokens.split()
+        raw = set(document.raw_tokens.split())
+        expanded = set(document.expanded_tokens.split())
+        tokens[document.pk] = (sorted(raw), sorted(expanded))
+        fields = _entry_fields(document, raw, expanded)
         for store in stores:
             entries.append(
                 SearchEntry(
                     scope_id=ids[(document.tenant, document.brand, document.campaign, store)],
                     document_id=document.pk,
-                    public_id=str(ItemId.document(document.doc_key, document.version)),
-                    doc_key=document.doc_key,
-                    version=document.version,
-                    rule_key=document.rule_key,
-                    requirements_hash=sha256_hex(document.requirements),
-                    valid_from=document.valid_from,
-                    valid_to=document.valid_to,
-                    published_at=document.published_at,
-                    raw_size=len(raw),
-                    expanded_size=len(expanded),
+                    **fields,
                 )
             )
     SearchEntry.objects.bulk_create(entries, batch_size=2000)
-    by_key = {(e.document_id, e.scope_id): e.pk for e in entries}
-    if any(pk is None for pk in by_key.values()):
-        by_key = {
+    if any(entry.pk is None for entry in entries):
+        found = {
             (document_id, scope_id): pk
             for pk, document_id, scope_id in SearchEntry.objects.filter(
-                document_id__in={d.pk for d, _ in documents}
+                document_id__in=list(tokens)
             ).values_list("pk", "document_id", "scope_id")
         }
-    rows: list[tuple[int, int, str, bool, bool]] = []
-    for document, stores in documents:
-        raw_keys = {token_key(t) for t in document.raw_tokens.split()}
-        expanded_keys = {token_key(t) for t in document.expanded_tokens.split()}
-        tokens = sorted(raw_keys | expanded_keys)
-        for store in stores:
-            scope_id = ids[(document.tenant, document.brand, document.campaign, store)]
-            entry_id = by_key[(document.pk, scope_id)]
-            rows.extend((scope_id, entry_id, t, t in raw_keys, t in expanded_keys) for t in tokens)
-    table = quote_name(Posting._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} (scope_id, entry_id, token, in_raw, in_expanded)"  # noqa: S608
-            " VALUES (%s, %s, %s, %s, %s)",
-            rows,
-        )
-    return len(rows)
+        for entry in entries:
+            entry.pk = found[(entry.document_id, entry.scope_id)]
+    changes = Changes()
+    added = 0
+    for entry in entries:
+        raw_list, expanded_list = tokens[entry.document_id]
+        changes.add(entry.scope_id, entry.pk, raw_list, expanded_list)
+        added += len(raw_list) + len(expanded_list)
+    changes_applied(changes)
+    return added
 
 
-def expanded_changed(documents: Iterable[Any], models: IndexModels = LIVE) -> None:
-    """The lexicon changed these documents' expanded token sets: rewrite their postings."""
-    by_id = {document.pk: document for document in documents}
-    if not by_id:
-        return
-    postings: list[Any] = []
-    for entry in models.entry.objects.filter(document_id__in=list(by_id)).only(
-        "pk", "scope_id", "document_id"
-    ):
-        document = by_id[entry.document_id]
-        raw = set(
-            models.document.objects.filter(pk=document.pk)
-            .values_list("raw_tokens", flat=True)
-            .get()
-            .split()
-        )
-        expanded = set(document.expanded_tokens.split())
-        models.entry.objects.filter(pk=entry.pk).update(expanded_size=len(expanded))
-        models.posting.objects.filter(entry_id=entry.pk).delete()
-        postings += _postings(entry.pk, entry.scope_id, raw, expanded, models)
-    models.posting.objects.bulk_create(postings, batch_size=2000)
+@transaction.atomic
+def bulk_finished(scopes: Iterable[int] | None = None) -> None:
+    """Refresh the flags and arrays of ``scopes`` (default: all) after ``bulk_indexed``."""
+    chosen = (
+        list(SearchScope.objects.values_list("pk", flat=True)) if scopes is None else list(scopes)
+    )
+    groups_refreshed(chosen, None, None)
+    arrays_rebuilt(chosen)
 
 
 def rebuild(models: IndexModels = LIVE) -> int:
-    """Rebuild the whole index from the documents (a migration, or a repair); returns entries."""
+    """Rebuild the whole index from the documents (a migration, or a repair); returns versions."""
     models.posting.objects.all().delete()
     models.entry.objects.all().delete()
     count = 0
@@ -273,15 +425,6 @@ def lexicon_stamp() -> str | None:
     return LexiconState.objects.filter(pk=1).values_list("stamp", flat=True).first()
 
 
-def lexicon_for(stamp: str | None) -> tuple[str | None, dict[str, str]]:
-    """``(stamp, lexicon)``: from the cache when ``stamp`` is cached, else read afresh."""
-    if stamp is not None:
-        cached = _lexicon_cache.get(stamp)
-        if cached is not None:
-            return stamp, cached
-    return consistent_lexicon()
-
-
 def consistent_lexicon() -> tuple[str | None, dict[str, str]]:
     """The stamp and the lexicon it stands for, read so that no change fell between the two."""
     while True:
@@ -295,10 +438,15 @@ def consistent_lexicon() -> tuple[str | None, dict[str, str]]:
     return stamp, lexicon
 
 
+def lexicon_for(stamp: str | None) -> tuple[str | None, Mapping[str, str]]:
+    """``(stamp, lexicon)``: from the cache when ``stamp`` is cached, else read afresh."""
+    if stamp is not None:
+        cached = _lexicon_cache.get(stamp)
+        if cached is not None:
+            return stamp, cached
+    return consistent_lexicon()
+
+
 def last_known_stamp() -> str | None:
     """The stamp this process saw last (no query); the search checks it against the database."""
     return next(iter(_lexicon_cache), None)
-
-
-def quote_name(name: str) -> str:
-    return connection.ops.quote_name(name)

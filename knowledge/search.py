@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 
@@ -23,7 +24,7 @@ from knowledge.domain import (
     rrf_fraction,
     tokenize,
 )
-from knowledge.models import Document, DocumentStore, SearchEntry, SearchScope
+from knowledge.models import Document, DocumentStore, SearchEntry
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import to_utc_iso
 
@@ -109,17 +110,16 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
     if not ranked.chosen:
         return _result(NO_MATCH)
 
-    in_conflict = _conflicting(ranked.scope_id, ranked.contested, context)
-    documents = Document.objects.defer("raw_tokens", "expanded_tokens").in_bulk(
-        [document_id for document_id, _ in ranked.chosen]
-    )
+    in_conflict = _conflicting(ranked.contested, context)
+    documents = Document.objects.defer("raw_tokens", "expanded_tokens").in_bulk(ranked.chosen)
     facts = {k: v for k, v in context.facts.items() if v is not None and v != ""}
 
     evidence = []
-    for document_id, public_id in ranked.chosen:
+    for document_id in ranked.chosen:
         document = documents[document_id]
         conditions = compare_conditions(document.requirements, facts)
-        evidence.append(_evidence_item(document, conditions, conflict=public_id in in_conflict))
+        conflict = document.public_id in in_conflict
+        evidence.append(_evidence_item(document, conditions, conflict=conflict))
 
     if any(item["conflict"] for item in evidence):
         status = CONFLICTING_SOURCES
@@ -137,87 +137,31 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Ranked:
-    """The first ``limit`` fused documents as ``(document id, public id)``, how many matched,
-    and the rule_keys of the chosen ones whose group in this scope may disagree."""
+    """The first ``limit`` fused documents (their ids), how many matched, and the entry ids of
+    the chosen ones whose rule group in this scope may disagree."""
 
-    scope_id: int | None
-    chosen: list[tuple[int, str]]
+    chosen: list[int]
     matched: int
-    contested: frozenset[str]
+    contested: list[int]
 
 
-_GATE = (
-    "{e}.valid_from <= %s AND ({e}.valid_to IS NULL OR {e}.valid_to > %s) "
-    "AND {e}.published_at <= %s"
-)
+NOTHING = Ranked([], 0, [])
 
-# One statement: the lexicon stamp, the postings of the query's tokens counted per entry (the
-# intersections), the gate and the newest-version rule on those entries only, each branch's
-# ranks (Jaccard as a float: exact for token counts below 2**26), and the fused order as a
-# float; the caller re-orders the fetched head exactly. The stamp comes first so that a search
-# whose lexicon went stale meanwhile sees it and runs again.
-_RANKED_SQL = """
-WITH hits AS (
-    SELECT p.entry_id AS entry_id,
-           SUM(CASE WHEN p.in_raw AND p.token IN ({raw}) THEN 1 ELSE 0 END) AS ri,
-           SUM(CASE WHEN p.in_expanded AND p.token IN ({expanded}) THEN 1 ELSE 0 END) AS xi
-    FROM knowledge_posting p
-    WHERE p.scope_id = %s AND p.token IN ({every})
-    GROUP BY p.entry_id
-),
-gated AS MATERIALIZED (
-    SELECT e.id, e.document_id, e.public_id, e.rule_key, e.rule_contested,
-           h.ri, h.xi, e.raw_size, e.expanded_size
-    FROM hits h JOIN knowledge_searchentry e ON e.id = h.entry_id
-    WHERE {gate_e} AND NOT (e.has_newer AND EXISTS (
-        SELECT 1 FROM knowledge_searchentry n
-        WHERE n.scope_id = e.scope_id AND n.doc_key = e.doc_key AND n.version > e.version
-          AND {gate_n}))
-),
-raw_rank AS (
-    SELECT id, ROW_NUMBER() OVER (
-        ORDER BY CAST(ri AS DOUBLE PRECISION) / (%s + raw_size - ri) DESC, public_id{collate}
-    ) AS r
-    FROM gated WHERE ri > 0
-),
-expanded_rank AS (
-    SELECT id, ROW_NUMBER() OVER (
-        ORDER BY CAST(xi AS DOUBLE PRECISION) / (%s + expanded_size - xi) DESC, public_id{collate}
-    ) AS r
-    FROM gated WHERE xi > 0
-),
-fused AS (
-    SELECT g.document_id, g.public_id, g.rule_key, g.rule_contested, rr.r AS r1, xr.r AS r2
-    FROM gated g
-    LEFT JOIN raw_rank rr ON rr.id = g.id
-    LEFT JOIN expanded_rank xr ON xr.id = g.id
-    WHERE rr.r IS NOT NULL OR xr.r IS NOT NULL
-)
-SELECT st.stamp, f.document_id, f.public_id, f.rule_key, f.rule_contested, f.r1, f.r2,
-       COUNT(f.document_id) OVER () AS matched
-FROM (SELECT 1 AS one) one_row
-LEFT JOIN knowledge_lexiconstate st ON st.id = 1
-LEFT JOIN fused f ON 1 = 1
-ORDER BY CASE
-    WHEN f.r1 IS NULL THEN CAST(1 AS DOUBLE PRECISION) / ({k} + f.r2)
-    WHEN f.r2 IS NULL THEN CAST(1 AS DOUBLE PRECISION) / ({k} + f.r1)
-    ELSE CAST(2 * {k} + f.r1 + f.r2 AS DOUBLE PRECISION) / (({k} + f.r1) * ({k} + f.r2))
-END DESC, f.public_id{collate}
-LIMIT %s
+# One statement, so one snapshot: the scope's packed entries with the lexicon stamp, and the
+# posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones).
+_POSTINGS_SQL = """
+SELECT 0, NULL, s.arrays, NULL, st.stamp, s.multi_version
+FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
+UNION ALL
+SELECT 1, p.token,
+       CASE WHEN p.token IN ({raw}) THEN p.raw END,
+       CASE WHEN p.token IN ({expanded}) THEN p.expanded END,
+       NULL, NULL
+FROM knowledge_postinglist p JOIN knowledge_searchscope s ON s.id = p.scope_id
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
+  AND p.token IN ({every})
 """
-
-
-def _scope_id(context: KnowledgeContext) -> int | None:
-    return (
-        SearchScope.objects.filter(
-            tenant=context.tenant,
-            brand=context.brand,
-            campaign=context.campaign,
-            store=context.store,
-        )
-        .values_list("id", flat=True)
-        .first()
-    )
 
 
 def _placeholders(values: list[str]) -> str:
@@ -225,104 +169,156 @@ def _placeholders(values: list[str]) -> str:
     return ", ".join(["%s"] * len(values)) if values else "%s"
 
 
-def _fused_value(r1: int | None, r2: int | None) -> tuple[int, int]:
-    return rrf_fraction([r for r in (r1, r2) if r is not None])
+@dataclass
+class _Read:
+    found: bool
+    stamp: str | None
+    entries: np.ndarray
+    multi_version: bool
+    raw: list[np.ndarray]
+    expanded: list[np.ndarray]
+
+
+def _read(
+    raw_query: frozenset[str], expanded_query: frozenset[str], context: KnowledgeContext
+) -> _Read:
+    raw = sorted({postings.token_key(t) for t in raw_query})
+    expanded = sorted({postings.token_key(t) for t in expanded_query})
+    every = sorted(set(raw) | set(expanded))
+    scope = [context.tenant, context.brand, context.campaign, context.store]
+    sql = _POSTINGS_SQL.format(
+        raw=_placeholders(raw), expanded=_placeholders(expanded), every=_placeholders(every)
+    )
+    params = [*scope, *(raw or [" "]), *(expanded or [" "]), *scope, *(every or [" "])]
+    read = _Read(False, None, postings.entries_of(None), False, [], [])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for kind, _token, first, second, stamp, multi_version in cursor.fetchall():
+            if kind == 0:
+                read.found, read.stamp = True, stamp
+                read.entries = postings.entries_of(first)
+                read.multi_version = bool(multi_version)
+            else:
+                if first is not None:
+                    read.raw.append(postings.ids_of(first))
+                if second is not None:
+                    read.expanded.append(postings.ids_of(second))
+    return read
 
 
 def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
     """The head of the fused ranking, exactly as the definition orders it."""
-    scope_id = _scope_id(context)
-    if scope_id is None:
-        return Ranked(None, [], 0, frozenset())
     raw_query = tokenize(query)
     stamp = postings.last_known_stamp()
     for _attempt in range(5):
         stamp, lexicon = postings.lexicon_for(stamp)
         expanded_query = tokenize(expand(query, lexicon))
         if not raw_query and not expanded_query:
-            return Ranked(scope_id, [], 0, frozenset())
-        fetch: int | None = context.limit + 16
-        while True:
-            rows, db_stamp = _ranked_rows(raw_query, expanded_query, scope_id, context, fetch)
-            if db_stamp != stamp:
-                break
-            head = _exact_head(rows, context.limit, fetch)
-            if head is not None:
-                return Ranked(scope_id, *head)
-            fetch = None if fetch is None or fetch > 4096 else fetch * 8
+            return NOTHING
+        read = _read(raw_query, expanded_query, context)
+        if not read.found:
+            return NOTHING
+        if read.stamp == stamp:
+            return _ranked(read, len(raw_query), len(expanded_query), context)
         # The lexicon changed since it was read: expand the query again with the new one.
-        stamp = db_stamp
+        stamp = read.stamp
     raise RuntimeError("the lexicon kept changing during one search")
 
 
-def _ranked_rows(
-    raw_query: frozenset[str],
-    expanded_query: frozenset[str],
-    scope_id: int,
-    context: KnowledgeContext,
-    fetch: int | None,
-) -> tuple[list[tuple[Any, ...]], str | None]:
-    raw = sorted({postings.token_key(t) for t in raw_query})
-    expanded = sorted({postings.token_key(t) for t in expanded_query})
-    every = sorted(set(raw) | set(expanded))
-    postgres = connection.vendor == "postgresql"
-    sql = _RANKED_SQL.format(
-        raw=_placeholders(raw),
-        expanded=_placeholders(expanded),
-        every=_placeholders(every),
-        gate_e=_GATE.format(e="e"),
-        gate_n=_GATE.format(e="n"),
-        collate=' COLLATE "C"' if postgres else "",
-        k=RRF_K,
+def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext) -> Ranked:
+    entries = read.entries
+    count = len(entries)
+    if count == 0:
+        return NOTHING
+    at = postings.micros(context.occurred_at)
+    known = postings.micros(context.known_at)
+    gated = (
+        (entries["valid_from"] <= at)
+        & (at < entries["valid_to"])
+        & (entries["published_at"] <= known)
     )
-    at = connection.ops.adapt_datetimefield_value(context.occurred_at)
-    known = connection.ops.adapt_datetimefield_value(context.known_at)
-    params: list[Any] = [
-        *(raw or [" "]),
-        *(expanded or [" "]),
-        scope_id,
-        *(every or [" "]),
-        at,
-        at,
-        known,
-        at,
-        at,
-        known,
-        len(raw_query),
-        len(expanded_query),
-        fetch if fetch is not None else -1 if not postgres else None,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    stamp = rows[0][0] if rows else None
-    return [row[1:] for row in rows if row[1] is not None], stamp
+    if read.multi_version:
+        # Only the newest gated version of each doc_key goes on to ranking.
+        index = np.nonzero(gated)[0]
+        groups, versions = entries["group"][index], entries["version"][index]
+        newest = np.zeros(int(entries["group"].max()) + 1, dtype=np.int64)
+        np.maximum.at(newest, groups, versions)
+        gated[index[versions < newest[groups]]] = False
+    order = entries["order"]
+    ranks = []
+    for lists, query_size, sizes in (
+        (read.raw, raw_size, entries["raw_size"]),
+        (read.expanded, expanded_size, entries["expanded_size"]),
+    ):
+        inter = _intersections(entries["id"], lists, count)
+        candidates = np.nonzero(gated & (inter > 0))[0]
+        common = inter[candidates]
+        # Jaccard as a float: exact for token counts below 2**26 (monotone rounding, and
+        # distinct ratios of such counts are farther apart than two units in the last place).
+        score = common / (query_size + sizes[candidates].astype(np.int64) - common)
+        by_rank = candidates[np.lexsort((order[candidates], -score))]
+        rank = np.zeros(count, dtype=np.int64)
+        rank[by_rank] = np.arange(1, len(by_rank) + 1)
+        ranks.append(rank)
+    first, second = ranks
+    fused = np.nonzero((first > 0) | (second > 0))[0]
+    if len(fused) == 0:
+        return NOTHING
+    a = np.where(first[fused] > 0, RRF_K + first[fused], 0)
+    b = np.where(second[fused] > 0, RRF_K + second[fused], 0)
+    both = (a > 0) & (b > 0)
+    # The fused score as one division: 1/a, 1/b, or (a + b)/(a·b).
+    numerator = np.where(both, a + b, 1).astype(np.float64)
+    denominator = np.where(both, a * b, np.maximum(a, b)).astype(np.float64)
+    by_float = fused[np.lexsort((order[fused], -(numerator / denominator)))]
+    fetch = context.limit + 16
+    while True:
+        head = [
+            (int(order[i]), int(first[i]) or None, int(second[i]) or None, int(i))
+            for i in by_float[:fetch]
+        ]
+        chosen = _exact_head(head, context.limit, complete=fetch >= len(by_float))
+        if chosen is not None:
+            break
+        fetch *= 8
+    return Ranked(
+        chosen=[int(entries["document_id"][i]) for i in chosen],
+        matched=len(fused),
+        contested=[int(entries["id"][i]) for i in chosen if entries["contested"][i]],
+    )
+
+
+def _intersections(ids: np.ndarray, lists: list[np.ndarray], count: int) -> np.ndarray:
+    """|query ∩ document| per entry: how many of the query's posting lists hold each entry."""
+    if not lists:
+        return np.zeros(count, dtype=np.int64)
+    positions = np.searchsorted(ids, np.concatenate(lists))
+    return np.bincount(positions, minlength=count).astype(np.int64)
 
 
 def _exact_head(
-    rows: list[tuple[Any, ...]], limit: int, fetch: int | None
-) -> tuple[list[tuple[int, str]], int, frozenset[str]] | None:
-    """The first ``limit`` rows in exact order, or None when the fetched head may not hold them.
+    rows: Sequence[tuple[int, int | None, int | None, int]], limit: int, *, complete: bool
+) -> list[int] | None:
+    """The payloads of the first ``limit`` rows in exact order, or None if unsure.
 
-    Rows come ordered by the float of their fused score. Float rounding is monotone, so a row
-    not fetched (float at most the last fetched one's) can only outrank a chosen row when the
-    last fetched float equals the smallest chosen float; then the caller fetches more.
+    ``rows`` are ``(tie key, raw rank, expanded rank, payload)`` ordered by the float of the
+    fused score, then the tie key; ``complete`` says whether they are all the matched rows.
+    Float rounding is monotone, so a row not given (float at most the last given one's) can
+    only outrank a chosen row when the last given float equals the smallest chosen float.
     """
-    if not rows:
-        return [], 0, frozenset()
-    matched = rows[0][-1]
-    by_id = {row[1]: row for row in rows}
-    values = {row[1]: _fused_value(row[4], row[5]) for row in rows}
-    order = exact_order((*values[pid], pid) for pid in by_id)
-    chosen = order[:limit]
-    if fetch is not None and matched > len(rows):
-        last = rows[-1]
-        last_float = values[last[1]][0] / values[last[1]][1]
-        lowest = min(values[pid][0] / values[pid][1] for pid in chosen)
-        if not last_float < lowest:
+    values = {row[0]: _fused_value(row[1], row[2]) for row in rows}
+    payloads = {row[0]: row[3] for row in rows}
+    chosen = exact_order((*values[key], key) for key in payloads)[:limit]
+    if not complete and rows:
+        last = values[rows[-1][0]]
+        lowest = min(values[key][0] / values[key][1] for key in chosen)
+        if not last[0] / last[1] < lowest:
             return None
-    contested = frozenset(by_id[pid][2] for pid in chosen if by_id[pid][3] and by_id[pid][2])
-    return [(by_id[pid][0], pid) for pid in chosen], matched, contested
+    return [payloads[key] for key in chosen]
+
+
+def _fused_value(r1: int | None, r2: int | None) -> tuple[int, int]:
+    return rrf_fraction([r for r in (r1, r2) if r is not None])
 
 
 def _gate_q(context: KnowledgeContext) -> Q:
@@ -333,15 +329,17 @@ def _gate_q(context: KnowledgeContext) -> Q:
     )
 
 
-def _conflicting(
-    scope_id: int | None, rule_keys: frozenset[str], context: KnowledgeContext
-) -> frozenset[str]:
-    """Public ids in conflict among the gated members of the given (contested) rule groups.
+def _conflicting(contested: list[int], context: KnowledgeContext) -> frozenset[str]:
+    """Public ids in conflict among the gated members of the chosen entries' rule groups.
 
     A member is the newest gated version of its doc_key (whatever rule_key a newer version has).
     """
-    if scope_id is None or not rule_keys:
+    if not contested:
         return frozenset()
+    groups = list(
+        SearchEntry.objects.filter(pk__in=contested).values_list("scope_id", "rule_key").distinct()
+    )
+    scope_id = groups[0][0]
     newer = SearchEntry.objects.filter(
         _gate_q(context),
         scope_id=OuterRef("scope_id"),
@@ -349,7 +347,9 @@ def _conflicting(
         version__gt=OuterRef("version"),
     )
     members = (
-        SearchEntry.objects.filter(_gate_q(context), scope_id=scope_id, rule_key__in=rule_keys)
+        SearchEntry.objects.filter(
+            _gate_q(context), scope_id=scope_id, rule_key__in={key for _, key in groups}
+        )
         .filter(Q(has_newer=False) | ~Exists(newer))
         .values_list("public_id", "rule_key", "requirements_hash")
     )

@@ -86,33 +86,28 @@ def test_rrf_is_exact_beyond_ten_thousand_ranked_documents() -> None:
     st.integers(min_value=1, max_value=50),
     st.integers(min_value=1, max_value=70),
 )
-def test_the_fetched_head_is_exact_or_asks_for_more(
+def test_the_head_in_float_order_is_exact_or_asks_for_more(
     ranks: list[tuple[int, int | None]], limit: int, fetch: int
 ) -> None:
-    # Rows as the ranking statement returns them: ordered by the float of the fused score,
-    # then id, cut to ``fetch``; the head is either the exact one or refused.
+    # Rows as the ranking hands them over: ordered by the float of the fused score, then the
+    # tie key, cut to ``fetch``; the head is either the exact one or refused.
     rows = []
-    for k, (r1, r2) in enumerate(ranks):
-        value = rrf_fraction([r for r in (r1, r2) if r is not None])
-        rows.append((k, f"doc:d{k:03d}@1", "", False, r1, r2, value[0] / value[1]))
-    rows.sort(key=lambda row: (-row[-1], row[1]))
-    matched = len(rows)
-    fetched = [(*row[:-1], matched) for row in rows[:fetch]]
-    everything = [(*row[:-1], matched) for row in rows]
-
-    head = _exact_head(fetched, limit, fetch)
-    full = _exact_head(everything, limit, None)
-
-    assert full is not None
+    for key, (r1, r2) in enumerate(ranks):
+        n, d = rrf_fraction([r for r in (r1, r2) if r is not None])
+        rows.append((n / d, (key, r1, r2, 1000 + key)))
+    rows.sort(key=lambda row: (-row[0], row[1][0]))
+    ordered = [row for _, row in rows]
     exact = sorted(
-        (
-            (-sum((Fraction(1, RRF_K + r) for r in (r1, r2) if r is not None), Fraction(0)), row)
-            for row, (r1, r2) in zip(
-                [f"doc:d{k:03d}@1" for k in range(len(ranks))], ranks, strict=True
-            )
-        )
+        range(len(ranks)),
+        key=lambda k: (
+            -sum((Fraction(1, RRF_K + r) for r in ranks[k] if r is not None), Fraction(0)),
+            k,
+        ),
     )
-    assert [pid for _, pid in full[0]] == [pid for _, pid in exact[:limit]]
+
+    full = _exact_head(ordered, limit, complete=True)
+    head = _exact_head(ordered[:fetch], limit, complete=fetch >= len(ordered))
+
+    assert full == [1000 + k for k in exact[:limit]]
     if head is not None:
-        assert head[0] == full[0]
-    assert full[1] == matched
+        assert head == full

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -27,8 +28,8 @@ from knowledge.domain import (
     reference_search,
     tokenize,
 )
-from knowledge.models import Document, Posting, SearchEntry, SearchScope, Synonym
-from knowledge.postings import bulk_indexed, groups_refreshed, token_key
+from knowledge.models import Document, PostingList, SearchEntry, SearchScope, Synonym
+from knowledge.postings import ENTRY_DTYPE, bulk_finished, bulk_indexed, entries_of, ids_of
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import document_revoke, documents_import, synonym_delete, synonym_set
 from reviewconsole.roles import Role
@@ -241,13 +242,14 @@ def test_postings_hold_each_token_of_either_branch_once(operator: User) -> None:
     raw = tokenize("代金券\n水果茶 coupon")
     expanded = tokenize(expand("代金券\n水果茶 coupon", lexicon))
 
-    for entry in SearchEntry.objects.all():
-        rows = Posting.objects.filter(entry=entry).values_list("token", "in_raw", "in_expanded")
-        assert sorted(rows) == sorted(
-            (token_key(t), t in raw, t in expanded) for t in raw | expanded
-        )
-        assert (entry.raw_size, entry.expanded_size) == (len(raw), len(expanded))
     assert SearchEntry.objects.count() == 2  # one per store
+    for entry in SearchEntry.objects.all():
+        lists = PostingList.objects.filter(scope_id=entry.scope_id)
+        assert {row.token for row in lists if entry.pk in ids_of(row.raw)} == raw
+        assert {row.token for row in lists if entry.pk in ids_of(row.expanded)} == expanded
+        assert (entry.raw_size, entry.expanded_size) == (len(raw), len(expanded))
+        packed = entries_of(SearchScope.objects.get(pk=entry.scope_id).arrays)
+        assert list(packed["id"]) == [entry.pk]
 
 
 def test_a_draft_is_not_indexed_until_approved(operator: User) -> None:
@@ -255,7 +257,7 @@ def test_a_draft_is_not_indexed_until_approved(operator: User) -> None:
     documents_import(items=[item], actor=operator)
 
     assert not SearchEntry.objects.exists()
-    assert not Posting.objects.exists()
+    assert not PostingList.objects.exists()
 
 
 def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
@@ -288,18 +290,39 @@ def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
     assert [e["id"] for e in result["evidence"]] == [f"doc:{item['doc_key']}@1"]
 
 
-def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[Any]]:
+    public = dict(SearchEntry.objects.values_list("pk", "public_id"))
     entries = sorted(
         SearchEntry.objects.values_list(
             "scope_id", "public_id", "raw_size", "expanded_size", "has_newer", "rule_contested"
         )
     )
-    postings = sorted(
-        Posting.objects.values_list(
-            "scope_id", "entry__public_id", "token", "in_raw", "in_expanded"
+    lists = sorted(
+        (
+            row.scope_id,
+            row.token,
+            sorted(public[i] for i in ids_of(row.raw)),
+            sorted(public[i] for i in ids_of(row.expanded)),
         )
+        for row in PostingList.objects.all()
     )
-    return entries, postings
+    arrays = []
+    for scope in SearchScope.objects.all():
+        packed = entries_of(scope.arrays)
+        names = [public[int(i)] for i in packed["id"]]
+        # Ties are ordered by public id; versions of one doc_key share a group.
+        assert [names[i] for i in np.argsort(packed["order"])] == sorted(names)
+        groups = {(names[i].split("@")[0], int(g)) for i, g in enumerate(packed["group"])}
+        assert len(groups) == len({name for name, _ in groups})
+        fields = [f for f in ENTRY_DTYPE.names or () if f not in {"id", "group", "order"}]
+        arrays.append(
+            (
+                scope.pk,
+                sorted((names[i], *(r[f].item() for f in fields)) for i, r in enumerate(packed)),
+            )
+        )
+    arrays.sort()
+    return entries, lists, arrays
 
 
 def test_a_bulk_load_writes_the_rows_that_approvals_write(operator: User) -> None:
@@ -308,10 +331,10 @@ def test_a_bulk_load_writes_the_rows_that_approvals_write(operator: User) -> Non
     written = index_snapshot()
     assert written[0] and written[1]
 
-    Posting.objects.all().delete()
+    PostingList.objects.all().delete()
     SearchEntry.objects.all().delete()
     live = Document.objects.filter(approved=True, revoked=False).prefetch_related("store_rows")
     bulk_indexed([(d, [row.store for row in d.store_rows.all()]) for d in live])
-    groups_refreshed(list(SearchScope.objects.values_list("pk", flat=True)), None, None)
+    bulk_finished()
 
     assert index_snapshot() == written
