@@ -1,10 +1,12 @@
-"""Shared fixtures: one user per role, and a movable clock."""
+"""Shared fixtures: one user per role, a movable clock, and migrated SQLite files."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from django.contrib.auth.models import User
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
+from tests.helpers import copy_database, migrated_sqlite_template
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -58,6 +61,26 @@ def _migrated_rows_after_flush(request: pytest.FixtureRequest) -> None:
 def fast_password_hashing(settings: Any) -> None:
     """Tests hash many passwords; production's deliberately slow hasher adds nothing here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, made once per test run, for tests that run ``manage.py`` processes.
+
+    Tests copy it (``sqlite_database``) rather than migrate a file of their own, which takes
+    seconds each time; tests of the migrations themselves still migrate. Under pytest-xdist the
+    workers share one file, in the run's common temporary folder.
+    """
+    folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = folder.parent
+    return migrated_sqlite_template(folder)
+
+
+@pytest.fixture
+def sqlite_database(migrated_sqlite: Path, tmp_path: Path) -> Path:
+    """A migrated SQLite file of this test's own, with no users yet."""
+    return copy_database(migrated_sqlite, tmp_path / "console.sqlite3")
 
 
 @pytest.fixture

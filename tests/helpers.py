@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +45,31 @@ def manage_on_sqlite(db: Path, *args: str, **extra_env: str) -> subprocess.Compl
         timeout=300,
         check=False,
     )
+
+
+def migrated_sqlite_template(folder: Path) -> Path:
+    """A SQLite file that ``manage.py migrate`` made, built once in ``folder`` and reused.
+
+    Processes that share ``folder`` (pytest-xdist workers) take turns under a file lock, so the
+    first builds the file and the others find it.
+    """
+    template = folder / "migrated.sqlite3"
+    with (folder / "migrated.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists():
+            building = folder / "migrating.sqlite3"
+            result = manage_on_sqlite(building, "migrate", "--noinput", "--verbosity", "0")
+            assert result.returncode == 0, result.stderr + result.stdout
+            # Fold the write-ahead log into the file, so the file alone is the whole database.
+            with sqlite3.connect(building) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            building.rename(template)
+    return template
+
+
+def copy_database(template: Path, db: Path) -> Path:
+    """``db``, a copy of ``template``: a migrated database without running the migrations."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, db)
+    return db

@@ -36,9 +36,8 @@ def manage(database: Path, *args: str) -> dict[str, Any]:
     return json.loads(completed.stdout) if "--json" in args else {}
 
 
-def test_memory_survives_a_restart(tmp_path: Path) -> None:
-    database = tmp_path / "console.sqlite3"
-    manage(database, "migrate", "--verbosity", "0")
+def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> None:
+    database = sqlite_database
     manage(database, "add_user", "rita", "--role", "reviewer", "--json")
     manage(database, "add_user", "ravi", "--role", "reviewer", "--json")
     items = tmp_path / "cases.json"

@@ -28,10 +28,9 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 
 @pytest.fixture
-def server_env(tmp_path: Path) -> dict[str, str]:
+def server_env(sqlite_database: Path) -> dict[str, str]:
     """A fresh SQLite database in its own file, with one agent and its token."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'mcp.sqlite3'}"}
-    _manage(env, "migrate", "--noinput", "-v", "0")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{sqlite_database}"}
     _manage(env, "add_user", "agent-9", "--role", "agent")
     env["CONSOLE_AGENT_TOKEN"] = _manage(env, "create_token", "agent-9")
     return env

@@ -33,11 +33,9 @@ def count(db: Path, table: str) -> int:
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> Path:
-    db = tmp_path / "console.sqlite3"
-    manage(db, "migrate", "--noinput")
-    manage(db, "add_user", "olivia", "--role", "operator")
-    return db
+def database(sqlite_database: Path) -> Path:
+    manage(sqlite_database, "add_user", "olivia", "--role", "operator")
+    return sqlite_database
 
 
 def big_import(tmp_path: Path, n: int) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import manage_on_sqlite
+from tests.helpers import copy_database, manage_on_sqlite
 
 
 def manage(db: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
@@ -62,10 +62,8 @@ def tamper(db: Path, *statements: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("template") / "console.sqlite3"
-    result = manage(db, "migrate", "--noinput")
-    assert result.returncode == 0, result.stderr
+def template(migrated_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = copy_database(migrated_sqlite, tmp_path_factory.mktemp("template") / "console.sqlite3")
     ok(manage(db, "add_user", "olivia", "--role", "operator", "--json"))
     ok(manage(db, "add_user", "rita", "--role", "reviewer", "--json"))
     return db
