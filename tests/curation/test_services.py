@@ -504,7 +504,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
         started_at=NOW,
         finished_at=NOW,
         cited_documents=["doc:rule-store@1"],
-        actor=None,
+        actor=experience_services.system_agent(),
     )
     document_revoke(document=Document.objects.get(), actor=operator, reason="写错")
     queued = scan.curation_scan(days=365).queued
