@@ -50,8 +50,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from datasketch import MinHash, MinHashLSH
-
 from knowledge.domain import jaccard, sha256_hex, tokenize
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -407,6 +405,10 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 
 def signature(shingle_set: Iterable[str]) -> tuple[int, ...]:
     """The MinHash signature (``NUM_PERM`` values); the same shingles give the same values."""
+    # Imported here: datasketch loads scipy, about a second that every command and test process
+    # would otherwise pay at startup although most never compare cases.
+    from datasketch import MinHash
+
     minhash = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED)
     minhash.update_batch([s.encode("utf-8") for s in sorted(shingle_set)])
     return tuple(int(v) for v in minhash.hashvalues)
@@ -414,6 +416,8 @@ def signature(shingle_set: Iterable[str]) -> tuple[int, ...]:
 
 def lsh_shape(threshold: float) -> tuple[int, int]:
     """(bands, rows per band) that ``datasketch`` picks for this threshold and ``NUM_PERM``."""
+    from datasketch import MinHashLSH  # see signature() for why here
+
     index = MinHashLSH(threshold=threshold, num_perm=NUM_PERM, weights=LSH_WEIGHTS)
     return int(index.b), int(index.r)
 
