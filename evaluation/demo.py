@@ -17,6 +17,7 @@ from evaluation.replay import MemoryEvent, event_note, replay_tickets, results_j
 from evaluation.selectors import heldout_check
 from experience import selectors, services
 from experience.demo import load_demo_experience, load_demo_knowledge
+from investigations.domain import Provider
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
@@ -59,12 +60,12 @@ def memory_notes() -> list[str]:
     ]
 
 
-def replay_demo_here(ticket_set: TicketSet) -> dict[str, Any]:
+def replay_demo_here(ticket_set: TicketSet, *, provider: Provider | None = None) -> dict[str, Any]:
     """Load the demo memory into this (temporary) database and replay against it."""
     with transaction.atomic():
         timeline = prepare_demo_memory()
         heldout_check(ticket_set)
-        results = replay_tickets(ticket_set, timeline=timeline)
+        results = replay_tickets(ticket_set, timeline=timeline, provider=provider)
         transaction.set_rollback(True)
     notes = memory_notes() + [event_note(event) for event in timeline]
     return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

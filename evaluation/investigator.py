@@ -35,6 +35,33 @@ from evaluation.domain import (
     Ticket,
     check_kind,
 )
+from investigations.declarations import (
+    MEMORY_DECLARATIONS,
+    RETRIEVE_EXPERIENCE,
+    RUN_SKILL,
+    SEARCH_DECLARATION,
+    SEARCH_KNOWLEDGE,
+)
+from investigations.domain import (
+    ANSWERED,
+    Budget,
+    Handler,
+    Outcome,
+    Provider,
+    TicketContext,
+    run_ticket,
+)
+from investigations.domain import (
+    NEEDS_CONTEXT as RUN_NEEDS_CONTEXT,
+)
+from investigations.domain import Ticket as RunnerTicket
+from knowledge.conclusions import (
+    ASK_FOR_FACTS,
+    CHECK_CAMPAIGN_CONFIGURATION,
+)
+from knowledge.conclusions import (
+    RULES_EXCLUDE_PURCHASE as CONCLUDES_RULES_EXCLUDE,
+)
 
 # Result words of the tools this policy reads (docs/contracts.md, Statuses).
 RETRIEVED = "retrieved"
@@ -170,7 +197,12 @@ class _Record:
         )
 
 
-def investigate(ticket: Ticket, tools: Tools, *, with_memory: bool) -> Investigation:
+def investigate(
+    ticket: Ticket, tools: Tools, *, with_memory: bool, provider: Provider | None = None
+) -> Investigation:
+    """One arm of a replay: the fixed policy, or, given a provider, the investigation runner."""
+    if provider is not None:
+        return _through_runner(ticket, tools, with_memory=with_memory, provider=provider)
     record = _Record()
     leads = _consult_memory(ticket, tools, record) if with_memory else []
     facts = dict(ticket.facts)
@@ -185,6 +217,13 @@ def investigate(ticket: Ticket, tools: Tools, *, with_memory: bool) -> Investiga
     if status not in (RETRIEVED, CONFLICTING_SOURCES):
         # Nothing in the knowledge base speaks to this ticket: hand it on, claim nothing.
         return record.finish(ESCALATED)
+    return _follow_plan(ticket, record, status, leads)
+
+
+def _follow_plan(
+    ticket: Ticket, record: _Record, status: str, leads: Sequence[Lead]
+) -> Investigation:
+    """Check what the rules leave unexplained, in the order of ``plan_checks``."""
     for check in plan_checks(status, leads):
         if check == CLIENT_RETRY:
             record.questions.append(check)
@@ -289,3 +328,145 @@ def _search(
         if unanswered:
             return None
     return None
+
+
+# --- the same replay through the investigation runner ------------------------------------------
+
+# Enough for memory, one skill run and a few searches; a model that needs more is out of budget.
+RUNNER_MAX_CALLS = 8
+
+
+def _handlers(ticket: Ticket, tools: Tools, facts: Mapping[str, object]) -> dict[str, Handler]:
+    """The runner's tools bound to this ticket's scope, times and facts (never the model's)."""
+
+    def search(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        return tools.search_knowledge(
+            arguments["query"],
+            ticket.scope,
+            occurred_at=ticket.occurred_at,
+            known_at=ticket.known_at,
+            facts=facts,
+        )
+
+    def retrieve(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        return tools.retrieve_experience(arguments["query"], ticket.scope, ticket.known_at)
+
+    def skill(arguments: Mapping[str, str]) -> Mapping[str, Any]:
+        return tools.run_skill(
+            arguments["skill_id"],
+            ticket.scope,
+            occurred_at=ticket.occurred_at,
+            known_at=ticket.known_at,
+            facts=facts,
+            now=ticket.known_at,
+        )
+
+    return {SEARCH_KNOWLEDGE: search, RETRIEVE_EXPERIENCE: retrieve, RUN_SKILL: skill}
+
+
+def _record_steps(outcome: Outcome, record: _Record) -> tuple[list[str], Mapping[str, Any] | None]:
+    """Count and trace the runner's tool calls; return the lead case ids and the last search."""
+    lead_ids: list[str] = []
+    search: Mapping[str, Any] | None = None
+    for step in outcome.steps:
+        tool, result = str(step["tool"]), step.get("result")
+        if step.get("outcome") != "ok" or not isinstance(result, Mapping):
+            record.step("runner", tool, str(step.get("outcome")), str(step.get("error") or ""))
+            continue
+        status = str(result.get("status"))
+        if tool == RETRIEVE_EXPERIENCE:
+            record.calls["memory"] += 1
+            items = list(result.get("items") or [])
+            record.step("memory", tool, status, ", ".join(str(i.get("id")) for i in items))
+            lead_ids += [str(i["id"]) for i in items if i.get("type") == "case"]
+        elif tool == RUN_SKILL:
+            record.calls["skill"] += int(result.get("tool_calls") or 0)
+            record.step("skill", str(result.get("skill")), status, str(result.get("reason", "")))
+            if status == NEEDS_REVIEW:
+                observed = result.get("observations") or []
+                if any(obs.get("status") in DECIDED for obs in observed):
+                    record.check(CAMPAIGN_RULES_CHECK)
+                lead_ids += [str(case_id) for case_id in result.get("cases") or []]
+        elif tool == SEARCH_KNOWLEDGE:
+            record.calls["knowledge"] += 1
+            record.step("knowledge", tool, status, ", ".join(result.get("missing") or []))
+            if status in DECIDED:
+                record.check(CAMPAIGN_RULES_CHECK)
+            search = result
+    answer = outcome.answer or {}
+    verdict = "verified" if outcome.verification.ok else ", ".join(outcome.verification.reasons)
+    record.step("answer", str(answer.get("conclusion_code") or outcome.status), verdict)
+    return lead_ids, search
+
+
+def _through_runner(
+    ticket: Ticket, tools: Tools, *, with_memory: bool, provider: Provider
+) -> Investigation:
+    """The runner gathers the evidence and answers; only a verified answer is acted on.
+
+    A refused answer, an exhausted budget or a provider error claim nothing (escalated). A
+    verified ``ask_for_facts`` asks the customer and runs again with the answers (memory is
+    offered on the first run only). A verified rule mismatch is claimed; anything the rules leave
+    unexplained goes on to the configuration checks of ``plan_checks``, as in the fixed policy.
+    """
+    record = _Record()
+    facts = dict(ticket.facts)
+    leads: list[Lead] = []
+    declared = [SEARCH_DECLARATION, *(MEMORY_DECLARATIONS if with_memory else ())]
+    for _ in range(MAX_SEARCHES):
+        outcome = run_ticket(
+            RunnerTicket(
+                ticket.text, ticket.scope, TicketContext(ticket.occurred_at, ticket.known_at, facts)
+            ),
+            provider,
+            tools=declared,
+            handlers=_handlers(ticket, tools, facts),
+            budget=Budget(max_calls=RUNNER_MAX_CALLS),
+        )
+        lead_ids, search = _record_steps(outcome, record)
+        leads += _read_leads(tools, record, lead_ids)
+        declared = [SEARCH_DECLARATION]
+        if outcome.status not in (ANSWERED, RUN_NEEDS_CONTEXT) or outcome.answer is None:
+            return record.finish(ESCALATED)
+        code = outcome.answer["conclusion_code"]
+        if code == ASK_FOR_FACTS:
+            missing = [str(n) for n in (search or {}).get("missing") or [] if n not in facts]
+            if not missing or not _ask(ticket, record, missing, facts):
+                return record.finish(AWAITING_CUSTOMER)
+            continue
+        if code == CONCLUDES_RULES_EXCLUDE:
+            detail = "; ".join(rule_mismatches(search or {}))
+            record.step("claim", RULES_EXCLUDE_PURCHASE, "supported", detail)
+            return record.finish(CLAIMED, RULES_EXCLUDE_PURCHASE)
+        if search is None or str(search.get("status")) not in (RETRIEVED, CONFLICTING_SOURCES):
+            return record.finish(ESCALATED)
+        status = CONFLICTING_SOURCES if code == CHECK_CAMPAIGN_CONFIGURATION else RETRIEVED
+        return _follow_plan(ticket, record, status, leads)
+    return record.finish(AWAITING_CUSTOMER)
+
+
+def _read_leads(tools: Tools, record: _Record, case_ids: Sequence[str]) -> list[Lead]:
+    leads = []
+    for case_id in dict.fromkeys(case_ids):
+        case = tools.read_case(case_id)
+        record.calls["memory"] += 1
+        if case is not None:
+            lead = lead_from_case(case)
+            leads.append(lead)
+            record.step("lead", case_id, "read", ", ".join(lead.checks))
+    return leads
+
+
+def _ask(ticket: Ticket, record: _Record, missing: Sequence[str], facts: dict[str, object]) -> bool:
+    """Ask the customer for each missing fact; True when every one was answered."""
+    answered = True
+    for name in missing:
+        question = f"{CONFIRM}:{name}"
+        record.questions.append(question)
+        answer = ticket.answers.facts.get(name)
+        record.step("question", question, "answered" if answer is not None else "no_reply")
+        if answer is None:
+            answered = False
+        else:
+            facts[name] = answer
+    return answered

@@ -34,6 +34,7 @@ from experience.executor import TicketContext, run_skill
 from experience.models import Case
 from experience.retrieval import retrieve_experience
 from experience.services import system_agent
+from investigations.domain import Provider
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file
 
@@ -120,16 +121,23 @@ class TicketResult:
         return score(self.with_memory, truth), score(self.without_memory, truth)
 
 
-def _arm(ticket: Ticket, index: int, *, with_memory: bool) -> Investigation:
+def _arm(
+    ticket: Ticket, index: int, *, with_memory: bool, provider: Provider | None = None
+) -> Investigation:
     run_id = f"replay-{index:04d}-{'with' if with_memory else 'without'}"
     with transaction.atomic():
-        investigation = investigate(ticket, DatabaseTools(run_id), with_memory=with_memory)
+        investigation = investigate(
+            ticket, DatabaseTools(run_id), with_memory=with_memory, provider=provider
+        )
         transaction.set_rollback(True)
     return investigation
 
 
 def replay_tickets(
-    ticket_set: TicketSet, *, timeline: Sequence[MemoryEvent] = ()
+    ticket_set: TicketSet,
+    *,
+    timeline: Sequence[MemoryEvent] = (),
+    provider: Provider | None = None,
 ) -> list[TicketResult]:
     """Both arms of every ticket, in the order the tickets became known.
 
@@ -145,8 +153,8 @@ def replay_tickets(
             pending.pop(0).apply()
         results[index] = TicketResult(
             ticket=ticket,
-            with_memory=_arm(ticket, index, with_memory=True),
-            without_memory=_arm(ticket, index, with_memory=False),
+            with_memory=_arm(ticket, index, with_memory=True, provider=provider),
+            without_memory=_arm(ticket, index, with_memory=False, provider=provider),
         )
     return [results[index] for index in range(len(ticket_set.tickets))]
 
@@ -219,11 +227,14 @@ def event_note(event: MemoryEvent) -> str:
     return f"{event.at.isoformat()}: {event.description}"
 
 
-def replay_current(ticket_set: TicketSet) -> dict[str, Any]:
-    """Replay against this database's memory; everything the replay wrote is rolled back."""
+def replay_current(ticket_set: TicketSet, *, provider: Provider | None = None) -> dict[str, Any]:
+    """Replay against this database's memory; everything the replay wrote is rolled back.
+
+    With a provider, each arm goes through the investigation runner (``evaluation.investigator``).
+    """
     with transaction.atomic():
         heldout_check(ticket_set)
-        results = replay_tickets(ticket_set)
+        results = replay_tickets(ticket_set, provider=provider)
         transaction.set_rollback(True)
     return results_json(
         ticket_set,

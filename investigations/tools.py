@@ -20,45 +20,25 @@ from experience.models import ItemType
 from experience.retrieval import retrieve_experience
 from experience.services import references_record
 from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
-from investigations.domain import Handler, Ticket, ToolDeclaration, string_schema
+from investigations.declarations import (
+    MEMORY_DECLARATIONS,
+    RETRIEVE_EXPERIENCE,
+    RUN_SKILL,
+    SEARCH_DECLARATION,
+)
+from investigations.domain import Handler, Ticket, ToolDeclaration
 from reviewconsole import clock
 from reviewconsole.permissions import USE_EXPERIENCE, holds
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-RETRIEVE_EXPERIENCE = "retrieve_experience"
-RUN_SKILL = "run_skill"
-MAX_QUERY = 200
-MAX_SKILL_ID = 80
-
-SEARCH_DECLARATION = ToolDeclaration(
-    SEARCH_KNOWLEDGE,
-    "Search the approved business rules and confirmed historical cases of this ticket's "
-    "campaign and store, valid when the problem occurred. Each evidence item has an id, a "
-    "quote to cite verbatim and its conditions compared with the ticket's facts.",
-    string_schema({"query": (1, MAX_QUERY, "what to look for, in the ticket's words")}),
-)
-RETRIEVE_DECLARATION = ToolDeclaration(
-    RETRIEVE_EXPERIENCE,
-    "Find reviewed investigation cases and check skills of exactly this ticket's scope. "
-    "They are historical leads, never the cause of this ticket.",
-    string_schema({"query": (1, MAX_QUERY, "what to look for, in the ticket's words")}),
-)
-RUN_SKILL_DECLARATION = ToolDeclaration(
-    RUN_SKILL,
-    "Run a reviewed skill's read-only checks for this ticket. needs_review means the checks "
-    "found current matching evidence and the skill's cases are leads to review; fallback means "
-    "the skill does not apply.",
-    string_schema({"skill_id": (1, MAX_SKILL_ID, "a skill id returned by retrieve_experience")}),
-)
-
 
 def declarations(actor: User) -> list[ToolDeclaration]:
     """The tools declared for a run by ``actor``: memory tools only for who may use memory."""
     tools = [SEARCH_DECLARATION]
     if holds(actor, USE_EXPERIENCE):
-        tools += [RETRIEVE_DECLARATION, RUN_SKILL_DECLARATION]
+        tools += MEMORY_DECLARATIONS
     return tools
 
 

@@ -15,6 +15,8 @@ from evaluation.domain import DEMO, MEMORIES, WITH, WITHOUT, TicketSet
 from evaluation.replay import load_ticket_set, replay_current
 from evaluation.selectors import HeldoutLeaked, heldout_check
 from evaluation.services import report_store
+from investigations.domain import Provider
+from investigations.providers import PROVIDERS, provider_for
 from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.temporary_database import (
@@ -54,13 +56,24 @@ class Command(JsonCommand):
         )
         parser.add_argument("--out", metavar="DIR", help="also write NAME.json and NAME.png here")
         parser.add_argument("--as", dest="as_user", metavar="USER", help="record who ran it")
+        parser.add_argument(
+            "--provider",
+            choices=PROVIDERS,
+            help="drive both arms through the investigation runner with this provider (live "
+            "needs CONSOLE_LLM_BASE_URL and CONSOLE_LLM_MODEL); default: the fixed policy",
+        )
         parser.add_argument(INNER_FLAG, action="store_true", dest="inner", help=argparse.SUPPRESS)
         parser.add_argument("--expect-hash", dest="expect_hash", help=argparse.SUPPRESS)
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
         ticket_set = load_ticket_set(options["file"])
+        provider_name = options.get("provider")
+        try:
+            provider = provider_for(provider_name) if provider_name else None
+        except ValidationFailure as failure:
+            raise ValidationFailure("--provider", failure.message) from None
         if options["inner"]:
-            return self._replay_here(ticket_set, options.get("expect_hash"))
+            return self._replay_here(ticket_set, options.get("expect_hash"), provider)
         memory = options["memory"] or ticket_set.memory
         actor = user_by_name(options["as_user"]) if options.get("as_user") else None
         out = _out_directory(options.get("out"))
@@ -69,9 +82,13 @@ class Command(JsonCommand):
                 # The demo memory is fresh, but a ticket that fed this database's memory is
                 # not held out for this team either.
                 heldout_check(ticket_set)
-                result = self._replay_on_temporary_database(options["file"], ticket_set)
+                result = self._replay_on_temporary_database(
+                    options["file"], ticket_set, provider_name
+                )
             else:
-                result = replay_current(ticket_set)
+                result = replay_current(ticket_set, provider=provider)
+            if provider_name:
+                result = {**result, "provider": provider_name}
             chart = render_chart(
                 title=f"{ticket_set.name}: {len(ticket_set.tickets)} held-out tickets, "
                 f"{memory} memory",
@@ -89,7 +106,9 @@ class Command(JsonCommand):
             raise CommandRefused(str(leaked), leaked.as_json()) from None
         return payload
 
-    def _replay_on_temporary_database(self, file: str, ticket_set: TicketSet) -> dict[str, Any]:
+    def _replay_on_temporary_database(
+        self, file: str, ticket_set: TicketSet, provider_name: str | None
+    ) -> dict[str, Any]:
         return run_on_temporary_database(
             "replay",
             str(Path(file).resolve()),
@@ -97,15 +116,18 @@ class Command(JsonCommand):
             DEMO,
             "--expect-hash",
             ticket_set.content_hash,
+            *(("--provider", provider_name) if provider_name else ()),
             timeout=1800,
         )
 
-    def _replay_here(self, ticket_set: TicketSet, expect_hash: str | None) -> dict[str, Any]:
+    def _replay_here(
+        self, ticket_set: TicketSet, expect_hash: str | None, provider: Provider | None
+    ) -> dict[str, Any]:
         enter_temporary_database()
         if expect_hash != ticket_set.content_hash:
             raise ValidationFailure("FILE", CHANGED)
         try:
-            return replay_demo_here(ticket_set)
+            return replay_demo_here(ticket_set, provider=provider)
         except HeldoutLeaked as leaked:
             raise CommandRefused(str(leaked), leaked.as_json()) from None
 
