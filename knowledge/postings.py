@@ -50,7 +50,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # One record per entry of a scope. Times are microseconds since the epoch (valid_to: NEVER when
 # open); ``order`` is the rank of the entry's public id in id order (the ties' order); ``group``
-# numbers the doc_keys of the scope (versions of one document share it).
+# numbers the doc_keys of the scope (versions of one document share it), ``rule`` its rule_keys
+# (-1: none) and ``requirements`` its distinct requirements (by hash).
 ENTRY_DTYPE = np.dtype(
     [
         ("id", "<i8"),
@@ -63,6 +64,8 @@ ENTRY_DTYPE = np.dtype(
         ("version", "<i4"),
         ("group", "<i4"),
         ("order", "<i4"),
+        ("rule", "<i4"),
+        ("requirements", "<i4"),
         ("contested", "?"),
     ]
 )
@@ -243,12 +246,17 @@ def arrays_rebuilt(scopes: Iterable[int], models: IndexModels = LIVE) -> None:
                 "doc_key",
                 "public_id",
                 "rule_contested",
+                "rule_key",
+                "requirements_hash",
             )
         )
         packed = np.zeros(len(rows), dtype=ENTRY_DTYPE)
         groups: dict[str, int] = {}
+        rules: dict[str, int] = {}
+        requirements: dict[str, int] = {}
         for i, row in enumerate(rows):
             group = groups.setdefault(row[8], len(groups))
+            rule = rules.setdefault(row[11], len(rules)) if row[11] else -1
             packed[i] = (
                 row[0],
                 row[1],
@@ -260,6 +268,8 @@ def arrays_rebuilt(scopes: Iterable[int], models: IndexModels = LIVE) -> None:
                 row[7],
                 group,
                 0,
+                rule,
+                requirements.setdefault(row[12], len(requirements)),
                 row[10],
             )
         by_public_id = sorted(range(len(rows)), key=lambda i: rows[i][9])

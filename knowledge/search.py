@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 
 from knowledge import postings
 from knowledge.domain import (
@@ -24,8 +24,9 @@ from knowledge.domain import (
     rrf_fraction,
     tokenize,
 )
-from knowledge.models import Document, DocumentStore, SearchEntry
+from knowledge.models import Document, DocumentStore
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.itemids import ItemId
 from reviewconsole.timeparse import to_utc_iso
 
 RETRIEVED = "retrieved"
@@ -110,15 +111,16 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
     if not ranked.chosen:
         return _result(NO_MATCH)
 
-    in_conflict = _conflicting(ranked.contested, context)
-    documents = Document.objects.defer("raw_tokens", "expanded_tokens").in_bulk(ranked.chosen)
+    documents = {
+        row["id"]: row
+        for row in Document.objects.filter(pk__in=ranked.chosen).values("id", *_EVIDENCE_FIELDS)
+    }
     facts = {k: v for k, v in context.facts.items() if v is not None and v != ""}
 
     evidence = []
-    for document_id in ranked.chosen:
+    for document_id, conflict in zip(ranked.chosen, ranked.conflicts, strict=True):
         document = documents[document_id]
-        conditions = compare_conditions(document.requirements, facts)
-        conflict = document.public_id in in_conflict
+        conditions = compare_conditions(document["requirements"], facts)
         evidence.append(_evidence_item(document, conditions, conflict=conflict))
 
     if any(item["conflict"] for item in evidence):
@@ -137,12 +139,12 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Ranked:
-    """The first ``limit`` fused documents (their ids), how many matched, and the entry ids of
-    the chosen ones whose rule group in this scope may disagree."""
+    """The first ``limit`` fused documents (their ids), how many matched, and which of the
+    chosen ones are in conflict."""
 
     chosen: list[int]
     matched: int
-    contested: list[int]
+    conflicts: list[bool]
 
 
 NOTHING = Ranked([], 0, [])
@@ -284,8 +286,18 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
     return Ranked(
         chosen=[int(entries["document_id"][i]) for i in chosen],
         matched=len(fused),
-        contested=[int(entries["id"][i]) for i in chosen if entries["contested"][i]],
+        conflicts=[_in_conflict(entries, gated, i) for i in chosen],
     )
+
+
+def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:
+    """Whether the gated members of this entry's rule group (newest versions of different
+    documents) hold more than one set of requirements. ``contested`` (kept at write time)
+    says whether the group can disagree at all."""
+    if not entries["contested"][index]:
+        return False
+    members = gated & (entries["rule"] == entries["rule"][index])
+    return len(np.unique(entries["requirements"][members])) > 1
 
 
 def _intersections(ids: np.ndarray, lists: list[np.ndarray], count: int) -> np.ndarray:
@@ -321,71 +333,47 @@ def _fused_value(r1: int | None, r2: int | None) -> tuple[int, int]:
     return rrf_fraction([r for r in (r1, r2) if r is not None])
 
 
-def _gate_q(context: KnowledgeContext) -> Q:
-    return Q(
-        Q(valid_to__isnull=True) | Q(valid_to__gt=context.occurred_at),
-        valid_from__lte=context.occurred_at,
-        published_at__lte=context.known_at,
-    )
+_EVIDENCE_FIELDS = (
+    "doc_key",
+    "version",
+    "source",
+    "kind",
+    "title",
+    "rule_key",
+    "requirements",
+    "text",
+    "valid_from",
+    "valid_to",
+    "published_at",
+    "content_hash",
+)
 
 
-def _conflicting(contested: list[int], context: KnowledgeContext) -> frozenset[str]:
-    """Public ids in conflict among the gated members of the chosen entries' rule groups.
-
-    A member is the newest gated version of its doc_key (whatever rule_key a newer version has).
-    """
-    if not contested:
-        return frozenset()
-    groups = list(
-        SearchEntry.objects.filter(pk__in=contested).values_list("scope_id", "rule_key").distinct()
-    )
-    scope_id = groups[0][0]
-    newer = SearchEntry.objects.filter(
-        _gate_q(context),
-        scope_id=OuterRef("scope_id"),
-        doc_key=OuterRef("doc_key"),
-        version__gt=OuterRef("version"),
-    )
-    members = (
-        SearchEntry.objects.filter(
-            _gate_q(context), scope_id=scope_id, rule_key__in={key for _, key in groups}
-        )
-        .filter(Q(has_newer=False) | ~Exists(newer))
-        .values_list("public_id", "rule_key", "requirements_hash")
-    )
-    by_group: dict[str, list[tuple[str, str]]] = {}
-    for public_id, rule_key, requirements_hash in members:
-        by_group.setdefault(rule_key, []).append((public_id, requirements_hash))
-    flagged: set[str] = set()
-    for group in by_group.values():
-        if len({h for _, h in group}) > 1:
-            flagged.update(pid for pid, _ in group)
-    return frozenset(flagged)
-
-
-def _evidence_item(document: Document, conditions: Conditions, *, conflict: bool) -> dict[str, Any]:
+def _evidence_item(
+    document: Mapping[str, Any], conditions: Conditions, *, conflict: bool
+) -> dict[str, Any]:
     quote = Quote(
-        kind=document.kind,
-        title=document.title,
-        version=document.version,
+        kind=document["kind"],
+        title=document["title"],
+        version=document["version"],
         conditions=conditions,
         conflict=conflict,
     )
     return {
-        "id": document.public_id,
-        "source": document.source,
-        "kind": document.kind,
-        "title": document.title,
-        "version": document.version,
-        "rule_key": document.rule_key or None,
+        "id": str(ItemId.document(document["doc_key"], document["version"])),
+        "source": document["source"],
+        "kind": document["kind"],
+        "title": document["title"],
+        "version": document["version"],
+        "rule_key": document["rule_key"] or None,
         "quote": quote.render(),
         "conditions": conditions.as_json(),
         "conflict": conflict,
-        "text": document.text,
-        "valid_from": to_utc_iso(document.valid_from),
-        "valid_to": to_utc_iso(document.valid_to),
-        "published_at": to_utc_iso(document.published_at),
-        "content_hash": document.content_hash,
+        "text": document["text"],
+        "valid_from": to_utc_iso(document["valid_from"]),
+        "valid_to": to_utc_iso(document["valid_to"]),
+        "published_at": to_utc_iso(document["published_at"]),
+        "content_hash": document["content_hash"],
     }
 
 

@@ -310,11 +310,16 @@ def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list
     for scope in SearchScope.objects.all():
         packed = entries_of(scope.arrays)
         names = [public[int(i)] for i in packed["id"]]
-        # Ties are ordered by public id; versions of one doc_key share a group.
+        # Ties are ordered by public id; versions of one doc_key share a group (numberings of
+        # groups, rules and requirements follow the order entries were written in).
         assert [names[i] for i in np.argsort(packed["order"])] == sorted(names)
         groups = {(names[i].split("@")[0], int(g)) for i, g in enumerate(packed["group"])}
         assert len(groups) == len({name for name, _ in groups})
-        fields = [f for f in ENTRY_DTYPE.names or () if f not in {"id", "group", "order"}]
+        fields = [
+            f
+            for f in ENTRY_DTYPE.names or ()
+            if f not in {"id", "group", "order", "rule", "requirements"}
+        ]
         arrays.append(
             (
                 scope.pk,
