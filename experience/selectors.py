@@ -21,6 +21,9 @@ from experience.models import (
     Skill,
     SkillCase,
 )
+from knowledge import selectors as knowledge_selectors
+from knowledge.models import Document
+from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import REVIEW_CASE, holds
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
+NO_SUCH_DOCUMENT = "no knowledge document with this id"
 UNKNOWN_ID = "must be a case:…, skill:… or doc:KEY@VERSION id"
 
 
@@ -44,6 +48,15 @@ def skill_get(skill_id: str, *, field: str = "id") -> Skill:
         return Skill.objects.select_related("submitted_by", "approved_by").get(pk=skill_id)
     except Skill.DoesNotExist:
         raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}") from None
+
+
+def document_get(public_id: str, *, field: str = "id") -> Document:
+    """The knowledge document a ``doc:KEY@N`` id names (review takes documents beside items)."""
+    key, version = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,)).key_version
+    document = knowledge_selectors.document_get(key, version)
+    if document is None:
+        raise ValidationFailure(field, f"{NO_SUCH_DOCUMENT}: {public_id}")
+    return document
 
 
 def case_evidence(case: Case) -> list[Evidence]:

@@ -78,7 +78,6 @@ CASE_REFERENCE_OUT_OF_RANGE = "points past the end of this file"
 CASE_REFERENCE_DUPLICATE = "cites the same case twice"
 NOT_A_LIST = "must be a JSON array of cases and skills"
 RUN_ID_INVALID = "must be 1-100 characters without spaces"
-DOCUMENT_UNKNOWN = "no knowledge document with this id"
 SYSTEM_AGENT = "system-agent"
 
 
@@ -581,14 +580,6 @@ def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 
 # --- review: knowledge documents -----------------------------------------------------------------
-
-
-def document_by_public_id(public_id: str, *, field: str = "id") -> Document:
-    key, version = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,)).key_version
-    document = Document.objects.filter(doc_key=key, version=version).first()
-    if document is None:
-        raise ValidationFailure(field, f"{DOCUMENT_UNKNOWN}: {public_id}")
-    return document
 
 
 def document_revocation_store(document_id: str, actor: User, reason: str) -> dict[str, list[str]]:

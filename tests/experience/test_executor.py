@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from experience import executor, services
+from experience import executor, selectors, services
 from experience.executor import TicketContext, run_skill
 from experience.models import Reference, Run, RunCitation, Skill
 from experience.tools import SEARCH_KNOWLEDGE_SIGNATURE, CallContext, Tool, search_knowledge_handler
@@ -293,7 +293,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
         skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW, actor=agent
     )
     cited = full.observations[0]["evidence"][0]["id"]
-    document = services.document_by_public_id(cited)
+    document = selectors.document_get(cited)
     outcome = services.document_revoke_with_impact(
         document=document, actor=operator, reason="规则有误"
     )

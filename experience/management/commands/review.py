@@ -76,7 +76,7 @@ class Command(JsonCommand):
             }[operation]
             return skill_action(skill=skill, actor=actor, reason=reason)
         if kind == "document":
-            document = services.document_by_public_id(item_id)
+            document = selectors.document_get(item_id)
             if operation == "revoke":
                 return services.document_revoke_with_impact(
                     document=document, actor=actor, reason=reason
@@ -99,7 +99,7 @@ class Command(JsonCommand):
         elif kind == "skill":
             status = selectors.skill_get(item_id).status
         elif kind == "document":
-            document = services.document_by_public_id(item_id)
+            document = selectors.document_get(item_id)
             status = document.status
         else:
             raise ValidationFailure("ID", selectors.UNKNOWN_ID)
