@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from knowledge.conclusions import with_allowed_conclusions
 from knowledge.forms import DocumentFilterForm, SearchPreviewForm
 from knowledge.models import Document
 from knowledge.search import search_knowledge
@@ -102,7 +103,9 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         form.add_error("tenant", NOT_IN_TENANT_MESSAGE)
     if bound and form.is_valid():
         try:
-            result = search_knowledge(form.cleaned_data["query"], form.context())
+            result = with_allowed_conclusions(
+                search_knowledge(form.cleaned_data["query"], form.context())
+            )
             for item in result["evidence"]:
                 item["url"] = item_url(item["id"])
         except ValidationFailure as failure:

@@ -150,3 +150,28 @@ def test_another_tenants_investigation_is_404(
     TenantMembership.objects.create(user=limited, tenant="other-tenant")
     url = Investigation.objects.get().get_absolute_url()
     assert signed_in(limited).get(url).status_code == 404
+
+
+def test_the_search_preview_names_the_allowed_conclusion(
+    knowledge_base: None, operator: User
+) -> None:
+    from urllib.parse import urlencode
+
+    params = {
+        "query": "两杯水果茶，优惠券用不了",
+        "tenant": "teahouse",
+        "brand": "leaf-and-cup",
+        "store": "store-001",
+        "campaign": "campaign-a",
+        "occurred_at": "2026-09-18T14:00",
+        "known_at": "2026-09-18T14:10",
+        "timezone": "Asia/Shanghai",
+        "channel": "miniapp",
+        "product": "fruit-tea",
+        "basket_cents": "3200",
+        "limit": "4",
+    }
+    url = reverse("knowledge:search-preview") + "?" + urlencode(params)
+    html = signed_in(operator).get(url).content.decode()
+    assert f"<code>{RULES_EXCLUDE_PURCHASE}</code>" in html  # the rule's mismatch
+    assert "<code>lead_needs_review</code>" in html  # the historical case: a lead
