@@ -175,3 +175,17 @@ def test_the_search_preview_names_the_allowed_conclusion(
     html = signed_in(operator).get(url).content.decode()
     assert f"<code>{RULES_EXCLUDE_PURCHASE}</code>" in html  # the rule's mismatch
     assert "<code>lead_needs_review</code>" in html  # the historical case: a lead
+
+
+def test_the_admin_lists_investigations_read_only(knowledge_base: None) -> None:
+    from django.contrib import admin
+
+    model_admin = admin.site._registry[Investigation]
+    superuser = User.objects.create_superuser("root", password="x")
+    client = signed_in(superuser)
+    response = client.get(reverse("admin:investigations_investigation_changelist"))
+    assert response.status_code == 200
+    request = response.wsgi_request
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request)
+    assert not model_admin.has_delete_permission(request)

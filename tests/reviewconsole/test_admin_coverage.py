@@ -10,7 +10,15 @@ from django.test import RequestFactory
 from experience.models import Case, Skill
 from reviewconsole.models import Event
 
-APPS = ("reviewconsole", "knowledge", "experience", "curation", "evaluation", "agentapi")
+APPS = (
+    "reviewconsole",
+    "knowledge",
+    "experience",
+    "curation",
+    "evaluation",
+    "agentapi",
+    "investigations",
+)
 
 
 def test_every_model_is_in_the_admin() -> None:
