@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,8 @@ from django.db import transaction
 from experience import domain
 from experience.models import Case, ItemType, Skill, SkillCase, Status
 from experience.services import references_record, validate_run_id
-from knowledge.services import current_lexicon
+from knowledge import postings
+from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require
@@ -97,7 +99,7 @@ def retrieve_experience(
         titles[skill_id] = ("skill", title)
         texts.append((skill_id, f"{title}\n{when}"))
 
-    ranked = domain.rank_items(query, texts, current_lexicon())[:limit] if texts else []
+    ranked = _ranked(query, texts)[:limit] if texts else []
     items = [{"id": i, "type": titles[i][0], "title": titles[i][1]} for i in ranked]
     if items:
         with transaction.atomic():
@@ -107,3 +109,37 @@ def retrieve_experience(
                 at=clock.now(),
             )
     return {"status": OK, "missing": [], "items": items}
+
+
+# --- ranking with token sets cached per item --------------------------------------------------
+
+# Case and skill ids hash their content, so an id's token sets never change; only a lexicon
+# change (a new stamp) changes the expanded ones. Each query then tokenizes only itself and the
+# items it has not met before. Bounded, so a long-running process keeps a steady footprint.
+_TOKEN_CACHE_SIZE = 50_000
+_tokens: OrderedDict[str, tuple[frozenset[str], frozenset[str]]] = OrderedDict()
+_tokens_stamp: list[str | None] = [None]
+
+
+def _item_tokens(
+    item_id: str, text: str, lexicon: Mapping[str, str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    cached = _tokens.get(item_id)
+    if cached is None:
+        cached = (tokenize(text), tokenize(expand(text, lexicon)))
+        _tokens[item_id] = cached
+        if len(_tokens) > _TOKEN_CACHE_SIZE:
+            _tokens.popitem(last=False)
+    return cached
+
+
+def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
+    """Ids ranked as ``experience.domain.rank_items`` ranks them (raw + expanded, RRF)."""
+    stamp, lexicon = postings.lexicon_for(postings.lexicon_stamp())
+    if stamp is None or stamp != _tokens_stamp[0]:
+        _tokens.clear()
+        _tokens_stamp[0] = stamp
+    sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
+    raw = rank_branch(tokenize(query), ((i, t[0]) for i, t in sets))
+    expanded = rank_branch(tokenize(expand(query, lexicon)), ((i, t[1]) for i, t in sets))
+    return reciprocal_rank_fusion([raw, expanded])
