@@ -74,7 +74,7 @@ def _call(transcript: Transcript, tool: str, arguments: dict[str, str]) -> Turn:
 
 
 def _cite(items: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    return [{"id": str(item["id"]), "quote": str(item["quote"])} for item in items]
+    return [{"id": str(item["id"]), "quote": str(item.get("quote") or "")} for item in items]
 
 
 def _answer(code: str, detail: str, followups: list[str], citations: list[dict[str, str]]) -> Turn:

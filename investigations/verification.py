@@ -4,7 +4,8 @@ Pure (no Django imports). An answer is ``{"conclusion", "conclusion_code", "foll
 "citations": [{"id", "quote"}]}``. It is accepted only when
 
 - every cited id was returned by a tool in this run (``citation_not_in_run``);
-- every quote appears verbatim in what the tool returned for that id (``quote_not_verbatim``),
+- every quote appears verbatim in what the tool returned for that id (``quote_not_verbatim``; a
+  fragment under ``MIN_QUOTE`` characters must be a whole returned value),
   and a quote of a historical case keeps the case prefix (``missing_case_prefix``), so an old
   cause cannot be passed off as the current one;
 - the conclusion is one the cited evidence allows (``conclusion_not_allowed``): each knowledge
@@ -51,6 +52,9 @@ REASON_CODES = (
 )
 
 MAX_TEXT = 4_000
+# "match" or "v1" is in every quote; a fragment this short proves nothing unless it is the
+# whole returned value (an id, a title).
+MIN_QUOTE = 8
 MAX_ITEMS = 20
 SKILL_NEEDS_REVIEW = "needs_review"
 
@@ -209,6 +213,15 @@ def run_evidence(steps: Sequence[Mapping[str, Any]]) -> RunEvidence:
 # --- the check ---------------------------------------------------------------------------------
 
 
+def _verbatim(quote: str, texts: Sequence[str]) -> bool:
+    """Inside a returned text; a fragment too short to say anything must be a whole text."""
+    if not quote.strip():
+        return False
+    if len(quote.strip()) < MIN_QUOTE:
+        return quote in texts
+    return any(quote in text for text in texts)
+
+
 def verify(
     answer: Mapping[str, Any],
     steps: Sequence[Mapping[str, Any]],
@@ -234,7 +247,7 @@ def verify(
         cited.append(evidence)
         if evidence.case_quote and not quote.startswith(HISTORICAL_CASE_PREFIX):
             refuse(MISSING_CASE_PREFIX, id=item_id)
-        if not quote.strip() or not any(quote in text for text in evidence.texts):
+        if not _verbatim(quote, evidence.texts):
             refuse(QUOTE_NOT_VERBATIM, id=item_id)
         if item_id in revoked:
             refuse(CITED_ITEM_REVOKED, id=item_id)

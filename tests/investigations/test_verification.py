@@ -81,6 +81,12 @@ def test_a_paraphrased_quote_is_refused() -> None:
     assert reasons(RULES_EXCLUDE_PURCHASE, STORE_A, paraphrase) == [QUOTE_NOT_VERBATIM]
 
 
+def test_a_fragment_too_short_to_say_anything_is_refused() -> None:
+    assert reasons(RULES_EXCLUDE_PURCHASE, STORE_A, (RULE_A["id"], "match")) == [QUOTE_NOT_VERBATIM]
+    # A whole returned value may be short: the id itself, say.
+    assert reasons(RULES_EXCLUDE_PURCHASE, STORE_A, (RULE_A["id"], RULE_A["id"])) == []
+
+
 def test_an_empty_quote_is_refused() -> None:
     assert reasons(RULES_EXCLUDE_PURCHASE, STORE_A, (RULE_A["id"], "  ")) == [QUOTE_NOT_VERBATIM]
 
