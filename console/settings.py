@@ -189,6 +189,13 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
 
+# Lessons' computed confidence (experience/lesson_domain.py): the Wilson lower bound at this many
+# standard deviations, halved every half-life since the last confirmation; retrieval leaves out
+# lessons below the threshold unless they are in an unresolved conflict (then flagged).
+LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0"))
+LESSON_HALF_LIFE_DAYS = float(os.environ.get("CONSOLE_LESSON_HALF_LIFE_DAYS", "180"))
+LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_THRESHOLD", "0.6"))
+
 # The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
 # the chain, or a chain rehashed from some point on, are noticed. It must live outside the
 # database. Unset, it is derived from SECRET_KEY; production should set its own, since changing

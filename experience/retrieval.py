@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from experience import domain
+from experience.lesson_selectors import recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Skill, SkillCase, Status
 from experience.services import references_record, validate_run_id
 from knowledge import postings
@@ -98,9 +99,14 @@ def retrieve_experience(
     for skill_id, title, when in gated_skills(exact, now):
         titles[skill_id] = ("skill", title)
         texts.append((skill_id, f"{title}\n{when}"))
+    lessons = recallable_lessons(exact, now)
+    for lesson in lessons.values():
+        titles[lesson.id] = ("lesson", lesson.title)
+        texts.append((lesson.id, lesson.search_text))
 
     ranked = _ranked(query, texts)[:limit] if texts else []
     items = [{"id": i, "type": titles[i][0], "title": titles[i][1]} for i in ranked]
+    items = with_confidence(items, lessons, now)
     if items:
         with transaction.atomic():
             references_record(

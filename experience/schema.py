@@ -377,10 +377,10 @@ def evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def item_kind(obj: object) -> str:
-    """``case`` or ``skill`` from the ``type`` field of one import item."""
+    """``case``, ``skill`` or ``lesson`` from the ``type`` field of one import item."""
     if not isinstance(obj, dict):
         raise ValidationFailure("", "each item must be a JSON object")
     kind = obj.get("type")
-    if kind not in ("case", "skill"):
-        raise ValidationFailure("type", 'must be "case" or "skill"')
+    if kind not in ("case", "skill", "lesson"):
+        raise ValidationFailure("type", 'must be "case", "skill" or "lesson"')
     return str(kind)

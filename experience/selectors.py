@@ -14,6 +14,7 @@ from experience.guards import guard_unmet
 from experience.models import (
     Case,
     Evidence,
+    Lesson,
     Reference,
     RevocationImpact,
     Run,
@@ -23,7 +24,7 @@ from experience.models import (
 )
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
-from reviewconsole import itemids
+from reviewconsole import clock, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import REVIEW_CASE, holds
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
 NO_SUCH_DOCUMENT = "no knowledge document with this id"
-UNKNOWN_ID = "must be a case:…, skill:… or doc:KEY@VERSION id"
+UNKNOWN_ID = "must be a case:…, skill:…, lesson:… or doc:KEY@VERSION id"
 
 
 def case_get(case_id: str, *, field: str = "id") -> Case:
@@ -154,7 +155,7 @@ def skill_approval_checklist(
     )
 
 
-def gate_fields(item: Case | Skill) -> domain.GateFields:
+def gate_fields(item: Case | Skill | Lesson) -> domain.GateFields:
     return domain.GateFields(
         status=item.status,
         scope=item.scope,
@@ -180,9 +181,16 @@ def skill_availability(skill_id: str, now: datetime) -> tuple[Skill | None, doma
 class Impact:
     skills: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
+    # Lessons that revoking a case leaves without a usable supporting case.
+    lessons: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {"skills": list(self.skills), "runs": list(self.runs)}
+        # ``lessons`` appears only when a revocation reaches any, so the shape callers of
+        # cases, skills and documents already read stays as it was.
+        shape: dict[str, Any] = {"skills": list(self.skills), "runs": list(self.runs)}
+        if self.lessons:
+            shape["lessons"] = list(self.lessons)
+        return shape
 
 
 def runs_referencing(item_ids: list[str]) -> list[str]:
@@ -225,9 +233,14 @@ def revocation_impact(item_id: str) -> Impact:
     """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview."""
     kind = domain.item_type(item_id)
     if kind == "case":
+        from experience.lesson_selectors import lessons_losing_support
+
         skills = skills_citing(item_id)
-        return Impact(skills=skills, runs=runs_referencing([item_id, *skills]))
-    if kind == "skill":
+        lessons = lessons_losing_support(item_id, clock.now())
+        return Impact(
+            skills=skills, lessons=lessons, runs=runs_referencing([item_id, *skills, *lessons])
+        )
+    if kind in ("skill", "lesson"):
         return Impact(skills=[], runs=runs_referencing([item_id]))
     if kind == "document":
         return Impact(skills=[], runs=runs_citing_document(item_id))

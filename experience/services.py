@@ -15,11 +15,13 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from experience import domain
+from experience.lesson_schema import LessonContent, parse_lesson
 from experience.models import (
     Case,
     Evidence,
     EvidenceCheck,
     ItemType,
+    Lesson,
     Reference,
     RevocationImpact,
     Run,
@@ -76,7 +78,7 @@ CASE_REFERENCE_UNKNOWN = CASE_NOT_IN_TENANT
 CASE_REFERENCE_NOT_CASE = "points at an item of this file that is not a case"
 CASE_REFERENCE_OUT_OF_RANGE = "points past the end of this file"
 CASE_REFERENCE_DUPLICATE = "cites the same case twice"
-NOT_A_LIST = "must be a JSON array of cases and skills"
+NOT_A_LIST = "must be a JSON array of cases, skills and lessons"
 RUN_ID_INVALID = "must be 1-100 characters without spaces"
 SYSTEM_AGENT = "system-agent"
 
@@ -107,7 +109,7 @@ class ReviewOutcome:
         }
 
 
-def _require_tenant(actor: User, item: Case | Skill) -> None:
+def _require_tenant(actor: User, item: Case | Skill | Lesson) -> None:
     """Items of a tenant the actor is not a member of cannot be reviewed or checked by them."""
     if not may_access(actor, item.tenant):
         raise ReviewRefused(item.id, item.status, [NOT_IN_TENANT])
@@ -144,7 +146,7 @@ class Submitted:
     created: bool
 
 
-def _inserted(item: Case | Skill) -> bool:
+def _inserted(item: Case | Skill | Lesson) -> bool:
     """Insert a content-addressed row; False when a concurrent submission stored it first."""
     try:
         with transaction.atomic():
@@ -333,11 +335,14 @@ def items_import(*, items: object, actor: User) -> list[Submitted]:
     if not isinstance(items, list):
         raise ValidationFailure("$", NOT_A_LIST)
     specs = tool_specs()
-    parsed: list[CaseContent | SkillContent] = []
+    parsed: list[CaseContent | SkillContent | LessonContent] = []
     for index, raw in enumerate(items):
         try:
             kind = item_kind(raw)
-            parsed.append(parse_case(raw) if kind == "case" else parse_skill(raw, specs))
+            if kind == "lesson":
+                parsed.append(parse_lesson(raw))
+            else:
+                parsed.append(parse_case(raw) if kind == "case" else parse_skill(raw, specs))
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
     if any(isinstance(item, CaseContent) for item in parsed):
@@ -362,12 +367,16 @@ def items_import(*, items: object, actor: User) -> list[Submitted]:
             except ValidationFailure as failure:
                 raise failure.at(f"[{index}]") from None
             stored[index] = Submitted(skill.id, "skill", created)
+    # Lessons last: they cite cases of this file; their module builds on this one.
+    from experience.lessons import lessons_import
+
+    lessons_import(parsed=parsed, stored=stored, actor=actor)
     return [stored[index] for index in range(len(parsed))]
 
 
 def _resolve_file_references(
     skill: SkillContent,
-    parsed: Sequence[CaseContent | SkillContent],
+    parsed: Sequence[CaseContent | SkillContent | LessonContent],
     stored: Mapping[int, Submitted],
 ) -> SkillContent:
     """Replace each ``#N`` by the id of item N of the same file (counted from 0)."""
@@ -476,7 +485,9 @@ def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
     )
 
 
-def _reject(item: Case | Skill, *, actor: User, reason: str, action: Action) -> ReviewOutcome:
+def _reject(
+    item: Case | Skill | Lesson, *, actor: User, reason: str, action: Action
+) -> ReviewOutcome:
     """Reject a locked candidate case or skill (the rules are the same for both)."""
     unmet = domain.rejection_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
@@ -491,7 +502,7 @@ def _reject(item: Case | Skill, *, actor: User, reason: str, action: Action) -> 
 
 
 def _revoke(
-    item: Case | Skill, item_type: ItemType, *, actor: User, reason: str, action: Action
+    item: Case | Skill | Lesson, item_type: ItemType, *, actor: User, reason: str, action: Action
 ) -> ReviewOutcome:
     """Revoke a locked approved case or skill; store and return what read or cited it."""
     unmet = domain.revocation_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
@@ -527,6 +538,7 @@ def _store_impact(
         item_id=item_id,
         item_type=item_type,
         skills=impact.skills,
+        lessons=impact.lessons,
         runs=impact.runs,
         revoked_by=actor,
         reason=reason,

@@ -1,4 +1,4 @@
-"""Item ids: the one parser and formatter of ``case:…``, ``skill:…`` and ``doc:KEY@VERSION``.
+"""Item ids: the one parser and formatter of ``case:…``, ``skill:…``, ``lesson:…`` and ``doc:KEY@VERSION``.
 
 Cases and skills are named by content: the prefix and the 64 hex digits of a SHA-256 (the
 ``digest``, which console URLs carry). A knowledge document is named by its key and version.
@@ -46,8 +46,11 @@ class Kind:
 
 CASE = Kind("case", "case:", Shape.DIGEST, "case:<64 hex digits>", "experience:case-detail")
 SKILL = Kind("skill", "skill:", Shape.DIGEST, "skill:<64 hex digits>", "experience:skill-detail")
+LESSON = Kind(
+    "lesson", "lesson:", Shape.DIGEST, "lesson:<64 hex digits>", "experience:lesson-detail"
+)
 DOCUMENT = Kind("document", "doc:", Shape.VERSIONED, "doc:KEY@VERSION", "knowledge:document-detail")
-KINDS: tuple[Kind, ...] = (CASE, SKILL, DOCUMENT)
+KINDS: tuple[Kind, ...] = (CASE, SKILL, LESSON, DOCUMENT)
 
 CASE_PREFIX = CASE.prefix
 SKILL_PREFIX = SKILL.prefix
@@ -153,5 +156,5 @@ def kind_of(text: str) -> Kind | None:
 
 
 def digest_of(text: str, *, field: str = "id") -> str:
-    """The hex part of a case or skill id."""
-    return parse(text, field=field, kinds=(CASE, SKILL)).digest
+    """The hex part of a case, skill or lesson id."""
+    return parse(text, field=field, kinds=(CASE, SKILL, LESSON)).digest

@@ -41,6 +41,9 @@ PROPOSE_CASE = "experience.propose_case"
 VERIFY_EVIDENCE = "experience.verify_evidence"
 REVIEW_CASE = "experience.review_case"
 USE_EXPERIENCE = "experience.use_experience"
+VIEW_LESSON = "experience.view_lesson"
+ADD_LESSON = "experience.add_lesson"
+RESOLVE_LESSON_CONFLICT = "experience.resolve_lessonconflict"
 
 # Audit, users and tokens.
 VIEW_EVENT = "reviewconsole.view_event"

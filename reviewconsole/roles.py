@@ -30,6 +30,9 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VERIFY_EVIDENCE,
         P.REVIEW_CASE,
         P.USE_EXPERIENCE,
+        P.VIEW_LESSON,
+        P.ADD_LESSON,
+        P.RESOLVE_LESSON_CONFLICT,
     ),
     Role.OPERATOR: (
         P.VIEW_DOCUMENT,
@@ -46,6 +49,8 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_SKILL,
         P.ADD_CASE,
         P.ADD_SKILL,
+        P.VIEW_LESSON,
+        P.ADD_LESSON,
     ),
     Role.ADMIN: (
         P.VIEW_EVENT,
@@ -58,6 +63,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_CASE,
         P.VIEW_SKILL,
         P.VIEW_RUN,
+        P.VIEW_LESSON,
         P.VIEW_APITOKEN,
         P.REVOKE_APITOKEN,
     ),

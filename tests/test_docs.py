@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experience import domain
+from experience import domain, lesson_domain
 from knowledge import services as knowledge_services
 from reviewconsole import tenancy
 from reviewconsole.models import Action
@@ -40,15 +40,17 @@ def command_names() -> list[str]:
 
 
 def experience_unmet_names() -> list[str]:
-    """The string constants between the unmet-names and lifecycle headers of experience/domain.py."""
-    source = Path(domain.__file__).read_text(encoding="utf-8")
-    start = source.index("# --- unmet condition names")
-    end = source.index("# --- lifecycle")
+    """The string constants between the unmet-names and lifecycle headers of experience/domain.py
+    and experience/lesson_domain.py."""
     names = []
-    for node in ast.parse(source[start:end]).body:
-        value = node.value if isinstance(node, ast.Assign) else None
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            names.append(value.value)
+    for module in (domain, lesson_domain):
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        start = source.index("# --- unmet condition names")
+        end = source.index("# --- lifecycle")
+        for node in ast.parse(source[start:end]).body:
+            value = node.value if isinstance(node, ast.Assign) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                names.append(value.value)
     return names
 
 
@@ -68,6 +70,7 @@ def test_every_management_command_is_documented() -> None:
 def test_every_experience_unmet_name_is_documented() -> None:
     names = experience_unmet_names()
     assert domain.NO_CHECKED_DIAGNOSIS_EVIDENCE in names
+    assert lesson_domain.CONFLICT_UNRESOLVED in names
     text = contracts()
     undocumented = [name for name in names if f"`{name}`" not in text]
     assert undocumented == [], f"unmet names missing from docs/contracts.md: {undocumented}"

@@ -244,11 +244,15 @@ def test_recall(approved_case: Callable[..., Case]) -> None:
     result, ok = run(
         "recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-r", "--now", "2026-10-02T00:00:00+08:00"
     )
-    assert ok and result == {
-        "status": "ok",
-        "missing": [],
-        "items": [{"id": case.id, "type": "case", "title": case.title}],
+    (item,) = result.pop("items")
+    assert ok and result == {"status": "ok", "missing": []}
+    assert {k: item[k] for k in ("id", "type", "title", "conflict")} == {
+        "id": case.id,
+        "type": "case",
+        "title": case.title,
+        "conflict": False,
     }
+    assert 0 < item["confidence"] <= 0.5
     assert Reference.objects.filter(run_id="run-r", item_id=case.id).exists()
 
 

@@ -48,7 +48,11 @@ def test_approved_case_is_returned_and_referenced(
 ) -> None:
     case = approved_case()
     result = retrieve_experience("优惠券用不了", SCOPE, NOW, "run-1", actor=agent)
-    assert result["items"] == [{"id": case.id, "type": "case", "title": case.title}]
+    assert [{k: item[k] for k in ("id", "type", "title")} for item in result["items"]] == [
+        {"id": case.id, "type": "case", "title": case.title}
+    ]
+    # One incident, confirmed at approval: the Wilson lower bound of 1 of 1 (z = 1), no decay.
+    assert (result["items"][0]["confidence"], result["items"][0]["conflict"]) == (0.5, False)
     reference = Reference.objects.get()
     assert (reference.run_id, reference.item_id, reference.item_type, reference.read_at) == (
         "run-1",
@@ -126,7 +130,9 @@ def test_skill_is_returned_only_while_available(
     skill = approved_skill()
     result = retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5, actor=agent)
     assert skill.id in ids(result)
-    assert {"id": skill.id, "type": "skill", "title": skill.title} in result["items"]
+    assert {"id": skill.id, "type": "skill", "title": skill.title} in [
+        {k: item[k] for k in ("id", "type", "title")} for item in result["items"]
+    ]
     case = skill.cases.first()
     assert case is not None
     services.case_revoke(case=case, actor=second_reviewer, reason="错误")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import TYPE_CHECKING, Any
 
-from experience import domain, selectors, services
+from experience import domain, lesson_selectors, lessons, selectors, services
 from experience.services import ReviewOutcome, ReviewRefused
 from knowledge.services import document_review_unmet
 from reviewconsole import clock
@@ -19,14 +19,14 @@ EMPTY_IMPACT: dict[str, list[str]] = {"skills": [], "runs": []}
 
 class Command(JsonCommand):
     help = (
-        "Review a case, skill or knowledge document: approve, reject or revoke with a reason "
+        "Review a case, skill, lesson or knowledge document: approve, reject or revoke with a reason "
         "(revoke reports the impact; --preview shows it without revoking), or verify one "
         "evidence item of a case."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("operation", choices=OPERATIONS)
-        parser.add_argument("id", metavar="ID", help="case:…, skill:… or doc:KEY@VERSION")
+        parser.add_argument("id", metavar="ID", help="case:…, skill:…, lesson:… or doc:KEY@VERSION")
         parser.add_argument("--as", dest="as_user", required=True, metavar="USER")
         parser.add_argument("--reason", default="")
         parser.add_argument("--evidence", metavar="KEY", help="verify: e.g. diagnosis/0")
@@ -75,6 +75,14 @@ class Command(JsonCommand):
                 "revoke": services.skill_revoke,
             }[operation]
             return skill_action(skill=skill, actor=actor, reason=reason)
+        if kind == "lesson":
+            lesson = lesson_selectors.lesson_get(item_id)
+            lesson_action = {
+                "approve": lessons.lesson_approve,
+                "reject": lessons.lesson_reject,
+                "revoke": lessons.lesson_revoke,
+            }[operation]
+            return lesson_action(lesson=lesson, actor=actor, reason=reason)
         if kind == "document":
             document = selectors.document_get(item_id)
             if operation == "revoke":
@@ -98,6 +106,8 @@ class Command(JsonCommand):
             status = selectors.case_get(item_id).status
         elif kind == "skill":
             status = selectors.skill_get(item_id).status
+        elif kind == "lesson":
+            status = lesson_selectors.lesson_get(item_id).status
         elif kind == "document":
             document = selectors.document_get(item_id)
             status = document.status

@@ -1,0 +1,391 @@
+"""Reads of lessons: lookups, evidence, computed confidence, availability, conflicts and merges."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+
+from experience import domain, selectors
+from experience import lesson_domain as ld
+from experience.models import (
+    Case,
+    ConflictStatus,
+    Lesson,
+    LessonCase,
+    LessonConflict,
+    LessonRelation,
+    SkillCase,
+    Status,
+)
+from reviewconsole import itemids
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.tenancy import tenants_of
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+NO_SUCH_LESSON = "no lesson with this id"
+
+
+@dataclass(frozen=True)
+class ConfidenceSettings:
+    z: float
+    half_life_days: float
+    threshold: float
+
+
+def confidence_settings() -> ConfidenceSettings:
+    return ConfidenceSettings(
+        z=float(getattr(settings, "LESSON_CONFIDENCE_Z", ld.DEFAULT_Z)),
+        half_life_days=float(getattr(settings, "LESSON_HALF_LIFE_DAYS", ld.DEFAULT_HALF_LIFE_DAYS)),
+        threshold=float(getattr(settings, "LESSON_CONFIDENCE_THRESHOLD", ld.DEFAULT_THRESHOLD)),
+    )
+
+
+def lesson_get(lesson_id: str, *, field: str = "id") -> Lesson:
+    try:
+        return Lesson.objects.select_related("submitted_by", "approved_by").get(pk=lesson_id)
+    except Lesson.DoesNotExist:
+        raise ValidationFailure(field, f"{NO_SUCH_LESSON}: {lesson_id}") from None
+
+
+def lesson_get_visible(user: User, digest: str) -> Lesson | None:
+    """The lesson with this digest as ``user`` may see it: None for another tenant's."""
+    lesson = (
+        Lesson.objects.select_related("submitted_by", "approved_by", "revoked_by")
+        .filter(pk=str(itemids.ItemId(itemids.LESSON, digest)))
+        .first()
+    )
+    if lesson is None:
+        return None
+    tenants = tenants_of(user)
+    return lesson if tenants is None or lesson.tenant in tenants else None
+
+
+def visible_lessons(user: User) -> QuerySet[Lesson]:
+    tenants = tenants_of(user)
+    lessons = Lesson.objects.all()
+    return lessons if tenants is None else lessons.filter(tenant__in=tenants)
+
+
+# --- evidence ---------------------------------------------------------------------------------
+
+
+def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
+    links = LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
+    # Distinct incidents follow incident merges, as skills' do (experience.selectors).
+    expression = selectors._incident_identity.get("expression")
+    if expression is not None:
+        links = links.annotate(canonical_incident=expression("case"))
+    return links
+
+
+def _cited(link: LessonCase) -> domain.CitedCase:
+    case = link.case
+    case.canonical_incident = getattr(link, "canonical_incident", None) or case.incident  # type: ignore[attr-defined]
+    return selectors.cited_case(case)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    supports: list[Case]
+    contradicts: list[Case]
+
+    def cited(self) -> tuple[tuple[domain.CitedCase, ...], tuple[domain.CitedCase, ...]]:
+        return (
+            tuple(selectors.cited_case(c) for c in self.supports),
+            tuple(selectors.cited_case(c) for c in self.contradicts),
+        )
+
+
+def lesson_evidence(lesson: Lesson) -> Evidence:
+    supports: list[Case] = []
+    contradicts: list[Case] = []
+    for link in _links([lesson.id]).order_by("relation", "position"):
+        _cited(link)
+        (supports if link.relation == LessonRelation.SUPPORTS else contradicts).append(link.case)
+    return Evidence(supports, contradicts)
+
+
+def lesson_in_open_conflict(lesson_id: str) -> bool:
+    return LessonConflict.objects.filter(
+        Q(lesson_a_id=lesson_id) | Q(lesson_b_id=lesson_id), status=ConflictStatus.OPEN
+    ).exists()
+
+
+def _replaces_conflicted(lesson: Lesson) -> bool:
+    """A new version of a lesson in an open conflict waits for that conflict, unless it is the
+    narrowed version the conflict's resolution asked for."""
+    if not lesson.supersedes:
+        return False
+    return (
+        LessonConflict.objects.filter(
+            Q(lesson_a_id=lesson.supersedes) | Q(lesson_b_id=lesson.supersedes),
+            status=ConflictStatus.OPEN,
+        )
+        .exclude(narrowing=lesson.id)
+        .exists()
+    )
+
+
+def lesson_facts(lesson: Lesson) -> ld.LessonFacts:
+    supports, contradicts = lesson_evidence(lesson).cited()
+    return ld.LessonFacts(
+        status=lesson.status,
+        submitted_by=int(lesson.submitted_by_id),
+        scope=lesson.scope,
+        valid_to=lesson.valid_to,
+        supports=supports,
+        contradicts=contradicts,
+        replaces_conflicted=_replaces_conflicted(lesson),
+    )
+
+
+def lesson_approval_checklist(
+    *, lesson: Lesson, reviewer: User, reason: str, now: datetime
+) -> list[str]:
+    return ld.lesson_approval_unmet(
+        lesson_facts(lesson), reviewer=selectors.reviewer_of(reviewer), reason=reason, now=now
+    )
+
+
+def _confidence(
+    supports: Sequence[domain.CitedCase],
+    contradicts: Sequence[domain.CitedCase],
+    approvals: Iterable[datetime | None],
+    now: datetime,
+    config: ConfidenceSettings,
+) -> ld.Confidence:
+    inputs = ld.evidence_inputs(supports, contradicts, approvals=approvals, now=now)
+    return ld.confidence(inputs, now=now, z=config.z, half_life_days=config.half_life_days)
+
+
+def lesson_confidence(
+    lesson: Lesson, now: datetime, evidence: Evidence | None = None
+) -> ld.Confidence:
+    evidence = evidence or lesson_evidence(lesson)
+    supports, contradicts = evidence.cited()
+    approvals = [
+        lesson.approved_at,
+        *(c.approved_at for c in evidence.supports if c.status == Status.APPROVED),
+    ]
+    return _confidence(supports, contradicts, approvals, now, confidence_settings())
+
+
+def lesson_availability(lesson: Lesson, now: datetime) -> domain.Availability:
+    supports, _ = lesson_evidence(lesson).cited()
+    return ld.lesson_availability(selectors.gate_fields(lesson), supports, now)
+
+
+# --- retrieval --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recallable:
+    id: str
+    title: str
+    search_text: str
+    lesson_type: str
+    conclusion: str
+    confidence: ld.Confidence
+    conflict: bool
+
+
+def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Recallable]:
+    """Lessons retrieval may return: past the gate, available, and at or above the confidence
+    threshold, or below it but in an unresolved conflict (returned flagged, never settled)."""
+    rows = list(
+        Lesson.objects.filter(
+            status=Status.APPROVED,
+            valid_from__lte=now,
+            valid_to__gt=now,
+            approved_at__lte=now,
+            **{name: scope[name] for name in domain.SCOPE_FIELDS},
+        ).values_list("id", "title", "search_text", "lesson_type", "conclusion", "approved_at")
+    )
+    if not rows:
+        return {}
+    ids = [row[0] for row in rows]
+    cited: dict[str, dict[str, list[domain.CitedCase]]] = defaultdict(lambda: defaultdict(list))
+    approvals: dict[str, list[datetime | None]] = defaultdict(list)
+    for link in _links(ids):
+        cited[link.lesson_id][link.relation].append(_cited(link))
+        if link.relation == LessonRelation.SUPPORTS and link.case.status == Status.APPROVED:
+            approvals[link.lesson_id].append(link.case.approved_at)
+    conflicted = open_conflict_ids(ids)
+    config = confidence_settings()
+    found = {}
+    for lesson_id, title, text, lesson_type, conclusion, approved_at in rows:
+        supports = cited[lesson_id][LessonRelation.SUPPORTS]
+        if not any(domain.case_usable(case, now) for case in supports):
+            continue
+        score = _confidence(
+            supports,
+            cited[lesson_id][LessonRelation.CONTRADICTS],
+            [approved_at, *approvals[lesson_id]],
+            now,
+            config,
+        )
+        conflict = lesson_id in conflicted
+        if score.value < config.threshold and not conflict:
+            continue
+        found[lesson_id] = Recallable(
+            lesson_id, title, text, lesson_type, conclusion, score, conflict
+        )
+    return found
+
+
+def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
+    pairs = LessonConflict.objects.filter(
+        Q(lesson_a_id__in=lesson_ids) | Q(lesson_b_id__in=lesson_ids), status=ConflictStatus.OPEN
+    ).values_list("lesson_a_id", "lesson_b_id")
+    return {lesson_id for pair in pairs for lesson_id in pair}
+
+
+def with_confidence(
+    items: list[dict[str, Any]], lessons: Mapping[str, Recallable], now: datetime
+) -> list[dict[str, Any]]:
+    """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
+    ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
+    cases' distinct incidents (docs/contracts.md, Lessons)."""
+    config = confidence_settings()
+    case_ids = [item["id"] for item in items if item["type"] == "case"]
+    skill_ids = [item["id"] for item in items if item["type"] == "skill"]
+    scores: dict[str, ld.Confidence] = {}
+    for case in Case.objects.filter(pk__in=case_ids):
+        cited = selectors.cited_case(case)
+        scores[case.id] = _confidence([cited], [], [case.approved_at], now, config)
+    if skill_ids:
+        by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        approvals: dict[str, list[datetime | None]] = defaultdict(list)
+        for link in SkillCase.objects.filter(skill_id__in=skill_ids).select_related(
+            "case", "skill"
+        ):
+            by_skill[link.skill_id].append(selectors.cited_case(link.case))
+            approvals[link.skill_id] += [link.skill.approved_at, link.case.approved_at]
+        for skill_id in skill_ids:
+            scores[skill_id] = _confidence(by_skill[skill_id], [], approvals[skill_id], now, config)
+    out = []
+    for item in items:
+        lesson = lessons.get(item["id"])
+        score = lesson.confidence if lesson else scores.get(item["id"])
+        extra: dict[str, Any] = {
+            "confidence": score.value if score else None,
+            "why": score.why() if score else "",
+            "conflict": bool(lesson and lesson.conflict),
+        }
+        if lesson:
+            extra["lesson_type"] = lesson.lesson_type
+            extra["conclusion"] = lesson.conclusion
+        out.append({**item, **extra})
+    return out
+
+
+# --- revocation impact ------------------------------------------------------------------------
+
+
+def lessons_losing_support(case_id: str, now: datetime) -> list[str]:
+    """Approved lessons citing ``case_id`` as support that no other supporting case keeps usable:
+    revoking the case makes them unavailable (the rule skills follow)."""
+    citing = list(
+        LessonCase.objects.filter(
+            case_id=case_id, relation=LessonRelation.SUPPORTS, lesson__status=Status.APPROVED
+        ).values_list("lesson_id", flat=True)
+    )
+    if not citing:
+        return []
+    kept = set(
+        LessonCase.objects.filter(
+            lesson_id__in=citing,
+            relation=LessonRelation.SUPPORTS,
+            case__status=Status.APPROVED,
+            case__valid_from__lte=now,
+            case__valid_to__gt=now,
+        )
+        .exclude(case_id=case_id)
+        .values_list("lesson_id", flat=True)
+    )
+    return sorted(set(citing) - kept)
+
+
+# --- conflicts and merges ---------------------------------------------------------------------
+
+
+def lesson_shape(lesson: Lesson, links: Iterable[LessonCase] | None = None) -> ld.LessonShape:
+    rows = list(links) if links is not None else list(LessonCase.objects.filter(lesson=lesson))
+    return ld.LessonShape(
+        id=lesson.id,
+        lesson_type=lesson.lesson_type,
+        scope=lesson.scope,
+        tags=frozenset(lesson.scene_tags),
+        description=lesson.scene_description,
+        conclusion=lesson.conclusion,
+        supports=frozenset(r.case_id for r in rows if r.relation == LessonRelation.SUPPORTS),
+        contradicts=frozenset(r.case_id for r in rows if r.relation == LessonRelation.CONTRADICTS),
+    )
+
+
+def shapes_in_scope(
+    scope: Mapping[str, str], *, status: str = Status.APPROVED
+) -> list[ld.LessonShape]:
+    lessons = list(
+        Lesson.objects.filter(status=status, **{n: scope[n] for n in domain.SCOPE_FIELDS})
+    )
+    links: dict[str, list[LessonCase]] = defaultdict(list)
+    for link in LessonCase.objects.filter(lesson_id__in=[lesson.id for lesson in lessons]):
+        links[link.lesson_id].append(link)
+    return [lesson_shape(lesson, links[lesson.id]) for lesson in lessons]
+
+
+def conflicts_of(lesson: Lesson) -> QuerySet[LessonConflict]:
+    return LessonConflict.objects.filter(Q(lesson_a=lesson) | Q(lesson_b=lesson)).select_related(
+        "lesson_a", "lesson_b", "resolved_by"
+    )
+
+
+def open_conflicts(user: User) -> QuerySet[LessonConflict]:
+    tenants = tenants_of(user)
+    conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN).select_related(
+        "lesson_a", "lesson_b"
+    )
+    return conflicts if tenants is None else conflicts.filter(tenant__in=tenants)
+
+
+def conflict_get_visible(user: User, pk: int) -> LessonConflict | None:
+    conflict = (
+        LessonConflict.objects.select_related("lesson_a", "lesson_b", "resolved_by")
+        .filter(pk=pk)
+        .first()
+    )
+    tenants = tenants_of(user)
+    if conflict is None or (tenants is not None and conflict.tenant not in tenants):
+        return None
+    return conflict
+
+
+@dataclass(frozen=True)
+class MergeProposal:
+    candidate: str
+    target: str
+    similarity: float
+
+
+def merge_proposals(lesson: Lesson) -> list[MergeProposal]:
+    """Approved lessons of the candidate's type and scope that it near-duplicates."""
+    if lesson.status != Status.CANDIDATE:
+        return []
+    mine = lesson_shape(lesson)
+    return sorted(
+        (
+            MergeProposal(lesson.id, other.id, float(ld.merge_similarity(mine, other)))
+            for other in shapes_in_scope(lesson.scope)
+            if ld.is_merge_candidate(mine, other)
+        ),
+        key=lambda p: (-p.similarity, p.target),
+    )

@@ -1,0 +1,200 @@
+"""Lessons' pure rules: the confidence estimator, approval, availability, conflicts and merges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from experience import lesson_domain as ld
+from experience.domain import CitedCase, GateFields, Reviewer
+
+NOW = datetime(2026, 10, 1, tzinfo=UTC)
+SCOPE = {"tenant": "t", "brand": "b", "store": "s", "campaign": "c", "deployment": "d"}
+
+
+def cited(
+    incident: str, *, status: str = "approved", scope: dict[str, str] | None = None
+) -> CitedCase:
+    return CitedCase(
+        case_id=f"case:{incident}",
+        status=status,
+        scope=scope or SCOPE,
+        incident=incident,
+        valid_from=NOW - timedelta(days=30),
+        valid_to=NOW + timedelta(days=30),
+    )
+
+
+# --- confidence ------------------------------------------------------------------------------
+
+
+def test_wilson_lower_bound_by_hand() -> None:
+    # z = 1: n successes of n give n / (n + 1); no evidence gives 0.
+    assert ld.wilson_lower_bound(0, 0, 1.0) == 0.0
+    assert ld.wilson_lower_bound(1, 0, 1.0) == pytest.approx(0.5)
+    assert ld.wilson_lower_bound(2, 0, 1.0) == pytest.approx(2 / 3)
+    # 2 of 3: (2/3 + 1/6 - sqrt(2/27 + 1/36)) / (4/3)
+    expected = (2 / 3 + 1 / 6 - (2 / 27 + 1 / 36) ** 0.5) / (4 / 3)
+    assert ld.wilson_lower_bound(2, 1, 1.0) == pytest.approx(expected)
+
+
+def test_decay_halves_every_half_life() -> None:
+    assert ld.decay_factor(NOW, NOW, 180) == 1.0
+    assert ld.decay_factor(NOW - timedelta(days=180), NOW, 180) == pytest.approx(0.5)
+    assert ld.decay_factor(NOW - timedelta(days=360), NOW, 180) == pytest.approx(0.25)
+    assert ld.decay_factor(None, NOW, 180) == 1.0
+
+
+def test_confidence_shows_its_inputs() -> None:
+    inputs = ld.ConfidenceInputs(2, 0, last_confirmed=NOW - timedelta(days=180))
+    score = ld.confidence(inputs, now=NOW, z=1.0, half_life_days=180)
+    assert score.value == pytest.approx(round(2 / 3 * 0.5, 3))
+    shown = score.as_json()
+    assert shown["supporting_incidents"] == 2 and shown["contradicting_incidents"] == 0
+    assert shown["decay"] == 0.5 and shown["half_life_days"] == 180
+    assert "2 supporting incident(s)" in score.why()
+
+
+counts = st.integers(min_value=0, max_value=60)
+days = st.floats(min_value=0, max_value=2000, allow_nan=False)
+
+
+@given(counts, counts, counts, counts, days, st.sampled_from([0.5, 1.0, 1.96, 2.58]))
+def test_a_contradicting_incident_never_raises_confidence(
+    support: int, contra: int, good: int, bad: int, age: float, z: float
+) -> None:
+    last = NOW - timedelta(days=age)
+    before = ld.confidence(ld.ConfidenceInputs(support, contra, good, bad, last), now=NOW, z=z)
+    after = ld.confidence(ld.ConfidenceInputs(support, contra + 1, good, bad, last), now=NOW, z=z)
+    assert after.value <= before.value
+
+
+@given(counts, counts, counts, counts, days, st.sampled_from([0.5, 1.0, 1.96, 2.58]))
+def test_a_supporting_incident_never_lowers_confidence(
+    support: int, contra: int, good: int, bad: int, age: float, z: float
+) -> None:
+    last = NOW - timedelta(days=age)
+    before = ld.confidence(ld.ConfidenceInputs(support, contra, good, bad, last), now=NOW, z=z)
+    # A new supporting case is confirmed no earlier than the last confirmation.
+    after = ld.confidence(ld.ConfidenceInputs(support + 1, contra, good, bad, last), now=NOW, z=z)
+    assert after.value >= before.value
+    assert 0.0 <= after.value <= 1.0
+
+
+def test_distinct_incidents_count_once_and_only_usable_cases() -> None:
+    supports = [cited("INC-1"), cited("INC-1"), cited("INC-2"), cited("INC-3", status="revoked")]
+    inputs = ld.evidence_inputs(supports, [cited("INC-9")], approvals=[NOW], now=NOW)
+    assert (inputs.supporting_incidents, inputs.contradicting_incidents) == (2, 1)
+
+
+# --- approval and availability ----------------------------------------------------------------
+
+
+def facts(**changes: object) -> ld.LessonFacts:
+    base: dict[str, object] = {
+        "status": "candidate",
+        "submitted_by": 1,
+        "scope": SCOPE,
+        "valid_to": NOW + timedelta(days=1),
+        "supports": (cited("INC-1"),),
+        "contradicts": (),
+    }
+    base.update(changes)
+    return ld.LessonFacts(**base)  # type: ignore[arg-type]
+
+
+def test_approval_needs_a_usable_supporting_case_of_the_scope() -> None:
+    reviewer = Reviewer(user_id=2, can_review=True)
+    assert ld.lesson_approval_unmet(facts(), reviewer=reviewer, reason="ok", now=NOW) == []
+    revoked = facts(supports=(cited("INC-1", status="revoked"),))
+    assert ld.lesson_approval_unmet(revoked, reviewer=reviewer, reason="ok", now=NOW) == [
+        ld.NO_SUPPORTING_CASE
+    ]
+    other = facts(supports=(cited("INC-1", scope={**SCOPE, "store": "x"}),))
+    assert ld.lesson_approval_unmet(other, reviewer=reviewer, reason="ok", now=NOW) == [
+        ld.NO_SUPPORTING_CASE,
+        ld.SCOPE_MISMATCH,
+    ]
+
+
+def test_approval_names_every_unmet_condition_at_once() -> None:
+    own = Reviewer(user_id=1, can_review=False)
+    unmet = ld.lesson_approval_unmet(
+        facts(status="approved", supports=(), replaces_conflicted=True),
+        reviewer=own,
+        reason=" ",
+        now=NOW,
+    )
+    assert unmet == [
+        ld.NOT_REVIEWER,
+        ld.REASON_REQUIRED,
+        ld.NOT_CANDIDATE,
+        ld.OWN_SUBMISSION,
+        ld.NO_SUPPORTING_CASE,
+        ld.CONFLICT_UNRESOLVED,
+    ]
+
+
+def test_unavailable_when_every_supporting_case_is_gone() -> None:
+    gate = GateFields("approved", SCOPE, NOW - timedelta(days=1), NOW + timedelta(days=1), NOW)
+    assert ld.lesson_availability(gate, [cited("INC-1"), cited("INC-2", status="revoked")], NOW)
+    gone = ld.lesson_availability(gate, [cited("INC-2", status="revoked")], NOW)
+    assert not gone and "supporting" in gone.reason
+
+
+# --- conflicts and merges ---------------------------------------------------------------------
+
+
+def shape(lesson_id: str, lesson_type: str, tags: set[str], **changes: object) -> ld.LessonShape:
+    base: dict[str, object] = {
+        "id": lesson_id,
+        "lesson_type": lesson_type,
+        "scope": SCOPE,
+        "tags": frozenset(tags),
+        "description": "小程序优惠券无法使用",
+        "conclusion": "先核对活动适用门店",
+        "supports": frozenset(),
+        "contradicts": frozenset(),
+    }
+    base.update(changes)
+    return ld.LessonShape(**base)  # type: ignore[arg-type]
+
+
+def test_success_pattern_and_failure_lesson_of_one_scene_conflict() -> None:
+    a = shape("lesson:a", ld.SUCCESS_PATTERN, {"coupon", "miniapp"})
+    b = shape("lesson:b", ld.FAILURE_LESSON, {"coupon", "miniapp"}, description="别的描述")
+    assert ld.conflict_reason(a, b) == ld.TYPE_OPPOSITION
+
+
+def test_no_conflict_across_scopes_scenes_or_same_types() -> None:
+    a = shape("lesson:a", ld.SUCCESS_PATTERN, {"coupon"})
+    elsewhere = shape("lesson:b", ld.FAILURE_LESSON, {"coupon"}, scope={**SCOPE, "store": "x"})
+    other_scene = shape("lesson:c", ld.FAILURE_LESSON, {"refund"}, description="退款到账延迟")
+    same_type = shape("lesson:d", ld.SUCCESS_PATTERN, {"coupon"})
+    assert [ld.conflict_reason(a, b) for b in (elsewhere, other_scene, same_type)] == [None] * 3
+
+
+def test_an_explicit_link_is_a_conflict_whatever_the_types() -> None:
+    a = shape("lesson:a", ld.TOOL_USAGE, {"x"}, supports=frozenset({"case:1"}))
+    b = shape(
+        "lesson:b",
+        ld.DOMAIN_KNOWLEDGE,
+        {"y"},
+        description="无关",
+        contradicts=frozenset({"case:1"}),
+    )
+    assert ld.conflict_reason(a, b) == ld.EXPLICIT_LINK
+
+
+def test_merge_needs_same_type_scope_and_near_duplicate_text() -> None:
+    approved = shape("lesson:a", ld.FAILURE_LESSON, {"coupon"})
+    near = shape("lesson:b", ld.FAILURE_LESSON, {"coupon"})
+    assert ld.is_merge_candidate(near, approved)
+    assert not ld.is_merge_candidate(shape("lesson:c", ld.SUCCESS_PATTERN, {"coupon"}), approved)
+    assert not ld.is_merge_candidate(
+        shape("lesson:d", ld.FAILURE_LESSON, {"refund"}, description="退款", conclusion="等待"),
+        approved,
+    )
