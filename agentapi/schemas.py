@@ -23,6 +23,8 @@ from pydantic import (
 )
 
 from experience import schema as case_format
+from investigations import domain as investigation_domain
+from investigations import services as investigation_services
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
 from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
@@ -497,8 +499,9 @@ class ApprovedSkill(BaseModel):
 
 # --- investigations ----------------------------------------------------------------------------
 
-INVESTIGATION_MAX_TEXT = 2_000
-INVESTIGATION_MAX_CALLS = 20
+INVESTIGATION_MAX_TEXT = investigation_services.MAX_TEXT
+INVESTIGATION_MAX_CALLS = investigation_domain.MAX_CALLS_LIMIT
+MaxCalls = Annotated[int, Field(strict=True, ge=1, le=INVESTIGATION_MAX_CALLS), WholeNumber]
 InvestigationText = Annotated[
     str, StringConstraints(min_length=1, max_length=INVESTIGATION_MAX_TEXT), Storable, NO_NUL
 ]
@@ -513,9 +516,17 @@ class InvestigationRequest(RequestBody):
     occurred_at: AwareDateTime | None = None
     known_at: AwareDateTime | None = None
     facts: Facts = Field(default_factory=dict)
-    provider: Literal["scripted", "live"] = "scripted"
-    run_id: RunId | None = Field(default=None, description="default: a new id")
-    max_calls: Limit | None = Field(default=None, ge=1, le=INVESTIGATION_MAX_CALLS, strict=True)
+    provider: Literal["scripted", "live"] = Field(
+        default="scripted",
+        description="live needs the server's CONSOLE_LLM_BASE_URL and CONSOLE_LLM_MODEL; "
+        "without them it is refused (422 on provider)",
+    )
+    run_id: RunId | None = Field(
+        default=None,
+        description="default: a new id; an id that already names an investigation is refused "
+        "(422 on run_id)",
+    )
+    max_calls: MaxCalls | None = Field(default=None, description="default: 6")
 
 
 class CitationOut(BaseModel):

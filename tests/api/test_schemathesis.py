@@ -19,6 +19,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from agentapi.api import api
 from agentapi.services import token_create
 from experience.schema import VALID_TO_ORDER
+from investigations.providers import LIVE_NOT_CONFIGURED
+from investigations.services import RUN_ID_TAKEN
 from tests.api.conftest import Demo
 
 # Few examples per operation and mode keeps the whole run within a minute or so.
@@ -28,6 +30,8 @@ MAX_EXAMPLES = 20
 DESCRIBED_RULES: dict[tuple[str, ...], str | None] = {
     ("body", "valid_to"): VALID_TO_ORDER,
     ("body", "supersedes"): None,
+    ("body", "run_id"): RUN_ID_TAKEN,
+    ("body", "provider"): LIVE_NOT_CONFIGURED,
 }
 
 
