@@ -362,8 +362,17 @@ class KnowledgeSearchResult(BaseModel):
 
 class RetrievedItem(BaseModel):
     id: str
-    type: Literal["case", "skill"]
+    type: Literal["case", "skill", "lesson"]
     title: str
+    confidence: float | None = Field(
+        default=None, description="computed from the cited evidence, 0-1 (docs: Lessons)"
+    )
+    why: str = Field(default="", description="the confidence's inputs, spelled out")
+    conflict: bool = Field(
+        default=False, description="in an unresolved conflict: a dispute, never a settled answer"
+    )
+    lesson_type: str | None = None
+    conclusion: str | None = None
 
 
 class ExperienceRetrieveResult(BaseModel):

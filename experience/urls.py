@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from experience import views
+from experience import lesson_views, views
 
 
 class DigestConverter:
@@ -32,4 +32,14 @@ urlpatterns = [
     path("skills/<digest:digest>/revoke/", views.skill_revoke_view, name="skill-revoke"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/<path:run_id>/", views.run_detail, name="run-detail"),
+]
+
+# Lessons (experience.lesson_views).
+urlpatterns += [
+    path("lessons/", lesson_views.lesson_list, name="lesson-list"),
+    path("lessons/conflicts/", lesson_views.conflict_list, name="lesson-conflicts"),
+    path("lessons/conflicts/<int:pk>/", lesson_views.conflict_detail, name="lesson-conflict"),
+    path("lessons/<digest:digest>/", lesson_views.lesson_detail, name="lesson-detail"),
+    path("lessons/<digest:digest>/review/", lesson_views.lesson_review, name="lesson-review"),
+    path("lessons/<digest:digest>/merge/", lesson_views.lesson_merge, name="lesson-merge"),
 ]

@@ -1,0 +1,293 @@
+"""Console pages of lessons: the list, a lesson side by side with its evidence, review, merges,
+and the conflicts queue with its resolution.
+
+Every decision is made by ``experience.lessons``; every read by ``experience.lesson_selectors``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from experience import lesson_selectors, lessons
+from experience.domain import case_usable, same_scope
+from experience.lesson_domain import (
+    CONFLICT_UNRESOLVED,
+    LESSON_TYPES,
+    NO_SUPPORTING_CASE,
+    lesson_availability,
+)
+from experience.models import Lesson, Status
+from experience.selectors import cited_case, gate_fields, stored_impacts
+from experience.services import ReviewRefused
+from experience.views import CONDITION_LABELS
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
+from reviewconsole.permissions import (
+    RESOLVE_LESSON_CONFLICT,
+    REVIEW_CASE,
+    VIEW_LESSON,
+    holds,
+)
+from reviewconsole.views import (
+    HtmxHttpRequest,
+    console_view,
+    diff_lines,
+    finish,
+    or_404,
+    paginate,
+    render_page,
+)
+
+LESSONS_PER_PAGE = 25
+MAX_REASON = 2_000
+DECISIONS = {
+    "approve": lessons.lesson_approve,
+    "reject": lessons.lesson_reject,
+    "revoke": lessons.lesson_revoke,
+}
+
+
+LESSON_LABELS = {
+    NO_SUPPORTING_CASE: _("A supporting case is approved, unexpired and of the lesson's scope"),
+    CONFLICT_UNRESOLVED: _("The lesson it replaces is in no unresolved conflict"),
+}
+
+
+def _refusal(error: Exception) -> list[dict[str, str]]:
+    """The unmet conditions of a refused write, each with its checklist line."""
+    if isinstance(error, ReviewRefused):
+        names = list(error.unmet)
+    elif isinstance(error, PermissionRefused):
+        names = [error.unmet]
+    else:
+        assert isinstance(error, ValidationFailure)
+        return [{"name": error.field, "label": error.message}]
+    labels = {**CONDITION_LABELS, **LESSON_LABELS}
+    return [{"name": name, "label": str(labels.get(name, name))} for name in names]
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
+    status = request.GET.get("status", Status.CANDIDATE)
+    lesson_type = request.GET.get("lesson_type", "")
+    rows = lesson_selectors.visible_lessons(acting_user(request)).select_related("submitted_by")
+    if status in Status.values:
+        rows = rows.filter(status=status)
+    if lesson_type in LESSON_TYPES:
+        rows = rows.filter(lesson_type=lesson_type)
+    page = paginate(request, rows.order_by("-submitted_at", "id"), LESSONS_PER_PAGE)
+    return render_page(
+        request,
+        "experience/lesson_list.html",
+        {
+            "page": page,
+            "status": status,
+            "lesson_type": lesson_type,
+            "statuses": Status.values,
+            "lesson_types": LESSON_TYPES,
+            "open_conflicts": lesson_selectors.open_conflicts(acting_user(request)).count(),
+        },
+        partial="lesson-rows",
+    )
+
+
+def _lines(content: dict[str, Any]) -> list[str]:
+    """A lesson's canonical content as lines, so a diff shows what changed between versions."""
+    return json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+
+
+def _diff(old: Lesson, new: Lesson) -> list[Any]:
+    return diff_lines(_lines(old.content), _lines(new.content), old_label=old.id, new_label=new.id)
+
+
+def _evidence_rows(cases: list[Any], lesson: Lesson) -> list[dict[str, Any]]:
+    now = clock.now()
+    return [
+        {
+            "case": case,
+            "usable": case_usable(cited_case(case), now),
+            "same_scope": same_scope(case.scope, lesson.scope),
+        }
+        for case in cases
+    ]
+
+
+def _detail_context(
+    request: HtmxHttpRequest,
+    lesson: Lesson,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    reason: str = "",
+) -> dict[str, Any]:
+    user = acting_user(request)
+    now = clock.now()
+    evidence = lesson_selectors.lesson_evidence(lesson)
+    score = lesson_selectors.lesson_confidence(lesson, now, evidence)
+    supports, _ = evidence.cited()
+    previous = (
+        Lesson.objects.filter(pk=lesson.supersedes, tenant=lesson.tenant).first()
+        if lesson.supersedes
+        else None
+    )
+    proposals = []
+    for proposal in lesson_selectors.merge_proposals(lesson):
+        target = Lesson.objects.get(pk=proposal.target)
+        proposals.append({"proposal": proposal, "target": target, "diff": _diff(target, lesson)})
+    checklist = (
+        lesson_selectors.lesson_approval_checklist(
+            lesson=lesson, reviewer=user, reason=reason or "-", now=now
+        )
+        if lesson.status == Status.CANDIDATE
+        else []
+    )
+    return {
+        "lesson": lesson,
+        "supports": _evidence_rows(evidence.supports, lesson),
+        "contradicts": _evidence_rows(evidence.contradicts, lesson),
+        "confidence": score,
+        "inputs": score.as_json(),
+        "availability": lesson_availability(gate_fields(lesson), supports, now),
+        "conflicts": lesson_selectors.conflicts_of(lesson),
+        "proposals": proposals,
+        "previous": previous,
+        "version_diff": _diff(previous, lesson) if previous else [],
+        "checklist": checklist,
+        "can_review": holds(user, REVIEW_CASE),
+        "impacts": stored_impacts(lesson.id),
+        "errors": errors or [],
+        "reason": reason,
+    }
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    return render_page(
+        request,
+        "experience/lesson_detail.html",
+        _detail_context(request, lesson),
+        partial="lesson-main",
+    )
+
+
+@require_POST
+@console_view(VIEW_LESSON, REVIEW_CASE)
+def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    decision = str(request.POST.get("decision", ""))
+    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
+    action = DECISIONS.get(decision)
+    if action is None:
+        errors = [{"name": "decision", "label": gettext("must be approve, reject or revoke")}]
+    else:
+        try:
+            outcome = action(lesson=lesson, actor=acting_user(request), reason=reason)
+        except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+            errors = _refusal(error)
+        else:
+            messages.success(
+                request,
+                gettext("The lesson is now %(status)s.") % {"status": gettext(outcome.status)},
+            )
+            return finish(request, lesson.get_absolute_url())
+    lesson.refresh_from_db()
+    return render_page(
+        request,
+        "experience/lesson_detail.html",
+        _detail_context(request, lesson, errors=errors, reason=reason),
+        partial="lesson-main",
+        status=422,
+    )
+
+
+@require_POST
+@console_view(VIEW_LESSON, REVIEW_CASE)
+def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    user = acting_user(request)
+    candidate = or_404(lesson_selectors.lesson_get_visible(user, digest))
+    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
+    target = Lesson.objects.filter(
+        pk=str(request.POST.get("target", "")), tenant=candidate.tenant
+    ).first()
+    try:
+        if target is None:
+            raise ValidationFailure("target", lessons.NOT_A_MERGE)
+        outcome = lessons.merge_accept(
+            candidate=candidate, target=target, actor=user, reason=reason
+        )
+    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        candidate.refresh_from_db()
+        return render_page(
+            request,
+            "experience/lesson_detail.html",
+            _detail_context(request, candidate, errors=_refusal(error), reason=reason),
+            partial="lesson-main",
+            status=422,
+        )
+    messages.success(request, gettext("Merged into a new version."))
+    return finish(request, Lesson.objects.get(pk=outcome.merged).get_absolute_url())
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def conflict_list(request: HtmxHttpRequest) -> HttpResponse:
+    page = paginate(
+        request, lesson_selectors.open_conflicts(acting_user(request)), LESSONS_PER_PAGE
+    )
+    return render_page(
+        request, "experience/lesson_conflict_list.html", {"page": page}, partial="conflict-rows"
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_LESSON)
+def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    user = acting_user(request)
+    conflict = or_404(lesson_selectors.conflict_get_visible(user, pk))
+    errors: list[dict[str, str]] = []
+    if request.method == "POST":
+        try:
+            lessons.conflict_resolve(
+                conflict=conflict,
+                keep=str(request.POST.get("keep", "")),
+                action=str(request.POST.get("action", "")),
+                actor=user,
+                reason=str(request.POST.get("reason", ""))[:MAX_REASON],
+                precondition=str(request.POST.get("precondition", ""))[:MAX_REASON],
+                tags=[t for t in str(request.POST.get("tags", "")).split(",") if t.strip()],
+            )
+        except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+            errors = _refusal(error)
+        else:
+            messages.success(request, gettext("The conflict resolution is recorded."))
+            return finish(request, conflict.get_absolute_url())
+    now = clock.now()
+    sides = [
+        {
+            "lesson": lesson,
+            "confidence": lesson_selectors.lesson_confidence(lesson, now),
+        }
+        for lesson in (conflict.lesson_a, conflict.lesson_b)
+    ]
+    return render_page(
+        request,
+        "experience/lesson_conflict_detail.html",
+        {
+            "conflict": conflict,
+            "sides": sides,
+            "errors": errors,
+            "can_resolve": holds(user, RESOLVE_LESSON_CONFLICT),
+        },
+        partial="conflict-main",
+        status=422 if errors else 200,
+    )
