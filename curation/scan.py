@@ -33,7 +33,8 @@ from curation.selectors import (
     latest_titles,
     pattern_cases,
 )
-from experience.models import Case, Skill, Status
+from experience.lessons import conflicts_scan
+from experience.models import Case, LessonConflict, Skill, Status
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.models import Action
@@ -51,6 +52,7 @@ class ScanReport:
     closed: list[ReReview] = field(default_factory=list)
     proposals: list[SkillProposal] = field(default_factory=list)
     linked: list[NearDuplicate] = field(default_factory=list)
+    lesson_conflicts: list[LessonConflict] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,10 @@ class ScanReport:
             "proposals": [_proposal_json(p) for p in self.proposals],
             "near_duplicates": [
                 {"id": link.pk, "cases": [link.case_a_id, link.case_b_id]} for link in self.linked
+            ],
+            "lesson_conflicts": [
+                {"id": c.pk, "lessons": [c.lesson_a_id, c.lesson_b_id], "found_by": c.found_by}
+                for c in self.lesson_conflicts
             ],
         }
 
@@ -250,6 +256,7 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
     report.closed = _close_gone(now)
     report.queued = _scan_staleness(now, days)
     report.proposals = _scan_proposals(now)
+    report.lesson_conflicts = conflicts_scan(actor=None, now=now)
     if report.queued or report.closed or report.proposals or report.linked:
         event_record(
             actor=None,

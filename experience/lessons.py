@@ -290,7 +290,7 @@ def lesson_revoke(*, lesson: Lesson, actor: User, reason: str) -> ReviewOutcome:
 
 
 def _open_conflict(
-    a: str, b: str, *, tenant: str, found_by: str, actor: User, now: datetime, on: str
+    a: str, b: str, *, tenant: str, found_by: str, actor: User | None, now: datetime, on: str
 ) -> LessonConflict | None:
     first, second = sorted((a, b))
     if LessonConflict.objects.filter(lesson_a_id=first, lesson_b_id=second).exists():
@@ -334,10 +334,11 @@ def _detect_conflicts(
     return opened
 
 
-def conflicts_scan(*, actor: User, now: datetime) -> list[LessonConflict]:
+def conflicts_scan(*, actor: User | None, now: datetime) -> list[LessonConflict]:
     """Every pair of approved lessons of one scope that conflicts and has no conflict record.
 
-    The curation scan calls this; pairs are compared within a scope only.
+    The curation scan calls this (as no one, ``actor`` None); pairs are compared within a scope
+    only.
     """
     by_scope: dict[tuple[str, ...], list[ld.LessonShape]] = {}
     for lesson in Lesson.objects.filter(status=Status.APPROVED).only(

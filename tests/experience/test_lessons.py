@@ -362,6 +362,21 @@ def test_the_curation_scan_finds_conflicts_approval_did_not_record(
     assert lessons.conflicts_scan(actor=second_reviewer, now=clock.now()) == []
 
 
+def test_curate_reports_lesson_conflicts(
+    approved_lesson: Callable[..., Lesson], two_cases: list[Case]
+) -> None:
+    approved_lesson(lesson_data([c.id for c in two_cases]))
+    approved_lesson(
+        lesson_data([c.id for c in two_cases], lesson_type="success_pattern", conclusion="刷新")
+    )
+    LessonConflict.objects.all().delete()
+    out = StringIO()
+    call_command("curate", "--json", stdout=out)
+    (found,) = json.loads(out.getvalue())["lesson_conflicts"]
+    assert found["found_by"] == ld.TYPE_OPPOSITION
+    assert LessonConflict.objects.get().detected_on == "scan"
+
+
 def test_resolving_needs_the_permission(
     approved_lesson: Callable[..., Lesson], two_cases: list[Case], operator: User
 ) -> None:
