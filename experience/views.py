@@ -69,7 +69,13 @@ from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
-from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE
+from reviewconsole.permissions import (
+    REVIEW_CASE,
+    VERIFY_EVIDENCE,
+    VIEW_CASE,
+    VIEW_RUN,
+    VIEW_SKILL,
+)
 from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
 from reviewconsole.views import (
     HtmxHttpRequest,
@@ -81,9 +87,6 @@ from reviewconsole.views import (
     render_page,
 )
 
-VIEW_CASE = "experience.view_case"
-VIEW_SKILL = "experience.view_skill"
-VIEW_RUN = "experience.view_run"
 QUEUE_PER_PAGE = 25
 RUNS_PER_PAGE = 50
 
