@@ -11,6 +11,8 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from reviewconsole.permissions import VIEW_LESSON
+
 # Lifecycle and result words that templates translate with {% translate value %}.
 TRANSLATED_VALUES = (
     gettext_noop("candidate"),
@@ -59,6 +61,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
         ("home", _("Dashboard"), ()),
         ("experience:queue", _("Review queue"), ("experience.view_case",)),
         ("experience:run-list", _("Runs"), ("experience.view_run", "experience.view_case")),
+        ("experience:lesson-list", _("Lessons"), (VIEW_LESSON,)),
         ("knowledge:document-list", _("Knowledge"), ("knowledge.view_document",)),
         (
             "knowledge:search-preview",

@@ -1,4 +1,4 @@
-"""The dashboard's counts over cases, skills and knowledge documents."""
+"""The dashboard's counts over cases, skills, lessons and knowledge documents."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from experience.models import Case, Reference, Skill, Status
+from experience.models import Case, ConflictStatus, Lesson, LessonConflict, Reference, Skill, Status
 from knowledge.models import Document
 
 RECENT_DAYS = 7
@@ -25,6 +25,8 @@ class DashboardCounts:
     due_for_rereview: int
     draft_documents: int | None = None
     revoked_documents: int | None = None
+    lesson_candidates: int = 0
+    lessons_in_conflict: int = 0
 
 
 def _lifecycle_counts(
@@ -62,6 +64,18 @@ def dashboard_counts(
     """Counts over every tenant, or over ``tenants`` only."""
     cases = _lifecycle_counts(Case, now, tenants)
     skills = _lifecycle_counts(Skill, now, tenants)
+    lessons = Lesson.objects.all()
+    if tenants is not None:
+        lessons = lessons.filter(tenant__in=sorted(tenants))
+    conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN)
+    lesson_counts = lessons.aggregate(
+        lesson_candidates=Count("pk", filter=Q(status=Status.CANDIDATE)),
+        lessons_in_conflict=Count(
+            "pk",
+            filter=Q(Exists(conflicts.filter(lesson_a=OuterRef("pk"))))
+            | Q(Exists(conflicts.filter(lesson_b=OuterRef("pk")))),
+        ),
+    )
     documents: dict[str, Any] = {}
     if with_documents:
         rows = Document.objects.all()
@@ -74,4 +88,5 @@ def dashboard_counts(
     return DashboardCounts(
         **{name: cases[name] + skills[name] for name in cases},
         **documents,
+        **lesson_counts,
     )

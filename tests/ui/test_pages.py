@@ -49,12 +49,12 @@ SEARCH_QUERY = (
 # (page, role, full-page queries, fragment queries, text the fragment must hold); every page
 # reads the user's tenant memberships once.
 CASES = [
-    ("dashboard", "reviewer", 9, 9, "Candidates waiting"),
+    ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
     ("queue", "reviewer", 8, 7, "Coupon refused"),
     ("case", "reviewer", 16, 15, "Diagnosis"),
     ("candidate", "reviewer", 15, 14, "Approval checklist"),
     ("skill", "reviewer", 11, 10, "Cited cases"),
-    ("case_revoke", "reviewer", 11, 10, "Impact preview"),
+    ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     ("runs", "reviewer", 8, 7, "run-ui-1"),
     ("run", "reviewer", 9, 8, "doc:rule-b@1"),
     ("documents", "operator", 9, 8, "doc:rule-a@2"),
