@@ -219,14 +219,14 @@ def skills_citing(case_id: str) -> list[str]:
 def runs_citing_document(public_id: str) -> list[str]:
     """Runs whose tool results cited the document: a skill run's citations, and the reads an
     investigation records for every document its searches returned."""
-    cited = set(
+    cited = (
         RunCitation.objects.filter(document_id=public_id)
         .order_by()
         .values_list("run_id_text", flat=True)
-        .distinct()
     )
-    cited |= set(runs_referencing([public_id]))
-    return sorted(cited)
+    read = Reference.objects.filter(item_id=public_id).order_by().values_list("run_id", flat=True)
+    # One query: UNION also removes the repeats.
+    return sorted(cited.union(read))
 
 
 def revocation_impact(item_id: str) -> Impact:
