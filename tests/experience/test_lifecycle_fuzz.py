@@ -1,9 +1,13 @@
-"""Stateful fuzzing of the case and skill lifecycle (hypothesis RuleBasedStateMachine).
+"""Stateful fuzzing of the case, skill and lesson lifecycle (hypothesis RuleBasedStateMachine).
 
-Whatever sequence of submissions, checks, approvals, rejections and revocations happens:
+Whatever sequence of submissions, checks, approvals, rejections, revocations and conflict
+resolutions happens:
 - no approved case lacks a checked diagnosis evidence item or a counterevidence entry with evidence;
 - retrieval never returns a revoked, rejected or candidate item;
-- a skill is never available while one of its cited cases is unavailable.
+- a skill is never available while one of its cited cases is unavailable;
+- retrieval returns a lesson only while a supporting case is usable, and only at or above the
+  confidence threshold or flagged as in an open conflict; an item is flagged exactly when it is;
+- every pair of approved lessons that conflicts has a conflict record.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from experience import selectors, services
-from experience.models import Case, EvidenceCheck, Skill, Status
+from experience import lesson_domain, lesson_selectors, lessons, selectors, services
+from experience.lesson_schema import parse_lesson
+from experience.models import Case, EvidenceCheck, Lesson, LessonConflict, Skill, Status
 from experience.retrieval import retrieve_experience
 from experience.schema import parse_case, parse_skill
 from experience.services import ReviewRefused
@@ -42,6 +47,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
     class Lifecycle(RuleBasedStateMachine):
         cases = Bundle("cases")
         skills = Bundle("skills")
+        lesson_ids = Bundle("lessons")
 
         def __init__(self) -> None:
             super().__init__()
@@ -120,6 +126,82 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
                         skill=selectors.skill_get(skill_id), actor=approver, reason="x"
                     )
 
+        @rule(
+            target=lesson_ids,
+            first=cases,
+            second=cases,
+            counter=cases,
+            lesson_type=st.sampled_from(lesson_domain.LESSON_TYPES),
+            tags=st.sampled_from([["优惠券"], ["优惠券", "小程序"], ["退款"]]),
+        )
+        def submit_lesson(
+            self, first: str, second: str, counter: str, lesson_type: str, tags: list[str]
+        ) -> str:
+            self.serial += 1
+            supports = sorted({first, second})
+            data = {
+                "type": "lesson",
+                "lesson_type": lesson_type,
+                "scope": dict(SCOPE),
+                "scene": {"tags": tags, "description": "小程序优惠券无法使用"},
+                "precondition": "活动规则限定了适用门店",
+                "conclusion": f"核对活动适用门店 {self.serial}",
+                "supports": supports,
+                "contradicts": [] if counter in supports else [counter],
+                "valid_from": "2026-09-01T00:00:00+08:00",
+                "valid_to": "2027-12-31T00:00:00+08:00",
+            }
+            lesson, _ = lessons.lesson_submit(content=parse_lesson(data), actor=submitter)
+            return lesson.id
+
+        @rule(lesson_id=lesson_ids, own=st.booleans())
+        def approve_lesson(self, lesson_id: str, own: bool) -> None:
+            with contextlib.suppress(*REFUSALS):
+                lessons.lesson_approve(
+                    lesson=lesson_selectors.lesson_get(lesson_id),
+                    actor=submitter if own else approver,
+                    reason="fuzz",
+                )
+
+        @rule(lesson_id=lesson_ids)
+        def reject_lesson(self, lesson_id: str) -> None:
+            with contextlib.suppress(*REFUSALS):
+                lessons.lesson_reject(
+                    lesson=lesson_selectors.lesson_get(lesson_id), actor=approver, reason="no"
+                )
+
+        @rule(lesson_id=lesson_ids)
+        def revoke_lesson(self, lesson_id: str) -> None:
+            with contextlib.suppress(*REFUSALS):
+                lessons.lesson_revoke(
+                    lesson=lesson_selectors.lesson_get(lesson_id), actor=approver, reason="x"
+                )
+
+        @rule(first=st.booleans())
+        def resolve_a_conflict(self, first: bool) -> None:
+            conflict = LessonConflict.objects.filter(status="open").order_by("pk").first()
+            if conflict is None:
+                return
+            keep = conflict.lesson_a_id if first else conflict.lesson_b_id
+            with contextlib.suppress(*REFUSALS):
+                lessons.conflict_resolve(
+                    conflict=conflict, keep=keep, action="revoke", actor=approver, reason="fuzz"
+                )
+
+        @invariant()
+        def approved_lessons_had_four_eyes(self) -> None:
+            for lesson in Lesson.objects.filter(status=Status.APPROVED):
+                assert lesson.approved_by_id != lesson.submitted_by_id
+
+        @invariant()
+        def conflicting_approved_lessons_are_recorded(self) -> None:
+            shapes = lesson_selectors.shapes_in_scope(SCOPE)
+            recorded = set(LessonConflict.objects.values_list("lesson_a_id", "lesson_b_id"))
+            for i, a in enumerate(shapes):
+                for b in shapes[i + 1 :]:
+                    if lesson_domain.conflict_reason(a, b):
+                        assert tuple(sorted((a.id, b.id))) in recorded
+
         @invariant()
         def approved_cases_carry_their_evidence(self) -> None:
             for case in Case.objects.filter(status=Status.APPROVED):
@@ -134,9 +216,18 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
             result = retrieve_experience(
                 "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20, actor=agent
             )
+            models = {"case": Case, "skill": Skill, "lesson": Lesson}
+            conflicted = lesson_selectors.open_conflict_ids(
+                list(Lesson.objects.values_list("pk", flat=True))
+            )
+            threshold = lesson_selectors.confidence_settings().threshold
             for item in result["items"]:
-                model = Case if item["type"] == "case" else Skill
-                assert model.objects.get(pk=item["id"]).status == Status.APPROVED
+                row = models[item["type"]].objects.get(pk=item["id"])
+                assert row.status == Status.APPROVED
+                assert item["conflict"] is (item["id"] in conflicted)
+                if isinstance(row, Lesson):
+                    assert lesson_selectors.lesson_availability(row, NOW)
+                    assert item["confidence"] >= threshold or item["conflict"]
 
         @invariant()
         def available_skills_cite_only_usable_cases(self) -> None:
