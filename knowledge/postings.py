@@ -110,17 +110,41 @@ LIVE = IndexModels()
 
 
 def scope_ids(
-    keys: Iterable[tuple[str, str, str, str]], models: IndexModels = LIVE
+    keys: Iterable[tuple[str, str, str, str]],
+    models: IndexModels = LIVE,
+    created: set[int] | None = None,
 ) -> dict[tuple[str, str, str, str], int]:
-    """Ids of the scope keys ``(tenant, brand, campaign, store)``, created when missing."""
+    """Ids of the scope keys ``(tenant, brand, campaign, store)``, created when missing (their
+    ids are added to ``created``)."""
+    wanted = set(keys)
     found: dict[tuple[str, str, str, str], int] = {}
-    for key in set(keys):
-        tenant, brand, campaign, store = key
-        scope, _ = models.scope.objects.get_or_create(
-            tenant=tenant, brand=brand, campaign=campaign, store=store
+    if len(wanted) <= 50:
+        for key in wanted:
+            tenant, brand, campaign, store = key
+            scope, new = models.scope.objects.get_or_create(
+                tenant=tenant, brand=brand, campaign=campaign, store=store
+            )
+            found[key] = scope.pk
+            if new and created is not None:
+                created.add(scope.pk)
+        return found
+    # Many keys (a bulk load): read every scope once, create the missing ones together.
+    fields = ("tenant", "brand", "campaign", "store")
+    known = {tuple(row[1:]): row[0] for row in models.scope.objects.values_list("pk", *fields)}
+    missing = sorted(wanted - set(known))
+    models.scope.objects.bulk_create(
+        [models.scope(**dict(zip(fields, key, strict=True))) for key in missing], batch_size=2000
+    )
+    fresh = {
+        tuple(row[1:]): row[0]
+        for row in models.scope.objects.filter(pk__gt=max(known.values(), default=0)).values_list(
+            "pk", *fields
         )
-        found[key] = scope.pk
-    return found
+    }
+    if created is not None:
+        created.update(fresh[key] for key in missing)
+    known.update(fresh)
+    return {key: known[key] for key in wanted}
 
 
 @dataclass
@@ -162,8 +186,26 @@ def _merged(blob: Any, add: set[int], remove: set[int]) -> bytes:
     return ids.astype(ID_DTYPE).tobytes()
 
 
-def changes_applied(changes: Changes, models: IndexModels = LIVE) -> None:
-    """Write ``changes`` into the posting lists (rows locked while they are rewritten)."""
+def changes_applied(
+    changes: Changes, models: IndexModels = LIVE, fresh: set[int] | None = None
+) -> None:
+    """Write ``changes`` into the posting lists (rows locked while they are rewritten).
+
+    Scopes in ``fresh`` were created by the caller and have no lists yet: theirs are written
+    without reading.
+    """
+    new_rows = []
+    for scope_id in fresh or ():
+        for key, (raw_add, _, expanded_add, _) in changes.by_scope.pop(scope_id, {}).items():
+            new_rows.append(
+                models.posting(
+                    scope_id=scope_id,
+                    token=key,
+                    raw=_merged(b"", raw_add, set()),
+                    expanded=_merged(b"", expanded_add, set()),
+                )
+            )
+    models.posting.objects.bulk_create(new_rows, batch_size=2000)
     for scope_id, tokens in changes.by_scope.items():
         keys = sorted(tokens)
         for start in range(0, len(keys), 500):
@@ -367,7 +409,8 @@ def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
     Callers refresh the groups and arrays of the scopes afterwards (``bulk_finished``).
     """
     keys = {(d.tenant, d.brand, d.campaign, s) for d, stores in documents for s in stores}
-    ids = scope_ids(keys)
+    fresh: set[int] = set()
+    ids = scope_ids(keys, created=fresh)
     entries = []
     tokens: dict[int, tuple[list[str], list[str]]] = {}
     for document, stores in documents:
@@ -399,7 +442,7 @@ def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
         raw_list, expanded_list = tokens[entry.document_id]
         changes.add(entry.scope_id, entry.pk, raw_list, expanded_list)
         added += len(raw_list) + len(expanded_list)
-    changes_applied(changes)
+    changes_applied(changes, fresh=fresh)
     return added
 
 

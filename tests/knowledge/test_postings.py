@@ -29,7 +29,14 @@ from knowledge.domain import (
     tokenize,
 )
 from knowledge.models import Document, PostingList, SearchEntry, SearchScope, Synonym
-from knowledge.postings import ENTRY_DTYPE, bulk_finished, bulk_indexed, entries_of, ids_of
+from knowledge.postings import (
+    ENTRY_DTYPE,
+    bulk_finished,
+    bulk_indexed,
+    entries_of,
+    ids_of,
+    scope_ids,
+)
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import document_revoke, documents_import, synonym_delete, synonym_set
 from reviewconsole.roles import Role
@@ -292,14 +299,16 @@ def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
 
 def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[Any]]:
     public = dict(SearchEntry.objects.values_list("pk", "public_id"))
+    keys = {scope.pk: str(scope) for scope in SearchScope.objects.all()}
     entries = sorted(
-        SearchEntry.objects.values_list(
+        (keys[row[0]], *row[1:])
+        for row in SearchEntry.objects.values_list(
             "scope_id", "public_id", "raw_size", "expanded_size", "has_newer", "rule_contested"
         )
     )
     lists = sorted(
         (
-            row.scope_id,
+            keys[row.scope_id],
             row.token,
             sorted(public[i] for i in ids_of(row.raw)),
             sorted(public[i] for i in ids_of(row.expanded)),
@@ -322,7 +331,7 @@ def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list
         ]
         arrays.append(
             (
-                scope.pk,
+                keys[scope.pk],
                 sorted((names[i], *(r[f].item() for f in fields)) for i, r in enumerate(packed)),
             )
         )
@@ -338,8 +347,25 @@ def test_a_bulk_load_writes_the_rows_that_approvals_write(operator: User) -> Non
 
     PostingList.objects.all().delete()
     SearchEntry.objects.all().delete()
+    SearchScope.objects.all().delete()
     live = Document.objects.filter(approved=True, revoked=False).prefetch_related("store_rows")
     bulk_indexed([(d, [row.store for row in d.store_rows.all()]) for d in live])
     bulk_finished()
 
     assert index_snapshot() == written
+
+
+def test_scope_ids_of_many_keys_are_read_once_and_created_together() -> None:
+    some = [("t", "b", "c", f"store-{i}") for i in range(80)]
+    first: set[int] = set()
+    ids = scope_ids(some[:30], created=first)
+    assert len(first) == 30
+
+    created: set[int] = set()
+    more = scope_ids(some, created=created)
+
+    assert {key: more[key] for key in some[:30]} == ids
+    assert created == {more[key] for key in some[30:]}
+    assert {str(s) for s in SearchScope.objects.filter(pk__in=created)} == {
+        "/".join(key) for key in some[30:]
+    }
