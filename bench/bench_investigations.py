@@ -31,7 +31,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -79,6 +78,7 @@ def report(calls: int, runs: int) -> None:
 
     from experience.services import system_agent
     from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
+    from investigations.declarations import SEARCH_DECLARATION
     from investigations.domain import (
         Budget,
         Ticket,
@@ -89,7 +89,6 @@ def report(calls: int, runs: int) -> None:
         run_ticket,
     )
     from investigations.services import investigation_run
-    from investigations.declarations import SEARCH_DECLARATION
     from knowledge.services import documents_import
     from reviewconsole.roles import Role
     from reviewconsole.services import user_set_role
@@ -155,7 +154,7 @@ def report(calls: int, runs: int) -> None:
 
     measured: dict[str, list[float]] = {"direct": [], "runner": [], "service": []}
     plans: dict[str, Callable[[], None]] = {"direct": direct, "runner": runner, "service": service}
-    for name, plan in plans.items():  # warm-up
+    for plan in plans.values():  # warm-up
         plan()
     for index in range(runs):
         # Alternate the order so neither side always runs on a warmer cache.
