@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from investigations.domain import ToolCall
 from investigations.models import Investigation
 from knowledge.conclusions import RULES_EXCLUDE_PURCHASE
 from knowledge.domain import HISTORICAL_CASE_PREFIX
@@ -189,3 +191,52 @@ def test_the_admin_lists_investigations_read_only(knowledge_base: None) -> None:
     assert not model_admin.has_add_permission(request)
     assert not model_admin.has_change_permission(request)
     assert not model_admin.has_delete_permission(request)
+
+
+def test_a_refused_answer_shows_its_reasons(knowledge_base: None, reviewer: User) -> None:
+    from datetime import datetime
+
+    from investigations.domain import Transcript, Turn
+    from investigations.services import investigation_run
+
+    class DropsThePrefix:
+        name = "hostile"
+
+        def next_turn(self, transcript: Transcript) -> Turn:
+            if not transcript.rounds:
+                return Turn(calls=(ToolCall("c1", "search_knowledge", '{"query": "券用不了"}'),))
+            case = next(
+                item
+                for item in transcript.rounds[0].exchanges[0].content["evidence"]
+                if item["kind"] == "case"
+            )
+            quote = case["quote"].removeprefix(HISTORICAL_CASE_PREFIX + "：")
+            return Turn(
+                answer=json.dumps(
+                    {
+                        "conclusion": "Same cause as last time.",
+                        "conclusion_code": "lead_needs_review",
+                        "followups": [],
+                        "citations": [{"id": case["id"], "quote": quote}],
+                    }
+                )
+            )
+
+    investigation = investigation_run(
+        actor=reviewer,
+        text="两杯水果茶，优惠券用不了",
+        scope={
+            "tenant": "teahouse",
+            "brand": "leaf-and-cup",
+            "store": "store-001",
+            "campaign": "campaign-a",
+            "deployment": "release-1",
+        },
+        occurred_at=datetime.fromisoformat("2026-09-18T14:00:00+08:00"),
+        known_at=datetime.fromisoformat("2026-09-18T14:10:00+08:00"),
+        facts={"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
+        provider_instance=DropsThePrefix(),
+    )
+    page = signed_in(reviewer).get(investigation.get_absolute_url()).content.decode()
+    assert "<code>missing_case_prefix</code>" in page
+    assert "badge-refused" in page
