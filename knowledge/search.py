@@ -246,19 +246,23 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
         newest = np.zeros(int(entries["group"].max()) + 1, dtype=np.int64)
         np.maximum.at(newest, groups, versions)
         gated[index[versions < newest[groups]]] = False
-    order = entries["order"]
+    order = entries["order"].astype(np.int64)
+    ids = entries["id"]
+    positions = _positions(ids)
     ranks = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
-        inter = _intersections(entries["id"], lists, count)
+        inter = _intersections(ids, positions, lists, count)
         candidates = np.nonzero(gated & (inter > 0))[0]
-        common = inter[candidates]
-        # Jaccard as a float: exact for token counts below 2**26 (monotone rounding, and
-        # distinct ratios of such counts are farther apart than two units in the last place).
-        score = common / (query_size + sizes[candidates].astype(np.int64) - common)
-        by_rank = candidates[np.lexsort((order[candidates], -score))]
+        by_rank = candidates[
+            _jaccard_order(
+                inter[candidates],
+                query_size + sizes[candidates] - inter[candidates],
+                order[candidates],
+            )
+        ]
         rank = np.zeros(count, dtype=np.int64)
         rank[by_rank] = np.arange(1, len(by_rank) + 1)
         ranks.append(rank)
@@ -269,17 +273,22 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
     a = np.where(first[fused] > 0, RRF_K + first[fused], 0)
     b = np.where(second[fused] > 0, RRF_K + second[fused], 0)
     both = (a > 0) & (b > 0)
-    # The fused score as one division: 1/a, 1/b, or (a + b)/(a·b).
-    numerator = np.where(both, a + b, 1).astype(np.float64)
-    denominator = np.where(both, a * b, np.maximum(a, b)).astype(np.float64)
-    by_float = fused[np.lexsort((order[fused], -(numerator / denominator)))]
+    # The fused score as one division (1/a, 1/b or (a + b)/(a·b), integers exact in a double
+    # for ranks below 9·10**7): correctly rounded, so ordered as the exact values, but for runs
+    # of equal floats, which _exact_head orders exactly.
+    value = np.where(both, a + b, 1) / np.where(both, a * b, np.maximum(a, b))
     fetch = context.limit + 16
     while True:
+        if fetch < len(fused):
+            picked = np.argpartition(-value, fetch - 1)[:fetch]
+            top, head_value = fused[picked], value[picked]
+        else:
+            top, head_value = fused, value
+        by_float = top[np.lexsort((order[top], -head_value))]
         head = [
-            (int(order[i]), int(first[i]) or None, int(second[i]) or None, int(i))
-            for i in by_float[:fetch]
+            (int(order[i]), int(first[i]) or None, int(second[i]) or None, int(i)) for i in by_float
         ]
-        chosen = _exact_head(head, context.limit, complete=fetch >= len(by_float))
+        chosen = _exact_head(head, context.limit, complete=len(top) == len(fused))
         if chosen is not None:
             break
         fetch *= 8
@@ -300,12 +309,51 @@ def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:
     return len(np.unique(entries["requirements"][members])) > 1
 
 
-def _intersections(ids: np.ndarray, lists: list[np.ndarray], count: int) -> np.ndarray:
-    """|query ∩ document| per entry: how many of the query's posting lists hold each entry."""
-    if not lists:
+def _positions(ids: np.ndarray) -> np.ndarray:
+    """A table from entry id (less the scope's smallest) to the entry's position in the array."""
+    if len(ids) == 0:
+        return np.zeros(1, dtype=np.int64)
+    table = np.zeros(int(ids[-1] - ids[0]) + 1, dtype=np.int64)
+    table[ids - ids[0]] = np.arange(len(ids))
+    return table
+
+
+def _intersections(
+    ids: np.ndarray, positions: np.ndarray, lists: list[np.ndarray], count: int
+) -> np.ndarray:
+    """|query ∩ document| per entry: how many of the query's posting lists hold each entry.
+
+    Posting lists and the scope array come from one statement, so every listed id is an entry.
+    """
+    if not lists or count == 0:
         return np.zeros(count, dtype=np.int64)
-    positions = np.searchsorted(ids, np.concatenate(lists))
-    return np.bincount(positions, minlength=count).astype(np.int64)
+    listed = np.concatenate(lists)
+    return np.bincount(positions[listed - ids[0]], minlength=count).astype(np.int64)
+
+
+def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The permutation ordering entries by common/union descending, then by ``order``: exactly.
+
+    The distinct (common, union) pairs are few; they are ranked exactly in Python (equal ratios
+    share a rank), and each entry sorts by the integer key (rank, order).
+    """
+    if len(common) == 0:
+        return np.zeros(0, dtype=np.int64)
+    width = int(union.max()) + 1
+    pairs, inverse = np.unique(common * width + union, return_inverse=True)
+    ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
+    dense = np.zeros(len(pairs), dtype=np.int64)
+    previous: tuple[int, int] | None = None
+    rank = -1
+    index = {int(code): i for i, code in enumerate(pairs)}
+    for code in ranked:
+        value = (code // width, code % width)
+        if previous is None or value[0] * previous[1] != previous[0] * value[1]:
+            rank += 1
+        dense[index[code]] = rank
+        previous = value
+    key = dense[inverse.reshape(-1)] * (int(order.max()) + 1) + order
+    return np.argsort(key, kind="stable")
 
 
 def _exact_head(

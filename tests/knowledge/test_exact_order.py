@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowledge.domain import RRF_K, exact_order, reciprocal_rank_fusion, rrf_fraction
-from knowledge.search import _exact_head
+from knowledge.search import _exact_head, _jaccard_order
 
 # Fractions whose floats collide: n/d next to (n*m ± 1)/(d*m) for a large m.
 BIG = st.integers(min_value=1, max_value=10**30)
@@ -111,3 +112,24 @@ def test_the_head_in_float_order_is_exact_or_asks_for_more(
     assert full == [1000 + k for k in exact[:limit]]
     if head is not None:
         assert head == full
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=200)),
+        min_size=1,
+        max_size=80,
+    )
+)
+def test_jaccard_order_is_exact_with_ties_by_order(pairs: list[tuple[int, int]]) -> None:
+    # (common, extra) with union = common + extra: ratios repeat (1/2 = 2/4), ties by order.
+    common = np.array([c for c, _ in pairs], dtype=np.int64)
+    union = np.array([c + e for c, e in pairs], dtype=np.int64)
+    order = np.random.default_rng(len(pairs)).permutation(len(pairs)).astype(np.int64)
+
+    got = list(_jaccard_order(common, union, order))
+
+    expected = sorted(
+        range(len(pairs)), key=lambda i: (-Fraction(int(common[i]), int(union[i])), order[i])
+    )
+    assert got == expected
