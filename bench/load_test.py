@@ -7,8 +7,8 @@ Bounded in count and time, loopback only, and it stops by itself:
     .venv/bin/python bench/load_test.py --users 20 --requests 60 --seconds 90
 
 Each virtual user is a thread with its own HTTP connection. Reviewers sign in through the login
-form before the measured phase begins and then read the dashboard, the review queue, case pages, runs and the knowledge list;
-agents call the search and retrieval endpoints with a bearer token. The report gives throughput,
+form before the measured phase begins, then read the dashboard, the review queue, case pages,
+runs and the knowledge list; agents call the search and retrieval endpoints with a bearer token. The report gives throughput,
 p50/p99 latency and errors per kind and overall; targets: zero errors, p99 < 200 ms at 20 users.
 """
 
