@@ -1,12 +1,13 @@
 """Benchmark of the experience memory: revocation impact and retrieval at scale.
 
 Builds (at --scale 1) 100k approved cases in 1,000 exact scopes (~100 per scope), 10k skills
-citing two cases each, and 1M references, with bulk inserts. Then prints:
+citing two cases each, 10k lessons citing cases of their scope, and 1M references, with bulk inserts. Then prints:
 
 * p50/p95 of the revocation impact for a typical item (~50 references) and for a hot one
   (10k references), next to the bare indexed reference lookup of the same items measured in the
   same run, as ratios;
-* p50 of ``retrieve_experience`` with ~100 cases in scope.
+* p50 of ``retrieve_experience`` with ~100 cases in scope, with 10k lessons (~10 per scope, some
+  in open conflicts) against the same call without reading lessons, interleaved, as a ratio.
 
 Usage::
 
@@ -95,7 +96,15 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
     from django.db import connection
 
     from experience import domain
-    from experience.models import Case, Reference, Skill, SkillCase
+    from experience.models import (
+        Case,
+        Lesson,
+        LessonCase,
+        LessonConflict,
+        Reference,
+        Skill,
+        SkillCase,
+    )
     from reviewconsole import itemids
 
     User = get_user_model()
@@ -195,11 +204,60 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         refs.append((f"run-{run_counter // 3}", item, item.split(":", 1)[0], read_at))
         run_counter += 1
     insert_many(Reference._meta.db_table, ["run_id", "item_id", "item_type", "read_at"], refs)
+
+    # Lessons: ~10 per scope, each citing two supporting cases of its scope and, for one in
+    # three, a counterexample; every tenth pair of a scope in an open conflict.
+    n_lessons = max(20, int(10_000 * scale))
+    lesson_rows, lesson_links, conflict_rows = [], [], []
+    types = ["success_pattern", "failure_lesson", "tool_usage", "domain_knowledge"]
+    for k in range(n_lessons):
+        first = rng.randrange(n_cases)
+        second = (first + n_scopes) % n_cases
+        third = (first + 2 * n_scopes) % n_cases
+        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": scopes[first],
+                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+        lesson_content: dict[str, object] = {"type": "lesson", "scope": scope, "n": k}
+        lesson_id = domain.content_id(itemids.LESSON.prefix, lesson_content)
+        tags = rng.sample(words, 2)
+        description = "".join(rng.sample(words, 3))
+        conclusion = "".join(rng.sample(words, 3)) + f" lesson {k}"
+        lesson_rows.append((
+            lesson_id, *scope.values(), description, valid_from, valid_to,
+            itemids.digest_of(lesson_id), lesson_content, submitter.pk, "import", now, "approved",
+            approver.pk, approved_at, "bench", "", "", "", types[k % 4], tags, description,
+            "条件", conclusion, "", " ".join([*tags, description, conclusion]),
+        ))  # fmt: skip
+        lesson_links.append((lesson_id, case_ids[first], "supports", 0))
+        if second != first:
+            lesson_links.append((lesson_id, case_ids[second], "supports", 1))
+        if k % 3 == 0 and third not in (first, second):
+            lesson_links.append((lesson_id, case_ids[third], "contradicts", 0))
+        if k % 10 == 1:
+            a, b = sorted((lesson_id, lesson_rows[-2][0]))
+            conflict_rows.append((a, b, "teahouse", "type_opposition", now, "scan", "open"))
+    lesson_columns = [
+        "id", "tenant", "brand", "store", "campaign", "deployment", "title", "valid_from",
+        "valid_to", "content_hash", "content", "submitted_by_id", "submitted_via", "submitted_at",
+        "status", "approved_by_id", "approved_at", "approved_reason", "rejected_reason",
+        "revoked_reason", "superseded_by", "lesson_type", "scene_tags", "scene_description",
+        "precondition", "conclusion", "supersedes", "search_text",
+    ]  # fmt: skip
+    insert_many(Lesson._meta.db_table, lesson_columns, lesson_rows)
+    insert_many(
+        LessonCase._meta.db_table, ["lesson_id", "case_id", "relation", "position"], lesson_links
+    )
+    insert_many(
+        LessonConflict._meta.db_table,
+        ["lesson_a_id", "lesson_b_id", "tenant", "found_by", "detected_at", "detected_on",
+         "status", "narrowing", "kept", "resolution", "resolved_reason"],
+        [(*row, "", "", "", "") for row in conflict_rows],
+    )  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return {
         "cases": n_cases,
         "skills": n_skills,
+        "lessons": n_lessons,
         "references": len(refs),
         "scopes": n_scopes,
         "hot": hot,
@@ -267,9 +325,62 @@ def measure(
             "优惠券无法使用 门店范围", scope, data["now"], f"bench-{next(counter)}", actor=agent
         )
 
-    samples = timed(recall, max(20, repeat // 2))
+    # With lessons (what retrieval does now) against retrieval as it was before lessons (no
+    # lesson read, no confidence), interleaved call by call over the same scopes.
+    from experience import retrieval
+
+    def without_lessons() -> Any:
+        saved = retrieval.recallable_lessons, retrieval.with_confidence
+        retrieval.recallable_lessons = lambda scope, now: {}  # type: ignore[assignment]
+        retrieval.with_confidence = lambda items, lessons, now: items  # type: ignore[assignment]
+        try:
+            return recall()
+        finally:
+            retrieval.recallable_lessons, retrieval.with_confidence = saved
+
+    from experience import lesson_selectors
+
+    def without_outcome_tallies() -> Any:
+        # The same call with the outcome counts taken as none: what reading lessons and
+        # computing confidence cost apart from the outcome lookups.
+        saved = getattr(lesson_selectors, "outcome_tallies", None)
+        if saved is None:
+            return recall()
+        lesson_selectors.outcome_tallies = lambda ids, now=None: {}  # type: ignore[attr-defined]
+        try:
+            return recall()
+        finally:
+            lesson_selectors.outcome_tallies = saved  # type: ignore[attr-defined]
+
+    for _ in range(5):
+        recall()
+        without_lessons()
+        without_outcome_tallies()
+    with_samples, without_samples, untallied_samples = [], [], []
+    for _ in range(max(20, repeat // 2)):
+        with_samples += timed(recall, 1)
+        without_samples += timed(without_lessons, 1)
+        untallied_samples += timed(without_outcome_tallies, 1)
     results.append(
-        ("retrieve_experience (~100 in scope)", percentile(samples, 0.5), percentile(samples, 0.95))
+        (
+            "retrieve_experience, no lessons (~100 in scope)",
+            percentile(without_samples, 0.5),
+            percentile(without_samples, 0.95),
+        )
+    )
+    results.append(
+        (
+            "retrieve_experience with lessons",
+            percentile(with_samples, 0.5),
+            percentile(with_samples, 0.95),
+        )
+    )
+    results.append(
+        (
+            "  the same without outcome lookups",
+            percentile(untallied_samples, 0.5),
+            percentile(untallied_samples, 0.95),
+        )
     )
     return results
 
@@ -294,13 +405,18 @@ def main() -> None:
         data = build(args.scale, rng)
         print(
             f"{vendor}: {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
-            f"{data['references']:,} references (built in {data['build_seconds']:.1f}s)"
+            f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s)"
         )
         rows = measure(data, rng, args.repeat)
-        print(f"{'measurement':40} {'p50 ms':>9} {'p95 ms':>9}")
+        print(f"{'measurement':48} {'p50 ms':>9} {'p95 ms':>9}")
         for label, p50, p95 in rows:
-            print(f"{label:40} {p50:9.3f} {p95:9.3f}")
+            print(f"{label:48} {p50:9.3f} {p95:9.3f}")
         by_label = {label: (p50, p95) for label, p50, p95 in rows}
+        base50 = by_label["retrieve_experience, no lessons (~100 in scope)"][0]
+        lessons50 = by_label["retrieve_experience with lessons"][0]
+        print(f"retrieval with lessons / without: p50 x{lessons50 / base50:.2f} (target <= 1.3)")
+        untallied50 = by_label["  the same without outcome lookups"][0]
+        print(f"  without outcome lookups / without lessons: p50 x{untallied50 / base50:.2f}")
         for kind in ("typical", "hot"):
             bare50, bare95 = by_label[f"bare reference lookup ({kind})"]
             imp50, imp95 = by_label[f"revocation impact ({kind})"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils.dateparse import parse_datetime
 
 from experience import domain, selectors
 from experience import lesson_domain as ld
@@ -197,31 +199,127 @@ class Recallable:
     conflict: bool
 
 
+# --- the retrieval statement, compiled once -----------------------------------------------------
+# Building this query through the ORM (five scope filters, two Exists, the canonical incident
+# subquery) costs several times what the database takes to answer it, on every retrieval. It is
+# built once per database and incident rule with placeholder values, and each retrieval binds
+# its scope and time to the compiled statement's parameters.
+
+_SENTINEL_NOW = datetime(1901, 2, 3, 4, 5, 6, tzinfo=UTC)
+_SENTINEL_SCOPE = {name: f"\x00scope:{name}" for name in domain.SCOPE_FIELDS}
+_RECALL_DATETIMES = (5, 11, 12, 13)  # the columns below that hold datetimes
+_recall_statements: dict[tuple[str, int], tuple[str, tuple[tuple[str, Any], ...]]] = {}
+
+
+def _recall_queryset(scope: Mapping[str, str], now: datetime) -> Any:
+    open_conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN)
+    links = LessonCase.objects.filter(
+        lesson__status=Status.APPROVED,
+        lesson__valid_from__lte=now,
+        lesson__valid_to__gt=now,
+        lesson__approved_at__lte=now,
+        **{f"lesson__{name}": scope[name] for name in domain.SCOPE_FIELDS},
+    ).annotate(
+        in_conflict=Exists(open_conflicts.filter(lesson_a=OuterRef("lesson_id")))
+        | Exists(open_conflicts.filter(lesson_b=OuterRef("lesson_id")))
+    )
+    expression = selectors._incident_identity.get("expression")
+    incident = "case__incident"
+    if expression is not None:
+        links = links.annotate(canonical_incident=expression("case"))
+        incident = "canonical_incident"
+    return links.order_by().values_list(
+        "lesson_id",
+        "lesson__title",
+        "lesson__search_text",
+        "lesson__lesson_type",
+        "lesson__conclusion",
+        "lesson__approved_at",
+        "in_conflict",
+        "relation",
+        "case_id",
+        "case__status",
+        incident,
+        "case__valid_from",
+        "case__valid_to",
+        "case__approved_at",
+    )
+
+
+def _recall_statement() -> tuple[str, tuple[tuple[str, Any], ...]]:
+    expression = selectors._incident_identity.get("expression")
+    key = (connection.vendor, id(expression))
+    statement = _recall_statements.get(key)
+    if statement is None:
+        sql, params = _recall_queryset(_SENTINEL_SCOPE, _SENTINEL_NOW).query.sql_with_params()
+        sentinel_now = connection.ops.adapt_datetimefield_value(_SENTINEL_NOW)
+        by_value = {value: name for name, value in _SENTINEL_SCOPE.items()}
+        slots: list[tuple[str, Any]] = []
+        for param in params:
+            if param == sentinel_now:
+                slots.append(("now", None))
+            elif isinstance(param, str) and param in by_value:
+                slots.append(("scope", by_value[param]))
+            else:
+                slots.append(("value", param))
+        statement = _recall_statements[key] = (sql, tuple(slots))
+    return statement
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    """A datetime column as the ORM would return it: aware (stored in UTC where the database
+    keeps no zone)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...]]:
+    sql, slots = _recall_statement()
+    at = connection.ops.adapt_datetimefield_value(now)
+    params = [
+        at if kind == "now" else scope[value] if kind == "scope" else value for kind, value in slots
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    converted = []
+    for row in rows:
+        values = list(row)
+        for index in _RECALL_DATETIMES:
+            values[index] = _as_datetime(values[index])
+        values[6] = bool(values[6])
+        converted.append(tuple(values))
+    return converted
+
+
 def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Recallable]:
     """Lessons retrieval may return: past the gate, available, and at or above the confidence
-    threshold, or below it but in an unresolved conflict (returned flagged, never settled)."""
-    rows = list(
-        Lesson.objects.filter(
-            status=Status.APPROVED,
-            valid_from__lte=now,
-            valid_to__gt=now,
-            approved_at__lte=now,
-            **{name: scope[name] for name in domain.SCOPE_FIELDS},
-        ).values_list("id", "title", "search_text", "lesson_type", "conclusion", "approved_at")
-    )
-    if not rows:
-        return {}
-    ids = [row[0] for row in rows]
+    threshold, or below it but in an unresolved conflict (returned flagged, never settled).
+
+    One query: the cited cases of the gated lessons, each row with its lesson's fields and
+    whether the lesson is in an open conflict.
+    """
+    rows = _recall_rows(scope, now)
+    lessons: dict[str, tuple[Any, ...]] = {}
     cited: dict[str, dict[str, list[domain.CitedCase]]] = defaultdict(lambda: defaultdict(list))
     approvals: dict[str, list[datetime | None]] = defaultdict(list)
-    for link in _links(ids):
-        cited[link.lesson_id][link.relation].append(_cited(link))
-        if link.relation == LessonRelation.SUPPORTS and link.case.status == Status.APPROVED:
-            approvals[link.lesson_id].append(link.case.approved_at)
-    conflicted = open_conflict_ids(ids)
+    for lesson_id, *fields, relation, case_id, status, inc, valid_from, valid_to, approved in rows:
+        lessons[lesson_id] = tuple(fields)
+        # Cited cases share the lesson's scope: approval and submission refuse any other.
+        cited[lesson_id][relation].append(
+            domain.CitedCase(case_id, status, scope, inc or "", valid_from, valid_to)
+        )
+        if relation == LessonRelation.SUPPORTS and status == Status.APPROVED:
+            approvals[lesson_id].append(approved)
     config = confidence_settings()
     found = {}
-    for lesson_id, title, text, lesson_type, conclusion, approved_at in rows:
+    for lesson_id, (title, text, lesson_type, conclusion, approved_at, conflict) in sorted(
+        lessons.items()
+    ):
         supports = cited[lesson_id][LessonRelation.SUPPORTS]
         if not any(domain.case_usable(case, now) for case in supports):
             continue
@@ -232,11 +330,10 @@ def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Rec
             now,
             config,
         )
-        conflict = lesson_id in conflicted
         if score.value < config.threshold and not conflict:
             continue
         found[lesson_id] = Recallable(
-            lesson_id, title, text, lesson_type, conclusion, score, conflict
+            lesson_id, title, text, lesson_type, conclusion, score, bool(conflict)
         )
     return found
 
@@ -258,19 +355,71 @@ def with_confidence(
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
     scores: dict[str, ld.Confidence] = {}
-    for case in Case.objects.filter(pk__in=case_ids):
-        cited = selectors.cited_case(case)
-        scores[case.id] = _confidence([cited], [], [case.approved_at], now, config)
+    # A case is one incident whatever incident merges say, so its own row is enough.
+    for case_id, status, incident, valid_from, valid_to, approved_at, *scope in (
+        Case.objects.filter(pk__in=case_ids)
+        .order_by()
+        .values_list(
+            "id",
+            "status",
+            "incident",
+            "valid_from",
+            "valid_to",
+            "approved_at",
+            *domain.SCOPE_FIELDS,
+        )
+    ):
+        cited = domain.CitedCase(
+            case_id,
+            status,
+            dict(zip(domain.SCOPE_FIELDS, scope, strict=True)),
+            incident,
+            valid_from,
+            valid_to,
+        )
+        scores[case_id] = _confidence([cited], [], [approved_at], now, config)
     if skill_ids:
         by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
-        for link in SkillCase.objects.filter(skill_id__in=skill_ids).select_related(
-            "case", "skill"
+        links = SkillCase.objects.filter(skill_id__in=skill_ids)
+        incident = "case__incident"
+        expression = selectors._incident_identity.get("expression")
+        if expression is not None:
+            # Distinct incidents follow incident merges, as skill approval counts them.
+            links = links.annotate(canonical_incident=expression("case"))
+            incident = "canonical_incident"
+        for (
+            skill_id,
+            skill_approved,
+            case_id,
+            status,
+            inc,
+            valid_from,
+            valid_to,
+            approved,
+        ) in links.order_by().values_list(
+            "skill_id",
+            "skill__approved_at",
+            "case_id",
+            "case__status",
+            incident,
+            "case__valid_from",
+            "case__valid_to",
+            "case__approved_at",
         ):
-            by_skill[link.skill_id].append(selectors.cited_case(link.case))
-            approvals[link.skill_id] += [link.skill.approved_at, link.case.approved_at]
+            # A skill cites only cases of its own scope (approval refuses any other).
+            by_skill[skill_id].append(
+                domain.CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)
+            )
+            approvals[skill_id] += [skill_approved, approved]
         for skill_id in skill_ids:
-            scores[skill_id] = _confidence(by_skill[skill_id], [], approvals[skill_id], now, config)
+            scores[skill_id] = _confidence(
+                by_skill[skill_id],
+                [],
+                approvals[skill_id],
+                now,
+                config,
+            )
     out = []
     for item in items:
         lesson = lessons.get(item["id"])
