@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from experience import selectors
-from experience.models import Reference, RunCitation, SkillCase
+from experience.models import LessonCase, Reference, RunCitation, SkillCase
 
 pytestmark = pytest.mark.django_db
 
@@ -44,6 +44,17 @@ def test_skills_citing_uses_the_case_index() -> None:
 
 
 @sqlite_only
+def test_lessons_citing_uses_the_case_index() -> None:
+    query = (
+        LessonCase.objects.filter(case_id="case:a", relation="supports")
+        .order_by()
+        .values_list("lesson_id", flat=True)
+    )
+    text = plan(query)
+    assert "SEARCH" in text and "(case_id=?" in text and "SCAN" not in text
+
+
+@sqlite_only
 def test_runs_citing_a_document_uses_the_document_index() -> None:
     query = (
         RunCitation.objects.filter(document_id="doc:rule-b@1")
@@ -53,7 +64,7 @@ def test_runs_citing_a_document_uses_the_document_index() -> None:
     assert "run_citation_document" in plan(query)
 
 
-def test_impact_costs_two_queries_however_many_references(
+def test_impact_costs_three_queries_however_many_references(
     django_assert_num_queries: Any,
 ) -> None:
     Reference.objects.bulk_create(
@@ -65,6 +76,7 @@ def test_impact_costs_two_queries_however_many_references(
         )
         for i in range(400)
     )
-    with django_assert_num_queries(2):
+    # Skills citing the case, lessons left without support, runs that read any of them.
+    with django_assert_num_queries(3):
         impact = selectors.revocation_impact("case:hot")
     assert impact.runs == sorted(f"run-{i}" for i in range(40))
