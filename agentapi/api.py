@@ -29,6 +29,8 @@ from agentapi.schemas import (
     ApprovedSkill,
     CaseProposal,
     CaseProposed,
+    ExperienceContextRequest,
+    ExperienceContextResult,
     ExperienceRetrieveRequest,
     ExperienceRetrieveResult,
     InvestigationRequest,
@@ -38,6 +40,8 @@ from agentapi.schemas import (
     Message,
     Ping,
     RunId,
+    RunOutcomeRequest,
+    RunOutcomeResult,
     RunRecord,
     SkillId,
     SkillRunRequest,
@@ -215,6 +219,22 @@ def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str
     return Status(201 if result["created"] else 200, result)
 
 
+# Registered before ``GET /runs/{run_id}``, whose id may hold ``/`` and would take this path.
+@api.post(
+    "/runs/{agentapi_text:run_id}/outcome",
+    response={200: RunOutcomeResult, **BODY_ERRORS},
+    tags=["experience"],
+)
+def run_outcome(
+    request: HttpRequest, run_id: Path[RunId], payload: RunOutcomeRequest
+) -> dict[str, Any]:
+    """What happened after the run: ``resolved_by_lead``, ``lead_was_wrong`` or ``unresolved``,
+    with a note; by an account that read memory under the run, or a reviewer. The outcome moves
+    the confidence of every item the run read. An id under which nothing was read is refused on
+    ``run_id``; the latest report replaces an earlier one."""
+    return operations.run_outcome(user=_user(request), run_id=run_id, request=payload)
+
+
 @api.get(
     "/runs/{agentapi_text:run_id}",
     response={200: RunRecord, 404: Message, **IDENTITY_ERRORS},
@@ -266,6 +286,20 @@ def investigation_create(request: HttpRequest, payload: InvestigationRequest) ->
     every citation quotes, verbatim, evidence returned in this run. The run is stored with its
     steps, answer and verification under ``run_id``."""
     return investigate(user=_user(request), request=payload)
+
+
+@api.post(
+    "/experience/context",
+    response={200: ExperienceContextResult, **BODY_ERRORS},
+    tags=["experience"],
+)
+def experience_context(request: HttpRequest, payload: ExperienceContextRequest) -> dict[str, Any]:
+    """A prompt-ready block of the approved, available items of exactly this scope whose
+    confidence is at least the threshold, best first, within ``budget`` tokens (counted by the
+    offline counter the answer names). Each line gives the item's id, type and confidence; cases
+    and skills carry the historical-case prefix (a lead only), disputed lessons ``CONFLICT``.
+    Every item in the block is recorded as read in ``run_id``."""
+    return operations.experience_context(user=_user(request), request=payload)
 
 
 @api.api_operation(

@@ -29,9 +29,12 @@ from agentapi.investigate import investigate
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     CaseProposal,
+    ExperienceContextRequest,
     ExperienceRetrieveRequest,
     InvestigationRequest,
     KnowledgeSearchRequest,
+    RunId,
+    RunOutcomeRequest,
     SkillId,
     SkillRunRequest,
 )
@@ -65,6 +68,14 @@ class ProposeCaseArguments(CaseProposal, ArgModelBase):
 
 class InvestigateArguments(InvestigationRequest, ArgModelBase):
     pass
+
+
+class ExperienceContextArguments(ExperienceContextRequest, ArgModelBase):
+    pass
+
+
+class RunOutcomeArguments(RunOutcomeRequest, ArgModelBase):
+    run_id: RunId
 
 
 Operation = Callable[[User, dict[str, Any]], dict[str, Any]]
@@ -103,6 +114,17 @@ def _propose(user: User, args: dict[str, Any]) -> dict[str, Any]:
 
 def _investigate(user: User, args: dict[str, Any]) -> dict[str, Any]:
     return investigate(user=user, request=InvestigationRequest.model_validate(args))
+
+
+def _context(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    request = ExperienceContextRequest.model_validate(args)
+    return operations.experience_context(user=user, request=request)
+
+
+def _outcome(user: User, args: dict[str, Any]) -> dict[str, Any]:
+    run_id = args.pop("run_id")
+    request = RunOutcomeRequest.model_validate(args)
+    return operations.run_outcome(user=user, run_id=run_id, request=request)
 
 
 TOOLS = (
@@ -167,6 +189,32 @@ TOOLS = (
         ),
         arguments=InvestigateArguments,
         operation=_investigate,
+        read_only=False,
+    ),
+    ToolSpec(
+        name="experience_context",
+        title="Reviewed experience as a prompt block",
+        description=(
+            "A prompt-ready text block of the approved items of exactly this scope whose "
+            "confidence is at least the threshold, best first, cut to budget tokens (the answer "
+            "names the tokenizer). Each line: id, type, confidence; cases and skills are "
+            "historical leads, never a confirmed cause; CONFLICT marks a disputed lesson. Every "
+            "item in the block is recorded as read in run_id."
+        ),
+        arguments=ExperienceContextArguments,
+        operation=_context,
+        read_only=False,
+    ),
+    ToolSpec(
+        name="run_outcome",
+        title="Report a run's outcome",
+        description=(
+            "After the ticket is settled, say what happened in run_id: resolved_by_lead, "
+            "lead_was_wrong or unresolved, with a note. It moves the confidence of every item "
+            "the run read. Only a run under which you read memory."
+        ),
+        arguments=RunOutcomeArguments,
+        operation=_outcome,
         read_only=False,
     ),
 )

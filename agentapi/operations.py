@@ -18,13 +18,17 @@ from agentapi.schemas import (
     CASE_ID_PATTERN,
     SKILL_ID_PATTERN,
     CaseProposal,
+    ExperienceContextRequest,
     ExperienceRetrieveRequest,
     KnowledgeSearchRequest,
+    RunOutcomeRequest,
     SkillRunRequest,
 )
 from experience import services as experience_services
+from experience.context_service import experience_context as context_block
 from experience.executor import TicketContext, run_skill
 from experience.models import Case, ItemType, Reference, Run, Skill, Status
+from experience.outcomes import run_outcome_report
 from experience.retrieval import retrieve_experience
 from experience.selectors import skill_availability
 from knowledge.search import KnowledgeContext, search_knowledge
@@ -241,3 +245,20 @@ def _run_json(run: Run) -> dict[str, Any]:
         "started_at": to_utc_iso(run.started_at),
         "finished_at": to_utc_iso(run.finished_at),
     }
+
+
+def experience_context(*, user: User, request: ExperienceContextRequest) -> dict[str, Any]:
+    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
+    return context_block(
+        request.query,
+        request.scope.as_mapping(),
+        request.now or clock.now(),
+        request.run_id,
+        request.budget,
+        actor=user,
+    )
+
+
+def run_outcome(*, user: User, run_id: str, request: RunOutcomeRequest) -> dict[str, Any]:
+    require(user, USE_EXPERIENCE, message=USE_REFUSED)
+    return run_outcome_report(run_id=run_id, outcome=request.outcome, note=request.note, actor=user)

@@ -23,6 +23,10 @@ from pydantic import (
 )
 
 from experience import schema as case_format
+from experience.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
+from experience.context import MIN_BUDGET as CONTEXT_MIN_BUDGET
+from experience.context import TOKENIZER as CONTEXT_TOKENIZER
+from experience.outcomes import MAX_NOTE as MAX_OUTCOME_NOTE
 from investigations import domain as investigation_domain
 from investigations import services as investigation_services
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
@@ -586,3 +590,57 @@ class InvestigationResult(BaseModel):
     provider: str
     scope: dict[str, str]
     context: dict[str, Any]
+
+
+# --- context block and run outcomes (docs/contracts.md, Context block and outcomes) -----------
+
+
+class ExperienceContextRequest(RequestBody):
+    """Mirrors ``recall --format context``."""
+
+    query: RetrieveQuery
+    scope: ExperienceScope
+    run_id: RunId
+    budget: Annotated[int, WholeNumber] = Field(
+        ge=CONTEXT_MIN_BUDGET,
+        le=CONTEXT_MAX_BUDGET,
+        strict=True,
+        description=f"tokens the block may use, counted by the {CONTEXT_TOKENIZER} counter",
+    )
+    now: AwareDateTime | None = Field(default=None, description="check time; default: now")
+
+
+class ContextItem(BaseModel):
+    id: str
+    type: Literal["case", "skill", "lesson"]
+    confidence: float | None
+
+
+class ExperienceContextResult(BaseModel):
+    status: Literal["ok", "fallback"]
+    missing: list[str]
+    block: str = Field(description="prompt-ready text; empty when nothing qualifies")
+    items: list[ContextItem]
+    tokens: int
+    budget: int
+    tokenizer: str
+
+
+class RunOutcomeRequest(RequestBody):
+    outcome: Literal["resolved_by_lead", "lead_was_wrong", "unresolved"]
+    note: Annotated[str, StringConstraints(max_length=MAX_OUTCOME_NOTE), Storable, NO_NUL] = ""
+
+
+class RunOutcomeItem(BaseModel):
+    id: str
+    type: str
+
+
+class RunOutcomeResult(BaseModel):
+    run_id: str
+    outcome: str
+    note: str
+    reported_by: str
+    reported_at: str
+    previous: str | None
+    items: list[RunOutcomeItem]

@@ -195,6 +195,8 @@ CURATION_SIMILARITY_THRESHOLD = 0.4
 LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0"))
 LESSON_HALF_LIFE_DAYS = float(os.environ.get("CONSOLE_LESSON_HALF_LIFE_DAYS", "180"))
 LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_THRESHOLD", "0.6"))
+# The context block keeps items whose confidence is at least this (experience.context_service).
+CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_THRESHOLD", "0.3"))
 
 # The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
 # the chain, or a chain rehashed from some point on, are noticed. It must live outside the

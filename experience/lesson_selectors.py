@@ -25,6 +25,8 @@ from experience.models import (
     SkillCase,
     Status,
 )
+from experience.outcome_selectors import NONE as NO_OUTCOMES
+from experience.outcome_selectors import Tally, outcome_tallies
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.tenancy import tenants_of
@@ -163,8 +165,16 @@ def _confidence(
     approvals: Iterable[datetime | None],
     now: datetime,
     config: ConfidenceSettings,
+    outcomes: Tally = NO_OUTCOMES,
 ) -> ld.Confidence:
-    inputs = ld.evidence_inputs(supports, contradicts, approvals=approvals, now=now)
+    inputs = ld.evidence_inputs(
+        supports,
+        contradicts,
+        approvals=[*approvals, outcomes.last_confirmed],
+        now=now,
+        confirming_outcomes=outcomes.confirming,
+        refuting_outcomes=outcomes.refuting,
+    )
     return ld.confidence(inputs, now=now, z=config.z, half_life_days=config.half_life_days)
 
 
@@ -177,7 +187,8 @@ def lesson_confidence(
         lesson.approved_at,
         *(c.approved_at for c in evidence.supports if c.status == Status.APPROVED),
     ]
-    return _confidence(supports, contradicts, approvals, now, confidence_settings())
+    outcomes = outcome_tallies([lesson.id], now).get(lesson.id, NO_OUTCOMES)
+    return _confidence(supports, contradicts, approvals, now, confidence_settings(), outcomes)
 
 
 def lesson_availability(lesson: Lesson, now: datetime) -> domain.Availability:
@@ -316,6 +327,7 @@ def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Rec
         if relation == LessonRelation.SUPPORTS and status == Status.APPROVED:
             approvals[lesson_id].append(approved)
     config = confidence_settings()
+    outcomes = outcome_tallies(list(lessons), now)
     found = {}
     for lesson_id, (title, text, lesson_type, conclusion, approved_at, conflict) in sorted(
         lessons.items()
@@ -329,6 +341,7 @@ def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Rec
             [approved_at, *approvals[lesson_id]],
             now,
             config,
+            outcomes.get(lesson_id, NO_OUTCOMES),
         )
         if score.value < config.threshold and not conflict:
             continue
@@ -355,6 +368,7 @@ def with_confidence(
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
     scores: dict[str, ld.Confidence] = {}
+    outcomes = outcome_tallies([*case_ids, *skill_ids], now)
     # A case is one incident whatever incident merges say, so its own row is enough.
     for case_id, status, incident, valid_from, valid_to, approved_at, *scope in (
         Case.objects.filter(pk__in=case_ids)
@@ -377,7 +391,9 @@ def with_confidence(
             valid_from,
             valid_to,
         )
-        scores[case_id] = _confidence([cited], [], [approved_at], now, config)
+        scores[case_id] = _confidence(
+            [cited], [], [approved_at], now, config, outcomes.get(case_id, NO_OUTCOMES)
+        )
     if skill_ids:
         by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
@@ -419,6 +435,7 @@ def with_confidence(
                 approvals[skill_id],
                 now,
                 config,
+                outcomes.get(skill_id, NO_OUTCOMES),
             )
     out = []
     for item in items:

@@ -485,3 +485,7 @@ class LessonConflict(models.Model):
 
     def other(self, lesson_id: str) -> str:
         return str(self.lesson_b_id if lesson_id == self.lesson_a_id else self.lesson_a_id)
+
+
+# Registered with this app from their own module (run readers and outcomes).
+from experience.outcome_models import RunOutcome, RunReader  # noqa: E402, F401

@@ -12,6 +12,7 @@ from django.db import transaction
 from experience import domain
 from experience.lesson_selectors import recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Skill, SkillCase, Status
+from experience.run_readers import reader_record
 from experience.services import references_record, validate_run_id
 from knowledge import postings
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
@@ -114,6 +115,7 @@ def retrieve_experience(
                 items=[(item["id"], ItemType(item["type"])) for item in items],
                 at=clock.now(),
             )
+            reader_record(run_id=run_id, reader=actor, at=clock.now())
     return {"status": OK, "missing": [], "items": items}
 
 

@@ -30,6 +30,7 @@ class Action(models.TextChoices):
     SKILL_REJECT = "experience.skill.reject", "skill rejected"
     SKILL_REVOKE = "experience.skill.revoke", "skill revoked"
     SKILL_RUN = "experience.skill.run", "skill run"
+    RUN_OUTCOME = "experience.run.outcome", "run outcome reported"
     LESSON_SUBMIT = "experience.lesson.submit", "lesson submitted"
     LESSON_APPROVE = "experience.lesson.approve", "lesson approved"
     LESSON_REJECT = "experience.lesson.reject", "lesson rejected"

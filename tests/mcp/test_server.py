@@ -22,7 +22,15 @@ from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, 
 pytestmark = pytest.mark.django_db
 
 T = TypeVar("T")
-TOOLS = {"search_knowledge", "retrieve_experience", "run_skill", "propose_case", "investigate"}
+TOOLS = {
+    "search_knowledge",
+    "retrieve_experience",
+    "run_skill",
+    "propose_case",
+    "investigate",
+    "experience_context",
+    "run_outcome",
+}
 
 
 def with_client(token: str, scenario: Callable[[Client], Awaitable[T]]) -> T:
@@ -186,3 +194,16 @@ def test_the_command_refuses_a_missing_or_invalid_token(
     monkeypatch.setenv("CONSOLE_AGENT_TOKEN", issued.text)
     with pytest.raises(CommandError, match="revoked"):
         call_command("mcp_server", stdout=io.StringIO())
+
+
+def test_experience_context_and_run_outcome(agent_token: str, demo: Demo) -> None:
+    body = {**retrieve_body(run_id="mcp-ctx-1"), "budget": 200}
+    block = call(agent_token, "experience_context", body)
+    assert not block.is_error
+    assert block.structured_content["tokens"] <= 200
+    assert block.structured_content["items"]
+    outcome = call(agent_token, "run_outcome", {"run_id": "mcp-ctx-1", "outcome": "unresolved"})
+    assert not outcome.is_error
+    assert outcome.structured_content["outcome"] == "unresolved"
+    refused = call(agent_token, "run_outcome", {"run_id": "mcp-none", "outcome": "unresolved"})
+    assert refused.is_error and refused.structured_content["loc"] == ["run_id"]

@@ -53,7 +53,15 @@ def test_stdio_server_lists_and_calls_tools(server_env: dict[str, str]) -> None:
             return [tool.name for tool in tools.tools], result
 
     names, result = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
-    assert sorted(names) == ["propose_case", "retrieve_experience", "run_skill", "search_knowledge"]
+    assert sorted(names) == [
+        "experience_context",
+        "investigate",
+        "propose_case",
+        "retrieve_experience",
+        "run_outcome",
+        "run_skill",
+        "search_knowledge",
+    ]
     assert not result.is_error
     assert result.structured_content["status"] == "needs_context"
     assert "campaign" in result.structured_content["missing"]

@@ -3,11 +3,14 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
+from experience.context import MAX_BUDGET
+from experience.context_service import experience_context
 from experience.domain import SCOPE_FIELDS
 from experience.retrieval import DEFAULT_LIMIT, retrieve_experience
 from experience.services import SYSTEM_AGENT, system_agent
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime
 
 
@@ -31,6 +34,19 @@ class Command(JsonCommand):
         parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
         parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
         parser.add_argument(
+            "--format",
+            dest="output_format",
+            choices=("items", "context"),
+            default="items",
+            help="items (default) or context: a prompt-ready block within --budget tokens",
+        )
+        parser.add_argument(
+            "--budget",
+            type=int,
+            metavar="N",
+            help=f"tokens the context block may use (1-{MAX_BUDGET}); needed with --format context",
+        )
+        parser.add_argument(
             "--as",
             dest="as_user",
             metavar="USER",
@@ -44,6 +60,17 @@ class Command(JsonCommand):
             if options.get("now")
             else clock.now()
         )
+        if options["output_format"] == "context":
+            if options.get("budget") is None:
+                raise ValidationFailure("--budget", "is required with --format context")
+            return experience_context(
+                options["query"],
+                scope_from_options(options),
+                now,
+                options["run_id"],
+                options["budget"],
+                actor=actor,
+            )
         return retrieve_experience(
             options["query"],
             scope_from_options(options),
@@ -57,6 +84,13 @@ class Command(JsonCommand):
         lines = [f"status: {result['status']}"]
         if result["missing"]:
             lines.append("missing: " + ", ".join(result["missing"]))
+        if "block" in result:
+            lines.append(
+                f"tokens: {result['tokens']} of {result['budget']} ({result['tokenizer']})"
+            )
+            if result["block"]:
+                lines.append(result["block"])
+            return "\n".join(lines)
         for item in result["items"]:
             lines.append(f"- {item['type']:5} {item['id']}  {item['title']}")
         return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""``experience_context``: the prompt-ready block of reviewed experience for one exact scope.
+
+Reads the scope's approved cases, skills and lessons, ranks them against the query as recall
+does, gives each its confidence, and hands them best first to the pure builder
+(``experience.context``), which keeps only eligible items and cuts to the caller's token budget.
+Every item the block includes is recorded as read under the run id (one ``Reference`` each), and
+the caller is recorded as a reader of that run, which lets them report its outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import transaction
+
+from experience import context, domain
+from experience.lesson_selectors import recallable_lessons, with_confidence
+from experience.models import ItemType, Lesson, Skill
+from experience.retrieval import MAX_QUERY, gated_cases, gated_skills
+from experience.run_readers import reader_record
+from experience.selectors import gate_fields
+from experience.services import references_record, validate_run_id
+from knowledge import postings
+from reviewconsole import clock
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.permissions import USE_EXPERIENCE, require
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+OK = "ok"
+FALLBACK = "fallback"
+USE_REFUSED = "the context block needs the agent or reviewer role"
+BUDGET_INVALID = f"must be an integer from {context.MIN_BUDGET} to {context.MAX_BUDGET}"
+# A fresh case of one reviewed incident with nothing against it scores 0.5 (the Wilson lower
+# bound of 1 of 1 at z = 1); 0.3 keeps it for about four months of the half-life decay unless a
+# run outcome confirms or refutes it.
+DEFAULT_THRESHOLD = 0.3
+
+
+def context_threshold() -> float:
+    return float(getattr(settings, "CONTEXT_CONFIDENCE_THRESHOLD", DEFAULT_THRESHOLD))
+
+
+def _validate(query: object, budget: object, now: datetime) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationFailure("query", "must be a non-empty string")
+    if len(query) > MAX_QUERY:
+        raise ValidationFailure("query", f"must be at most {MAX_QUERY} characters")
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, int)
+        or not context.MIN_BUDGET <= budget <= context.MAX_BUDGET
+    ):
+        raise ValidationFailure("budget", BUDGET_INVALID)
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValidationFailure("now", "must be timezone-aware")
+
+
+def _texts(scope: Mapping[str, str], now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(rows by id, recallable lessons)``: every item of the scope past the gate."""
+    rows: dict[str, Any] = {}
+    for case in gated_cases(scope, now):
+        rows[case.id] = (ItemType.CASE, case, case.title, case.summary or case.search_text)
+    skill_ids = [skill_id for skill_id, _title, _when in gated_skills(scope, now)]
+    for skill in Skill.objects.filter(pk__in=skill_ids):
+        rows[skill.id] = (ItemType.SKILL, skill, skill.title, skill.when)
+    lessons = recallable_lessons(scope, now)
+    for lesson in Lesson.objects.filter(pk__in=list(lessons)):
+        rows[lesson.id] = (ItemType.LESSON, lesson, lesson.title, lesson.conclusion)
+    return rows, lessons
+
+
+def _ranked(query: str, rows: Mapping[str, Any]) -> list[str]:
+    _stamp, lexicon = postings.lexicon_for(postings.lexicon_stamp())
+    texts = []
+    for item_id, (kind, item, title, _body) in rows.items():
+        if kind == ItemType.SKILL:
+            texts.append((item_id, f"{title}\n{item.when}"))
+        else:
+            texts.append((item_id, item.search_text))
+    return domain.rank_items(query, texts, lexicon)
+
+
+def experience_context(
+    query: str,
+    scope: Mapping[str, str | None],
+    now: datetime,
+    run_id: str,
+    budget: int,
+    *,
+    actor: User,
+) -> dict[str, Any]:
+    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
+    _validate(query, budget, now)
+    run_id = validate_run_id(run_id)
+    missing = domain.missing_scope(scope)
+    if missing:
+        empty = context.Block(text="", items=(), tokens=0, budget=budget).as_json()
+        return {"status": FALLBACK, "missing": missing, **empty}
+    exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+    require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
+
+    rows, lessons = _texts(exact, now)
+    ranked = _ranked(query, rows) if rows else []
+    scored = with_confidence([{"id": i, "type": str(rows[i][0])} for i in ranked], lessons, now)
+    candidates = [
+        context.Candidate(
+            id=item["id"],
+            type=item["type"],
+            title=rows[item["id"]][2],
+            text=rows[item["id"]][3],
+            gate=gate_fields(rows[item["id"]][1]),
+            # Each read above kept only available items (a skill whose cited cases are usable, a
+            # lesson with usable support); the builder checks the gate again.
+            available=True,
+            confidence=item["confidence"],
+            conflict=bool(item.get("conflict")),
+        )
+        for item in scored
+    ]
+    block = context.build_block(
+        candidates, scope=exact, now=now, budget=budget, threshold=context_threshold()
+    )
+    with transaction.atomic():
+        reader_record(run_id=run_id, reader=actor, at=clock.now())
+        if block.items:
+            references_record(
+                run_id=run_id,
+                items=[(item.id, ItemType(item.type)) for item in block.items],
+                at=clock.now(),
+            )
+    return {"status": OK, "missing": [], **block.as_json()}
