@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from experience import lesson_views, views
+from experience import lesson_views, outcome_views, views
 
 
 class DigestConverter:
@@ -31,6 +31,8 @@ urlpatterns = [
     path("skills/<digest:digest>/review/", views.skill_review, name="skill-review"),
     path("skills/<digest:digest>/revoke/", views.skill_revoke_view, name="skill-revoke"),
     path("runs/", views.run_list, name="run-list"),
+    # Before run-detail, whose ``path`` converter would take ``…/outcome/`` as part of the id.
+    path("runs/<path:run_id>/outcome/", outcome_views.run_outcome, name="run-outcome"),
     path("runs/<path:run_id>/", views.run_detail, name="run-detail"),
 ]
 

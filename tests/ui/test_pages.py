@@ -56,7 +56,7 @@ CASES = [
     ("skill", "reviewer", 11, 10, "Cited cases"),
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     ("runs", "reviewer", 8, 7, "run-ui-1"),
-    ("run", "reviewer", 9, 8, "doc:rule-b@1"),
+    ("run", "reviewer", 10, 9, "doc:rule-b@1"),  # the outcome form reads the latest report
     ("documents", "operator", 9, 8, "doc:rule-a@2"),
     ("document", "operator", 11, 10, "Compare with version"),
     ("search", "operator", 9, 8, "conditions"),
