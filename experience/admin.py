@@ -12,6 +12,9 @@ from experience.models import (
     Case,
     Evidence,
     EvidenceCheck,
+    Lesson,
+    LessonCase,
+    LessonConflict,
     Reference,
     RevocationImpact,
     Run,
@@ -92,3 +95,26 @@ class RevocationImpactAdmin(ReadOnlyAdmin):
     list_display = ("item_id", "item_type", "revoked_by", "created_at")
     list_filter = ("item_type",)
     search_fields = ("item_id",)
+
+
+class LessonCaseInline(ReadOnlyInline):
+    model = LessonCase
+    fields = ("case", "relation", "position")
+    readonly_fields = fields
+
+
+@admin.register(Lesson)
+class LessonAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
+    list_display = ("id", "title", "lesson_type", "store", "deployment", "status", "submitted_by")
+    list_filter = ("status", "lesson_type", "tenant", "brand", "store", "campaign", "deployment")
+    search_fields = ("id", "title", "scene_description", "conclusion")
+    inlines = (LessonCaseInline,)
+
+
+@admin.register(LessonConflict)
+class LessonConflictAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
+    list_display = ("pk", "lesson_a", "lesson_b", "found_by", "status", "detected_at")
+    list_filter = ("status", "found_by", "detected_on")
+    search_fields = ("lesson_a__id", "lesson_b__id")
