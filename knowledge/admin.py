@@ -13,7 +13,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from knowledge.models import Document, DocumentStore, Synonym
+from knowledge.models import (
+    Document,
+    DocumentStore,
+    LexiconState,
+    PostingList,
+    SearchEntry,
+    SearchScope,
+    Synonym,
+)
 from knowledge.schema import parse_document
 from knowledge.services import (
     NOTHING_CHANGED,
@@ -27,7 +35,7 @@ from knowledge.services import (
     synonym_set,
 )
 from reviewconsole import clock
-from reviewconsole.admin_support import ReadOnlyInline
+from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.display import ShownInUtc
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -319,3 +327,32 @@ class SynonymAdmin(admin.ModelAdmin[Synonym]):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Synonym]) -> None:
         for synonym in queryset:
             synonym_delete(synonym=synonym, actor=acting_user(request))
+
+
+# --- the search index: derived from approved documents by the services, never edited ----------
+
+
+@admin.register(SearchScope)
+class SearchScopeAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
+    list_display = ("tenant", "brand", "campaign", "store", "multi_version")
+    exclude = ("arrays",)
+
+
+@admin.register(SearchEntry)
+class SearchEntryAdmin(ReadOnlyAdmin):
+    tenant_field = "scope__tenant"
+    list_display = ("public_id", "scope", "has_newer", "rule_contested")
+    exclude = ("expanded_tokens",)
+
+
+@admin.register(PostingList)
+class PostingListAdmin(ReadOnlyAdmin):
+    tenant_field = "scope__tenant"
+    list_display = ("token", "scope")
+    exclude = ("raw", "expanded")
+
+
+@admin.register(LexiconState)
+class LexiconStateAdmin(ReadOnlyAdmin):
+    list_display = ("stamp",)
