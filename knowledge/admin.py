@@ -332,27 +332,39 @@ class SynonymAdmin(admin.ModelAdmin[Synonym]):
 # --- the search index: derived from approved documents by the services, never edited ----------
 
 
+class IndexAdmin(ReadOnlyAdmin):
+    """Whoever may view documents may view what the index holds of them (own tenants only)."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if self.tenant_field is None and not is_deployment_wide(request.user):
+            return False
+        return request.user.has_perm("knowledge.view_document")
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+
 @admin.register(SearchScope)
-class SearchScopeAdmin(ReadOnlyAdmin):
+class SearchScopeAdmin(IndexAdmin):
     tenant_field = "tenant"
     list_display = ("tenant", "brand", "campaign", "store", "multi_version")
     exclude = ("arrays",)
 
 
 @admin.register(SearchEntry)
-class SearchEntryAdmin(ReadOnlyAdmin):
+class SearchEntryAdmin(IndexAdmin):
     tenant_field = "scope__tenant"
     list_display = ("public_id", "scope", "has_newer", "rule_contested")
     exclude = ("expanded_tokens",)
 
 
 @admin.register(PostingList)
-class PostingListAdmin(ReadOnlyAdmin):
+class PostingListAdmin(IndexAdmin):
     tenant_field = "scope__tenant"
     list_display = ("token", "scope")
     exclude = ("raw", "expanded")
 
 
 @admin.register(LexiconState)
-class LexiconStateAdmin(ReadOnlyAdmin):
+class LexiconStateAdmin(IndexAdmin):
     list_display = ("stamp",)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import Client
 
 from knowledge.domain import (
     GateFields,
@@ -369,3 +370,18 @@ def test_scope_ids_of_many_keys_are_read_once_and_created_together() -> None:
     assert {str(s) for s in SearchScope.objects.filter(pk__in=created)} == {
         "/".join(key) for key in some[30:]
     }
+
+
+@pytest.mark.parametrize("model", ["searchscope", "searchentry", "postinglist", "lexiconstate"])
+def test_the_index_is_listed_read_only_in_the_admin(
+    operator: User, admin_user: User, model: str
+) -> None:
+    documents_import(items=corpus(random.Random(5), 3), actor=operator)
+    admin_client = Client(raise_request_exception=False)
+    admin_client.force_login(admin_user)
+
+    listing = admin_client.get(f"/admin/knowledge/{model}/")
+    adding = admin_client.get(f"/admin/knowledge/{model}/add/")
+
+    assert listing.status_code == 200
+    assert adding.status_code == 403
