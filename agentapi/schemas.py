@@ -305,7 +305,7 @@ class CaseProposal(RequestBody):
     )
 
     def as_import_item(self) -> dict[str, Any]:
-        """The §4.3 JSON object, without ``verified`` flags: a proposal never checks evidence."""
+        """The case import JSON object (docs/contracts.md), without ``verified`` flags: a proposal never checks evidence."""
         item = self.model_dump(mode="json", exclude_none=True)
         for evidence in case_format.evidence_objects(item):
             evidence.pop("verified", None)

@@ -320,7 +320,7 @@ def require_thread_tenant(thread_tenant: str, scope: Mapping[str, str]) -> None:
 def candidate_case(
     units: Sequence[Unit], picks: Iterable[Pick], draft: CandidateDraft
 ) -> dict[str, Any]:
-    """The case, in the §4.3 import format, that the operator's picks and statements make.
+    """The case, in the case import format (docs/contracts.md), that the operator's picks and statements make.
 
     Evidence keeps the thread's order within each section. Counterevidence entries with neither
     a hypothesis nor picked evidence are left out; the rest keep their number's order.

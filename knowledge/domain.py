@@ -350,7 +350,7 @@ class Scope:
 
 
 def admits(doc: GateFields, scope: Scope) -> bool:
-    """The gate of §2.2 step 2. The database query mirrors this predicate."""
+    """The search gate: scope, validity, publication and review. The database query mirrors it."""
     return (
         doc.tenant == scope.tenant
         and doc.brand == scope.brand

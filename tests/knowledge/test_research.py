@@ -34,7 +34,7 @@ def by_id(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {item["id"]: item for item in result["evidence"]}
 
 
-# --- the five rows of §7.1 ----------------------------------------------------------------
+# --- the five knowledge replays of the coupon article -------------------------------------
 
 
 def test_store_a_campaign_a_rule_and_case_mismatch_on_product(knowledge_base: None) -> None:
