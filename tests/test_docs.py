@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SKIPPED_DIRS = {".venv", ".git", "node_modules", "staticfiles", "test-artifacts", "__pycache__"}
 # Section numbers of a document outside the repository (a section sign before a number); built
-# does not contain what it looks for.
+# from escapes so this file does not contain what it looks for.
 SECTION_REFERENCE = re.compile("S" + "PEC \u00a7|\u00a7\\s?\\d")
 
 
