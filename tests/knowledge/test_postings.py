@@ -36,6 +36,7 @@ from knowledge.postings import (
     bulk_indexed,
     entries_of,
     ids_of,
+    rebuild,
     scope_ids,
 )
 from knowledge.search import KnowledgeContext, search_knowledge
@@ -385,3 +386,13 @@ def test_the_index_is_listed_read_only_in_the_admin(
 
     assert listing.status_code == 200
     assert adding.status_code == 403
+
+
+def test_a_rebuild_from_the_documents_writes_what_approvals_wrote(operator: User) -> None:
+    # What the migration runs on a database that holds documents already.
+    documents_import(items=corpus(random.Random(9), 15), actor=operator)
+    written = index_snapshot()
+
+    rebuild()
+
+    assert index_snapshot() == written
