@@ -19,7 +19,9 @@ lexicon stamp in the same statement as the posting lists and runs again when it 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +33,7 @@ from django.db.models import Exists, OuterRef
 from knowledge.domain import sha256_hex
 from knowledge.models import (
     Document,
+    DocumentStore,
     LexiconState,
     PostingList,
     SearchEntry,
@@ -337,9 +340,44 @@ def _entry_fields(document: Any, raw: set[str], expanded: set[str]) -> dict[str,
     }
 
 
+class _Batch(threading.local):
+    pending: dict[int, Any] | None = None
+
+
+_batch = _Batch()
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Index the versions approved inside the block together when it ends (an import of many
+    documents into one scope would otherwise repack the scope's array once per document).
+    Use it inside the caller's transaction; nothing is written if the block raises."""
+    if _batch.pending is not None:
+        yield
+        return
+    _batch.pending = {}
+    try:
+        yield
+        pending = list(_batch.pending.values())
+    finally:
+        _batch.pending = None
+    if pending:
+        stores: dict[int, list[str]] = {}
+        for document_id, store in DocumentStore.objects.filter(
+            document_id__in=[d.pk for d in pending]
+        ).values_list("document_id", "store"):
+            stores.setdefault(document_id, []).append(store)
+        bulk_indexed([(d, sorted(stores.get(d.pk, []))) for d in pending])
+        scopes = SearchEntry.objects.filter(document_id__in=[d.pk for d in pending])
+        bulk_finished(set(scopes.values_list("scope_id", flat=True)))
+
+
 def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
     """Put an approved, unrevoked version into the index of every store it lists."""
     if not document.approved or document.revoked:
+        return
+    if _batch.pending is not None and models is LIVE:
+        _batch.pending[document.pk] = document
         return
     stores = list(document.store_rows.values_list("store", flat=True))
     ids = scope_ids(
@@ -362,6 +400,8 @@ def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
 
 def document_unindexed(document: Any, models: IndexModels = LIVE) -> None:
     """Take a version out of the index (it was revoked)."""
+    if _batch.pending is not None and _batch.pending.pop(document.pk, None) is not None:
+        return
     entries = list(
         models.entry.objects.filter(document_id=document.pk).values_list(
             "pk", "scope_id", "expanded_tokens"

@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
-from knowledge.domain import expand, tokenize
 from knowledge import postings
+from knowledge.domain import expand, tokenize
 from knowledge.hooks import revocation_record
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent, parse_document
@@ -344,29 +344,30 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
     }
     lexicon = current_lexicon()
     result = ImportResult()
-    for index, item in parsed:
-        content = item.content
-        stored = existing.get((content.doc_key, content.version))
-        if stored is not None:
-            if stored.content_hash != content.content_hash():
-                raise ValidationFailure(f"[{index}]", f"{content.public_id} {CONTENT_DIFFERS}")
-            for flag in ("approved", "revoked"):
-                if getattr(stored, flag) != getattr(item, flag):
-                    raise ValidationFailure(
-                        f"[{index}].{flag}",
-                        f"{content.public_id} " + STATE_DIFFERS.format(flag=flag),
-                    )
-            result.unchanged.append(content.public_id)
-            continue
-        document = document_create(content=content, actor=actor, lexicon=lexicon)
-        # The file attests a state reached before the import (a migrated, already-approved
-        # rulebook); four eyes governs approvals given inside the product, not this.
-        attested = {"attested_import": True, "importer": actor.get_username()}
-        if item.approved:
-            _approve(document, actor, f"approved in import ({ATTESTED_IMPORT})", attested)
-        if item.revoked:
-            _revoke(document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested)
-        result.created.append(document.public_id)
+    with postings.batched():
+        for index, item in parsed:
+            content = item.content
+            stored = existing.get((content.doc_key, content.version))
+            if stored is not None:
+                if stored.content_hash != content.content_hash():
+                    raise ValidationFailure(f"[{index}]", f"{content.public_id} {CONTENT_DIFFERS}")
+                for flag in ("approved", "revoked"):
+                    if getattr(stored, flag) != getattr(item, flag):
+                        raise ValidationFailure(
+                            f"[{index}].{flag}",
+                            f"{content.public_id} " + STATE_DIFFERS.format(flag=flag),
+                        )
+                result.unchanged.append(content.public_id)
+                continue
+            document = document_create(content=content, actor=actor, lexicon=lexicon)
+            # The file attests a state reached before the import (a migrated, already-approved
+            # rulebook); four eyes governs approvals given inside the product, not this.
+            attested = {"attested_import": True, "importer": actor.get_username()}
+            if item.approved:
+                _approve(document, actor, f"approved in import ({ATTESTED_IMPORT})", attested)
+            if item.revoked:
+                _revoke(document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested)
+            result.created.append(document.public_id)
     return result
 
 
