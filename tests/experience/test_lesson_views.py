@@ -1,6 +1,9 @@
 """Lesson pages: the lesson side by side with its evidence and confidence, review, merges and the
 conflicts queue; full page and htmx fragment; another tenant's lesson is a 404."""
 
+# The lesson fixtures are imported from test_lessons; pytest passes them as same-named arguments.
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -61,7 +64,9 @@ def test_another_tenants_lesson_is_not_found(
 
 
 def test_review_from_the_page_approves_and_refusals_name_the_conditions(
-    submit_lesson: Callable[..., Lesson], two_cases: list[Case], reviewer: User,
+    submit_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    reviewer: User,
     second_reviewer: User,
 ) -> None:
     lesson = submit_lesson(lesson_data([c.id for c in two_cases]))
@@ -88,7 +93,9 @@ def test_conflicts_queue_and_resolution_page(
     conflict = LessonConflict.objects.get()
     assert queue.status_code == 200 and conflict.get_absolute_url() in queue.content.decode()
     page = client.get(conflict.get_absolute_url())
-    assert failure.conclusion in page.content.decode() and success.conclusion in page.content.decode()
+    assert (
+        failure.conclusion in page.content.decode() and success.conclusion in page.content.decode()
+    )
     missing_reason = client.post(
         conflict.get_absolute_url(), {"keep": failure.id, "action": "revoke", "reason": ""}
     )

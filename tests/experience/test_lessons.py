@@ -244,6 +244,22 @@ def test_recall_returns_lessons_with_type_conclusion_confidence_and_why(
     assert items[two_cases[0].id]["confidence"] == pytest.approx(0.5)
 
 
+def test_the_api_result_shape_carries_lessons(
+    approved_lesson: Callable[..., Lesson], two_cases: list[Case], agent: User
+) -> None:
+    from agentapi.schemas import ExperienceRetrieveResult
+
+    lesson = approved_lesson(lesson_data([c.id for c in two_cases]))
+    result = retrieve_experience("优惠券 无法使用", SCOPE, clock.now(), "run-api", 10, actor=agent)
+    shaped = ExperienceRetrieveResult.model_validate(result).model_dump()
+    (item,) = [i for i in shaped["items"] if i["id"] == lesson.id]
+    assert (item["type"], item["lesson_type"], item["conflict"]) == (
+        "lesson",
+        "failure_lesson",
+        False,
+    )
+
+
 def test_lessons_below_the_threshold_are_left_out(
     approved_lesson: Callable[..., Lesson], two_cases: list[Case], agent: User
 ) -> None:
