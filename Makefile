@@ -12,10 +12,13 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 
 install: $(BIN)/.installed
 
-## Set everything up and serve the console on SQLite with demo data at http://127.0.0.1:8000
+## Set everything up and serve the console on SQLite with demo data at http://127.0.0.1:8000,
+## with a background worker (after-action reviews, the periodic curation scan) beside it
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py worker --interval 1 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 ## Every check: ruff, mypy, pytest on SQLite and then on PostgreSQL

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "template_partials",
+    "django_tasks",
+    "django_tasks_db",
     "reviewconsole",
     "knowledge",
     "experience",
@@ -195,6 +197,19 @@ CURATION_SIMILARITY_THRESHOLD = 0.4
 LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0"))
 LESSON_HALF_LIFE_DAYS = float(os.environ.get("CONSOLE_LESSON_HALF_LIFE_DAYS", "180"))
 LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_THRESHOLD", "0.6"))
+# Background tasks (django-tasks): the database backend, so SQLite needs no other server and a
+# PostgreSQL deployment runs as many ``manage.py worker`` processes as it likes. A task claimed by
+# a worker that died is queued again after TASK_LEASE_SECONDS (reviewconsole.background).
+TASKS = {
+    "default": {
+        "BACKEND": os.environ.get("CONSOLE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
+    }
+}
+TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
+TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
+TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))
+# How often the curation scan (staleness, proposals, conflicts) runs on the workers.
+CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
 # The context block keeps items whose confidence is at least this (experience.context_service).
 CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_THRESHOLD", "0.3"))
 

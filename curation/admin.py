@@ -80,3 +80,14 @@ class CaseBandAdmin(TenantScopedAdmin):
     tenant_field = "case__tenant"
     list_display = ("case", "scope_key", "key")
     search_fields = ("case__id", "key")
+
+
+# After-action reviews drafted from runs (curation.aar_drafts).
+from curation.models import RunDraft  # noqa: E402
+
+
+@admin.register(RunDraft)
+class RunDraftAdmin(_ReadOnlyAdmin):
+    list_display = ("run_id", "kind", "case_id", "attached", "drafted_at")
+    list_filter = ("kind", "attached")
+    search_fields = ("run_id", "case_id")

@@ -15,5 +15,17 @@ class CurationConfig(AppConfig):
 
         post_save.connect(case_saved, sender=Case, dispatch_uid="curation.case_saved")
         post_save.connect(skill_saved, sender=Skill, dispatch_uid="curation.skill_saved")
+        # A finished skill run or investigation queues its after-action review.
+        from curation.tasks import run_finished
+        from experience.models import Run
+        from investigations.models import Investigation
+
+        post_save.connect(run_finished, sender=Run, dispatch_uid="curation.aar.run")
+        post_save.connect(run_finished, sender=Investigation, dispatch_uid="curation.aar.inv")
+        # Every worker makes sure the periodic scan is queued.
+        from curation.tasks import schedule_next_scan
+        from reviewconsole.background import worker_start_hook_install
+
+        worker_start_hook_install(schedule_next_scan)
         # Skill approval and every distinct-incident count go through incident merges.
         canonical_incident_install(canonical_incident_expression)

@@ -291,3 +291,25 @@ class SkillProposal(models.Model):
             "campaign": self.campaign,
             "deployment": self.deployment,
         }
+
+
+class RunDraft(models.Model):
+    """An after-action review drafted from one finished run: the candidate it made, or the open
+    candidate it was attached to as further evidence (a near-duplicate)."""
+
+    KIND_CHOICES = [("skill run", "skill run"), ("investigation", "investigation")]
+
+    run_id = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=KIND_CHOICES)
+    case_id = models.CharField(max_length=80, db_index=True)
+    attached = models.BooleanField(default=False)
+    drafted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["drafted_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "run_id"], name="run_draft_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.run_id} → {self.case_id}"

@@ -118,3 +118,20 @@ class LessonConflictAdmin(ReadOnlyAdmin):
     list_display = ("pk", "lesson_a", "lesson_b", "found_by", "status", "detected_at")
     list_filter = ("status", "found_by", "detected_on")
     search_fields = ("lesson_a__id", "lesson_b__id")
+
+
+# Run readers and outcomes (experience.outcome_models).
+from experience.outcome_models import RunOutcome, RunReader  # noqa: E402
+
+
+@admin.register(RunOutcome)
+class RunOutcomeAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "outcome", "reported_by", "reported_at")
+    list_filter = ("outcome",)
+    search_fields = ("run_id", "note")
+
+
+@admin.register(RunReader)
+class RunReaderAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "reader", "first_read_at")
+    search_fields = ("run_id",)

@@ -46,6 +46,7 @@ class Action(models.TextChoices):
     NEAR_DUPLICATE_RESOLVE = "curation.near_duplicate.resolve", "near-duplicate resolved"
     INCIDENT_MERGE = "curation.incident.merge", "incidents merged"
     CURATION_SCAN = "curation.scan.run", "curation scan queued items"
+    AAR_DRAFT = "curation.aar.draft", "after-action review drafted from a run"
     REREVIEW_RECERTIFY = "curation.rereview.recertify", "re-certification submitted"
     REREVIEW_CONFIRM = "curation.rereview.confirm", "re-review confirmed"
     PROPOSAL_ADOPT = "curation.proposal.adopt", "skill proposal submitted as candidate"

@@ -53,6 +53,8 @@ CHANGE_USER = "auth.change_user"
 VIEW_GROUP = "auth.view_group"
 VIEW_APITOKEN = "agentapi.view_apitoken"
 REVOKE_APITOKEN = "agentapi.revoke_apitoken"
+# Background task results (django-tasks-db): failures and retries, for admins to see.
+VIEW_TASK_RESULT = "django_tasks_database.view_dbtaskresult"
 
 
 @cache

@@ -66,6 +66,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_LESSON,
         P.VIEW_APITOKEN,
         P.REVOKE_APITOKEN,
+        P.VIEW_TASK_RESULT,
     ),
     Role.AGENT: (
         P.SEARCH_KNOWLEDGE,

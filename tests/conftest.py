@@ -58,6 +58,13 @@ def _migrated_rows_after_flush(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
+def immediate_tasks(settings: Any) -> None:
+    """Background tasks run where they are enqueued, so tests see their effects at once; the
+    database backend and a real worker are tested in tests/reviewconsole/test_background.py."""
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings: Any) -> None:
     """Tests hash many passwords; production's deliberately slow hasher adds nothing here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

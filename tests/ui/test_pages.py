@@ -51,8 +51,8 @@ SEARCH_QUERY = (
 CASES = [
     ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
     ("queue", "reviewer", 8, 7, "Coupon refused"),
-    ("case", "reviewer", 16, 15, "Diagnosis"),
-    ("candidate", "reviewer", 15, 14, "Approval checklist"),
+    ("case", "reviewer", 17, 16, "Diagnosis"),  # +1: the runs it was drafted from
+    ("candidate", "reviewer", 16, 15, "Approval checklist"),
     ("skill", "reviewer", 11, 10, "Cited cases"),
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     ("runs", "reviewer", 8, 7, "run-ui-1"),

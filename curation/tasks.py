@@ -1,0 +1,75 @@
+"""Background tasks of curation (django-tasks; see ``reviewconsole.background``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django_tasks import TaskResultStatus, task
+
+from curation import aar
+from curation.aar_drafts import DraftRefused, run_draft, trace_of_investigation, trace_of_run
+from experience.models import Run
+from investigations.models import Investigation
+from reviewconsole import clock
+from reviewconsole.background import retrying
+
+SCAN_TASK = "curation.tasks.curation_scan_task"
+
+
+@task()
+def aar_draft_task(kind: str, pk: int, attempt: int = 1) -> str:
+    """Draft the after-action review of a finished skill run or investigation; the id of the
+    candidate it made or joined, or why nothing was drafted (a refusal is final, not retried)."""
+    with retrying(aar_draft_task, attempt, kind, pk):
+        try:
+            if kind == aar.INVESTIGATION:
+                investigation = Investigation.objects.get(pk=pk)
+                record = run_draft(
+                    trace=trace_of_investigation(investigation), caller_id=investigation.actor_id
+                )
+            else:
+                run = Run.objects.get(pk=pk)
+                record = run_draft(trace=trace_of_run(run), caller_id=run.actor_id)
+        except DraftRefused as refused:
+            return f"not drafted: {refused}"
+        return record.case_id
+
+
+def run_finished(sender: type, instance: Run | Investigation, created: bool, **_: object) -> None:
+    """``post_save`` of a Run or an Investigation: queue its review in the same transaction."""
+    if not created:
+        return
+    kind = aar.INVESTIGATION if isinstance(instance, Investigation) else aar.SKILL_RUN
+    aar_draft_task.enqueue(kind, instance.pk)
+
+
+def scan_interval_seconds() -> int:
+    return int(getattr(settings, "CURATION_SCAN_INTERVAL_SECONDS", 3_600))
+
+
+@task()
+def curation_scan_task(attempt: int = 1) -> dict[str, int]:
+    """The periodic curation scan (staleness, proposals, conflicts), as ``curate`` runs it; the
+    next scan is queued in the same transaction, so the schedule survives a killed worker."""
+    from curation.scan import curation_scan, stale_after_days
+
+    with retrying(curation_scan_task, attempt), transaction.atomic():
+        report = curation_scan(now=clock.now(), days=stale_after_days())
+        schedule_next_scan(after=timedelta(seconds=scan_interval_seconds()))
+        return {name: len(value) for name, value in vars(report).items() if isinstance(value, list)}
+
+
+def schedule_next_scan(*, after: timedelta | None = None) -> bool:
+    """Queue the next scan unless one is already waiting; True when one was queued."""
+    from django_tasks_db.models import DBTaskResult
+
+    backend = curation_scan_task.get_backend()
+    if not getattr(backend, "supports_defer", False):
+        return False  # the immediate backend of tests: scans run when called, not on a clock
+    # A running scan queues its own successor; only a waiting one makes another unnecessary.
+    if DBTaskResult.objects.filter(task_path=SCAN_TASK, status=TaskResultStatus.READY).exists():
+        return False
+    curation_scan_task.using(run_after=clock.now() + (after or timedelta(0))).enqueue()
+    return True

@@ -1,0 +1,126 @@
+"""After-action reviews drafted from finished runs: content, drafter, dedupe, never approved."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import pytest
+from django.contrib.auth.models import User
+
+from curation import aar
+from curation.aar_drafts import DRAFTER, aar_drafter, run_draft, trace_of_run
+from curation.models import RunDraft
+from curation.tasks import aar_draft_task
+from experience.executor import TicketContext, run_skill
+from experience.models import Case, EvidenceCheck, Run, Skill, Status
+from experience.selectors import case_approval_checklist
+from knowledge.services import documents_import
+from reviewconsole.cli import read_json_file
+from reviewconsole.models import Action, Event
+from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE, holds
+from tests.experience import conftest as experience_fixtures
+from tests.experience.conftest import NOW, SCOPE
+
+pytestmark = pytest.mark.django_db
+
+# The experience tests' builders of approved cases and skills.
+submit_case = experience_fixtures.submit_case
+approved_case = experience_fixtures.approved_case
+approved_skill = experience_fixtures.approved_skill
+
+OCCURRED = datetime.fromisoformat("2026-09-18T14:00:00+08:00")
+KNOWN = datetime.fromisoformat("2026-09-18T14:10:00+08:00")
+FACTS = {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200}
+
+
+@pytest.fixture
+def skill(operator: User, at_now: datetime, approved_skill: Callable[..., Skill]) -> Skill:
+    documents_import(items=read_json_file("fixtures/knowledge.json"), actor=operator)
+    return approved_skill()
+
+
+def run(skill: Skill, agent: User, run_id: str, facts: dict[str, object] | None = None) -> Run:
+    context = TicketContext(occurred_at=OCCURRED, known_at=KNOWN, facts=facts or FACTS)
+    run_skill(skill.id, SCOPE, context, run_id, NOW, actor=agent)
+    return Run.objects.get(run_id=run_id)
+
+
+def test_a_finished_run_drafts_an_unchecked_candidate(skill: Skill, agent: User) -> None:
+    run(skill, agent, "aar-1")
+    draft = RunDraft.objects.get(run_id="aar-1")
+    case = Case.objects.get(pk=draft.case_id)
+    assert (case.status, case.submitted_by.username, draft.attached) == (
+        Status.CANDIDATE,
+        DRAFTER,
+        False,
+    )
+    assert case.submitted_by != agent
+    assert not holds(case.submitted_by, REVIEW_CASE, VERIFY_EVIDENCE)
+    assert not EvidenceCheck.objects.filter(evidence__case=case).exists()
+    sources = {e.source_id for e in case.evidence_items.all()}
+    assert aar.source("aar-1") in sources and aar.source("aar-1", 0) in sources
+    assert "Goal:" in case.summary and "Key decisions:" in case.summary
+    assert Event.objects.filter(action=Action.AAR_DRAFT, target=case.id).exists()
+
+
+@pytest.mark.parametrize(
+    ("facts", "status"),
+    [(FACTS, "needs_review"), ({"basket_cents": 3200}, "fallback")],
+)
+def test_drafts_from_each_run_status(
+    skill: Skill, agent: User, facts: dict[str, object], status: str
+) -> None:
+    finished = run(skill, agent, f"aar-{status}", facts)
+    assert finished.status == status
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id=f"aar-{status}").case_id)
+    assert status in case.summary
+
+
+def test_a_near_duplicate_run_is_attached_not_drafted_again(skill: Skill, agent: User) -> None:
+    run(skill, agent, "aar-a")
+    run(skill, agent, "aar-b")
+    first, second = RunDraft.objects.order_by("id")
+    assert second.attached and second.case_id == first.case_id
+    assert Case.objects.filter(submitted_by__username=DRAFTER).count() == 1
+
+
+def test_the_task_drafts_once_however_often_it_runs(skill: Skill, agent: User) -> None:
+    finished = run(skill, agent, "aar-once")
+    for _ in range(3):
+        aar_draft_task.call(aar.SKILL_RUN, finished.pk)
+    assert RunDraft.objects.filter(run_id="aar-once").count() == 1
+    assert Event.objects.filter(action=Action.AAR_DRAFT).count() == 1
+
+
+def test_a_draft_is_never_approved_without_a_reviewer(
+    skill: Skill, agent: User, second_reviewer: User
+) -> None:
+    run(skill, agent, "aar-r")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-r").case_id)
+    assert case.status == Status.CANDIDATE and case.approved_by is None
+    # Unchecked evidence keeps it from approval until a reviewer checks it.
+    unmet = case_approval_checklist(case=case, reviewer=second_reviewer, reason="ok", now=NOW)
+    assert "no_checked_diagnosis_evidence" in unmet
+
+
+def test_the_drafter_never_drafts_its_own_run(skill: Skill) -> None:
+    drafter = aar_drafter()
+    finished = run(skill, drafter, "aar-self")
+    assert not RunDraft.objects.filter(run_id="aar-self").exists()
+    assert aar_draft_task.call(aar.SKILL_RUN, finished.pk).startswith("not drafted")
+    with pytest.raises(Exception, match="never reviews its own run"):
+        run_draft(trace=trace_of_run(finished), caller_id=drafter.pk)
+
+
+def test_the_case_page_says_drafted_from_run(skill: Skill, agent: User, reviewer: User) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    run(skill, agent, "aar-page")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-page").case_id)
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(case.get_absolute_url()).content.decode()
+    assert "drafted from" in html
+    assert reverse("experience:run-detail", args=["aar-page"]) in html
