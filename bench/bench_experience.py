@@ -233,7 +233,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         if k % 3 == 0 and third not in (first, second):
             lesson_links.append((lesson_id, case_ids[third], "contradicts", 0))
         if k % 10 == 1:
-            a, b = sorted((lesson_id, lesson_rows[-2][0]))
+            a, b = sorted((lesson_id, str(lesson_rows[-2][0])))
             conflict_rows.append((a, b, "teahouse", "type_opposition", now, "scan", "open"))
     lesson_columns = [
         "id", "tenant", "brand", "store", "campaign", "deployment", "title", "valid_from",
@@ -331,12 +331,13 @@ def measure(
 
     def without_lessons() -> Any:
         saved = retrieval.recallable_lessons, retrieval.with_confidence
-        retrieval.recallable_lessons = lambda scope, now: {}  # type: ignore[assignment]
-        retrieval.with_confidence = lambda items, lessons, now: items  # type: ignore[assignment]
+        setattr(retrieval, "recallable_lessons", lambda scope, now: {})  # noqa: B010
+        setattr(retrieval, "with_confidence", lambda items, lessons, now: items)  # noqa: B010
         try:
             return recall()
         finally:
-            retrieval.recallable_lessons, retrieval.with_confidence = saved
+            setattr(retrieval, "recallable_lessons", saved[0])  # noqa: B010
+            setattr(retrieval, "with_confidence", saved[1])  # noqa: B010
 
     from experience import lesson_selectors
 
@@ -346,11 +347,11 @@ def measure(
         saved = getattr(lesson_selectors, "outcome_tallies", None)
         if saved is None:
             return recall()
-        lesson_selectors.outcome_tallies = lambda ids, now=None: {}  # type: ignore[attr-defined]
+        setattr(lesson_selectors, "outcome_tallies", lambda ids, now=None: {})  # noqa: B010
         try:
             return recall()
         finally:
-            lesson_selectors.outcome_tallies = saved  # type: ignore[attr-defined]
+            setattr(lesson_selectors, "outcome_tallies", saved)  # noqa: B010
 
     for _ in range(5):
         recall()
