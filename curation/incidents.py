@@ -34,6 +34,12 @@ CANONICAL_NOT_IN_PAIR = "must be the incident of one of the two cases"
 
 SAME_INCIDENT = "same_incident"
 DIFFERENT = "different"
+# A new case is compared with at most this many band-matching cases of its scope (the most
+# recently submitted first) and linked to at most NEAR_DUPLICATE_LINKS of them, the most similar:
+# a cluster of near-identical cases then costs each new member a bounded amount of work and rows,
+# and a reviewer still reaches the whole cluster through the links (bulk imports stay linear).
+NEAR_DUPLICATE_PEERS = 64
+NEAR_DUPLICATE_LINKS = 8
 
 
 def similarity_threshold() -> float:
@@ -74,23 +80,27 @@ def case_link_similar(*, case: Case) -> list[NearDuplicate]:
         Case.objects.filter(
             pk__in=CaseBand.objects.filter(scope_key=key, key__in=keys).values("case"),
             status__in=[Status.CANDIDATE, Status.APPROVED],
-            tenant=case.tenant,
+            **case.scope,
         )
         .exclude(pk=case.pk)
-        .order_by("id")
+        .order_by("-submitted_at", "id")[:NEAR_DUPLICATE_PEERS]
     )
     merges = incident_merges(case.tenant, case.brand)
     own_incident = domain.canonical_incident(case.incident, merges)
     now = clock.now()
-    links = []
+    similar = []
     for peer in candidates:
-        if peer.scope != case.scope or case.supersedes == peer.id or peer.supersedes == case.id:
+        if case.supersedes == peer.id or peer.supersedes == case.id:
             continue
         if domain.canonical_incident(peer.incident, merges) == own_incident:
             continue
         measured = domain.similarity(own, _case_shingles(peer))
         if measured < threshold:
             continue
+        similar.append((measured, peer))
+    similar.sort(key=lambda pair: (-pair[0], pair[1].id))
+    links = []
+    for measured, peer in similar[:NEAR_DUPLICATE_LINKS]:
         first, second = sorted([case, peer], key=lambda c: c.id)
         link, _ = NearDuplicate.objects.get_or_create(
             case_a=first, case_b=second, defaults={"similarity": measured, "detected_at": now}

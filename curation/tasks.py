@@ -73,3 +73,15 @@ def schedule_next_scan(*, after: timedelta | None = None) -> bool:
         return False
     curation_scan_task.using(run_after=clock.now() + (after or timedelta(0))).enqueue()
     return True
+
+
+@task()
+def case_index_task(case_id: str, attempt: int = 1) -> int:
+    """Index a newly stored case and link it to its near-duplicates (off the request path);
+    linking again finds the links already made, so a re-run writes nothing twice."""
+    from curation.incidents import case_link_similar
+    from experience.models import Case
+
+    with retrying(case_index_task, attempt, case_id), transaction.atomic():
+        case = Case.objects.filter(pk=case_id).first()
+        return len(case_link_similar(case=case)) if case is not None else 0

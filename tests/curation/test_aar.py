@@ -124,3 +124,23 @@ def test_the_case_page_says_drafted_from_run(skill: Skill, agent: User, reviewer
     html = client.get(case.get_absolute_url()).content.decode()
     assert "drafted from" in html
     assert reverse("experience:run-detail", args=["aar-page"]) in html
+
+
+def test_an_investigation_drafts_its_review(skill: Skill, agent: User) -> None:
+    from investigations.services import investigation_run
+
+    investigation = investigation_run(
+        actor=agent,
+        text="两杯水果茶，优惠券用不了",
+        scope=SCOPE,
+        occurred_at=OCCURRED,
+        known_at=KNOWN,
+        facts=FACTS,
+        run_id="aar-inv",
+    )
+    draft = RunDraft.objects.get(run_id="aar-inv")
+    assert draft.kind == aar.INVESTIGATION
+    case = Case.objects.get(pk=draft.case_id)
+    assert case.submitted_by.username == DRAFTER
+    assert "两杯水果茶" in case.title and investigation.status in case.summary
+    assert aar.source("aar-inv", 0) in {e.source_id for e in case.evidence_items.all()}
