@@ -11,7 +11,7 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from reviewconsole.permissions import VIEW_LESSON
+from reviewconsole import permissions as P
 
 # Lifecycle and result words that templates translate with {% translate value %}.
 TRANSLATED_VALUES = (
@@ -59,19 +59,19 @@ def _items(request: HttpRequest) -> list[NavItem]:
     user = request.user
     entries: list[tuple[str, Any, tuple[str, ...]]] = [
         ("home", _("Dashboard"), ()),
-        ("experience:queue", _("Review queue"), ("experience.view_case",)),
-        ("experience:run-list", _("Runs"), ("experience.view_run", "experience.view_case")),
-        ("experience:lesson-list", _("Lessons"), (VIEW_LESSON,)),
-        ("knowledge:document-list", _("Knowledge"), ("knowledge.view_document",)),
+        ("experience:queue", _("Review queue"), (P.VIEW_CASE,)),
+        ("experience:run-list", _("Runs"), (P.VIEW_RUN, P.VIEW_CASE)),
+        ("experience:lesson-list", _("Lessons"), (P.VIEW_LESSON,)),
+        ("knowledge:document-list", _("Knowledge"), (P.VIEW_DOCUMENT,)),
         (
             "knowledge:search-preview",
             _("Search preview"),
-            ("knowledge.view_document", "knowledge.search_knowledge"),
+            (P.VIEW_DOCUMENT, P.SEARCH_KNOWLEDGE),
         ),
-        ("curation:home", _("Curation"), ("experience.view_case",)),
-        ("investigations:investigation-new", _("Investigate"), ("knowledge.search_knowledge",)),
+        ("curation:home", _("Curation"), (P.VIEW_CASE,)),
+        ("investigations:investigation-new", _("Investigate"), (P.SEARCH_KNOWLEDGE,)),
         ("evaluation:report-list", _("Replays"), ()),
-        ("event-list", _("Audit log"), ("reviewconsole.view_event",)),
+        ("event-list", _("Audit log"), (P.VIEW_EVENT,)),
         ("admin:index", _("Admin"), ()),
     ]
     allowed = [

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 
 from console.selectors import dashboard_counts
 from reviewconsole import clock
+from reviewconsole.permissions import VIEW_DOCUMENT
 from reviewconsole.tenancy import tenants_of
 from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 
@@ -16,7 +17,7 @@ from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     counts = dashboard_counts(
         now=clock.now(),
-        with_documents=request.user.has_perm("knowledge.view_document"),
+        with_documents=request.user.has_perm(VIEW_DOCUMENT),
         tenants=tenants_of(request.user),
     )
     return render_page(request, "console/dashboard_home.html", {"counts": counts})

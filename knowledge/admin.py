@@ -39,7 +39,7 @@ from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.display import ShownInUtc
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.permissions import APPROVE_DOCUMENT, REVOKE_DOCUMENT
+from reviewconsole.permissions import APPROVE_DOCUMENT, REVOKE_DOCUMENT, VIEW_DOCUMENT
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 
@@ -338,7 +338,7 @@ class IndexAdmin(ReadOnlyAdmin):
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if self.tenant_field is None and not is_deployment_wide(request.user):
             return False
-        return request.user.has_perm("knowledge.view_document")
+        return request.user.has_perm(VIEW_DOCUMENT)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)

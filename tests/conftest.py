@@ -65,6 +65,22 @@ def immediate_tasks(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def default_language() -> Iterator[None]:
+    """Each test starts in the deployment's language.
+
+    A request answered in another language leaves that language active on the thread (the
+    locale middleware activates it and nothing resets it), so a later test rendering a template
+    directly would otherwise read the earlier test's language.
+    """
+    from django.conf import settings
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings: Any) -> None:
     """Tests hash many passwords; production's deliberately slow hasher adds nothing here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
