@@ -208,6 +208,13 @@ TASKS = {
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))
+# Reviewer notifications (curation.notifications): printed to the console unless an SMTP
+# backend is configured; candidates waiting longer than this are announced once.
+EMAIL_BACKEND = os.environ.get(
+    "CONSOLE_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = os.environ.get("CONSOLE_FROM_EMAIL", "review-console@localhost")
+NOTIFY_CANDIDATE_WAIT_HOURS = float(os.environ.get("CONSOLE_NOTIFY_WAIT_HOURS", "24"))
 # How often the curation scan (staleness, proposals, conflicts) runs on the workers.
 CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
 # The context block keeps items whose confidence is at least this (experience.context_service).

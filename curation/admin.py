@@ -83,7 +83,7 @@ class CaseBandAdmin(TenantScopedAdmin):
 
 
 # After-action reviews drafted from runs (curation.aar_drafts).
-from curation.models import RunDraft  # noqa: E402
+from curation.models import NotificationOptOut, NotificationSent, RunDraft  # noqa: E402
 
 
 @admin.register(RunDraft)
@@ -91,3 +91,14 @@ class RunDraftAdmin(_ReadOnlyAdmin):
     list_display = ("run_id", "kind", "case_id", "attached", "drafted_at")
     list_filter = ("kind", "attached")
     search_fields = ("run_id", "case_id")
+
+
+@admin.register(NotificationOptOut)
+class NotificationOptOutAdmin(_ReadOnlyAdmin):
+    list_display = ("user", "since")
+
+
+@admin.register(NotificationSent)
+class NotificationSentAdmin(_ReadOnlyAdmin):
+    list_display = ("user", "kind", "key", "sent_at")
+    list_filter = ("kind",)

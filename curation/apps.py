@@ -22,6 +22,13 @@ class CurationConfig(AppConfig):
 
         post_save.connect(run_finished, sender=Run, dispatch_uid="curation.aar.run")
         post_save.connect(run_finished, sender=Investigation, dispatch_uid="curation.aar.inv")
+        # Revocations and new lesson conflicts tell the reviewers who approved the items.
+        from curation.tasks import conflict_saved, item_saved
+        from experience.models import Lesson, LessonConflict
+
+        for model in (Case, Skill, Lesson):
+            post_save.connect(item_saved, sender=model, dispatch_uid=f"curation.notify.{model}")
+        post_save.connect(conflict_saved, sender=LessonConflict, dispatch_uid="curation.notify.c")
         # Every worker makes sure the periodic scan is queued.
         from curation.tasks import schedule_next_scan
         from reviewconsole.background import worker_start_hook_install

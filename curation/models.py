@@ -313,3 +313,32 @@ class RunDraft(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.run_id} → {self.case_id}"
+
+
+class NotificationOptOut(models.Model):
+    """A user who turned reviewer notifications off (curation.notifications)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    since = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user_id} opted out"
+
+
+class NotificationSent(models.Model):
+    """One notification sent: the same event never mails the same user twice."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20)
+    key = models.CharField(max_length=200)
+    sent_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "kind", "key"], name="notification_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key} to {self.user_id}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -53,10 +54,12 @@ def scan_interval_seconds() -> int:
 def curation_scan_task(attempt: int = 1) -> dict[str, int]:
     """The periodic curation scan (staleness, proposals, conflicts), as ``curate`` runs it; the
     next scan is queued in the same transaction, so the schedule survives a killed worker."""
+    from curation.notifications import notify_waiting_candidates
     from curation.scan import curation_scan, stale_after_days
 
     with retrying(curation_scan_task, attempt), transaction.atomic():
         report = curation_scan(now=clock.now(), days=stale_after_days())
+        notify_waiting_candidates()
         schedule_next_scan(after=timedelta(seconds=scan_interval_seconds()))
         return {name: len(value) for name, value in vars(report).items() if isinstance(value, list)}
 
@@ -85,3 +88,38 @@ def case_index_task(case_id: str, attempt: int = 1) -> int:
     with retrying(case_index_task, attempt, case_id), transaction.atomic():
         case = Case.objects.filter(pk=case_id).first()
         return len(case_link_similar(case=case)) if case is not None else 0
+
+
+@task()
+def notify_task(kind: str, key: str, attempt: int = 1) -> int:
+    """Send one reviewer notification (``curation.notifications``); once per user and event."""
+    from curation import notifications
+
+    with retrying(notify_task, attempt, kind, key):
+        if kind == notifications.REVOKED:
+            return notifications.notify_revoked(key)
+        if kind == notifications.CONFLICT:
+            return notifications.notify_conflict(int(key))
+        return notifications.notify_waiting_candidates()
+
+
+def item_saved(sender: type, instance: object, created: bool, **kwargs: Any) -> None:
+    """``post_save`` of a case, skill or lesson: a revocation tells whoever approved it."""
+    from curation.notifications import REVOKED
+    from experience.models import Status
+
+    update_fields = kwargs.get("update_fields") or ()
+    if (
+        not created
+        and "status" in update_fields
+        and getattr(instance, "status", "") == Status.REVOKED
+    ):
+        notify_task.enqueue(REVOKED, str(getattr(instance, "pk", "")))
+
+
+def conflict_saved(sender: type, instance: object, created: bool, **_: object) -> None:
+    """``post_save`` of a lesson conflict: a new one tells the approvers of both lessons."""
+    from curation.notifications import CONFLICT
+
+    if created:
+        notify_task.enqueue(CONFLICT, str(getattr(instance, "pk", "")))

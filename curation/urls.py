@@ -26,3 +26,14 @@ urlpatterns = [
     path("proposals/<int:pk>/dismiss/", views.proposal_dismiss, name="proposal-dismiss"),
     path("skills/<curation_digest:digest>/support/", views.skill_support, name="skill-support"),
 ]
+
+# Reviewer notifications on or off (curation.notification_views).
+from curation import notification_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "notifications/",
+        notification_views.notification_settings,
+        name="notifications",
+    ),
+]
