@@ -144,3 +144,22 @@ def test_an_investigation_drafts_its_review(skill: Skill, agent: User) -> None:
     assert case.submitted_by.username == DRAFTER
     assert "两杯水果茶" in case.title and investigation.status in case.summary
     assert aar.source("aar-inv", 0) in {e.source_id for e in case.evidence_items.all()}
+
+
+def test_the_learning_loop_from_run_to_context_block(
+    skill: Skill, agent: User, second_reviewer: User
+) -> None:
+    from experience.context_service import experience_context
+    from experience.outcomes import run_outcome_report
+    from experience.services import case_approve, evidence_check
+    from tests.experience.conftest import QUERY
+
+    run(skill, agent, "loop-1")
+    run_outcome_report(run_id="loop-1", outcome="resolved_by_lead", actor=agent)
+    draft = Case.objects.get(pk=RunDraft.objects.get(run_id="loop-1").case_id)
+    for evidence in draft.evidence_items.filter(section="diagnosis"):
+        evidence_check(case=draft, key=evidence.key, actor=second_reviewer)
+    case_approve(case=draft, actor=second_reviewer, reason="the trace shows it")
+    block = experience_context(QUERY, SCOPE, NOW, "loop-2", 2_000, actor=agent)
+    assert draft.id in [item["id"] for item in block["items"]]
+    assert draft.id in block["block"]
