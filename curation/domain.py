@@ -41,6 +41,7 @@ Definitions the rest of the app relies on:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -414,8 +415,10 @@ def signature(shingle_set: Iterable[str]) -> tuple[int, ...]:
     return tuple(int(v) for v in minhash.hashvalues)
 
 
+@functools.lru_cache(maxsize=16)
 def lsh_shape(threshold: float) -> tuple[int, int]:
-    """(bands, rows per band) that ``datasketch`` picks for this threshold and ``NUM_PERM``."""
+    """(bands, rows per band) that ``datasketch`` picks for this threshold and ``NUM_PERM``;
+    cached, since datasketch integrates numerically to choose them (~40 ms a call)."""
     from datasketch import MinHashLSH  # see signature() for why here
 
     index = MinHashLSH(threshold=threshold, num_perm=NUM_PERM, weights=LSH_WEIGHTS)
