@@ -30,6 +30,10 @@ from reviewconsole.services import user_set_role
 DRAFTER = "aar-drafter"
 DRAFTER_IS_CALLER = "the drafter never reviews its own run"
 DRAFTER_IS_REVIEWER = "the drafter account must not hold a reviewer's permissions"
+# Replays (evaluation.replay) run held-out tickets under these ids: drafting memory from them
+# would leak the held-out set into what it is measured against.
+REPLAY_PREFIX = "replay-"
+REPLAY_NOT_DRAFTED = "a replay of a held-out ticket is evaluation, never memory"
 
 
 class DraftRefused(Exception):
@@ -128,6 +132,8 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
     existing = RunDraft.objects.filter(kind=trace.kind, run_id=trace.run_id).first()
     if existing is not None:
         return existing
+    if trace.run_id.startswith(REPLAY_PREFIX):
+        raise DraftRefused(REPLAY_NOT_DRAFTED)
     if any(not trace.scope.get(name) for name in SCOPE_FIELDS):
         raise DraftRefused("the run has no complete scope: nothing to draft a case in")
     drafter = aar_drafter()

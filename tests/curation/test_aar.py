@@ -163,3 +163,8 @@ def test_the_learning_loop_from_run_to_context_block(
     block = experience_context(QUERY, SCOPE, NOW, "loop-2", 2_000, actor=agent)
     assert draft.id in [item["id"] for item in block["items"]]
     assert draft.id in block["block"]
+
+
+def test_a_replay_is_never_drafted(skill: Skill, agent: User) -> None:
+    run(skill, agent, "replay-0001-with")
+    assert not RunDraft.objects.filter(run_id="replay-0001-with").exists()
