@@ -81,6 +81,15 @@ def default_language() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def cold_lexicon_cache() -> None:
+    """Each test starts with the search's per-process lexicon cache empty, so the queries a test
+    counts do not depend on which test ran before it in the same process."""
+    from knowledge import postings
+
+    postings._lexicon_cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings: Any) -> None:
     """Tests hash many passwords; production's deliberately slow hasher adds nothing here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

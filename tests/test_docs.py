@@ -45,7 +45,7 @@ def experience_unmet_names() -> list[str]:
     and experience/lesson_domain.py."""
     names = []
     for module in (domain, lesson_domain):
-        source = Path(module.__file__).read_text(encoding="utf-8")
+        source = Path(str(module.__file__)).read_text(encoding="utf-8")
         start = source.index("# --- unmet condition names")
         end = source.index("# --- lifecycle")
         for node in ast.parse(source[start:end]).body:

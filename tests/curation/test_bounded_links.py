@@ -27,7 +27,7 @@ def test_each_new_case_links_to_at_most_the_bound(reviewer: User, at_now: dateti
     ids = [item.id for item in submitted]
     assert NearDuplicate.objects.count() <= NEAR_DUPLICATE_LINKS * n
     # Links are made when the newer case arrives: each case links at most the bound of earlier ones.
-    newer = {}
+    newer: dict[int, int] = {}
     for link in NearDuplicate.objects.all():
         later = max(ids.index(link.case_a_id), ids.index(link.case_b_id))
         newer[later] = newer.get(later, 0) + 1

@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from experience.models import RevocationImpact
-from experience.services import run_store
+from experience.services import run_store, system_agent
 from knowledge.models import Document
 from knowledge.services import (
     ATTESTED_IMPORT,
@@ -83,7 +83,7 @@ def cite(document_id: str, run_id: str) -> None:
         started_at=NOW,
         finished_at=NOW,
         cited_documents=[document_id],
-        actor=None,
+        actor=system_agent(),
     )
 
 

@@ -104,7 +104,7 @@ def test_a_revoked_successor_leaves_the_older_version_answering(
 
 
 SLOT = {"rule_key": "slot", "title": "优惠券门槛", "text": "优惠券满30元可用。"}
-SCOPE_X = {"campaign": "campaign-x", "store": "store-100"}
+SCOPE_X: dict[str, Any] = {"campaign": "campaign-x", "store": "store-100"}
 
 
 def test_a_successor_valid_only_later_leaves_the_older_version_answering(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
@@ -29,7 +31,7 @@ def test_items_and_their_ids_resolve_to_one_page(
 
     assert first.digest == first.id.removeprefix("case:")
     assert skill.digest == skill.id.removeprefix("skill:")
-    pages = {
+    pages: dict[Any, str] = {
         first: reverse("experience:case-detail", args=[first.digest]),
         skill: reverse("experience:skill-detail", args=[skill.digest]),
         doc: reverse("knowledge:document-detail", args=["refund-rule", doc.version]),

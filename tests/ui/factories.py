@@ -17,6 +17,7 @@ from experience.services import (
     run_store,
     skill_approve,
     skill_submit,
+    system_agent,
 )
 from experience.tools import tool_specs
 from reviewconsole import clock
@@ -181,5 +182,5 @@ def record_run(run_id: str, skill: Skill, case_ids: list[str]) -> Run:
         started_at=now,
         finished_at=now,
         cited_documents=["doc:rule-b@1"],
-        actor=None,
+        actor=system_agent(),
     )

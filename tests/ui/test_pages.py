@@ -59,7 +59,9 @@ CASES = [
     ("run", "reviewer", 10, 9, "doc:rule-b@1"),  # the outcome form reads the latest report
     ("documents", "operator", 9, 8, "doc:rule-a@2"),
     ("document", "operator", 11, 10, "Compare with version"),
-    ("search", "operator", 9, 8, "conditions"),
+    # The first search of a process reads the lexicon (its stamp, the synonyms, the stamp again);
+    # later ones take it from the cache while the stamp the ranking statement reads is unchanged.
+    ("search", "operator", 11, 7, "conditions"),
     ("audit", "admin", 8, 7, "experience.case.approve"),
 ]
 
