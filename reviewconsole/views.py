@@ -70,6 +70,8 @@ def console_view(*perms: str) -> Callable[[View], View]:
                 raise PermissionDenied
             return view(request, *args, **kwargs)
 
+        # Marks the page as guarded, with what it needs; outer decorators copy it (``wraps``).
+        wrapped.console_permissions = perms  # type: ignore[attr-defined]
         return cast(View, wrapped)
 
     return decorator
