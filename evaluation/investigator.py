@@ -313,19 +313,7 @@ def _search(
         if status in DECIDED:
             record.check(CAMPAIGN_RULES_CHECK)
             return result
-        if status != NEEDS_CONTEXT or not missing:
-            return None
-        unanswered = False
-        for name in missing:
-            question = f"{CONFIRM}:{name}"
-            record.questions.append(question)
-            answer = ticket.answers.facts.get(name)
-            record.step("question", question, "answered" if answer is not None else "no_reply")
-            if answer is None:
-                unanswered = True
-            else:
-                facts[name] = answer
-        if unanswered:
+        if status != NEEDS_CONTEXT or not missing or not _ask(ticket, record, missing, facts):
             return None
     return None
 

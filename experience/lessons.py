@@ -41,6 +41,7 @@ from experience.services import (
     _reject,
     _require_tenant,
     _revoke,
+    supersede_version,
 )
 from reviewconsole import clock, itemids
 from reviewconsole.audit import event_record
@@ -227,24 +228,11 @@ def lesson_approve(*, lesson: Lesson, actor: User, reason: str) -> LessonReview:
 
 
 def _supersede(old_id: str, *, by: Lesson, actor: User, now: datetime) -> None:
-    old = (
-        Lesson.objects.select_for_update()
-        .filter(pk=old_id, tenant=by.tenant, status=Status.APPROVED)
-        .first()
+    old = supersede_version(
+        Lesson, old_id, by=by, action=Action.LESSON_SUPERSEDE, actor=actor, now=now
     )
     if old is None:
         return
-    old.status = Status.SUPERSEDED
-    old.superseded_by = by.id
-    old.superseded_at = now
-    old.save(update_fields=["status", "superseded_by", "superseded_at"])
-    event_record(
-        actor=actor,
-        action=Action.LESSON_SUPERSEDE,
-        target=old.id,
-        reason=f"superseded by {by.id}",
-        details={"superseded_by": by.id},
-    )
     # The version that narrows a lesson settles the conflicts that asked for it; whether the
     # narrowed version still conflicts is detected afresh on its approval.
     for conflict in LessonConflict.objects.select_for_update().filter(

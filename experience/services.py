@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Model
 
 from experience import domain
 from experience.lesson_schema import LessonContent, parse_lesson
@@ -64,6 +65,8 @@ from reviewconsole.permissions import (
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from reviewconsole.tenancy import NOT_IN_TENANT, may_access, require_input_tenant
+
+M = TypeVar("M", bound=Model)
 
 SUBMIT_REFUSED = "submitting cases needs the operator or reviewer role"
 SUBMIT_SKILL_REFUSED = "submitting skills needs the operator or reviewer role"
@@ -462,27 +465,35 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     return ReviewOutcome(case.id, case.status)
 
 
-def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
-    # Only a case of the new version's tenant is ever superseded, even by a row stored before
-    # submission refused other tenants' ids.
+def supersede_version(
+    model: type[M], old_id: str, *, by: Any, action: Action, actor: User, now: datetime
+) -> M | None:
+    """Mark the approved version ``old_id`` superseded by ``by`` and audit it; None when there is
+    no such version. Only a version of the new one's tenant is ever superseded, even by a row
+    stored before submission refused other tenants' ids."""
     old = (
-        Case.objects.select_for_update()
+        model._default_manager.select_for_update()
         .filter(pk=old_id, tenant=by.tenant, status=Status.APPROVED)
         .first()
     )
     if old is None:
-        return
-    old.status = Status.SUPERSEDED
-    old.superseded_by = by.id
-    old.superseded_at = now
+        return None
+    old.status = Status.SUPERSEDED  # type: ignore[attr-defined]
+    old.superseded_by = by.id  # type: ignore[attr-defined]
+    old.superseded_at = now  # type: ignore[attr-defined]
     old.save(update_fields=["status", "superseded_by", "superseded_at"])
     event_record(
         actor=actor,
-        action=Action.CASE_SUPERSEDE,
-        target=old.id,
+        action=action,
+        target=old.pk,
         reason=f"superseded by {by.id}",
         details={"superseded_by": by.id},
     )
+    return old
+
+
+def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
+    supersede_version(Case, old_id, by=by, action=Action.CASE_SUPERSEDE, actor=actor, now=now)
 
 
 def _reject(
