@@ -1,4 +1,4 @@
-"""How pages show an item id in little room: ``{{ item.id|short_id }}``.
+"""How pages show an item id: ``{% item_ref item.id %}``, or in little room ``{{ item.id|short_id }}``.
 
 The one place that decides the short form: a case or skill id shows its kind and the first
 ``SHOWN_HEX`` hex digits of its digest, and the full id in a ``title`` attribute. An id that is
@@ -8,12 +8,16 @@ short already (``doc:KEY@N``) or that names no item shows whole.
 from __future__ import annotations
 
 from django import template
+from django.template import Context
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, gettext_lazy
 
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import Shape
+from reviewconsole.itemrefs import CONTEXT_NAME, ItemTitles, item_of
+from reviewconsole.links import item_page
 
 register = template.Library()
 
@@ -37,3 +41,100 @@ def short_id(value: object) -> SafeString | str:
         return ""
     text = str(value)
     return format_html('<span class="mono" title="{}">{}</span>', text, shortened(text))
+
+
+# --- item mentions: title, kind, short id, link, copy ----------------------------------------
+
+KIND_LABELS = {
+    "case": gettext_lazy("case"),
+    "skill": gettext_lazy("skill"),
+    "lesson": gettext_lazy("lesson"),
+    "document": gettext_lazy("document"),
+}
+
+
+def copy_button_html(text: str) -> SafeString:
+    """A button copying ``text``; hidden until console.js shows it (it needs script)."""
+    return format_html(
+        '<button type="button" class="copy-id small secondary" data-copy="{}" hidden'
+        ' data-copied-label="{}" aria-label="{}">{}</button>',
+        text,
+        gettext("Copied"),
+        gettext("Copy id %(id)s") % {"id": shortened(text)},
+        gettext("Copy"),
+    )
+
+
+def item_ref_html(value: object, titles: ItemTitles | None) -> SafeString | str:
+    """An item mention: its title (linked to its page), its kind and its short id, the full id on
+    hover and a copy button. Text naming no item shows as it is."""
+    if value is None or value == "":
+        return ""
+    text = str(value)
+    item = item_of(text)
+    if item is None:
+        return format_html('<span class="mono item-text">{}</span>', text)
+    full = str(item)
+    part = text[len(full) :]
+    url = item_page(item) + part
+    title = titles.title(text) if titles is not None else None
+    short = shortened(full) + part
+    label = KIND_LABELS.get(item.kind.name, item.kind.name)
+    if title:
+        return format_html(
+            '<span class="item-ref"><a href="{}" title="{}">{}</a>'
+            ' <span class="item-kind">{}</span>'
+            ' <code class="item-id" title="{}">{}</code>{}</span>',
+            url,
+            text,
+            title,
+            label,
+            text,
+            short,
+            copy_button_html(full),
+        )
+    return format_html(
+        '<span class="item-ref"><span class="item-kind">{}</span>'
+        ' <a class="item-id" href="{}" title="{}"><code>{}</code></a>{}</span>',
+        label,
+        url,
+        text,
+        short,
+        copy_button_html(full),
+    )
+
+
+@register.simple_tag(takes_context=True)
+def item_ref(context: Context, value: object) -> SafeString | str:
+    """``{% item_ref some_id %}``: titles come from ``item_titles`` in the context, which the view
+    primes for every id on the page (``reviewconsole.itemrefs.item_titles``) so the page makes
+    no query per mention."""
+    return item_ref_html(value, context.get(CONTEXT_NAME))
+
+
+@register.simple_tag
+def copy_button(value: object) -> SafeString | str:
+    """``{% copy_button run_id %}``: a copy button for an id that is not an item (a run id)."""
+    if value is None or value == "":
+        return ""
+    return copy_button_html(str(value))
+
+
+@register.simple_tag
+def run_ref(run_id: object, url: str = "") -> SafeString | str:
+    """``{% run_ref run_id url %}``: a run id that never wraps mid-word, linked, with a copy button."""
+    if run_id is None or run_id == "":
+        return ""
+    text = str(run_id)
+    if url:
+        return format_html(
+            '<span class="run-ref"><a class="run-id" href="{}">{}</a>{}</span>',
+            url,
+            text,
+            copy_button_html(text),
+        )
+    return format_html(
+        '<span class="run-ref"><span class="run-id">{}</span>{}</span>',
+        text,
+        copy_button_html(text),
+    )

@@ -61,4 +61,53 @@
   } else {
     showSelectionButtons();
   }
+  // Copy buttons next to ids (names, not hashes): hidden without script, since copying needs it.
+  function showCopyButtons(root) {
+    (root || document).querySelectorAll("button.copy-id[data-copy]").forEach(function (button) {
+      button.hidden = false;
+    });
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "visually-hidden";
+    document.body.appendChild(area);
+    area.select();
+    var ok = document.execCommand("copy");
+    document.body.removeChild(area);
+    return ok ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button.copy-id[data-copy]");
+    if (!button) {
+      return;
+    }
+    event.preventDefault();
+    var label = button.dataset.label || button.textContent;
+    button.dataset.label = label;
+    copyText(button.dataset.copy).then(function () {
+      button.classList.add("copied");
+      button.textContent = button.dataset.copiedLabel || "\u2713";
+      window.setTimeout(function () {
+        button.classList.remove("copied");
+        button.textContent = label;
+      }, 1500);
+    }, function () {});
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    showCopyButtons(event.detail && event.detail.elt);
+  });
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { showCopyButtons(document); });
+  } else {
+    showCopyButtons(document);
+  }
 })();
