@@ -1,13 +1,28 @@
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from agentapi.api import api
 from console.views import dashboard
 from reviewconsole import views
 
+
+class FaviconView(RedirectView):
+    """``/favicon.ico``, which browsers and tools ask for whatever the page links: the icon."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args: Any, **kwargs: Any) -> str:
+        return static("console/favicon.svg")
+
+
 urlpatterns = [
     path("", dashboard, name="home"),
+    path("favicon.ico", FaviconView.as_view(), name="favicon"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(

@@ -1,4 +1,4 @@
-"""Console forms for the knowledge pages: list filters and the search preview."""
+"""Console forms for the knowledge pages: list filters, the search preview, and documents."""
 
 from __future__ import annotations
 
@@ -11,10 +11,19 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import DocumentKind
+from knowledge.models import Document, DocumentKind
+from knowledge.schema import (
+    MAX_RULE_KEY,
+    MAX_SOURCE,
+    MAX_TEXT,
+    MAX_TITLE,
+    DocumentContent,
+    parse_document,
+)
 from knowledge.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, KnowledgeContext
+from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.timeparse import check_bounds
+from reviewconsole.timeparse import check_bounds, to_utc_iso
 
 STATUS_CHOICES = [
     ("", _("Any status")),
@@ -187,3 +196,308 @@ class SearchPreviewForm(forms.Form):
             facts=facts,
             limit=data["limit"],
         )
+
+
+# --- writing documents -----------------------------------------------------------------------
+
+REQUIREMENT_LINE = re.compile(r"\s*([^:]+?)\s*:\s*(.*?)\s*")
+VALUE = re.compile(r'\s*("[^"]*"|[^,"]*?)\s*(,|$)')
+PLAIN_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+RANGE = re.compile(
+    r"(?:>=\s*(?P<min>-?\d+))|(?:<=\s*(?P<max>-?\d+))|(?P<low>-?\d+)\s*\.\.\s*(?P<high>-?\d+)"
+)
+
+
+def _value_text(value: object) -> str:
+    """An allowed value as typed: integers bare, text that would read as one quoted."""
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    return f'"{text}"' if PLAIN_INTEGER.fullmatch(text) or "," in text else text
+
+
+def requirements_text(requirements: dict[str, Any]) -> str:
+    """Requirements as the form shows them: one ``name: values`` line per condition."""
+    lines = []
+    for name, constraint in requirements.items():
+        if isinstance(constraint, dict):
+            low, high = constraint.get("min"), constraint.get("max")
+            if low is not None and high is not None:
+                shown = f"{low}..{high}"
+            else:
+                shown = f">= {low}" if low is not None else f"<= {high}"
+        else:
+            shown = ", ".join(_value_text(value) for value in constraint)
+        lines.append(f"{name}: {shown}")
+    return "\n".join(lines)
+
+
+def _allowed_value(text: str) -> str | int:
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1]
+    return int(text) if PLAIN_INTEGER.fullmatch(text) else text
+
+
+def _values(text: str) -> list[str] | None:
+    """Comma-separated values, a quoted one kept with its quotes; None when malformed."""
+    parts, position = [], 0
+    while True:
+        match = VALUE.match(text, position)
+        if match is None:
+            return None
+        parts.append(match.group(1))
+        if not match.group(2):
+            return parts
+        position = match.end()
+
+
+def requirements_parse(text: str) -> dict[str, Any]:
+    """The inverse of ``requirements_text``; a malformed line is refused with its number.
+
+    ``channel: miniapp, pos`` allows either value; ``basket_cents: >= 3000``, ``<= 5000`` or
+    ``3000..5000`` is a range (bounds included). Values are text unless they are plain
+    integers; quotes keep a value such as ``"001"`` text.
+    """
+    parsed: dict[str, Any] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = REQUIREMENT_LINE.fullmatch(line)
+        if match is None or not match.group(2):
+            raise ValidationFailure(
+                "requirements", f"line {number}: write a condition as name: allowed values"
+            )
+        name, values = match.group(1), match.group(2)
+        if name in parsed:
+            raise ValidationFailure("requirements", f"line {number}: {name} is given twice")
+        bounds = RANGE.fullmatch(values)
+        if bounds is not None:
+            low = bounds.group("min") or bounds.group("low")
+            high = bounds.group("max") or bounds.group("high")
+            parsed[name] = {
+                **({"min": int(low)} if low is not None else {}),
+                **({"max": int(high)} if high is not None else {}),
+            }
+        else:
+            parts = _values(values)
+            if parts is None or not all(parts):
+                raise ValidationFailure(
+                    "requirements",
+                    f"line {number}: separate allowed values by commas; quote one that has a comma",
+                )
+            parsed[name] = [_allowed_value(part) for part in parts]
+    return parsed
+
+
+def local_text(moment: datetime | None, zone: ZoneInfo) -> str:
+    return moment.astimezone(zone).strftime("%Y-%m-%dT%H:%M:%S") if moment else ""
+
+
+# Fields of the form in the order of the import format's errors (``knowledge.schema``).
+CONTENT_FIELDS = (
+    "doc_key",
+    "title",
+    "kind",
+    "tenant",
+    "brand",
+    "campaign",
+    "stores",
+    "rule_key",
+    "source",
+    "text",
+    "requirements",
+    "valid_from",
+    "valid_to",
+    "published_at",
+)
+
+
+class DocumentForm(forms.Form):
+    """A new document, or (with ``base``) the next version of one: the whole content, checked
+    by the import format's rules so that every error names its field."""
+
+    doc_key = forms.CharField(
+        label=_("Document key"),
+        max_length=100,
+        help_text=_("Lower-case letters, digits, - and _; the same key for every version"),
+    )
+    title = forms.CharField(label=_("Title"), max_length=MAX_TITLE)
+    kind = forms.ChoiceField(label=_("Kind"), choices=DocumentKind.choices)
+    tenant = forms.CharField(label=_("Tenant"), max_length=64)
+    brand = forms.CharField(label=_("Brand"), max_length=64)
+    campaign = forms.CharField(label=_("Campaign"), max_length=64)
+    stores = forms.CharField(
+        label=_("Stores"),
+        max_length=2000,
+        help_text=_("Store codes separated by commas, e.g. store-001, store-004"),
+    )
+    rule_key = forms.CharField(
+        label=_("Rule slot"),
+        required=False,
+        max_length=MAX_RULE_KEY,
+        help_text=_("Documents of one slot with different requirements are shown as a conflict"),
+    )
+    source = forms.CharField(
+        label=_("Source"), max_length=MAX_SOURCE, help_text=_("Where the text comes from")
+    )
+    text = forms.CharField(
+        label=_("Text"), max_length=MAX_TEXT, widget=forms.Textarea(attrs={"rows": 8})
+    )
+    requirements = forms.CharField(
+        label=_("Requirements"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}),
+        help_text=_(
+            "One condition per line: channel: miniapp, pos — or a range: basket_cents: >= 3000, "
+            "<= 5000 or 3000..5000. Empty: the rule applies to every purchase in its scope."
+        ),
+    )
+    valid_from = forms.CharField(label=_("Valid from"), widget=DateTimeLocalInput())
+    valid_to = forms.CharField(
+        label=_("Valid to"),
+        required=False,
+        widget=DateTimeLocalInput(),
+        help_text=_("Empty: open-ended"),
+    )
+    published_at = forms.CharField(
+        label=_("Published at"),
+        required=False,
+        widget=DateTimeLocalInput(),
+        help_text=_("When this version becomes known; empty means the moment it is saved"),
+    )
+    timezone = forms.CharField(
+        label=_("Time zone"),
+        max_length=64,
+        widget=forms.TextInput(attrs={"list": "timezones"}),
+        help_text=_("Applies to the three times, e.g. Asia/Shanghai"),
+    )
+
+    zones = COMMON_ZONES
+
+    def __init__(self, *args: Any, base: Document | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.base = base
+        self.published_given = False
+        self.content: DocumentContent | None = None
+        if base is not None:
+            # The key is the base's: a new version never moves to another key.
+            del self.fields["doc_key"]
+
+    @classmethod
+    def initial_for(cls, base: Document | None, stores: list[str], tenant: str) -> dict[str, Any]:
+        zone = ZoneInfo(settings.TIME_ZONE)
+        if base is None:
+            return {"timezone": settings.TIME_ZONE, "tenant": tenant, "kind": DocumentKind.RULE}
+        return {
+            "title": base.title,
+            "kind": base.kind,
+            "tenant": base.tenant,
+            "brand": base.brand,
+            "campaign": base.campaign,
+            "stores": ", ".join(stores),
+            "rule_key": base.rule_key,
+            "source": base.source,
+            "text": base.text,
+            "requirements": requirements_text(base.requirements),
+            "valid_from": local_text(base.valid_from, zone),
+            "valid_to": local_text(base.valid_to, zone),
+            # A new version is published when its author says, never when the last one was.
+            "published_at": "",
+            "timezone": settings.TIME_ZONE,
+        }
+
+    def clean_timezone(self) -> ZoneInfo:
+        name = self.cleaned_data["timezone"].strip()
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError(
+                _("is not a known time zone (e.g. Asia/Shanghai)")
+            ) from None
+
+    def clean_requirements(self) -> dict[str, Any]:
+        try:
+            return requirements_parse(self.cleaned_data["requirements"])
+        except ValidationFailure as failure:
+            raise forms.ValidationError(failure.message) from None
+
+    def _moment(self, name: str, zone: ZoneInfo) -> str | None:
+        text = str(self.cleaned_data.get(name) or "").strip()
+        if not text:
+            return None
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            self.add_error(name, _("is not a date and time"))
+            return None
+        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+        try:
+            return to_utc_iso(check_bounds(moment, field=name))
+        except ValidationFailure as failure:
+            self.add_error(name, failure.message)
+            return None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        zone = data.get("timezone")
+        if not isinstance(zone, ZoneInfo):
+            return data
+        moments = {name: self._moment(name, zone) for name in ("valid_from", "valid_to")}
+        published = self._moment("published_at", zone)
+        if self.errors:
+            return data
+        self.published_given = published is not None
+        raw: dict[str, Any] = {
+            "doc_key": self.base.doc_key if self.base else data["doc_key"].strip(),
+            "version": self.base.version if self.base else 1,
+            "tenant": data["tenant"].strip(),
+            "brand": data["brand"].strip(),
+            "campaign": data["campaign"].strip(),
+            "stores": [s.strip() for s in data["stores"].split(",") if s.strip()],
+            "kind": data["kind"],
+            "rule_key": data["rule_key"].strip() or None,
+            "title": data["title"],
+            "text": data["text"],
+            "source": data["source"],
+            "valid_from": moments["valid_from"],
+            "valid_to": moments["valid_to"],
+            "published_at": published or to_utc_iso(clock.now()),
+            "requirements": data["requirements"],
+        }
+        try:
+            self.content = parse_document(raw).content
+        except ValidationFailure as failure:
+            self.add_failure(failure)
+        return data
+
+    def add_failure(self, failure: ValidationFailure) -> None:
+        """A refusal of the content (here or by a service) as an error on the field it names."""
+        root = failure.field.split(".")[0].split("[")[0]
+        if root == "version":
+            root = "doc_key"
+        self.add_error(root if root in self.fields else None, failure.message)
+
+    def changes(self) -> dict[str, Any]:
+        """What a new version sets: every content field but its key, version and (unless the
+        author gave one) its publication time."""
+        assert self.content is not None
+        skipped = {"doc_key", "version"} | (set() if self.published_given else {"published_at"})
+        return {
+            name: getattr(self.content, name)
+            for name in self.content.__dataclass_fields__
+            if name not in skipped
+        }
+
+
+class DocumentReviewForm(forms.Form):
+    decision = forms.ChoiceField(
+        choices=[("approve", _("Approve")), ("reject", _("Reject"))], label=_("Decision")
+    )
+    reason = forms.CharField(label=_("Reason"), max_length=2000, required=False)
+
+
+class DocumentRevokeForm(forms.Form):
+    reason = forms.CharField(label=_("Reason"), max_length=2000, required=False)
+    previewed_runs = forms.CharField(required=False, max_length=100_000)
+    previewed_skills = forms.CharField(required=False, max_length=100_000)

@@ -30,3 +30,23 @@ def revocation_record(*, item_id: str, actor: User, reason: str) -> dict[str, li
         for kind, ids in recorder(item_id, actor, reason).items():
             merged.setdefault(kind, set()).update(ids)
     return {kind: sorted(ids) for kind, ids in merged.items()}
+
+
+# What revoking a document would reach, asked before anything is written (the console's preview
+# before a revocation is confirmed). The app that registers a recorder registers its previewer.
+RevocationPreviewer = Callable[[str], Mapping[str, Sequence[str]]]
+revocation_previewers: list[RevocationPreviewer] = []
+
+
+def revocation_previewer_register(previewer: RevocationPreviewer) -> None:
+    if previewer not in revocation_previewers:
+        revocation_previewers.append(previewer)
+
+
+def revocation_preview(*, item_id: str) -> dict[str, list[str]]:
+    """What revoking ``item_id`` would reach now, merged as ``revocation_record`` merges."""
+    merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
+    for previewer in revocation_previewers:
+        for kind, ids in previewer(item_id).items():
+            merged.setdefault(kind, set()).update(ids)
+    return {kind: sorted(ids) for kind, ids in merged.items()}

@@ -10,6 +10,7 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
+from reviewconsole.models import Action, Event
 from reviewconsole.tenancy import may_access, visible
 
 
@@ -143,3 +144,10 @@ def document_get_visible(doc_key: str, version: int, user: User | AnonymousUser)
 def document_stores(document: Document) -> list[str]:
     """The stores of a document from ``document_get`` (prefetched there, in store order)."""
     return [row.store for row in document.store_rows.all()]
+
+
+def document_revocations(public_id: str) -> QuerySet[Event]:
+    """The audit events of revoking ``public_id``, each with the impact stored when it was."""
+    return Event.objects.filter(action=Action.DOCUMENT_REVOKE, target=public_id).order_by(
+        "-created_at", "-id"
+    )

@@ -1,31 +1,76 @@
-"""Knowledge pages for operators and reviewers: documents, versions, and a search preview."""
+"""Knowledge pages for operators and reviewers: documents, versions, and a search preview.
+
+Operators also write here: a new document, the next version of one, approving or rejecting a
+draft (four eyes) and revoking a version after seeing what it reaches. Every rule is the one
+``knowledge.services`` applies (the same as for imports and the admin); these views parse input,
+call one service, and show what it said.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpResponse
-from django.views.decorators.http import require_GET
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from knowledge.conclusions import with_allowed_conclusions
-from knowledge.forms import DocumentFilterForm, SearchPreviewForm
+from knowledge.forms import (
+    DocumentFilterForm,
+    DocumentForm,
+    DocumentReviewForm,
+    DocumentRevokeForm,
+    SearchPreviewForm,
+)
+from knowledge.hooks import revocation_preview
 from knowledge.models import Document
 from knowledge.search import search_knowledge
 from knowledge.selectors import (
     document_get,
     document_get_visible,
     document_lines,
+    document_revocations,
     document_stores,
     document_versions,
     documents_visible,
 )
+from knowledge.services import (
+    ALREADY_APPROVED_UNMET,
+    ALREADY_REVOKED_UNMET,
+    OWN_SUBMISSION,
+    REASON_UNMET,
+    DocumentRefusal,
+    document_add,
+    document_approve,
+    document_review_unmet,
+    document_revoke,
+    document_save_new_version,
+    four_eyes_required,
+)
 from reviewconsole import clock
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
-from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_DOCUMENT
-from reviewconsole.tenancy import NOT_IN_TENANT_MESSAGE, may_access
+from reviewconsole.permissions import (
+    ADD_DOCUMENT,
+    APPROVE_DOCUMENT,
+    NOT_PERMITTED,
+    REVOKE_DOCUMENT,
+    SEARCH_KNOWLEDGE,
+    VIEW_DOCUMENT,
+)
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access, tenants_of
 from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
     diff_lines,
+    finish,
     or_404,
     paginate,
     render_page,
@@ -79,11 +124,13 @@ def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> Htt
         request,
         "knowledge/document_detail.html",
         {
-            "document": document,
+            **_review_context(request, document),
             "stores": document_stores(document),
             "versions": versions,
             "against": against,
             "diff": diff,
+            "requirements": requirement_rows(document.requirements),
+            "impacts": _stored_impacts(document),
         },
         partial="document-diff",
     )
@@ -116,4 +163,344 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         {"form": form, "result": result},
         partial="search-results",
         status=422 if bound and form.errors else 200,
+    )
+
+
+# --- requirements as a table -------------------------------------------------------------------
+
+# Facts the search preview asks for by name; any other fact shows its own name.
+FACT_LABELS = {
+    "channel": _("Channel"),
+    "product": _("Product"),
+    "basket_cents": _("Basket (cents)"),
+}
+
+
+@dataclass(frozen=True)
+class RequirementRow:
+    name: str
+    label: str
+    allowed: str
+
+
+def _allowed(constraint: Any) -> str:
+    if isinstance(constraint, dict):
+        low, high = constraint.get("min"), constraint.get("max")
+        if low is not None and high is not None:
+            return gettext("from %(min)s to %(max)s") % {"min": low, "max": high}
+        if low is not None:
+            return gettext("at least %(min)s") % {"min": low}
+        return gettext("at most %(max)s") % {"max": high}
+    return gettext(" or ").join(str(value) for value in constraint)
+
+
+def requirement_rows(requirements: dict[str, Any]) -> list[RequirementRow]:
+    """Each condition as a row a person reads: the fact, and the values it allows."""
+    return [
+        RequirementRow(name, str(FACT_LABELS.get(name, name)), _allowed(constraint))
+        for name, constraint in sorted(requirements.items())
+    ]
+
+
+# --- writing documents -------------------------------------------------------------------------
+
+
+def _form_page(
+    request: HtmxHttpRequest, form: DocumentForm, base: Document | None, status: int = 200
+) -> HttpResponse:
+    return render_page(
+        request,
+        "knowledge/document_form.html",
+        {"form": form, "base": base},
+        partial="document-form",
+        status=status,
+    )
+
+
+def _saved(request: HtmxHttpRequest, saved: Document, base: Document | None) -> HttpResponse:
+    if base is None:
+        message = gettext("Saved %(id)s as a draft.") % {"id": saved.public_id}
+    else:
+        message = gettext("Saved %(id)s as a draft, a new version of %(key)s.") % {
+            "id": saved.public_id,
+            "key": saved.doc_key,
+        }
+    who = (
+        gettext("Another operator approves it to publish it.")
+        if four_eyes_required()
+        else gettext("Approve it to publish it.")
+    )
+    messages.success(request, f"{message} {who}")
+    return finish(request, saved.get_absolute_url())
+
+
+def _save(request: HtmxHttpRequest, base: Document | None) -> HttpResponse:
+    user = acting_user(request)
+    if request.method != "POST":
+        initial = DocumentForm.initial_for(
+            base,
+            document_stores(base) if base is not None else [],
+            tenant=next(iter(sorted(tenants_of(user) or [])), ""),
+        )
+        return _form_page(request, DocumentForm(initial=initial, base=base), base)
+    form = DocumentForm(request.POST, base=base)
+    if form.is_valid() and form.content is not None:
+        try:
+            if base is None:
+                saved = document_add(content=form.content, actor=user)
+            else:
+                saved = document_save_new_version(base=base, changes=form.changes(), actor=user)
+        except ValidationFailure as failure:
+            form.add_failure(failure)
+        except PermissionRefused as refused:
+            # Only the tenant can be refused here: the page itself needs the permission.
+            form.add_error("tenant" if refused.unmet == NOT_IN_TENANT else None, str(refused))
+        else:
+            return _saved(request, saved, base)
+    return _form_page(request, form, base, status=422)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_DOCUMENT, ADD_DOCUMENT)
+def document_new(request: HtmxHttpRequest) -> HttpResponse:
+    return _save(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_DOCUMENT, ADD_DOCUMENT)
+def document_new_version(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+    base = or_404(document_get_visible(doc_key, version, acting_user(request)))
+    return _save(request, base)
+
+
+# --- approving and rejecting a draft -----------------------------------------------------------
+
+# What each unmet condition asks for, as a checklist line (names in docs/contracts.md).
+CONDITION_LABELS = {
+    NOT_PERMITTED: _("You hold the permission this needs"),
+    NOT_IN_TENANT: _("You are a member of the document's tenant"),
+    REASON_UNMET: _("A reason is written"),
+    ALREADY_APPROVED_UNMET: _("It is a draft, not approved yet"),
+    ALREADY_REVOKED_UNMET: _("It is not revoked"),
+    OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    label: str
+    met: bool
+
+
+@dataclass(frozen=True)
+class Checklist:
+    items: list[Condition]
+
+    @property
+    def unmet(self) -> int:
+        return sum(1 for item in self.items if not item.met)
+
+
+def _conditions(universe: Sequence[str], unmet: Iterable[str]) -> list[Condition]:
+    unmet = list(unmet)
+    names = [*universe, *(name for name in unmet if name not in universe)]
+    return [
+        Condition(name, str(CONDITION_LABELS.get(name, name)), name not in unmet) for name in names
+    ]
+
+
+def _form_problems(form: forms.Form) -> list[Condition]:
+    return [
+        Condition(name, f"{name}: {' '.join(str(p) for p in problems)}", False)
+        for name, problems in form.errors.items()
+    ]
+
+
+def _checklist(document: Document, request: HtmxHttpRequest, reason: str) -> Checklist:
+    universe = [NOT_PERMITTED, REASON_UNMET, ALREADY_APPROVED_UNMET]
+    if four_eyes_required():
+        universe.append(OWN_SUBMISSION)
+    unmet = document_review_unmet(
+        document=document, actor=acting_user(request), reason=reason, approve=True
+    )
+    return Checklist(_conditions(universe, unmet))
+
+
+def _urls(document: Document) -> dict[str, str]:
+    args = [document.doc_key, document.version]
+    return {
+        "detail_url": document.get_absolute_url(),
+        "checklist_url": reverse("knowledge:document-checklist", args=args),
+        "review_url": reverse("knowledge:document-review", args=args),
+        "revoke_url": reverse("knowledge:document-revoke", args=args),
+        "new_version_url": reverse("knowledge:document-new-version", args=args),
+    }
+
+
+def _review_context(
+    request: HtmxHttpRequest,
+    document: Document,
+    *,
+    reason: str = "",
+    review_errors: Sequence[Condition] = (),
+) -> dict[str, Any]:
+    user = acting_user(request)
+    return {
+        "document": document,
+        "item": document,
+        "checklist": _checklist(document, request, reason),
+        "reason": reason,
+        "review_errors": review_errors,
+        "can_review": user.has_perm(APPROVE_DOCUMENT),
+        "can_revoke": user.has_perm(REVOKE_DOCUMENT),
+        "can_write": user.has_perm(ADD_DOCUMENT),
+        **_urls(document),
+    }
+
+
+@require_GET
+@console_view(VIEW_DOCUMENT)
+def document_checklist(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+    """The live approval checklist for the reason typed so far."""
+    document = or_404(document_get_visible(doc_key, version, acting_user(request)))
+    if not request.htmx:
+        return HttpResponseRedirect(document.get_absolute_url())
+    reason = request.GET.get("reason", "")[:2000]
+    return render_page(
+        request,
+        "knowledge/document_detail.html",
+        {"checklist": _checklist(document, request, reason), "item": document},
+        partial="approval-checklist",
+    )
+
+
+@require_POST
+@console_view(VIEW_DOCUMENT, APPROVE_DOCUMENT)
+def document_review(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+    """Approve a draft (four eyes), or reject it: a rejected draft is revoked, never published."""
+    user = acting_user(request)
+    document = or_404(document_get_visible(doc_key, version, user))
+    form = DocumentReviewForm(request.POST)
+    reason = str(request.POST.get("reason", ""))[:2000]
+    errors: list[Condition] = []
+    if not form.is_valid():
+        errors = _form_problems(form)
+    elif form.cleaned_data["decision"] == "reject" and document.approved:
+        # An approved version is taken back by revoking it, after seeing what that reaches.
+        errors = [
+            Condition(ALREADY_APPROVED_UNMET, str(CONDITION_LABELS[ALREADY_APPROVED_UNMET]), False)
+        ]
+    else:
+        approve = form.cleaned_data["decision"] == "approve"
+        service = document_approve if approve else document_revoke
+        try:
+            service(document=document, actor=user, reason=form.cleaned_data["reason"])
+        except DocumentRefusal as refused:
+            errors = _conditions([], refused.conditions)
+        else:
+            messages.success(
+                request,
+                gettext("%(id)s is approved and published.") % {"id": document.public_id}
+                if approve
+                else gettext("%(id)s is rejected: the draft is withdrawn and never published.")
+                % {"id": document.public_id},
+            )
+            return finish(request, document.get_absolute_url())
+    document.refresh_from_db()
+    return render_page(
+        request,
+        "knowledge/document_detail.html",
+        _review_context(request, document, reason=reason, review_errors=errors),
+        partial="document-review",
+        status=422,
+    )
+
+
+# --- revoking ----------------------------------------------------------------------------------
+
+
+def _run_entries(run_ids: Iterable[str]) -> list[dict[str, str]]:
+    return [
+        {"run_id": run_id, "url": reverse("experience:run-detail", args=[run_id])}
+        for run_id in run_ids
+    ]
+
+
+def _stored_impacts(document: Document) -> list[dict[str, Any]]:
+    """Each revocation of ``document`` with the impact kept when it was revoked, shaped as the
+    shared stored-impact block shows it."""
+    return [
+        {
+            "record": {
+                "revoked_by": {"username": event.actor_name},
+                "created_at": event.created_at,
+                "reason": event.reason,
+                "item_type": "document",
+            },
+            "skills": [],
+            "runs": _run_entries((event.details or {}).get("impact", {}).get("runs", [])),
+        }
+        for event in document_revocations(document.public_id)
+    ]
+
+
+def _ids(text: str) -> list[str]:
+    return sorted(part for part in text.split(",") if part)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_DOCUMENT, REVOKE_DOCUMENT)
+def document_revoke_view(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+    """GET previews what revoking reaches; POST revokes, and the service recomputes and stores
+    the impact (the list shown afterwards is that one)."""
+    user = acting_user(request)
+    document = or_404(document_get_visible(doc_key, version, user))
+    form = DocumentRevokeForm(request.POST or None)
+    errors: list[Condition] = []
+    if request.method == "POST" and not form.is_valid():
+        errors = _form_problems(form)
+    elif request.method == "POST":
+        try:
+            review = document_revoke(
+                document=document, actor=user, reason=form.cleaned_data["reason"]
+            )
+        except DocumentRefusal as refused:
+            errors = _conditions([], refused.conditions)
+        else:
+            runs = review.impact.get("runs", [])
+            messages.success(
+                request,
+                gettext(
+                    "Revoked. %(runs)d run(s) had read it; the list is stored with the revocation."
+                )
+                % {"runs": len(runs)},
+            )
+            if _ids(form.cleaned_data["previewed_runs"]) != sorted(runs):
+                messages.warning(
+                    request,
+                    gettext(
+                        "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
+                    ),
+                )
+            return finish(request, document.get_absolute_url())
+        document.refresh_from_db()
+    preview = None
+    if document.status == "approved":
+        preview = _run_entries(revocation_preview(item_id=document.public_id).get("runs", []))
+    return render_page(
+        request,
+        "knowledge/document_revoke.html",
+        {
+            "document": document,
+            "item": document,
+            "preview_runs": preview,
+            "previewed_runs": ",".join(run["run_id"] for run in preview or []),
+            "reason": form.data.get("reason", "") if form.is_bound else "",
+            "errors": errors,
+            "impacts": _stored_impacts(document),
+            **_urls(document),
+        },
+        partial="revoke-form",
+        status=422 if errors else 200,
     )

@@ -13,7 +13,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, get_resolver
 
 # Pages that are public on purpose, and the two areas with their own authentication.
-PUBLIC = {"login", "logout", "set_language"}
+PUBLIC = {"login", "logout", "set_language", "favicon"}
 OWN_AUTHENTICATION = ("admin/", "api/v1/")
 
 
