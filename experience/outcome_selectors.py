@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
-from django.db.models import Count
+from django.db import connection
+from django.utils.dateparse import parse_datetime
 
 from experience.models import Reference
 from experience.outcome_models import Outcome, RunOutcome
@@ -31,48 +33,61 @@ NONE = Tally()
 
 
 def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dict[str, Tally]:
-    """Confirming and refuting runs per item id (items with neither are left out)."""
+    """Confirming and refuting runs per item id (items with neither are left out).
+
+    One statement: the references of the items joined with the outcomes of their runs, counted
+    per item and outcome, with the latest confirming report.
+    """
     ids = list(dict.fromkeys(item_ids))
     if not ids:
         return {}
-    counted: dict[str, dict[str, tuple[int, datetime | None]]] = {}
-    for outcome in (Outcome.RESOLVED_BY_LEAD, Outcome.LEAD_WAS_WRONG):
-        reports = RunOutcome.objects.filter(outcome=outcome)
-        if now is not None:
-            reports = reports.filter(reported_at__lte=now)
-        rows = (
-            Reference.objects.filter(item_id__in=ids, run_id__in=reports.values("run_id"))
-            .values("item_id")
-            .annotate(runs=Count("run_id", distinct=True))
-        )
-        for row in rows:
-            counted.setdefault(row["item_id"], {})[outcome] = (row["runs"], None)
-    last_confirmations = _last_confirmations(counted, now)
+    reference = Reference._meta.db_table
+    outcome = RunOutcome._meta.db_table
+    quote = connection.ops.quote_name
+    params: list[Any] = [Outcome.RESOLVED_BY_LEAD, Outcome.LEAD_WAS_WRONG]
+    until = ""
+    if now is not None:
+        until = f" AND o.{quote('reported_at')} <= %s"
+        params.append(connection.ops.adapt_datetimefield_value(now))
+    counted: dict[str, dict[str, int]] = {}
+    last: dict[str, datetime | None] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            cursor.execute(
+                # Only quoted table and column names and placeholders are formatted in.
+                f"SELECT r.{quote('item_id')}, o.{quote('outcome')},"  # noqa: S608
+                f" COUNT(DISTINCT r.{quote('run_id')}), MAX(o.{quote('reported_at')})"
+                f" FROM {quote(reference)} r JOIN {quote(outcome)} o"
+                f" ON o.{quote('run_id')} = r.{quote('run_id')}"
+                f" WHERE o.{quote('outcome')} IN (%s, %s){until}"
+                f" AND r.{quote('item_id')} IN ({', '.join(['%s'] * len(chunk))})"
+                f" GROUP BY r.{quote('item_id')}, o.{quote('outcome')}",
+                [*params, *chunk],
+            )
+            for item_id, kind, runs, latest in cursor.fetchall():
+                counted.setdefault(item_id, {})[kind] = int(runs)
+                if kind == Outcome.RESOLVED_BY_LEAD:
+                    last[item_id] = _aware(latest)
     return {
         item_id: Tally(
-            confirming=by.get(Outcome.RESOLVED_BY_LEAD, (0, None))[0],
-            refuting=by.get(Outcome.LEAD_WAS_WRONG, (0, None))[0],
-            last_confirmed=last_confirmations.get(item_id),
+            confirming=by.get(Outcome.RESOLVED_BY_LEAD, 0),
+            refuting=by.get(Outcome.LEAD_WAS_WRONG, 0),
+            last_confirmed=last.get(item_id),
         )
         for item_id, by in counted.items()
     }
 
 
-def _last_confirmations(
-    counted: dict[str, dict[str, tuple[int, datetime | None]]], now: datetime | None
-) -> dict[str, datetime]:
-    confirmed = [i for i, by in counted.items() if by.get(Outcome.RESOLVED_BY_LEAD)]
-    if not confirmed:
-        return {}
-    reports = RunOutcome.objects.filter(outcome=Outcome.RESOLVED_BY_LEAD)
-    if now is not None:
-        reports = reports.filter(reported_at__lte=now)
-    times = dict(reports.values_list("run_id", "reported_at"))
-    last: dict[str, datetime] = {}
-    for item_id, run_id in Reference.objects.filter(
-        item_id__in=confirmed, run_id__in=list(times)
-    ).values_list("item_id", "run_id"):
-        at = times[run_id]
-        if item_id not in last or at > last[item_id]:
-            last[item_id] = at
-    return last
+# Ids per statement: well inside every backend's limit on bound parameters.
+_CHUNK = 900
+
+
+def _aware(value: Any) -> datetime | None:
+    """A datetime column as the ORM returns it: aware (UTC where the database keeps no zone)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
