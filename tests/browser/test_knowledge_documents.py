@@ -1,0 +1,95 @@
+"""In Chromium: an operator writes a document, another approves it, and it is revoked with its impact."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from experience.models import ItemType, Reference
+from knowledge.models import Document
+from reviewconsole.roles import Role
+from tests.browser.conftest import VIEWPORT, login, screen
+
+
+@pytest.fixture
+def second_operator(make_user: Callable[[str, str], User]) -> User:
+    return make_user("otto", Role.OPERATOR)
+
+
+def test_create_approve_by_another_operator_then_revoke_with_impact(
+    page: Any, browser: Any, live_server: Any, operator: User, second_operator: User
+) -> None:
+    login(page, operator.username)
+    page.goto("/knowledge/")
+    page.get_by_role("link", name="New document").click()
+    page.wait_for_url("**/knowledge/new/")
+    page.fill("#id_doc_key", "rule-browser")
+    page.fill("#id_title", "浏览器活动优惠券条件")
+    page.fill("#id_rule_key", "coupon-browser")
+    page.fill("#id_text", "仅限小程序下单、满30元使用。")
+    page.fill("#id_source", "ops://rulebook/browser")
+    page.fill("#id_tenant", "teahouse")
+    page.fill("#id_brand", "leaf-and-cup")
+    page.fill("#id_campaign", "campaign-browser")
+    page.fill("#id_stores", "store-001, store-002")
+    page.fill("#id_requirements", "channel: miniapp\nbasket_cents: >= 3000")
+    page.fill("#id_valid_from", "2026-10-01T00:00:00")
+    screen(page, "knowledge-document-new")
+
+    # A validity that ends before it starts is refused on its field, nothing saved.
+    page.fill("#id_valid_to", "2026-09-01T00:00:00")
+    page.get_by_role("button", name="Save as a draft").click()
+    errors = page.locator("#document-form-errors")
+    errors.wait_for()
+    assert "Valid to" in errors.inner_text()
+    assert not Document.objects.filter(doc_key="rule-browser").exists()
+
+    page.fill("#id_valid_to", "")
+    page.get_by_role("button", name="Save as a draft").click()
+    page.wait_for_url("**/knowledge/rule-browser/v1/")
+    assert "Saved doc:rule-browser@1 as a draft" in page.locator(".messages").inner_text()
+    rows = page.locator("table.requirements tbody tr")
+    shown = {
+        rows.nth(i).locator("th").inner_text(): rows.nth(i).locator("td").inner_text()
+        for i in range(rows.count())
+    }
+    assert shown == {"Basket (cents) basket_cents": "at least 3000", "Channel channel": "miniapp"}
+    # The author sees that someone else must approve it.
+    assert "own_submission" in page.locator("#approval-checklist").inner_text()
+    screen(page, "knowledge-document-draft")
+
+    other = browser.new_context(viewport=VIEWPORT, locale="en-US", base_url=live_server.url)
+    approver = other.new_page()
+    login(approver, second_operator.username)
+    approver.goto("/knowledge/rule-browser/v1/")
+    approver.fill("#review-reason", "Matches the signed campaign brief")
+    approver.locator("#approval-checklist").get_by_text("Every condition is met.").wait_for()
+    approver.get_by_role("button", name="Approve").click()
+    approver.locator(".messages").get_by_text("is approved and published").wait_for()
+    saved = Document.objects.get(doc_key="rule-browser")
+    assert (saved.status, saved.approved_by) == ("approved", second_operator)
+
+    Reference.objects.create(
+        run_id="run-browser-read",
+        item_id=saved.public_id,
+        item_type=ItemType.DOCUMENT,
+        read_at=datetime(2026, 10, 2, 3, 0, tzinfo=UTC),
+    )
+    approver.get_by_role("link", name="Revoke…").click()
+    approver.wait_for_url("**/revoke/")
+    assert "run-browser-read" in approver.locator("#preview-runs").inner_text()
+    screen(approver, "knowledge-document-revoke")
+    approver.get_by_role("button", name="Confirm revocation").click()
+    approver.locator("#revoke-errors").get_by_text("A reason is written").wait_for()
+    approver.fill("#revoke-reason", "Campaign withdrawn by the brand")
+    approver.get_by_role("button", name="Confirm revocation").click()
+    approver.wait_for_url("**/knowledge/rule-browser/v1/")
+    stored = approver.get_by_role("region", name="Revocation impact (stored)")
+    assert "run-browser-read" in stored.inner_text()
+    assert "Campaign withdrawn by the brand" in stored.inner_text()
+    screen(approver, "knowledge-document-revoked")
+    other.close()
