@@ -122,3 +122,12 @@ class RunFilterForm(forms.Form):
         label=_("Status"), required=False, choices=[("", _("Any status")), *RunStatus.choices]
     )
     skill = forms.CharField(label=_("Skill id"), required=False, max_length=80)
+    follow_up = forms.ChoiceField(
+        label=_("Follow-up"),
+        required=False,
+        choices=[
+            ("", _("Any run")),
+            ("pending", _("To follow up")),
+            ("done", _("Followed up")),
+        ],
+    )

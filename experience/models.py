@@ -488,4 +488,5 @@ class LessonConflict(models.Model):
 
 
 # Registered with this app from their own module (run readers and outcomes).
+from experience.followup_models import RunFollowUp  # noqa: E402, F401
 from experience.outcome_models import RunOutcome, RunReader  # noqa: E402, F401

@@ -32,6 +32,7 @@ from experience.models import (
     Status,
     SubmittedVia,
 )
+from experience.run_followups import follow_ups_flag
 from experience.schema import (
     FILE_REFERENCE,
     CaseContent,
@@ -555,6 +556,8 @@ def _store_impact(
         reason=reason,
         created_at=clock.now(),
     )
+    # The runs that read it stay flagged on the runs pages until someone follows them up.
+    follow_ups_flag(run_ids=impact.runs, item_id=item_id, at=clock.now())
 
 
 @transaction.atomic

@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from experience import lesson_views, outcome_views, views
+from experience import lesson_views, outcome_views, run_views, views
 
 
 class DigestConverter:
@@ -30,10 +30,11 @@ urlpatterns = [
     path("skills/<digest:digest>/checklist/", views.skill_checklist, name="skill-checklist"),
     path("skills/<digest:digest>/review/", views.skill_review, name="skill-review"),
     path("skills/<digest:digest>/revoke/", views.skill_revoke_view, name="skill-revoke"),
-    path("runs/", views.run_list, name="run-list"),
+    path("runs/", run_views.run_list, name="run-list"),
     # Before run-detail, whose ``path`` converter would take ``…/outcome/`` as part of the id.
     path("runs/<path:run_id>/outcome/", outcome_views.run_outcome, name="run-outcome"),
-    path("runs/<path:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<path:run_id>/follow-up/", run_views.run_follow_up_mark, name="run-follow-up"),
+    path("runs/<path:run_id>/", run_views.run_detail, name="run-detail"),
 ]
 
 # Lessons (experience.lesson_views).

@@ -26,11 +26,8 @@ from experience.console_selectors import (
     case_get_visible,
     case_lines,
     case_version_chain,
-    references_visible_to,
     review_queue_rows,
-    run_traces,
     runs_of_skill,
-    runs_visible,
     same_incident_cases,
     skill_get_visible,
     skills_by_id,
@@ -41,7 +38,6 @@ from experience.forms import (
     QueueFilterForm,
     ReviewForm,
     RevokeForm,
-    RunFilterForm,
 )
 from experience.models import Case, Evidence, EvidenceCheck, RevocationImpact, Skill, Status
 from experience.selectors import (
@@ -73,7 +69,6 @@ from reviewconsole.permissions import (
     REVIEW_CASE,
     VERIFY_EVIDENCE,
     VIEW_CASE,
-    VIEW_RUN,
     VIEW_SKILL,
 )
 from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
@@ -88,7 +83,6 @@ from reviewconsole.views import (
 )
 
 QUEUE_PER_PAGE = 25
-RUNS_PER_PAGE = 50
 
 # What each unmet condition asks for, phrased so it reads as a checklist line (the names are in
 # docs/contracts.md, Unmet conditions).
@@ -631,75 +625,3 @@ def skill_revoke_view(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = or_404(skill_get_visible(digest, acting_user(request)))
     urls = _skill_urls(skill)
     return _revoke(request, skill, "skill", urls["detail_url"], urls["revoke_url"])
-
-
-# --- runs --------------------------------------------------------------------------------------
-
-
-@require_GET
-@console_view(VIEW_RUN, VIEW_CASE)
-def run_list(request: HtmxHttpRequest) -> HttpResponse:
-    form = RunFilterForm(request.GET or None)
-    filters: dict[str, str] = {}
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
-        filters = {
-            "status": data["status"],
-            "skill_id": data["skill"].strip(),
-            "run_id": data["run_id"].strip(),
-        }
-    page = paginate(request, runs_visible(request.user, **filters), RUNS_PER_PAGE)
-    runs = [
-        {"run": run, "url": run.get_absolute_url(), "skill_url": item_url(run.skill_id)}
-        for run in page.object_list
-    ]
-    return render_page(
-        request,
-        "experience/run_list.html",
-        {"form": form, "page_obj": page, "runs": runs},
-        partial="run-results",
-    )
-
-
-def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            **observation,
-            "evidence": [
-                {**item, "url": item_url(str(item.get("id") or ""))}
-                for item in observation.get("evidence") or []
-            ],
-        }
-        for observation in observations
-    ]
-
-
-@require_GET
-@console_view(VIEW_RUN, VIEW_CASE)
-def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    runs = run_traces(run_id, request.user)
-    references = references_visible_to(run_id, tenants_of(request.user))
-    if not runs and not references:
-        raise Http404
-    return render_page(
-        request,
-        "experience/run_detail.html",
-        {
-            "run_id": run_id,
-            "runs": [
-                {
-                    "run": run,
-                    "skill_url": item_url(run.skill_id),
-                    "cases": [{"id": c, "url": item_url(c)} for c in run.cases],
-                    "observations": _observations(run.observations),
-                    "citations": [
-                        {"id": c.document_id, "url": item_url(c.document_id)}
-                        for c in run.citations.all()
-                    ],
-                }
-                for run in runs
-            ],
-            "references": [{"ref": ref, "url": item_url(ref.item_id)} for ref in references],
-        },
-        partial="run-main",
-    )

@@ -31,6 +31,7 @@ class Action(models.TextChoices):
     SKILL_REVOKE = "experience.skill.revoke", "skill revoked"
     SKILL_RUN = "experience.skill.run", "skill run"
     RUN_OUTCOME = "experience.run.outcome", "run outcome reported"
+    RUN_FOLLOW_UP = "experience.run.follow_up", "run followed up after a revocation"
     LESSON_SUBMIT = "experience.lesson.submit", "lesson submitted"
     LESSON_APPROVE = "experience.lesson.approve", "lesson approved"
     LESSON_REJECT = "experience.lesson.reject", "lesson rejected"

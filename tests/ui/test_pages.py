@@ -55,8 +55,10 @@ CASES = [
     ("candidate", "reviewer", 16, 15, "Approval checklist"),
     ("skill", "reviewer", 11, 10, "Cited cases"),
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
-    ("runs", "reviewer", 8, 7, "run-ui-1"),
-    ("run", "reviewer", 10, 9, "doc:rule-b@1"),  # the outcome form reads the latest report
+    # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
+    ("runs", "reviewer", 10, 9, "run-ui-1"),
+    # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
+    ("run", "reviewer", 14, 13, "doc:rule-b@1"),
     ("documents", "operator", 9, 8, "doc:rule-a@2"),
     ("document", "operator", 11, 10, "Compare with version"),
     # The first search of a process reads the lexicon (its stamp, the synonyms, the stamp again);

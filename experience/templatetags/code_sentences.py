@@ -1,0 +1,35 @@
+"""``{{ code|code_sentence }}``: a machine code (unmet name, run reason) as a translated sentence,
+the code itself in the tooltip (``experience.sentences`` holds the mapping)."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from experience.sentences import CodeSentence
+from experience.sentences import code_sentence as sentence_of
+
+register = template.Library()
+
+
+def sentence_html(shown: CodeSentence) -> SafeString | str:
+    if not shown.raw:
+        return ""
+    if not shown.code:
+        return shown.raw
+    return format_html(
+        '<span class="code-sentence" title="{}" data-code="{}">{}</span>',
+        shown.raw,
+        shown.code,
+        str(shown),
+    )
+
+
+@register.filter
+def code_sentence(value: object) -> SafeString | str:
+    if isinstance(value, CodeSentence):
+        return sentence_html(value)
+    if value is None or value == "":
+        return ""
+    return sentence_html(sentence_of(str(value)))
