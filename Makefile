@@ -2,6 +2,9 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Where `make run` serves the console (`make run PORT=8001`).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: install run test demo lint bench clean
 
@@ -12,14 +15,14 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 
 install: $(BIN)/.installed
 
-## Set everything up and serve the console on SQLite with demo data at http://127.0.0.1:8000,
+## Set everything up and serve the console on SQLite with demo data at http://$(HOST):$(PORT),
 ## with a background worker (after-action reviews, the periodic curation scan) beside it
 run: install
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py load_demo --url http://$(HOST):$(PORT)/
 	$(BIN)/python manage.py worker --interval 1 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 ## Every check: ruff, mypy, pytest on SQLite and then on PostgreSQL
 test: install

@@ -1,53 +1,45 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
-from experience.demo import load_demo_experience
-from knowledge.services import documents_import
-from reviewconsole.cli import JsonCommand, read_json_file
-from reviewconsole.roles import Role
-from reviewconsole.services import user_set_role
-
-# Demo accounts only: anyone who reads this file knows these passwords.
-DEMO_USERS = (
-    ("rita", Role.REVIEWER, "demo-rita-reviews"),
-    ("ravi", Role.REVIEWER, "demo-ravi-reviews"),
-    ("olivia", Role.OPERATOR, "demo-olivia-operates"),
-    ("ada", Role.ADMIN, "demo-ada-audits"),
-    ("agent-7", Role.AGENT, "demo-agent-7-searches"),
-)
+from console.demo import demo_replay_report, load_demo_world
+from reviewconsole.cli import JsonCommand
 
 
 class Command(JsonCommand):
-    help = "Create the demo users and load the demo knowledge and experience fixtures (idempotent)."
+    help = (
+        "Create the demo users and load the demo world: knowledge, cases, skills and lessons, "
+        "runs (one read a case revoked later), an investigation, a thread and its candidate, "
+        "the curation scan and a stored replay report; dated relative to now (idempotent)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--fixtures", default=str(Path(settings.BASE_DIR) / "fixtures"))
-
-    @transaction.atomic
-    def execute_json(self, **options: Any) -> dict[str, Any]:
-        users = {
-            name: user_set_role(username=name, role=role, password=password)
-            for name, role, password in DEMO_USERS
-        }
-        knowledge = documents_import(
-            items=read_json_file(str(Path(options["fixtures"]) / "knowledge.json")),
-            actor=users["olivia"],
+        parser.add_argument(
+            "--url",
+            metavar="URL",
+            help="the address the console is served on, printed for the user (make run passes "
+            "the one it serves); without it no address is printed",
         )
-        experience = load_demo_experience(operator=users["olivia"], reviewer=users["rita"])
-        return {
-            "users": [
-                {"username": name, "role": str(role), "password": password}
-                for name, role, password in DEMO_USERS
-            ],
-            "knowledge": {"created": knowledge.created, "unchanged": knowledge.unchanged},
-            "experience": experience,
-        }
+        parser.add_argument(
+            "--no-replay",
+            action="store_true",
+            dest="no_replay",
+            help="skip the replay of the held-out set (its report takes a while to compute)",
+        )
+
+    def execute_json(self, **options: Any) -> dict[str, Any]:
+        with transaction.atomic():
+            result = load_demo_world()
+        if not options["no_replay"]:
+            # Outside the transaction above: the replay runs in a separate process on a
+            # temporary database, then stores its report here.
+            result["replay_report"] = demo_replay_report()
+        url = (options.get("url") or "").strip()
+        result["url"] = url.rstrip("/") + "/" if url else None
+        return result
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = ["Demo users (demo passwords, never use them elsewhere):"]
@@ -62,9 +54,15 @@ class Command(JsonCommand):
         experience = result["experience"]
         created = sum(1 for item in experience["items"] if item["created"])
         lines.append(
-            f"Experience: {len(experience['items'])} cases and skills ({created} new); "
-            f"{len(experience['approved'])} approved, "
-            f"{len(experience['candidates'])} candidates waiting in the review queue"
+            f"Experience: {len(experience['items'])} cases and skills ({created} new), "
+            f"{len(result['lessons'])} lessons ({result['conflicts']} conflict); "
+            f"revoked later: {result['revoked']}"
         )
-        lines.append("Console: http://127.0.0.1:8000/  (admin: http://127.0.0.1:8000/admin/)")
+        lines.append(
+            "Runs: " + ", ".join(result["runs"]["ids"]) + f"; thread {result['thread']['thread']}"
+        )
+        if result["replay_report"] is not None:
+            lines.append(f"Replay report: /evaluation/{result['replay_report']}/")
+        if result["url"]:
+            lines.append(f"Console: {result['url']}  (admin: {result['url']}admin/)")
         return "\n".join(lines)

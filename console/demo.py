@@ -1,0 +1,310 @@
+"""The demo world ``load_demo`` builds: enough data that every console page has something to show.
+
+Everything is dated relative to the moment it is loaded, so the dashboard's "recently approved",
+the re-review queue and the runs list look the same whichever day ``make run`` is started, and
+every example the README prints (fixed ticket times in September 2026, memory approved before
+the day it is run) works as printed. Each step is idempotent: loading twice changes nothing.
+
+The story, oldest first (T is the moment of loading):
+
+- T-20 days: the operator imports the demo knowledge base.
+- T-14 days: the demo cases and skill are imported; a reviewer approves two cases of distinct
+  incidents and the skill (``experience.demo``). A second reviewer approves the duty summary of
+  the first incident as well.
+- T-12 days: a failure lesson and a success pattern of the same scene are approved: the two
+  contradict each other, so a lesson conflict waits for a reviewer.
+- T-10 days: the agent recalls experience and runs the skill (runs ``demo-recall-1`` and
+  ``demo-skill-run-1``) and reports the skill run's outcome; a reviewer investigates a ticket.
+- T-8 days: the operator imports the demo investigation thread and builds a candidate from it
+  (a near-duplicate of the approved store-list case).
+- T-3 days: the duty summary is revoked; ``demo-recall-1`` read it, so that run waits for a
+  follow-up.
+- T: the curation scan runs (skill proposals, re-review, conflicts), and, unless skipped, the
+  shipped held-out set is replayed against the demo memory and its report stored.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from curation import domain as curation_domain
+from curation import threads
+from curation.scan import curation_scan
+from evaluation.models import ReplayReport
+from experience import lessons, selectors, services
+from experience.demo import (
+    DEMO_FACTS,
+    DEMO_SCOPE,
+    load_demo_experience,
+    load_demo_knowledge,
+)
+from experience.executor import TicketContext, run_skill
+from experience.lesson_schema import parse_lesson
+from experience.models import LessonConflict, Run, Status
+from experience.outcomes import run_outcome_report, run_read_items
+from experience.retrieval import retrieve_experience
+from investigations.models import Investigation
+from investigations.services import investigation_run
+from reviewconsole import clock
+from reviewconsole.cli import read_json_file
+from reviewconsole.roles import Role
+from reviewconsole.services import user_role, user_set_role
+from reviewconsole.timeparse import parse_aware_datetime
+
+# Demo accounts only: anyone who reads this file knows these passwords.
+DEMO_USERS = (
+    ("rita", Role.REVIEWER, "demo-rita-reviews"),
+    ("ravi", Role.REVIEWER, "demo-ravi-reviews"),
+    ("olivia", Role.OPERATOR, "demo-olivia-operates"),
+    ("ada", Role.ADMIN, "demo-ada-audits"),
+    ("agent-7", Role.AGENT, "demo-agent-7-searches"),
+)
+DEMO_EMAIL_DOMAIN = "example.com"
+
+FIXTURES = Path(settings.BASE_DIR) / "fixtures"
+THREAD_FIXTURE = FIXTURES / "threads" / "coupon-store-scope.json"
+HELDOUT_FIXTURE = FIXTURES / "heldout" / "tickets.json"
+
+# The fixture's items (experience.json) by index.
+FIRST_CASE, SECOND_CASE, DUTY_SUMMARY = 0, 1, 2
+
+RECALL_RUN = "demo-recall-1"
+RECALL_LIMIT = 10  # every approved item of the scope: the run reads the case revoked later
+SKILL_RUN = "demo-skill-run-1"
+INVESTIGATION_RUN = "demo-investigation-1"
+TICKET = "两杯水果茶，优惠券用不了"
+TICKET_OCCURRED_AT = "2026-09-18T14:00:00+08:00"
+TICKET_KNOWN_AT = "2026-09-18T14:10:00+08:00"
+
+APPROVAL_REASON = "诊断证据已核对，反证记录完整，适用范围与本门店本版本一致"
+SUMMARY_REVOCATION_REASON = (
+    "复盘摘要的门店结论未与后台变更记录核对，撤销以停止复用；读过它的运行需要复核"
+)
+CHECK_NOTE = "演示：摘录与原始记录一致"
+LESSON_APPROVAL_REASON = "引用的案例已批准且属于本范围"
+SCENE = {"tags": ["优惠券", "小程序", "门店"], "description": "小程序优惠券在某门店无法使用"}
+LESSON_VALID_FROM = "2026-09-01T00:00:00+08:00"
+LESSON_VALID_TO = "2028-12-31T00:00:00+08:00"
+
+# Days before the moment of loading at which each step happens.
+KNOWLEDGE_DAYS = 20
+EXPERIENCE_DAYS = 14
+LESSON_DAYS = 12
+RUN_DAYS = 10
+THREAD_DAYS = 8
+THREAD_APPROVAL_DAYS = 6
+REVOKE_DAYS = 3
+
+
+@contextmanager
+def _days_ago(now: datetime, days: float) -> Iterator[datetime]:
+    moment = now - timedelta(days=days)
+    with clock.frozen(moment):
+        yield moment
+
+
+def demo_users() -> dict[str, User]:
+    users = {}
+    for name, role, password in DEMO_USERS:
+        user = User.objects.filter(username=name).first()
+        if user is None or user_role(user) != role or not user.check_password(password):
+            user = user_set_role(username=name, role=role, password=password)
+        if role != Role.AGENT and not user.email:
+            # Reviewers' notifications need an address (the console's mail backend prints them).
+            user.email = f"{name}@{DEMO_EMAIL_DOMAIN}"
+            user.save(update_fields=["email"])
+        users[name] = user
+    return users
+
+
+def _lesson(lesson_type: str, conclusion: str, precondition: str, supports: list[str]) -> Any:
+    return parse_lesson(
+        {
+            "type": "lesson",
+            "lesson_type": lesson_type,
+            "scope": dict(DEMO_SCOPE),
+            "scene": dict(SCENE),
+            "precondition": precondition,
+            "conclusion": conclusion,
+            "supports": supports,
+            "valid_from": LESSON_VALID_FROM,
+            "valid_to": LESSON_VALID_TO,
+        }
+    )
+
+
+def _lessons(*, cases: list[str], submitter: User, reviewer: User) -> list[str]:
+    """A failure lesson and a success pattern of one scene: a conflict a reviewer resolves."""
+    contents = [
+        _lesson(
+            "failure_lesson",
+            "不要先让顾客刷新缓存；先核对活动的适用门店配置",
+            "活动规则限定了适用门店，刷新后仍提示当前门店不支持该券",
+            [cases[0]],
+        ),
+        _lesson(
+            "success_pattern",
+            "先让顾客退出小程序重新进入，刷新优惠券缓存",
+            "小程序刚发过补丁，优惠券显示不可用",
+            [cases[1]],
+        ),
+    ]
+    ids = []
+    for content in contents:
+        lesson, _ = lessons.lesson_submit(content=content, actor=submitter)
+        if lesson.status == Status.CANDIDATE:
+            lessons.lesson_approve(lesson=lesson, actor=reviewer, reason=LESSON_APPROVAL_REASON)
+        ids.append(lesson.id)
+    return ids
+
+
+def _ticket_context() -> TicketContext:
+    return TicketContext(
+        occurred_at=parse_aware_datetime(TICKET_OCCURRED_AT, field="occurred_at"),
+        known_at=parse_aware_datetime(TICKET_KNOWN_AT, field="known_at"),
+        facts=dict(DEMO_FACTS),
+    )
+
+
+def _runs(*, skill: str, agent: User, reviewer: User) -> list[str]:
+    made = []
+    if not run_read_items(RECALL_RUN):
+        retrieve_experience(TICKET, DEMO_SCOPE, clock.now(), RECALL_RUN, RECALL_LIMIT, actor=agent)
+        made.append(RECALL_RUN)
+    if not Run.objects.filter(run_id=SKILL_RUN).exists():
+        run_skill(skill, DEMO_SCOPE, _ticket_context(), SKILL_RUN, actor=agent)
+        run_outcome_report(
+            run_id=SKILL_RUN,
+            outcome="resolved_by_lead",
+            actor=agent,
+            note="演示：按技能核对适用门店后确认漏配",
+        )
+        made.append(SKILL_RUN)
+    if not Investigation.objects.filter(run_id=INVESTIGATION_RUN).exists():
+        context = _ticket_context()
+        investigation_run(
+            actor=reviewer,
+            text=TICKET,
+            scope=DEMO_SCOPE,
+            occurred_at=context.occurred_at,
+            known_at=context.known_at,
+            facts=context.facts,
+            run_id=INVESTIGATION_RUN,
+        )
+        made.append(INVESTIGATION_RUN)
+    return made
+
+
+def _thread_candidate(*, operator: User) -> dict[str, Any]:
+    """Import the demo thread and build the candidate an operator would from it."""
+    thread, imported = threads.thread_import(
+        data=read_json_file(str(THREAD_FIXTURE)), actor=operator
+    )
+    picks = [
+        curation_domain.Pick("m1", curation_domain.OBSERVATION),
+        curation_domain.Pick("m4", curation_domain.OBSERVATION),
+        curation_domain.Pick("m8", curation_domain.DIAGNOSIS),
+        curation_domain.Pick("m8/attachment-1", curation_domain.DIAGNOSIS),
+        curation_domain.Pick("m5", curation_domain.COUNTER_USES[0]),
+        curation_domain.Pick("m10", curation_domain.OUTCOME),
+    ]
+    draft = curation_domain.CandidateDraft(
+        scope=dict(DEMO_SCOPE),
+        # Typed without knowing the approved case's incident id: the near-duplicate check
+        # pairs the two, and a reviewer merges the incidents.
+        incident="INC-20260918-T-store-002",
+        title="二号店小程序优惠券无法使用：活动B适用门店漏配（排查线程）",
+        summary="活动B上线当天，二号店顾客在小程序购买两杯水果茶，优惠券提示无法使用。"
+        "先怀疑缓存，后经运营核对配置，确认二号店未加入活动B的适用门店。",
+        valid_from="2026-09-18T14:02:00+08:00",
+        valid_to="2028-12-31T00:00:00+08:00",
+        diagnosis="活动B后台的适用门店列表缺少二号店，二号店订单因门店范围不符被拒绝使用优惠券。",
+        counterevidence=(
+            curation_domain.CounterDraft(
+                hypothesis="优惠券缓存未刷新",
+                statement="顾客刷新两次并重新登录后仍失败，同一时间一号店同券正常。",
+                refutes="排除客户端缓存；服务端缓存未单独排除。",
+            ),
+        ),
+        outcome="补配二号店后顾客下单成功。",
+    )
+    case, built = threads.candidate_build(thread=thread, picks=picks, draft=draft, actor=operator)
+    return {"thread": thread.thread_id, "imported": imported, "case": case.id, "built": built}
+
+
+def _approve_checked(case_id: str, *, reviewer: User) -> None:
+    """``reviewer`` checks the case's diagnosis evidence and approves it, if still a candidate."""
+    case = selectors.case_get(case_id)
+    if case.status != Status.CANDIDATE:
+        return
+    for item in case.evidence_items.filter(key__startswith="diagnosis/"):
+        if not item.checks.exists():
+            services.evidence_check(case=case, key=item.key, actor=reviewer, note=CHECK_NOTE)
+    services.case_approve(case=case, actor=reviewer, reason=APPROVAL_REASON)
+
+
+def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
+    """Load the demo world into the current database (idempotent); return what it holds."""
+    now = (now or clock.now()).replace(second=0, microsecond=0)
+    users = demo_users()
+    operator, reviewer, second = users["olivia"], users["rita"], users["ravi"]
+    with _days_ago(now, KNOWLEDGE_DAYS):
+        knowledge = load_demo_knowledge(operator=operator)
+    with _days_ago(now, EXPERIENCE_DAYS):
+        experience = load_demo_experience(operator=operator, reviewer=reviewer)
+        summary_id = experience["items"][DUTY_SUMMARY]["id"]
+        _approve_checked(summary_id, reviewer=second)
+    cases = [experience["items"][i]["id"] for i in (FIRST_CASE, SECOND_CASE)]
+    with _days_ago(now, LESSON_DAYS):
+        lesson_ids = _lessons(cases=cases, submitter=second, reviewer=reviewer)
+    with _days_ago(now, RUN_DAYS):
+        runs = _runs(skill=experience["skill"], agent=users["agent-7"], reviewer=reviewer)
+    with _days_ago(now, THREAD_DAYS):
+        thread = _thread_candidate(operator=operator)
+    with _days_ago(now, THREAD_APPROVAL_DAYS):
+        _approve_checked(thread["case"], reviewer=reviewer)
+    with _days_ago(now, REVOKE_DAYS):
+        summary = selectors.case_get(summary_id)
+        if summary.status == Status.APPROVED:
+            services.case_revoke(case=summary, actor=reviewer, reason=SUMMARY_REVOCATION_REASON)
+    with clock.frozen(now):
+        scan = curation_scan(now=now)
+    return {
+        "users": [
+            {"username": name, "role": str(role), "password": password}
+            for name, role, password in DEMO_USERS
+        ],
+        "knowledge": knowledge,
+        "experience": experience,
+        "revoked": summary_id,
+        "lessons": lesson_ids,
+        "conflicts": LessonConflict.objects.count(),
+        "runs": {"new": runs, "ids": [RECALL_RUN, SKILL_RUN, INVESTIGATION_RUN]},
+        "thread": thread,
+        "scan": scan.as_json(),
+        "replay_report": None,
+    }
+
+
+def demo_replay_report(now: datetime | None = None) -> int:
+    """The stored report of the shipped held-out set replayed against the demo memory; made
+    once (the replay runs on a temporary database in another process, so call this outside a
+    transaction)."""
+    report = ReplayReport.objects.order_by("pk").first()
+    if report is None:
+        moment = (now or clock.now()).replace(second=0, microsecond=0)
+        with clock.frozen(moment - timedelta(hours=1)):
+            call_command(
+                "replay", str(HELDOUT_FIXTURE), memory="demo", as_user="ada", stdout=io.StringIO()
+            )
+        report = ReplayReport.objects.order_by("pk").get()
+    return report.pk

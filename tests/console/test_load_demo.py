@@ -1,0 +1,151 @@
+"""``load_demo``: the demo world on an empty database, idempotent, dated relative to now, and the
+README's demo examples work as printed right after it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from datetime import datetime, timedelta
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from curation.models import NearDuplicate, ReReview, SkillProposal, Thread
+from experience.models import (
+    Case,
+    ConflictStatus,
+    Lesson,
+    LessonConflict,
+    Reference,
+    RevocationImpact,
+    Run,
+    Skill,
+    Status,
+)
+from investigations.models import Investigation
+from reviewconsole import clock
+from reviewconsole.models import Event
+
+pytestmark = pytest.mark.django_db
+
+README = Path(settings.BASE_DIR) / "README.md"
+NOW = datetime.fromisoformat("2027-02-10T09:30:00+08:00")
+ITEM_ID = re.compile(r"\b(?:case|skill|lesson):[0-9a-f]{64}\b")
+DEMO_RUN = re.compile(r"\bdemo-[a-z]+-[a-z0-9-]*\d\b")
+
+
+def load(*args: str) -> dict[str, Any]:
+    out = StringIO()
+    call_command("load_demo", "--no-replay", "--json", *args, stdout=out)
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def row_counts() -> dict[str, int]:
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
+
+
+def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
+    assert not Case.objects.exists() and not User.objects.exists()
+    with clock.frozen(NOW):
+        result = load()
+    assert set(User.objects.values_list("username", flat=True)) >= {
+        "rita",
+        "ravi",
+        "olivia",
+        "ada",
+        "agent-7",
+    }
+    statuses = list(Case.objects.values_list("status", flat=True))
+    assert statuses.count(Status.APPROVED) >= 3 and statuses.count(Status.CANDIDATE) >= 2
+    assert statuses.count(Status.REVOKED) == 1
+    assert Skill.objects.filter(status=Status.APPROVED).count() == 1
+    assert Lesson.objects.filter(status=Status.APPROVED).count() == 2
+    assert LessonConflict.objects.filter(status=ConflictStatus.OPEN).count() == 1
+    # A run read the case revoked later, and the revocation's stored impact names it.
+    revoked = result["revoked"]
+    assert Reference.objects.filter(item_id=revoked, run_id="demo-recall-1").exists()
+    assert RevocationImpact.objects.get(item_id=revoked).runs == ["demo-recall-1"]
+    assert Run.objects.filter(run_id="demo-skill-run-1", status="needs_review").exists()
+    assert Investigation.objects.filter(run_id="demo-investigation-1").exists()
+    # Curation: a thread with a candidate built from it, a near-duplicate pair, a skill
+    # proposal, a re-review entry; and the after-action-review drafts of the runs.
+    assert Thread.objects.filter(thread_id=result["thread"]["thread"]).exists()
+    assert NearDuplicate.objects.filter(status="open").count() == 1
+    assert SkillProposal.objects.count() == 1 and ReReview.objects.count() >= 1
+    assert Case.objects.filter(submitted_by__username="aar-drafter").count() == 2
+    # Reviewers have addresses, so revocations notify those who approved.
+    assert User.objects.get(username="ravi").email
+    assert result["url"] is None
+
+
+def test_everything_is_dated_relative_to_the_day_it_is_loaded() -> None:
+    with clock.frozen(NOW):
+        load()
+    approved = [c.approved_at for c in Case.objects.exclude(approved_at=None)]
+    assert approved and all(at and NOW - timedelta(days=30) < at < NOW for at in approved)
+    revoked = Case.objects.get(status=Status.REVOKED)
+    assert revoked.revoked_at is not None
+    assert NOW - timedelta(days=4) < revoked.revoked_at < NOW - timedelta(days=2)
+    started = Run.objects.get(run_id="demo-skill-run-1").started_at
+    assert NOW - timedelta(days=11) < started < NOW - timedelta(days=9)
+    assert all(at <= NOW for at in Event.objects.values_list("created_at", flat=True))
+
+
+def test_loading_twice_changes_nothing() -> None:
+    with clock.frozen(NOW):
+        first = load()
+    counts = row_counts()
+    with clock.frozen(NOW + timedelta(days=1)):
+        again = load()
+    assert row_counts() == counts
+    assert again["runs"]["new"] == [] and not again["thread"]["built"]
+    assert again["experience"]["items"] == [
+        {**item, "created": False} for item in first["experience"]["items"]
+    ]
+
+
+def test_the_address_is_printed_only_when_given() -> None:
+    out = StringIO()
+    call_command("load_demo", "--no-replay", stdout=out)
+    assert "http" not in out.getvalue()
+    out = StringIO()
+    call_command("load_demo", "--no-replay", "--url", "http://127.0.0.1:8123", stdout=out)
+    assert "Console: http://127.0.0.1:8123/ " in out.getvalue()
+
+
+def readme_demo_commands() -> list[list[str]]:
+    """The ``python manage.py`` commands of the README's demo block, as argument lists."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("**The demo data**")
+    block = text[start:].split("```sh\n", 1)[1].split("```", 1)[0]
+    joined = block.replace("\\\n", " ")
+    commands = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:3] == ["python", "manage.py"] or words[:2] == ["python", "manage.py"]:
+            commands.append(words[2:])
+    return commands
+
+
+def test_the_readme_demo_examples_name_existing_items_and_work_as_printed() -> None:
+    load()
+    commands = readme_demo_commands()
+    assert len(commands) >= 4
+    text = " ".join(" ".join(c) for c in commands)
+    ids = set(ITEM_ID.findall(text))
+    assert ids, "the README's demo examples name no item"
+    for item_id in ids:
+        model = {"case": Case, "skill": Skill, "lesson": Lesson}[item_id.split(":")[0]]
+        assert model.objects.filter(id=item_id).exists(), item_id
+    for run_id in set(DEMO_RUN.findall(text)):
+        assert Reference.objects.filter(run_id=run_id).exists(), run_id
+    for command in commands:
+        call_command(*command, stdout=StringIO())
