@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from knowledge.hooks import revocation_preview
 from knowledge.models import (
     Document,
     DocumentStore,
@@ -283,6 +284,13 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 if done:
                     self.message_user(request, f"{verb}d: {', '.join(done)}", messages.SUCCESS)
                 return None
+        # Before revoking, what each version reaches (as on the console's revoke page).
+        documents = [
+            (document, revocation_preview(item_id=document.public_id)["runs"])
+            if verb == "revoke"
+            else (document, None)
+            for document in queryset
+        ]
         return TemplateResponse(
             request,
             "admin/knowledge/document/lifecycle_confirm.html",
@@ -290,7 +298,7 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 **self.admin_site.each_context(request),
                 "title": f"{verb.capitalize()} documents",
                 "verb": verb,
-                "documents": queryset,
+                "documents": documents,
                 "action": f"{verb}_selected",
                 "opts": self.model._meta,
                 "reason": reason,

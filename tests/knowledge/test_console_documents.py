@@ -393,3 +393,18 @@ def test_favicon_is_served() -> None:
     response = Client().get("/favicon.ico")
     assert response.status_code == 301
     assert response["Location"].endswith("console/favicon.svg")
+
+
+def test_the_admin_asks_to_confirm_a_revocation_with_its_impact(
+    second_operator: User, cited: Document
+) -> None:
+    page = logged_in(second_operator).post(
+        "/admin/knowledge/document/",
+        {"action": "revoke_selected", "_selected_action": [str(cited.pk)]},
+    )
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Runs that read it, for follow-up:" in html and "run-read-rule-x" in html
+    cited.refresh_from_db()
+    assert cited.status == "approved"
