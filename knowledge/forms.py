@@ -323,13 +323,26 @@ class DocumentForm(forms.Form):
     )
     title = forms.CharField(label=_("Title"), max_length=MAX_TITLE)
     kind = forms.ChoiceField(label=_("Kind"), choices=DocumentKind.choices)
-    tenant = forms.CharField(label=_("Tenant"), max_length=64)
-    brand = forms.CharField(label=_("Brand"), max_length=64)
-    campaign = forms.CharField(label=_("Campaign"), max_length=64)
+    tenant = forms.CharField(
+        label=_("Tenant"),
+        max_length=64,
+        widget=forms.TextInput(attrs={"list": "tenants", "autocomplete": "off"}),
+    )
+    brand = forms.CharField(
+        label=_("Brand"),
+        max_length=64,
+        widget=forms.TextInput(attrs={"list": "brands", "autocomplete": "off"}),
+    )
+    campaign = forms.CharField(
+        label=_("Campaign"),
+        max_length=64,
+        widget=forms.TextInput(attrs={"list": "campaigns", "autocomplete": "off"}),
+    )
     stores = forms.CharField(
         label=_("Stores"),
         max_length=2000,
         help_text=_("Store codes separated by commas, e.g. store-001, store-004"),
+        widget=forms.TextInput(attrs={"list": "stores", "autocomplete": "off"}),
     )
     rule_key = forms.CharField(
         label=_("Rule slot"),

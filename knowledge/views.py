@@ -36,6 +36,7 @@ from knowledge.selectors import (
     document_get_visible,
     document_lines,
     document_revocations,
+    document_scope_values,
     document_stores,
     document_versions,
     documents_visible,
@@ -211,7 +212,7 @@ def _form_page(
     return render_page(
         request,
         "knowledge/document_form.html",
-        {"form": form, "base": base},
+        {"form": form, "base": base, "scope_values": document_scope_values(request.user)},
         partial="document-form",
         status=status,
     )

@@ -408,3 +408,20 @@ def test_the_admin_asks_to_confirm_a_revocation_with_its_impact(
     assert "Runs that read it, for follow-up:" in html and "run-read-rule-x" in html
     cited.refresh_from_db()
     assert cited.status == "approved"
+
+
+def test_the_form_offers_the_scope_values_in_use_of_the_users_tenants(
+    operator: User, draft: Document
+) -> None:
+    documents_import(
+        items=[document(doc_key="rule-coffee", tenant="coffeehouse", brand="bean-co")],
+        actor=operator,
+    )
+    limited = user_set_role(username="tina", role=Role.OPERATOR, tenants=[settings.DEMO_TENANT])
+    html = logged_in(limited).get(reverse("knowledge:document-new")).content.decode()
+
+    assert (
+        f'<datalist id="brands"><option value="{settings.DEMO_BRAND}"></option></datalist>' in html
+    )
+    assert '<option value="store-100">' in html and 'list="stores"' in html
+    assert "bean-co" not in html and "coffeehouse" not in html
