@@ -92,4 +92,6 @@ def test_create_approve_by_another_operator_then_revoke_with_impact(
     assert "run-browser-read" in stored.inner_text()
     assert "Campaign withdrawn by the brand" in stored.inner_text()
     screen(approver, "knowledge-document-revoked")
+    approver.set_viewport_size({"width": 390, "height": 844})
+    screen(approver, "knowledge-document-revoked-390")
     other.close()
