@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from experience.models import ItemType, Reference, RevocationImpact
@@ -425,3 +427,24 @@ def test_the_form_offers_the_scope_values_in_use_of_the_users_tenants(
     )
     assert '<option value="store-100">' in html and 'list="stores"' in html
     assert "bean-co" not in html and "coffeehouse" not in html
+
+
+def test_the_document_page_asks_as_many_queries_however_many_versions_and_revocations(
+    operator: User, second_operator: User
+) -> None:
+    def queries(doc_key: str, versions: int) -> int:
+        documents_import(
+            items=[
+                document(doc_key=doc_key, version=n, text=f"第{n}版。", revoked=n > 1)
+                for n in range(1, versions + 1)
+            ],
+            actor=operator,
+        )
+        client = logged_in(second_operator)
+        page = reverse("knowledge:document-detail", args=[doc_key, versions])
+        client.get(page)  # the session and the permission cache are warm
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(page).status_code == 200
+        return len(captured)
+
+    assert queries("rule-few", 2) == queries("rule-many", 6)
