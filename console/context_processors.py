@@ -69,7 +69,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
             (P.VIEW_DOCUMENT, P.SEARCH_KNOWLEDGE),
         ),
         ("curation:home", _("Curation"), (P.VIEW_CASE,)),
-        ("investigations:investigation-new", _("Investigate"), (P.SEARCH_KNOWLEDGE,)),
+        ("investigations:investigation-new", _("Investigations"), (P.VIEW_INVESTIGATION,)),
         ("evaluation:report-list", _("Replays"), ()),
         ("event-list", _("Audit log"), (P.VIEW_EVENT,)),
         ("admin:index", _("Admin"), ()),

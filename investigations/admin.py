@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from investigations.models import Investigation
+from investigations.models import Investigation, InvestigationRequest
 from reviewconsole.admin_support import ReadOnlyAdmin
 
 
@@ -36,4 +36,27 @@ class InvestigationAdmin(ReadOnlyAdmin):
         "started_at",
         "finished_at",
         "actor",
+    )
+
+
+@admin.register(InvestigationRequest)
+class InvestigationRequestAdmin(ReadOnlyAdmin):
+    """Tickets entered on the console and their background runs (the finished run is linked)."""
+
+    tenant_field = "tenant"
+    list_display = ("run_id", "created_at", "state", "tenant", "actor", "investigation")
+    list_filter = ("state", "tenant")
+    search_fields = ("run_id", "text")
+    readonly_fields = (
+        "run_id",
+        "tenant",
+        "text",
+        "arguments",
+        "state",
+        "steps",
+        "error",
+        "investigation",
+        "actor",
+        "created_at",
+        "updated_at",
     )

@@ -328,11 +328,14 @@ def run_ticket(
     instructions: str = INSTRUCTIONS,
     monotonic: Callable[[], float] = time.monotonic,
     revoked: Callable[[Collection[str]], Collection[str]] | None = None,
+    on_step: Callable[[dict[str, Any]], object] | None = None,
 ) -> Outcome:
     """Run ``ticket`` through ``provider`` with the tools declared *and* bound; never raises.
 
     ``revoked`` answers which of the cited ids are no longer usable now (a revocation during
-    the run); such an answer is refused.
+    the run); such an answer is refused. ``on_step`` is given each step as soon as it is
+    recorded (the console stores it so the page shows the run as it happens); it is the
+    caller's own code, so what it raises is not caught.
     """
     budget = budget or Budget()
     steps: list[dict[str, Any]] = []
@@ -382,6 +385,8 @@ def run_ticket(
                 )
             step, content = _execute(len(steps), call, offered, handlers)
             steps.append(step)
+            if on_step is not None:
+                on_step(step)
             exchanges.append(Exchange(call, content))
         rounds.append(Round(turn, tuple(exchanges)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 SCOPE_LENGTH = 64
 
@@ -83,3 +84,49 @@ class Investigation(models.Model):
             "scope": self.scope,
             "context": self.context,
         }
+
+
+class RequestState(models.TextChoices):
+    QUEUED = "queued", _("queued")
+    RUNNING = "running", _("running")
+    FINISHED = "finished", _("finished")
+    FAILED = "failed", _("failed")
+
+
+class InvestigationRequest(models.Model):
+    """A ticket entered on the console, run in the background: its steps as they arrive.
+
+    The runner stores each step here as it happens (the page polls them); the finished run is
+    the ``Investigation`` under the same ``run_id``, linked once it is stored. ``arguments`` are
+    what the form gave (text, scope, times as ISO 8601 with their offset, facts); the actor's
+    permission and tenant are checked again when the run starts.
+    """
+
+    run_id = models.CharField(max_length=100, unique=True)
+    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    text = models.TextField()
+    arguments = models.JSONField(default=dict)
+    state = models.CharField(
+        max_length=16, choices=RequestState.choices, default=RequestState.QUEUED
+    )
+    steps = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+    investigation = models.OneToOneField(
+        Investigation, null=True, blank=True, on_delete=models.PROTECT, related_name="request"
+    )
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.state}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("investigations:request-detail", args=[self.pk])
+
+    @property
+    def done(self) -> bool:
+        return self.state in (RequestState.FINISHED, RequestState.FAILED)

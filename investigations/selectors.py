@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Q, QuerySet
 
 from experience.models import Case, Skill, Status
-from investigations.models import Investigation
+from investigations.models import Investigation, InvestigationRequest
 from knowledge.models import Document
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -26,6 +26,15 @@ def investigations_for(user: User | AnonymousUser) -> QuerySet[Investigation]:
 
 def investigation_get(pk: int, user: User | AnonymousUser) -> Investigation | None:
     return investigations_for(user).filter(pk=pk).first()
+
+
+def investigation_request_get(pk: int, user: User | AnonymousUser) -> InvestigationRequest | None:
+    """A ticket's background run, for whoever may see its tenant (like its investigation)."""
+    return (
+        visible(InvestigationRequest.objects.select_related("investigation__actor"), user)
+        .filter(pk=pk)
+        .first()
+    )
 
 
 def unusable_items(ids: Collection[str]) -> set[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,13 +12,13 @@ from django.db import transaction
 from experience.services import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
-from investigations.models import Investigation
+from investigations.models import Investigation, InvestigationRequest, RequestState
 from investigations.providers import PROVIDERS, provider_for
 from investigations.selectors import unusable_items
 from investigations.tools import bind, declarations
 from reviewconsole import clock
 from reviewconsole.audit import event_record
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require
 from reviewconsole.scopes import validate_scope_value
@@ -72,6 +72,31 @@ def _clean_time(value: datetime | None, field: str) -> datetime | None:
     return value
 
 
+def _ticket(
+    *,
+    actor: User,
+    text: str,
+    scope: Mapping[str, object],
+    occurred_at: datetime | None,
+    known_at: datetime | None,
+    facts: Mapping[str, object] | None,
+) -> Ticket:
+    """The checked ticket; refuses (naming the field) before anything is read."""
+    cleaned_scope = _clean_scope(scope)
+    require(actor, INVESTIGATE_PERMISSION, cleaned_scope["tenant"])
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        raise ValidationFailure("text", TEXT_REQUIRED)
+    return Ticket(
+        text.strip(),
+        cleaned_scope,
+        TicketContext(
+            occurred_at=_clean_time(occurred_at, "occurred_at"),
+            known_at=_clean_time(known_at, "known_at"),
+            facts=_clean_facts(facts),
+        ),
+    )
+
+
 def investigation_run(
     *,
     actor: User,
@@ -84,16 +109,22 @@ def investigation_run(
     run_id: str | None = None,
     max_calls: int | None = None,
     provider_instance: Provider | None = None,
+    on_step: Callable[[dict[str, Any]], object] | None = None,
 ) -> Investigation:
     """Run one ticket through the runner as ``actor`` and store it; refusals write nothing.
 
     The scope, the times and the facts come from the caller, never from the model; the actor's
-    permission and tenant are checked before anything is read.
+    permission and tenant are checked before anything is read. ``on_step`` sees each step as
+    it happens.
     """
-    cleaned_scope = _clean_scope(scope)
-    require(actor, INVESTIGATE_PERMISSION, cleaned_scope["tenant"])
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
-        raise ValidationFailure("text", TEXT_REQUIRED)
+    ticket = _ticket(
+        actor=actor,
+        text=text,
+        scope=scope,
+        occurred_at=occurred_at,
+        known_at=known_at,
+        facts=facts,
+    )
     if provider not in PROVIDERS:
         raise ValidationFailure("provider", PROVIDER_UNKNOWN)
     if max_calls is None:
@@ -107,15 +138,6 @@ def investigation_run(
     run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
     if Investigation.objects.filter(run_id=run_id).exists():
         raise ValidationFailure("run_id", RUN_ID_TAKEN)
-    ticket = Ticket(
-        text.strip(),
-        cleaned_scope,
-        TicketContext(
-            occurred_at=_clean_time(occurred_at, "occurred_at"),
-            known_at=_clean_time(known_at, "known_at"),
-            facts=_clean_facts(facts),
-        ),
-    )
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls)
     started_at = clock.now()
@@ -126,6 +148,7 @@ def investigation_run(
         handlers=bind(ticket, run_id=run_id, actor=actor),
         budget=budget,
         revoked=unusable_items,
+        on_step=on_step,
     )
     return _store(
         ticket=ticket,
@@ -136,6 +159,106 @@ def investigation_run(
         actor=actor,
         started_at=started_at,
     )
+
+
+# --- the console's background runs ------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def investigation_request(
+    *,
+    actor: User,
+    text: str,
+    scope: Mapping[str, object],
+    occurred_at: datetime | None,
+    known_at: datetime | None,
+    facts: Mapping[str, object] | None = None,
+) -> InvestigationRequest:
+    """Check the ticket as ``investigation_run`` does, then queue its run in the background.
+
+    The request and its task are written in one transaction: the run exists exactly when the
+    request does. The page follows ``InvestigationRequest.steps`` as the runner stores them.
+    """
+    from investigations.tasks import investigation_task
+
+    ticket = _ticket(
+        actor=actor,
+        text=text,
+        scope=scope,
+        occurred_at=occurred_at,
+        known_at=known_at,
+        facts=facts,
+    )
+    now = clock.now()
+    with transaction.atomic():
+        request = InvestigationRequest.objects.create(
+            run_id=f"inv-{uuid.uuid4().hex}",
+            tenant=ticket.scope.get("tenant") or "",
+            text=ticket.text,
+            arguments={
+                "text": ticket.text,
+                "scope": dict(ticket.scope),
+                "occurred_at": _iso(ticket.context.occurred_at),
+                "known_at": _iso(ticket.context.known_at),
+                "facts": dict(ticket.context.facts),
+            },
+            actor=actor,
+            created_at=now,
+            updated_at=now,
+        )
+        investigation_task.enqueue(request.pk)
+    request.refresh_from_db()
+    return request
+
+
+def _set(pk: int, **fields: Any) -> None:
+    InvestigationRequest.objects.filter(pk=pk).update(updated_at=clock.now(), **fields)
+
+
+def investigation_request_run(pk: int) -> str:
+    """Run a queued request (the background task); its state and why, as a line.
+
+    Each step is committed as soon as the runner records it. Running it again finishes what an
+    earlier attempt left: a run already stored under the request's ``run_id`` is linked, not
+    run twice.
+    """
+    request = InvestigationRequest.objects.select_related("actor").filter(pk=pk).first()
+    if request is None or request.done:
+        return "nothing to run"
+    stored = Investigation.objects.filter(run_id=request.run_id).first()
+    if stored is None:
+        _set(pk, state=RequestState.RUNNING, steps=[], error="")
+        steps: list[dict[str, Any]] = []
+
+        def step_stored(step: dict[str, Any]) -> None:
+            steps.append(step)
+            _set(pk, steps=steps)
+
+        arguments = request.arguments
+        try:
+            stored = investigation_run(
+                actor=request.actor,
+                text=arguments["text"],
+                scope=arguments["scope"],
+                occurred_at=_parsed(arguments.get("occurred_at")),
+                known_at=_parsed(arguments.get("known_at")),
+                facts=arguments.get("facts") or {},
+                run_id=request.run_id,
+                on_step=step_stored,
+            )
+        except (ValidationFailure, PermissionRefused) as refused:
+            # The actor lost the permission or the tenant since; final, not retried.
+            _set(pk, state=RequestState.FAILED, error=str(refused)[:2_000])
+            return f"{RequestState.FAILED}: {refused}"
+    _set(pk, state=RequestState.FINISHED, steps=stored.steps, investigation=stored)
+    return f"{RequestState.FINISHED}: {stored.status}"
+
+
+def _parsed(value: object) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
 
 
 @transaction.atomic

@@ -1,27 +1,35 @@
-"""Console pages: investigate a ticket, and read a stored investigation with its citations.
+"""Console pages: investigate a ticket, watch its steps arrive, read a stored investigation.
 
-Reviewers and operators (the knowledge search permission) may investigate; the memory tools are
-offered only to who may use experience. The run happens on the server with the scripted
-provider; the page shows each step with the tool's full result and the verified answer, each
-citation linked to its evidence.
+Whoever may read investigations (reviewers, operators, admins who audit) sees the list of
+recent ones and their pages; reviewers and operators (the knowledge search permission) may also
+investigate, and the memory tools are offered only to who may use experience. A ticket entered
+here runs in the background with the scripted provider: the page polls the run (htmx, every
+second, until it ends; without JavaScript a refresh link) and shows each step with the tool's
+full result as it is stored, then the verified answer, each citation linked to its evidence.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import retarget
 
 from investigations.forms import InvestigationForm
 from investigations.models import Investigation
-from investigations.selectors import RECENT, investigation_get, investigations_for
-from investigations.services import investigation_run
+from investigations.selectors import (
+    RECENT,
+    investigation_get,
+    investigation_request_get,
+    investigations_for,
+)
+from investigations.services import investigation_request
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.links import item_url
-from reviewconsole.permissions import SEARCH_KNOWLEDGE
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_INVESTIGATION
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, render_page
 
 
@@ -42,8 +50,15 @@ def presented(investigation: Investigation) -> dict[str, Any]:
         {**citation, "url": item_url(citation["id"]), "refused": citation["id"] in refused}
         for citation in answer.get("citations", [])
     ]
-    steps = [{**step, "evidence": _evidence_of(step.get("result"))} for step in investigation.steps]
-    return {"investigation": investigation, "citations": citations, "steps": steps}
+    return {
+        "investigation": investigation,
+        "citations": citations,
+        "steps": presented_steps(investigation.steps),
+    }
+
+
+def presented_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**step, "evidence": _evidence_of(step.get("result"))} for step in steps]
 
 
 def _evidence_of(result: Any) -> list[dict[str, Any]]:
@@ -61,14 +76,29 @@ def _evidence_of(result: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _form_page(
+    request: HtmxHttpRequest, form: InvestigationForm | None, *, status: int = 200
+) -> HttpResponse:
+    return render_page(
+        request,
+        "investigations/investigation_form.html",
+        {"form": form, "recent": investigations_for(request.user)[:RECENT]},
+        partial="investigation-form" if status != 200 else None,
+        status=status,
+    )
+
+
 @require_http_methods(["GET", "POST"])
-@console_view(SEARCH_KNOWLEDGE)
+@console_view(VIEW_INVESTIGATION)
 def investigation_new(request: HtmxHttpRequest) -> HttpResponse:
+    may_investigate = request.user.has_perm(SEARCH_KNOWLEDGE)
     if request.method == "POST":
+        if not may_investigate:
+            raise PermissionDenied
         form = InvestigationForm(request.POST)
         if form.is_valid():
             try:
-                investigation = investigation_run(
+                queued = investigation_request(
                     actor=request.user,  # type: ignore[arg-type]
                     **form.investigation_arguments(),
                 )
@@ -81,32 +111,50 @@ def investigation_new(request: HtmxHttpRequest) -> HttpResponse:
                 form.add_error(field, failure.message)
             else:
                 if request.htmx:
-                    return render_page(
-                        request,
-                        "investigations/investigation_detail.html",
-                        presented(investigation),
-                        partial="investigation-result",
-                    )
-                return finish(request, investigation.get_absolute_url())
-        response = render_page(
-            request,
-            "investigations/investigation_form.html",
-            {"form": form, "recent": investigations_for(request.user)[:RECENT]},
-            partial="investigation-form",
-            status=422,
-        )
+                    return _request_result(request, queued.pk)
+                return finish(request, queued.get_absolute_url())
+        response = _form_page(request, form, status=422)
         # The form posts into the result area; a refused form replaces the form instead.
         return retarget(response, "#investigation-form") if request.htmx else response
-    form = InvestigationForm(initial=InvestigationForm.initial_values(clock.now()))
+    blank = (
+        InvestigationForm(initial=InvestigationForm.initial_values(clock.now()))
+        if may_investigate
+        else None
+    )
+    return _form_page(request, blank)
+
+
+def _request_result(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The run so far (polling itself while it goes on), or, once stored, the investigation."""
+    queued = or_404(investigation_request_get(pk, request.user))
+    if queued.investigation is not None:
+        return render_page(
+            request,
+            "investigations/investigation_detail.html",
+            presented(queued.investigation),
+            partial="investigation-result",
+        )
     return render_page(
         request,
-        "investigations/investigation_form.html",
-        {"form": form, "recent": investigations_for(request.user)[:RECENT]},
+        "investigations/request_detail.html",
+        {"run": queued, "steps": presented_steps(queued.steps)},
+        partial="investigation-result",
     )
 
 
 @require_GET
-@console_view(SEARCH_KNOWLEDGE)
+@console_view(VIEW_INVESTIGATION)
+def request_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """A ticket's run as it happens; a full page load after it ends goes to the investigation."""
+    if not request.htmx:
+        queued = or_404(investigation_request_get(pk, request.user))
+        if queued.investigation is not None:
+            return HttpResponseRedirect(queued.investigation.get_absolute_url())
+    return _request_result(request, pk)
+
+
+@require_GET
+@console_view(VIEW_INVESTIGATION)
 def investigation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     investigation = or_404(investigation_get(pk, request.user))
     return render_page(

@@ -45,6 +45,9 @@ VIEW_LESSON = "experience.view_lesson"
 ADD_LESSON = "experience.add_lesson"
 RESOLVE_LESSON_CONFLICT = "experience.resolve_lessonconflict"
 
+# Investigations: reading stored runs of tickets (running one needs SEARCH_KNOWLEDGE).
+VIEW_INVESTIGATION = "investigations.view_investigation"
+
 # Audit, users and tokens.
 VIEW_EVENT = "reviewconsole.view_event"
 VIEW_USER = "auth.view_user"

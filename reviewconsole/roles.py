@@ -33,6 +33,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_LESSON,
         P.ADD_LESSON,
         P.RESOLVE_LESSON_CONFLICT,
+        P.VIEW_INVESTIGATION,
     ),
     Role.OPERATOR: (
         P.VIEW_DOCUMENT,
@@ -51,6 +52,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.ADD_SKILL,
         P.VIEW_LESSON,
         P.ADD_LESSON,
+        P.VIEW_INVESTIGATION,
     ),
     Role.ADMIN: (
         P.VIEW_EVENT,
@@ -67,6 +69,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_APITOKEN,
         P.REVOKE_APITOKEN,
         P.VIEW_TASK_RESULT,
+        P.VIEW_INVESTIGATION,
     ),
     Role.AGENT: (
         P.SEARCH_KNOWLEDGE,

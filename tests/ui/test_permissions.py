@@ -18,9 +18,27 @@ def _digest(item_id: str) -> str:
     return item_id.split(":", 1)[1]
 
 
+def _investigation(actor: User) -> tuple[str, str]:
+    """A stored investigation and a ticket still waiting to run, both of tenant teahouse."""
+    from investigations.models import Investigation, InvestigationRequest
+    from reviewconsole import clock
+
+    now = clock.now()
+    stored = Investigation.objects.create(
+        run_id="inv-matrix", text="券用不了", tenant="teahouse", provider="scripted",
+        status="answered", started_at=now, finished_at=now, actor=actor,
+    )  # fmt: skip
+    waiting = InvestigationRequest.objects.create(
+        run_id="inv-matrix-2", text="券用不了", tenant="teahouse", actor=actor,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    return stored.get_absolute_url(), waiting.get_absolute_url()
+
+
 def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
     case = _digest(memory["cases"][0].id)
     skill = _digest(memory["skill"].id)
+    investigation, investigation_run = _investigation(candidate.submitted_by)
     return {
         "dashboard": reverse("home"),
         "queue": reverse("experience:queue"),
@@ -40,6 +58,9 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "case_check": reverse("experience:case-check", args=[_digest(candidate.id)]),
         "case_review": reverse("experience:case-review", args=[_digest(candidate.id)]),
         "skill_review": reverse("experience:skill-review", args=[skill]),
+        "investigations": reverse("investigations:investigation-new"),
+        "investigation": investigation,
+        "investigation_run": investigation_run,
     }
 
 
@@ -61,6 +82,10 @@ GET_MATRIX = {
     "search": (LOGIN, 403, 200, 200, 403),
     "audit": (LOGIN, 403, 403, 403, 200),
     "audit_csv": (LOGIN, 403, 403, 403, 200),
+    # Admins audit investigations (the list, a stored one, a run in progress) but run none.
+    "investigations": (LOGIN, 403, 200, 200, 200),
+    "investigation": (LOGIN, 403, 200, 200, 200),
+    "investigation_run": (LOGIN, 403, 200, 200, 200),
     # Write endpoints answer GET with 405 whoever asks.
     "case_check": (405, 405, 405, 405, 405),
     "case_review": (405, 405, 405, 405, 405),
@@ -74,6 +99,7 @@ POST_MATRIX = {
     "case_revoke": ({"reason": ""}, (LOGIN, 403, 403, 422, 403)),
     "skill_review": ({"decision": "approve", "reason": ""}, (LOGIN, 403, 403, 422, 403)),
     "skill_revoke": ({"reason": ""}, (LOGIN, 403, 403, 422, 403)),
+    "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
 }
 
 
@@ -149,3 +175,4 @@ def test_navigation_matches_permissions(role: str, users: dict[str, User | None]
     assert ("Runs" in nav) == (role in ("reviewer", "admin"))
     assert ("Search preview" in nav) == (role in ("reviewer", "operator"))
     assert "Review queue" in nav and "Knowledge" in nav
+    assert "Investigations" in nav  # admins audit them; the others also run them
