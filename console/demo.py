@@ -206,9 +206,10 @@ def _runs(*, skill: str, agent: User, reviewer: User) -> list[str]:
 
 def _thread_candidate(*, operator: User) -> dict[str, Any]:
     """Import the demo thread and build the candidate an operator would from it."""
-    thread, imported = threads.thread_import(
-        data=read_json_file(str(THREAD_FIXTURE)), actor=operator
-    )
+    data = read_json_file(str(THREAD_FIXTURE))
+    # Where the thread happened, as an intake tool would pass it on: the builder starts from it.
+    data["scope"] = {name: DEMO_SCOPE[name] for name in curation_domain.THREAD_SCOPE_FIELDS}
+    thread, imported = threads.thread_import(data=data, actor=operator)
     picks = [
         curation_domain.Pick("m1", curation_domain.OBSERVATION),
         curation_domain.Pick("m4", curation_domain.OBSERVATION),

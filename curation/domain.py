@@ -48,6 +48,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,7 +78,11 @@ MAX_ATTACHMENTS = 20
 MAX_ATTACHMENT_NAME = 200
 MAX_EXCERPT = 2_000
 
-THREAD_FIELDS = frozenset({"id", "tenant", "title", "source", "messages"})
+THREAD_FIELDS = frozenset({"id", "tenant", "title", "source", "scope", "messages"})
+# What a thread may say about where it happened besides its tenant: it prefills the builder's
+# scope (the operator still confirms every value).
+THREAD_SCOPE_FIELDS = ("brand", "store", "campaign", "deployment")
+NOT_A_SCOPE_FIELD = "is not a scope field of a thread (brand, store, campaign, deployment)"
 MESSAGE_FIELDS = frozenset({"id", "author", "role", "time", "text", "attachments"})
 ATTACHMENT_FIELDS = frozenset({"name", "text"})
 
@@ -125,15 +130,20 @@ class ThreadContent:
     title: str
     source: str
     messages: tuple[Message, ...]
+    scope: Mapping[str, str] = dataclass_field(default_factory=dict)
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        canonical: dict[str, Any] = {
             "id": self.id,
             "tenant": self.tenant,
             "title": self.title,
             "source": self.source,
             "messages": [m.canonical() for m in self.messages],
         }
+        # Only when given: a thread without a scope hashes as it did before threads had one.
+        if self.scope:
+            canonical["scope"] = dict(sorted(self.scope.items()))
+        return canonical
 
     @property
     def content_hash(self) -> str:
@@ -176,7 +186,24 @@ def parse_thread(obj: object) -> ThreadContent:
         title=_text(obj["title"], "title", MAX_TITLE),
         source=_text(obj.get("source"), "source", MAX_SOURCE, required=False),
         messages=tuple(messages),
+        scope=_thread_scope(obj.get("scope")),
     )
+
+
+def _thread_scope(value: object) -> dict[str, str]:
+    """The optional ``scope`` object: any of brand, store, campaign and deployment."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationFailure(
+            "scope", "must be an object with brand, store, campaign, deployment"
+        )
+    reject_unknown_fields(value, frozenset(THREAD_SCOPE_FIELDS), "scope", NOT_A_SCOPE_FIELD)
+    return {
+        name: validate_scope_value(value[name], field=f"scope.{name}")
+        for name in THREAD_SCOPE_FIELDS
+        if name in value
+    }
 
 
 def _message(raw: object, path: str) -> Message:

@@ -13,10 +13,9 @@ from curation import domain
 from curation.models import LinkStatus, ProposalStatus, ReReviewReason, ReReviewStatus
 from experience.domain import SCOPE_FIELDS
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.timeparse import parse_aware_datetime
+from reviewconsole.formfields import ZonedDateTimeField
 
 MAX_REASON = 2_000
-ISO_HELP = _("ISO 8601 with a timezone offset, e.g. 2026-09-18T14:00:00+08:00")
 
 USE_CHOICES = [
     ("", _("— not used")),
@@ -28,19 +27,6 @@ USE_CHOICES = [
     ),
     (domain.OUTCOME, _("Outcome evidence")),
 ]
-
-
-class AwareDateTimeField(forms.CharField):
-    """Text in, a timezone-aware datetime out; a naive value is refused, never guessed."""
-
-    def clean(self, value: Any) -> Any:
-        text = super().clean(value)
-        if not text:
-            return None
-        try:
-            return parse_aware_datetime(text, field=str(self.label or ""))
-        except ValidationFailure as failure:
-            raise forms.ValidationError(failure.message) from None
 
 
 def _reason_field(label: Any = None, *, required: bool = True) -> forms.CharField:
@@ -85,8 +71,8 @@ class CandidateForm(forms.Form):
         max_length=20_000,
         widget=forms.Textarea(attrs={"rows": 2}),
     )
-    valid_from = AwareDateTimeField(label=_("Valid from"), help_text=ISO_HELP)
-    valid_to = AwareDateTimeField(label=_("Valid to"), help_text=ISO_HELP)
+    valid_from = ZonedDateTimeField(label=_("Valid from"))
+    valid_to = ZonedDateTimeField(label=_("Valid to"))
     diagnosis = forms.CharField(
         label=_("Diagnosis statement"),
         required=False,
@@ -204,8 +190,8 @@ class IncidentMergeForm(forms.Form):
 
 
 class RecertifyForm(forms.Form):
-    valid_from = AwareDateTimeField(label=_("New version valid from"), help_text=ISO_HELP)
-    valid_to = AwareDateTimeField(label=_("New version valid to"), help_text=ISO_HELP)
+    valid_from = ZonedDateTimeField(label=_("New version valid from"))
+    valid_to = ZonedDateTimeField(label=_("New version valid to"))
 
 
 class ReasonForm(forms.Form):

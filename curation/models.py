@@ -34,6 +34,9 @@ class Thread(models.Model):
     tenant = models.CharField(max_length=SCOPE_LENGTH, db_index=True)
     title = models.CharField(max_length=300)
     source = models.CharField(max_length=500, blank=True)
+    # Brand, store, campaign and deployment as the thread gave them (any of them, or none): the
+    # thread builder starts from these.
+    scope = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64)
     imported_by = _user_fk(null=False)
     imported_at = models.DateTimeField()

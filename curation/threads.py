@@ -46,6 +46,7 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
         tenant=content.tenant,
         title=content.title,
         source=content.source,
+        scope=dict(content.scope),
         content_hash=content.content_hash,
         imported_by=actor,
         imported_at=clock.now(),

@@ -36,8 +36,10 @@ from curation.models import ProposalStatus, ReReviewStatus, Thread
 from experience.console_selectors import case_for_page, case_get_visible, skill_get_visible
 from experience.models import Case, Status
 from experience.schema import parse_case
+from experience.scope_options import scope_values
 from reviewconsole import clock, inputs, itemids
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.formfields import offer_values
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import ADD_CASE, ADD_SKILL, VIEW_CASE, VIEW_SKILL
@@ -163,7 +165,9 @@ def _thread_context(
     form: CandidateForm,
     *,
     preview: dict[str, Any] | None = None,
+    built: list[Case] | None = None,
 ) -> dict[str, Any]:
+    offer_values(form, lambda: scope_values(request.user))
     return {
         "thread": thread,
         "form": form,
@@ -171,7 +175,9 @@ def _thread_context(
         "preview": preview,
         "built": [
             {"case": c, "url": c.get_absolute_url()}
-            for c in selectors.cases_citing_thread(thread, request.user)
+            for c in (
+                built if built is not None else selectors.cases_citing_thread(thread, request.user)
+            )
         ],
         "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
         "preview_url": reverse("curation:thread-preview", args=[thread.thread_id]),
@@ -184,13 +190,17 @@ def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     thread = or_404(selectors.thread_get(thread_id, request.user))
     first = selectors.thread_first_sent_at(thread)
     # The tenant is the thread's, not a conclusion: a candidate built from it has no other.
-    initial = {
-        "tenant": thread.tenant,
-        "valid_from": timezone.localtime(first).isoformat() if first else "",
-    }
+    initial: dict[str, Any] = {"tenant": thread.tenant, "valid_from": first}
+    # The rest of the scope as the thread gave it, else as a candidate built from it has it:
+    # where the thread happened, which the operator confirms (never a conclusion).
+    built = list(selectors.cases_citing_thread(thread, request.user))
+    for name in domain.THREAD_SCOPE_FIELDS:
+        value = thread.scope.get(name) or (getattr(built[0], name) if built else "")
+        if value:
+            initial[name] = value
     form = CandidateForm(initial=initial, units=selectors.thread_units(thread))
     return render_page(
-        request, "curation/thread_detail.html", _thread_context(request, thread, form)
+        request, "curation/thread_detail.html", _thread_context(request, thread, form, built=built)
     )
 
 

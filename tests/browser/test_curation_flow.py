@@ -40,7 +40,7 @@ def test_thread_to_candidate_to_approval_by_another_reviewer(
         "deployment": "release-1",
         "incident": "INC-0918-B",
         "title": "二号店优惠券无法使用：活动 B 门店范围漏配",
-        "valid_to": "2027-09-18T00:00:00+08:00",
+        "valid_to": "2027-09-18T00:00",
         "diagnosis": "活动 B 的适用门店列表不含二号店。",
         "counter-1-hypothesis": "客户端缓存未刷新",
         "counter-1-statement": "刷新和重新登录后仍失败。",

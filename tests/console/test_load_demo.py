@@ -80,7 +80,7 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert Thread.objects.filter(thread_id=result["thread"]["thread"]).exists()
     assert NearDuplicate.objects.filter(status="open").count() == 1
     assert SkillProposal.objects.count() == 1 and ReReview.objects.count() >= 1
-    assert Case.objects.filter(submitted_by__username="aar-drafter").count() == 2
+    assert Case.objects.filter(submitted_by__username="aar-drafter").count() >= 2
     # Reviewers have addresses, so revocations notify those who approved.
     assert User.objects.get(username="ravi").email
     assert result["url"] is None
