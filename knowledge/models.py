@@ -248,9 +248,16 @@ class PostingList(models.Model):
 
 
 class LexiconState(models.Model):
-    """A stamp that changes with every lexicon change, for caches and the postings they match."""
+    """A stamp that changes with every lexicon change, for caches and the postings they match.
+
+    ``indexed_stamp`` and ``indexed_lexicon`` are the lexicon the search index's expanded token
+    sets were computed under: searches expand queries with it, so they stay consistent while a
+    background task (``knowledge.lexicon.reindexed``) brings the index to the current lexicon.
+    """
 
     stamp = models.CharField(max_length=32)
+    indexed_stamp = models.CharField(max_length=32, blank=True)
+    indexed_lexicon = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return self.stamp

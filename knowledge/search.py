@@ -11,6 +11,7 @@ import numpy as np
 from django.db import connection
 from django.db.models import Q
 
+from knowledge import lexicon as index_lexicon
 from knowledge import postings
 from knowledge.domain import (
     MATCH,
@@ -149,10 +150,11 @@ class Ranked:
 
 NOTHING = Ranked([], 0, [])
 
-# One statement, so one snapshot: the scope's packed entries with the lexicon stamp, and the
+# One statement, so one snapshot: the scope's packed entries with the stamp of the lexicon the
+# index was computed under (knowledge.lexicon; the current one while none is recorded), and the
 # posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones).
 _POSTINGS_SQL = """
-SELECT 0, NULL, s.arrays, NULL, st.stamp, s.multi_version
+SELECT 0, NULL, s.arrays, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp), s.multi_version
 FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 UNION ALL
@@ -211,9 +213,9 @@ def _read(
 def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
     """The head of the fused ranking, exactly as the definition orders it."""
     raw_query = tokenize(query)
-    stamp = postings.last_known_stamp()
+    stamp = index_lexicon.last_indexed_stamp()
     for _attempt in range(5):
-        stamp, lexicon = postings.lexicon_for(stamp)
+        stamp, lexicon = index_lexicon.indexed_for(stamp)
         expanded_query = tokenize(expand(query, lexicon))
         if not raw_query and not expanded_query:
             return NOTHING
@@ -222,7 +224,7 @@ def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
             return NOTHING
         if read.stamp == stamp:
             return _ranked(read, len(raw_query), len(expanded_query), context)
-        # The lexicon changed since it was read: expand the query again with the new one.
+        # The index moved to another lexicon since it was read: expand the query again with it.
         stamp = read.stamp
     raise RuntimeError("the lexicon kept changing during one search")
 

@@ -13,9 +13,11 @@ from django.db.models import Max
 from knowledge import postings
 from knowledge.domain import expand, tokenize
 from knowledge.hooks import revocation_record
+from knowledge.lexicon import indexed_lexicon, searchable
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent, parse_document
-from knowledge.selectors import current_lexicon, document_content
+from knowledge.selectors import document_content
+from knowledge.tasks import lexicon_reindex_task
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -53,10 +55,6 @@ def token_text(tokens: frozenset[str]) -> str:
     return " ".join(sorted(tokens))
 
 
-def _searchable(title: str, text: str) -> str:
-    return f"{title}\n{text}"
-
-
 def document_create(
     *,
     content: DocumentContent,
@@ -64,8 +62,9 @@ def document_create(
     lexicon: dict[str, str] | None = None,
 ) -> Document:
     """Save one new version. Callers hold the transaction and have checked permissions."""
-    searchable = _searchable(content.title, content.text)
-    lexicon = current_lexicon() if lexicon is None else lexicon
+    text = searchable(content.title, content.text)
+    # Tokenized under the search index's lexicon, which a lexicon change moves in the background.
+    lexicon = indexed_lexicon() if lexicon is None else lexicon
     document = Document.objects.create(
         doc_key=content.doc_key,
         version=content.version,
@@ -82,8 +81,8 @@ def document_create(
         published_at=content.published_at,
         requirements=content.requirements,
         content_hash=content.content_hash(),
-        raw_tokens=token_text(tokenize(searchable)),
-        expanded_tokens=token_text(tokenize(expand(searchable, lexicon))),
+        raw_tokens=token_text(tokenize(text)),
+        expanded_tokens=token_text(tokenize(expand(text, lexicon))),
         created_by=actor,
         created_at=clock.now(),
     )
@@ -342,7 +341,7 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
     existing = {
         (d.doc_key, d.version): d for d in Document.objects.filter(doc_key__in={k for k, _ in seen})
     }
-    lexicon = current_lexicon()
+    lexicon = indexed_lexicon()
     result = ImportResult()
     with postings.batched():
         for index, item in parsed:
@@ -374,21 +373,6 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
 # --- the synonym lexicon ---------------------------------------------------------------------
 
 
-def _rebuild_expanded_tokens(lexicon: dict[str, str]) -> int:
-    """Recompute every document's expanded token set; the raw set does not depend on it."""
-    changed = []
-    for document in Document.objects.only("id", "title", "text", "expanded_tokens").iterator(
-        chunk_size=2000
-    ):
-        tokens = token_text(tokenize(expand(_searchable(document.title, document.text), lexicon)))
-        if tokens != document.expanded_tokens:
-            document.expanded_tokens = tokens
-            changed.append(document)
-    Document.objects.bulk_update(changed, ["expanded_tokens"], batch_size=1000)
-    postings.expanded_changed(changed)
-    return len(changed)
-
-
 def _check_term(value: str, field_name: str) -> str:
     text = value.strip()
     if not text or len(text) > 50:
@@ -403,12 +387,13 @@ def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
     if term == canonical:
         raise ValidationFailure("canonical", "must differ from the term")
     synonym, _ = Synonym.objects.update_or_create(term=term, defaults={"canonical": canonical})
-    rebuilt = _rebuild_expanded_tokens(current_lexicon())
+    # The index follows in the background; searches use its lexicon until it has.
+    lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,
         action=Action.LEXICON_CHANGE,
         target=f"synonym:{term}",
-        details={"canonical": canonical, "documents_reindexed": rebuilt},
+        details={"canonical": canonical},
     )
     return synonym
 
@@ -418,10 +403,10 @@ def synonym_delete(*, synonym: Synonym, actor: User) -> None:
     require(actor, DELETE_SYNONYM, message=LEXICON_REFUSED)
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()
-    rebuilt = _rebuild_expanded_tokens(current_lexicon())
+    lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,
         action=Action.LEXICON_CHANGE,
         target=f"synonym:{term}",
-        details={"deleted": True, "documents_reindexed": rebuilt},
+        details={"deleted": True},
     )

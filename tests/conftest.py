@@ -84,9 +84,10 @@ def default_language() -> Iterator[None]:
 def cold_lexicon_cache() -> None:
     """Each test starts with the search's per-process lexicon cache empty, so the queries a test
     counts do not depend on which test ran before it in the same process."""
-    from knowledge import postings
+    from knowledge import lexicon, postings
 
     postings._lexicon_cache.clear()
+    lexicon._cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -127,7 +127,7 @@ def test_lexicon_edits_reindex_and_are_audited(operator: User) -> None:
     after = Document.objects.get().expanded_tokens.split()
     event = Event.objects.get(action=Action.LEXICON_CHANGE)
     assert "积分" in after and "点数" not in after
-    assert (event.target, event.details["documents_reindexed"]) == ("synonym:点数", 1)
+    assert (event.target, event.details["canonical"]) == ("synonym:点数", "积分")
 
     synonym_delete(synonym=Synonym.objects.get(term="点数"), actor=operator)
     assert Document.objects.get().expanded_tokens.split() == before
