@@ -33,6 +33,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("audit/", views.event_list, name="event-list"),
     path("audit/export.csv", views.event_export, name="event-export"),
+    path("time-zone/", views.time_zone, name="time-zone"),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("curation/", include("curation.urls")),

@@ -7,11 +7,36 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.functional import lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.timeparse import check_bounds
+from reviewconsole.timezones import zone_names
+
+
+def action_label(code: str) -> str:
+    """What the audit log calls an action, translated: the one vocabulary of its filter and its
+    table (the code itself stays in the table's tooltip and in the CSV export)."""
+    try:
+        return gettext(str(Action(code).label))
+    except ValueError:
+        return code
+
+
+def action_choices() -> list[tuple[str, object]]:
+    return [("", _("Any action")), *((a.value, lazy(action_label, str)(a.value)) for a in Action)]
+
+
+def _zone_choices() -> list[tuple[str, object]]:
+    return [("", _("The deployment's time zone")), *((name, name) for name in zone_names())]
+
+
+class TimeZoneForm(forms.Form):
+    zone = forms.ChoiceField(label=_("Time zone"), required=False, choices=_zone_choices)
+    next = forms.CharField(required=False, widget=forms.HiddenInput, max_length=2000)
 
 
 class DateInput(forms.DateInput):
@@ -20,9 +45,7 @@ class DateInput(forms.DateInput):
 
 class EventFilterForm(forms.Form):
     actor = forms.CharField(label=_("Actor"), required=False, max_length=150)
-    action = forms.ChoiceField(
-        label=_("Action"), required=False, choices=[("", _("Any action")), *Action.choices]
-    )
+    action = forms.ChoiceField(label=_("Action"), required=False, choices=action_choices)
     target = forms.CharField(
         label=_("Target contains"),
         required=False,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
+import re
+
+from django.urls import NoReverseMatch, reverse
 
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -19,3 +21,31 @@ def item_url(text: str) -> str | None:
         return item_page(itemids.parse(text))
     except ValidationFailure:
         return None
+
+
+# Evidence sources that are not items: a thread message (``thread:ID#m3``, or one of its
+# attachments ``thread:ID#m3/attachment-1``) and a run's step (``run:RUN#step-0``). The pages are
+# named by URL name, like the item kinds', since the apps that own them are above this one.
+THREAD_SOURCE = re.compile(r"thread:(?P<thread>[^#/\s]+)#(?P<message>[^/\s]+)(?:/\S*)?")
+RUN_SOURCE = re.compile(r"run:(?P<run>[^#\s]+)(?:#\S*)?")
+THREAD_PAGE = "curation:thread-detail"
+RUN_PAGE = "experience:run-detail"
+# The anchor of a message on its thread's page.
+MESSAGE_ANCHOR = "msg-{}"
+
+
+def source_url(text: str) -> str | None:
+    """The page an evidence source points to: an item's page, a thread's page opened at the
+    message (its anchor), a run's page; None for anything else (a file, free text)."""
+    url = item_url(text.split("#", 1)[0]) if not text.startswith(("thread:", "run:")) else None
+    if url is not None:
+        return url + (("#" + text.split("#", 1)[1]) if "#" in text else "")
+    try:
+        if match := THREAD_SOURCE.fullmatch(text):
+            page = reverse(THREAD_PAGE, args=[match["thread"]])
+            return f"{page}#{MESSAGE_ANCHOR.format(match['message'])}"
+        if match := RUN_SOURCE.fullmatch(text):
+            return reverse(RUN_PAGE, args=[match["run"]])
+    except NoReverseMatch:
+        return None
+    return None

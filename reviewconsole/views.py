@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar, cast
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
@@ -20,16 +21,26 @@ from django.http import (
 )
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from reviewconsole import clock
-from reviewconsole.forms import EventFilterForm
+from reviewconsole.forms import EventFilterForm, TimeZoneForm, action_label
+from reviewconsole.itemrefs import item_titles
+from reviewconsole.models import Action
 from reviewconsole.permissions import VIEW_EVENT
 from reviewconsole.selectors import events_csv_rows, events_filtered
 from reviewconsole.tenancy import is_deployment_wide
+from reviewconsole.timezones import SESSION_KEY as TIME_ZONE_KEY
+from reviewconsole.timezones import chosen_zone
+
+# Audit targets that are run ids, linked to the run's page (its URL name; the app is above this one).
+RUN_TARGET_ACTIONS = frozenset({Action.RUN_OUTCOME.value, Action.RUN_FOLLOW_UP.value})
+RUN_PAGE = "experience:run-detail"
 
 
 def _require_deployment_wide(request: HttpRequest) -> None:
@@ -149,12 +160,36 @@ def diff_lines(
 def event_list(request: HtmxHttpRequest) -> HttpResponse:
     _require_deployment_wide(request)
     form = EventFilterForm(request.GET or None)
-    filters = form.filters() if form.is_bound and form.is_valid() else {}
+    if form.is_bound and not form.is_valid():
+        # Filters that cannot hold (a reversed date range) list nothing, beside their errors.
+        return render_page(
+            request,
+            "reviewconsole/event_list.html",
+            {"form": form, "page_obj": None, "events": [], "rows": [], "invalid": True},
+            partial="event-results",
+        )
+    filters = form.filters() if form.is_bound else {}
     page = paginate(request, events_filtered(**filters), EVENTS_PER_PAGE)
+    events = list(page.object_list)
     return render_page(
         request,
         "reviewconsole/event_list.html",
-        {"form": form, "page_obj": page, "events": page.object_list},
+        {
+            "form": form,
+            "page_obj": page,
+            "events": events,
+            "rows": [
+                {
+                    "event": event,
+                    "label": action_label(event.action),
+                    "run_url": reverse(RUN_PAGE, args=[event.target])
+                    if event.action in RUN_TARGET_ACTIONS and event.target
+                    else "",
+                }
+                for event in events
+            ],
+            "item_titles": item_titles((event.target for event in events), request.user),
+        },
         partial="event-results",
     )
 
@@ -175,3 +210,43 @@ def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpRespon
     )
     response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
     return response
+
+
+# --- the time zone of the console's times ---------------------------------------------------------
+
+
+def _safe_next(request: HttpRequest, target: str) -> str:
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if target and allowed else "/"
+
+
+@require_http_methods(["GET", "POST"])
+@console_view()
+def time_zone(request: HtmxHttpRequest) -> HttpResponse:
+    """GET shows the zone every page uses; POST sets the user's choice (empty: the deployment's)."""
+    if request.method == "POST":
+        form = TimeZoneForm(request.POST)
+        if form.is_valid():
+            zone = form.cleaned_data["zone"]
+            if zone:
+                request.session[TIME_ZONE_KEY] = zone
+            else:
+                request.session.pop(TIME_ZONE_KEY, None)
+            return finish(request, _safe_next(request, form.cleaned_data["next"]))
+        status = 422
+    else:
+        form = TimeZoneForm(
+            initial={
+                "zone": request.session.get(TIME_ZONE_KEY, ""),
+                "next": _safe_next(request, request.GET.get("next", "")),
+            }
+        )
+        status = 200
+    return render_page(
+        request,
+        "reviewconsole/time_zone.html",
+        {"form": form, "zone": chosen_zone(request), "deployment_zone": settings.TIME_ZONE},
+        status=status,
+    )

@@ -17,7 +17,7 @@ from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import Shape
 from reviewconsole.itemrefs import CONTEXT_NAME, ItemTitles, item_of
-from reviewconsole.links import item_page
+from reviewconsole.links import item_page, source_url
 
 register = template.Library()
 
@@ -138,3 +138,19 @@ def run_ref(run_id: object, url: str = "") -> SafeString | str:
         text,
         copy_button_html(text),
     )
+
+
+@register.simple_tag(takes_context=True)
+def source_ref(context: Context, value: object) -> SafeString | str:
+    """``{% source_ref evidence.source_id %}``: an evidence source, linked where it points to a
+    page: an item (shown like ``item_ref``), a thread message (the thread, opened at the message,
+    which is highlighted), a run."""
+    if value is None or value == "":
+        return ""
+    text = str(value)
+    if item_of(text) is not None:
+        return item_ref_html(text, context.get(CONTEXT_NAME))
+    url = source_url(text)
+    if url is None:
+        return format_html('<span class="mono source-id">{}</span>', text)
+    return format_html('<a class="mono source-id" href="{}">{}</a>', url, text)
