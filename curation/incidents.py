@@ -6,6 +6,7 @@ no event of its own, the submission that caused it is the audited act.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,12 +35,18 @@ CANONICAL_NOT_IN_PAIR = "must be the incident of one of the two cases"
 
 SAME_INCIDENT = "same_incident"
 DIFFERENT = "different"
-# A new case is compared with at most this many band-matching cases of its scope (the most
-# recently submitted first) and linked to at most NEAR_DUPLICATE_LINKS of them, the most similar:
-# a cluster of near-identical cases then costs each new member a bounded amount of work and rows,
-# and a reviewer still reaches the whole cluster through the links (bulk imports stay linear).
+# Candidates come from LSH band buckets (cases of one scope sharing a band key). A bucket keeps at
+# most NEAR_DUPLICATE_BUCKET live members (candidate or approved cases): the first cases of a
+# cluster stand for it, and a later case joins only the buckets that still have room. A new case
+# is then compared with at most NEAR_DUPLICATE_PEERS members of its buckets (those sharing the
+# most band keys with it first) and linked to at most NEAR_DUPLICATE_LINKS of them, the most
+# similar. Each new case costs a bounded amount of reads and rows however large its cluster grows,
+# so a bulk import of near-identical cases stays linear, and a reviewer still reaches the whole
+# cluster through the links to its representatives.
+NEAR_DUPLICATE_BUCKET = 16
 NEAR_DUPLICATE_PEERS = 64
 NEAR_DUPLICATE_LINKS = 8
+LINKABLE = (Status.CANDIDATE, Status.APPROVED)
 
 
 def similarity_threshold() -> float:
@@ -74,17 +81,24 @@ def case_link_similar(*, case: Case) -> list[NearDuplicate]:
         case=case, defaults={"scope_key": key, "values": list(values), "threshold": threshold}
     )
     CaseBand.objects.filter(case=case).delete()
-    CaseBand.objects.bulk_create(CaseBand(case=case, scope_key=key, key=k) for k in keys)
-
-    candidates = (
-        Case.objects.filter(
-            pk__in=CaseBand.objects.filter(scope_key=key, key__in=keys).values("case"),
-            status__in=[Status.CANDIDATE, Status.APPROVED],
-            **case.scope,
-        )
-        .exclude(pk=case.pk)
-        .order_by("-submitted_at", "id")[:NEAR_DUPLICATE_PEERS]
+    members = CaseBand.objects.filter(
+        scope_key=key, key__in=keys, case__status__in=LINKABLE
+    ).exclude(case=case)
+    shared: Counter[str] = Counter()
+    filled: Counter[str] = Counter()
+    for band, member in members.values_list("key", "case_id"):
+        shared[member] += 1
+        filled[band] += 1
+    CaseBand.objects.bulk_create(
+        CaseBand(case=case, scope_key=key, key=k) for k in keys if filled[k] < NEAR_DUPLICATE_BUCKET
     )
+    nearest = sorted(shared, key=lambda member: (-shared[member], member))
+    # By primary key only: a scope filter here would lead the database to scan the whole scope.
+    candidates = [
+        peer
+        for peer in Case.objects.filter(pk__in=nearest[:NEAR_DUPLICATE_PEERS]).order_by("id")
+        if peer.status in LINKABLE and peer.scope == case.scope
+    ]
     merges = incident_merges(case.tenant, case.brand)
     own_incident = domain.canonical_incident(case.incident, merges)
     now = clock.now()
@@ -99,13 +113,20 @@ def case_link_similar(*, case: Case) -> list[NearDuplicate]:
             continue
         similar.append((measured, peer))
     similar.sort(key=lambda pair: (-pair[0], pair[1].id))
+    chosen = similar[:NEAR_DUPLICATE_LINKS]
+    ids = [case.id, *(peer.id for _, peer in chosen)]
+    existing = {
+        (link.case_a_id, link.case_b_id): link
+        for link in NearDuplicate.objects.filter(case_a_id__in=ids, case_b_id__in=ids)
+    }
     links = []
-    for measured, peer in similar[:NEAR_DUPLICATE_LINKS]:
+    for measured, peer in chosen:
         first, second = sorted([case, peer], key=lambda c: c.id)
-        link, _ = NearDuplicate.objects.get_or_create(
-            case_a=first, case_b=second, defaults={"similarity": measured, "detected_at": now}
+        link = existing.get((first.id, second.id)) or NearDuplicate(
+            case_a=first, case_b=second, similarity=measured, detected_at=now
         )
         links.append(link)
+    NearDuplicate.objects.bulk_create([link for link in links if link.pk is None])
     return links
 
 
