@@ -21,6 +21,7 @@ from knowledge.domain import jaccard, tokenize
 
 SKILL_RUN = "skill run"
 INVESTIGATION = "investigation"
+STEP_OF_INVESTIGATION = "a step of an investigation, reviewed with the investigation"
 DRAFT_VALIDITY = timedelta(days=365)
 MAX_EXCERPT = 2_000
 MAX_TITLE = 300

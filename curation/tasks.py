@@ -32,15 +32,32 @@ def aar_draft_task(kind: str, pk: int, attempt: int = 1) -> str:
                 )
             else:
                 run = Run.objects.get(pk=pk)
+                if _investigation_step(run.run_id):
+                    return f"not drafted: {aar.STEP_OF_INVESTIGATION}"
                 record = run_draft(trace=trace_of_run(run), caller_id=run.actor_id)
         except DraftRefused as refused:
             return f"not drafted: {refused}"
         return record.case_id
 
 
+def _investigation_step(run_id: str) -> bool:
+    """A skill run stored under an investigation's run id is one of its steps."""
+    from investigations.models import InvestigationRequest
+
+    return (
+        Investigation.objects.filter(run_id=run_id).exists()
+        or InvestigationRequest.objects.filter(run_id=run_id).exists()
+    )
+
+
 def run_finished(sender: type, instance: Run | Investigation, created: bool, **_: object) -> None:
-    """``post_save`` of a Run or an Investigation: queue its review in the same transaction."""
+    """``post_save`` of a Run or an Investigation: queue its review in the same transaction (a
+    skill run that is a step of an investigation is reviewed with the investigation)."""
+    from investigations.services import investigation_running
+
     if not created:
+        return
+    if isinstance(instance, Run) and investigation_running(instance.run_id):
         return
     kind = aar.INVESTIGATION if isinstance(instance, Investigation) else aar.SKILL_RUN
     aar_draft_task.enqueue(kind, instance.pk)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,15 @@ MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
 PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
 NAIVE_TIME = "must be timezone-aware"
 FACT_VALUE = "must be a string, an integer or a boolean"
+
+# The run id of the investigation this thread is running: skill runs stored under it are steps of
+# the investigation, whose own after-action review covers them.
+_RUNNING: ContextVar[str | None] = ContextVar("investigation_running", default=None)
+
+
+def investigation_running(run_id: str) -> bool:
+    """True while ``run_id`` names the investigation being run here (its steps are storing)."""
+    return _RUNNING.get() == run_id
 
 
 def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
@@ -141,15 +151,19 @@ def investigation_run(
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls)
     started_at = clock.now()
-    outcome = run_ticket(
-        ticket,
-        model,
-        tools=declarations(actor),
-        handlers=bind(ticket, run_id=run_id, actor=actor),
-        budget=budget,
-        revoked=unusable_items,
-        on_step=on_step,
-    )
+    running = _RUNNING.set(run_id)
+    try:
+        outcome = run_ticket(
+            ticket,
+            model,
+            tools=declarations(actor),
+            handlers=bind(ticket, run_id=run_id, actor=actor),
+            budget=budget,
+            revoked=unusable_items,
+            on_step=on_step,
+        )
+    finally:
+        _RUNNING.reset(running)
     return _store(
         ticket=ticket,
         outcome=outcome,
