@@ -11,11 +11,11 @@ SCOPE_LENGTH = 64
 
 
 class InvestigationStatus(models.TextChoices):
-    ANSWERED = "answered", "answered"
-    REFUSED_ANSWER = "refused_answer", "answer refused"
-    BUDGET_EXHAUSTED = "budget_exhausted", "budget exhausted"
-    NEEDS_CONTEXT = "needs_context", "needs context"
-    ERROR = "error", "error"
+    ANSWERED = "answered", _("answered")
+    REFUSED_ANSWER = "refused_answer", _("answer refused")
+    BUDGET_EXHAUSTED = "budget_exhausted", _("budget exhausted")
+    NEEDS_CONTEXT = "needs_context", _("needs context")
+    ERROR = "error", _("error")
 
 
 class Investigation(models.Model):

@@ -271,6 +271,13 @@ def investigation_request_run(pk: int) -> str:
     return f"{RequestState.FINISHED}: {stored.status}"
 
 
+def investigation_request_failed(pk: int, reason: str) -> None:
+    """The run's last attempt failed: say so, unless it finished meanwhile."""
+    InvestigationRequest.objects.filter(pk=pk, investigation__isnull=True).update(
+        state=RequestState.FAILED, error=reason[:2_000], updated_at=clock.now()
+    )
+
+
 def _parsed(value: object) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) and value else None
 

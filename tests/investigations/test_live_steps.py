@@ -181,3 +181,22 @@ def test_a_second_attempt_links_the_stored_run_instead_of_running_again(
     queued.refresh_from_db()
     assert Investigation.objects.count() == 1
     assert queued.investigation == Investigation.objects.get()
+
+
+def test_a_run_that_fails_every_attempt_says_so_and_stops_polling(
+    knowledge_base: None, reviewer: User, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.TASK_MAX_ATTEMPTS = 2
+
+    def broken(**_: Any) -> Investigation:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(services, "investigation_run", broken)
+    client = signed_in(reviewer)
+    client.post(NEW, form())  # tasks run at once here: both attempts fail
+
+    queued = InvestigationRequest.objects.get()
+    assert queued.state == RequestState.FAILED
+    assert queued.error == "RuntimeError: the database went away"
+    fragment = client.get(queued.get_absolute_url(), headers=HTMX).content.decode()
+    assert POLLING not in fragment and "the database went away" in fragment
