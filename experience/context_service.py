@@ -1,7 +1,7 @@
 """``experience_context``: the prompt-ready block of reviewed experience for one exact scope.
 
-Reads the scope's approved cases, skills and lessons, ranks them against the query as recall
-does, gives each its confidence, and hands them best first to the pure builder
+Ranks the scope's approved cases, skills and lessons against the query as recall does (from
+the retrieval index: only items sharing a token with the query are read), gives each its confidence, and hands them best first to the pure builder
 (``experience.context``), which keeps only eligible items and cuts to the caller's token budget.
 Every item the block includes is recorded as read under the run id (one ``Reference`` each), and
 the caller is recorded as a reader of that run, which lets them report its outcome.
@@ -18,12 +18,11 @@ from django.db import transaction
 
 from experience import context, domain
 from experience.lesson_selectors import recallable_lessons, with_confidence
-from experience.models import ItemType, Lesson, Skill
-from experience.retrieval import MAX_QUERY, gated_cases, gated_skills
+from experience.models import Case, ItemType, Lesson, Skill
+from experience.retrieval import MAX_QUERY, ranked_items
 from experience.run_readers import reader_record
 from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
-from knowledge import postings
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require
@@ -60,29 +59,28 @@ def _validate(query: object, budget: object, now: datetime) -> None:
         raise ValidationFailure("now", "must be timezone-aware")
 
 
-def _texts(scope: Mapping[str, str], now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(rows by id, recallable lessons)``: every item of the scope past the gate."""
+def _rows(ranked: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """``{id: (kind, item, title, text)}`` of the ranked items, read by kind (ranked order)."""
+    read: dict[str, Any] = {}
+    kinds: tuple[tuple[str, Any], ...] = (
+        (ItemType.CASE, Case),
+        (ItemType.SKILL, Skill),
+        (ItemType.LESSON, Lesson),
+    )
+    for kind, model in kinds:
+        ids = [item_id for item_id, item_kind, _title in ranked if item_kind == kind]
+        if ids:
+            read.update(model.objects.in_bulk(ids))
     rows: dict[str, Any] = {}
-    for case in gated_cases(scope, now):
-        rows[case.id] = (ItemType.CASE, case, case.title, case.summary or case.search_text)
-    skill_ids = [skill_id for skill_id, _title, _when in gated_skills(scope, now)]
-    for skill in Skill.objects.filter(pk__in=skill_ids):
-        rows[skill.id] = (ItemType.SKILL, skill, skill.title, skill.when)
-    lessons = recallable_lessons(scope, now)
-    for lesson in Lesson.objects.filter(pk__in=list(lessons)):
-        rows[lesson.id] = (ItemType.LESSON, lesson, lesson.title, lesson.conclusion)
-    return rows, lessons
-
-
-def _ranked(query: str, rows: Mapping[str, Any]) -> list[str]:
-    _stamp, lexicon = postings.lexicon_for(postings.lexicon_stamp())
-    texts = []
-    for item_id, (kind, item, title, _body) in rows.items():
-        if kind == ItemType.SKILL:
-            texts.append((item_id, f"{title}\n{item.when}"))
+    for item_id, kind, _title in ranked:
+        item = read[item_id]
+        if kind == ItemType.CASE:
+            rows[item_id] = (ItemType.CASE, item, item.title, item.summary or item.search_text)
+        elif kind == ItemType.SKILL:
+            rows[item_id] = (ItemType.SKILL, item, item.title, item.when)
         else:
-            texts.append((item_id, item.search_text))
-    return domain.rank_items(query, texts, lexicon)
+            rows[item_id] = (ItemType.LESSON, item, item.title, item.conclusion)
+    return rows
 
 
 def experience_context(
@@ -104,9 +102,12 @@ def experience_context(
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
     require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
-    rows, lessons = _texts(exact, now)
-    ranked = _ranked(query, rows) if rows else []
-    scored = with_confidence([{"id": i, "type": str(rows[i][0])} for i in ranked], lessons, now)
+    lessons = recallable_lessons(exact, now)
+    ranked = ranked_items(query, exact, now, lessons)
+    rows = _rows(ranked)
+    scored = with_confidence(
+        [{"id": i, "type": str(rows[i][0])} for i, _, _ in ranked], lessons, now
+    )
     candidates = [
         context.Candidate(
             id=item["id"],

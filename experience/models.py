@@ -487,6 +487,7 @@ class LessonConflict(models.Model):
         return str(self.lesson_b_id if lesson_id == self.lesson_a_id else self.lesson_a_id)
 
 
-# Registered with this app from their own module (run readers and outcomes).
+# Registered with this app from their own module (run readers, outcomes, the retrieval index).
 from experience.followup_models import RunFollowUp  # noqa: E402, F401
+from experience.index_models import IndexEntry, IndexPosting, IndexScope  # noqa: E402, F401
 from experience.outcome_models import RunOutcome, RunReader  # noqa: E402, F401

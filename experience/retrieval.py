@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from experience import domain
-from experience.lesson_selectors import recallable_lessons, with_confidence
+from experience import postings as experience_postings
+from experience.lesson_selectors import Recallable, recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Skill, SkillCase, Status
+from experience.postings import skill_text
 from experience.run_readers import reader_record
 from experience.services import references_record, validate_run_id
 from knowledge import postings
@@ -92,21 +94,9 @@ def retrieve_experience(
         return {"status": FALLBACK, "missing": missing, "items": []}
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
 
-    titles: dict[str, tuple[str, str]] = {}
-    texts: list[tuple[str, str]] = []
-    for case_id, title, text in gated_cases(exact, now).values_list("id", "title", "search_text"):
-        titles[case_id] = ("case", title)
-        texts.append((case_id, text))
-    for skill_id, title, when in gated_skills(exact, now):
-        titles[skill_id] = ("skill", title)
-        texts.append((skill_id, f"{title}\n{when}"))
     lessons = recallable_lessons(exact, now)
-    for lesson in lessons.values():
-        titles[lesson.id] = ("lesson", lesson.title)
-        texts.append((lesson.id, lesson.search_text))
-
-    ranked = _ranked(query, texts)[:limit] if texts else []
-    items = [{"id": i, "type": titles[i][0], "title": titles[i][1]} for i in ranked]
+    ranked = ranked_items(query, exact, now, lessons)[:limit]
+    items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
     items = with_confidence(items, lessons, now)
     if items:
         with transaction.atomic():
@@ -119,7 +109,66 @@ def retrieve_experience(
     return {"status": OK, "missing": [], "items": items}
 
 
-# --- ranking with token sets cached per item --------------------------------------------------
+# --- ranking: from the index, or from the texts while the index is behind the lexicon ---------
+
+
+def ranked_items(
+    query: str, scope: Mapping[str, str], now: datetime, lessons: Mapping[str, Recallable]
+) -> list[tuple[str, str, str]]:
+    """``(id, kind, title)`` of every item of ``scope`` past the gate that shares a token with
+    ``query``, ranked as ``experience.domain.rank_items`` ranks their texts: cases, skills whose
+    cited cases are usable, and the recallable ``lessons``."""
+    found = experience_postings.candidates(scope, now, query)
+    if found is None:
+        return _ranked_from_texts(query, scope, now, lessons)
+    skill_ids = [c.item_id for c in found.items if c.kind == ItemType.SKILL]
+    usable = usable_skills(skill_ids, now) if skill_ids else set()
+    admitted = [
+        c
+        for c in found.items
+        if c.kind == ItemType.CASE
+        or (c.kind == ItemType.SKILL and c.item_id in usable)
+        or (c.kind == ItemType.LESSON and c.item_id in lessons)
+    ]
+    by_id = {c.item_id: c for c in admitted}
+    ranked = experience_postings.ranked_candidates(admitted, found.raw_size, found.expanded_size)
+    return [(i, by_id[i].kind, by_id[i].title) for i in ranked]
+
+
+def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
+    """The skills among ``skill_ids`` whose cited cases are all usable at ``now``."""
+    cited: dict[str, bool] = {}
+    for start in range(0, len(skill_ids), 900):
+        links = SkillCase.objects.filter(skill_id__in=skill_ids[start : start + 900]).values_list(
+            "skill_id", "case__status", "case__valid_from", "case__valid_to"
+        )
+        for skill_id, status, valid_from, valid_to in links:
+            usable = status == Status.APPROVED and valid_from <= now < valid_to
+            cited[skill_id] = cited.get(skill_id, True) and usable
+    return {skill_id for skill_id, usable in cited.items() if usable}
+
+
+def _ranked_from_texts(
+    query: str, scope: Mapping[str, str], now: datetime, lessons: Mapping[str, Recallable]
+) -> list[tuple[str, str, str]]:
+    """The same ranking read from every gated item's text (the reference the index is tested
+    against, and what answers while a scope's expanded postings are behind the lexicon)."""
+    titles: dict[str, tuple[str, str]] = {}
+    texts: list[tuple[str, str]] = []
+    for case_id, title, text in gated_cases(scope, now).values_list("id", "title", "search_text"):
+        titles[case_id] = ("case", title)
+        texts.append((case_id, text))
+    for skill_id, title, when in gated_skills(scope, now):
+        titles[skill_id] = ("skill", title)
+        texts.append((skill_id, skill_text(title, when)))
+    for lesson in lessons.values():
+        titles[lesson.id] = ("lesson", lesson.title)
+        texts.append((lesson.id, lesson.search_text))
+    ranked = _ranked(query, texts) if texts else []
+    return [(i, titles[i][0], titles[i][1]) for i in ranked]
+
+
+# --- token sets cached per item (the ranking from texts) --------------------------------------
 
 # Case and skill ids hash their content, so an id's token sets never change; only a lexicon
 # change (a new stamp) changes the expanded ones. Each query then tokenizes only itself and the

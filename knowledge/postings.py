@@ -107,32 +107,31 @@ class IndexModels:
     scope: Any = SearchScope
     entry: Any = SearchEntry
     posting: Any = PostingList
+    # The columns of a scope key, in the order callers give them (other indexes key otherwise).
+    scope_fields: tuple[str, ...] = ("tenant", "brand", "campaign", "store")
 
 
 LIVE = IndexModels()
 
 
 def scope_ids(
-    keys: Iterable[tuple[str, str, str, str]],
+    keys: Iterable[tuple[str, ...]],
     models: IndexModels = LIVE,
     created: set[int] | None = None,
-) -> dict[tuple[str, str, str, str], int]:
-    """Ids of the scope keys ``(tenant, brand, campaign, store)``, created when missing (their
-    ids are added to ``created``)."""
+) -> dict[tuple[str, ...], int]:
+    """Ids of the scope keys (``models.scope_fields``: tenant, brand, campaign, store here),
+    created when missing (their ids are added to ``created``)."""
     wanted = set(keys)
-    found: dict[tuple[str, str, str, str], int] = {}
+    found: dict[tuple[str, ...], int] = {}
+    fields = models.scope_fields
     if len(wanted) <= 50:
         for key in wanted:
-            tenant, brand, campaign, store = key
-            scope, new = models.scope.objects.get_or_create(
-                tenant=tenant, brand=brand, campaign=campaign, store=store
-            )
+            scope, new = models.scope.objects.get_or_create(**dict(zip(fields, key, strict=True)))
             found[key] = scope.pk
             if new and created is not None:
                 created.add(scope.pk)
         return found
     # Many keys (a bulk load): read every scope once, create the missing ones together.
-    fields = ("tenant", "brand", "campaign", "store")
     known = {tuple(row[1:]): row[0] for row in models.scope.objects.values_list("pk", *fields)}
     missing = sorted(wanted - set(known))
     models.scope.objects.bulk_create(

@@ -1,0 +1,452 @@
+"""The retrieval index of reviewed memory: candidates from the query's tokens, not the scope.
+
+Every approved item of every registered kind (cases, skills and lessons; :data:`KINDS`) has one
+``IndexEntry`` in the ``IndexScope`` of its exact five-field scope, with its gate times and the
+sizes of its raw and expanded token sets; per scope and token an ``IndexPosting`` holds the
+sorted entry ids whose raw (expanded) set contains the token. The posting lists are written by
+the same machinery as knowledge search's (``knowledge.postings.Changes``/``changes_applied``).
+
+Written at write time, in the writer's transaction: an item saved as approved is indexed; saved
+in any other status (revoked, superseded) it is taken out (``item_saved``, a ``post_save``
+receiver). A lexicon change leaves the expanded postings of every scope behind: each scope
+carries the lexicon stamp they were computed under, and retrieval uses its postings only while
+that stamp is the current one, ranking from the items' texts otherwise (correct, only slower).
+:func:`expanded_refreshed` (a background task queued by every lexicon change) brings each scope
+to the current stamp, one scope per transaction, so searches are never blocked.
+
+:func:`ranked` gives the ids of a scope's items that share a token with the query, ranked
+exactly as ``experience.domain.rank_items`` ranks the gated items' texts (raw and expanded
+Jaccard, RRF k=60, ties by id): the gate runs on the candidates only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.db import connection, transaction
+
+from experience import domain
+from knowledge import postings as kp
+from knowledge.domain import exact_order, expand, reciprocal_rank_fusion, tokenize
+from knowledge.models import LexiconState
+
+SCOPE_FIELDS = domain.SCOPE_FIELDS
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of reviewed memory that retrieval ranks: its model and the text it is ranked by."""
+
+    name: str
+    model: Callable[[], Any]
+    text: Callable[[Any], str]
+    # The text's columns, for reading many items without their other fields.
+    columns: tuple[str, ...]
+
+
+def _case_model() -> Any:
+    from experience.models import Case
+
+    return Case
+
+
+def _skill_model() -> Any:
+    from experience.models import Skill
+
+    return Skill
+
+
+def _lesson_model() -> Any:
+    from experience.models import Lesson
+
+    return Lesson
+
+
+def skill_text(title: str, when: str) -> str:
+    return f"{title}\n{when}"
+
+
+KINDS: dict[str, Kind] = {
+    "case": Kind("case", _case_model, lambda item: item.search_text, ("search_text",)),
+    "skill": Kind(
+        "skill", _skill_model, lambda item: skill_text(item.title, item.when), ("title", "when")
+    ),
+    "lesson": Kind("lesson", _lesson_model, lambda item: item.search_text, ("search_text",)),
+}
+
+
+def kind_of_model(model: Any) -> Kind | None:
+    for kind in KINDS.values():
+        if kind.model() is model:
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class Models:
+    """The models the index writes: the live ones, or a migration's historical ones."""
+
+    scope: Any
+    entry: Any
+    posting: Any
+
+    def knowledge(self) -> kp.IndexModels:
+        return kp.IndexModels(
+            scope=self.scope, entry=self.entry, posting=self.posting, scope_fields=SCOPE_FIELDS
+        )
+
+
+def live() -> Models:
+    from experience.index_models import IndexEntry, IndexPosting, IndexScope
+
+    return Models(IndexScope, IndexEntry, IndexPosting)
+
+
+def _key(item: Any) -> tuple[str, ...]:
+    return tuple(getattr(item, name) for name in SCOPE_FIELDS)
+
+
+def _stamp_text(stamp: str | None) -> str:
+    return stamp or ""
+
+
+def _entry(kind: str, item: Any, raw: frozenset[str], expanded: frozenset[str]) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "item_id": item.pk,
+        "title": item.title,
+        "valid_from": kp.micros(item.valid_from),
+        "valid_to": kp.micros(item.valid_to),
+        "approved_at": kp.micros(item.approved_at),
+        "raw_size": len(raw),
+        "expanded_size": len(expanded),
+        "expanded_tokens": " ".join(sorted(expanded)),
+    }
+
+
+def _stale_scope_refreshed(scope_id: int, models: Models) -> None:
+    """Bring one scope's expanded postings to the current lexicon before writing into it."""
+    stamp = models.scope.objects.filter(pk=scope_id).values_list("stamp", flat=True).first()
+    current, _ = kp.lexicon_for(kp.lexicon_stamp())
+    if stamp != _stamp_text(current):
+        _scope_expanded_refresh(scope_id, models)
+
+
+def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
+    """Index an approved item (nothing when it is already in the index)."""
+    models = models or live()
+    if models.entry.objects.filter(item_id=item.pk).exists():
+        return
+    created: set[int] = set()
+    (scope_id,) = kp.scope_ids([_key(item)], models.knowledge(), created).values()
+    stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
+    if scope_id in created:
+        models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
+    else:
+        _stale_scope_refreshed(scope_id, models)
+    text = KINDS[kind].text(item)
+    raw, expanded = tokenize(text), tokenize(expand(text, lexicon))
+    entry = models.entry.objects.create(scope_id=scope_id, **_entry(kind, item, raw, expanded))
+    changes = kp.Changes()
+    changes.add(scope_id, entry.pk, raw, expanded)
+    kp.changes_applied(changes, models.knowledge())
+
+
+def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
+    """Take an item out of the index (revoked, superseded, or no longer approved)."""
+    models = models or live()
+    row = (
+        models.entry.objects.filter(item_id=item.pk)
+        .values_list("pk", "scope_id", "expanded_tokens")
+        .first()
+    )
+    if row is None:
+        return
+    pk, scope_id, expanded = row
+    changes = kp.Changes()
+    changes.remove(scope_id, pk, tokenize(KINDS[kind].text(item)), expanded.split())
+    kp.changes_applied(changes, models.knowledge())
+    models.entry.objects.filter(pk=pk).delete()
+
+
+def item_saved(sender: type, instance: Any, created: bool, **kwargs: Any) -> None:
+    """``post_save`` of a case, skill or lesson: keep its entry in step with its status."""
+    from experience.models import Status
+
+    update_fields = kwargs.get("update_fields")
+    if kwargs.get("raw") or (update_fields is not None and "status" not in update_fields):
+        return
+    kind = kind_of_model(sender)
+    if kind is None:
+        return
+    if instance.status == Status.APPROVED:
+        item_indexed(kind.name, instance)
+    elif not created:
+        item_unindexed(kind.name, instance)
+
+
+# --- the lexicon: a stamp per scope, refreshed in the background --------------------------------
+
+
+def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
+    """Recompute the expanded sets of one scope's entries under the current lexicon and move
+    their postings; stamps the scope. Returns the entries whose set changed."""
+    stamp, lexicon = kp.consistent_lexicon()
+    entries = list(
+        models.entry.objects.select_for_update().filter(scope_id=scope_id).order_by("pk")
+    )
+    changes = kp.Changes()
+    touched = []
+    by_kind: dict[str, list[Any]] = {}
+    for entry in entries:
+        by_kind.setdefault(entry.kind, []).append(entry)
+    for kind_name, group in by_kind.items():
+        kind = KINDS[kind_name]
+        texts = {
+            row[0]: row[1:]
+            for row in kind.model()
+            .objects.filter(pk__in=[e.item_id for e in group])
+            .values_list("pk", *kind.columns)
+        }
+        for entry in group:
+            columns = texts.get(entry.item_id)
+            if columns is None:
+                continue
+            text = kind.text(_Row(kind.columns, columns))
+            new = tokenize(expand(text, lexicon))
+            old = frozenset(entry.expanded_tokens.split())
+            if new != old:
+                changes.remove(scope_id, entry.pk, (), old - new)
+                changes.add(scope_id, entry.pk, (), new - old)
+                entry.expanded_tokens = " ".join(sorted(new))
+                entry.expanded_size = len(new)
+                touched.append(entry)
+    kp.changes_applied(changes, models.knowledge())
+    models.entry.objects.bulk_update(touched, ["expanded_tokens", "expanded_size"], batch_size=1000)
+    models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
+    return len(touched)
+
+
+class _Row:
+    """An item's text columns read as attributes (what :attr:`Kind.text` reads)."""
+
+    def __init__(self, columns: Sequence[str], values: Any) -> None:
+        for name, value in zip(columns, values, strict=True):
+            setattr(self, name, value)
+
+
+def expanded_refreshed(models: Models | None = None) -> int:
+    """Bring every scope whose expanded postings are behind the lexicon to the current stamp,
+    one scope per transaction; returns the scopes refreshed."""
+    models = models or live()
+    refreshed = 0
+    while True:
+        current = _stamp_text(kp.lexicon_stamp())
+        behind = list(
+            models.scope.objects.exclude(stamp=current).values_list("pk", flat=True)[:500]
+        )
+        if not behind:
+            return refreshed
+        for scope_id in behind:
+            with transaction.atomic():
+                _scope_expanded_refresh(scope_id, models)
+            refreshed += 1
+
+
+def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | None = None) -> int:
+    """Rebuild the whole index from the approved items (a migration, a bulk load, a repair);
+    returns the entries written. ``historical`` maps kind names to a migration's models."""
+    models = models or live()
+    models.posting.objects.all().delete()
+    models.entry.objects.all().delete()
+    models.scope.objects.all().delete()
+    stamp, lexicon = kp.consistent_lexicon()
+    items: list[tuple[str, tuple[str, ...], Any, frozenset[str], frozenset[str]]] = []
+    for kind in KINDS.values():
+        model = (historical or {}).get(kind.name) or kind.model()
+        fields = (
+            "pk",
+            *SCOPE_FIELDS,
+            "title",
+            "valid_from",
+            "valid_to",
+            "approved_at",
+            *(c for c in kind.columns if c != "title"),
+        )
+        for values in (
+            model.objects.filter(status="approved").values_list(*fields).iterator(chunk_size=2000)
+        ):
+            row = _Row(fields, values)
+            text = kind.text(row)
+            items.append(
+                (kind.name, _key(row), row, tokenize(text), tokenize(expand(text, lexicon)))
+            )
+    created: set[int] = set()
+    ids = kp.scope_ids({key for _, key, _, _, _ in items}, models.knowledge(), created)
+    models.scope.objects.all().update(stamp=_stamp_text(stamp))
+    entries = [
+        models.entry(scope_id=ids[key], **_entry(kind, row, raw, expanded))
+        for kind, key, row, raw, expanded in items
+    ]
+    models.entry.objects.bulk_create(entries, batch_size=2000)
+    if any(entry.pk is None for entry in entries):
+        found = dict(models.entry.objects.values_list("item_id", "pk"))
+        for entry in entries:
+            entry.pk = found[entry.item_id]
+    changes = kp.Changes()
+    for entry, (_, _, _, raw, expanded) in zip(entries, items, strict=True):
+        changes.add(entry.scope_id, entry.pk, raw, expanded)
+    kp.changes_applied(changes, models.knowledge(), fresh=created)
+    return len(entries)
+
+
+# --- retrieval --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An indexed item sharing a token with the query, with its intersection counts."""
+
+    entry: int
+    kind: str
+    item_id: str
+    title: str
+    raw_size: int
+    expanded_size: int
+    raw_hits: int
+    expanded_hits: int
+
+
+STALE = None  # what :func:`candidates` answers when the scope's postings cannot be trusted
+
+
+def _posting_rows(scope: Mapping[str, str], keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    from experience.index_models import IndexPosting, IndexScope
+
+    quote = connection.ops.quote_name
+    scope_table = quote(IndexScope._meta.db_table)
+    posting_table = quote(IndexPosting._meta.db_table)
+    lexicon_table = quote(LexiconState._meta.db_table)
+    where = " AND ".join(f"s.{quote(name)} = %s" for name in SCOPE_FIELDS)
+    tokens = ", ".join(["%s"] * len(keys)) or "NULL"
+    # One statement, so the scope's stamp, the lexicon's stamp and the lists are one snapshot.
+    sql = (
+        f"SELECT s.{quote('id')}, s.{quote('stamp')},"  # noqa: S608 (quoted names only)
+        f" (SELECT l.{quote('stamp')} FROM {lexicon_table} l WHERE l.{quote('id')} = 1),"
+        f" p.{quote('token')}, p.{quote('raw')}, p.{quote('expanded')}"
+        f" FROM {scope_table} s LEFT JOIN {posting_table} p"
+        f" ON p.{quote('scope_id')} = s.{quote('id')} AND p.{quote('token')} IN ({tokens})"
+        f" WHERE {where}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*keys, *(scope[name] for name in SCOPE_FIELDS)])
+        return list(cursor.fetchall())
+
+
+def _counts(lists: Iterable[Any]) -> dict[int, int]:
+    arrays = [kp.ids_of(blob) for blob in lists if blob]
+    if not arrays:
+        return {}
+    ids, counts = np.unique(np.concatenate(arrays), return_counts=True)
+    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
+
+def _entries(ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    from experience.index_models import IndexEntry
+
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(ids), 900):
+        rows += IndexEntry.objects.filter(pk__in=ids[start : start + 900]).values_list(
+            "pk",
+            "kind",
+            "item_id",
+            "title",
+            "raw_size",
+            "expanded_size",
+            "valid_from",
+            "valid_to",
+            "approved_at",
+            "scope__stamp",
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Found:
+    """What :func:`candidates` read: the query's token counts and the candidates."""
+
+    raw_size: int
+    expanded_size: int
+    items: list[Candidate]
+
+
+def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | None:
+    """The scope's indexed items sharing a token with ``query``, past the time gate at ``now``;
+    None when the scope has no index or its expanded postings are behind the lexicon (the
+    caller ranks from the texts then)."""
+    stamp = kp.last_known_stamp()
+    for _attempt in range(4):
+        raw_query, expanded_query, used = query_tokens(query, stamp)
+        raw_keys = {kp.token_key(t) for t in raw_query}
+        expanded_keys = {kp.token_key(t) for t in expanded_query}
+        rows = _posting_rows(scope, sorted(raw_keys | expanded_keys))
+        if not rows:
+            return STALE
+        _scope_id, scope_stamp, lexicon_stamp, *_ = rows[0]
+        if scope_stamp != _stamp_text(lexicon_stamp):
+            return STALE
+        if lexicon_stamp != used:
+            stamp = lexicon_stamp  # the query was expanded under another lexicon: again
+            continue
+        raw = _counts(row[4] for row in rows if row[3] in raw_keys)
+        expanded = _counts(row[5] for row in rows if row[3] in expanded_keys)
+        entries = _entries(sorted(set(raw) | set(expanded)))
+        if any(entry[9] != scope_stamp for entry in entries):
+            continue  # the scope's postings moved between the two reads: read again
+        at = kp.micros(now)
+        return Found(
+            len(raw_query),
+            len(expanded_query),
+            [
+                Candidate(
+                    pk,
+                    kind,
+                    item,
+                    title,
+                    raw_size,
+                    expanded_size,
+                    raw.get(pk, 0),
+                    expanded.get(pk, 0),
+                )
+                for pk, kind, item, title, raw_size, expanded_size, start, end, approved, _ in (
+                    entries
+                )
+                if start <= at < end and approved <= at
+            ],
+        )
+    return STALE
+
+
+def ranked_candidates(found: Sequence[Candidate], raw_size: int, expanded_size: int) -> list[str]:
+    """Item ids of ``found`` (all past the gate) ranked as ``rank_items`` ranks their texts."""
+    raw = exact_order(
+        (c.raw_hits, raw_size + c.raw_size - c.raw_hits, c.item_id) for c in found if c.raw_hits
+    )
+    expanded = exact_order(
+        (c.expanded_hits, expanded_size + c.expanded_size - c.expanded_hits, c.item_id)
+        for c in found
+        if c.expanded_hits
+    )
+    return reciprocal_rank_fusion([raw, expanded])
+
+
+def query_tokens(
+    query: str, stamp: str | None
+) -> tuple[frozenset[str], frozenset[str], str | None]:
+    """The query's raw and expanded token sets, and the lexicon stamp they were expanded under."""
+    current, lexicon = kp.lexicon_for(stamp)
+    return tokenize(query), tokenize(expand(query, lexicon)), current

@@ -1,0 +1,339 @@
+"""The retrieval index: the same ranked ids as ranking every gated item's text, on random corpora.
+
+The reference is the definition retrieval had before the index: every case, skill and lesson of
+the scope past the gate, ranked by ``experience.domain.rank_items`` over its text with the
+current lexicon. The index must give exactly those ids in that order, after approvals,
+revocations, supersessions and lexicon changes, and while a scope's expanded postings are behind
+the lexicon.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from experience import domain, postings
+from experience.index_models import IndexEntry, IndexPosting, IndexScope
+from experience.lesson_selectors import recallable_lessons
+from experience.models import Case, Lesson, LessonCase, Skill, SkillCase, Status
+from experience.retrieval import gated_cases, gated_skills, ranked_items
+from knowledge.domain import sha256_hex
+from knowledge.models import Synonym
+from knowledge.postings import lexicon_stamp
+from knowledge.services import synonym_delete, synonym_set
+from tests.experience.conftest import NOW, SCOPE
+
+pytestmark = pytest.mark.django_db
+
+WORDS = (
+    "优惠券",
+    "代金券",
+    "用不了",
+    "无法使用",
+    "水果茶",
+    "小程序",
+    "打印机",
+    "断电",
+    "coupon",
+    "门店",
+)
+OTHER = {**SCOPE, "store": "store-009"}
+SCOPES = (SCOPE, OTHER)
+# Validity windows relative to NOW: in force, expired, not yet in force, approved after NOW.
+WINDOWS = ("now", "expired", "future", "approved-later")
+
+
+class Rollback(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Spec:
+    text: str
+    scope: int
+    window: str
+    approved: bool
+
+
+def _times(window: str) -> dict[str, Any]:
+    day = timedelta(days=1)
+    valid_from, valid_to, approved_at = NOW - 30 * day, NOW + 30 * day, NOW - day
+    if window == "expired":
+        valid_to = NOW - day
+    elif window == "future":
+        valid_from = NOW + day
+    elif window == "approved-later":
+        approved_at = NOW + day
+    return {"valid_from": valid_from, "valid_to": valid_to, "approved_at": approved_at}
+
+
+def _common(
+    prefix: str, n: int, spec: Spec, user: User, title: str | None = None
+) -> dict[str, Any]:
+    scope = SCOPES[spec.scope]
+    times = _times(spec.window)
+    return {
+        "id": f"{prefix}:{sha256_hex([prefix, n, spec.text])}",
+        **scope,
+        "title": title if title is not None else spec.text[:40],
+        "valid_from": times["valid_from"],
+        "valid_to": times["valid_to"],
+        "content_hash": sha256_hex([prefix, n]),
+        "content": {"n": n},
+        "submitted_by": user,
+        "submitted_via": "import",
+        "submitted_at": NOW - timedelta(days=40),
+        "status": Status.APPROVED if spec.approved else Status.CANDIDATE,
+        "approved_by": user if spec.approved else None,
+        "approved_at": times["approved_at"] if spec.approved else None,
+    }
+
+
+def make_case(n: int, spec: Spec, user: User) -> Case:
+    return Case.objects.create(
+        **_common("case", n, spec, user), incident=f"INC-{n}", search_text=spec.text
+    )
+
+
+def make_skill(n: int, spec: Spec, cited: list[Case], user: User) -> Skill:
+    skill = Skill.objects.create(
+        **_common("skill", n, spec, user, title=spec.text[:6]), when=spec.text, recipe=[]
+    )
+    for position, case in enumerate(cited):
+        SkillCase.objects.create(skill=skill, case=case, position=position)
+    return skill
+
+
+def make_lesson(n: int, spec: Spec, supports: list[Case], user: User) -> Lesson:
+    lesson = Lesson.objects.create(
+        **_common("lesson", n, spec, user),
+        lesson_type="failure_lesson",
+        scene_tags=[],
+        scene_description=spec.text,
+        precondition="",
+        conclusion=spec.text,
+        search_text=spec.text,
+    )
+    for position, case in enumerate(supports):
+        LessonCase.objects.create(lesson=lesson, case=case, relation="supports", position=position)
+    return lesson
+
+
+def reference(query: str, scope: dict[str, str]) -> list[str]:
+    """Ranked ids by the definition: every gated item's text through ``rank_items``."""
+    lexicon = dict(Synonym.objects.values_list("term", "canonical"))
+    texts = list(gated_cases(scope, NOW).values_list("id", "search_text"))
+    texts += [(i, postings.skill_text(title, when)) for i, title, when in gated_skills(scope, NOW)]
+    texts += [(i, lesson.search_text) for i, lesson in recallable_lessons(scope, NOW).items()]
+    return domain.rank_items(query, texts, lexicon)
+
+
+def indexed(query: str, scope: dict[str, str]) -> list[str]:
+    return [
+        i for i, _kind, _title in ranked_items(query, scope, NOW, recallable_lessons(scope, NOW))
+    ]
+
+
+def assert_same(queries: list[str]) -> int:
+    answered = 0
+    for query in queries:
+        for scope in SCOPES:
+            expected = reference(query, scope)
+            assert indexed(query, scope) == expected, (query, scope)
+            if IndexScope.objects.filter(store=scope["store"]).exists():
+                # The answer came from the index, not from ranking the texts.
+                assert postings.candidates(scope, NOW, query) is not None
+            answered += bool(expected)
+    return answered
+
+
+sentences = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+specs = st.builds(
+    Spec,
+    text=sentences,
+    scope=st.integers(0, 1),
+    window=st.sampled_from(WINDOWS),
+    approved=st.booleans(),
+)
+queries = st.lists(
+    st.builds(
+        str.join,
+        st.sampled_from(("", " ")),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    cases=st.lists(specs, min_size=1, max_size=14),
+    skills=st.lists(
+        st.tuples(specs, st.lists(st.integers(0, 13), min_size=1, max_size=2)), max_size=3
+    ),
+    lessons=st.lists(st.tuples(specs, st.integers(0, 13)), max_size=3),
+    asked=queries,
+    revoke=st.lists(st.integers(0, 13), max_size=3),
+    synonym=st.tuples(st.sampled_from(WORDS), st.sampled_from(WORDS)),
+)
+def test_indexed_ranking_equals_the_definition_on_random_corpora(
+    operator: User,
+    cases: list[Spec],
+    skills: list[tuple[Spec, list[int]]],
+    lessons: list[tuple[Spec, int]],
+    asked: list[str],
+    revoke: list[int],
+    synonym: tuple[str, str],
+) -> None:
+    try:
+        with transaction.atomic():
+            made = [make_case(n, spec, operator) for n, spec in enumerate(cases)]
+            for n, (spec, cited) in enumerate(skills):
+                # A skill cites cases of its own scope.
+                chosen = [made[i % len(made)] for i in cited]
+                spec = Spec(
+                    spec.text, chosen[0].store == OTHER["store"], spec.window, spec.approved
+                )
+                make_skill(n, spec, list(dict.fromkeys(chosen)), operator)
+            for n, (spec, support) in enumerate(lessons):
+                case = made[support % len(made)]
+                spec = Spec(spec.text, case.store == OTHER["store"], spec.window, spec.approved)
+                make_lesson(n, spec, [case], operator)
+            assert_same(asked)
+
+            # Revocations take items out of the index (and a skill loses a cited case).
+            for i in revoke:
+                case = made[i % len(made)]
+                case.refresh_from_db()
+                if case.status == Status.APPROVED:
+                    case.status = Status.REVOKED
+                    case.save(update_fields=["status"])
+            assert_same(asked)
+
+            # A lexicon change: the queued refresh brings every scope to the new stamp.
+            term, canonical = synonym
+            if term != canonical:
+                synonym_set(term=term, canonical=canonical, actor=operator)
+                assert set(IndexScope.objects.values_list("stamp", flat=True)) <= {lexicon_stamp()}
+                assert_same(asked)
+            raise Rollback
+    except Rollback:
+        pass
+
+
+def test_a_scope_behind_the_lexicon_ranks_from_the_texts_until_refreshed(operator: User) -> None:
+    first = make_case(1, Spec("代金券 用不了", 0, "now", True), operator)
+    make_case(2, Spec("打印机 断电", 0, "now", True), operator)
+    assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE) == [first.id]
+    # The lexicon changes and no refresh has run yet (as when the task waits for a worker).
+    IndexScope.objects.update(stamp="an-older-stamp")
+    assert postings.candidates(SCOPE, NOW, "优惠券") is None
+    assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE)
+    assert postings.expanded_refreshed() == 1
+    assert postings.candidates(SCOPE, NOW, "优惠券") is not None
+    assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE)
+
+
+def test_a_lexicon_change_reaches_indexed_items(operator: User) -> None:
+    points = make_case(1, Spec("积分 兑换", 0, "now", True), operator)
+    make_case(2, Spec("打印机 断电", 0, "now", True), operator)
+    assert indexed("点数", SCOPE) == []
+    synonym_set(term="点数", canonical="积分", actor=operator)
+    assert indexed("点数", SCOPE) == reference("点数", SCOPE) == [points.id]
+    synonym_delete(synonym=Synonym.objects.get(term="点数"), actor=operator)
+    assert indexed("点数", SCOPE) == reference("点数", SCOPE) == []
+
+
+def test_candidates_are_only_the_items_sharing_a_token(operator: User) -> None:
+    coupon = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    make_case(2, Spec("打印机 断电", 0, "now", True), operator)
+    make_case(3, Spec("水果茶", 1, "now", True), operator)  # another scope
+    found = postings.candidates(SCOPE, NOW, "优惠券")
+    assert found is not None
+    assert [c.item_id for c in found.items] == [coupon.id]
+
+
+def test_the_index_follows_approval_revocation_and_supersession(operator: User) -> None:
+    case = make_case(1, Spec("优惠券 无法使用", 0, "now", False), operator)
+    assert not IndexEntry.objects.exists()  # a candidate is not indexed
+    case.status = Status.APPROVED
+    case.approved_at = NOW - timedelta(days=1)
+    case.save(update_fields=["status", "approved_at"])
+    assert list(IndexEntry.objects.values_list("item_id", flat=True)) == [case.id]
+    case.status = Status.SUPERSEDED
+    case.save(update_fields=["status"])
+    assert not IndexEntry.objects.exists()
+    # Every posting list that held it is gone with it.
+    assert not IndexPosting.objects.exists()
+
+
+def test_a_rebuild_writes_what_approvals_wrote(operator: User) -> None:
+    make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    make_case(2, Spec("代金券 打印机", 1, "expired", True), operator)
+    before = snapshot()
+    assert postings.rebuild() == 2
+    assert snapshot() == before
+
+
+def snapshot() -> tuple[Any, Any]:
+    scopes = dict(IndexScope.objects.values_list("pk", "store"))
+    entries = dict(IndexEntry.objects.values_list("pk", "item_id"))
+    lists = {
+        (scopes[scope], token): (
+            sorted(entries[i] for i in postings.kp.ids_of(raw)),
+            sorted(entries[i] for i in postings.kp.ids_of(expanded)),
+        )
+        for scope, token, raw, expanded in IndexPosting.objects.values_list(
+            "scope_id", "token", "raw", "expanded"
+        )
+    }
+    rows = sorted(
+        IndexEntry.objects.values_list(
+            "item_id",
+            "kind",
+            "title",
+            "raw_size",
+            "expanded_size",
+            "expanded_tokens",
+            "scope__store",
+        )
+    )
+    return lists, rows
+
+
+LEXICON = {"代金券": "优惠券", "用不了": "无法使用", "coupon": "优惠券", "cache": "缓存"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join), max_size=30
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map("".join),
+)
+def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], query: str) -> None:
+    """What the index stores (set sizes) and reads (hits per query token) ranks as the texts do."""
+    from knowledge.domain import expand, tokenize
+
+    items = [(f"case:{sha256_hex([n, text])}", text) for n, text in enumerate(texts)]
+    raw_query, expanded_query = tokenize(query), tokenize(expand(query, LEXICON))
+    found = []
+    for n, (item_id, text) in enumerate(items):
+        raw, expanded = tokenize(text), tokenize(expand(text, LEXICON))
+        hits = len(raw & raw_query), len(expanded & expanded_query)
+        if any(hits):
+            found.append(postings.Candidate(n, "case", item_id, "", len(raw), len(expanded), *hits))
+    ranked = postings.ranked_candidates(found, len(raw_query), len(expanded_query))
+    assert ranked == domain.rank_items(query, items, LEXICON)
