@@ -6,8 +6,9 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from console.selectors import dashboard_counts
+from experience.run_followups import runs_to_follow_up_count
 from reviewconsole import clock
-from reviewconsole.permissions import VIEW_DOCUMENT
+from reviewconsole.permissions import VIEW_DOCUMENT, VIEW_RUN
 from reviewconsole.tenancy import tenants_of
 from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 
@@ -20,4 +21,9 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         with_documents=request.user.has_perm(VIEW_DOCUMENT),
         tenants=tenants_of(request.user),
     )
-    return render_page(request, "console/dashboard_home.html", {"counts": counts})
+    follow_ups = runs_to_follow_up_count(request.user) if request.user.has_perm(VIEW_RUN) else None
+    return render_page(
+        request,
+        "console/dashboard_home.html",
+        {"counts": counts, "runs_to_follow_up": follow_ups},
+    )

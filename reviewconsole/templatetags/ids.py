@@ -105,11 +105,16 @@ def item_ref_html(value: object, titles: ItemTitles | None) -> SafeString | str:
 
 
 @register.simple_tag(takes_context=True)
-def item_ref(context: Context, value: object) -> SafeString | str:
+def item_ref(context: Context, value: object, title: str = "") -> SafeString | str:
     """``{% item_ref some_id %}``: titles come from ``item_titles`` in the context, which the view
     primes for every id on the page (``reviewconsole.itemrefs.item_titles``) so the page makes
-    no query per mention."""
-    return item_ref_html(value, context.get(CONTEXT_NAME))
+    no query per mention. ``{% item_ref some_id title=known_title %}`` where the page has it."""
+    titles: ItemTitles | None = context.get(CONTEXT_NAME)
+    if title:
+        item = item_of(str(value))
+        if item is not None:
+            titles = (titles or ItemTitles()).merged({item: str(title)})
+    return item_ref_html(value, titles)
 
 
 @register.simple_tag

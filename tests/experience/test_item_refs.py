@@ -85,3 +85,14 @@ def test_titles_of_many_items_cost_one_query_per_kind(
         titles = item_titles([c.id for c in cases] + documents + ["free text", None], reviewer)
     assert len(one) == len(many) == 2
     assert sorted(titles.title(c.id) or "" for c in cases) == [f"title {n}" for n in range(4)]
+
+
+def test_a_title_the_page_already_has_is_shown_without_a_query(
+    submit_case: Callable[..., Case],
+) -> None:
+    case = submit_case()
+    template = Template('{% load ids %}{% item_ref value title="Known title" %}')
+    with CaptureQueriesContext(connection) as queries:
+        html = template.render(Context({"value": case.id}))
+    assert len(queries) == 0
+    assert f'title="{case.id}">Known title</a>' in html

@@ -49,7 +49,7 @@ SEARCH_QUERY = (
 # (page, role, full-page queries, fragment queries, text the fragment must hold); every page
 # reads the user's tenant memberships once.
 CASES = [
-    ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
+    ("dashboard", "reviewer", 11, 11, "Candidates waiting"),  # +1: runs to follow up
     ("queue", "reviewer", 8, 7, "Coupon refused"),
     ("case", "reviewer", 17, 16, "Diagnosis"),  # +1: the runs it was drafted from
     ("candidate", "reviewer", 16, 15, "Approval checklist"),

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 
 from experience.run_followups import FOLLOW_UP_REFUSED, REASON_LIMIT, run_follow_up
 from experience.services import case_revoke
@@ -136,3 +137,28 @@ def test_the_runs_list_costs_the_same_queries_for_one_run_or_many(
         html = client.get(LIST).content.decode()
     assert html.count(FLAG) >= 7
     assert len(few) == len(many)
+
+
+def test_the_stored_impact_names_the_skill_and_links_the_runs(
+    revoked: dict[str, Any], reviewer: User, client: Client
+) -> None:
+    client.force_login(reviewer)
+    case = revoked["cases"][0]
+    html = client.get(reverse("experience:case-revoke", args=[case.digest])).content.decode()
+    skill = revoked["skill"]
+    assert f'title="{skill.id}">{escape(skill.title)}</a>' in html
+    assert f'<a class="run-id" href="{_run_page("run-ui-1")}">run-ui-1</a>' in html
+    assert f'data-copy="{case.id}"' in html
+
+
+def test_the_dashboard_counts_the_runs_to_follow_up(
+    revoked: dict[str, Any], reviewer: User, client: Client
+) -> None:
+    client.force_login(reviewer)
+    html = client.get(reverse("home")).content.decode()
+    card = html.split('href="' + LIST + '?follow_up=pending"', 1)[1].split("</a>", 1)[0]
+    assert '<span class="count">1</span>' in card and "Runs to follow up" in card
+    run_follow_up(run_id="run-ui-1", actor=reviewer)
+    html = client.get(reverse("home")).content.decode()
+    card = html.split('href="' + LIST + '?follow_up=pending"', 1)[1].split("</a>", 1)[0]
+    assert '<span class="count">0</span>' in card
