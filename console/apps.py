@@ -8,3 +8,11 @@ class ConsoleConfig(AppConfig):
 
     name = "console"
     verbose_name = "console shell"
+
+    def ready(self) -> None:
+        from experience.scope_options import scope_values
+        from reviewconsole.formfields import scope_values_provider_install
+
+        # Scope fields of every console form offer the documents' and cases' values the user
+        # may see (the shared field partial, templates/_forms.html).
+        scope_values_provider_install(scope_values)

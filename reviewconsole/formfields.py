@@ -139,3 +139,42 @@ def offer_values(form: forms.Form, values: Callable[[], Mapping[str, Iterable[st
 
 
 SCOPE_NAMES = ("tenant", "brand", "store", "campaign", "deployment")
+
+# What the shared field partial offers when a form did not set its own values: installed by the
+# project shell (console.apps), as it reads memories this core app knows nothing of.
+_provider: list[Callable[[Any], Mapping[str, Iterable[str]]]] = []
+
+
+def scope_values_provider_install(provider: Callable[[Any], Mapping[str, Iterable[str]]]) -> None:
+    _provider[:] = [provider]
+
+
+def scope_values_for(request: Any) -> Mapping[str, Iterable[str]]:
+    """The installed provider's values for the request's user, read once per request."""
+    if not _provider or request is None:
+        return {}
+    cached = getattr(request, "_scope_values", None)
+    if cached is None:
+        cached = _provider[0](request.user)
+        request._scope_values = cached
+    return cached
+
+
+def render_with_options(field: Any, request: Any) -> SafeString:
+    """A bound field rendered with a datalist of existing values when it is a scope text field
+    and the form gave it none of its own; any other field as it renders anyway."""
+    widget = field.field.widget
+    if (
+        field.name not in SCOPE_NAMES
+        or not isinstance(widget, forms.TextInput)
+        or isinstance(widget, ScopeInput)
+        or "list" in widget.attrs
+    ):
+        return SafeString(str(field))
+    values = sorted(set(scope_values_for(request).get(field.name, ())))
+    if not values:
+        return SafeString(str(field))
+    list_id = f"{field.auto_id or field.html_name}-options"
+    rendered = field.as_widget(attrs={"list": list_id, "autocomplete": "off"})
+    items = format_html_join("", '<option value="{}"></option>', ((v,) for v in values))
+    return format_html('{}<datalist id="{}">{}</datalist>', rendered, list_id, items)

@@ -75,7 +75,7 @@ PAGES = [
     ("thread", 13, None, "Submit candidate for review"),
     ("similar", 11, 10, "machine-proposed"),
     ("links", 8, 7, "Compare and decide"),
-    ("incidents", 7, 6, "No incident ids merged yet."),
+    ("incidents", 9, 6, "No incident ids merged yet."),  # +2: scope values (tenant, brand)
     ("rereview", 8, 7, "unused for too long"),
     ("recertify", 8, None, "Submit new version for review"),
     ("proposals", 8, 7, "缓存未刷新"),

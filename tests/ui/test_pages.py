@@ -49,8 +49,8 @@ SEARCH_QUERY = (
 # (page, role, full-page queries, fragment queries, text the fragment must hold); every page
 # reads the user's tenant memberships once.
 CASES = [
-    ("dashboard", "reviewer", 11, 11, "Candidates waiting"),  # +1: runs to follow up
-    ("queue", "reviewer", 8, 7, "Coupon refused"),
+    ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
+    ("queue", "reviewer", 10, 7, "Coupon refused"),  # +2: scope values for the filters
     ("case", "reviewer", 17, 16, "Diagnosis"),  # +1: the runs it was drafted from
     ("candidate", "reviewer", 16, 15, "Approval checklist"),
     ("skill", "reviewer", 11, 10, "Cited cases"),
@@ -59,7 +59,7 @@ CASES = [
     ("runs", "reviewer", 10, 9, "run-ui-1"),
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
     ("run", "reviewer", 14, 13, "doc:rule-b@1"),
-    ("documents", "operator", 9, 8, "doc:rule-a@2"),
+    ("documents", "operator", 11, 8, "doc:rule-a@2"),  # +2: scope values for the filters
     ("document", "operator", 11, 10, "Compare with version"),
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged.
