@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.conf import settings
+from django.utils import timezone
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Document, DocumentKind
@@ -23,6 +26,12 @@ from knowledge.schema import (
 from knowledge.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, KnowledgeContext
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.formfields import (
+    ScopeInput,
+    ZonedDateTimeField,
+    ZonedDateTimeInput,
+    offer_values,
+)
 from reviewconsole.timeparse import check_bounds, to_utc_iso
 
 STATUS_CHOICES = [
@@ -289,32 +298,22 @@ def requirements_parse(text: str) -> dict[str, Any]:
     return parsed
 
 
-def local_text(moment: datetime | None, zone: ZoneInfo) -> str:
-    return moment.astimezone(zone).strftime("%Y-%m-%dT%H:%M:%S") if moment else ""
+class SecondsDateTimeInput(ZonedDateTimeInput):
+    """To the second: a new version keeps its base's validity exactly, seconds included."""
 
+    def __init__(self) -> None:
+        super().__init__(attrs={"step": "1"})
 
-# Fields of the form in the order of the import format's errors (``knowledge.schema``).
-CONTENT_FIELDS = (
-    "doc_key",
-    "title",
-    "kind",
-    "tenant",
-    "brand",
-    "campaign",
-    "stores",
-    "rule_key",
-    "source",
-    "text",
-    "requirements",
-    "valid_from",
-    "valid_to",
-    "published_at",
-)
+    def format_value(self, value: Any) -> str | None:
+        if isinstance(value, datetime) and timezone.is_aware(value):
+            return timezone.localtime(value).strftime("%Y-%m-%dT%H:%M:%S")
+        return super().format_value(value)
 
 
 class DocumentForm(forms.Form):
     """A new document, or (with ``base``) the next version of one: the whole content, checked
-    by the import format's rules so that every error names its field."""
+    by the import format's rules so that every error names its field. Times are typed in the
+    console's time zone; scope fields suggest the values in use (``offer_values``)."""
 
     doc_key = forms.CharField(
         label=_("Document key"),
@@ -323,26 +322,13 @@ class DocumentForm(forms.Form):
     )
     title = forms.CharField(label=_("Title"), max_length=MAX_TITLE)
     kind = forms.ChoiceField(label=_("Kind"), choices=DocumentKind.choices)
-    tenant = forms.CharField(
-        label=_("Tenant"),
-        max_length=64,
-        widget=forms.TextInput(attrs={"list": "tenants", "autocomplete": "off"}),
-    )
-    brand = forms.CharField(
-        label=_("Brand"),
-        max_length=64,
-        widget=forms.TextInput(attrs={"list": "brands", "autocomplete": "off"}),
-    )
-    campaign = forms.CharField(
-        label=_("Campaign"),
-        max_length=64,
-        widget=forms.TextInput(attrs={"list": "campaigns", "autocomplete": "off"}),
-    )
+    tenant = forms.CharField(label=_("Tenant"), max_length=64)
+    brand = forms.CharField(label=_("Brand"), max_length=64)
+    campaign = forms.CharField(label=_("Campaign"), max_length=64)
     stores = forms.CharField(
         label=_("Stores"),
         max_length=2000,
         help_text=_("Store codes separated by commas, e.g. store-001, store-004"),
-        widget=forms.TextInput(attrs={"list": "stores", "autocomplete": "off"}),
     )
     rule_key = forms.CharField(
         label=_("Rule slot"),
@@ -360,35 +346,25 @@ class DocumentForm(forms.Form):
         label=_("Requirements"),
         required=False,
         max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}),
+        widget=forms.Textarea(attrs={"rows": 4}),
         help_text=_(
             "One condition per line: channel: miniapp, pos — or a range: basket_cents: >= 3000, "
             "<= 5000 or 3000..5000. Empty: the rule applies to every purchase in its scope."
         ),
     )
-    valid_from = forms.CharField(label=_("Valid from"), widget=DateTimeLocalInput())
-    valid_to = forms.CharField(
-        label=_("Valid to"),
-        required=False,
-        widget=DateTimeLocalInput(),
-        help_text=_("Empty: open-ended"),
-    )
-    published_at = forms.CharField(
-        label=_("Published at"),
-        required=False,
-        widget=DateTimeLocalInput(),
-        help_text=_("When this version becomes known; empty means the moment it is saved"),
-    )
-    timezone = forms.CharField(
-        label=_("Time zone"),
-        max_length=64,
-        widget=forms.TextInput(attrs={"list": "timezones"}),
-        help_text=_("Applies to the three times, e.g. Asia/Shanghai"),
+    valid_from = ZonedDateTimeField(label=_("Valid from"), widget=SecondsDateTimeInput)
+    valid_to = ZonedDateTimeField(label=_("Valid to"), required=False, widget=SecondsDateTimeInput)
+    published_at = ZonedDateTimeField(
+        label=_("Published at"), required=False, widget=SecondsDateTimeInput
     )
 
-    zones = COMMON_ZONES
-
-    def __init__(self, *args: Any, base: Document | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        base: Document | None = None,
+        scope_values: Callable[[], Mapping[str, Iterable[str]]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.base = base
         self.published_given = False
@@ -396,12 +372,23 @@ class DocumentForm(forms.Form):
         if base is not None:
             # The key is the base's: a new version never moves to another key.
             del self.fields["doc_key"]
+        zone = self.fields["valid_to"].help_text
+        self.fields["valid_to"].help_text = format_lazy("{} · {}", _("Empty: open-ended"), zone)
+        self.fields["published_at"].help_text = format_lazy(
+            "{} · {}",
+            _("When this version becomes known; empty means the moment it is saved"),
+            zone,
+        )
+        if scope_values is not None:
+            offer_values(self, scope_values)
+            # The stores field lists several codes; its suggestions are the store codes in use.
+            self.fields["stores"].widget = ScopeInput(attrs=self.fields["stores"].widget.attrs)
+            self.fields["stores"].widget.options = lambda: scope_values().get("store", ())
 
     @classmethod
     def initial_for(cls, base: Document | None, stores: list[str], tenant: str) -> dict[str, Any]:
-        zone = ZoneInfo(settings.TIME_ZONE)
         if base is None:
-            return {"timezone": settings.TIME_ZONE, "tenant": tenant, "kind": DocumentKind.RULE}
+            return {"tenant": tenant, "kind": DocumentKind.RULE}
         return {
             "title": base.title,
             "kind": base.kind,
@@ -413,21 +400,11 @@ class DocumentForm(forms.Form):
             "source": base.source,
             "text": base.text,
             "requirements": requirements_text(base.requirements),
-            "valid_from": local_text(base.valid_from, zone),
-            "valid_to": local_text(base.valid_to, zone),
+            "valid_from": base.valid_from,
+            "valid_to": base.valid_to,
             # A new version is published when its author says, never when the last one was.
-            "published_at": "",
-            "timezone": settings.TIME_ZONE,
+            "published_at": None,
         }
-
-    def clean_timezone(self) -> ZoneInfo:
-        name = self.cleaned_data["timezone"].strip()
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise forms.ValidationError(
-                _("is not a known time zone (e.g. Asia/Shanghai)")
-            ) from None
 
     def clean_requirements(self) -> dict[str, Any]:
         try:
@@ -435,31 +412,11 @@ class DocumentForm(forms.Form):
         except ValidationFailure as failure:
             raise forms.ValidationError(failure.message) from None
 
-    def _moment(self, name: str, zone: ZoneInfo) -> str | None:
-        text = str(self.cleaned_data.get(name) or "").strip()
-        if not text:
-            return None
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            self.add_error(name, _("is not a date and time"))
-            return None
-        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
-        try:
-            return to_utc_iso(check_bounds(moment, field=name))
-        except ValidationFailure as failure:
-            self.add_error(name, failure.message)
-            return None
-
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        zone = data.get("timezone")
-        if not isinstance(zone, ZoneInfo):
-            return data
-        moments = {name: self._moment(name, zone) for name in ("valid_from", "valid_to")}
-        published = self._moment("published_at", zone)
         if self.errors:
             return data
+        published = data.get("published_at")
         self.published_given = published is not None
         raw: dict[str, Any] = {
             "doc_key": self.base.doc_key if self.base else data["doc_key"].strip(),
@@ -473,9 +430,9 @@ class DocumentForm(forms.Form):
             "title": data["title"],
             "text": data["text"],
             "source": data["source"],
-            "valid_from": moments["valid_from"],
-            "valid_to": moments["valid_to"],
-            "published_at": published or to_utc_iso(clock.now()),
+            "valid_from": to_utc_iso(data["valid_from"]),
+            "valid_to": to_utc_iso(data.get("valid_to")),
+            "published_at": to_utc_iso(published or clock.now()),
             "requirements": data["requirements"],
         }
         try:

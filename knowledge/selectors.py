@@ -151,16 +151,3 @@ def document_revocations(public_id: str) -> QuerySet[Event]:
     return Event.objects.filter(action=Action.DOCUMENT_REVOKE, target=public_id).order_by(
         "-created_at", "-id"
     )
-
-
-def document_scope_values(user: User | AnonymousUser) -> dict[str, list[str]]:
-    """The tenants, brands, campaigns and stores documents ``user`` may see already use, for the
-    document form to offer (four queries, each answered from an index)."""
-    documents = visible(Document.objects.order_by(), user)
-    values = {
-        name: sorted(set(documents.values_list(name, flat=True).distinct()))
-        for name in ("tenant", "brand", "campaign")
-    }
-    rows = visible(DocumentStore.objects.order_by(), user)
-    values["store"] = sorted(set(rows.values_list("store", flat=True).distinct()))
-    return values

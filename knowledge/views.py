@@ -30,13 +30,13 @@ from knowledge.forms import (
 )
 from knowledge.hooks import revocation_preview
 from knowledge.models import Document
+from knowledge.scope_options import document_scope_values
 from knowledge.search import search_knowledge
 from knowledge.selectors import (
     document_get,
     document_get_visible,
     document_lines,
     document_revocations,
-    document_scope_values,
     document_stores,
     document_versions,
     documents_visible,
@@ -212,7 +212,7 @@ def _form_page(
     return render_page(
         request,
         "knowledge/document_form.html",
-        {"form": form, "base": base, "scope_values": document_scope_values(request.user)},
+        {"form": form, "base": base},
         partial="document-form",
         status=status,
     )
@@ -237,14 +237,19 @@ def _saved(request: HtmxHttpRequest, saved: Document, base: Document | None) -> 
 
 def _save(request: HtmxHttpRequest, base: Document | None) -> HttpResponse:
     user = acting_user(request)
+
+    def scope_values() -> dict[str, set[str]]:
+        return document_scope_values(user)
+
     if request.method != "POST":
         initial = DocumentForm.initial_for(
             base,
             document_stores(base) if base is not None else [],
             tenant=next(iter(sorted(tenants_of(user) or [])), ""),
         )
-        return _form_page(request, DocumentForm(initial=initial, base=base), base)
-    form = DocumentForm(request.POST, base=base)
+        form = DocumentForm(initial=initial, base=base, scope_values=scope_values)
+        return _form_page(request, form, base)
+    form = DocumentForm(request.POST, base=base, scope_values=scope_values)
     if form.is_valid() and form.content is not None:
         try:
             if base is None:
