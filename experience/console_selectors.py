@@ -6,6 +6,8 @@ Approval rules, availability and revocation impact are not computed here: the pa
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,8 +15,19 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import CharField, F, Q, QuerySet, Value
 
-from experience.models import Case, Reference, Run, Skill, SkillCase
+from experience import domain, lesson_domain
+from experience.models import (
+    Case,
+    Lesson,
+    LessonCase,
+    LessonRelation,
+    Reference,
+    Run,
+    Skill,
+    SkillCase,
+)
 from experience.selectors import references_for, runs_for
+from reviewconsole import itemids
 from reviewconsole.itemids import ItemId
 from reviewconsole.tenancy import may_access, visible
 
@@ -43,6 +56,8 @@ QUEUE_SORTS = {
 }
 DEFAULT_SORT = "-submitted"
 MAX_CHAIN = 20
+# How far "next" looks into a queue: the ids of at most this many items are read.
+MAX_QUEUE_WALK = 2_000
 
 
 @dataclass(frozen=True)
@@ -59,8 +74,11 @@ class QueueFilters:
     sort: str = DEFAULT_SORT
 
 
+QUEUE_KINDS = ("case", "skill", "lesson")
+
+
 def _queue_rows(
-    model: type[Case] | type[Skill],
+    model: type[Case] | type[Skill] | type[Lesson],
     kind: str,
     filters: QueueFilters,
     now: datetime,
@@ -88,19 +106,111 @@ def _queue_rows(
 
 
 def review_queue_rows(
-    filters: QueueFilters, *, now: datetime, tenants: frozenset[str] | None = None
+    filters: QueueFilters,
+    *,
+    now: datetime,
+    tenants: frozenset[str] | None = None,
+    lessons: bool = True,
 ) -> Any:
-    """Cases and skills in one sortable, countable, sliceable query (a UNION).
+    """Cases, skills and lessons in one sortable, countable, sliceable query (a UNION).
 
-    ``tenants`` limits the rows to those tenants (None: every tenant).
+    ``tenants`` limits the rows to those tenants (None: every tenant); ``lessons=False`` leaves
+    lessons out (for a user who may not see them).
     """
-    parts = []
-    if filters.kind in ("", "case"):
-        parts.append(_queue_rows(Case, "case", filters, now, tenants))
-    if filters.kind in ("", "skill"):
-        parts.append(_queue_rows(Skill, "skill", filters, now, tenants))
-    rows = parts[0] if len(parts) == 1 else parts[0].union(parts[1], all=True)
+    models: dict[str, type[Case] | type[Skill] | type[Lesson]] = {
+        "case": Case,
+        "skill": Skill,
+        "lesson": Lesson,
+    }
+    kinds = [filters.kind] if filters.kind in models else list(QUEUE_KINDS)
+    if not lessons:
+        kinds = [kind for kind in kinds if kind != "lesson"] or ["case"]
+    parts = [_queue_rows(models[kind], kind, filters, now, tenants) for kind in kinds]
+    rows = parts[0] if len(parts) == 1 else parts[0].union(*parts[1:], all=True)
     return rows.order_by(*QUEUE_SORTS.get(filters.sort, QUEUE_SORTS[DEFAULT_SORT]))
+
+
+def queue_neighbours(
+    filters: QueueFilters,
+    item_id: str,
+    *,
+    now: datetime,
+    tenants: frozenset[str] | None = None,
+    lessons: bool = True,
+) -> tuple[str | None, str | None]:
+    """The ids before and after ``item_id`` in the queue these filters show; when the item is
+    not in that queue, no previous one and the queue's first as the next.
+
+    One query reading the ids of the filtered queue (the waiting candidates, a short list)."""
+    rows = review_queue_rows(filters, now=now, tenants=tenants, lessons=lessons)[:MAX_QUEUE_WALK]
+    ids = [row["id"] for row in rows]
+    if item_id not in ids:
+        return None, (ids[0] if ids else None)
+    index = ids.index(item_id)
+    return (ids[index - 1] if index > 0 else None), (
+        ids[index + 1] if index + 1 < len(ids) else None
+    )
+
+
+# --- availability: one state for every kind, read in bulk -----------------------------------------
+
+_CASE_GATE = ("status", *domain.SCOPE_FIELDS, "valid_from", "valid_to", "approved_at")
+
+
+def _gate(row: dict[str, Any], prefix: str = "") -> domain.GateFields:
+    return domain.GateFields(
+        status=row[prefix + "status"],
+        scope={name: row[prefix + name] for name in domain.SCOPE_FIELDS},
+        valid_from=row[prefix + "valid_from"],
+        valid_to=row[prefix + "valid_to"],
+        approved_at=row[prefix + "approved_at"],
+    )
+
+
+def _cited(row: dict[str, Any]) -> domain.CitedCase:
+    return domain.CitedCase(
+        case_id=row["case_id"],
+        status=row["case__status"],
+        scope={},
+        incident=row["case__incident"],
+        valid_from=row["case__valid_from"],
+        valid_to=row["case__valid_to"],
+    )
+
+
+_CITED = ("case_id", "case__status", "case__incident", "case__valid_from", "case__valid_to")
+
+
+def availabilities(item_ids: Iterable[str], now: datetime) -> dict[str, domain.Availability]:
+    """Whether each case, skill and lesson of ``item_ids`` may be reused now, and why not: the
+    rules of ``experience.domain`` and ``experience.lesson_domain``, their inputs read in at most
+    five queries whatever the number of items (ids of other kinds are left out)."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for item_id in item_ids:
+        kind = itemids.kind_of(item_id)
+        if kind is not None:
+            by_kind[kind.name].append(item_id)
+    out: dict[str, domain.Availability] = {}
+    if by_kind["case"]:
+        for row in Case.objects.filter(pk__in=by_kind["case"]).values("id", *_CASE_GATE):
+            out[row["id"]] = domain.case_availability(_gate(row), now)
+    if by_kind["skill"]:
+        cited: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        for row in SkillCase.objects.filter(skill_id__in=by_kind["skill"]).values(
+            "skill_id", *_CITED
+        ):
+            cited[row["skill_id"]].append(_cited(row))
+        for row in Skill.objects.filter(pk__in=by_kind["skill"]).values("id", *_CASE_GATE):
+            out[row["id"]] = domain.skill_availability(_gate(row), cited[row["id"]], now)
+    if by_kind["lesson"]:
+        supports: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        for row in LessonCase.objects.filter(
+            lesson_id__in=by_kind["lesson"], relation=LessonRelation.SUPPORTS
+        ).values("lesson_id", *_CITED):
+            supports[row["lesson_id"]].append(_cited(row))
+        for row in Lesson.objects.filter(pk__in=by_kind["lesson"]).values("id", *_CASE_GATE):
+            out[row["id"]] = lesson_domain.lesson_availability(_gate(row), supports[row["id"]], now)
+    return out
 
 
 # --- case page ---------------------------------------------------------------------------------

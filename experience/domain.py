@@ -153,13 +153,45 @@ def case_approval_unmet(
         reason=reason,
         now=now,
     )
-    if not case.diagnosis_statement.strip():
+    if not states_cause(case.diagnosis_statement):
         unmet.append(NO_DIAGNOSIS)
     if case.checked_diagnosis_evidence < 1:
         unmet.append(NO_CHECKED_DIAGNOSIS_EVIDENCE)
     if case.counterevidence_with_evidence < 1:
         unmet.append(NO_COUNTEREVIDENCE)
     return unmet
+
+
+# A diagnosis that says the cause is not known yet states no cause. Matched on the statement with
+# case folded and runs of spaces collapsed; deliberately phrase-based (a diagnosis that names a
+# cause and mentions an "unknown" thing in passing still counts).
+_NO_CAUSE_EN = re.compile(
+    r"^\W*(unknown|undetermined|unclear|not known|tbd|n/?a|none|todo|\?+|-+)\W*$"
+    r"|\b(root )?causes? (is |are |was |were |remains? |still |yet |not yet |so far )*"
+    r"(unknown|undetermined|unclear|unconfirmed|not (yet )?(known|determined|identified|found|"
+    r"clear|confirmed|established))\b"
+    r"|\b(unknown|undetermined|unclear|unidentified) (root )?cause"
+    r"|\bno (root )?cause (was |has been |is )?(yet )?(found|identified|determined)"
+    r"|\b(not|never) (yet )?(been )?(determined|identified|established)\b"
+    r"|\bto be determined\b|\btbd\b|\bstill under investigation\b"
+    r"|\b(cannot|can't|could not|couldn't|unable to) (yet )?(be )?(determine|identify|establish|find)"
+)
+_NO_CAUSE_ZH = re.compile(
+    r"^\W*(未知|不明|不详|待定|待查|无|暂无|不清楚)\W*$"
+    r"|(尚|仍|还|暂)?(未|没有?|无法|不能|不)(能)?(确定|确认|查明|查清|明确|找到|定位|清楚|明)(的)?(具体)?(根本|根|真正)?原因"
+    r"|原因(尚|仍|还|暂|目前)?(未|不|没有?|无法|待)(知|明|详|清楚|确定|确认|查明|查清|定位|找到)"
+    r"|(未知|不明|不详)(的)?(根本)?原因|原因(未知|不明|不详|待定|待查)"
+    r"|(尚|仍|还|暂)(未|无法|不能)(确定|确认|查明|定位)|待(确定|确认|查明|排查|定位)"
+)
+
+
+def states_cause(statement: str) -> bool:
+    """Whether a diagnosis states a cause: not empty, and not a statement that the cause is
+    unknown or not yet determined ("尚未确定原因", "root cause unknown", "TBD")."""
+    text = " ".join(statement.split()).casefold()
+    if not text:
+        return False
+    return not (_NO_CAUSE_EN.search(text) or _NO_CAUSE_ZH.search(text))
 
 
 @dataclass(frozen=True)
@@ -261,30 +293,75 @@ def admits(item: GateFields, scope: Mapping[str, str], now: datetime) -> bool:
 
 @dataclass(frozen=True)
 class Availability:
+    """Whether an approved item may be reused now. ``reason`` is the English sentence the API
+    returns; ``code``, ``subject`` (the cited case it is about, if any) and ``status`` (the
+    status that makes it unavailable, if any) let a page say it in the reader's language."""
+
     available: bool
     reason: str = ""
+    code: str = ""
+    subject: str = ""
+    status: str = ""
 
     def __bool__(self) -> bool:
         return self.available
+
+
+# Why an item is unavailable (Availability.code); the console phrases each one.
+NOT_APPROVED_NOW = "not_approved_now"
+NOT_YET_APPROVED = "not_yet_approved"
+OUTSIDE_VALIDITY = "outside_validity"
+CITES_NO_CASES = "cites_no_cases"
+CITED_CASE_NOT_APPROVED = "cited_case_not_approved"
+CITED_CASE_OUTSIDE_VALIDITY = "cited_case_outside_validity"
+NO_USABLE_SUPPORT = "no_usable_support"
+
+
+def own_availability(kind: str, item: GateFields, now: datetime) -> Availability:
+    """The checks every kind shares: approved, approved by ``now``, within its validity."""
+    if item.status != APPROVED:
+        return Availability(
+            False, f"the {kind} is {item.status}", NOT_APPROVED_NOW, status=item.status
+        )
+    if item.approved_at is None or item.approved_at > now:
+        return Availability(
+            False, f"the {kind} was not yet approved at this time", NOT_YET_APPROVED
+        )
+    if not item.valid_from <= now < item.valid_to:
+        return Availability(False, f"the {kind} is outside its validity window", OUTSIDE_VALIDITY)
+    return Availability(True)
+
+
+def case_availability(case: GateFields, now: datetime) -> Availability:
+    """Whether a case may be reused now, and if not, why."""
+    return own_availability("case", case, now)
 
 
 def skill_availability(
     skill: GateFields, cases: Sequence[CitedCase], now: datetime
 ) -> Availability:
     """Whether a skill may be used now, and if not, why."""
-    if skill.status != APPROVED:
-        return Availability(False, f"the skill is {skill.status}")
-    if skill.approved_at is None or skill.approved_at > now:
-        return Availability(False, "the skill was not yet approved at this time")
-    if not skill.valid_from <= now < skill.valid_to:
-        return Availability(False, "the skill is outside its validity window")
+    own = own_availability("skill", skill, now)
+    if not own:
+        return own
     if not cases:
-        return Availability(False, "the skill cites no cases")
+        return Availability(False, "the skill cites no cases", CITES_NO_CASES)
     for case in cases:
         if case.status != APPROVED:
-            return Availability(False, f"cited case {case.case_id} is {case.status}")
+            return Availability(
+                False,
+                f"cited case {case.case_id} is {case.status}",
+                CITED_CASE_NOT_APPROVED,
+                case.case_id,
+                case.status,
+            )
         if not case.valid_from <= now < case.valid_to:
-            return Availability(False, f"cited case {case.case_id} is outside its validity window")
+            return Availability(
+                False,
+                f"cited case {case.case_id} is outside its validity window",
+                CITED_CASE_OUTSIDE_VALIDITY,
+                case.case_id,
+            )
     return Availability(True)
 
 

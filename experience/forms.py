@@ -38,7 +38,12 @@ class QueueFilterForm(forms.Form):
     kind = forms.ChoiceField(
         label=_("Type"),
         required=False,
-        choices=[("", _("Cases and skills")), ("case", _("Cases")), ("skill", _("Skills"))],
+        choices=[
+            ("", _("Cases, skills and lessons")),
+            ("case", _("Cases")),
+            ("skill", _("Skills")),
+            ("lesson", _("Lessons")),
+        ],
     )
     brand = forms.CharField(label=_("Brand"), required=False, max_length=64)
     store = forms.CharField(label=_("Store"), required=False, max_length=64)

@@ -29,8 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from experience.domain import (
-    APPROVED,
     EXPIRED,
+    NO_USABLE_SUPPORT,
     NOT_CANDIDATE,
     NOT_REVIEWER,
     OWN_SUBMISSION,
@@ -41,6 +41,7 @@ from experience.domain import (
     GateFields,
     Reviewer,
     case_usable,
+    own_availability,
     same_scope,
 )
 from knowledge.domain import jaccard, tokenize
@@ -125,14 +126,13 @@ def lesson_availability(
     lesson: GateFields, supports: Sequence[CitedCase], now: datetime
 ) -> Availability:
     """Usable now: approved, valid, and at least one supporting case still approved and valid."""
-    if lesson.status != APPROVED:
-        return Availability(False, f"the lesson is {lesson.status}")
-    if lesson.approved_at is None or lesson.approved_at > now:
-        return Availability(False, "the lesson was not yet approved at this time")
-    if not lesson.valid_from <= now < lesson.valid_to:
-        return Availability(False, "the lesson is outside its validity window")
+    own = own_availability("lesson", lesson, now)
+    if not own:
+        return own
     if not any(case_usable(case, now) for case in supports):
-        return Availability(False, "every supporting case is revoked, superseded or expired")
+        return Availability(
+            False, "every supporting case is revoked, superseded or expired", NO_USABLE_SUPPORT
+        )
     return Availability(True)
 
 

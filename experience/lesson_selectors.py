@@ -364,9 +364,30 @@ def with_confidence(
     """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
     ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
     cases' distinct incidents (docs/contracts.md, Lessons)."""
-    config = confidence_settings()
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
+    scores = item_confidences(case_ids, skill_ids, now)
+    out = []
+    for item in items:
+        lesson = lessons.get(item["id"])
+        score = lesson.confidence if lesson else scores.get(item["id"])
+        extra: dict[str, Any] = {
+            "confidence": score.value if score else None,
+            "why": score.why() if score else "",
+            "conflict": bool(lesson and lesson.conflict),
+        }
+        if lesson:
+            extra["lesson_type"] = lesson.lesson_type
+            extra["conclusion"] = lesson.conclusion
+        out.append({**item, **extra})
+    return out
+
+
+def item_confidences(
+    case_ids: list[str], skill_ids: list[str], now: datetime
+) -> dict[str, ld.Confidence]:
+    """The confidence of each case and skill (the console shows it with its inputs)."""
+    config = confidence_settings()
     scores: dict[str, ld.Confidence] = {}
     outcomes = outcome_tallies([*case_ids, *skill_ids], now)
     # A case is one incident whatever incident merges say, so its own row is enough.
@@ -437,20 +458,7 @@ def with_confidence(
                 config,
                 outcomes.get(skill_id, NO_OUTCOMES),
             )
-    out = []
-    for item in items:
-        lesson = lessons.get(item["id"])
-        score = lesson.confidence if lesson else scores.get(item["id"])
-        extra: dict[str, Any] = {
-            "confidence": score.value if score else None,
-            "why": score.why() if score else "",
-            "conflict": bool(lesson and lesson.conflict),
-        }
-        if lesson:
-            extra["lesson_type"] = lesson.lesson_type
-            extra["conclusion"] = lesson.conclusion
-        out.append({**item, **extra})
-    return out
+    return scores
 
 
 # --- revocation impact ------------------------------------------------------------------------

@@ -10,23 +10,28 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experience import lesson_selectors, lessons
-from experience.domain import case_usable, same_scope
-from experience.lesson_domain import (
-    CONFLICT_UNRESOLVED,
-    LESSON_TYPES,
-    NO_SUPPORTING_CASE,
-    lesson_availability,
-)
+from experience.domain import case_availability, case_usable, same_scope
+from experience.forms import ReviewForm
+from experience.lesson_domain import LESSON_TYPES, lesson_availability
 from experience.models import Lesson, Status
 from experience.selectors import cited_case, gate_fields, stored_impacts
 from experience.services import ReviewRefused
-from experience.views import CONDITION_LABELS
+from experience.views import (
+    CONDITION_LABELS,
+    LESSON_CONDITIONS,
+    Condition,
+    ReviewKind,
+    availability_view,
+    conditions,
+    queue_context,
+    review,
+)
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -48,17 +53,6 @@ from reviewconsole.views import (
 
 LESSONS_PER_PAGE = 25
 MAX_REASON = 2_000
-DECISIONS = {
-    "approve": lessons.lesson_approve,
-    "reject": lessons.lesson_reject,
-    "revoke": lessons.lesson_revoke,
-}
-
-
-LESSON_LABELS = {
-    NO_SUPPORTING_CASE: _("A supporting case is approved, unexpired and of the lesson's scope"),
-    CONFLICT_UNRESOLVED: _("The lesson it replaces is in no unresolved conflict"),
-}
 
 
 def _refusal(error: Exception) -> list[dict[str, str]]:
@@ -70,8 +64,7 @@ def _refusal(error: Exception) -> list[dict[str, str]]:
     else:
         assert isinstance(error, ValidationFailure)
         return [{"name": error.field, "label": error.message}]
-    labels = {**CONDITION_LABELS, **LESSON_LABELS}
-    return [{"name": name, "label": str(labels.get(name, name))} for name in names]
+    return [{"name": name, "label": str(CONDITION_LABELS.get(name, name))} for name in names]
 
 
 @require_GET
@@ -115,10 +108,20 @@ def _evidence_rows(cases: list[Any], lesson: Lesson) -> list[dict[str, Any]]:
         {
             "case": case,
             "usable": case_usable(cited_case(case), now),
+            "availability": availability_view(
+                case.status, case_availability(gate_fields(case), now)
+            ),
             "same_scope": same_scope(case.scope, lesson.scope),
         }
         for case in cases
     ]
+
+
+def _checklist(lesson: Lesson, user: Any, reason: str) -> Any:
+    unmet = lesson_selectors.lesson_approval_checklist(
+        lesson=lesson, reviewer=user, reason=reason, now=clock.now()
+    )
+    return conditions(LESSON_CONDITIONS, unmet)
 
 
 def _detail_context(
@@ -127,7 +130,10 @@ def _detail_context(
     *,
     errors: list[dict[str, str]] | None = None,
     reason: str = "",
+    review_errors: list[Condition] | None = None,
 ) -> dict[str, Any]:
+    """The lesson page; its review panel is the one cases and skills share
+    (``experience.views.review``)."""
     user = acting_user(request)
     now = clock.now()
     evidence = lesson_selectors.lesson_evidence(lesson)
@@ -142,29 +148,36 @@ def _detail_context(
     for proposal in lesson_selectors.merge_proposals(lesson):
         target = Lesson.objects.get(pk=proposal.target)
         proposals.append({"proposal": proposal, "target": target, "diff": _diff(target, lesson)})
-    checklist = (
-        lesson_selectors.lesson_approval_checklist(
-            lesson=lesson, reviewer=user, reason=reason or "-", now=now
-        )
-        if lesson.status == Status.CANDIDATE
-        else []
-    )
+    digest = lesson.digest
     return {
+        "item": lesson,
+        "item_type": "lesson",
         "lesson": lesson,
         "supports": _evidence_rows(evidence.supports, lesson),
         "contradicts": _evidence_rows(evidence.contradicts, lesson),
         "confidence": score,
         "inputs": score.as_json(),
-        "availability": lesson_availability(gate_fields(lesson), supports, now),
+        "availability": availability_view(
+            lesson.status,
+            lesson_availability(gate_fields(lesson), supports, now),
+            {case.id: case.title for case in evidence.supports},
+        ),
         "conflicts": lesson_selectors.conflicts_of(lesson),
         "proposals": proposals,
         "previous": previous,
         "version_diff": _diff(previous, lesson) if previous else [],
-        "checklist": checklist,
+        "checklist": _checklist(lesson, user, reason),
+        "review_form": ReviewForm(initial={"reason": reason}),
+        "review_errors": review_errors or [],
+        "review_url": reverse("experience:lesson-review", args=[digest]),
+        "checklist_url": reverse("experience:lesson-checklist", args=[digest]),
+        "detail_url": lesson.get_absolute_url(),
         "can_review": holds(user, REVIEW_CASE),
+        "expired": lesson.valid_to <= now,
         "impacts": stored_impacts(lesson.id),
         "errors": errors or [],
         "reason": reason,
+        **queue_context(request, lesson.id),
     }
 
 
@@ -180,34 +193,55 @@ def lesson_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     )
 
 
+LESSON_REVIEW = ReviewKind(
+    "lesson",
+    "experience/lesson_detail.html",
+    lessons.lesson_approve,
+    lessons.lesson_reject,
+    _detail_context,
+)
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """The live approval checklist for the reason typed so far (as a case's)."""
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    if not request.htmx:
+        return HttpResponseRedirect(lesson.get_absolute_url())
+    reason = request.GET.get("reason", "")[:MAX_REASON]
+    return render_page(
+        request,
+        "experience/case_detail.html",
+        {"checklist": _checklist(lesson, acting_user(request), reason), "item": lesson},
+        partial="approval-checklist",
+    )
+
+
 @require_POST
 @console_view(VIEW_LESSON, REVIEW_CASE)
 def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """Approve or reject as a case or skill is (``experience.views.review``); revoke an approved
+    lesson with a reason."""
     lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
-    decision = str(request.POST.get("decision", ""))
+    if str(request.POST.get("decision", "")) != "revoke":
+        return review(request, lesson, LESSON_REVIEW)
     reason = str(request.POST.get("reason", ""))[:MAX_REASON]
-    action = DECISIONS.get(decision)
-    if action is None:
-        errors = [{"name": "decision", "label": gettext("must be approve, reject or revoke")}]
-    else:
-        try:
-            outcome = action(lesson=lesson, actor=acting_user(request), reason=reason)
-        except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
-            errors = _refusal(error)
-        else:
-            messages.success(
-                request,
-                gettext("The lesson is now %(status)s.") % {"status": gettext(outcome.status)},
-            )
-            return finish(request, lesson.get_absolute_url())
-    lesson.refresh_from_db()
-    return render_page(
-        request,
-        "experience/lesson_detail.html",
-        _detail_context(request, lesson, errors=errors, reason=reason),
-        partial="lesson-main",
-        status=422,
+    try:
+        outcome = lessons.lesson_revoke(lesson=lesson, actor=acting_user(request), reason=reason)
+    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        lesson.refresh_from_db()
+        return render_page(
+            request,
+            "experience/lesson_detail.html",
+            _detail_context(request, lesson, errors=_refusal(error), reason=reason),
+            partial="lesson-main",
+            status=422,
+        )
+    messages.success(
+        request, gettext("The lesson is now %(status)s.") % {"status": gettext(outcome.status)}
     )
+    return finish(request, lesson.get_absolute_url())
 
 
 @require_POST

@@ -44,5 +44,10 @@ urlpatterns += [
     path("lessons/conflicts/<int:pk>/", lesson_views.conflict_detail, name="lesson-conflict"),
     path("lessons/<digest:digest>/", lesson_views.lesson_detail, name="lesson-detail"),
     path("lessons/<digest:digest>/review/", lesson_views.lesson_review, name="lesson-review"),
+    path(
+        "lessons/<digest:digest>/checklist/",
+        lesson_views.lesson_checklist,
+        name="lesson-checklist",
+    ),
     path("lessons/<digest:digest>/merge/", lesson_views.lesson_merge, name="lesson-merge"),
 ]

@@ -6,26 +6,30 @@ views parse input, call one of them, and show what they said.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.models import User
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from experience import domain
+from experience import domain, lesson_domain
 from experience.console_selectors import (
+    QueueFilters,
+    availabilities,
     case_for_page,
     case_get_visible,
     case_lines,
     case_version_chain,
+    queue_neighbours,
     review_queue_rows,
     runs_of_skill,
     same_incident_cases,
@@ -39,7 +43,16 @@ from experience.forms import (
     ReviewForm,
     RevokeForm,
 )
-from experience.models import Case, Evidence, EvidenceCheck, RevocationImpact, Skill, Status
+from experience.lesson_selectors import item_confidences
+from experience.models import (
+    Case,
+    Evidence,
+    EvidenceCheck,
+    Lesson,
+    RevocationImpact,
+    Skill,
+    Status,
+)
 from experience.selectors import (
     case_approval_checklist,
     case_evidence,
@@ -51,7 +64,6 @@ from experience.selectors import (
     stored_impacts,
 )
 from experience.services import (
-    ReviewOutcome,
     ReviewRefused,
     case_approve,
     case_reject,
@@ -69,6 +81,7 @@ from reviewconsole.permissions import (
     REVIEW_CASE,
     VERIFY_EVIDENCE,
     VIEW_CASE,
+    VIEW_LESSON,
     VIEW_SKILL,
 )
 from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
@@ -93,7 +106,9 @@ CONDITION_LABELS = {
     domain.NOT_APPROVED: _("It is approved"),
     domain.EXPIRED: _("Its validity has not ended"),
     domain.OWN_SUBMISSION: _("Someone other than the submitter approves it (four eyes)"),
-    domain.NO_DIAGNOSIS: _("The diagnosis states a cause"),
+    domain.NO_DIAGNOSIS: _(
+        "The diagnosis states a cause (empty, “unknown” or “not yet determined” does not count)"
+    ),
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
         "A reviewer checked at least one diagnosis evidence item"
     ),
@@ -102,6 +117,10 @@ CONDITION_LABELS = {
     domain.CASE_UNAVAILABLE: _("Every cited case is approved and within its validity"),
     domain.SCOPE_MISMATCH: _("Every cited case has exactly the skill's scope"),
     domain.CITES_HELDOUT_TICKET: _("Its evidence cites no held-out evaluation ticket"),
+    lesson_domain.NO_SUPPORTING_CASE: _(
+        "A supporting case is approved, unexpired and of the lesson's scope"
+    ),
+    lesson_domain.CONFLICT_UNRESOLVED: _("The lesson it replaces is in no unresolved conflict"),
     NOT_IN_TENANT: _("You are a member of the item's tenant"),
     "not_permitted": _("You hold the permission this needs"),
 }
@@ -114,6 +133,16 @@ CASE_CONDITIONS = (
     domain.NO_DIAGNOSIS,
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
     domain.NO_COUNTEREVIDENCE,
+)
+LESSON_CONDITIONS = (
+    domain.NOT_REVIEWER,
+    domain.REASON_REQUIRED,
+    domain.NOT_CANDIDATE,
+    domain.EXPIRED,
+    domain.OWN_SUBMISSION,
+    lesson_domain.NO_SUPPORTING_CASE,
+    domain.SCOPE_MISMATCH,
+    lesson_domain.CONFLICT_UNRESOLVED,
 )
 SKILL_CONDITIONS = (
     domain.NOT_REVIEWER,
@@ -163,6 +192,113 @@ def run_url(run_id: str) -> str:
     return reverse("experience:run-detail", args=[run_id])
 
 
+# --- one availability state, phrased for people ----------------------------------------------
+
+AVAILABILITY_TEXT = {
+    domain.NOT_APPROVED_NOW: _("it is %(status)s"),
+    domain.NOT_YET_APPROVED: _("it was not yet approved at this time"),
+    domain.OUTSIDE_VALIDITY: _("it is outside its validity window"),
+    domain.CITES_NO_CASES: _("it cites no cases"),
+    domain.CITED_CASE_NOT_APPROVED: _("cited case “%(title)s” is %(status)s"),
+    domain.CITED_CASE_OUTSIDE_VALIDITY: _("cited case “%(title)s” is outside its validity window"),
+    domain.NO_USABLE_SUPPORT: _("every supporting case is revoked, superseded or expired"),
+}
+
+
+@dataclass(frozen=True)
+class AvailabilityView:
+    """What every page shows of an item's availability (experience.domain decides it)."""
+
+    available: bool | None  # None: not an approved item, so availability does not apply
+    text: str = ""
+    code: str = ""
+
+
+def availability_view(
+    status: str,
+    availability: domain.Availability | None,
+    titles: Mapping[str, str] | None = None,
+) -> AvailabilityView:
+    """How the console shows ``availability``: only approved items are available or not (a
+    candidate, rejected or revoked item shows its status alone)."""
+    if status != Status.APPROVED or availability is None:
+        return AvailabilityView(None)
+    if availability.available:
+        return AvailabilityView(True)
+    subject = availability.subject
+    template = AVAILABILITY_TEXT.get(availability.code)
+    if template is None:
+        return AvailabilityView(False, availability.reason, availability.code)
+    params = {
+        "status": gettext(availability.status) if availability.status else "",
+        "title": (titles or {}).get(subject) or subject,
+    }
+    return AvailabilityView(False, str(template) % params, availability.code)
+
+
+def availability_views(
+    rows: Iterable[Mapping[str, Any]], now: Any, titles: Mapping[str, str] | None = None
+) -> dict[str, AvailabilityView]:
+    """The availability of each row (``id``, ``status``) of a list, read in constant queries;
+    ``titles`` names the cited cases a reason may mention."""
+    rows = list(rows)
+    approved = [row["id"] for row in rows if row["status"] == Status.APPROVED]
+    found = availabilities(approved, now) if approved else {}
+    return {
+        row["id"]: availability_view(row["status"], found.get(row["id"]), titles) for row in rows
+    }
+
+
+# --- the queue a reviewer works through ------------------------------------------------------------
+
+
+def queue_filters_of(text: str) -> tuple[QueueFilters, str]:
+    """The queue filter carried by an item page (``?queue=…``), and its query string again."""
+    data = QueryDict(text[:1000], mutable=True)
+    data.setdefault("status", Status.CANDIDATE)
+    form = QueueFilterForm(data)
+    return form.queue_filters(), text[:1000]
+
+
+def in_queue(url: str | None, queue: str) -> str:
+    """An item page's address that remembers the queue filter it was opened from."""
+    if not url:
+        return ""
+    return f"{url}?{urlencode({'queue': queue})}" if queue else url
+
+
+def queue_url(queue: str) -> str:
+    base = reverse("experience:queue")
+    return f"{base}?{queue}" if queue else base
+
+
+def queue_context(request: HtmxHttpRequest, item_id: str) -> dict[str, Any]:
+    """The previous and next item of the queue this page was opened from (j and k, and
+    "Approve and next"); the queue of candidates when the page names none."""
+    filters, queue = queue_filters_of(str(request.GET.get("queue", "")))
+    previous, following = queue_neighbours(
+        filters,
+        item_id,
+        now=clock.now(),
+        tenants=tenants_of(request.user),
+        lessons=request.user.has_perm(VIEW_LESSON),
+    )
+    return {
+        "queue": queue,
+        "queue_url": queue_url(queue),
+        "previous_url": in_queue(item_url(previous), queue) if previous else "",
+        "next_url": in_queue(item_url(following), queue) if following else "",
+    }
+
+
+def confidence_view(item: Case | Skill) -> Any:
+    """The computed confidence of a case or skill, with its inputs (as the lesson page shows)."""
+    now = clock.now()
+    if isinstance(item, Case):
+        return item_confidences([item.id], [], now).get(item.id)
+    return item_confidences([], [item.id], now).get(item.id)
+
+
 # --- queue -------------------------------------------------------------------------------------
 
 
@@ -174,10 +310,23 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     form = QueueFilterForm(data)
     page = paginate(
         request,
-        review_queue_rows(form.queue_filters(), now=clock.now(), tenants=tenants_of(request.user)),
+        review_queue_rows(
+            form.queue_filters(),
+            now=clock.now(),
+            tenants=tenants_of(request.user),
+            lessons=request.user.has_perm(VIEW_LESSON),
+        ),
         QUEUE_PER_PAGE,
     )
-    rows = [{**row, "url": item_url(row["id"])} for row in page.object_list]
+    # Each item page remembers this filter, so its "Approve and next" stays in this queue.
+    remembered = request.GET.copy()
+    remembered.pop("page", None)
+    queue = remembered.urlencode()
+    states = availability_views(page.object_list, clock.now())
+    rows = [
+        {**row, "url": in_queue(item_url(row["id"]), queue), "availability": states[row["id"]]}
+        for row in page.object_list
+    ]
     return render_page(
         request,
         "experience/queue_list.html",
@@ -312,10 +461,19 @@ def _case_context(
             diff = diff_lines(
                 case_lines(previous), case_lines(case), old_label=previous.id, new_label=case.id
             )
+    now = clock.now()
+    citing = skills_citing_case(case)
+    citing_states = availability_views(
+        [{"id": skill.id, "status": skill.status} for skill in citing], now, {case.id: case.title}
+    )
     return {
         "item": case,
         "item_type": "case",
         "case": case,
+        "availability": availability_view(
+            case.status, domain.case_availability(gate_fields(case), now)
+        ),
+        "confidence": confidence_view(case),
         "sections": _sections(case, evidence),
         "evidence_count": len(evidence),
         "checklist": _case_checklist(case, user, reason),
@@ -326,12 +484,15 @@ def _case_context(
         "superseded": superseded,
         "diff": diff,
         "same_incident": [{"case": c, "url": item_url(c.id)} for c in same_incident_cases(case)],
-        "cited_by": [{"skill": s, "url": item_url(s.id)} for s in skills_citing_case(case)],
+        "cited_by": [
+            {"skill": s, "url": item_url(s.id), "availability": citing_states[s.id]} for s in citing
+        ],
         "impacts": _impact_views(stored_impacts(case.id)),
         "can_review": user.has_perm(REVIEW_CASE),
         "can_verify": user.has_perm(VERIFY_EVIDENCE) and case.status == Status.CANDIDATE,
-        "expired": case.valid_to <= clock.now(),
+        "expired": case.valid_to <= now,
         **_case_urls(case),
+        **queue_context(request, case.id),
     }
 
 
@@ -380,7 +541,12 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     view = _evidence_views(case, user)[key]
     item_html = render_to_string(
         "experience/case_detail.html#evidence-item",
-        {"ev": view, "can_verify": True, "check_url": _case_urls(case)["check_url"]},
+        {
+            "ev": view,
+            "can_verify": True,
+            "check_url": _case_urls(case)["check_url"],
+            "swapped": True,
+        },
         request=request,
     )
     # The checklist elsewhere on the page changes too: swap it out of band.
@@ -394,9 +560,9 @@ def case_check(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 def _decision(
     request: HtmxHttpRequest,
-    approve: Callable[..., ReviewOutcome],
-    reject: Callable[..., ReviewOutcome],
-) -> tuple[ReviewOutcome | None, list[Condition]]:
+    approve: Callable[..., Any],
+    reject: Callable[..., Any],
+) -> tuple[Any | None, list[Condition]]:
     """Apply the posted approve/reject decision as the signed-in reviewer; or say what is unmet."""
     form = ReviewForm(request.POST)
     if not form.is_valid():
@@ -406,29 +572,74 @@ def _decision(
         return decide(actor=acting_user(request), reason=form.cleaned_data["reason"]), []
     except ReviewRefused as refused:
         return None, refusal(refused.unmet)
+    except PermissionRefused as refused:
+        return None, refusal([refused.unmet])
+    except ValidationFailure as failure:
+        return None, [Condition(failure.field, failure.message, False)]
+
+
+DECIDED = {
+    "case": _("The case is now %(status)s."),
+    "skill": _("The skill is now %(status)s."),
+    "lesson": _("The lesson is now %(status)s."),
+}
+
+
+@dataclass(frozen=True)
+class ReviewKind:
+    """What differs between reviewing a case, a skill and a lesson; the flow is ``review``'s."""
+
+    name: str
+    template: str
+    approve: Callable[..., Any]
+    reject: Callable[..., Any]
+    context: Callable[..., dict[str, Any]]
+
+
+def review(request: HtmxHttpRequest, item: Case | Skill | Lesson, kind: ReviewKind) -> HttpResponse:
+    """Approve or reject ``item`` with the posted reason; then its page again, or with
+    ``then=next`` the next item of the queue it was opened from (the queue when none is left).
+
+    Refused, the review panel comes back with the unmet conditions (422)."""
+    reason = str(request.POST.get("reason", ""))[:2000]
+    following = None
+    filters, queue = queue_filters_of(str(request.POST.get("queue", "")))
+    then_next = "next" in (request.POST.get("then"), request.GET.get("then"))
+    if then_next:  # read before the decision moves the item out of its queue
+        following = queue_neighbours(
+            filters,
+            item.id,
+            now=clock.now(),
+            tenants=tenants_of(request.user),
+            lessons=request.user.has_perm(VIEW_LESSON),
+        )[1]
+    subject = {kind.name: item}
+    outcome, errors = _decision(
+        request, partial(kind.approve, **subject), partial(kind.reject, **subject)
+    )
+    if outcome is not None:
+        messages.success(request, str(DECIDED[kind.name]) % {"status": gettext(outcome.status)})
+        if not then_next:
+            return finish(request, in_queue(item.get_absolute_url(), queue))
+        if following is None:
+            messages.info(request, gettext("Nothing else waits in this queue."))
+            return finish(request, queue_url(queue))
+        return finish(request, in_queue(item_url(following), queue))
+    item.refresh_from_db()
+    return render_page(
+        request,
+        kind.template,
+        kind.context(request, item, reason=reason, review_errors=errors),
+        partial="review-panel",
+        status=422,
+    )
 
 
 @require_POST
 @console_view(VIEW_CASE, REVIEW_CASE)
 def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = or_404(case_get_visible(digest, acting_user(request)))
-    reason = str(request.POST.get("reason", ""))[:2000]
-    outcome, errors = _decision(
-        request, partial(case_approve, case=case), partial(case_reject, case=case)
-    )
-    if outcome is not None:
-        messages.success(
-            request, gettext("The case is now %(status)s.") % {"status": gettext(outcome.status)}
-        )
-        return finish(request, case.get_absolute_url())
-    case.refresh_from_db()
-    return render_page(
-        request,
-        "experience/case_detail.html",
-        _case_context(request, case, reason=reason, review_errors=errors),
-        partial="review-panel",
-        status=422,
-    )
+    return review(request, case, CASE_REVIEW)
 
 
 # --- skills ------------------------------------------------------------------------------------
@@ -461,15 +672,21 @@ def _skill_context(
     cases = skill_cases(skill)
     cited = [cited_case(case) for case in cases]
     availability = domain.skill_availability(gate_fields(skill), cited, now)
+    titles = {case.id: case.title for case in cases}
     return {
         "item": skill,
         "item_type": "skill",
         "skill": skill,
+        "availability": availability_view(skill.status, availability, titles),
+        "confidence": confidence_view(skill),
         "cases": [
             {
                 "case": case,
                 "url": item_url(case.id),
                 "usable": domain.case_usable(cited_case(case), now),
+                "availability": availability_view(
+                    case.status, domain.case_availability(gate_fields(case), now)
+                ),
                 "same_scope": domain.same_scope(case.scope, skill.scope),
             }
             for case in cases
@@ -477,7 +694,6 @@ def _skill_context(
         "distinct_incidents": domain.distinct_incidents(
             c for c in cited if domain.case_usable(c, now)
         ),
-        "availability": availability,
         "checklist": _skill_checklist(skill, user, reason),
         "review_form": ReviewForm(initial={"reason": reason}),
         "reason": reason,
@@ -487,6 +703,7 @@ def _skill_context(
         "can_review": user.has_perm(REVIEW_CASE),
         "expired": skill.valid_to <= now,
         **_skill_urls(skill),
+        **queue_context(request, skill.id),
     }
 
 
@@ -521,23 +738,15 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @console_view(VIEW_SKILL, REVIEW_CASE)
 def skill_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = or_404(skill_get_visible(digest, acting_user(request)))
-    reason = str(request.POST.get("reason", ""))[:2000]
-    outcome, errors = _decision(
-        request, partial(skill_approve, skill=skill), partial(skill_reject, skill=skill)
-    )
-    if outcome is not None:
-        messages.success(
-            request, gettext("The skill is now %(status)s.") % {"status": gettext(outcome.status)}
-        )
-        return finish(request, skill.get_absolute_url())
-    skill.refresh_from_db()
-    return render_page(
-        request,
-        "experience/skill_detail.html",
-        _skill_context(request, skill, reason=reason, review_errors=errors),
-        partial="review-panel",
-        status=422,
-    )
+    return review(request, skill, SKILL_REVIEW)
+
+
+CASE_REVIEW = ReviewKind(
+    "case", "experience/case_detail.html", case_approve, case_reject, _case_context
+)
+SKILL_REVIEW = ReviewKind(
+    "skill", "experience/skill_detail.html", skill_approve, skill_reject, _skill_context
+)
 
 
 # --- revocation --------------------------------------------------------------------------------

@@ -56,6 +56,106 @@
     input.dispatchEvent(new Event("change", { bubbles: true }));
   });
 
+  // --- review flow: focus after a swap, keyboard shortcuts ------------------------------------
+
+  // After htmx swaps in an error or a confirmation, focus moves to it (and its role="alert" or
+  // role="status" announces it). A swap that only refreshes something (the live checklist, a
+  // list) marks nothing and leaves focus where the reviewer is typing.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail.target;
+    if (target && !target.isConnected && target.id) {
+      target = document.getElementById(target.id);
+    }
+    if (!target || !target.isConnected || target.tagName === "DIALOG") {
+      return;
+    }
+    var spot = target.matches("[role=alert], [data-focus-after-swap]")
+      ? target
+      : target.querySelector("[role=alert], [data-focus-after-swap]");
+    if (!spot) {
+      return;
+    }
+    if (!spot.hasAttribute("tabindex")) {
+      spot.setAttribute("tabindex", "-1");
+    }
+    spot.focus();
+  });
+
+  function typingIn(element) {
+    if (!element || !element.tagName) {
+      return false;
+    }
+    var tag = element.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || element.isContentEditable;
+  }
+
+  // Clicking an evidence item (not one of its controls) focuses it, so "c" knows which one.
+  document.addEventListener("click", function (event) {
+    var evidence = event.target.closest("[data-checkable]");
+    if (evidence && !event.target.closest("a, button, input, textarea, select, label")) {
+      evidence.focus();
+    }
+  });
+
+  function moveInQueue(step) {
+    var items = Array.prototype.slice.call(document.querySelectorAll("[data-queue-item]"));
+    if (items.length === 0) {
+      return false;
+    }
+    var index = items.indexOf(document.activeElement);
+    var next = index < 0 ? (step > 0 ? 0 : items.length - 1) : index + step;
+    if (next >= 0 && next < items.length) {
+      items[next].focus();
+    }
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.isComposing || event.ctrlKey || event.metaKey || event.altKey) {
+      return;
+    }
+    if (typingIn(event.target) || typingIn(document.activeElement)) {
+      return;
+    }
+    var key = event.key;
+    if (key === "?") {
+      var help = document.getElementById("shortcut-help");
+      if (help) {
+        help.open = !help.open;
+        event.preventDefault();
+      }
+      return;
+    }
+    if (event.shiftKey) {
+      return;
+    }
+    if (key === "j" || key === "k") {
+      if (moveInQueue(key === "j" ? 1 : -1)) {
+        event.preventDefault();
+        return;
+      }
+      var link = document.querySelector('[data-shortcut="' + key + '"]');
+      if (link) {
+        event.preventDefault();
+        window.location.assign(link.href);
+      }
+    } else if (key === "c") {
+      var evidence = document.activeElement && document.activeElement.closest("[data-checkable]");
+      var form = evidence && evidence.querySelector("[data-check-form]");
+      if (form) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    } else if (key === "a" || key === "r") {
+      var button = document.querySelector('[data-shortcut-target="' + key + '"]');
+      if (button) {
+        event.preventDefault();
+        button.scrollIntoView({ block: "nearest" });
+        button.focus();
+      }
+    }
+  });
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", showSelectionButtons);
   } else {

@@ -54,7 +54,7 @@ def test_reviewer_checks_evidence_and_approves_with_a_reason(
 
     page.fill("#review-reason", "diagnosis evidence checked; the refresh hypothesis is refuted")
     expect(page.locator("#approval-checklist")).to_contain_text("Every condition is met.")
-    page.get_by_role("button", name="Approve").click()
+    page.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("The case is now approved.")
     expect(page.locator(".page-head .badge-approved")).to_be_visible()
     screen(page, "case-approved")
@@ -72,7 +72,7 @@ def test_approving_ones_own_submission_is_refused_with_the_reason(
     page.locator("#ev-diagnosis-0").get_by_role("button").click()
     expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
     page.fill("#review-reason", "I am sure about my own diagnosis")
-    page.get_by_role("button", name="Approve").click()
+    page.get_by_role("button", name="Approve", exact=True).click()
     alert = page.locator("#review-panel [role=alert]")
     expect(alert).to_contain_text("Someone other than the submitter approves it (four eyes)")
     expect(alert).to_contain_text("own_submission")
@@ -107,7 +107,9 @@ def test_revocation_shows_the_impact_before_and_after(page: Any, memory: dict[st
     assert impact.skills == [skill.id] and impact.runs == ["run-ui-1"]
 
     stored.get_by_role("link", name=skill.title).click()
-    expect(page.locator(".warn")).to_contain_text(f"cited case {case.id} is revoked")
+    expect(page.locator("#unavailable-reason")).to_contain_text(
+        f"cited case “{case.title}” is revoked"
+    )
     screen(page, "skill-unavailable")
     page.get_by_role("link", name="run-ui-1").click()
     expect(page.get_by_role("heading", name="Memory read in this run")).to_be_visible()

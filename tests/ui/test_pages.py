@@ -50,10 +50,15 @@ SEARCH_QUERY = (
 # reads the user's tenant memberships once.
 CASES = [
     ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
-    ("queue", "reviewer", 10, 7, "Coupon refused"),  # +2: scope values for the filters
-    ("case", "reviewer", 17, 16, "Diagnosis"),  # +1: the runs it was drafted from
-    ("candidate", "reviewer", 16, 15, "Approval checklist"),
-    ("skill", "reviewer", 11, 10, "Cited cases"),
+    # The queue: +3, the availability of the approved rows on the page (cases; skills and their
+    # cited cases), read in bulk.
+    ("queue", "reviewer", 13, 10, "Coupon refused"),  # +2: scope values for the filters
+    # Item pages: +1 the neighbours in the queue (j/k, "Approve and next"), +2 the computed
+    # confidence (the item's evidence, run outcomes); a case also +2 the availability of the
+    # skills citing it.
+    ("case", "reviewer", 22, 21, "Diagnosis"),  # +1: the runs it was drafted from
+    ("candidate", "reviewer", 19, 18, "Approval checklist"),
+    ("skill", "reviewer", 14, 13, "Cited cases"),
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
     ("runs", "reviewer", 10, 9, "run-ui-1"),

@@ -226,4 +226,5 @@ def test_skill_page_says_why_it_is_unavailable(
     client.force_login(reviewer)
     html = client.get(_url("skill-detail", memory["skill"])).content.decode()
     assert "badge-unavailable" in html
-    assert f"cited case {memory['cases'][0].id} is revoked" in html
+    # The cited case is named by its title, not its hash.
+    assert f"cited case “{memory['cases'][0].title}” is revoked" in html
