@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test demo lint bench clean
+.PHONY: install run test demo lint bench clean screenshots
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ run: install
 ## Every check: ruff, mypy, pytest on SQLite and then on PostgreSQL
 test: install
 	bash scripts/test.sh
+
+## Screenshots of the main pages with the demo data (1366x900 and 390x844, each checked by
+## axe-core) into docs/screenshots/
+screenshots: install
+	rm -rf test-artifacts/screens/main
+	$(BIN)/pytest -p no:xdist -q tests/browser/test_screenshots.py
+	mkdir -p docs/screenshots
+	cp test-artifacts/screens/main/*.png docs/screenshots/
 
 lint: install
 	$(BIN)/ruff check .
