@@ -7,7 +7,11 @@ citing two cases each, 10k lessons citing cases of their scope, and 1M reference
   (10k references), next to the bare indexed reference lookup of the same items measured in the
   same run, as ratios;
 * p50 of ``retrieve_experience`` with ~100 cases in scope, with 10k lessons (~10 per scope, some
-  in open conflicts) against the same call without reading lessons, interleaved, as a ratio.
+  in open conflicts) against the same call without reading lessons, interleaved, as a ratio;
+* p50/p95 of ``retrieve_experience`` from the retrieval index at ~100 and at 10k cases in one
+  scope (another 10k cases in one store, 110k in all), against the same call ranking every gated
+  item's text (the index switched off) and the bare gated query of the scope;
+* p50/p95 of the context block (``experience_context``) at ~100 in scope, indexed and from texts.
 
 Usage::
 
@@ -32,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+BIG_STORE = "store-big"
+QUERY = "优惠券无法使用 门店范围"
 sys.path.insert(0, str(ROOT))
 
 
@@ -148,6 +154,19 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         "revoked_reason", "superseded_by", "incident", "summary", "observations", "diagnosis",
         "counterevidence", "outcome", "supersedes", "search_text",
     ]  # fmt: skip
+    # One large scope beside the small ones: 10k cases in one store (at --scale 1).
+    n_big = max(1_000, int(10_000 * scale))
+    for i in range(n_big):
+        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": BIG_STORE,
+                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+        title = "".join(rng.sample(words, 3)) + f" big #{i}"
+        content = {"type": "case", "scope": scope, "incident": f"INC-B{i}", "title": title}
+        case_id = domain.content_id(domain.CASE_PREFIX, content)
+        case_rows.append((
+            case_id, *scope.values(), title, valid_from, valid_to, itemids.digest_of(case_id), content,
+            submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
+            f"INC-B{i}", "", [], {}, [], {}, "", title,
+        ))  # fmt: skip
     insert_many(Case._meta.db_table, case_columns, case_rows)
 
     skill_rows, link_rows, skill_ids = [], [], []
@@ -252,9 +271,17 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
          "status", "narrowing", "kept", "resolution", "resolved_reason"],
         [(*row, "", "", "", "") for row in conflict_rows],
     )  # fmt: skip
+    # Bulk inserts skip the write-time indexing that approvals do: index everything at once.
+    from experience import postings
+
+    index_started = time.perf_counter()
+    postings.rebuild()
+    index_seconds = time.perf_counter() - index_started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return {
+        "index_seconds": index_seconds,
+        "big": n_big,
         "cases": n_cases,
         "skills": n_skills,
         "lessons": n_lessons,
@@ -321,9 +348,7 @@ def measure(
         store = f"store-{rng.randrange(data['scopes']):04d}"
         scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
                  "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
-        return retrieve_experience(
-            "优惠券无法使用 门店范围", scope, data["now"], f"bench-{next(counter)}", actor=agent
-        )
+        return retrieve_experience(QUERY, scope, data["now"], f"bench-{next(counter)}", actor=agent)
 
     # With lessons (what retrieval does now) against retrieval as it was before lessons (no
     # lesson read, no confidence), interleaved call by call over the same scopes.
@@ -383,6 +408,71 @@ def measure(
             percentile(untallied_samples, 0.95),
         )
     )
+    results += by_scope_size(data, rng, repeat, agent)
+    return results
+
+
+def _scope(store: str) -> dict[str, str]:
+    return {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
+            "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
+
+
+def by_scope_size(
+    data: dict[str, Any], rng: random.Random, repeat: int, agent: Any
+) -> list[tuple[str, float, float]]:
+    """Retrieval and the context block from the index against ranking every gated text (the
+    index switched off: what retrieval did before it) and the bare gated query, interleaved."""
+    from experience import postings
+    from experience.context_service import experience_context
+    from experience.retrieval import gated_cases, retrieve_experience
+
+    counter = iter(range(10**9))
+
+    def small() -> str:
+        return f"store-{rng.randrange(data['scopes']):04d}"
+
+    def recall(store: Callable[[], str]) -> Callable[[], Any]:
+        return lambda: retrieve_experience(
+            QUERY, _scope(store()), data["now"], f"bench-s-{next(counter)}", actor=agent
+        )
+
+    def context(store: Callable[[], str]) -> Callable[[], Any]:
+        return lambda: experience_context(
+            QUERY, _scope(store()), data["now"], f"bench-c-{next(counter)}", 800, actor=agent
+        )
+
+    def from_texts(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            saved = postings.candidates
+            setattr(postings, "candidates", lambda scope, now, query: None)  # noqa: B010
+            try:
+                return call()
+            finally:
+                setattr(postings, "candidates", saved)  # noqa: B010
+
+        return run
+
+    def bare(store: Callable[[], str]) -> Callable[[], Any]:
+        return lambda: list(gated_cases(_scope(store()), data["now"]).values_list("id", flat=True))
+
+    big = lambda: BIG_STORE  # noqa: E731
+    arms = [
+        ("retrieve_experience, ~100 in scope, indexed", recall(small)),
+        ("  the same ranking every gated text", from_texts(recall(small))),
+        (f"retrieve_experience, {data['big']:,} in scope, indexed", recall(big)),
+        ("  the same ranking every gated text", from_texts(recall(big))),
+        ("  bare gated query of that scope", bare(big)),
+        ("context block, ~100 in scope, indexed", context(small)),
+        ("  the same ranking every gated text", from_texts(context(small))),
+    ]
+    results = []
+    for label, call in arms:
+        for _ in range(3):
+            call()
+        samples = []
+        for _ in range(max(20, repeat // 2)):
+            samples += timed(call, 1)
+        results.append((label, percentile(samples, 0.5), percentile(samples, 0.95)))
     return results
 
 
@@ -406,7 +496,8 @@ def main() -> None:
         data = build(args.scale, rng)
         print(
             f"{vendor}: {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
-            f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s)"
+            f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s), "
+            f"{data['big']:,} more cases in one scope; retrieval index built in {data['index_seconds']:.1f}s"
         )
         rows = measure(data, rng, args.repeat)
         print(f"{'measurement':48} {'p50 ms':>9} {'p95 ms':>9}")
@@ -418,6 +509,19 @@ def main() -> None:
         print(f"retrieval with lessons / without: p50 x{lessons50 / base50:.2f} (target <= 1.3)")
         untallied50 = by_label["  the same without outcome lookups"][0]
         print(f"  without outcome lookups / without lessons: p50 x{untallied50 / base50:.2f}")
+        for index, (label, p50, _p95) in enumerate(rows):
+            if label == "  the same ranking every gated text":
+                indexed = rows[index - 1]
+                print(f"{indexed[0].strip()} / ranking every text: p50 x{indexed[1] / p50:.2f}")
+        big50 = next(
+            p50
+            for label, p50, _ in rows
+            if label.endswith("in scope, indexed") and "~" not in label
+        )
+        bare50 = by_label["  bare gated query of that scope"][0]
+        print(
+            f"retrieval at {data['big']:,} in scope / bare gated query: p50 x{big50 / bare50:.2f}"
+        )
         for kind in ("typical", "hot"):
             bare50, bare95 = by_label[f"bare reference lookup ({kind})"]
             imp50, imp95 = by_label[f"revocation impact ({kind})"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -154,14 +154,17 @@ def _fitted_line(head: str, body: str, room: int) -> str | None:
 
 
 def build_block(
-    candidates: Sequence[Candidate],
+    candidates: Iterable[Candidate],
     *,
     scope: Mapping[str, str],
     now: datetime,
     budget: int,
     threshold: float,
 ) -> Block:
-    """The block of the eligible ``candidates`` (given best first) within ``budget`` tokens."""
+    """The block of the eligible ``candidates`` (given best first) within ``budget`` tokens.
+
+    Candidates are taken in order and no further than the block needs: a lazy iterable is
+    read only as far as the budget reaches."""
     lines: list[str] = []
     taken: list[Candidate] = []
     used = 0

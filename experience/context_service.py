@@ -9,7 +9,7 @@ the caller is recorded as a reader of that run, which lets them report its outco
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -59,18 +59,24 @@ def _validate(query: object, budget: object, now: datetime) -> None:
         raise ValidationFailure("now", "must be timezone-aware")
 
 
-def _rows(ranked: list[tuple[str, str, str]]) -> dict[str, Any]:
-    """``{id: (kind, item, title, text)}`` of the ranked items, read by kind (ranked order)."""
+# The columns the block and the gate read, by kind (the JSON content columns stay unread).
+_GATE = ("status", *domain.SCOPE_FIELDS, "valid_from", "valid_to", "approved_at", "title")
+_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    ItemType.CASE: (Case, (*_GATE, "summary", "search_text")),
+    ItemType.SKILL: (Skill, (*_GATE, "when")),
+    ItemType.LESSON: (Lesson, (*_GATE, "conclusion")),
+}
+# Ranked items are read and scored this many at a time, until the block is full.
+CHUNK = 16
+
+
+def _rows(ranked: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+    """``{id: (kind, item, title, text)}`` of the ranked items, read by kind."""
     read: dict[str, Any] = {}
-    kinds: tuple[tuple[str, Any], ...] = (
-        (ItemType.CASE, Case),
-        (ItemType.SKILL, Skill),
-        (ItemType.LESSON, Lesson),
-    )
-    for kind, model in kinds:
+    for kind, (model, columns) in _COLUMNS.items():
         ids = [item_id for item_id, item_kind, _title in ranked if item_kind == kind]
         if ids:
-            read.update(model.objects.in_bulk(ids))
+            read.update({item.pk: item for item in model.objects.filter(pk__in=ids).only(*columns)})
     rows: dict[str, Any] = {}
     for item_id, kind, _title in ranked:
         item = read[item_id]
@@ -81,6 +87,33 @@ def _rows(ranked: list[tuple[str, str, str]]) -> dict[str, Any]:
         else:
             rows[item_id] = (ItemType.LESSON, item, item.title, item.conclusion)
     return rows
+
+
+def _candidates(
+    ranked: Sequence[tuple[str, str, str]], lessons: Mapping[str, Any], now: datetime
+) -> Iterator[context.Candidate]:
+    """The ranked items as the builder's candidates, best first, read and scored a chunk at a
+    time: the builder stops taking them when the budget is spent, and the rest is never read."""
+    for start in range(0, len(ranked), CHUNK):
+        chunk = ranked[start : start + CHUNK]
+        rows = _rows(chunk)
+        scored = with_confidence(
+            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk], lessons, now
+        )
+        for item in scored:
+            _kind, read, title, text = rows[item["id"]]
+            yield context.Candidate(
+                id=item["id"],
+                type=item["type"],
+                title=title,
+                text=text,
+                gate=gate_fields(read),
+                # The ranking kept only available items (a skill whose cited cases are usable,
+                # a lesson with usable support); the builder checks the gate again.
+                available=True,
+                confidence=item["confidence"],
+                conflict=bool(item.get("conflict")),
+            )
 
 
 def experience_context(
@@ -104,25 +137,7 @@ def experience_context(
 
     lessons = recallable_lessons(exact, now)
     ranked = ranked_items(query, exact, now, lessons)
-    rows = _rows(ranked)
-    scored = with_confidence(
-        [{"id": i, "type": str(rows[i][0])} for i, _, _ in ranked], lessons, now
-    )
-    candidates = [
-        context.Candidate(
-            id=item["id"],
-            type=item["type"],
-            title=rows[item["id"]][2],
-            text=rows[item["id"]][3],
-            gate=gate_fields(rows[item["id"]][1]),
-            # Each read above kept only available items (a skill whose cited cases are usable, a
-            # lesson with usable support); the builder checks the gate again.
-            available=True,
-            confidence=item["confidence"],
-            conflict=bool(item.get("conflict")),
-        )
-        for item in scored
-    ]
+    candidates = _candidates(ranked, lessons, now)
     block = context.build_block(
         candidates, scope=exact, now=now, budget=budget, threshold=context_threshold()
     )

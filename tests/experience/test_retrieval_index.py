@@ -337,3 +337,21 @@ def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], qu
             found.append(postings.Candidate(n, "case", item_id, "", len(raw), len(expanded), *hits))
     ranked = postings.ranked_candidates(found, len(raw_query), len(expanded_query))
     assert ranked == domain.rank_items(query, items, LEXICON)
+
+
+def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
+    operator: User, agent: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experience import context_service
+
+    for n in range(5):
+        make_case(n, Spec(f"优惠券 无法使用 门店 {'coupon ' * n}", 0, "now", True), operator)
+    blocks = []
+    for chunk in (1, 2, 100):
+        monkeypatch.setattr(context_service, "CHUNK", chunk)
+        result = context_service.experience_context(
+            "优惠券无法使用", SCOPE, NOW, f"run-chunk-{chunk}", 2_000, actor=agent
+        )
+        blocks.append((result["block"], result["items"]))
+    assert len(blocks[0][1]) == 5
+    assert blocks[0] == blocks[1] == blocks[2]
