@@ -162,3 +162,25 @@ def test_the_dashboard_counts_the_runs_to_follow_up(
     html = client.get(reverse("home")).content.decode()
     card = html.split('href="' + LIST + '?follow_up=pending"', 1)[1].split("</a>", 1)[0]
     assert '<span class="count">0</span>' in card
+
+
+def test_the_run_page_costs_the_same_queries_for_few_items_or_many(
+    memory: dict[str, Any], reviewer: User, operator: User, client: Client
+) -> None:
+    from tests.ui.factories import approved_case
+
+    client.force_login(reviewer)
+    record_run("run-few", memory["skill"], [memory["cases"][0].id])
+    many = [
+        approved_case(submitter=operator, reviewer=reviewer, incident=f"INC-MANY-{n}").id
+        for n in range(5)
+    ]
+    record_run("run-many", memory["skill"], many)
+    for run_id in ("run-few", "run-many"):
+        client.get(_run_page(run_id))
+    with CaptureQueriesContext(connection) as few:
+        client.get(_run_page("run-few"))
+    with CaptureQueriesContext(connection) as lots:
+        html = client.get(_run_page("run-many")).content.decode()
+    assert html.count('class="item-kind">case</span>') >= 10  # read and cited, each named
+    assert len(few) == len(lots)
