@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Q, QuerySet
 
 from experience.models import Case, Skill, Status
-from investigations.models import Investigation, InvestigationRequest
+from investigations.models import Investigation, InvestigationRequest, RequestState
 from knowledge.models import Document
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -34,6 +34,14 @@ def investigation_request_get(pk: int, user: User | AnonymousUser) -> Investigat
         visible(InvestigationRequest.objects.select_related("investigation__actor"), user)
         .filter(pk=pk)
         .first()
+    )
+
+
+def investigation_requests_pending(user: User | AnonymousUser) -> QuerySet[InvestigationRequest]:
+    """Tickets entered on the console whose runs have not ended, for whoever may see them."""
+    return visible(
+        InvestigationRequest.objects.filter(state__in=[RequestState.QUEUED, RequestState.RUNNING]),
+        user,
     )
 
 

@@ -23,6 +23,7 @@ from investigations.selectors import (
     RECENT,
     investigation_get,
     investigation_request_get,
+    investigation_requests_pending,
     investigations_for,
 )
 from investigations.services import investigation_request
@@ -82,7 +83,11 @@ def _form_page(
     return render_page(
         request,
         "investigations/investigation_form.html",
-        {"form": form, "recent": investigations_for(request.user)[:RECENT]},
+        {
+            "form": form,
+            "recent": investigations_for(request.user)[:RECENT],
+            "pending": investigation_requests_pending(request.user)[:RECENT],
+        },
         partial="investigation-form" if status != 200 else None,
         status=status,
     )

@@ -200,3 +200,17 @@ def test_a_run_that_fails_every_attempt_says_so_and_stops_polling(
     assert queued.error == "RuntimeError: the database went away"
     fragment = client.get(queued.get_absolute_url(), headers=HTMX).content.decode()
     assert POLLING not in fragment and "the database went away" in fragment
+
+
+def test_the_form_page_lists_runs_not_finished_yet(
+    knowledge_base: None, reviewer: User, queued_tasks: None
+) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    queued = InvestigationRequest.objects.get()
+    assert f'href="{queued.get_absolute_url()}"' in client.get(NEW).content.decode()
+
+    investigation_request_run(queued.pk)
+    page = client.get(NEW).content.decode()
+    assert f'href="{queued.get_absolute_url()}"' not in page  # finished: listed as recent
+    assert Investigation.objects.get().get_absolute_url() in page
