@@ -28,6 +28,7 @@ from experience.views import (
     Condition,
     ReviewKind,
     availability_view,
+    availability_views,
     conditions,
     queue_context,
     review,
@@ -78,6 +79,13 @@ def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
     if lesson_type in LESSON_TYPES:
         rows = rows.filter(lesson_type=lesson_type)
     page = paginate(request, rows.order_by("-submitted_at", "id"), LESSONS_PER_PAGE)
+    # The same availability state as the lesson's page and the queue show.
+    page.object_list = list(page.object_list)
+    states = availability_views(
+        [{"id": lesson.id, "status": lesson.status} for lesson in page.object_list], clock.now()
+    )
+    for lesson in page.object_list:
+        lesson.availability = states[lesson.id]
     return render_page(
         request,
         "experience/lesson_list.html",

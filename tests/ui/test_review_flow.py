@@ -20,10 +20,19 @@ from django.utils.html import escape
 from experience import domain, lessons
 from experience.lesson_schema import parse_lesson
 from experience.models import Case, Lesson, Skill, Status
-from experience.services import ReviewRefused, case_approve, case_revoke, evidence_check
+from experience.schema import parse_skill
+from experience.services import (
+    ReviewRefused,
+    case_approve,
+    case_revoke,
+    evidence_check,
+    skill_approve,
+    skill_submit,
+)
+from experience.tools import tool_specs
 from reviewconsole import clock
 from reviewconsole.timeparse import to_utc_iso
-from tests.ui.factories import SCOPE, approved_case, submit_case
+from tests.ui.factories import SCOPE, approved_case, approved_skill, skill_data, submit_case
 
 HTMX = {"HX-Request": "true"}
 
@@ -313,3 +322,37 @@ def test_queue_queries_do_not_grow_with_approved_items(
     for n in range(1, 6):
         approved_case(submitter=operator, reviewer=second_reviewer, incident=f"INC-Q-{n}")
     assert _queries(client, url) == few
+
+
+def test_the_lesson_list_shows_the_same_state_as_the_lesson_page(
+    memory: dict[str, Any], operator: User, reviewer: User, second_reviewer: User, client: Client
+) -> None:
+    case = memory["cases"][0]
+    lesson = _lesson(operator, [case.id])
+    lessons.lesson_approve(lesson=lesson, actor=reviewer, reason="one incident backs it")
+    client.force_login(reviewer)
+    listed = client.get(reverse("experience:lesson-list") + "?status=approved").content.decode()
+    assert "badge-approved" in listed and "approved, unavailable" not in listed
+    case_revoke(case=case, actor=second_reviewer, reason="wrong store")
+    listed = client.get(reverse("experience:lesson-list") + "?status=approved").content.decode()
+    assert "approved, unavailable" in listed and "badge-approved" not in listed
+
+
+def test_case_page_queries_do_not_grow_with_the_skills_citing_it(
+    operator: User, reviewer: User, second_reviewer: User, client: Client
+) -> None:
+    cases = [
+        approved_case(submitter=operator, reviewer=reviewer, incident=f"INC-C-{n}")
+        for n in range(2)
+    ]
+    ids = [c.id for c in cases]
+    client.force_login(reviewer)
+    url = cases[0].get_absolute_url()
+    approved_skill(submitter=operator, reviewer=second_reviewer, case_ids=ids)
+    one = _queries(client, url)
+    for n in range(4):
+        skill, _ = skill_submit(
+            content=parse_skill(skill_data(ids, title=f"Skill {n}"), tool_specs()), actor=operator
+        )
+        skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    assert _queries(client, url) == one
