@@ -53,6 +53,11 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "documents": reverse("knowledge:document-list"),
         "document": reverse("knowledge:document-detail", args=["rule-b", 2]),
         "search": reverse("knowledge:search-preview"),
+        "document_new": reverse("knowledge:document-new"),
+        "document_new_version": reverse("knowledge:document-new-version", args=["rule-b", 2]),
+        "document_checklist": reverse("knowledge:document-checklist", args=["case-a-draft", 1]),
+        "document_review": reverse("knowledge:document-review", args=["case-a-draft", 1]),
+        "document_revoke": reverse("knowledge:document-revoke", args=["rule-b", 2]),
         "audit": reverse("event-list"),
         "audit_csv": reverse("event-export"),
         "case_check": reverse("experience:case-check", args=[_digest(candidate.id)]),
@@ -80,6 +85,12 @@ GET_MATRIX = {
     "documents": (LOGIN, 403, 200, 200, 200),
     "document": (LOGIN, 403, 200, 200, 200),
     "search": (LOGIN, 403, 200, 200, 403),
+    # Operators write documents; reviewers and admins read them.
+    "document_new": (LOGIN, 403, 200, 403, 403),
+    "document_new_version": (LOGIN, 403, 200, 403, 403),
+    "document_checklist": (LOGIN, 403, 302, 302, 302),
+    "document_revoke": (LOGIN, 403, 200, 403, 403),
+    "document_review": (405, 405, 405, 405, 405),
     "audit": (LOGIN, 403, 403, 403, 200),
     "audit_csv": (LOGIN, 403, 403, 403, 200),
     # Admins audit investigations (the list, a stored one, a run in progress) but run none.
@@ -99,6 +110,10 @@ POST_MATRIX = {
     "case_revoke": ({"reason": ""}, (LOGIN, 403, 403, 422, 403)),
     "skill_review": ({"decision": "approve", "reason": ""}, (LOGIN, 403, 403, 422, 403)),
     "skill_revoke": ({"reason": ""}, (LOGIN, 403, 403, 422, 403)),
+    "document_new": ({"title": ""}, (LOGIN, 403, 422, 403, 403)),
+    "document_new_version": ({"title": ""}, (LOGIN, 403, 422, 403, 403)),
+    "document_review": ({"decision": "approve", "reason": ""}, (LOGIN, 403, 422, 403, 403)),
+    "document_revoke": ({"reason": ""}, (LOGIN, 403, 422, 403, 403)),
     "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
 }
 
