@@ -130,10 +130,10 @@ def test_operator_saves_a_new_version_and_previews_search(
     screen(page, "knowledge")
 
     page.get_by_role("link", name="doc:rule-b@2").click()
-    page.get_by_role("link", name="Edit as a new version").click()
+    page.get_by_role("link", name="New version").click()
     page.fill("#id_text", base.text + "\n九月二十日起，外卖渠道同样适用。")
-    page.locator("input[name=_save]").first.click()
-    expect(page.locator(".messagelist")).to_contain_text("Saved doc:rule-b@3 as a draft")
+    page.get_by_role("button", name="Save as a new version").click()
+    expect(page.locator(".messages")).to_contain_text("Saved doc:rule-b@3 as a draft")
 
     page.goto("/knowledge/rule-b/v3/")
     expect(page.locator(".page-head .badge-draft")).to_be_visible()
