@@ -23,10 +23,11 @@ def item_url(text: str) -> str | None:
         return None
 
 
-# Evidence sources that are not items: a thread message (``thread:ID#m3``, or one of its
-# attachments ``thread:ID#m3/attachment-1``) and a run's step (``run:RUN#step-0``). The pages are
+# Evidence sources (and audit targets) that are not items: a thread (``thread:ID``), one of its
+# messages (``thread:ID#m3``) or attachments (``thread:ID#m3/attachment-1``), a run's step
+# (``run:RUN#step-0``). The pages are
 # named by URL name, like the item kinds', since the apps that own them are above this one.
-THREAD_SOURCE = re.compile(r"thread:(?P<thread>[^#/\s]+)#(?P<message>[^/\s]+)(?:/\S*)?")
+THREAD_SOURCE = re.compile(r"thread:(?P<thread>[^#/\s]+)(?:#(?P<message>[^/\s]+)(?:/\S*)?)?")
 RUN_SOURCE = re.compile(r"run:(?P<run>[^#\s]+)(?:#\S*)?")
 THREAD_PAGE = "curation:thread-detail"
 RUN_PAGE = "experience:run-detail"
@@ -43,6 +44,8 @@ def source_url(text: str) -> str | None:
     try:
         if match := THREAD_SOURCE.fullmatch(text):
             page = reverse(THREAD_PAGE, args=[match["thread"]])
+            if match["message"] is None:
+                return page
             return f"{page}#{MESSAGE_ANCHOR.format(match['message'])}"
         if match := RUN_SOURCE.fullmatch(text):
             return reverse(RUN_PAGE, args=[match["run"]])

@@ -52,7 +52,11 @@ def test_a_run_source_opens_the_run() -> None:
     assert source_url("run:run-42#step-0") == reverse("experience:run-detail", args=["run-42"])
 
 
-@pytest.mark.parametrize("text", ["report.pdf", "ticket 42", "thread:", "thread:T-1"])
+def test_a_thread_source_opens_the_thread() -> None:
+    assert source_url("thread:T-1") == reverse("curation:thread-detail", args=["T-1"])
+
+
+@pytest.mark.parametrize("text", ["report.pdf", "ticket 42", "thread:", "thread:#m3"])
 def test_other_sources_show_as_text(text: str) -> None:
     assert source_url(text) is None
     assert "href" not in _render(text)

@@ -85,6 +85,14 @@ def test_a_run_target_links_to_the_run(admin_user: User, client: Client) -> None
     assert f'href="{reverse("experience:run-detail", args=["run-audit-1"])}"' in html
 
 
+def test_a_thread_target_links_to_the_thread(admin_user: User, client: Client) -> None:
+    with transaction.atomic():
+        event_record(actor=admin_user, action=Action.THREAD_IMPORT, target="thread:T-audit")
+    client.force_login(admin_user)
+    html = client.get(LIST).content.decode()
+    assert f'href="{reverse("curation:thread-detail", args=["T-audit"])}"' in html
+
+
 def test_the_page_costs_the_same_queries_for_few_events_or_many(
     operator: User, admin_user: User, client: Client, cases: Any
 ) -> None:
