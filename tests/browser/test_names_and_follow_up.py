@@ -59,6 +59,7 @@ def test_a_run_that_read_a_revoked_case_is_flagged_until_followed_up(
     page.select_option("#id_follow_up", "pending")
     expect(page).to_have_url(re.compile(r"follow_up=pending"))
     expect(page.locator("#run-results")).to_contain_text(RUN)
+    expect(row.locator("button.copy-id").first).to_be_visible()  # shown after the htmx swap too
     screen(page, "runs-to-follow-up")
 
     row.get_by_role("link", name=RUN).click()
