@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -112,10 +114,7 @@ def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
     if not ranked.chosen:
         return _result(NO_MATCH)
 
-    documents = {
-        row["id"]: row
-        for row in Document.objects.filter(pk__in=ranked.chosen).values("id", *_EVIDENCE_FIELDS)
-    }
+    documents = _evidence_rows(ranked.chosen, ranked.versions)
     facts = {k: v for k, v in context.facts.items() if v is not None and v != ""}
 
     evidence = []
@@ -146,9 +145,39 @@ class Ranked:
     chosen: list[int]
     matched: int
     conflicts: list[bool]
+    versions: list[int] = field(default_factory=list)  # of the chosen, as the index holds them
 
 
 NOTHING = Ranked([], 0, [])
+
+
+# The evidence fields of document versions, per process. A version's content never changes (an
+# edit saves a new version; approval and revocation change only flags, and the index, not this,
+# decides what is returned), so a cached row is never stale; the version the index gives is
+# checked against it all the same. Bounded, least recently used first out.
+_evidence_cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+_evidence_lock = threading.Lock()
+EVIDENCE_CACHE_SIZE = 2048
+
+
+def _evidence_rows(ids: list[int], versions: list[int]) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    with _evidence_lock:
+        for document_id, version in zip(ids, versions, strict=True):
+            row = _evidence_cache.get(document_id)
+            if row is not None and row["version"] == version:
+                _evidence_cache.move_to_end(document_id)
+                found[document_id] = row
+    missing = [document_id for document_id in ids if document_id not in found]
+    if missing:
+        rows = Document.objects.filter(pk__in=missing).values("id", *_EVIDENCE_FIELDS)
+        with _evidence_lock:
+            for row in rows:
+                found[row["id"]] = _evidence_cache[row["id"]] = row
+            while len(_evidence_cache) > EVIDENCE_CACHE_SIZE:
+                _evidence_cache.popitem(last=False)
+    return found
+
 
 # One statement, so one snapshot: the scope's packed entries with the stamp of the lexicon the
 # index was computed under (knowledge.lexicon; the current one while none is recorded), and the
@@ -298,6 +327,7 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
         chosen=[int(entries["document_id"][i]) for i in chosen],
         matched=len(fused),
         conflicts=[_in_conflict(entries, gated, i) for i in chosen],
+        versions=[int(entries["version"][i]) for i in chosen],
     )
 
 

@@ -84,10 +84,11 @@ def default_language() -> Iterator[None]:
 def cold_lexicon_cache() -> None:
     """Each test starts with the search's per-process lexicon cache empty, so the queries a test
     counts do not depend on which test ran before it in the same process."""
-    from knowledge import lexicon, postings
+    from knowledge import lexicon, postings, search
 
     postings._lexicon_cache.clear()
     lexicon._cache.clear()
+    search._evidence_cache.clear()  # ids are reused when tests roll back
 
 
 @pytest.fixture(autouse=True)

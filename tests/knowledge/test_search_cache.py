@@ -1,0 +1,73 @@
+"""The evidence rows of returned versions are cached per process; what is returned is still
+decided by the index, so a revocation acts at the next search."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from knowledge import search
+from knowledge.models import Document
+from knowledge.search import KnowledgeContext, search_knowledge
+from knowledge.services import document_revoke, documents_import
+from tests.knowledge.test_postings import BRAND, STORES, TENANT, at, corpus
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def context(operator: User) -> KnowledgeContext:
+    items = corpus(random.Random(5), 12)
+    for item in items:
+        item.update(approved=True, revoked=False, stores=list(STORES), campaign="campaign-p")
+        item.update(
+            valid_from=at(-100).isoformat(), valid_to=None, published_at=at(-100).isoformat()
+        )
+    documents_import(items=items, actor=operator)
+    return KnowledgeContext(
+        tenant=TENANT,
+        brand=BRAND,
+        store=STORES[0],
+        campaign="campaign-p",
+        occurred_at=at(0),
+        known_at=at(0),
+        facts={},
+        limit=4,
+    )
+
+
+QUERY = "优惠券 水果茶 coupon tea"
+
+
+def test_a_repeated_search_reads_only_the_index(
+    context: KnowledgeContext, django_assert_num_queries: Any
+) -> None:
+    first = search_knowledge(QUERY, context)
+    assert first["evidence"]
+    with django_assert_num_queries(1):
+        again = search_knowledge(QUERY, context)
+    assert again == first
+
+
+def test_a_cached_row_of_another_version_is_not_used(context: KnowledgeContext) -> None:
+    first = search_knowledge(QUERY, context)
+    for document_id, row in list(search._evidence_cache.items()):
+        search._evidence_cache[document_id] = {**row, "version": row["version"] + 7, "title": "x"}
+    assert search_knowledge(QUERY, context) == first
+
+
+def test_a_revocation_acts_at_the_next_search(
+    context: KnowledgeContext, operator: User, make_user: Any
+) -> None:
+    from reviewconsole.roles import Role
+
+    first = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    doc_key, version = first[0].removeprefix("doc:").split("@")
+    revoked = Document.objects.get(doc_key=doc_key, version=int(version))
+    document_revoke(document=revoked, actor=make_user("oscar", Role.OPERATOR), reason="test")
+
+    after = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    assert first[0] not in after
