@@ -16,6 +16,12 @@ Usage::
     python bench/bench_api.py                    # 10 x 200 requests per endpoint, 4 threads
     python bench/bench_api.py --requests 200 --rounds 1 --threads 2
     python bench/bench_api.py --database postgres     # created and dropped by the script
+    python bench/bench_api.py --scope-documents 10000 # + 10k documents in the searched scope
+
+With ``--scope-documents N`` the database also holds N documents that pass the gate in one scope
+(plus ~20% the gate rejects), built as ``bench_knowledge.py`` builds its measured scopes and
+indexed as approvals index them; the search requests then ask that scope, rotating through 20
+queries of the same vocabulary.
 """
 
 from __future__ import annotations
@@ -67,6 +73,55 @@ class Endpoint:
 
 PING = Endpoint("GET /api/v1/ping", "GET", "/api/v1/ping")
 SEARCH = Endpoint("POST /api/v1/knowledge/search", "POST", "/api/v1/knowledge/search", SEARCH_BODY)
+SCOPE_STORE = "store-001"  # the measured scope of --scope-documents (bench_knowledge's layout)
+SCOPE_QUERIES = 20
+
+
+def scope_search_bodies(seed: int = 7) -> list[bytes]:
+    """Search bodies asking the scope ``--scope-documents`` fills, with its times."""
+    import random
+
+    import bench_knowledge as bk
+
+    rng = random.Random(seed)
+    return [
+        json.dumps(
+            {
+                "query": bk._query(rng),
+                "tenant": bk.TENANT,
+                "brand": bk.BRAND,
+                "store": SCOPE_STORE,
+                "campaign": bk.CAMPAIGN,
+                "occurred_at": bk.OCCURRED_AT.isoformat(),
+                "known_at": bk.KNOWN_AT.isoformat(),
+                "facts": bk._facts(rng),
+            },
+            ensure_ascii=False,
+        ).encode("utf-8")
+        for _ in range(SCOPE_QUERIES)
+    ]
+
+
+def load_scope(size: int) -> int:
+    """In this process (``DATABASE_URL`` set): ``size`` admitted documents in one scope."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    django.setup()
+    import bench_knowledge as bk
+
+    from knowledge.models import Document
+
+    corpus = bk.Corpus(seed=11)
+    corpus.next_id = (
+        Document.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    ) + 1
+    corpus.build_scope(SCOPE_STORE, size)
+    from django.db import connection
+
+    corpus.finish_loading(connection.vendor)
+    print(f"loaded {corpus.documents:,} documents, {corpus.postings:,} postings", flush=True)
+    return 0
 
 
 @dataclass
@@ -104,6 +159,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="sqlite",
         help="a temporary SQLite file, or a scratch PostgreSQL database created and dropped here",
     )
+    parser.add_argument(
+        "--scope-documents",
+        type=int,
+        default=0,
+        help="also load this many documents into one scope and search it (0: fixtures only)",
+    )
+    parser.add_argument("--load-scope", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--postgres-server",
         default="postgres://postgres@127.0.0.1:5432",
@@ -152,17 +214,41 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout.strip()
 
 
+_bodies: dict[str, list[bytes]] = {}
+_turn = [0]
+
+
 def request_once(port: int, endpoint: Endpoint, headers: dict[str, str]) -> int:
     # Gunicorn's sync workers close every connection after its response, so each request is a
     # new loopback connection, for both endpoints alike.
+    body = endpoint.body
+    rotation = _bodies.get(endpoint.label)
+    if rotation:
+        _turn[0] += 1
+        body = rotation[_turn[0] % len(rotation)]
     connection = http.client.HTTPConnection(HOST, port, timeout=30)
     try:
-        connection.request(endpoint.method, endpoint.path, body=endpoint.body, headers=headers)
+        connection.request(endpoint.method, endpoint.path, body=body, headers=headers)
         response = connection.getresponse()
         response.read()
         return response.status
     finally:
         connection.close()
+
+
+def answered(port: int, headers: dict[str, str]) -> dict[str, int]:
+    """How the rotation's search bodies are answered (so a benchmark of empty answers shows)."""
+    statuses: dict[str, int] = {}
+    for body in _bodies[SEARCH.label]:
+        connection = http.client.HTTPConnection(HOST, port, timeout=30)
+        try:
+            connection.request("POST", SEARCH.path, body=body, headers=headers)
+            reply = json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
+        key = f"{reply.get('status')} ({len(reply.get('evidence', []))} evidence)"
+        statuses[key] = statuses.get(key, 0) + 1
+    return statuses
 
 
 def run_phase(
@@ -252,6 +338,8 @@ def report(label: str, result: Measurement) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.load_scope:
+        return load_scope(args.load_scope)
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     try:
         with scratch_database(args, workdir) as database_url:
@@ -292,6 +380,20 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measu
         token = json.loads(manage(env, "create_token", "agent-7", "--name", "bench", "--json"))[
             "token"
         ]
+        if args.scope_documents:
+            print(f"loading {args.scope_documents:,} documents into one scope ...", flush=True)
+            loaded = subprocess.run(  # noqa: S603 - this interpreter and this script
+                [sys.executable, __file__, "--load-scope", str(args.scope_documents)],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+            if loaded.returncode != 0:
+                raise SystemExit(f"loading the scope failed:\n{loaded.stdout}\n{loaded.stderr}")
+            print(loaded.stdout.strip(), flush=True)
+            _bodies[SEARCH.label] = scope_search_bodies()
         headers = {
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
@@ -315,6 +417,8 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measu
             env=env,
         )
         wait_until_serving(port, headers, server)
+        if _bodies.get(SEARCH.label):
+            print("statuses of the scope's queries:", answered(port, headers), flush=True)
         print(
             f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: {args.threads} threads, "
             f"{args.rounds} x {args.requests} requests per endpoint, "
