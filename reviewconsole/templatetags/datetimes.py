@@ -45,3 +45,20 @@ def time(value: Any, arg: str | None = None) -> str:
 
 # A name of its own, for Python code and for templates that want to be explicit.
 when = date
+
+
+@register.filter(is_safe=False)
+def instant(value: Any, arg: str | None = "Y-m-d H:i:s") -> str:
+    """An instant kept as ISO text (in JSON: a run's context, a search result) shown like any
+    stored datetime: in the console's time zone. Text that is no ISO instant shows as it is."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+        if timezone.is_naive(parsed):
+            return value
+        value = parsed
+    if not isinstance(value, datetime):
+        return "" if value is None else str(value)
+    return date(value, arg)

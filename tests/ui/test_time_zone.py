@@ -8,7 +8,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.template import Context, Template
 from django.urls import reverse
+from django.utils.timezone import override
 
 from reviewconsole.models import Event
 from reviewconsole.timezones import SESSION_KEY
@@ -77,3 +79,19 @@ def test_the_return_address_stays_on_this_site(reviewer: User) -> None:
     response = _choose(client, CHOSEN, next_url="https://elsewhere.example/")
     assert response["Location"] == "/"
     assert _choose(client, CHOSEN, next_url="/runs/")["Location"] == "/runs/"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("2026-10-01T04:00:00Z", "2026-10-01 00:00:00"),
+        ("2026-10-01T12:00:00+08:00", "2026-10-01 00:00:00"),
+        ("2026-10-01T04:00:00", "2026-10-01T04:00:00"),  # no offset: not an instant
+        ("not a time", "not a time"),
+        (None, ""),
+    ],
+)
+def test_instants_kept_as_text_render_in_the_zone_too(text: object, shown: str) -> None:
+    template = Template("{{ value|instant }}")
+    with override(CHOSEN):
+        assert template.render(Context({"value": text})) == shown
