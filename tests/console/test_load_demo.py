@@ -15,9 +15,12 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import mail
 from django.core.management import call_command
 
+from console.demo import demo_replay_report
 from curation.models import NearDuplicate, ReReview, SkillProposal, Thread
+from evaluation.models import ReplayReport
 from experience.models import (
     Case,
     ConflictStatus,
@@ -81,9 +84,17 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert NearDuplicate.objects.filter(status="open").count() == 1
     assert SkillProposal.objects.count() == 1 and ReReview.objects.count() >= 1
     assert Case.objects.filter(submitted_by__username="aar-drafter").count() >= 2
-    # Reviewers have addresses, so revocations notify those who approved.
-    assert User.objects.get(username="ravi").email
+    # Reviewers have addresses, so the revocation notified the reviewer who had approved it.
+    assert any("ravi@example.com" in message.to for message in mail.outbox)
     assert result["url"] is None
+
+
+def test_a_replay_report_is_stored_once() -> None:
+    load()
+    first = demo_replay_report()
+    report = ReplayReport.objects.get()
+    assert report.pk == first and report.tickets > 0 and report.memory == "demo"
+    assert demo_replay_report() == first and ReplayReport.objects.count() == 1
 
 
 def test_everything_is_dated_relative_to_the_day_it_is_loaded() -> None:
