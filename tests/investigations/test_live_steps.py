@@ -214,3 +214,23 @@ def test_the_form_page_lists_runs_not_finished_yet(
     page = client.get(NEW).content.decode()
     assert f'href="{queued.get_absolute_url()}"' not in page  # finished: listed as recent
     assert Investigation.objects.get().get_absolute_url() in page
+
+
+def test_a_poll_costs_six_queries_at_most(
+    knowledge_base: None,
+    reviewer: User,
+    queued_tasks: None,
+    django_assert_max_num_queries: Any,
+) -> None:
+    """Every open page asks once a second: session, user, permissions, the run (and its
+    investigation once stored), nothing per step."""
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    queued = InvestigationRequest.objects.get()
+    url = queued.get_absolute_url()
+    client.get(url, headers=HTMX)
+    with django_assert_max_num_queries(6):
+        client.get(url, headers=HTMX)
+    investigation_request_run(queued.pk)
+    with django_assert_max_num_queries(6):
+        assert POLLING not in client.get(url, headers=HTMX).content.decode()
