@@ -184,3 +184,23 @@ def test_the_run_page_costs_the_same_queries_for_few_items_or_many(
         html = client.get(_run_page("run-many")).content.decode()
     assert html.count('class="item-kind">case</span>') >= 10  # read and cited, each named
     assert len(few) == len(lots)
+
+
+def test_runs_reached_by_revocations_stored_before_follow_ups_existed_start_flagged(
+    revoked: dict[str, Any], reviewer: User
+) -> None:
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from experience.followup_models import RunFollowUp
+    from experience.models import RevocationImpact
+
+    migration = import_module("experience.migrations.0004_run_follow_up")
+    RunFollowUp.objects.all().delete()
+    impact = RevocationImpact.objects.get(item_id=revoked["cases"][0].id)
+    migration.flag_runs_of_stored_impacts(apps, None)
+    flagged = {row.run_id: row for row in RunFollowUp.objects.all()}
+    assert set(flagged) == set(impact.runs) and "run-ui-1" in flagged
+    assert flagged["run-ui-1"].pending
+    assert flagged["run-ui-1"].revoked_items == [revoked["cases"][0].id]
