@@ -356,27 +356,25 @@ def measure(
 
     def without_lessons() -> Any:
         saved = retrieval.recallable_lessons, retrieval.with_confidence
-        setattr(retrieval, "recallable_lessons", lambda scope, now: {})  # noqa: B010
-        setattr(retrieval, "with_confidence", lambda items, lessons, now: items)  # noqa: B010
+        setattr(retrieval, "recallable_lessons", lambda scope, now, outcomes=None: {})  # noqa: B010
+        setattr(retrieval, "with_confidence", lambda items, lessons, now, outcomes=None: items)  # noqa: B010
         try:
             return recall()
         finally:
             setattr(retrieval, "recallable_lessons", saved[0])  # noqa: B010
             setattr(retrieval, "with_confidence", saved[1])  # noqa: B010
 
-    from experience import lesson_selectors
+    from experience import outcome_selectors
 
     def without_outcome_tallies() -> Any:
         # The same call with the outcome counts taken as none: what reading lessons and
-        # computing confidence cost apart from the outcome lookups.
-        saved = getattr(lesson_selectors, "outcome_tallies", None)
-        if saved is None:
-            return recall()
-        setattr(lesson_selectors, "outcome_tallies", lambda ids, now=None: {})  # noqa: B010
+        # computing confidence cost apart from the outcome lookup.
+        saved = outcome_selectors.outcome_tallies
+        setattr(outcome_selectors, "outcome_tallies", lambda ids, now=None: {})  # noqa: B010
         try:
             return recall()
         finally:
-            setattr(lesson_selectors, "outcome_tallies", saved)  # noqa: B010
+            setattr(outcome_selectors, "outcome_tallies", saved)  # noqa: B010
 
     for _ in range(5):
         recall()

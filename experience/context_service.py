@@ -17,9 +17,11 @@ from django.conf import settings
 from django.db import transaction
 
 from experience import context, domain
+from experience import postings as experience_postings
 from experience.lesson_selectors import recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Lesson, Skill
-from experience.retrieval import MAX_QUERY, ranked_items
+from experience.outcome_selectors import OutcomeBatch
+from experience.retrieval import MAX_QUERY, OUTCOMES_AHEAD, ranked_from
 from experience.run_readers import reader_record
 from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
@@ -90,7 +92,10 @@ def _rows(ranked: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
 
 
 def _candidates(
-    ranked: Sequence[tuple[str, str, str]], lessons: Mapping[str, Any], now: datetime
+    ranked: Sequence[tuple[str, str, str]],
+    lessons: Mapping[str, Any],
+    now: datetime,
+    outcomes: OutcomeBatch,
 ) -> Iterator[context.Candidate]:
     """The ranked items as the builder's candidates, best first, read and scored a chunk at a
     time: the builder stops taking them when the budget is spent, and the rest is never read."""
@@ -98,7 +103,7 @@ def _candidates(
         chunk = ranked[start : start + CHUNK]
         rows = _rows(chunk)
         scored = with_confidence(
-            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk], lessons, now
+            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk], lessons, now, outcomes
         )
         for item in scored:
             _kind, read, title, text = rows[item["id"]]
@@ -135,9 +140,14 @@ def experience_context(
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
     require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
-    lessons = recallable_lessons(exact, now)
-    ranked = ranked_items(query, exact, now, lessons)
-    candidates = _candidates(ranked, lessons, now)
+    found = experience_postings.candidates(exact, now, query)
+    ahead = []
+    if found is not None and len(found.items) <= OUTCOMES_AHEAD:
+        ahead = [c.item_id for c in found.items if c.kind != ItemType.LESSON]
+    outcomes = OutcomeBatch(now, ahead)
+    lessons = recallable_lessons(exact, now, outcomes)
+    ranked = ranked_from(found, query, exact, now, lessons)
+    candidates = _candidates(ranked, lessons, now, outcomes)
     block = context.build_block(
         candidates, scope=exact, now=now, budget=budget, threshold=context_threshold()
     )

@@ -26,7 +26,7 @@ from experience.models import (
     Status,
 )
 from experience.outcome_selectors import NONE as NO_OUTCOMES
-from experience.outcome_selectors import Tally, outcome_tallies
+from experience.outcome_selectors import OutcomeBatch, Tally, outcome_tallies
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.tenancy import tenants_of
@@ -307,12 +307,15 @@ def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...
     return converted
 
 
-def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Recallable]:
+def recallable_lessons(
+    scope: Mapping[str, str], now: datetime, outcomes: OutcomeBatch | None = None
+) -> dict[str, Recallable]:
     """Lessons retrieval may return: past the gate, available, and at or above the confidence
     threshold, or below it but in an unresolved conflict (returned flagged, never settled).
 
     One query: the cited cases of the gated lessons, each row with its lesson's fields and
-    whether the lesson is in an open conflict.
+    whether the lesson is in an open conflict; their outcomes through ``outcomes`` when the
+    caller batches them with the items it will ask about next.
     """
     rows = _recall_rows(scope, now)
     lessons: dict[str, tuple[Any, ...]] = {}
@@ -327,7 +330,8 @@ def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Rec
         if relation == LessonRelation.SUPPORTS and status == Status.APPROVED:
             approvals[lesson_id].append(approved)
     config = confidence_settings()
-    outcomes = outcome_tallies(list(lessons), now)
+    batch = outcomes or OutcomeBatch(now)
+    tallies = batch.tallies(lessons)
     found = {}
     for lesson_id, (title, text, lesson_type, conclusion, approved_at, conflict) in sorted(
         lessons.items()
@@ -341,7 +345,7 @@ def recallable_lessons(scope: Mapping[str, str], now: datetime) -> dict[str, Rec
             [approved_at, *approvals[lesson_id]],
             now,
             config,
-            outcomes.get(lesson_id, NO_OUTCOMES),
+            tallies.get(lesson_id, NO_OUTCOMES),
         )
         if score.value < config.threshold and not conflict:
             continue
@@ -359,14 +363,17 @@ def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
 
 
 def with_confidence(
-    items: list[dict[str, Any]], lessons: Mapping[str, Recallable], now: datetime
+    items: list[dict[str, Any]],
+    lessons: Mapping[str, Recallable],
+    now: datetime,
+    outcomes: OutcomeBatch | None = None,
 ) -> list[dict[str, Any]]:
     """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
     ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
     cases' distinct incidents (docs/contracts.md, Lessons)."""
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
-    scores = item_confidences(case_ids, skill_ids, now)
+    scores = item_confidences(case_ids, skill_ids, now, outcomes)
     out = []
     for item in items:
         lesson = lessons.get(item["id"])
@@ -384,12 +391,12 @@ def with_confidence(
 
 
 def item_confidences(
-    case_ids: list[str], skill_ids: list[str], now: datetime
+    case_ids: list[str], skill_ids: list[str], now: datetime, batch: OutcomeBatch | None = None
 ) -> dict[str, ld.Confidence]:
     """The confidence of each case and skill (the console shows it with its inputs)."""
     config = confidence_settings()
     scores: dict[str, ld.Confidence] = {}
-    outcomes = outcome_tallies([*case_ids, *skill_ids], now)
+    outcomes = (batch or OutcomeBatch(now)).tallies([*case_ids, *skill_ids])
     # A case is one incident whatever incident merges say, so its own row is enough.
     for case_id, status, incident, valid_from, valid_to, approved_at, *scope in (
         Case.objects.filter(pk__in=case_ids)

@@ -91,3 +91,25 @@ def _aware(value: Any) -> datetime | None:
     if parsed is not None and parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
+
+
+class OutcomeBatch:
+    """Outcome tallies for one call that asks several times (retrieval: the scope's lessons, then
+    the returned cases and skills): the first question also reads the ids given ``ahead``, so a
+    later question about them is answered from memory instead of another statement."""
+
+    def __init__(self, now: datetime | None, ahead: Iterable[str] = ()) -> None:
+        self.now = now
+        self._ahead: list[str] | None = list(ahead)
+        self._known: dict[str, Tally] = {}
+        self._read: set[str] = set()
+
+    def tallies(self, item_ids: Iterable[str]) -> dict[str, Tally]:
+        ids = list(dict.fromkeys(item_ids))
+        missing = [i for i in ids if i not in self._read]
+        ahead, self._ahead = self._ahead or [], None
+        if missing:
+            wanted = list(dict.fromkeys([*missing, *ahead]))
+            self._known.update(outcome_tallies(wanted, self.now))
+            self._read.update(wanted)
+        return {i: self._known[i] for i in ids if i in self._known}

@@ -13,6 +13,7 @@ from experience import domain
 from experience import postings as experience_postings
 from experience.lesson_selectors import Recallable, recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Skill, SkillCase, Status
+from experience.outcome_selectors import OutcomeBatch
 from experience.postings import skill_text
 from experience.run_readers import reader_record
 from experience.services import references_record, validate_run_id
@@ -31,6 +32,8 @@ DEFAULT_LIMIT = 3
 MAX_LIMIT = 20
 MAX_QUERY = 2_000
 USE_REFUSED = "retrieving experience needs the agent or reviewer role"
+# Up to this many candidates have their outcomes read with the lessons' (one statement).
+OUTCOMES_AHEAD = 256
 
 
 def _validate(query: object, limit: object, now: datetime) -> None:
@@ -94,10 +97,17 @@ def retrieve_experience(
         return {"status": FALLBACK, "missing": missing, "items": []}
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
 
-    lessons = recallable_lessons(exact, now)
-    ranked = ranked_items(query, exact, now, lessons)[:limit]
+    found = experience_postings.candidates(exact, now, query)
+    # One outcome statement per call: the lessons' outcomes are read together with those of the
+    # cases and skills that may be returned (the candidates, when they are few).
+    ahead = []
+    if found is not None and len(found.items) <= OUTCOMES_AHEAD:
+        ahead = [c.item_id for c in found.items if c.kind != ItemType.LESSON]
+    outcomes = OutcomeBatch(now, ahead)
+    lessons = recallable_lessons(exact, now, outcomes)
+    ranked = ranked_from(found, query, exact, now, lessons)[:limit]
     items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
-    items = with_confidence(items, lessons, now)
+    items = with_confidence(items, lessons, now, outcomes)
     if items:
         with transaction.atomic():
             references_record(
@@ -118,7 +128,19 @@ def ranked_items(
     """``(id, kind, title)`` of every item of ``scope`` past the gate that shares a token with
     ``query``, ranked as ``experience.domain.rank_items`` ranks their texts: cases, skills whose
     cited cases are usable, and the recallable ``lessons``."""
-    found = experience_postings.candidates(scope, now, query)
+    return ranked_from(
+        experience_postings.candidates(scope, now, query), query, scope, now, lessons
+    )
+
+
+def ranked_from(
+    found: experience_postings.Found | None,
+    query: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    lessons: Mapping[str, Recallable],
+) -> list[tuple[str, str, str]]:
+    """:func:`ranked_items` from candidates already read (None: rank from the texts)."""
     if found is None:
         return _ranked_from_texts(query, scope, now, lessons)
     skill_ids = [c.item_id for c in found.items if c.kind == ItemType.SKILL]

@@ -355,3 +355,20 @@ def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
         blocks.append((result["block"], result["items"]))
     assert len(blocks[0][1]) == 5
     assert blocks[0] == blocks[1] == blocks[2]
+
+
+def test_a_retrieval_reads_outcomes_in_one_statement(operator: User, agent: User) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from experience.retrieval import retrieve_experience
+
+    first = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    second = make_case(2, Spec("优惠券 门店", 0, "now", True), operator)
+    # Two supporting incidents: confidence above the lessons' threshold.
+    make_lesson(1, Spec("优惠券 无法使用 门店", 0, "now", True), [first, second], operator)
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve_experience("优惠券无法使用", SCOPE, NOW, "run-once", actor=agent)
+    assert {item["type"] for item in result["items"]} == {"case", "lesson"}
+    outcome_reads = [q for q in queries.captured_queries if "runoutcome" in q["sql"]]
+    assert len(outcome_reads) == 1
