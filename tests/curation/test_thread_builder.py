@@ -140,3 +140,17 @@ def test_the_preview_sits_beside_the_form_and_its_buttons_submit_the_form(
     buttons = re.findall(r"<button[^>]*>", html[aside:])
     assert buttons and all('form="candidate-form"' in b for b in buttons[:2])
     assert Thread.objects.count() == 1
+
+
+def test_later_counterevidence_entries_fold_away_until_they_hold_something(
+    operator: User, client: Client, at_now: datetime
+) -> None:
+    threads.thread_import(data=thread_json(), actor=operator)
+    client.force_login(operator)
+    html = client.get(reverse("curation:thread-detail", args=[THREAD_ID])).content.decode()
+    entries = re.findall(r'<details class="counter-entry"( open)?>', html)
+    assert entries == [" open", "", ""]
+    preview = reverse("curation:thread-preview", args=[THREAD_ID])
+    html = client.post(preview, build_post(**{"counter-3-hypothesis": "券已过期"})).content
+    entries = re.findall(r'<details class="counter-entry"( open)?>', html.decode())
+    assert entries == [" open", "", " open"]
