@@ -275,7 +275,9 @@ def queue_url(queue: str) -> str:
 def queue_context(request: HtmxHttpRequest, item_id: str) -> dict[str, Any]:
     """The previous and next item of the queue this page was opened from (j and k, and
     "Approve and next"); the queue of candidates when the page names none."""
-    filters, queue = queue_filters_of(str(request.GET.get("queue", "")))
+    # A refused decision renders the panel again from the POST: it keeps the queue it came from.
+    carried = request.GET.get("queue") or request.POST.get("queue") or ""
+    filters, queue = queue_filters_of(str(carried))
     previous, following = queue_neighbours(
         filters,
         item_id,

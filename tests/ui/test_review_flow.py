@@ -356,3 +356,20 @@ def test_case_page_queries_do_not_grow_with_the_skills_citing_it(
         )
         skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     assert _queries(client, url) == one
+
+
+def test_a_refused_decision_keeps_the_queue_it_came_from(
+    three_candidates: list[Case], reviewer: User, client: Client
+) -> None:
+    client.force_login(reviewer)
+    query = "kind=case&sort=title"
+    order = _queue_ids(client, query)
+    refused = client.post(
+        reverse("experience:case-review", args=[order[0]]),
+        {"decision": "approve", "reason": "", "queue": query, "then": "next"},
+        headers=HTMX,
+    )
+    assert refused.status_code == 422
+    body = refused.content.decode()
+    assert f'name="queue" value="{escape(query)}"' in body
+    assert re.search(rf'href="[^"]*{order[1]}[^"]*" rel="next"', body)
