@@ -1,7 +1,8 @@
 """A status, kind or outcome shown as a badge: ``{{ case.status|badge }}``.
 
 The one place that writes the badge markup: the class names the value (console.css colours
-``badge-<value>``), the text is the value translated.
+``badge-<value>``), the text is the value translated; a code of several words
+(``needs_review``) reads as words, the code itself in the tooltip.
 """
 
 from __future__ import annotations
@@ -17,4 +18,10 @@ register = template.Library()
 @register.filter
 def badge(value: object) -> SafeString:
     text = str(value)
-    return format_html('<span class="badge badge-{}">{}</span>', text, gettext(text))
+    if "_" not in text:
+        return format_html('<span class="badge badge-{}">{}</span>', text, gettext(text))
+    # A machine code (``needs_review``): words for people, the code on hover.
+    shown = gettext(text)
+    if shown == text:
+        shown = text.replace("_", " ")
+    return format_html('<span class="badge badge-{}" title="{}">{}</span>', text, text, shown)

@@ -19,3 +19,12 @@ def test_the_class_names_the_value_and_the_text_translates_it() -> None:
 def test_the_value_is_escaped() -> None:
     html = _render('x"><script>')
     assert "<script>" not in html and "&quot;&gt;&lt;script&gt;" in html
+
+
+def test_a_code_of_several_words_reads_as_words_with_the_code_on_hover() -> None:
+    assert _render("needs_review") == (
+        '<span class="badge badge-needs_review" title="needs_review">needs review</span>'
+    )
+    with translation.override("zh-hans"):
+        html = _render("needs_review")
+    assert 'title="needs_review"' in html and ">needs_review<" not in html
