@@ -463,15 +463,17 @@ def by_scope_size(
         ("context block, ~100 in scope, indexed", context(small)),
         ("  the same ranking every gated text", from_texts(context(small))),
     ]
-    results = []
-    for label, call in arms:
+    for _label, call in arms:
         for _ in range(3):
             call()
-        samples = []
-        for _ in range(max(20, repeat // 2)):
-            samples += timed(call, 1)
-        results.append((label, percentile(samples, 0.5), percentile(samples, 0.95)))
-    return results
+    samples: list[list[float]] = [[] for _ in arms]
+    for _ in range(max(20, repeat // 2)):  # interleaved, arm by arm, round by round
+        for index, (_label, call) in enumerate(arms):
+            samples[index] += timed(call, 1)
+    return [
+        (label, percentile(taken, 0.5), percentile(taken, 0.95))
+        for (label, _call), taken in zip(arms, samples, strict=True)
+    ]
 
 
 def main() -> None:
