@@ -145,6 +145,7 @@ class Browser:
     """A minimal cookie-keeping client on one keep-alive connection."""
 
     def __init__(self, port: int) -> None:
+        self.port = port
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.cookies: dict[str, str] = {}
 
@@ -159,8 +160,16 @@ class Browser:
         if self.cookies:
             all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         began = time.perf_counter()
-        self.conn.request(method, path, body=body, headers=all_headers)
-        response = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=body, headers=all_headers)
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The server closed the idle keep-alive connection (gunicorn's keepalive is 2 s): a
+            # browser opens a new one and sends the request again, and so do we, once, timed.
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            self.conn.request(method, path, body=body, headers=all_headers)
+            response = self.conn.getresponse()
         data = response.read()
         elapsed = (time.perf_counter() - began) * 1000
         for header, value in response.getheaders():
@@ -253,7 +262,13 @@ def reviewer(
             return
         think(rng, think_ms)
         path = pages[n % len(pages)]
-        status, _, ms = browser.request("GET", path)
+        began = time.perf_counter()
+        try:
+            status, _, ms = browser.request("GET", path)
+        except (OSError, http.client.HTTPException) as exc:
+            ms = (time.perf_counter() - began) * 1000
+            samples.add(ms, False, f"GET {path} -> {type(exc).__name__}")
+            continue
         samples.add(ms, status == 200, f"GET {path} -> {status}")
 
 
@@ -277,7 +292,13 @@ def agent(
             path = "/api/v1/experience/retrieve"
         else:
             body, path = SEARCH, "/api/v1/knowledge/search"
-        status, _, ms = browser.request("POST", path, json.dumps(body).encode(), headers)
+        began = time.perf_counter()
+        try:
+            status, _, ms = browser.request("POST", path, json.dumps(body).encode(), headers)
+        except (OSError, http.client.HTTPException) as exc:
+            ms = (time.perf_counter() - began) * 1000
+            samples.add(ms, False, f"POST {path} -> {type(exc).__name__}")
+            continue
         samples.add(ms, status == 200, f"POST {path} -> {status}")
 
 
