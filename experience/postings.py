@@ -206,12 +206,11 @@ def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
         by_kind.setdefault(entry.kind, []).append(entry)
     for kind_name, group in by_kind.items():
         kind = KINDS[kind_name]
-        texts = {
-            row[0]: row[1:]
-            for row in kind.model()
-            .objects.filter(pk__in=[e.item_id for e in group])
-            .values_list("pk", *kind.columns)
-        }
+        texts: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(group), 900):
+            chunk = [e.item_id for e in group[start : start + 900]]
+            rows = kind.model().objects.filter(pk__in=chunk).values_list("pk", *kind.columns)
+            texts.update((row[0], row[1:]) for row in rows)
         for entry in group:
             columns = texts.get(entry.item_id)
             if columns is None:
