@@ -24,7 +24,7 @@ QUALITY = (
     ("necessary_followups", "necessary\nquestions"),
     ("unnecessary_followups", "unnecessary\nquestions"),
 )
-COST = (("tool_calls", "tool calls"),)
+COST = (("tool_calls", "tool\ncalls"), ("calls_to_cause", "calls to\ncause"))
 WITH_COLOUR = "#2f6f4f"
 WITHOUT_COLOUR = "#b0b7bf"
 BAR = 0.38
@@ -54,7 +54,7 @@ def render_chart(
 ) -> bytes:
     figure = Figure(figsize=(8.0, 3.6), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
-    quality, cost = figure.subplots(1, 2, width_ratios=[5, 1.4])
+    quality, cost = figure.subplots(1, 2, width_ratios=[5, 2.2])
     _bars(quality, QUALITY, with_memory, without_memory)
     _bars(cost, COST, with_memory, without_memory)
     quality.set_ylabel("count over all tickets")

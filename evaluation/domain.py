@@ -417,6 +417,10 @@ WITHOUT = "without_memory"
 
 # Kinds of tool call, counted separately so memory's own cost stays visible.
 CALL_KINDS = ("memory", "skill", "knowledge", "config")
+# The tool calls one investigation of a ticket may make (the runner's budget in a replay). Calls
+# to the true cause are counted up to the call that established it; an arm that never
+# establishes it is counted at this budget, as if it had spent every call without finding it.
+CALL_BUDGET = 8
 
 
 @dataclass(frozen=True)
@@ -454,6 +458,9 @@ class Score:
     necessary_followups: tuple[str, ...]
     unnecessary_followups: tuple[str, ...]
     tool_calls: int
+    # Tool calls until the true cause was established (the claim is the investigation's last
+    # act, so every call it made); None when it never was.
+    calls_to_cause: int | None = None
 
     def counts(self) -> dict[str, int]:
         return {
@@ -463,6 +470,7 @@ class Score:
             "necessary_followups": len(self.necessary_followups),
             "unnecessary_followups": len(self.unnecessary_followups),
             "tool_calls": self.tool_calls,
+            "calls_to_cause": CALL_BUDGET if self.calls_to_cause is None else self.calls_to_cause,
         }
 
 
@@ -473,6 +481,7 @@ METRICS = (
     "necessary_followups",
     "unnecessary_followups",
     "tool_calls",
+    "calls_to_cause",
 )
 
 
@@ -493,7 +502,28 @@ def score(investigation: Investigation, truth: Truth) -> Score:
         necessary_followups=tuple(q for q in asked if q in truth.followups),
         unnecessary_followups=tuple(q for q in asked if q not in truth.followups),
         tool_calls=investigation.tool_calls,
+        calls_to_cause=investigation.tool_calls
+        if claim is not None and claim == truth.cause
+        else None,
     )
+
+
+def paired_calls_to_cause(pairs: Iterable[tuple[Score, Score]]) -> dict[str, int]:
+    """Calls to the true cause over the tickets whose cause both arms established: the
+    like-for-like comparison, free of the budget that counts a cause never found."""
+    found = [
+        (a, b) for a, b in pairs if a.calls_to_cause is not None and b.calls_to_cause is not None
+    ]
+    return {
+        "tickets": len(found),
+        WITH: sum(a.calls_to_cause or 0 for a, _ in found),
+        WITHOUT: sum(b.calls_to_cause or 0 for _, b in found),
+    }
+
+
+def wrong_causes_from_memory(pairs: Iterable[tuple[Score, Score]]) -> int:
+    """Tickets where the arm with memory claimed a wrong cause and the arm without did not."""
+    return sum(1 for a, b in pairs if a.wrong_cause and not b.wrong_cause)
 
 
 def totals(scores: Iterable[Score]) -> dict[str, int]:

@@ -5,10 +5,11 @@ configuration through the ticket's ``answers``. It never reads the ticket's grou
 
 The policy is honest. It claims a cause only when evidence supports one: a rule mismatch
 supports "the rules do not cover this purchase" (docs/contracts.md, Statuses), and a fault
-read in the live configuration supports the cause that fault names. Memory changes which configuration it reads
-and in what order; a skill's ``needs_review`` is a lead, never a cause, and a ``fallback``
-leaves the ordinary path to decide. "It works after a refresh" resolves a ticket but explains
-nothing, so it is never claimed as a cause.
+read in the live configuration supports the cause that fault names. Memory is consulted only
+when the knowledge base's rules leave the failure unexplained, in one call for the context block
+(``experience_context``): its case lines are leads that change which configuration is read and
+in what order, never a cause. "It works after a refresh" resolves a ticket but explains nothing,
+so it is never claimed as a cause.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 from evaluation.domain import (
     AWAITING_CUSTOMER,
+    CALL_BUDGET,
     CALL_KINDS,
     CAMPAIGN_RULES_CHECK,
     CLAIMED,
@@ -35,8 +37,8 @@ from evaluation.domain import (
     Ticket,
     check_kind,
 )
+from experience.context import CONFLICT_MARK
 from investigations.declarations import (
-    MEMORY_DECLARATIONS,
     RETRIEVE_EXPERIENCE,
     RUN_SKILL,
     SEARCH_DECLARATION,
@@ -71,6 +73,8 @@ NO_MATCH = "no_match"
 NEEDS_REVIEW = "needs_review"
 MEMORY_OK = "ok"
 DECIDED = frozenset({RETRIEVED, CONFLICTING_SOURCES, NO_MATCH})
+# The context block's token budget in a replay: room for a few items, as an agent would ask.
+CONTEXT_BUDGET = 600
 
 # Re-searching after the customer answered; more rounds than this means the rules keep asking
 # for facts the ticket cannot give.
@@ -90,6 +94,10 @@ CLIENT_CACHE_TERMS = ("缓存", "刷新", "cache", "refresh")
 
 
 class Tools(Protocol):
+    def experience_context(
+        self, query: str, scope: Mapping[str, str], now: datetime
+    ) -> Mapping[str, Any]: ...
+
     def retrieve_experience(
         self, query: str, scope: Mapping[str, str], now: datetime
     ) -> Mapping[str, Any]: ...
@@ -140,6 +148,33 @@ def lead_from_case(case: Mapping[str, Any]) -> Lead:
         checks=checks,
         defers_client_retry=any(term in refuted for term in CLIENT_CACHE_TERMS),
     )
+
+
+def lead_from_line(case_id: str, line: str) -> Lead:
+    """A case of the context block as a lead, read from its line (title and summary): the
+    configuration its words point at, and whether it tells of a cache suspicion that was set
+    aside (the block carries only reviewed cases, so a cache it mentions was not the cause)."""
+    text = line.lower()
+    return Lead(
+        case_id=case_id,
+        checks=tuple(check for terms, check in LEAD_TERMS if any(term in text for term in terms)),
+        defers_client_retry=any(term in text for term in CLIENT_CACHE_TERMS),
+    )
+
+
+def block_leads(block: Mapping[str, Any]) -> list[Lead]:
+    """The case items of a context block (best first) as leads; skills and lessons are not
+    read for configuration, and a case in an unresolved conflict is no lead."""
+    lines = str(block.get("block") or "").splitlines()
+    leads = []
+    for item in block.get("items") or []:
+        case_id = str(item.get("id", ""))
+        if item.get("type") != "case" or not case_id:
+            continue
+        line = next((line for line in lines if f" {case_id} " in f"{line} "), "")
+        if line and CONFLICT_MARK not in line.split(case_id, 1)[1].split()[1:2]:
+            leads.append(lead_from_line(case_id, line))
+    return leads
 
 
 def plan_checks(status: str, leads: Sequence[Lead]) -> list[str]:
@@ -204,7 +239,6 @@ def investigate(
     if provider is not None:
         return _through_runner(ticket, tools, with_memory=with_memory, provider=provider)
     record = _Record()
-    leads = _consult_memory(ticket, tools, record) if with_memory else []
     facts = dict(ticket.facts)
     result = _search(ticket, tools, record, facts)
     if result is None:
@@ -217,6 +251,9 @@ def investigate(
     if status not in (RETRIEVED, CONFLICTING_SOURCES):
         # Nothing in the knowledge base speaks to this ticket: hand it on, claim nothing.
         return record.finish(ESCALATED)
+    # The rules leave the failure unexplained: only now is memory worth its call. The context
+    # block gives the reviewed leads of the scope in one call; they order the checks that follow.
+    leads = _consult_memory(ticket, tools, record) if with_memory else []
     return _follow_plan(ticket, record, status, leads)
 
 
@@ -245,53 +282,21 @@ def _follow_plan(
 
 
 def _consult_memory(ticket: Ticket, tools: Tools, record: _Record) -> list[Lead]:
-    retrieved = tools.retrieve_experience(ticket.text, ticket.scope, ticket.known_at)
+    block = tools.experience_context(ticket.text, ticket.scope, ticket.known_at)
     record.calls["memory"] += 1
-    items = list(retrieved.get("items") or [])
+    items = list(block.get("items") or [])
     record.step(
         "memory",
-        "retrieve_experience",
-        str(retrieved.get("status")),
+        "experience_context",
+        str(block.get("status")),
         ", ".join(str(item.get("id")) for item in items),
     )
-    if retrieved.get("status") != MEMORY_OK:
+    if block.get("status") != MEMORY_OK:
         return []
-    lead_ids: list[str] = []
-    skill_run = False
-    for item in items:
-        if item.get("type") == "case":
-            lead_ids.append(str(item["id"]))
-        elif item.get("type") == "skill" and not skill_run:
-            skill_run = True
-            lead_ids += _run_top_skill(ticket, tools, record, str(item["id"]))
-    leads = []
-    for case_id in dict.fromkeys(lead_ids):
-        case = tools.read_case(case_id)
-        record.calls["memory"] += 1
-        if case is not None:
-            lead = lead_from_case(case)
-            leads.append(lead)
-            record.step("lead", case_id, "read", ", ".join(lead.checks))
+    leads = block_leads(block)
+    for lead in leads:
+        record.step("lead", lead.case_id, "read", ", ".join(lead.checks))
     return leads
-
-
-def _run_top_skill(ticket: Ticket, tools: Tools, record: _Record, skill_id: str) -> list[str]:
-    result = tools.run_skill(
-        skill_id,
-        ticket.scope,
-        occurred_at=ticket.occurred_at,
-        known_at=ticket.known_at,
-        facts=ticket.facts,
-        now=ticket.known_at,
-    )
-    record.calls["skill"] += int(result.get("tool_calls") or 0)
-    status = str(result.get("status"))
-    record.step("skill", skill_id, status, str(result.get("reason", "")))
-    if status != NEEDS_REVIEW:
-        return []
-    if any(obs.get("status") in DECIDED for obs in result.get("observations") or []):
-        record.check(CAMPAIGN_RULES_CHECK)
-    return [str(case_id) for case_id in result.get("cases") or []]
 
 
 def _search(
@@ -321,7 +326,7 @@ def _search(
 # --- the same replay through the investigation runner ------------------------------------------
 
 # Enough for memory, one skill run and a few searches; a model that needs more is out of budget.
-RUNNER_MAX_CALLS = 8
+RUNNER_MAX_CALLS = CALL_BUDGET
 
 
 def _handlers(ticket: Ticket, tools: Tools, facts: Mapping[str, object]) -> dict[str, Handler]:
@@ -393,27 +398,23 @@ def _through_runner(
     """The runner gathers the evidence and answers; only a verified answer is acted on.
 
     A refused answer, an exhausted budget or a provider error claim nothing (escalated). A
-    verified ``ask_for_facts`` asks the customer and runs again with the answers (memory is
-    offered on the first run only). A verified rule mismatch is claimed; anything the rules leave
-    unexplained goes on to the configuration checks of ``plan_checks``, as in the fixed policy.
+    verified ``ask_for_facts`` asks the customer and runs again with the answers. A verified rule
+    mismatch is claimed; anything the rules leave unexplained goes on, as in the fixed policy, to
+    the context block (with memory: one call) and the configuration checks of ``plan_checks``.
     """
     record = _Record()
     facts = dict(ticket.facts)
-    leads: list[Lead] = []
-    declared = [SEARCH_DECLARATION, *(MEMORY_DECLARATIONS if with_memory else ())]
     for _ in range(MAX_SEARCHES):
         outcome = run_ticket(
             RunnerTicket(
                 ticket.text, ticket.scope, TicketContext(ticket.occurred_at, ticket.known_at, facts)
             ),
             provider,
-            tools=declared,
+            tools=[SEARCH_DECLARATION],
             handlers=_handlers(ticket, tools, facts),
             budget=Budget(max_calls=RUNNER_MAX_CALLS),
         )
-        lead_ids, search = _record_steps(outcome, record)
-        leads += _read_leads(tools, record, lead_ids)
-        declared = [SEARCH_DECLARATION]
+        _lead_ids, search = _record_steps(outcome, record)
         if outcome.status not in (ANSWERED, RUN_NEEDS_CONTEXT) or outcome.answer is None:
             return record.finish(ESCALATED)
         code = outcome.answer["conclusion_code"]
@@ -429,20 +430,9 @@ def _through_runner(
         if search is None or str(search.get("status")) not in (RETRIEVED, CONFLICTING_SOURCES):
             return record.finish(ESCALATED)
         status = CONFLICTING_SOURCES if code == CHECK_CAMPAIGN_CONFIGURATION else RETRIEVED
+        leads = _consult_memory(ticket, tools, record) if with_memory else []
         return _follow_plan(ticket, record, status, leads)
     return record.finish(AWAITING_CUSTOMER)
-
-
-def _read_leads(tools: Tools, record: _Record, case_ids: Sequence[str]) -> list[Lead]:
-    leads = []
-    for case_id in dict.fromkeys(case_ids):
-        case = tools.read_case(case_id)
-        record.calls["memory"] += 1
-        if case is not None:
-            lead = lead_from_case(case)
-            leads.append(lead)
-            record.step("lead", case_id, "read", ", ".join(lead.checks))
-    return leads
 
 
 def _ask(ticket: Ticket, record: _Record, missing: Sequence[str], facts: dict[str, object]) -> bool:

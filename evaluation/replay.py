@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from evaluation.domain import (
+    CALL_BUDGET,
     CURRENT,
     WITH,
     WITHOUT,
@@ -23,16 +24,19 @@ from evaluation.domain import (
     Score,
     Ticket,
     TicketSet,
+    paired_calls_to_cause,
     parse_ticket_set,
     score,
     ticket_as_json,
     totals,
+    wrong_causes_from_memory,
 )
-from evaluation.investigator import investigate
+from evaluation.investigator import CONTEXT_BUDGET, investigate
 from evaluation.selectors import heldout_check
+from experience.context_service import experience_context
 from experience.executor import TicketContext, run_skill
 from experience.models import Case
-from experience.retrieval import retrieve_experience
+from experience.retrieval import MAX_QUERY, retrieve_experience
 from experience.services import system_agent
 from investigations.domain import Provider
 from knowledge.search import KnowledgeContext, search_knowledge
@@ -50,6 +54,13 @@ class DatabaseTools:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.actor = system_agent()
+
+    def experience_context(
+        self, query: str, scope: Mapping[str, str], now: datetime
+    ) -> Mapping[str, Any]:
+        return experience_context(
+            query[:MAX_QUERY], scope, now, self.run_id, CONTEXT_BUDGET, actor=self.actor
+        )
 
     def retrieve_experience(
         self, query: str, scope: Mapping[str, str], now: datetime
@@ -170,6 +181,7 @@ def _arm_json(investigation: Investigation, one: Score) -> dict[str, Any]:
         "checks": list(investigation.checks),
         "questions": list(investigation.questions),
         "calls": dict(investigation.calls),
+        "calls_to_cause": one.calls_to_cause,
         "steps": [step.as_json() for step in investigation.steps],
     }
 
@@ -186,10 +198,12 @@ def results_json(
     situations: dict[str, dict[str, Any]] = {}
     all_with: list[Score] = []
     all_without: list[Score] = []
+    both: list[tuple[Score, Score]] = []
     for result in results:
         with_score, without_score = result.scores
         all_with.append(with_score)
         all_without.append(without_score)
+        both.append((with_score, without_score))
         group = situations.setdefault(result.ticket.situation, {WITH: [], WITHOUT: []})
         group[WITH].append(with_score)
         group[WITHOUT].append(without_score)
@@ -210,6 +224,11 @@ def results_json(
         "memory": memory,
         "memory_notes": list(memory_notes),
         "totals": {WITH: totals(all_with), WITHOUT: totals(all_without)},
+        "calls_to_cause": {
+            "unfound_counts_as": CALL_BUDGET,
+            "paired": paired_calls_to_cause(both),
+        },
+        "wrong_causes_from_memory": wrong_causes_from_memory(both),
         "situations": [
             {
                 "situation": name,

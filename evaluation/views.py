@@ -25,6 +25,7 @@ METRIC_LABELS = {
     "necessary_followups": _("Necessary follow-up questions"),
     "unnecessary_followups": _("Unnecessary follow-up questions"),
     "tool_calls": _("Tool calls"),
+    "calls_to_cause": _("Calls to the true cause"),
 }
 
 

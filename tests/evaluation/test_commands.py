@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation import domain
-from evaluation.domain import parse_ticket_set
+from evaluation.domain import CALL_BUDGET, parse_ticket_set
 from evaluation.models import HeldoutTicket, ReplayReport
 from experience import services
 from experience.models import ItemType, Reference, Run
@@ -99,7 +99,9 @@ def test_the_text_output_is_the_with_without_table(
     assert "each cell: with memory / without memory" in text
     assert "thread://held-out/t-1" in text and "ordinary-match (1)" in text
     total = next(line for line in text.splitlines() if line.startswith("total"))
-    # missed, wrong, right, necessary, unnecessary, calls
+    # missed, wrong, right, necessary, unnecessary, calls, calls to the true cause. With memory:
+    # the knowledge search, the context block, the store-scope check its lead points at (3, the
+    # cause); without: the search and the campaign check, never the cause (counted at the budget).
     assert total.split()[1:] == [
         "0",
         "/",
@@ -116,9 +118,12 @@ def test_the_text_output_is_the_with_without_table(
         "0",
         "/",
         "1",
-        "6",
+        "3",
         "/",
         "2",
+        "3",
+        "/",
+        str(CALL_BUDGET),
     ]
 
 
@@ -214,7 +219,8 @@ SHIPPED_TOTALS = {
         "correct_causes": 13,
         "necessary_followups": 8,
         "unnecessary_followups": 5,
-        "tool_calls": 99,
+        "tool_calls": 59,
+        "calls_to_cause": 113,
     },
     domain.WITHOUT: {
         "missed_checks": 12,
@@ -223,6 +229,7 @@ SHIPPED_TOTALS = {
         "necessary_followups": 8,
         "unnecessary_followups": 10,
         "tool_calls": 37,
+        "calls_to_cause": 125,
     },
 }
 
@@ -232,6 +239,12 @@ def test_the_shipped_set_replays_on_a_temporary_database_as_reported() -> None:
     assert status == 0, result
     assert result["memory"] == domain.DEMO
     assert result["totals"] == SHIPPED_TOTALS
+    # The targets: fewer missed checks and fewer calls to the true cause with memory, and no
+    # wrong-cause claim that only the arm with memory made.
+    with_memory, without = result["totals"][domain.WITH], result["totals"][domain.WITHOUT]
+    assert with_memory["missed_checks"] < without["missed_checks"]
+    assert with_memory["calls_to_cause"] < without["calls_to_cause"]
+    assert result["wrong_causes_from_memory"] == 0
     report = ReplayReport.objects.get(pk=result["report"])
     assert report.memory == domain.DEMO and report.tickets == result["set"]["tickets"]
     # The demo memory lived on the temporary database only.

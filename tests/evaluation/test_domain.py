@@ -181,21 +181,25 @@ def investigation(**changes: Any) -> Investigation:
 COUNTS: list[tuple[dict[str, Any], dict[str, int]]] = [
     # A complete, correct investigation.
     ({}, {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-          "necessary_followups": 1, "unnecessary_followups": 0, "tool_calls": 7}),
+          "necessary_followups": 1, "unnecessary_followups": 0, "tool_calls": 7,
+          "calls_to_cause": 7}),
     # Never looked at the store list, asked the customer to retry, claimed nothing.
     ({"checks": ("knowledge:campaign-rules",), "questions": ("confirm:product", "confirm:client-retry"),
       "claim": None, "outcome": domain.ESCALATED, "calls": {"knowledge": 2, "config": 1}},
      {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-      "necessary_followups": 1, "unnecessary_followups": 1, "tool_calls": 3}),
+      "necessary_followups": 1, "unnecessary_followups": 1, "tool_calls": 3,
+      "calls_to_cause": domain.CALL_BUDGET}),
     # Trusted the customer's amount and blamed the rules: wrong, and two checks missed.
     ({"checks": ("knowledge:campaign-rules",), "questions": (), "claim": "rules-exclude-purchase",
       "calls": {"knowledge": 1}},
      {"missed_checks": 2, "wrong_causes": 1, "correct_causes": 0,
-      "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1}),
+      "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
+      "calls_to_cause": domain.CALL_BUDGET}),
     # Asking the same question twice counts it once.
     ({"questions": ("confirm:product", "confirm:product", "confirm:channel")},
      {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-      "necessary_followups": 1, "unnecessary_followups": 1, "tool_calls": 7}),
+      "necessary_followups": 1, "unnecessary_followups": 1, "tool_calls": 7,
+      "calls_to_cause": 7}),
 ]  # fmt: skip
 
 
@@ -215,6 +219,27 @@ def test_no_claim_is_never_a_wrong_cause_even_without_a_true_cause() -> None:
     unknown = Truth(required_checks=(), cause=None, followups=())
     assert not score(investigation(claim=None), unknown).wrong_cause
     assert score(investigation(claim="anything"), unknown).wrong_cause
+
+
+def test_calls_to_cause_count_only_a_correct_claim() -> None:
+    found = score(investigation(), TRUTH)
+    wrong = score(investigation(claim="rules-exclude-purchase", calls={"knowledge": 1}), TRUTH)
+    none = score(investigation(claim=None, outcome=domain.ESCALATED, calls={"config": 2}), TRUTH)
+    assert (found.calls_to_cause, wrong.calls_to_cause, none.calls_to_cause) == (7, None, None)
+    # Compared like for like only where both arms found the cause.
+    assert domain.paired_calls_to_cause([(found, none), (found, found)]) == {
+        "tickets": 1,
+        domain.WITH: 7,
+        domain.WITHOUT: 7,
+    }
+
+
+def test_a_wrong_cause_counts_against_memory_only_when_the_other_arm_was_right_or_silent() -> None:
+    found = score(investigation(), TRUTH)
+    wrong = score(investigation(claim="rules-exclude-purchase"), TRUTH)
+    silent = score(investigation(claim=None, outcome=domain.ESCALATED), TRUTH)
+    pairs = [(wrong, wrong), (wrong, found), (wrong, silent), (found, wrong)]
+    assert domain.wrong_causes_from_memory(pairs) == 2
 
 
 def test_totals_add_every_metric() -> None:

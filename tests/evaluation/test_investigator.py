@@ -14,8 +14,10 @@ from evaluation.domain import Ticket, Truth, parse_ticket_set
 from evaluation.investigator import (
     CAMPAIGN_CONFIG,
     Lead,
+    block_leads,
     investigate,
     lead_from_case,
+    lead_from_line,
     plan_checks,
 )
 from tests.evaluation.conftest import ticket, ticket_set
@@ -74,11 +76,18 @@ class FakeTools:
     """Answers each tool from a script; records what was asked."""
 
     memory: dict[str, Any] = field(default_factory=lambda: {"status": "ok", "items": []})
+    block: dict[str, Any] = field(default_factory=lambda: {"status": "ok", "items": []})
     skill: dict[str, Any] = field(default_factory=dict)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     searches: list[dict[str, Any]] = field(default_factory=lambda: [RULE_MATCH])
     calls: list[str] = field(default_factory=list)
     facts_seen: list[dict[str, object]] = field(default_factory=list)
+
+    def experience_context(
+        self, query: str, scope: Mapping[str, str], now: datetime
+    ) -> Mapping[str, Any]:
+        self.calls.append("context")
+        return self.block
 
     def retrieve_experience(
         self, query: str, scope: Mapping[str, str], now: datetime
@@ -131,9 +140,33 @@ PASSED = {
 }
 
 
+PREFIX = "历史案例，仅作排查线索"
+PRODUCT_LINE = (
+    f"[1] case case:product confidence=0.500 {PREFIX} 水果茶优惠券用不了：活动商品列表未包含新品: "
+    "新品水果茶的商品编码没有加入活动商品。"
+)
+SKILL_LINE = f"[2] skill skill:s confidence=0.667 {PREFIX} 先核对当前活动规则: 再查真实配置。"
+STORE_LINE = (
+    f"[3] case case:store confidence=0.500 {PREFIX} 优惠券无法使用：适用门店漏配: "
+    "先怀疑缓存，后经运营核对配置，确认二号店未加入适用门店。"
+)
+BLOCK: dict[str, Any] = {
+    "status": "ok",
+    "block": "\n".join(
+        ["Reviewed experience for this scope.", PRODUCT_LINE, SKILL_LINE, STORE_LINE]
+    ),
+    "items": [
+        {"id": "case:product", "type": "case", "confidence": 0.5},
+        {"id": "skill:s", "type": "skill", "confidence": 0.667},
+        {"id": "case:store", "type": "case", "confidence": 0.5},
+    ],
+}
+
+
 def memory_tools(**changes: Any) -> FakeTools:
     values: dict[str, Any] = {
         "memory": MEMORY,
+        "block": BLOCK,
         "skill": PASSED,
         "cases": {"case:store": STORE_CASE, "case:product": PRODUCT_CASE},
     }
@@ -186,40 +219,61 @@ def test_without_memory_the_ordinary_path_never_finds_the_store_list() -> None:
     assert dict(done.calls) == {"memory": 0, "skill": 0, "knowledge": 1, "config": 1}
 
 
+def test_leads_are_read_from_the_case_lines_of_the_context_block() -> None:
+    assert block_leads(BLOCK) == [
+        Lead("case:product", ("config:product-list",), False),
+        Lead("case:store", ("config:store-scope",), True),
+    ]
+    assert lead_from_line("case:x", "[1] case case:x confidence=0.5 门槛提高") == Lead(
+        "case:x", (CAMPAIGN_CONFIG,), False
+    )
+    # A case in an unresolved conflict is shown to the agent as disputed: no lead.
+    disputed = {
+        **BLOCK,
+        "block": BLOCK["block"].replace(
+            "case:store confidence=0.500", "case:store confidence=0.500 CONFLICT"
+        ),
+    }
+    assert [lead.case_id for lead in block_leads(disputed)] == ["case:product"]
+
+
 def test_with_memory_the_leads_go_first_and_the_fault_found_is_claimed() -> None:
     tools = memory_tools()
     done = investigate(one_ticket(), tools, with_memory=True)
-    assert tools.calls == [
-        "retrieve",
-        "skill skill:s",
-        "read case:product",
-        "read case:store",
-        "search",
-    ]
-    # Leads in retrieval order: the product list is read first and is fine, then the store list.
+    # The rules match and do not explain the failure; then one call for the context block.
+    assert tools.calls == ["search", "context"]
+    # Leads in the block's order: the product list is checked first and is fine, then the store
+    # list; the store-list case set a cache suspicion aside, so no refresh is asked for first.
     assert done.checks == ("knowledge:campaign-rules", "config:product-list", "config:store-scope")
     assert done.questions == ()
     assert done.claim == "store-scope-missing" and done.outcome == domain.CLAIMED
-    assert dict(done.calls) == {"memory": 3, "skill": 1, "knowledge": 1, "config": 2}
+    assert dict(done.calls) == {"memory": 1, "skill": 0, "knowledge": 1, "config": 2}
 
 
-def test_a_needs_review_skill_is_a_lead_and_never_a_cause() -> None:
+def test_a_lead_is_never_a_cause() -> None:
     quiet = one_ticket(answers={"client_retry": "still_failing"})
     done = investigate(quiet, memory_tools(), with_memory=True)
     assert done.claim is None and done.outcome == domain.ESCALATED
 
 
-def test_a_fallback_skill_leaves_the_ordinary_path_to_decide() -> None:
-    fallback = {"status": "fallback", "tool_calls": 1, "observations": [], "cases": []}
-    tools = memory_tools(
-        memory={"status": "ok", "items": [{"id": "skill:s", "type": "skill"}]}, skill=fallback
-    )
-    with_memory = investigate(one_ticket(), tools, with_memory=True)
+def test_a_block_without_cases_leaves_the_ordinary_path_to_decide() -> None:
+    skill_only = {
+        "status": "ok",
+        "block": SKILL_LINE,
+        "items": [{"id": "skill:s", "type": "skill", "confidence": 0.667}],
+    }
+    with_memory = investigate(one_ticket(), memory_tools(block=skill_only), with_memory=True)
     without = investigate(one_ticket(), FakeTools(), with_memory=False)
     assert with_memory.checks == without.checks
     assert with_memory.questions == without.questions
     assert with_memory.claim == without.claim is None
-    assert dict(with_memory.calls) == {"memory": 1, "skill": 1, "knowledge": 1, "config": 1}
+    assert dict(with_memory.calls) == {"memory": 1, "skill": 0, "knowledge": 1, "config": 1}
+
+
+def test_memory_is_not_consulted_when_the_rules_decide() -> None:
+    tools = memory_tools(searches=[RULE_MISMATCH])
+    done = investigate(one_ticket(), tools, with_memory=True)
+    assert tools.calls == ["search"] and done.calls["memory"] == 0
 
 
 def test_only_a_rule_mismatch_supports_the_rules_cause() -> None:

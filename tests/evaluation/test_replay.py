@@ -33,49 +33,59 @@ RULES_TRUTH = {
 }
 
 # (ticket, with-memory counts, without-memory counts), worked out by hand from the demo memory:
-# two approved cases (store list; product list; the first refuted the client-cache hypothesis)
-# and a skill citing both whose one step searches the campaign's rules.
+# two approved cases (store list; product list; the first set a client-cache suspicion aside)
+# and a skill citing both. Memory is consulted only when the rules leave the failure unexplained,
+# in one call for the context block; a cause never found counts the call budget (8) to cause.
+B = domain.CALL_BUDGET
 KNOWN = [
-    # The store list is the cause. Memory: retrieve, run the skill (one search), read both
-    # cases, search, then the store list the first lead names: found and claimed. Without:
-    # search, ask the customer to retry (not needed), read the live campaign: nothing found.
+    # The store list is the cause. Memory: search, the context block, then the store list its
+    # first case line names: found and claimed at the third call. Without: search, ask the
+    # customer to retry (not needed), read the live campaign: nothing found.
     (
         ticket(1),
         {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 6},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 3,
+         "calls_to_cause": 3},
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2},
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2,
+         "calls_to_cause": B},
     ),
-    # Same ticket on another release: the memory's scope gate closes, so both arms walk the
-    # ordinary path; memory only costs its one retrieval.
+    # Same ticket on another release: the memory's scope gate closes (an empty block), so both
+    # arms walk the ordinary path; memory only costs its one call.
     (
         ticket(2, scope={**SCOPE, "deployment": "release-2"}),
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 3},
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 3,
+         "calls_to_cause": B},
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2},
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2,
+         "calls_to_cause": B},
     ),
-    # 25 yuan is under the 30-yuan threshold: the rule's mismatch supports the cause. The skill
-    # falls back (its step does not match), its cases are read, and the rules still decide.
+    # 25 yuan is under the 30-yuan threshold: the rule's mismatch supports the cause at the
+    # first call, and memory is never asked.
     (
         ticket(3, context={**KNOWN_EARLY, "known_at": "2026-09-18T14:35:00+08:00",
                            "facts": {**FULL_FACTS, "basket_cents": 2500}},
                answers=NO_FAULT, truth=RULES_TRUTH),
         {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 5},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
+         "calls_to_cause": 1},
         {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
+         "calls_to_cause": 1},
     ),
-    # Known before the memory was approved: the memory of later is not used.
+    # Known before the memory was approved: the memory of later is not used (an empty block).
     (
         ticket(4, context=KNOWN_EARLY),
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 3},
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 3,
+         "calls_to_cause": B},
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2},
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2,
+         "calls_to_cause": B},
     ),
     # The customer reported what they paid (28 yuan), not the campaign goods (32 yuan): both
-    # arms trust it and blame the rules, a wrong cause memory does not prevent.
+    # arms trust it and blame the rules, a wrong cause memory does not prevent (nor cause).
     (
         ticket(5, context={**KNOWN_EARLY, "known_at": "2026-09-18T14:37:00+08:00",
                            "facts": {**FULL_FACTS, "basket_cents": 2800}},
@@ -83,9 +93,11 @@ KNOWN = [
                                           "config:store-scope"],
                       "cause": "store-scope-missing", "followups": ["confirm:basket_cents"]}),
         {"missed_checks": 2, "wrong_causes": 1, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 5},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
+         "calls_to_cause": B},
         {"missed_checks": 2, "wrong_causes": 1, "correct_causes": 0,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
+         "calls_to_cause": B},
     ),
 ]  # fmt: skip
 
@@ -113,6 +125,18 @@ def test_the_whole_set_adds_up(demo_memory: dict[str, Any]) -> None:
     assert [t["id"] for t in report["tickets"]] == list(parsed.ticket_ids)
     [group] = report["situations"]
     assert group["situation"] == "ordinary-match" and group["tickets"] == len(KNOWN)
+    # Both arms established the cause of ticket 3 only (one call each); ticket 5's wrong cause
+    # was made by both arms, so none is memory's.
+    assert report["calls_to_cause"] == {
+        "unfound_counts_as": domain.CALL_BUDGET,
+        "paired": {"tickets": 1, domain.WITH: 1, domain.WITHOUT: 1},
+    }
+    assert report["wrong_causes_from_memory"] == 0
+    arms = report["tickets"][0]
+    assert (arms[domain.WITH]["calls_to_cause"], arms[domain.WITHOUT]["calls_to_cause"]) == (
+        3,
+        None,
+    )
 
 
 def _state() -> dict[str, Any]:
@@ -164,8 +188,9 @@ def test_a_timeline_event_applies_before_the_tickets_known_after_it(
     by_id = {result.ticket.id: result for result in results}
     early = by_id[before["id"]].with_memory
     late = by_id[after["id"]].with_memory
-    assert any(step.kind == "skill" for step in early.steps)
-    assert not any(step.kind == "skill" for step in late.steps)
+    # The revoked case leaves the context block: no lead points at the store list any more.
+    assert revoked in {step.name for step in early.steps if step.kind == "lead"}
+    assert revoked not in {step.name for step in late.steps if step.kind == "lead"}
     assert early.claim == "store-scope-missing" and late.claim is None
     assert selectors.case_get(revoked).status == Status.REVOKED
 

@@ -116,6 +116,21 @@ def test_the_detail_page_shows_the_totals_and_the_chart(
     assert " style=" not in body and "<script>" not in body
 
 
+def test_the_detail_page_shows_calls_to_the_true_cause(
+    client: Client, report: ReplayReport, reviewer: User
+) -> None:
+    client.force_login(reviewer)
+    body = client.get(_url("detail", report)).content.decode()
+    # Ticket 1: memory's lead finds the store list at the third call; without, never (counted
+    # at the budget in the totals, a dash in the ticket's row). Ticket 2: neither arm finds it.
+    assert "Calls to the true cause" in body
+    assert "<td>3 / —</td>" in body and "<td>— / —</td>" in body
+    budget = report.result["calls_to_cause"]["unfound_counts_as"]
+    assert f"<td>{3 + budget}</td><td>{2 * budget}</td>" in body
+    assert "On the 0 tickets whose cause both arms established" in body
+    assert "0 wrong-cause claims made with memory" in body
+
+
 def test_the_chart_and_the_json_download(
     client: Client, report: ReplayReport, reviewer: User
 ) -> None:

@@ -35,14 +35,16 @@ COLUMNS = (
     ("necessary_followups", "nec.q"),
     ("unnecessary_followups", "unnec.q"),
     ("tool_calls", "calls"),
+    ("calls_to_cause", "to cause"),
 )
 
 
 class Command(JsonCommand):
     help = (
-        "Replay a held-out ticket set with and without memory (retrieve_experience + run_skill, "
-        "then knowledge search) and count missed checks, wrong causes, follow-up questions and "
-        "tool calls. The memory's database is left as it was."
+        "Replay a held-out ticket set with and without memory (knowledge search, then the "
+        "context block when the rules leave the failure unexplained) and count missed checks, "
+        "wrong causes, follow-up questions, tool calls and calls to the true cause. The "
+        "memory's database is left as it was."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
