@@ -10,15 +10,16 @@ The story, oldest first (T is the moment of loading):
 - T-20 days: the operator imports the demo knowledge base.
 - T-14 days: the demo cases and skill are imported; a reviewer approves two cases of distinct
   incidents and the skill (``experience.demo``). A second reviewer approves the duty summary of
-  the first incident as well.
+  the first incident as well, and a second skill citing it and the product-list case (T-13).
 - T-12 days: a failure lesson and a success pattern of the same scene are approved: the two
   contradict each other, so a lesson conflict waits for a reviewer.
-- T-10 days: the agent recalls experience and runs the skill (runs ``demo-recall-1`` and
-  ``demo-skill-run-1``) and reports the skill run's outcome; a reviewer investigates a ticket.
+- T-10 days: the agent recalls experience and runs both skills (runs ``demo-recall-1``,
+  ``demo-skill-run-1`` and ``demo-skill-run-2``) and reports the first skill run's outcome; a
+  reviewer investigates a ticket.
 - T-8 days: the operator imports the demo investigation thread and builds a candidate from it
   (a near-duplicate of the approved store-list case).
-- T-3 days: the duty summary is revoked; ``demo-recall-1`` read it, so that run waits for a
-  follow-up.
+- T-3 days: the duty summary is revoked: the second skill becomes unavailable (the first stays
+  available), and ``demo-recall-1`` and ``demo-skill-run-2``, which read it, wait for a follow-up.
 - T: the curation scan runs (skill proposals, re-review, conflicts), and, unless skipped, the
   shipped held-out set is replayed against the demo memory and its report stored.
 """
@@ -52,6 +53,8 @@ from experience.lesson_schema import parse_lesson
 from experience.models import LessonConflict, Run, Status
 from experience.outcomes import run_outcome_report, run_read_items
 from experience.retrieval import retrieve_experience
+from experience.schema import parse_skill
+from experience.tools import tool_specs
 from investigations.models import Investigation
 from investigations.services import investigation_run
 from reviewconsole import clock
@@ -77,6 +80,7 @@ HELDOUT_FIXTURE = FIXTURES / "heldout" / "tickets.json"
 # The fixture's items (experience.json) by index.
 FIRST_CASE, SECOND_CASE, DUTY_SUMMARY = 0, 1, 2
 
+SECOND_SKILL_RUN = "demo-skill-run-2"
 RECALL_RUN = "demo-recall-1"
 RECALL_LIMIT = 10  # every approved item of the scope: the run reads the case revoked later
 SKILL_RUN = "demo-skill-run-1"
@@ -90,6 +94,7 @@ SUMMARY_REVOCATION_REASON = (
     "复盘摘要的门店结论未与后台变更记录核对，撤销以停止复用；读过它的运行需要复核"
 )
 CHECK_NOTE = "演示：摘录与原始记录一致"
+SECOND_SKILL_APPROVAL_REASON = "引用两个不同事故的已批准案例（含值班复盘摘要），只读一步"
 LESSON_APPROVAL_REASON = "引用的案例已批准且属于本范围"
 SCENE = {"tags": ["优惠券", "小程序", "门店"], "description": "小程序优惠券在某门店无法使用"}
 LESSON_VALID_FROM = "2026-09-01T00:00:00+08:00"
@@ -98,6 +103,7 @@ LESSON_VALID_TO = "2028-12-31T00:00:00+08:00"
 # Days before the moment of loading at which each step happens.
 KNOWLEDGE_DAYS = 20
 EXPERIENCE_DAYS = 14
+SECOND_SKILL_DAYS = 13
 LESSON_DAYS = 12
 RUN_DAYS = 10
 THREAD_DAYS = 8
@@ -175,7 +181,8 @@ def _ticket_context() -> TicketContext:
     )
 
 
-def _runs(*, skill: str, agent: User, reviewer: User) -> list[str]:
+def _runs(*, skills: list[str], agent: User, reviewer: User) -> list[str]:
+    skill, second_skill = skills
     made = []
     if not run_read_items(RECALL_RUN):
         retrieve_experience(TICKET, DEMO_SCOPE, clock.now(), RECALL_RUN, RECALL_LIMIT, actor=agent)
@@ -189,6 +196,10 @@ def _runs(*, skill: str, agent: User, reviewer: User) -> list[str]:
             note="演示：按技能核对适用门店后确认漏配",
         )
         made.append(SKILL_RUN)
+    if not Run.objects.filter(run_id=SECOND_SKILL_RUN).exists():
+        # Reads the duty summary, revoked later: this run is flagged for a follow-up.
+        run_skill(second_skill, DEMO_SCOPE, _ticket_context(), SECOND_SKILL_RUN, actor=agent)
+        made.append(SECOND_SKILL_RUN)
     if not Investigation.objects.filter(run_id=INVESTIGATION_RUN).exists():
         context = _ticket_context()
         investigation_run(
@@ -242,6 +253,30 @@ def _thread_candidate(*, operator: User) -> dict[str, Any]:
     return {"thread": thread.thread_id, "imported": imported, "case": case.id, "built": built}
 
 
+def _second_skill(*, cases: list[str], operator: User, reviewer: User) -> str:
+    """A skill citing the duty summary and the product-list case (two incidents): revoking the
+    summary later makes it unavailable, while the fixture's skill stays available."""
+    content = parse_skill(
+        {
+            "type": "skill",
+            "scope": dict(DEMO_SCOPE),
+            "title": "新活动上线后券不可用：先核对适用门店与活动商品",
+            "when": "活动上线当天某门店用券失败时，先核对活动的适用门店列表和活动商品列表。",
+            "recipe": [
+                {"tool": "search_knowledge", "arguments": {"query": "活动适用门店 活动商品"}}
+            ],
+            "cases": cases,
+            "valid_from": LESSON_VALID_FROM,
+            "valid_to": LESSON_VALID_TO,
+        },
+        tool_specs(),
+    )
+    skill, _ = services.skill_submit(content=content, actor=operator)
+    if skill.status == Status.CANDIDATE:
+        services.skill_approve(skill=skill, actor=reviewer, reason=SECOND_SKILL_APPROVAL_REASON)
+    return skill.id
+
+
 def _approve_checked(case_id: str, *, reviewer: User) -> None:
     """``reviewer`` checks the case's diagnosis evidence and approves it, if still a candidate."""
     case = selectors.case_get(case_id)
@@ -265,10 +300,16 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
         summary_id = experience["items"][DUTY_SUMMARY]["id"]
         _approve_checked(summary_id, reviewer=second)
     cases = [experience["items"][i]["id"] for i in (FIRST_CASE, SECOND_CASE)]
+    with _days_ago(now, SECOND_SKILL_DAYS):
+        second_skill = _second_skill(
+            cases=[summary_id, cases[1]], operator=operator, reviewer=reviewer
+        )
     with _days_ago(now, LESSON_DAYS):
         lesson_ids = _lessons(cases=cases, submitter=second, reviewer=reviewer)
     with _days_ago(now, RUN_DAYS):
-        runs = _runs(skill=experience["skill"], agent=users["agent-7"], reviewer=reviewer)
+        runs = _runs(
+            skills=[experience["skill"], second_skill], agent=users["agent-7"], reviewer=reviewer
+        )
     with _days_ago(now, THREAD_DAYS):
         thread = _thread_candidate(operator=operator)
     with _days_ago(now, THREAD_APPROVAL_DAYS):
@@ -289,7 +330,11 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
         "revoked": summary_id,
         "lessons": lesson_ids,
         "conflicts": LessonConflict.objects.count(),
-        "runs": {"new": runs, "ids": [RECALL_RUN, SKILL_RUN, INVESTIGATION_RUN]},
+        "runs": {
+            "new": runs,
+            "ids": [RECALL_RUN, SKILL_RUN, SECOND_SKILL_RUN, INVESTIGATION_RUN],
+        },
+        "skills": [experience["skill"], second_skill],
         "thread": thread,
         "scan": scan.as_json(),
         "replay_report": None,

@@ -3,6 +3,7 @@ axe-core (zero violations of any impact). ``make screenshots`` copies them to do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from io import StringIO
 from typing import Any
@@ -11,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from console.demo import DEMO_USERS, INVESTIGATION_RUN, RECALL_RUN, THREAD_FIXTURE
-from experience.models import Case, Lesson, Skill, Status
+from console.demo import DEMO_USERS, INVESTIGATION_RUN, SECOND_SKILL_RUN, THREAD_FIXTURE
+from experience.models import Case, Lesson, Status
 from investigations.models import Investigation
 from reviewconsole.cli import read_json_file
 from tests.browser.conftest import PHONE, VIEWPORT, screen
@@ -30,7 +31,9 @@ def _path(item_id: str) -> str:
 
 @pytest.fixture
 def demo(transactional_db: None) -> dict[str, str]:
-    call_command("load_demo", "--no-replay", stdout=StringIO())
+    out = StringIO()
+    call_command("load_demo", "--no-replay", "--json", stdout=out)
+    skills = json.loads(out.getvalue())["skills"]
     case = Case.objects.filter(status=Status.APPROVED, submitted_by__username="olivia").first()
     assert case is not None
     thread = read_json_file(str(THREAD_FIXTURE))["id"]
@@ -38,10 +41,11 @@ def demo(transactional_db: None) -> dict[str, str]:
         "dashboard": "/",
         "queue": "/queue/",
         "case": _path(case.id),
-        "skill": _path(Skill.objects.get(status=Status.APPROVED).id),
+        "skill": _path(skills[0]),
+        "skill-unavailable": _path(skills[1]),  # a case it cites was revoked
         "lesson": _path(Lesson.objects.order_by("id").first().id),  # type: ignore[union-attr]
         "runs": "/runs/",
-        "run": f"/runs/{RECALL_RUN}/",
+        "run": f"/runs/{SECOND_SKILL_RUN}/",  # read the revoked case: to follow up
         "investigation": f"/investigations/{Investigation.objects.get(run_id=INVESTIGATION_RUN).pk}/",
         "audit": "/audit/",
         "documents": "/knowledge/",

@@ -69,13 +69,15 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     statuses = list(Case.objects.values_list("status", flat=True))
     assert statuses.count(Status.APPROVED) >= 3 and statuses.count(Status.CANDIDATE) >= 2
     assert statuses.count(Status.REVOKED) == 1
-    assert Skill.objects.filter(status=Status.APPROVED).count() == 1
+    assert Skill.objects.filter(status=Status.APPROVED).count() == 2
     assert Lesson.objects.filter(status=Status.APPROVED).count() == 2
     assert LessonConflict.objects.filter(status=ConflictStatus.OPEN).count() == 1
     # A run read the case revoked later, and the revocation's stored impact names it.
     revoked = result["revoked"]
     assert Reference.objects.filter(item_id=revoked, run_id="demo-recall-1").exists()
-    assert RevocationImpact.objects.get(item_id=revoked).runs == ["demo-recall-1"]
+    impact = RevocationImpact.objects.get(item_id=revoked)
+    assert sorted(impact.runs) == ["demo-recall-1", "demo-skill-run-2"]
+    assert impact.skills == [result["skills"][1]]  # the first skill stays available
     assert Run.objects.filter(run_id="demo-skill-run-1", status="needs_review").exists()
     assert Investigation.objects.filter(run_id="demo-investigation-1").exists()
     # Curation: a thread with a candidate built from it, a near-duplicate pair, a skill
