@@ -37,6 +37,7 @@ from experience.models import (
     Status,
 )
 from knowledge.models import Document
+from reviewconsole import clock
 from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:
@@ -407,14 +408,18 @@ def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
 
 
 def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], Confidence]:
-    """The cases a skill cites that ``user`` may see, and the incidents they count."""
+    """The cases a skill cites that ``user`` may see, and the incidents the usable ones count
+    (approved and valid now: a revoked or expired case supports nothing, as the skill's own
+    availability says)."""
     cases = [
         link.case
         for link in visible(SkillCase.objects.filter(skill=skill), user, "case__tenant")
         .select_related("case__submitted_by")
         .order_by("position")
     ]
-    return cases, confidence_of(cases)
+    now = clock.now()
+    usable = [c for c in cases if c.status == Status.APPROVED and c.valid_from <= now < c.valid_to]
+    return cases, confidence_of(usable)
 
 
 def queue_counts(user: Viewer) -> dict[str, Any]:
