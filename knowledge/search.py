@@ -183,7 +183,8 @@ def _evidence_rows(ids: list[int], versions: list[int]) -> dict[int, dict[str, A
 # index was computed under (knowledge.lexicon; the current one while none is recorded), and the
 # posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones).
 _POSTINGS_SQL = """
-SELECT 0, NULL, s.arrays, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp), s.multi_version
+SELECT 0, {version}, {arrays}, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp),
+       s.multi_version
 FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 UNION ALL
@@ -212,6 +213,32 @@ class _Read:
     expanded: list[np.ndarray]
 
 
+# PostgreSQL: a scope's packed array is sent only when it differs from the one this process
+# kept. Every update of the row writes a new row version, named by the transaction that wrote it
+# (``xmin``) and its place (``ctid``, new for each version a transaction writes), so an unchanged
+# pair means unchanged arrays. SQLite reads the blob in process memory and needs no such cache.
+_arrays_cache: OrderedDict[tuple[str | None, ...], tuple[str, np.ndarray]] = OrderedDict()
+_arrays_lock = threading.Lock()
+ARRAYS_CACHE_BYTES = 32 * 1024 * 1024
+_ROW_VERSION = "(s.xmin::text || ':' || s.ctid::text)"
+
+
+def _cached_arrays(scope: tuple[str | None, ...]) -> tuple[str, np.ndarray] | None:
+    with _arrays_lock:
+        cached = _arrays_cache.get(scope)
+        if cached is not None:
+            _arrays_cache.move_to_end(scope)
+        return cached
+
+
+def _keep_arrays(scope: tuple[str | None, ...], version: str, entries: np.ndarray) -> None:
+    with _arrays_lock:
+        _arrays_cache[scope] = (version, entries)
+        _arrays_cache.move_to_end(scope)
+        while sum(e.nbytes for _, e in _arrays_cache.values()) > ARRAYS_CACHE_BYTES:
+            _arrays_cache.popitem(last=False)
+
+
 def _read(
     raw_query: frozenset[str], expanded_query: frozenset[str], context: KnowledgeContext
 ) -> _Read:
@@ -219,17 +246,33 @@ def _read(
     expanded = sorted({postings.token_key(t) for t in expanded_query})
     every = sorted(set(raw) | set(expanded))
     scope = [context.tenant, context.brand, context.campaign, context.store]
+    key = tuple(scope)
+    versioned = connection.vendor == "postgresql"
+    cached = _cached_arrays(key) if versioned else None
     sql = _POSTINGS_SQL.format(
-        raw=_placeholders(raw), expanded=_placeholders(expanded), every=_placeholders(every)
+        version=_ROW_VERSION if versioned else "NULL",
+        arrays=f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.arrays END"
+        if versioned
+        else "s.arrays",
+        raw=_placeholders(raw),
+        expanded=_placeholders(expanded),
+        every=_placeholders(every),
     )
     params = [*scope, *(raw or [" "]), *(expanded or [" "]), *scope, *(every or [" "])]
+    if versioned:
+        params.insert(0, cached[0] if cached is not None else "")
     read = _Read(False, None, postings.entries_of(None), False, [], [])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for kind, _token, first, second, stamp, multi_version in cursor.fetchall():
+        for kind, version, first, second, stamp, multi_version in cursor.fetchall():
             if kind == 0:
                 read.found, read.stamp = True, stamp
-                read.entries = postings.entries_of(first)
+                if first is None and cached is not None and version == cached[0]:
+                    read.entries = cached[1]
+                else:
+                    read.entries = postings.entries_of(first)
+                    if versioned and version is not None:
+                        _keep_arrays(key, version, read.entries)
                 read.multi_version = bool(multi_version)
             else:
                 if first is not None:

@@ -89,6 +89,7 @@ def cold_lexicon_cache() -> None:
     postings._lexicon_cache.clear()
     lexicon._cache.clear()
     search._evidence_cache.clear()  # ids are reused when tests roll back
+    search._arrays_cache.clear()
 
 
 @pytest.fixture(autouse=True)

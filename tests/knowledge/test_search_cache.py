@@ -71,3 +71,26 @@ def test_a_revocation_acts_at_the_next_search(
 
     after = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
     assert first[0] not in after
+
+
+def test_the_scope_array_is_sent_again_only_after_it_changed(
+    context: KnowledgeContext, operator: User, make_user: Any
+) -> None:
+    """On PostgreSQL the scope's array is kept per process and checked by its row version, even
+    for changes made in the same transaction; SQLite reads it each time."""
+    from django.db import connection
+
+    from reviewconsole.roles import Role
+
+    first = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    kept = dict(search._arrays_cache)
+    search_knowledge(QUERY, context)
+    if connection.vendor == "postgresql":
+        assert len(kept) == 1
+        assert all(search._arrays_cache[key][1] is entries for key, (_, entries) in kept.items())
+    else:
+        assert not kept
+    doc_key, version = first[0].removeprefix("doc:").split("@")
+    revoked = Document.objects.get(doc_key=doc_key, version=int(version))
+    document_revoke(document=revoked, actor=make_user("oscar", Role.OPERATOR), reason="test")
+    assert first[0] not in [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
