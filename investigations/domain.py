@@ -80,6 +80,20 @@ Each citation names an evidence id returned by a tool in this conversation and q
 "quote" field exactly, character for character, including any prefix such as
 历史案例，仅作排查线索. Quotes that are not verbatim are refused."""
 
+# What the instructions say before the context block of reviewed experience, when there is one.
+CONTEXT_INTRODUCTION = (
+    "Reviewed experience of this ticket's exact scope follows (the context block). Use it to "
+    "choose what to check first; an item is a lead, never evidence: cite only what a tool "
+    "returned in this conversation."
+)
+
+
+def instructions_with(block: str, instructions: str = INSTRUCTIONS) -> str:
+    """The instructions with the context block appended; unchanged when the block is empty."""
+    if not block.strip():
+        return instructions
+    return f"{instructions}\n\n{CONTEXT_INTRODUCTION}\n{block.strip()}"
+
 
 @dataclass(frozen=True)
 class TicketContext:

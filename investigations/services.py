@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
+from experience.context_service import experience_context
+from experience.retrieval import MAX_QUERY
 from experience.services import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
@@ -21,7 +23,7 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
-from reviewconsole.permissions import SEARCH_KNOWLEDGE, require
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, USE_EXPERIENCE, holds, require
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import to_utc_iso
 
@@ -107,6 +109,25 @@ def _ticket(
     )
 
 
+# The token budget of the context block in a run's instructions: a few reviewed items, not a
+# flood (the block is cut to it; see experience.context).
+CONTEXT_BUDGET = 600
+
+
+def context_block(ticket: Ticket, *, run_id: str, actor: User) -> str:
+    """The context block of the ticket's exact scope for the run's instructions, as of the time
+    the ticket became known; every item in it is recorded as read under ``run_id``. Empty for a
+    caller who may not use experience or a ticket whose scope is incomplete."""
+    if not holds(actor, USE_EXPERIENCE) or ticket.missing() or not ticket.text.strip():
+        return ""
+    scope = {name: str(value or "") for name, value in ticket.scope.items()}
+    now = ticket.context.known_at or clock.now()
+    block = experience_context(
+        ticket.text.strip()[:MAX_QUERY], scope, now, run_id, CONTEXT_BUDGET, actor=actor
+    )
+    return str(block.get("block") or "")
+
+
 def investigation_run(
     *,
     actor: User,
@@ -159,6 +180,9 @@ def investigation_run(
             tools=declarations(actor),
             handlers=bind(ticket, run_id=run_id, actor=actor),
             budget=budget,
+            instructions=domain.instructions_with(
+                context_block(ticket, run_id=run_id, actor=actor)
+            ),
             revoked=unusable_items,
             on_step=on_step,
         )

@@ -322,3 +322,66 @@ def test_an_operator_is_offered_no_memory_tools(memory: Skill, operator: User) -
     )
     assert [step["tool"] for step in investigation.steps] == ["search_knowledge"]
     assert not Reference.objects.filter(item_id=memory.id).exists()
+
+
+class Recording:
+    """Answers like the scripted provider and keeps the instructions it was given."""
+
+    name = "recording"
+
+    def __init__(self, *, calls_tools: bool = True) -> None:
+        self.scripted = ScriptedProvider()
+        self.calls_tools = calls_tools
+        self.instructions: list[str] = []
+
+    def next_turn(self, transcript: Transcript) -> Turn:
+        self.instructions.append(transcript.instructions)
+        if not self.calls_tools:  # answers at once: whatever it read, it read from the block
+            return Turn(answer="{}")
+        return self.scripted.next_turn(transcript)
+
+
+def test_the_instructions_carry_the_context_block_and_its_reads_are_recorded(
+    memory: Skill, agent: User
+) -> None:
+    from experience.context import HEADER
+    from investigations.domain import CONTEXT_INTRODUCTION, INSTRUCTIONS
+
+    provider = Recording(calls_tools=False)
+    investigation_run(
+        actor=agent,
+        text="小程序优惠券无法使用，核对活动适用条件",
+        scope=SCOPE,
+        occurred_at=AT_TIME,
+        known_at=KNOWN_TIME,
+        facts=FACTS,
+        run_id="with-block",
+        provider_instance=provider,
+    )
+    instructions = provider.instructions[0]
+    assert instructions.startswith(INSTRUCTIONS)
+    assert CONTEXT_INTRODUCTION in instructions and HEADER in instructions
+    # The block names the approved skill of the scope, with its confidence.
+    line = next(line for line in instructions.splitlines() if memory.id in line)
+    assert line.split()[1] == "skill" and line.split()[3].startswith("confidence=")
+    # Every item of the block is recorded as read under the run id; no tool was called.
+    read = set(Reference.objects.filter(run_id="with-block").values_list("item_id", flat=True))
+    in_block = {line.split()[2] for line in instructions.splitlines() if line.startswith("[")}
+    assert memory.id in in_block and read == in_block
+
+
+def test_a_caller_without_memory_gets_the_plain_instructions(memory: Skill, operator: User) -> None:
+    from investigations.domain import INSTRUCTIONS
+
+    provider = Recording()
+    investigation_run(
+        actor=operator,
+        text="小程序优惠券无法使用，核对活动适用条件",
+        scope=SCOPE,
+        occurred_at=AT_TIME,
+        known_at=KNOWN_TIME,
+        facts=FACTS,
+        provider_instance=provider,
+    )
+    assert provider.instructions[0] == INSTRUCTIONS
+    assert not Reference.objects.filter(item_id=memory.id).exists()
