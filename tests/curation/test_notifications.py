@@ -11,16 +11,18 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from curation.notifications import notify_waiting_candidates, opted_out
+from curation.notifications import notify_conflict, notify_waiting_candidates, opted_out
 from experience import services
-from experience.models import Case
+from experience.models import Case, Lesson, LessonConflict
 from tests.experience import conftest as experience_fixtures
 from tests.experience.conftest import NOW
+from tests.experience.test_lessons import approved_lesson, lesson_data, submit_lesson, two_cases
 
 pytestmark = pytest.mark.django_db
 
 submit_case = experience_fixtures.submit_case
 approved_case = experience_fixtures.approved_case
+__all__ = ["approved_lesson", "submit_lesson", "two_cases"]
 
 
 @pytest.fixture
@@ -78,3 +80,31 @@ def test_the_settings_page_needs_csrf_and_login(reviewer: User) -> None:
     client.force_login(reviewer)
     assert client.post(url, {"enabled": "0"}).status_code == 403
     assert not opted_out(reviewer)
+
+
+def test_a_conflict_tells_whoever_approved_a_lesson_in_it_once(
+    mailed: tuple[User, User],
+    approved_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    make_user: Callable[[str, str], User],
+) -> None:
+    _submitter, approver = mailed
+    bystander = make_user("rhea", "reviewer")
+    bystander.email = "rhea@example.test"
+    bystander.save(update_fields=["email"])
+    failure = approved_lesson(lesson_data([c.id for c in two_cases]))
+    mail.outbox.clear()
+    success = approved_lesson(
+        lesson_data(
+            [c.id for c in two_cases],
+            lesson_type="success_pattern",
+            conclusion="先让顾客刷新缓存再重试",
+        )
+    )
+    conflict = LessonConflict.objects.get()
+    # The approver of both lessons hears of the conflict once; nobody else hears of it.
+    [message] = mail.outbox
+    assert message.to == [approver.email]
+    assert message.subject.endswith("A lesson you approved is in a conflict")
+    assert failure.id in message.body and success.id in message.body
+    assert notify_conflict(conflict.pk) == 0  # already told
