@@ -31,7 +31,14 @@ from django.db import connection, transaction
 
 from experience import domain
 from knowledge import postings as kp
-from knowledge.domain import exact_order, expand, reciprocal_rank_fusion, tokenize
+from knowledge.domain import (
+    RRF_K,
+    exact_order,
+    expand,
+    reciprocal_rank_fusion,
+    rrf_fraction,
+    tokenize,
+)
 from knowledge.models import LexiconState
 
 SCOPE_FIELDS = domain.SCOPE_FIELDS
@@ -354,13 +361,16 @@ def _counts(lists: Iterable[Any]) -> dict[int, int]:
     return dict(zip(ids.tolist(), counts.tolist(), strict=True))
 
 
-def _entries(ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    from experience.index_models import IndexEntry
+def _entries(scope_id: int, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """The entries ``ids`` of one scope, each with the scope's stamp; read by id when they are
+    few, else as the whole scope in one statement (filtered here)."""
+    from experience.index_models import IndexEntry, IndexScope
 
-    rows: list[tuple[Any, ...]] = []
-    for start in range(0, len(ids), 900):
-        rows += IndexEntry.objects.filter(pk__in=ids[start : start + 900]).values_list(
-            "pk",
+    quote = connection.ops.quote_name
+    columns = ", ".join(
+        f"e.{quote(name)}"
+        for name in (
+            "id",
             "kind",
             "item_id",
             "title",
@@ -369,9 +379,27 @@ def _entries(ids: Sequence[int]) -> list[tuple[Any, ...]]:
             "valid_from",
             "valid_to",
             "approved_at",
-            "scope__stamp",
         )
-    return rows
+    )
+    sql = (
+        f"SELECT {columns}, s.{quote('stamp')}"  # noqa: S608 (quoted names only)
+        f" FROM {quote(IndexEntry._meta.db_table)} e JOIN {quote(IndexScope._meta.db_table)} s"
+        f" ON s.{quote('id')} = e.{quote('scope_id')} WHERE e.{quote('scope_id')} = %s"
+    )
+    few = len(ids) <= _BY_ID
+    if few:
+        sql += f" AND e.{quote('id')} IN ({', '.join(['%s'] * len(ids)) or 'NULL'})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [scope_id, *ids] if few else [scope_id])
+        rows = cursor.fetchall()
+    if few:
+        return list(rows)
+    wanted = set(ids)
+    return [row for row in rows if row[0] in wanted]
+
+
+# Candidates up to this many are read by id; more, with their whole scope.
+_BY_ID = 500
 
 
 @dataclass(frozen=True)
@@ -395,7 +423,7 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
         rows = _posting_rows(scope, sorted(raw_keys | expanded_keys))
         if not rows:
             return STALE
-        _scope_id, scope_stamp, lexicon_stamp, *_ = rows[0]
+        scope_id, scope_stamp, lexicon_stamp, *_ = rows[0]
         if scope_stamp != _stamp_text(lexicon_stamp):
             return STALE
         if lexicon_stamp != used:
@@ -403,7 +431,7 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
             continue
         raw = _counts(row[4] for row in rows if row[3] in raw_keys)
         expanded = _counts(row[5] for row in rows if row[3] in expanded_keys)
-        entries = _entries(sorted(set(raw) | set(expanded)))
+        entries = _entries(scope_id, sorted(set(raw) | set(expanded)))
         if any(entry[9] != scope_stamp for entry in entries):
             continue  # the scope's postings moved between the two reads: read again
         at = kp.micros(now)
@@ -430,8 +458,20 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
     return STALE
 
 
-def ranked_candidates(found: Sequence[Candidate], raw_size: int, expanded_size: int) -> list[str]:
-    """Item ids of ``found`` (all past the gate) ranked as ``rank_items`` ranks their texts."""
+def ranked_candidates(
+    found: Sequence[Candidate],
+    raw_size: int,
+    expanded_size: int,
+    limit: int | None = None,
+    k: int = RRF_K,
+) -> list[str]:
+    """Item ids of ``found`` (all past the gate) ranked as ``rank_items`` ranks their texts; the
+    first ``limit`` of them when given.
+
+    With a limit, only items ranked within ``k + 2 * limit`` in either branch are fused: the
+    first ``limit`` of one branch score at least 1/(k + limit) each, an item ranked below that
+    bound in both branches at most 2/(k + bound + 1), which is less, so it cannot be among them.
+    """
     raw = exact_order(
         (c.raw_hits, raw_size + c.raw_size - c.raw_hits, c.item_id) for c in found if c.raw_hits
     )
@@ -440,7 +480,19 @@ def ranked_candidates(found: Sequence[Candidate], raw_size: int, expanded_size: 
         for c in found
         if c.expanded_hits
     )
-    return reciprocal_rank_fusion([raw, expanded])
+    if limit is None:
+        return reciprocal_rank_fusion([raw, expanded], k)
+    bound = k + 2 * limit
+    ranks: dict[str, list[int]] = {}
+    for ranking in (raw, expanded):
+        for item_id in ranking[:bound]:
+            ranks.setdefault(item_id, [])
+    for ranking in (raw, expanded):
+        for rank, item_id in enumerate(ranking, start=1):
+            if item_id in ranks:
+                ranks[item_id].append(rank)
+    fused = exact_order((*rrf_fraction(parts, k), item_id) for item_id, parts in ranks.items())
+    return fused[:limit]
 
 
 def query_tokens(

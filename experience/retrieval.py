@@ -105,7 +105,7 @@ def retrieve_experience(
         ahead = [c.item_id for c in found.items if c.kind != ItemType.LESSON]
     outcomes = OutcomeBatch(now, ahead)
     lessons = recallable_lessons(exact, now, outcomes)
-    ranked = ranked_from(found, query, exact, now, lessons)[:limit]
+    ranked = ranked_from(found, query, exact, now, lessons, limit)
     items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
     items = with_confidence(items, lessons, now, outcomes)
     if items:
@@ -139,10 +139,12 @@ def ranked_from(
     scope: Mapping[str, str],
     now: datetime,
     lessons: Mapping[str, Recallable],
+    limit: int | None = None,
 ) -> list[tuple[str, str, str]]:
-    """:func:`ranked_items` from candidates already read (None: rank from the texts)."""
+    """:func:`ranked_items` from candidates already read (None: rank from the texts); the first
+    ``limit`` when given."""
     if found is None:
-        return _ranked_from_texts(query, scope, now, lessons)
+        return _ranked_from_texts(query, scope, now, lessons)[:limit]
     skill_ids = [c.item_id for c in found.items if c.kind == ItemType.SKILL]
     usable = usable_skills(skill_ids, now) if skill_ids else set()
     admitted = [
@@ -153,7 +155,9 @@ def ranked_from(
         or (c.kind == ItemType.LESSON and c.item_id in lessons)
     ]
     by_id = {c.item_id: c for c in admitted}
-    ranked = experience_postings.ranked_candidates(admitted, found.raw_size, found.expanded_size)
+    ranked = experience_postings.ranked_candidates(
+        admitted, found.raw_size, found.expanded_size, limit
+    )
     return [(i, by_id[i].kind, by_id[i].title) for i in ranked]
 
 

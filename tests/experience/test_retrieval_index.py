@@ -325,7 +325,7 @@ LEXICON = {"代金券": "优惠券", "用不了": "无法使用", "coupon": "优
 )
 def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], query: str) -> None:
     """What the index stores (set sizes) and reads (hits per query token) ranks as the texts do."""
-    from knowledge.domain import expand, tokenize
+    from knowledge.domain import RRF_K, expand, rank_branch, reciprocal_rank_fusion, tokenize
 
     items = [(f"case:{sha256_hex([n, text])}", text) for n, text in enumerate(texts)]
     raw_query, expanded_query = tokenize(query), tokenize(expand(query, LEXICON))
@@ -335,8 +335,19 @@ def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], qu
         hits = len(raw & raw_query), len(expanded & expanded_query)
         if any(hits):
             found.append(postings.Candidate(n, "case", item_id, "", len(raw), len(expanded), *hits))
-    ranked = postings.ranked_candidates(found, len(raw_query), len(expanded_query))
-    assert ranked == domain.rank_items(query, items, LEXICON)
+    expected = domain.rank_items(query, items, LEXICON)
+    assert postings.ranked_candidates(found, len(raw_query), len(expanded_query)) == expected
+    # Only the first ``limit`` fused: the same first ``limit``, also with a small fusion
+    # constant, where the bound (k + 2 * limit) leaves most candidates out.
+    branches = [
+        rank_branch(raw_query, [(i, tokenize(text)) for i, text in items]),
+        rank_branch(expanded_query, [(i, tokenize(expand(text, LEXICON))) for i, text in items]),
+    ]
+    for k in (1, 3, RRF_K):
+        fused = reciprocal_rank_fusion(branches, k)
+        for limit in (1, 2, 5):
+            top = postings.ranked_candidates(found, len(raw_query), len(expanded_query), limit, k)
+            assert top == fused[:limit], (k, limit)
 
 
 def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
