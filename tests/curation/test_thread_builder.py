@@ -65,6 +65,9 @@ def test_the_builder_starts_from_the_thread_scope(
     # Valid from starts at the first message, shown in the console's zone for a local input.
     assert field_value(html, "valid_from") == "2026-09-18T14:02"
     assert 'type="datetime-local"' in html and "Time zone: Asia/Shanghai" in html
+    # The zone is the input's description (its help text), not only text nearby.
+    assert 'aria-describedby="id_valid_from_helptext"' in html
+    assert 'id="id_valid_from_helptext">Time zone: Asia/Shanghai<' in html
 
 
 def test_without_a_thread_scope_the_builder_takes_a_built_candidate_scope(
