@@ -96,7 +96,8 @@ def test_the_filter_form_renders_fields_errors_submit_and_reset() -> None:
     assert 'hx-target="#list-results"' in html
     assert 'hx-trigger="submit, input delay:400ms"' in html
     assert '<label for="id_status">Status</label>' in html
-    assert '<span class="help">Part of the title</span>' in html
+    assert '<span class="help" id="id_title_helptext">Part of the title</span>' in html
+    assert 'aria-describedby="id_title_helptext"' in html
     assert 'class="errorlist' in html
     assert '<button type="submit">' in html
     assert '<a href="/list/">' in html
