@@ -49,7 +49,7 @@ SEARCH_QUERY = (
 # (page, role, full-page queries, fragment queries, text the fragment must hold); every page
 # reads the user's tenant memberships once.
 CASES = [
-    ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
+    ("dashboard", "reviewer", 11, 11, "Candidates waiting"),  # +1: runs to follow up
     # The queue: +3, the availability of the approved rows on the page (cases; skills and their
     # cited cases), read in bulk.
     ("queue", "reviewer", 13, 10, "Coupon refused"),  # +2: scope values for the filters
@@ -65,7 +65,7 @@ CASES = [
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
     ("run", "reviewer", 14, 13, "doc:rule-b@1"),
     ("documents", "operator", 11, 8, "doc:rule-a@2"),  # +2: scope values for the filters
-    ("document", "operator", 11, 10, "Compare with version"),
+    ("document", "operator", 12, 11, "Compare with version"),  # +1: stored revocation impacts
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.
