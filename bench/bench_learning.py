@@ -1,9 +1,10 @@
 """Benchmark of the learning loop's write and read paths.
 
-* Bulk import of near-identical cases into one scope: seconds and near-duplicate rows at each
-  size (default 250, 500, 1,000 and 2,000 cases, each size into a scope of its own), with the
-  near-duplicate indexing included (the immediate task backend runs it inline, as a worker would
-  right after). Near-linear means seconds per case stays flat as the size grows.
+* Bulk import of near-identical cases into one scope: seconds (wall and CPU) and near-duplicate
+  rows at each size (default 250, 500, 1,000 and 2,000 cases, each size into a scope of its own),
+  with the near-duplicate indexing included (the immediate task backend runs it inline, as a
+  worker would right after), and the ratio of time to the previous size. Near-linear means
+  seconds per case stays flat: each doubling of the size about doubles the time.
 * The context block: p50/p95 of ``experience_context`` with ~100 approved cases in scope, in a
   database of 100k cases at ``--scale 1`` (built as ``bench_experience.py`` builds it).
 
@@ -22,6 +23,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,7 @@ def near_identical(n: int, store: str) -> list[dict[str, Any]]:
     ]
 
 
-def import_curve(sizes: list[int]) -> list[tuple[int, float, int]]:
+def import_curve(sizes: list[int]) -> Iterator[tuple[int, float, float, int]]:
     from django.contrib.auth.models import User
 
     from curation.models import NearDuplicate
@@ -66,16 +68,14 @@ def import_curve(sizes: list[int]) -> list[tuple[int, float, int]]:
     actor = User.objects.filter(username="bench-operator").first() or user_set_role(
         username="bench-operator", role=Role.OPERATOR
     )
-    rows = []
     for n in sizes:
         store = f"bulk-{n}"
         items = near_identical(n, store)
         before = NearDuplicate.objects.count()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         items_import(items=items, actor=actor)
-        seconds = time.perf_counter() - began
-        rows.append((n, seconds, NearDuplicate.objects.count() - before))
-    return rows
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+        yield n, seconds, cpu, NearDuplicate.objects.count() - before
 
 
 def context_p50(data: dict[str, Any], repeat: int) -> tuple[float, float]:
@@ -114,9 +114,25 @@ def main() -> None:
             database_url = f"sqlite:///{Path(directory) / 'bench.sqlite3'}"
         vendor = setup(database_url)
         print(f"{vendor}: bulk import of near-identical cases into one scope")
-        print(f"{'cases':>6} {'seconds':>9} {'ms/case':>8} {'near-duplicate rows':>20}")
-        for n, seconds, links in import_curve(args.sizes):
-            print(f"{n:6,} {seconds:9.2f} {seconds / n * 1000:8.2f} {links:20,}")
+        print(
+            f"{'cases':>6} {'seconds':>9} {'ms/case':>8} {'cpu s':>8} {'x size':>7} "
+            f"{'x time':>7} {'x cpu':>7} {'near-duplicate rows':>20}"
+        )
+        previous: tuple[int, float, float] | None = None
+        for n, seconds, cpu, links in import_curve(args.sizes):
+            # Per growth step: how much larger the import, how much longer it took (near-linear:
+            # the ratios about equal, ~2.0 for each doubling). CPU time is steadier than wall
+            # time on a shared machine.
+            grew = (
+                f"{n / previous[0]:7.2f} {seconds / previous[1]:7.2f} {cpu / previous[2]:7.2f}"
+                if previous
+                else " " * 23
+            )
+            print(
+                f"{n:6,} {seconds:9.2f} {seconds / n * 1000:8.2f} {cpu:8.2f} {grew} {links:20,}",
+                flush=True,
+            )
+            previous = (n, seconds, cpu)
         data = build(args.scale, random.Random(7))
         p50, p95 = context_p50(data, args.repeat)
         print(
