@@ -34,7 +34,7 @@ from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
 from reviewconsole import inputs, itemids
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.scopes import SCOPE_VALUE, validate_scope_value
+from reviewconsole.scopes import SCOPE_VALUE_PATTERN, validate_scope_value
 from reviewconsole.timeparse import EARLIEST, LATEST, parse_aware_datetime, to_utc_iso
 
 RETRIEVE_DEFAULT_LIMIT = 3
@@ -137,7 +137,7 @@ ScopeValue = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": f"^{SCOPE_VALUE.pattern}$",
+            "pattern": SCOPE_VALUE_PATTERN,
             "maxLength": 64,
             "description": "an exact scope value; placeholders (any, all, *, n/a, …) are refused",
         }

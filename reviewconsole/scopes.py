@@ -15,6 +15,21 @@ PLACEHOLDER_SCOPE = "is a placeholder; declare the exact value this applies to"
 BAD_SCOPE = "must be 1-64 letters, digits or . _ : / - starting with a letter or digit"
 
 
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# SCOPE_VALUE without the placeholders, as a whole-string pattern that JSON Schema (ECMA-262)
+# and Python both read, so an API schema states the placeholder rule instead of describing it.
+SCOPE_VALUE_PATTERN = (
+    "^(?!(?:"
+    + "|".join(_any_case(word) for word in sorted(PLACEHOLDERS) if SCOPE_VALUE.fullmatch(word))
+    + ")$)"
+    + SCOPE_VALUE.pattern
+    + "$"
+)
+
+
 def validate_scope_value(value: object, *, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationFailure(field, EMPTY_SCOPE)
