@@ -76,6 +76,7 @@ from experience.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.itemrefs import item_titles
 from reviewconsole.links import item_url
 from reviewconsole.permissions import (
     REVIEW_CASE,
@@ -478,6 +479,8 @@ def _case_context(
         "confidence": confidence_view(case),
         "sections": _sections(case, evidence),
         "evidence_count": len(evidence),
+        # Evidence that cites another item is named by its title (one query per kind cited).
+        "item_titles": item_titles((ev.evidence.source_id for ev in evidence.values()), user),
         "checklist": _case_checklist(case, user, reason),
         "review_form": ReviewForm(initial={"reason": reason}),
         "reason": reason,

@@ -96,3 +96,24 @@ def test_a_title_the_page_already_has_is_shown_without_a_query(
         html = template.render(Context({"value": case.id}))
     assert len(queries) == 0
     assert f'title="{case.id}">Known title</a>' in html
+
+
+def test_a_case_page_names_a_case_its_evidence_cites_by_title(
+    submit_case: Callable[..., Case], reviewer: User
+) -> None:
+    from django.test import Client
+
+    cited = submit_case(
+        case_data(incident="INC-CITED", title="Earlier case: store list missing store 002")
+    )
+    citing = submit_case(
+        case_data(
+            incident="INC-CITING",
+            observations=[{"source_id": cited.id, "excerpt": "Same refusal seen before."}],
+        )
+    )
+    client = Client()
+    client.force_login(reviewer)
+    page = client.get(f"/cases/{citing.digest}/").content.decode()
+    assert "Earlier case: store list missing store 002" in page
+    assert f'href="/cases/{cited.digest}/"' in page
