@@ -21,7 +21,7 @@ from experience import postings as experience_postings
 from experience.lesson_selectors import recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Lesson, Skill
 from experience.outcome_selectors import OutcomeBatch
-from experience.retrieval import MAX_QUERY, OUTCOMES_AHEAD, ranked_from
+from experience.retrieval import MAX_QUERY, likely_returned, ranked_from
 from experience.run_readers import reader_record
 from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
@@ -141,10 +141,7 @@ def experience_context(
     require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
     found = experience_postings.candidates(exact, now, query)
-    ahead = []
-    if found is not None and len(found.items) <= OUTCOMES_AHEAD:
-        ahead = [c.item_id for c in found.items if c.kind != ItemType.LESSON]
-    outcomes = OutcomeBatch(now, ahead)
+    outcomes = OutcomeBatch(now, likely_returned(found, CHUNK))
     lessons = recallable_lessons(exact, now, outcomes)
     ranked = ranked_from(found, query, exact, now, lessons)
     candidates = _candidates(ranked, lessons, now, outcomes)

@@ -32,8 +32,8 @@ DEFAULT_LIMIT = 3
 MAX_LIMIT = 20
 MAX_QUERY = 2_000
 USE_REFUSED = "retrieving experience needs the agent or reviewer role"
-# Up to this many candidates have their outcomes read with the lessons' (one statement).
-OUTCOMES_AHEAD = 256
+# How many more cases and skills than asked for have their outcomes read with the lessons'.
+OUTCOMES_MARGIN = 2
 
 
 def _validate(query: object, limit: object, now: datetime) -> None:
@@ -98,12 +98,7 @@ def retrieve_experience(
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
 
     found = experience_postings.candidates(exact, now, query)
-    # One outcome statement per call: the lessons' outcomes are read together with those of the
-    # cases and skills that may be returned (the candidates, when they are few).
-    ahead = []
-    if found is not None and len(found.items) <= OUTCOMES_AHEAD:
-        ahead = [c.item_id for c in found.items if c.kind != ItemType.LESSON]
-    outcomes = OutcomeBatch(now, ahead)
+    outcomes = OutcomeBatch(now, likely_returned(found, limit))
     lessons = recallable_lessons(exact, now, outcomes)
     ranked = ranked_from(found, query, exact, now, lessons, limit)
     items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
@@ -159,6 +154,19 @@ def ranked_from(
         admitted, found.raw_size, found.expanded_size, limit
     )
     return [(i, by_id[i].kind, by_id[i].title) for i in ranked]
+
+
+def likely_returned(found: experience_postings.Found | None, limit: int) -> list[str]:
+    """The cases and skills a call will most likely return: the first of the candidates ranked
+    without the lessons. Their outcomes are read with the lessons' in one statement; should the
+    call return another, the batch reads it then (the answer never depends on this guess)."""
+    if found is None:
+        return []
+    others = [c for c in found.items if c.kind != ItemType.LESSON]
+    wanted = limit + OUTCOMES_MARGIN
+    return experience_postings.ranked_candidates(
+        others, found.raw_size, found.expanded_size, wanted
+    )
 
 
 def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
