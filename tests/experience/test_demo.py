@@ -107,10 +107,13 @@ def test_instruction_in_an_excerpt_changes_nothing(
     ) == [
         domain.NOT_REVIEWER,
         domain.OWN_SUBMISSION,
+        # Its diagnosis, 尚未确定原因 ("cause not yet determined"), states no cause.
+        domain.NO_DIAGNOSIS,
         domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
         domain.NO_COUNTEREVIDENCE,
     ]
     assert refused(lambda: services.case_approve(case=case, actor=second_reviewer, reason="x")) == [
+        domain.NO_DIAGNOSIS,
         domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
         domain.NO_COUNTEREVIDENCE,
     ]
