@@ -158,6 +158,9 @@ def test_the_dashboard_counts_the_runs_to_follow_up(
     html = client.get(reverse("home")).content.decode()
     card = html.split('href="' + LIST + '?follow_up=pending"', 1)[1].split("</a>", 1)[0]
     assert '<span class="count">1</span>' in card and "Runs to follow up" in card
+    # Among the review cards, not loose between the review and knowledge sections.
+    review = html.split('id="knowledge-heading"', 1)[0].rsplit("</section>", 1)[0]
+    assert "?follow_up=pending" in review
     run_follow_up(run_id="run-ui-1", actor=reviewer)
     html = client.get(reverse("home")).content.decode()
     card = html.split('href="' + LIST + '?follow_up=pending"', 1)[1].split("</a>", 1)[0]
