@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from experience.followup_models import RunFollowUp
+from experience.index_models import IndexEntry, IndexPosting, IndexScope
 from experience.models import (
     Case,
     Evidence,
@@ -135,3 +137,34 @@ class RunOutcomeAdmin(ReadOnlyAdmin):
 class RunReaderAdmin(ReadOnlyAdmin):
     list_display = ("run_id", "reader", "first_read_at")
     search_fields = ("run_id",)
+
+
+@admin.register(RunFollowUp)
+class RunFollowUpAdmin(ReadOnlyAdmin):
+    """Flagged by revocations, cleared in the console (audited); never edited here."""
+
+    list_display = ("run_id", "flagged_at", "followed_up_by", "followed_up_at")
+    list_filter = ("followed_up_at",)
+    search_fields = ("run_id",)
+
+
+# The retrieval index is derived from approved memory and rebuilt from it; shown for inspection.
+@admin.register(IndexScope)
+class IndexScopeAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
+    list_display = ("tenant", "brand", "store", "campaign", "deployment", "stamp")
+
+
+@admin.register(IndexEntry)
+class IndexEntryAdmin(ReadOnlyAdmin):
+    tenant_field = "scope__tenant"
+    list_display = ("item_id", "kind", "title", "scope")
+    list_filter = ("kind",)
+    exclude = ("expanded_tokens",)
+
+
+@admin.register(IndexPosting)
+class IndexPostingAdmin(ReadOnlyAdmin):
+    tenant_field = "scope__tenant"
+    list_display = ("token", "scope")
+    exclude = ("raw", "expanded")
