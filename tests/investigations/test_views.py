@@ -116,7 +116,8 @@ def test_a_posted_ticket_is_investigated_and_shown(knowledge_base: None, reviewe
     assert investigation.answer["conclusion_code"] == RULES_EXCLUDE_PURCHASE
 
     page = client.get(investigation.get_absolute_url()).content.decode()
-    assert RULES_EXCLUDE_PURCHASE in page
+    assert f'data-code="{RULES_EXCLUDE_PURCHASE}"' in page
+    assert "A rule&#x27;s conditions exclude this purchase" in page
     # Each citation links to its evidence, and the case keeps its prefix.
     assert reverse("knowledge:document-detail", args=["rule-a", 2]) in page
     assert reverse("knowledge:document-detail", args=["case-a", 1]) in page
@@ -261,5 +262,8 @@ def test_a_refused_answer_shows_its_reasons(knowledge_base: None, reviewer: User
         provider_instance=DropsThePrefix(),
     )
     page = signed_in(reviewer).get(investigation.get_absolute_url()).content.decode()
-    assert "<code>missing_case_prefix</code>" in page
+    # The refusal reads as a sentence for people, the code kept in its tooltip.
+    assert 'title="missing_case_prefix" data-code="missing_case_prefix"' in page
+    assert "leaves out its prefix" in page
+    assert "<code>missing_case_prefix</code>" not in page
     assert "badge-refused" in page
