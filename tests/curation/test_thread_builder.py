@@ -154,6 +154,6 @@ def test_later_counterevidence_entries_fold_away_until_they_hold_something(
     entries = re.findall(r'<details class="counter-entry"( open)?>', html)
     assert entries == [" open", "", ""]
     preview = reverse("curation:thread-preview", args=[THREAD_ID])
-    html = client.post(preview, build_post(**{"counter-3-hypothesis": "券已过期"})).content
-    entries = re.findall(r'<details class="counter-entry"( open)?>', html.decode())
+    html = client.post(preview, build_post(**{"counter-3-hypothesis": "券已过期"})).content.decode()
+    entries = re.findall(r'<details class="counter-entry"( open)?>', html)
     assert entries == [" open", "", " open"]

@@ -29,12 +29,13 @@ from hypothesis import strategies as st
 
 from agentapi.services import token_create
 from curation.domain import parse_thread
-from curation.forms import AwareDateTimeField, RecertifyForm
+from curation.forms import RecertifyForm
 from experience.models import Case, Skill
 from knowledge.forms import COMMON_ZONES
 from knowledge.models import Document
 from knowledge.services import documents_import
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.formfields import ZonedDateTimeField
 from reviewconsole.templatetags.datetimes import when
 from reviewconsole.timeparse import (
     EARLIEST,
@@ -190,7 +191,7 @@ def test_thread_import_refuses_extreme_message_times() -> None:
 
 def test_console_datetime_fields_refuse_extreme_dates() -> None:
     with pytest.raises(forms.ValidationError) as error:
-        AwareDateTimeField(label="Valid to").clean(FAR_FUTURE)
+        ZonedDateTimeField(label="Valid to").clean(FAR_FUTURE)
     assert OUT_OF_RANGE in error.value.messages[0]
     form = RecertifyForm({"valid_from": INSIDE[2], "valid_to": FAR_FUTURE, "reason": "ok"})
     assert not form.is_valid() and "valid_to" in form.errors
