@@ -87,7 +87,10 @@ from reviewconsole.permissions import (
 )
 from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
 from reviewconsole.views import (
+    Checklist,
+    Condition,
     HtmxHttpRequest,
+    checklist_of,
     console_view,
     diff_lines,
     finish,
@@ -157,32 +160,9 @@ SKILL_CONDITIONS = (
 )
 
 
-@dataclass(frozen=True)
-class Condition:
-    name: str
-    label: str
-    met: bool
-
-
-@dataclass(frozen=True)
-class Checklist:
-    items: list[Condition]
-
-    @property
-    def unmet(self) -> int:
-        return sum(1 for item in self.items if not item.met)
-
-
 def conditions(universe: Sequence[str], unmet: Iterable[str]) -> Checklist:
     """Every condition of ``universe`` marked met or not, plus any other unmet name reported."""
-    unmet = list(unmet)
-    names = [*universe, *(name for name in unmet if name not in universe)]
-    return Checklist(
-        [
-            Condition(name, str(CONDITION_LABELS.get(name, name)), name not in unmet)
-            for name in names
-        ]
-    )
+    return checklist_of(universe, unmet, CONDITION_LABELS)
 
 
 def refusal(unmet: Iterable[str]) -> list[Condition]:

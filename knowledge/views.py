@@ -68,7 +68,10 @@ from reviewconsole.permissions import (
 )
 from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access, tenants_of
 from reviewconsole.views import (
+    Checklist,
+    Condition,
     HtmxHttpRequest,
+    checklist_of,
     console_view,
     diff_lines,
     finish,
@@ -292,28 +295,8 @@ CONDITION_LABELS = {
 }
 
 
-@dataclass(frozen=True)
-class Condition:
-    name: str
-    label: str
-    met: bool
-
-
-@dataclass(frozen=True)
-class Checklist:
-    items: list[Condition]
-
-    @property
-    def unmet(self) -> int:
-        return sum(1 for item in self.items if not item.met)
-
-
 def _conditions(universe: Sequence[str], unmet: Iterable[str]) -> list[Condition]:
-    unmet = list(unmet)
-    names = [*universe, *(name for name in unmet if name not in universe)]
-    return [
-        Condition(name, str(CONDITION_LABELS.get(name, name)), name not in unmet) for name in names
-    ]
+    return checklist_of(universe, unmet, CONDITION_LABELS).items
 
 
 def _form_problems(form: forms.Form) -> list[Condition]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -128,6 +128,36 @@ def or_404(item: Found | None) -> Found:
     if item is None:
         raise Http404
     return item
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of a review decision as a page shows it: its name, a sentence, met or not."""
+
+    name: str
+    label: str
+    met: bool
+
+
+@dataclass(frozen=True)
+class Checklist:
+    items: list[Condition]
+
+    @property
+    def unmet(self) -> int:
+        return sum(1 for item in self.items if not item.met)
+
+
+def checklist_of(
+    universe: Sequence[str], unmet: Iterable[str], labels: Mapping[str, object]
+) -> Checklist:
+    """Every condition of ``universe`` marked met or not, plus any other unmet name reported,
+    each labelled from ``labels`` (the name itself where it has no label)."""
+    unmet = list(unmet)
+    names = [*universe, *(name for name in unmet if name not in universe)]
+    return Checklist(
+        [Condition(name, str(labels.get(name, name)), name not in unmet) for name in names]
+    )
 
 
 @dataclass(frozen=True)
