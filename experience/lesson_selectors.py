@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.utils.dateparse import parse_datetime
 
 from experience import domain, selectors
 from experience import lesson_domain as ld
@@ -26,7 +25,7 @@ from experience.models import (
     Status,
 )
 from experience.outcome_selectors import NONE as NO_OUTCOMES
-from experience.outcome_selectors import OutcomeBatch, Tally, outcome_tallies
+from experience.outcome_selectors import OutcomeBatch, Tally, aware_column, outcome_tallies
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.tenancy import tenants_of
@@ -277,17 +276,6 @@ def _recall_statement() -> tuple[str, tuple[tuple[str, Any], ...]]:
     return statement
 
 
-def _as_datetime(value: Any) -> datetime | None:
-    """A datetime column as the ORM would return it: aware (stored in UTC where the database
-    keeps no zone)."""
-    if value is None:
-        return None
-    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
-    if parsed is not None and parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
 def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...]]:
     sql, slots = _recall_statement()
     at = connection.ops.adapt_datetimefield_value(now)
@@ -301,7 +289,7 @@ def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...
     for row in rows:
         values = list(row)
         for index in _RECALL_DATETIMES:
-            values[index] = _as_datetime(values[index])
+            values[index] = aware_column(values[index])
         values[6] = bool(values[6])
         converted.append(tuple(values))
     return converted

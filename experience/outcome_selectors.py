@@ -68,7 +68,7 @@ def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dic
             for item_id, kind, runs, latest in cursor.fetchall():
                 counted.setdefault(item_id, {})[kind] = int(runs)
                 if kind == Outcome.RESOLVED_BY_LEAD:
-                    last[item_id] = _aware(latest)
+                    last[item_id] = aware_column(latest)
     return {
         item_id: Tally(
             confirming=by.get(Outcome.RESOLVED_BY_LEAD, 0),
@@ -83,7 +83,7 @@ def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dic
 _CHUNK = 900
 
 
-def _aware(value: Any) -> datetime | None:
+def aware_column(value: Any) -> datetime | None:
     """A datetime column as the ORM returns it: aware (UTC where the database keeps no zone)."""
     if value is None:
         return None

@@ -8,6 +8,7 @@ every run reason code the executor writes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from django.utils.functional import Promise
@@ -84,15 +85,23 @@ def unmet_sentence(code: str) -> CodeSentence:
     return CodeSentence(code, code, str(sentence) if sentence is not None else code)
 
 
+def sentence_of(
+    text: str, sentences: Mapping[str, Promise], self_explained: Set[str] = frozenset()
+) -> CodeSentence:
+    """``code`` or ``code: detail`` as the sentence ``sentences`` gives the code, keeping the
+    detail unless the code is ``self_explained``; text that is no code shows as itself."""
+    code, _separator, detail = (text or "").partition(":")
+    code = code.strip()
+    sentence = sentences.get(code)
+    if sentence is None:
+        return CodeSentence(text or "", "", text or "")
+    detail = "" if code in self_explained else detail.strip()
+    return CodeSentence(text, code, str(sentence), detail)
+
+
 def run_reason(reason: str) -> CodeSentence:
     """A run's reason (``code: detail``) as a sentence, keeping the detail where it says more."""
-    code, _separator, detail = (reason or "").partition(":")
-    code = code.strip()
-    sentence = RUN_REASONS.get(code)
-    if sentence is None:
-        return CodeSentence(reason or "", "", reason or "")
-    detail = "" if code in SELF_EXPLAINED else detail.strip()
-    return CodeSentence(reason, code, str(sentence), detail)
+    return sentence_of(reason, RUN_REASONS, SELF_EXPLAINED)
 
 
 def code_sentence(code: str) -> CodeSentence:

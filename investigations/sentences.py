@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from experience.sentences import CodeSentence
+from experience.sentences import CodeSentence, sentence_of
 from investigations import domain, verification
 from knowledge import conclusions
 
@@ -57,9 +57,4 @@ SENTENCES: dict[str, Promise] = {**CONCLUSIONS, **REFUSALS, **END_REASONS}
 
 def investigation_sentence(text: str) -> CodeSentence:
     """``code`` or ``code: detail`` as a sentence; text that is no code shows as itself."""
-    code, _separator, detail = (text or "").partition(":")
-    code = code.strip()
-    sentence = SENTENCES.get(code)
-    if sentence is None:
-        return CodeSentence(text or "", "", text or "")
-    return CodeSentence(text, code, str(sentence), detail.strip())
+    return sentence_of(text, SENTENCES)
