@@ -6,20 +6,12 @@ from typing import Any
 
 from experience.domain import SCOPE_FIELDS
 from experience.models import Case
-from knowledge.scope_options import MAX_VALUES, document_scope_values
+from knowledge.scope_options import distinct_values, document_scope_values
 from reviewconsole.tenancy import visible
 
 
 def scope_values(user: Any) -> dict[str, set[str]]:
-    values: dict[str, set[str]] = {name: set() for name in SCOPE_FIELDS}
-    values.update(document_scope_values(user))
-    rows = (
-        visible(Case.objects.all(), user)
-        .values_list(*SCOPE_FIELDS)
-        .distinct()
-        .order_by(*SCOPE_FIELDS)[:MAX_VALUES]
-    )
-    for row in rows:
-        for name, value in zip(SCOPE_FIELDS, row, strict=True):
-            values[name].add(value)
+    values = distinct_values(visible(Case.objects.all(), user), SCOPE_FIELDS)
+    for name, used in document_scope_values(user).items():
+        values[name] |= used
     return values

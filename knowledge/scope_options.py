@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from knowledge.models import DocumentStore
@@ -11,15 +12,15 @@ DOCUMENT_SCOPE = ("tenant", "brand", "campaign", "store")
 MAX_VALUES = 500  # distinct scopes read; a datalist is a suggestion, not an index
 
 
-def document_scope_values(user: Any) -> dict[str, set[str]]:
-    values: dict[str, set[str]] = {name: set() for name in DOCUMENT_SCOPE}
-    rows = (
-        visible(DocumentStore.objects.all(), user)
-        .values_list(*DOCUMENT_SCOPE)
-        .distinct()
-        .order_by(*DOCUMENT_SCOPE)[:MAX_VALUES]
-    )
-    for row in rows:
-        for name, value in zip(DOCUMENT_SCOPE, row, strict=True):
+def distinct_values(rows: Any, fields: Sequence[str]) -> dict[str, set[str]]:
+    """The values each of ``fields`` takes among ``rows`` (a queryset, tenancy already applied),
+    from at most ``MAX_VALUES`` distinct combinations: one query."""
+    values: dict[str, set[str]] = {name: set() for name in fields}
+    for row in rows.values_list(*fields).distinct().order_by(*fields)[:MAX_VALUES]:
+        for name, value in zip(fields, row, strict=True):
             values[name].add(value)
     return values
+
+
+def document_scope_values(user: Any) -> dict[str, set[str]]:
+    return distinct_values(visible(DocumentStore.objects.all(), user), DOCUMENT_SCOPE)
