@@ -96,6 +96,8 @@ def retrieve_experience(
     if missing:
         return {"status": FALLBACK, "missing": missing, "items": []}
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+    # The tenant is checked here, as the context block checks it, whoever calls.
+    require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
     found = experience_postings.candidates(exact, now, query)
     outcomes = OutcomeBatch(now, likely_returned(found, limit))

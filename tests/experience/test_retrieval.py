@@ -182,6 +182,21 @@ def test_actor_needs_the_use_permission(
     assert not Reference.objects.filter(run_id="r-op").exists()
 
 
+def test_an_agent_of_another_tenant_is_refused_by_the_service_itself(
+    approved_case: Callable[..., Case], agent: User
+) -> None:
+    """Not only the API checks the tenant: every caller of the service meets the same rule."""
+    from reviewconsole.models import TenantMembership
+    from reviewconsole.tenancy import NOT_IN_TENANT
+
+    approved_case()
+    TenantMembership.objects.create(user=agent, tenant="another-tenant")
+    with pytest.raises(PermissionRefused) as refused:
+        retrieve_experience(QUERY, SCOPE, NOW, "r-other", actor=agent)
+    assert refused.value.unmet == NOT_IN_TENANT
+    assert not Reference.objects.filter(run_id="r-other").exists()
+
+
 def test_a_read_without_an_actor_is_refused_not_unchecked(
     approved_case: Callable[..., Case],
 ) -> None:
