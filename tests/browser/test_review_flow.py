@@ -92,6 +92,10 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     expect(
         page.locator('#approval-checklist li.unmet[data-condition="no_checked_diagnosis_evidence"]')
     ).to_have_count(0)
+    # The check's swap settles (and focuses the checked item) before the next key is pressed.
+    page.wait_for_function(
+        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
     expect(page.locator("#ev-diagnosis-0")).to_be_focused()
     page.keyboard.press("a")
     expect(page.locator("#decision-approve")).to_be_focused()
