@@ -356,8 +356,8 @@ def measure(
 
     def without_lessons() -> Any:
         saved = retrieval.recallable_lessons, retrieval.with_confidence
-        setattr(retrieval, "recallable_lessons", lambda scope, now, outcomes=None: {})  # noqa: B010
-        setattr(retrieval, "with_confidence", lambda items, lessons, now, outcomes=None: items)  # noqa: B010
+        setattr(retrieval, "recallable_lessons", lambda scope, now, *_, **__: {})  # noqa: B010
+        setattr(retrieval, "with_confidence", lambda items, lessons, now, *_: items)  # noqa: B010
         try:
             return recall()
         finally:

@@ -19,9 +19,9 @@ from django.db import transaction
 from experience import context, domain
 from experience import postings as experience_postings
 from experience.lesson_selectors import recallable_lessons, with_confidence
-from experience.models import Case, ItemType, Lesson, Skill
+from experience.models import Case, ItemType, Lesson, Skill, Status
 from experience.outcome_selectors import OutcomeBatch
-from experience.retrieval import MAX_QUERY, likely_returned, ranked_from
+from experience.retrieval import MAX_QUERY, candidate_lessons, likely_returned, ranked_from
 from experience.run_readers import reader_record
 from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
@@ -102,8 +102,18 @@ def _candidates(
     for start in range(0, len(ranked), CHUNK):
         chunk = ranked[start : start + CHUNK]
         rows = _rows(chunk)
+        # The case rows just read hold what a case's confidence needs: no second read.
+        read_cases = {
+            i: (row[1].valid_from, row[1].valid_to, row[1].approved_at)
+            for i, row in rows.items()
+            if row[0] == ItemType.CASE and row[1].status == Status.APPROVED
+        }
         scored = with_confidence(
-            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk], lessons, now, outcomes
+            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk],
+            lessons,
+            now,
+            outcomes,
+            read_cases,
         )
         for item in scored:
             _kind, read, title, text = rows[item["id"]]
@@ -142,7 +152,7 @@ def experience_context(
 
     found = experience_postings.candidates(exact, now, query)
     outcomes = OutcomeBatch(now, likely_returned(found, CHUNK))
-    lessons = recallable_lessons(exact, now, outcomes)
+    lessons = recallable_lessons(exact, now, outcomes, candidate_lessons(found))
     ranked = ranked_from(found, query, exact, now, lessons)
     candidates = _candidates(ranked, lessons, now, outcomes)
     block = context.build_block(

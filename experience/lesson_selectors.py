@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from experience import domain, selectors
@@ -28,6 +27,7 @@ from experience.outcome_selectors import NONE as NO_OUTCOMES
 from experience.outcome_selectors import OutcomeBatch, Tally, aware_column, outcome_tallies
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.statements import DATETIME, Param, Statement
 from reviewconsole.tenancy import tenants_of
 
 if TYPE_CHECKING:
@@ -209,19 +209,29 @@ class Recallable:
     conflict: bool
 
 
-# --- the retrieval statement, compiled once -----------------------------------------------------
-# Building this query through the ORM (five scope filters, two Exists, the canonical incident
-# subquery) costs several times what the database takes to answer it, on every retrieval. It is
-# built once per database and incident rule with placeholder values, and each retrieval binds
-# its scope and time to the compiled statement's parameters.
+# --- the retrieval statements, compiled once (reviewconsole.statements) -------------------------
+# Building these queries through the ORM (five scope filters, two Exists, the canonical incident
+# subquery) costs several times what the database takes to answer them, on every retrieval.
 
-_SENTINEL_NOW = datetime(1901, 2, 3, 4, 5, 6, tzinfo=UTC)
-_SENTINEL_SCOPE = {name: f"\x00scope:{name}" for name in domain.SCOPE_FIELDS}
 _RECALL_DATETIMES = (5, 11, 12, 13)  # the columns below that hold datetimes
-_recall_statements: dict[tuple[str, int], tuple[str, tuple[tuple[str, Any], ...]]] = {}
+_SCOPE_PARAMS = [Param(name) for name in domain.SCOPE_FIELDS]
 
 
-def _recall_queryset(scope: Mapping[str, str], now: datetime) -> Any:
+def _incident_key() -> int:
+    """What the compiled statements depend on beyond their values: the incident rule."""
+    return id(selectors._incident_identity.get("expression"))
+
+
+def _with_incident(links: Any, case: str) -> tuple[Any, str]:
+    """``links`` with each cited case's canonical incident (incident merges followed), and the
+    name to read it by."""
+    expression = selectors._incident_identity.get("expression")
+    if expression is None:
+        return links, f"{case}__incident"
+    return links.annotate(canonical_incident=expression(case)), "canonical_incident"
+
+
+def _recall_queryset(now: datetime, lesson_ids: Sequence[str] | None = None, **scope: str) -> Any:
     open_conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN)
     links = LessonCase.objects.filter(
         lesson__status=Status.APPROVED,
@@ -229,15 +239,14 @@ def _recall_queryset(scope: Mapping[str, str], now: datetime) -> Any:
         lesson__valid_to__gt=now,
         lesson__approved_at__lte=now,
         **{f"lesson__{name}": scope[name] for name in domain.SCOPE_FIELDS},
-    ).annotate(
+    )
+    if lesson_ids is not None:
+        links = links.filter(lesson_id__in=lesson_ids)
+    links = links.annotate(
         in_conflict=Exists(open_conflicts.filter(lesson_a=OuterRef("lesson_id")))
         | Exists(open_conflicts.filter(lesson_b=OuterRef("lesson_id")))
     )
-    expression = selectors._incident_identity.get("expression")
-    incident = "case__incident"
-    if expression is not None:
-        links = links.annotate(canonical_incident=expression("case"))
-        incident = "canonical_incident"
+    links, incident = _with_incident(links, "case")
     return links.order_by().values_list(
         "lesson_id",
         "lesson__title",
@@ -256,35 +265,21 @@ def _recall_queryset(scope: Mapping[str, str], now: datetime) -> Any:
     )
 
 
-def _recall_statement() -> tuple[str, tuple[tuple[str, Any], ...]]:
-    expression = selectors._incident_identity.get("expression")
-    key = (connection.vendor, id(expression))
-    statement = _recall_statements.get(key)
-    if statement is None:
-        sql, params = _recall_queryset(_SENTINEL_SCOPE, _SENTINEL_NOW).query.sql_with_params()
-        sentinel_now = connection.ops.adapt_datetimefield_value(_SENTINEL_NOW)
-        by_value = {value: name for name, value in _SENTINEL_SCOPE.items()}
-        slots: list[tuple[str, Any]] = []
-        for param in params:
-            if param == sentinel_now:
-                slots.append(("now", None))
-            elif isinstance(param, str) and param in by_value:
-                slots.append(("scope", by_value[param]))
-            else:
-                slots.append(("value", param))
-        statement = _recall_statements[key] = (sql, tuple(slots))
-    return statement
+_RECALL_IN_SCOPE = Statement(_recall_queryset, [*_SCOPE_PARAMS, Param("now", DATETIME)])
+_RECALL_AMONG = Statement(
+    _recall_queryset, [*_SCOPE_PARAMS, Param("now", DATETIME), Param("lesson_ids", many=True)]
+)
 
 
-def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...]]:
-    sql, slots = _recall_statement()
-    at = connection.ops.adapt_datetimefield_value(now)
-    params = [
-        at if kind == "now" else scope[value] if kind == "scope" else value for kind, value in slots
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+def _recall_rows(
+    scope: Mapping[str, str], now: datetime, among: Collection[str] | None
+) -> list[tuple[Any, ...]]:
+    if among is None:
+        rows = _RECALL_IN_SCOPE.rows(_incident_key(), now=now, **scope)
+    elif among:
+        rows = _RECALL_AMONG.rows(_incident_key(), now=now, lesson_ids=sorted(among), **scope)
+    else:
+        return []
     converted = []
     for row in rows:
         values = list(row)
@@ -296,16 +291,20 @@ def _recall_rows(scope: Mapping[str, str], now: datetime) -> list[tuple[Any, ...
 
 
 def recallable_lessons(
-    scope: Mapping[str, str], now: datetime, outcomes: OutcomeBatch | None = None
+    scope: Mapping[str, str],
+    now: datetime,
+    outcomes: OutcomeBatch | None = None,
+    among: Collection[str] | None = None,
 ) -> dict[str, Recallable]:
     """Lessons retrieval may return: past the gate, available, and at or above the confidence
     threshold, or below it but in an unresolved conflict (returned flagged, never settled).
+    ``among``: only these lessons are asked about (the candidates the index found), when given.
 
     One query: the cited cases of the gated lessons, each row with its lesson's fields and
     whether the lesson is in an open conflict; their outcomes through ``outcomes`` when the
     caller batches them with the items it will ask about next.
     """
-    rows = _recall_rows(scope, now)
+    rows = _recall_rows(scope, now, among)
     lessons: dict[str, tuple[Any, ...]] = {}
     cited: dict[str, dict[str, list[domain.CitedCase]]] = defaultdict(lambda: defaultdict(list))
     approvals: dict[str, list[datetime | None]] = defaultdict(list)
@@ -350,18 +349,24 @@ def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
     return {lesson_id for pair in pairs for lesson_id in pair}
 
 
+# ``(valid_from, valid_to, approved_at)`` of an approved case, as the retrieval index holds them.
+CaseTimes = tuple[datetime, datetime, datetime | None]
+
+
 def with_confidence(
     items: list[dict[str, Any]],
     lessons: Mapping[str, Recallable],
     now: datetime,
     outcomes: OutcomeBatch | None = None,
+    approved_cases: Mapping[str, CaseTimes] | None = None,
 ) -> list[dict[str, Any]]:
     """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
     ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
-    cases' distinct incidents (docs/contracts.md, Lessons)."""
+    cases' distinct incidents (docs/contracts.md, Lessons). ``approved_cases``: cases whose gate
+    times the caller read already (from the retrieval index), which are not read again."""
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
-    scores = item_confidences(case_ids, skill_ids, now, outcomes)
+    scores = item_confidences(case_ids, skill_ids, now, outcomes, approved_cases)
     out = []
     for item in items:
         lesson = lessons.get(item["id"])
@@ -378,48 +383,89 @@ def with_confidence(
     return out
 
 
+def _case_confidence(
+    case_id: str,
+    status: str,
+    times: CaseTimes,
+    now: datetime,
+    config: ConfidenceSettings,
+    outcomes: Tally,
+) -> ld.Confidence:
+    valid_from, valid_to, approved_at = times
+    # A case is one incident whatever incident merges say, so its own id stands for it.
+    cited = domain.CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
+    return _confidence([cited], [], [approved_at], now, config, outcomes)
+
+
+def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
+    links, incident = _with_incident(SkillCase.objects.filter(skill_id__in=skill_ids), "case")
+    # Distinct incidents follow incident merges, as skill approval counts them.
+    return links.order_by().values_list(
+        "skill_id",
+        "skill__approved_at",
+        "case_id",
+        "case__status",
+        incident,
+        "case__valid_from",
+        "case__valid_to",
+        "case__approved_at",
+    )
+
+
+_SKILL_EVIDENCE = Statement(_skill_evidence_queryset, [Param("skill_ids", many=True)])
+_SKILL_EVIDENCE_DATETIMES = (1, 5, 6, 7)
+
+
+def _skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    """``(skill, skill approved_at, case, status, canonical incident, valid_from, valid_to,
+    case approved_at)`` of every case the skills cite."""
+    rows = []
+    for row in _SKILL_EVIDENCE.rows(_incident_key(), skill_ids=skill_ids):
+        values = list(row)
+        for index in _SKILL_EVIDENCE_DATETIMES:
+            values[index] = aware_column(values[index])
+        rows.append(tuple(values))
+    return rows
+
+
 def item_confidences(
-    case_ids: list[str], skill_ids: list[str], now: datetime, batch: OutcomeBatch | None = None
+    case_ids: list[str],
+    skill_ids: list[str],
+    now: datetime,
+    batch: OutcomeBatch | None = None,
+    approved_cases: Mapping[str, CaseTimes] | None = None,
 ) -> dict[str, ld.Confidence]:
-    """The confidence of each case and skill (the console shows it with its inputs)."""
+    """The confidence of each case and skill (the console shows it with its inputs); the cases
+    in ``approved_cases`` from the times given there instead of their rows."""
     config = confidence_settings()
     scores: dict[str, ld.Confidence] = {}
     outcomes = (batch or OutcomeBatch(now)).tallies([*case_ids, *skill_ids])
-    # A case is one incident whatever incident merges say, so its own row is enough.
-    for case_id, status, incident, valid_from, valid_to, approved_at, *scope in (
-        Case.objects.filter(pk__in=case_ids)
+    known = approved_cases or {}
+    for case_id in case_ids:
+        if case_id in known:
+            tally = outcomes.get(case_id, NO_OUTCOMES)
+            scores[case_id] = _case_confidence(
+                case_id, Status.APPROVED, known[case_id], now, config, tally
+            )
+    unknown = [case_id for case_id in case_ids if case_id not in known]
+    for case_id, status, valid_from, valid_to, approved_at in (
+        Case.objects.filter(pk__in=unknown)
         .order_by()
-        .values_list(
-            "id",
-            "status",
-            "incident",
-            "valid_from",
-            "valid_to",
-            "approved_at",
-            *domain.SCOPE_FIELDS,
-        )
+        .values_list("id", "status", "valid_from", "valid_to", "approved_at")
+        if unknown
+        else ()
     ):
-        cited = domain.CitedCase(
+        scores[case_id] = _case_confidence(
             case_id,
             status,
-            dict(zip(domain.SCOPE_FIELDS, scope, strict=True)),
-            incident,
-            valid_from,
-            valid_to,
-        )
-        scores[case_id] = _confidence(
-            [cited], [], [approved_at], now, config, outcomes.get(case_id, NO_OUTCOMES)
+            (valid_from, valid_to, approved_at),
+            now,
+            config,
+            outcomes.get(case_id, NO_OUTCOMES),
         )
     if skill_ids:
         by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
-        links = SkillCase.objects.filter(skill_id__in=skill_ids)
-        incident = "case__incident"
-        expression = selectors._incident_identity.get("expression")
-        if expression is not None:
-            # Distinct incidents follow incident merges, as skill approval counts them.
-            links = links.annotate(canonical_incident=expression("case"))
-            incident = "canonical_incident"
         for (
             skill_id,
             skill_approved,
@@ -429,16 +475,7 @@ def item_confidences(
             valid_from,
             valid_to,
             approved,
-        ) in links.order_by().values_list(
-            "skill_id",
-            "skill__approved_at",
-            "case_id",
-            "case__status",
-            incident,
-            "case__valid_from",
-            "case__valid_to",
-            "case__approved_at",
-        ):
+        ) in _skill_evidence_rows(skill_ids):
             # A skill cites only cases of its own scope (approval refuses any other).
             by_skill[skill_id].append(
                 domain.CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)

@@ -325,6 +325,14 @@ class Candidate:
     expanded_size: int
     raw_hits: int
     expanded_hits: int
+    # The gate times the entry holds (microseconds since the epoch; valid_to NEVER when open).
+    valid_from: int = 0
+    valid_to: int = int(kp.NEVER)
+    approved_at: int = 0
+
+    def gate_times(self) -> tuple[datetime, datetime, datetime]:
+        """``(valid_from, valid_to, approved_at)`` as the item's aware datetimes."""
+        return kp.moment(self.valid_from), kp.moment(self.valid_to), kp.moment(self.approved_at)
 
 
 STALE = None  # what :func:`candidates` answers when the scope's postings cannot be trusted
@@ -448,6 +456,9 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
                     expanded_size,
                     raw.get(pk, 0),
                     expanded.get(pk, 0),
+                    start,
+                    end,
+                    approved,
                 )
                 for pk, kind, item, title, raw_size, expanded_size, start, end, approved, _ in (
                     entries

@@ -11,7 +11,12 @@ from django.db import transaction
 
 from experience import domain
 from experience import postings as experience_postings
-from experience.lesson_selectors import Recallable, recallable_lessons, with_confidence
+from experience.lesson_selectors import (
+    CaseTimes,
+    Recallable,
+    recallable_lessons,
+    with_confidence,
+)
 from experience.models import Case, ItemType, Skill, SkillCase, Status
 from experience.outcome_selectors import OutcomeBatch
 from experience.postings import skill_text
@@ -101,10 +106,10 @@ def retrieve_experience(
 
     found = experience_postings.candidates(exact, now, query)
     outcomes = OutcomeBatch(now, likely_returned(found, limit))
-    lessons = recallable_lessons(exact, now, outcomes)
+    lessons = recallable_lessons(exact, now, outcomes, candidate_lessons(found))
     ranked = ranked_from(found, query, exact, now, lessons, limit)
     items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
-    items = with_confidence(items, lessons, now, outcomes)
+    items = with_confidence(items, lessons, now, outcomes, indexed_cases(found, items))
     if items:
         with transaction.atomic():
             references_record(
@@ -158,6 +163,14 @@ def ranked_from(
     return [(i, by_id[i].kind, by_id[i].title) for i in ranked]
 
 
+def candidate_lessons(found: experience_postings.Found | None) -> set[str] | None:
+    """The lessons the index found for the query (None: every lesson of the scope, when the
+    ranking is read from the texts): no other can be returned, so no other is read."""
+    if found is None:
+        return None
+    return {c.item_id for c in found.items if c.kind == ItemType.LESSON}
+
+
 def likely_returned(found: experience_postings.Found | None, limit: int) -> list[str]:
     """The cases and skills a call will most likely return: the first of the candidates ranked
     without the lessons. Their outcomes are read with the lessons' in one statement; should the
@@ -169,6 +182,17 @@ def likely_returned(found: experience_postings.Found | None, limit: int) -> list
     return experience_postings.ranked_candidates(
         others, found.raw_size, found.expanded_size, wanted
     )
+
+
+def indexed_cases(
+    found: experience_postings.Found | None, items: list[dict[str, Any]]
+) -> dict[str, CaseTimes]:
+    """The gate times of the returned ``items``' cases as the index gave them (they are approved
+    and past the gate): their confidence needs nothing more of their rows."""
+    if found is None:
+        return {}
+    wanted = {item["id"] for item in items if item["type"] == ItemType.CASE}
+    return {c.item_id: c.gate_times() for c in found.items if c.item_id in wanted}
 
 
 def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:

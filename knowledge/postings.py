@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,14 @@ def micros(moment: datetime | None) -> int:
         return int(NEVER)
     delta = moment - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def moment(value: int) -> datetime:
+    """The aware datetime :func:`micros` gave ``value`` for (exact to the microsecond; NEVER is
+    the latest datetime there is)."""
+    if value >= NEVER:
+        return datetime.max.replace(tzinfo=UTC)
+    return EPOCH + timedelta(microseconds=int(value))
 
 
 def ids_of(blob: bytes | memoryview | None) -> np.ndarray:

@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 from experience import domain, postings
 from experience.index_models import IndexEntry, IndexPosting, IndexScope
 from experience.lesson_selectors import recallable_lessons
-from experience.models import Case, Lesson, LessonCase, Skill, SkillCase, Status
+from experience.models import (
+    Case,
+    Lesson,
+    LessonCase,
+    LessonConflict,
+    Skill,
+    SkillCase,
+    Status,
+)
 from experience.retrieval import gated_cases, gated_skills, ranked_items
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
@@ -383,3 +391,91 @@ def test_a_retrieval_reads_outcomes_in_one_statement(operator: User, agent: User
     assert {item["type"] for item in result["items"]} == {"case", "lesson"}
     outcome_reads = [q for q in queries.captured_queries if "runoutcome" in q["sql"]]
     assert len(outcome_reads) == 1
+
+
+def _from_texts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postings, "candidates", lambda scope, now, query: postings.STALE)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    cases=st.lists(specs, min_size=1, max_size=10),
+    skills=st.lists(
+        st.tuples(specs, st.lists(st.integers(0, 9), min_size=1, max_size=2)), max_size=3
+    ),
+    lessons=st.lists(
+        st.tuples(sentences, st.lists(st.integers(0, 9), min_size=1, max_size=3)), max_size=4
+    ),
+    conflicted=st.booleans(),
+    confirmed=st.lists(st.tuples(st.integers(0, 9), st.booleans()), max_size=4),
+    asked=queries,
+)
+def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
+    operator: User,
+    agent: User,
+    cases: list[Spec],
+    skills: list[tuple[Spec, list[int]]],
+    lessons: list[tuple[str, list[int]]],
+    conflicted: bool,
+    confirmed: list[tuple[int, bool]],
+    asked: list[str],
+) -> None:
+    """Confidence, its reasons, lesson fields and conflicts too: the index's gate times stand in
+    for the case rows, and only the lessons the index found are read."""
+    from experience.outcome_models import RunOutcome
+    from experience.retrieval import retrieve_experience
+    from experience.services import references_record
+
+    try:
+        with transaction.atomic():
+            made = [make_case(n, spec, operator) for n, spec in enumerate(cases)]
+            for n, (spec, cited) in enumerate(skills):
+                chosen = list(dict.fromkeys(made[i % len(made)] for i in cited))
+                spec = Spec(spec.text, chosen[0].store == OTHER["store"], spec.window, True)
+                make_skill(n, spec, chosen, operator)
+            recalled = []
+            for n, (text, support) in enumerate(lessons):
+                # Supported by cases of its scope; in force, so its support decides.
+                chosen = list(dict.fromkeys(made[i % len(made)] for i in support))
+                chosen = [c for c in chosen if c.store == chosen[0].store]
+                spec = Spec(text, chosen[0].store == OTHER["store"], "now", True)
+                recalled.append(make_lesson(n, spec, chosen, operator))
+            if conflicted and len(recalled) >= 2:
+                # An open conflict: recalled flagged even below the threshold.
+                a, b = sorted((recalled[0].id, recalled[1].id))
+                LessonConflict.objects.create(
+                    lesson_a_id=a,
+                    lesson_b_id=b,
+                    tenant=SCOPE["tenant"],
+                    found_by="type_opposition",
+                    detected_at=NOW - timedelta(days=1),
+                    detected_on="scan",
+                )
+            # Reported outcomes move confidence up or down (and the last confirmation).
+            for n, (i, good) in enumerate(confirmed):
+                run = f"run-outcome-{n}"
+                references_record(
+                    run_id=run, items=[(made[i % len(made)].id, "case")], at=NOW - timedelta(1)
+                )
+                RunOutcome.objects.create(
+                    run_id=run,
+                    outcome="resolved_by_lead" if good else "lead_was_wrong",
+                    reported_by=operator,
+                    reported_at=NOW - timedelta(hours=n + 1),
+                )
+            for n, query in enumerate(asked):
+                for scope in SCOPES:
+                    got = retrieve_experience(query, scope, NOW, f"run-i-{n}", 20, actor=agent)
+                    with pytest.MonkeyPatch.context() as patch:
+                        _from_texts(patch)
+                        expected = retrieve_experience(
+                            query, scope, NOW, f"run-t-{n}", 20, actor=agent
+                        )
+                    assert got == expected, (query, scope)
+            raise Rollback
+    except Rollback:
+        pass

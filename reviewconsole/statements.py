@@ -1,0 +1,136 @@
+"""Querysets compiled once and run many times with new values.
+
+Building a queryset through the ORM (filters, ``Exists``, correlated subqueries) can cost several
+times what the database takes to answer it, and a hot read pays that on every call. A
+:class:`Statement` builds its queryset once per database and key, with a sentinel in place of
+each value, finds the sentinels among the compiled parameters, and binds each call's values in
+their place.
+
+A list parameter (``field__in=``) is compiled once per size bucket (1, 2, 4, … up to
+:data:`MAX_LIST`), the last value repeated to fill its bucket, which changes nothing in an
+``IN``; a longer list is read in chunks of :data:`MAX_LIST`, so a statement with a list
+parameter must return rows that do not depend on each other (no aggregate over the list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+
+TEXT = "text"
+DATETIME = "datetime"
+MAX_LIST = 512
+_SENTINEL_EPOCH = datetime(1901, 2, 3, 4, 5, 6, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A value a statement is run with: a text or a datetime, or a list of texts."""
+
+    name: str
+    kind: str = TEXT
+    many: bool = False
+
+
+class Statement:
+    """``build(**sentinels)`` is the queryset; :meth:`rows` runs it with the values given.
+
+    ``build`` must only place each sentinel where the value goes (a filter's right-hand side),
+    never compute with it. ``key`` (for :meth:`rows`) names anything else the queryset depends
+    on, such as an installed expression.
+    """
+
+    def __init__(self, build: Callable[..., QuerySet[Any]], params: Sequence[Param]) -> None:
+        self.build = build
+        self.params = tuple(params)
+        if sum(1 for p in self.params if p.many) > 1:
+            raise ValueError("a statement takes at most one list parameter")
+        self._compiled: dict[tuple[Any, ...], tuple[str, tuple[_Slot, ...]]] = {}
+
+    def _sentinels(self, size: int) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for index, param in enumerate(self.params):
+            if param.kind == DATETIME:
+                values[param.name] = _SENTINEL_EPOCH + timedelta(seconds=index)
+            elif param.many:
+                values[param.name] = [f"\x00{param.name}:{i}" for i in range(size)]
+            else:
+                values[param.name] = f"\x00{param.name}"
+        return values
+
+    def _statement(self, key: Hashable, size: int) -> tuple[str, tuple[_Slot, ...]]:
+        cache_key = (connection.vendor, key, size)
+        compiled = self._compiled.get(cache_key)
+        if compiled is not None:
+            return compiled
+        sentinels = self._sentinels(size)
+        sql, params = self.build(**sentinels).query.sql_with_params()
+        places: dict[Any, _Slot] = {}
+        for param in self.params:
+            value = sentinels[param.name]
+            if param.kind == DATETIME:
+                adapted = connection.ops.adapt_datetimefield_value(value)
+                places[adapted] = _Slot(param.name)
+            elif param.many:
+                places.update({item: _Slot(param.name, i) for i, item in enumerate(value)})
+            else:
+                places[value] = _Slot(param.name)
+        slots = tuple(
+            places.get(value, _Slot("", literal=value))
+            if isinstance(value, Hashable)
+            else _Slot("", literal=value)
+            for value in params
+        )
+        lost = {place.name for place in places.values()} - {slot.name for slot in slots}
+        if lost:
+            raise ValueError(f"the compiled statement lost its parameters: {sorted(lost)}")
+        compiled = self._compiled[cache_key] = (sql, slots)
+        return compiled
+
+    def rows(self, key: Hashable = None, **values: Any) -> list[tuple[Any, ...]]:
+        """The rows for these values (a list parameter: each distinct item once)."""
+        adapted = {
+            p.name: connection.ops.adapt_datetimefield_value(values[p.name])
+            if p.kind == DATETIME
+            else values[p.name]
+            for p in self.params
+        }
+        many = next((p.name for p in self.params if p.many), None)
+        if many is None:
+            return self._run(key, 1, adapted)
+        items = list(dict.fromkeys(adapted[many]))
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(items), MAX_LIST):
+            chunk = items[start : start + MAX_LIST]
+            size = 1 << (len(chunk) - 1).bit_length()
+            filled = chunk + chunk[-1:] * (size - len(chunk))
+            rows += self._run(key, size, {**adapted, many: filled})
+        return rows
+
+    def _run(self, key: Hashable, size: int, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        sql, slots = self._statement(key, size)
+        params = [slot.value(values) for slot in slots]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One compiled parameter: a value given by name (``index`` into a list one), or a literal
+    the queryset itself holds (``name`` empty)."""
+
+    name: str
+    index: int | None = None
+    literal: Any = None
+
+    def value(self, values: Mapping[str, Any]) -> Any:
+        if not self.name:
+            return self.literal
+        given = values[self.name]
+        return given if self.index is None else given[self.index]

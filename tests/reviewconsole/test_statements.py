@@ -1,0 +1,111 @@
+"""Compiled statements answer exactly what their queryset answers, for any values."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db.models import Exists, OuterRef
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from experience.models import Case, SkillCase, Status
+from reviewconsole import statements
+from reviewconsole.statements import DATETIME, Param, Statement
+from tests.experience.conftest import NOW, SCOPE
+
+pytestmark = pytest.mark.django_db
+
+STORES = ("store-a", "store-b", "store-c")
+DAY = timedelta(days=1)
+
+
+def _cases(stores: list[str], offsets: list[int], user: User) -> list[Case]:
+    made = []
+    for n, (store, offset) in enumerate(zip(stores, offsets, strict=True)):
+        made.append(
+            Case.objects.create(
+                id=f"case:{n:064x}",
+                **{**SCOPE, "store": store},
+                title=f"case {n}",
+                valid_from=NOW + offset * DAY,
+                valid_to=NOW + 400 * DAY,
+                content_hash=f"{n:064x}",
+                content={"n": n},
+                submitted_by=user,
+                submitted_via="import",
+                submitted_at=NOW - 50 * DAY,
+                status=Status.APPROVED if n % 3 else Status.CANDIDATE,
+                incident=f"INC-{n}",
+                search_text="",
+            )
+        )
+    return made
+
+
+def _queryset(store: str, now: Any, ids: list[str] | None = None) -> Any:
+    cases = Case.objects.filter(store=store, valid_from__lte=now, status=Status.APPROVED)
+    if ids is not None:
+        cases = cases.filter(id__in=ids)
+    # A correlated subquery and a literal of the queryset's own, kept as they are.
+    cited = SkillCase.objects.filter(case_id=OuterRef("id"))
+    return cases.annotate(cited=Exists(cited)).order_by().values_list("id", "title", "cited")
+
+
+BY_STORE = Statement(_queryset, [Param("store"), Param("now", DATETIME)])
+AMONG = Statement(_queryset, [Param("store"), Param("now", DATETIME), Param("ids", many=True)])
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from(STORES), st.integers(-5, 5)), max_size=12),
+    store=st.sampled_from(STORES),
+    at=st.integers(-6, 6),
+    picked=st.lists(st.integers(0, 15), max_size=10),
+)
+def test_a_compiled_statement_answers_what_its_queryset_answers(
+    operator: User, rows: list[tuple[str, int]], store: str, at: int, picked: list[int]
+) -> None:
+    Case.objects.all().delete()
+    made = _cases([s for s, _ in rows], [o for _, o in rows], operator)
+    now = NOW + at * DAY
+    # Ids that exist and ids that do not, repeated at times.
+    ids = [made[i].id if i < len(made) else f"case:missing-{i}" for i in picked]
+
+    assert sorted(BY_STORE.rows(store=store, now=now)) == sorted(_queryset(store, now))
+    if ids:
+        expected = sorted(_queryset(store, now, ids))
+        assert sorted(AMONG.rows(store=store, now=now, ids=ids)) == expected
+    else:
+        assert AMONG.rows(store=store, now=now, ids=ids) == []
+
+
+def test_a_long_list_is_read_in_chunks_with_nothing_lost_or_repeated(
+    operator: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _cases(["store-a"] * 12, [-1] * 12, operator)
+    monkeypatch.setattr(statements, "MAX_LIST", 4)
+    ids = [case.id for case in made] + [made[0].id]
+    got = AMONG.rows(store="store-a", now=NOW, ids=ids)
+    expected = list(_queryset("store-a", NOW, ids))
+    assert len(got) == len(expected) == 8  # the approved ones: n % 3 != 0
+    assert sorted(got) == sorted(expected)
+
+
+def test_a_value_the_queryset_computes_with_is_refused() -> None:
+    def hides_its_value(store: str) -> Any:
+        return Case.objects.filter(store=store.upper())
+
+    with pytest.raises(ValueError, match="store"):
+        Statement(hides_its_value, [Param("store")]).rows(store="store-a")
+
+
+def test_two_list_parameters_are_refused() -> None:
+    with pytest.raises(ValueError, match="one list"):
+        Statement(_queryset, [Param("store", many=True), Param("ids", many=True)])
