@@ -94,7 +94,7 @@ class Statement:
 
     def rows(self, key: Hashable = None, **values: Any) -> list[tuple[Any, ...]]:
         """The rows for these values (a list parameter: each distinct item once)."""
-        adapted = {
+        adapted: dict[str, Any] = {
             p.name: connection.ops.adapt_datetimefield_value(values[p.name])
             if p.kind == DATETIME
             else values[p.name]
