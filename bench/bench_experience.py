@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 def setup(database_url: str | None) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    os.environ.setdefault("DJANGO_DEBUG", "0")  # DEBUG would record every query, as no server does
     if database_url:
         os.environ["DATABASE_URL"] = database_url
     import django
@@ -354,15 +355,24 @@ def measure(
     # lesson read, no confidence), interleaved call by call over the same scopes.
     from experience import retrieval
 
+    # The baseline switches off everything retrieval does for lessons and confidence: the
+    # lesson read, the guess of which items' outcomes to read with the lessons', and scoring.
+    switched_off = {
+        "recallable_lessons": lambda scope, now, *_, **__: {},
+        "likely_returned": lambda found, limit: [],
+        "indexed_cases": lambda found, items: {},
+        "with_confidence": lambda items, lessons, now, *_: items,
+    }
+
     def without_lessons() -> Any:
-        saved = retrieval.recallable_lessons, retrieval.with_confidence
-        setattr(retrieval, "recallable_lessons", lambda scope, now, *_, **__: {})  # noqa: B010
-        setattr(retrieval, "with_confidence", lambda items, lessons, now, *_: items)  # noqa: B010
+        saved = {name: getattr(retrieval, name) for name in switched_off}
+        for name, stand_in in switched_off.items():
+            setattr(retrieval, name, stand_in)
         try:
             return recall()
         finally:
-            setattr(retrieval, "recallable_lessons", saved[0])  # noqa: B010
-            setattr(retrieval, "with_confidence", saved[1])  # noqa: B010
+            for name, original in saved.items():
+                setattr(retrieval, name, original)
 
     from experience import outcome_selectors
 
@@ -494,8 +504,10 @@ def main() -> None:
         vendor = setup(database_url)
         rng = random.Random(args.seed)
         data = build(args.scale, rng)
+        from django.conf import settings
+
         print(
-            f"{vendor}: {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
+            f"{vendor} (DEBUG={settings.DEBUG}): {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
             f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s), "
             f"{data['big']:,} more cases in one scope; retrieval index built in {data['index_seconds']:.1f}s"
         )

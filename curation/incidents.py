@@ -17,6 +17,7 @@ from curation import domain
 from curation.checks import REVIEW_REFUSED, reason_given
 from curation.models import CaseBand, CaseSignature, IncidentMerge, LinkStatus, NearDuplicate
 from curation.selectors import incident_merges, scope_key
+from experience.lesson_index import incidents_merged
 from experience.models import Case, Status
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -192,9 +193,16 @@ def incident_merge(
         reason=reason,
         link=link,
     )
+    moved_aliases = list(
+        IncidentMerge.objects.filter(tenant=tenant, brand=brand, canonical=alias_root).values_list(
+            "alias", flat=True
+        )
+    )
     moved = IncidentMerge.objects.filter(tenant=tenant, brand=brand, canonical=alias_root).update(
         canonical=into_root
     )
+    # Lessons keep their cited cases' canonical incidents on their index entries.
+    incidents_merged(tenant, brand, {alias_root, *moved_aliases})
     closed = _resolve_links_within_incidents(tenant, brand, actor=actor, now=now)
     event_record(
         actor=actor,

@@ -52,6 +52,9 @@ class IndexEntry(models.Model):
     expanded_size = models.PositiveIntegerField()
     # The expanded set the postings hold for this entry (what a lexicon change compares with).
     expanded_tokens = models.TextField(default="")
+    # A lesson's confidence inputs as JSON (experience.lesson_index), kept in step with its cited
+    # cases, incident merges and conflicts; empty when not written yet (recall reads the tables).
+    evidence = models.TextField(default="", blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["scope", "kind"], name="experience_index_entry_kind")]
@@ -106,6 +109,10 @@ def _receivers_connect() -> None:
     post_delete.connect(
         _lexicon_changed, sender=Synonym, dispatch_uid="experience.index.lexicon.delete"
     )
+    from experience.lesson_index import receivers_connect
+
+    # A lesson's entry keeps its confidence inputs: every change to them rewrites it.
+    receivers_connect()
 
 
 _receivers_connect()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from experience import domain, selectors
+from experience import domain, lesson_index, selectors
 from experience import lesson_domain as ld
 from experience.models import (
     Case,
@@ -25,6 +25,7 @@ from experience.models import (
 )
 from experience.outcome_selectors import NONE as NO_OUTCOMES
 from experience.outcome_selectors import OutcomeBatch, Tally, aware_column, outcome_tallies
+from knowledge import postings as kp
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.statements import DATETIME, Param, Statement
@@ -32,6 +33,8 @@ from reviewconsole.tenancy import tenants_of
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+
+    from experience.postings import Candidate
 
 NO_SUCH_LESSON = "no lesson with this id"
 
@@ -81,11 +84,10 @@ def visible_lessons(user: User) -> QuerySet[Lesson]:
 
 
 def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
-    links = LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
     # Distinct incidents follow incident merges, as skills' do (experience.selectors).
-    expression = selectors._incident_identity.get("expression")
-    if expression is not None:
-        links = links.annotate(canonical_incident=expression("case"))
+    links, _ = selectors.with_canonical_incident(
+        LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
+    )
     return links
 
 
@@ -222,15 +224,6 @@ def _incident_key() -> int:
     return id(selectors._incident_identity.get("expression"))
 
 
-def _with_incident(links: Any, case: str) -> tuple[Any, str]:
-    """``links`` with each cited case's canonical incident (incident merges followed), and the
-    name to read it by."""
-    expression = selectors._incident_identity.get("expression")
-    if expression is None:
-        return links, f"{case}__incident"
-    return links.annotate(canonical_incident=expression(case)), "canonical_incident"
-
-
 def _recall_queryset(now: datetime, lesson_ids: Sequence[str] | None = None, **scope: str) -> Any:
     open_conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN)
     links = LessonCase.objects.filter(
@@ -246,7 +239,7 @@ def _recall_queryset(now: datetime, lesson_ids: Sequence[str] | None = None, **s
         in_conflict=Exists(open_conflicts.filter(lesson_a=OuterRef("lesson_id")))
         | Exists(open_conflicts.filter(lesson_b=OuterRef("lesson_id")))
     )
-    links, incident = _with_incident(links, "case")
+    links, incident = selectors.with_canonical_incident(links, "case")
     return links.order_by().values_list(
         "lesson_id",
         "lesson__title",
@@ -290,54 +283,106 @@ def _recall_rows(
     return converted
 
 
+@dataclass
+class _Inputs:
+    """One lesson's recall inputs, from the tables or from its index entry."""
+
+    title: str
+    search_text: str
+    lesson_type: str
+    conclusion: str
+    approved_at: datetime | None
+    conflict: bool
+    supports: list[domain.CitedCase] = field(default_factory=list)
+    contradicts: list[domain.CitedCase] = field(default_factory=list)
+    # The times its supporting approved cases were approved.
+    approvals: list[datetime | None] = field(default_factory=list)
+
+    def cite(self, relation: str, case: domain.CitedCase, approved: datetime | None) -> None:
+        if relation == LessonRelation.SUPPORTS:
+            self.supports.append(case)
+            if case.status == Status.APPROVED:
+                self.approvals.append(approved)
+        else:
+            self.contradicts.append(case)
+
+
+def _inputs_from_rows(rows: list[tuple[Any, ...]], scope: Mapping[str, str]) -> dict[str, _Inputs]:
+    inputs: dict[str, _Inputs] = {}
+    for lesson_id, *fields, relation, case_id, status, inc, valid_from, valid_to, approved in rows:
+        lesson = inputs.get(lesson_id)
+        if lesson is None:
+            lesson = inputs[lesson_id] = _Inputs(*fields)
+        # Cited cases share the lesson's scope: approval and submission refuse any other.
+        case = domain.CitedCase(case_id, status, scope, inc or "", valid_from, valid_to)
+        lesson.cite(relation, case, approved)
+    return inputs
+
+
+def _inputs_from_entry(entry: Candidate, scope: dict[str, str]) -> _Inputs:
+    evidence = lesson_index.decode(entry.evidence or "", scope)
+    lesson = _Inputs(
+        title=entry.title,
+        search_text="",  # ranked from the index: the text is not read
+        lesson_type=evidence.lesson_type,
+        conclusion=evidence.conclusion,
+        approved_at=kp.moment(entry.approved_at),
+        conflict=evidence.conflict,
+    )
+    for relation, case, approved in evidence.cases:
+        lesson.cite(relation, case, approved)
+    return lesson
+
+
 def recallable_lessons(
     scope: Mapping[str, str],
     now: datetime,
     outcomes: OutcomeBatch | None = None,
-    among: Collection[str] | None = None,
+    among: Mapping[str, Candidate] | None = None,
 ) -> dict[str, Recallable]:
     """Lessons retrieval may return: past the gate, available, and at or above the confidence
     threshold, or below it but in an unresolved conflict (returned flagged, never settled).
-    ``among``: only these lessons are asked about (the candidates the index found), when given.
 
-    One query: the cited cases of the gated lessons, each row with its lesson's fields and
-    whether the lesson is in an open conflict; their outcomes through ``outcomes`` when the
-    caller batches them with the items it will ask about next.
+    ``among``: only the lessons the index found for the query are asked about, each scored from
+    the confidence inputs its entry keeps (``experience.lesson_index``); those whose entry has
+    none yet, and every lesson of the scope when ``among`` is None, are read in one query: the
+    cited cases of the gated lessons, each row with its lesson's fields and whether it is in an
+    open conflict. Outcomes come through ``outcomes`` when the caller batches them with the
+    items it will ask about next.
     """
-    rows = _recall_rows(scope, now, among)
-    lessons: dict[str, tuple[Any, ...]] = {}
-    cited: dict[str, dict[str, list[domain.CitedCase]]] = defaultdict(lambda: defaultdict(list))
-    approvals: dict[str, list[datetime | None]] = defaultdict(list)
-    for lesson_id, *fields, relation, case_id, status, inc, valid_from, valid_to, approved in rows:
-        lessons[lesson_id] = tuple(fields)
-        # Cited cases share the lesson's scope: approval and submission refuse any other.
-        cited[lesson_id][relation].append(
-            domain.CitedCase(case_id, status, scope, inc or "", valid_from, valid_to)
-        )
-        if relation == LessonRelation.SUPPORTS and status == Status.APPROVED:
-            approvals[lesson_id].append(approved)
+    if among is None:
+        inputs = _inputs_from_rows(_recall_rows(scope, now, None), scope)
+    else:
+        exact = dict(scope)
+        inputs = {i: _inputs_from_entry(c, exact) for i, c in among.items() if c.evidence}
+        unread = [i for i, c in among.items() if not c.evidence]
+        if unread:
+            inputs.update(_inputs_from_rows(_recall_rows(scope, now, unread), scope))
     config = confidence_settings()
     batch = outcomes or OutcomeBatch(now)
-    tallies = batch.tallies(lessons)
+    tallies = batch.tallies(inputs)
     found = {}
-    for lesson_id, (title, text, lesson_type, conclusion, approved_at, conflict) in sorted(
-        lessons.items()
-    ):
-        supports = cited[lesson_id][LessonRelation.SUPPORTS]
-        if not any(domain.case_usable(case, now) for case in supports):
+    for lesson_id, lesson in sorted(inputs.items()):
+        if not any(domain.case_usable(case, now) for case in lesson.supports):
             continue
         score = _confidence(
-            supports,
-            cited[lesson_id][LessonRelation.CONTRADICTS],
-            [approved_at, *approvals[lesson_id]],
+            lesson.supports,
+            lesson.contradicts,
+            [lesson.approved_at, *lesson.approvals],
             now,
             config,
             tallies.get(lesson_id, NO_OUTCOMES),
         )
-        if score.value < config.threshold and not conflict:
+        if score.value < config.threshold and not lesson.conflict:
             continue
         found[lesson_id] = Recallable(
-            lesson_id, title, text, lesson_type, conclusion, score, bool(conflict)
+            lesson_id,
+            lesson.title,
+            lesson.search_text,
+            lesson.lesson_type,
+            lesson.conclusion,
+            score,
+            lesson.conflict,
         )
     return found
 
@@ -398,7 +443,9 @@ def _case_confidence(
 
 
 def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
-    links, incident = _with_incident(SkillCase.objects.filter(skill_id__in=skill_ids), "case")
+    links, incident = selectors.with_canonical_incident(
+        SkillCase.objects.filter(skill_id__in=skill_ids), "case"
+    )
     # Distinct incidents follow incident merges, as skill approval counts them.
     return links.order_by().values_list(
         "skill_id",

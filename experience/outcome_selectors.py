@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -87,7 +88,16 @@ def aware_column(value: Any) -> datetime | None:
     """A datetime column as the ORM returns it: aware (UTC where the database keeps no zone)."""
     if value is None:
         return None
-    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return _parsed(str(value))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> datetime | None:
+    """A datetime column's text (SQLite keeps them as text, UTC): parsed once per text, since
+    rows repeat them (a lesson's approval on each of its rows, a batch's shared validity)."""
+    parsed = parse_datetime(text)
     if parsed is not None and parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed

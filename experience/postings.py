@@ -21,8 +21,8 @@ Jaccard, RRF k=60, ties by id): the gate runs on the candidates only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +53,8 @@ class Kind:
     text: Callable[[Any], str]
     # The text's columns, for reading many items without their other fields.
     columns: tuple[str, ...]
+    # Called with the ids of items just indexed (live models only): what else their entries keep.
+    indexed: Callable[[list[str]], Any] | None = None
 
 
 def _case_model() -> Any:
@@ -73,6 +75,12 @@ def _lesson_model() -> Any:
     return Lesson
 
 
+def _lesson_evidence_refreshed(ids: list[str]) -> int:
+    from experience.lesson_index import evidence_refreshed
+
+    return evidence_refreshed(ids)
+
+
 def skill_text(title: str, when: str) -> str:
     return f"{title}\n{when}"
 
@@ -82,7 +90,13 @@ KINDS: dict[str, Kind] = {
     "skill": Kind(
         "skill", _skill_model, lambda item: skill_text(item.title, item.when), ("title", "when")
     ),
-    "lesson": Kind("lesson", _lesson_model, lambda item: item.search_text, ("search_text",)),
+    "lesson": Kind(
+        "lesson",
+        _lesson_model,
+        lambda item: item.search_text,
+        ("search_text",),
+        indexed=_lesson_evidence_refreshed,
+    ),
 }
 
 
@@ -161,6 +175,9 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
     changes = kp.Changes()
     changes.add(scope_id, entry.pk, raw, expanded)
     kp.changes_applied(changes, models.knowledge())
+    hook = KINDS[kind].indexed
+    if hook is not None and models.entry is live().entry:
+        hook([item.pk])
 
 
 def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
@@ -307,6 +324,10 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
     for entry, (_, _, _, raw, expanded) in zip(entries, items, strict=True):
         changes.add(entry.scope_id, entry.pk, raw, expanded)
     kp.changes_applied(changes, models.knowledge(), fresh=created)
+    if historical is None:
+        for kind in KINDS.values():
+            if kind.indexed is not None:
+                kind.indexed([e.item_id for e in entries if e.kind == kind.name])
     return len(entries)
 
 
@@ -329,6 +350,8 @@ class Candidate:
     valid_from: int = 0
     valid_to: int = int(kp.NEVER)
     approved_at: int = 0
+    # A lesson's confidence inputs (experience.lesson_index); empty when not written.
+    evidence: str = ""
 
     def gate_times(self) -> tuple[datetime, datetime, datetime]:
         """``(valid_from, valid_to, approved_at)`` as the item's aware datetimes."""
@@ -387,6 +410,7 @@ def _entries(scope_id: int, ids: Sequence[int]) -> list[tuple[Any, ...]]:
             "valid_from",
             "valid_to",
             "approved_at",
+            "evidence",
         )
     )
     sql = (
@@ -410,13 +434,34 @@ def _entries(scope_id: int, ids: Sequence[int]) -> list[tuple[Any, ...]]:
 _BY_ID = 500
 
 
-@dataclass(frozen=True)
+@dataclass
 class Found:
     """What :func:`candidates` read: the query's token counts and the candidates."""
 
     raw_size: int
     expanded_size: int
     items: list[Candidate]
+    _branches: tuple[list[str], list[str]] | None = field(default=None, repr=False)
+
+    def ranked(self, admitted: Collection[str], limit: int | None = None) -> list[str]:
+        """:func:`ranked_candidates` of the ``admitted`` items: the branches are ordered once
+        per call however many subsets are ranked."""
+        raw, expanded = self.branches()
+        return _fused(
+            [i for i in raw if i in admitted], [i for i in expanded if i in admitted], limit
+        )
+
+    def leading(self, admitted: Collection[str], n: int) -> list[str]:
+        """The first ``n`` admitted items of each branch, without fusing them: where the first
+        of the ranking almost always are, for a caller that only guesses."""
+        raw, expanded = self.branches()
+        first = [i for i in raw if i in admitted][:n]
+        return list(dict.fromkeys([*first, *[i for i in expanded if i in admitted][:n]]))
+
+    def branches(self) -> tuple[list[str], list[str]]:
+        if self._branches is None:
+            self._branches = _branches(self.items, self.raw_size, self.expanded_size)
+        return self._branches
 
 
 def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | None:
@@ -440,7 +485,7 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
         raw = _counts(row[4] for row in rows if row[3] in raw_keys)
         expanded = _counts(row[5] for row in rows if row[3] in expanded_keys)
         entries = _entries(scope_id, sorted(set(raw) | set(expanded)))
-        if any(entry[9] != scope_stamp for entry in entries):
+        if any(entry[10] != scope_stamp for entry in entries):
             continue  # the scope's postings moved between the two reads: read again
         at = kp.micros(now)
         return Found(
@@ -459,10 +504,21 @@ def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | N
                     start,
                     end,
                     approved,
+                    evidence,
                 )
-                for pk, kind, item, title, raw_size, expanded_size, start, end, approved, _ in (
-                    entries
-                )
+                for (
+                    pk,
+                    kind,
+                    item,
+                    title,
+                    raw_size,
+                    expanded_size,
+                    start,
+                    end,
+                    approved,
+                    evidence,
+                    _,
+                ) in entries
                 if start <= at < end and approved <= at
             ],
         )
@@ -477,12 +533,17 @@ def ranked_candidates(
     k: int = RRF_K,
 ) -> list[str]:
     """Item ids of ``found`` (all past the gate) ranked as ``rank_items`` ranks their texts; the
-    first ``limit`` of them when given.
+    first ``limit`` of them when given."""
+    raw, expanded = _branches(found, raw_size, expanded_size)
+    return _fused(raw, expanded, limit, k)
 
-    With a limit, only items ranked within ``k + 2 * limit`` in either branch are fused: the
-    first ``limit`` of one branch score at least 1/(k + limit) each, an item ranked below that
-    bound in both branches at most 2/(k + bound + 1), which is less, so it cannot be among them.
-    """
+
+def _branches(
+    found: Sequence[Candidate], raw_size: int, expanded_size: int
+) -> tuple[list[str], list[str]]:
+    """The raw and the expanded branch of ``found``, each best first (exact Jaccard, ties by id).
+    Each item's place depends on its own counts only, so a subset's branch is this one with the
+    others left out."""
     raw = exact_order(
         (c.raw_hits, raw_size + c.raw_size - c.raw_hits, c.item_id) for c in found if c.raw_hits
     )
@@ -491,6 +552,16 @@ def ranked_candidates(
         for c in found
         if c.expanded_hits
     )
+    return raw, expanded
+
+
+def _fused(raw: list[str], expanded: list[str], limit: int | None, k: int = RRF_K) -> list[str]:
+    """The two branches fused by RRF (ties by id); the first ``limit`` when given.
+
+    With a limit, only items ranked within ``k + 2 * limit`` in either branch are fused: the
+    first ``limit`` of one branch score at least 1/(k + limit) each, an item ranked below that
+    bound in both branches at most 2/(k + bound + 1), which is less, so it cannot be among them.
+    """
     if limit is None:
         return reciprocal_rank_fusion([raw, expanded], k)
     bound = k + 2 * limit

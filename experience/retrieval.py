@@ -157,31 +157,28 @@ def ranked_from(
         or (c.kind == ItemType.LESSON and c.item_id in lessons)
     ]
     by_id = {c.item_id: c for c in admitted}
-    ranked = experience_postings.ranked_candidates(
-        admitted, found.raw_size, found.expanded_size, limit
-    )
-    return [(i, by_id[i].kind, by_id[i].title) for i in ranked]
+    return [(i, by_id[i].kind, by_id[i].title) for i in found.ranked(by_id, limit)]
 
 
-def candidate_lessons(found: experience_postings.Found | None) -> set[str] | None:
-    """The lessons the index found for the query (None: every lesson of the scope, when the
-    ranking is read from the texts): no other can be returned, so no other is read."""
+def candidate_lessons(
+    found: experience_postings.Found | None,
+) -> dict[str, experience_postings.Candidate] | None:
+    """The lessons the index found for the query, with their entries (None: every lesson of
+    the scope, when the ranking is read from the texts): no other can be returned."""
     if found is None:
         return None
-    return {c.item_id for c in found.items if c.kind == ItemType.LESSON}
+    return {c.item_id: c for c in found.items if c.kind == ItemType.LESSON}
 
 
 def likely_returned(found: experience_postings.Found | None, limit: int) -> list[str]:
-    """The cases and skills a call will most likely return: the first of the candidates ranked
-    without the lessons. Their outcomes are read with the lessons' in one statement; should the
-    call return another, the batch reads it then (the answer never depends on this guess)."""
+    """The cases and skills a call will most likely return: the first of each ranking branch
+    among them (unfused: fusing costs more than the guess saves). Their outcomes are read with
+    the lessons' in one statement; should the call return another, the batch reads it then (the
+    answer never depends on this guess)."""
     if found is None:
         return []
-    others = [c for c in found.items if c.kind != ItemType.LESSON]
-    wanted = limit + OUTCOMES_MARGIN
-    return experience_postings.ranked_candidates(
-        others, found.raw_size, found.expanded_size, wanted
-    )
+    others = {c.item_id for c in found.items if c.kind != ItemType.LESSON}
+    return found.leading(others, limit + OUTCOMES_MARGIN)
 
 
 def indexed_cases(

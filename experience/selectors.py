@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from django.db.models import QuerySet
 
@@ -96,6 +96,7 @@ def case_facts(case: Case) -> domain.CaseFacts:
 # ("case" when loaded through SkillCase). Without one, an incident is itself. The expression is
 # evaluated inside the query that loads the cases, so counting costs no extra query.
 CanonicalIncidentExpression = Callable[[str], Any]
+_Links = TypeVar("_Links", bound="QuerySet[Any]")
 _incident_identity: dict[str, CanonicalIncidentExpression] = {}
 
 
@@ -103,6 +104,15 @@ def canonical_incident_install(expression: CanonicalIncidentExpression | None) -
     _incident_identity.pop("expression", None)
     if expression is not None:
         _incident_identity["expression"] = expression
+
+
+def with_canonical_incident(links: _Links, case: str = "case") -> tuple[_Links, str]:
+    """``links`` (rows citing a case at ``case``) with each case's canonical incident, and the
+    name to read it by: the installed expression's annotation, or the case's own incident."""
+    expression = _incident_identity.get("expression")
+    if expression is None:
+        return links, f"{case}__incident"
+    return cast(_Links, links.annotate(canonical_incident=expression(case))), "canonical_incident"
 
 
 def cited_case(case: Case) -> domain.CitedCase:
@@ -118,10 +128,7 @@ def cited_case(case: Case) -> domain.CitedCase:
 
 
 def skill_cases(skill: Skill) -> list[Case]:
-    links = SkillCase.objects.filter(skill=skill).select_related("case")
-    expression = _incident_identity.get("expression")
-    if expression is not None:
-        links = links.annotate(canonical_incident=expression("case"))
+    links, _ = with_canonical_incident(SkillCase.objects.filter(skill=skill).select_related("case"))
     cases = []
     for link in links:
         link.case.canonical_incident = getattr(link, "canonical_incident", link.case.incident)  # type: ignore[attr-defined]

@@ -288,10 +288,11 @@ def test_the_index_follows_approval_revocation_and_supersession(operator: User) 
 
 
 def test_a_rebuild_writes_what_approvals_wrote(operator: User) -> None:
-    make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    first = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
     make_case(2, Spec("代金券 打印机", 1, "expired", True), operator)
+    make_lesson(1, Spec("优惠券 门店", 0, "now", True), [first], operator)
     before = snapshot()
-    assert postings.rebuild() == 2
+    assert postings.rebuild() == 3
     assert snapshot() == before
 
 
@@ -316,6 +317,7 @@ def snapshot() -> tuple[Any, Any]:
             "expanded_size",
             "expanded_tokens",
             "scope__store",
+            "evidence",
         )
     )
     return lists, rows
@@ -397,25 +399,65 @@ def _from_texts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postings, "candidates", lambda scope, now, query: postings.STALE)
 
 
+def assert_entries_current() -> None:
+    """Every lesson entry keeps what its lesson's evidence is now, read from the tables."""
+    from experience.lesson_index import evidence_of
+
+    kept = dict(IndexEntry.objects.filter(kind="lesson").values_list("item_id", "evidence"))
+    assert kept == evidence_of(sorted(kept))
+
+
+def assert_recall_same(asked: list[str], agent: User, tag: str) -> None:
+    from experience.retrieval import retrieve_experience
+
+    assert_entries_current()
+    for n, query in enumerate(asked):
+        for scope in SCOPES:
+            got = retrieve_experience(query, scope, NOW, f"run-i{tag}-{n}", 20, actor=agent)
+            with pytest.MonkeyPatch.context() as patch:
+                _from_texts(patch)
+                expected = retrieve_experience(
+                    query, scope, NOW, f"run-t{tag}-{n}", 20, actor=agent
+                )
+            assert got == expected, (tag, query, scope)
+
+
 @settings(
     max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    cases=st.lists(specs, min_size=1, max_size=10),
+    # Mostly usable cases, so that lessons citing them clear the threshold.
+    cases=st.lists(
+        st.builds(
+            Spec,
+            text=sentences,
+            scope=st.integers(0, 1),
+            window=st.sampled_from(("now", "now", "now", "expired")),
+            approved=st.just(True),
+        ),
+        min_size=2,
+        max_size=10,
+    ),
     skills=st.lists(
         st.tuples(specs, st.lists(st.integers(0, 9), min_size=1, max_size=2)), max_size=3
     ),
     lessons=st.lists(
-        st.tuples(sentences, st.lists(st.integers(0, 9), min_size=1, max_size=3)), max_size=4
+        st.tuples(sentences, st.lists(st.integers(0, 9), min_size=2, max_size=4)),
+        min_size=1,
+        max_size=4,
     ),
     conflicted=st.booleans(),
     confirmed=st.lists(st.tuples(st.integers(0, 9), st.booleans()), max_size=4),
     asked=queries,
+    revoke=st.lists(st.integers(0, 9), max_size=2),
+    merge=st.tuples(st.integers(0, 9), st.integers(0, 9)),
+    cite=st.tuples(st.integers(0, 3), st.integers(0, 9), st.booleans()),
 )
 def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
     operator: User,
+    reviewer: User,
     agent: User,
     cases: list[Spec],
     skills: list[tuple[Spec, list[int]]],
@@ -423,11 +465,15 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
     conflicted: bool,
     confirmed: list[tuple[int, bool]],
     asked: list[str],
+    revoke: list[int],
+    merge: tuple[int, int],
+    cite: tuple[int, int, bool],
 ) -> None:
     """Confidence, its reasons, lesson fields and conflicts too: the index's gate times stand in
-    for the case rows, and only the lessons the index found are read."""
+    for the case rows, and the lessons' entries for their cited cases and conflicts, through
+    every change that alters them."""
+    from curation.incidents import incident_merge
     from experience.outcome_models import RunOutcome
-    from experience.retrieval import retrieve_experience
     from experience.services import references_record
 
     try:
@@ -439,15 +485,17 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
                 make_skill(n, spec, chosen, operator)
             recalled = []
             for n, (text, support) in enumerate(lessons):
-                # Supported by cases of its scope; in force, so its support decides.
+                # Supported by cases of its scope; in force, so its support decides. The links
+                # are written after the lesson is approved, as a bulk load writes them.
                 chosen = list(dict.fromkeys(made[i % len(made)] for i in support))
                 chosen = [c for c in chosen if c.store == chosen[0].store]
                 spec = Spec(text, chosen[0].store == OTHER["store"], "now", True)
                 recalled.append(make_lesson(n, spec, chosen, operator))
+            conflict = None
             if conflicted and len(recalled) >= 2:
                 # An open conflict: recalled flagged even below the threshold.
                 a, b = sorted((recalled[0].id, recalled[1].id))
-                LessonConflict.objects.create(
+                conflict = LessonConflict.objects.create(
                     lesson_a_id=a,
                     lesson_b_id=b,
                     tenant=SCOPE["tenant"],
@@ -467,15 +515,130 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
                     reported_by=operator,
                     reported_at=NOW - timedelta(hours=n + 1),
                 )
-            for n, query in enumerate(asked):
-                for scope in SCOPES:
-                    got = retrieve_experience(query, scope, NOW, f"run-i-{n}", 20, actor=agent)
-                    with pytest.MonkeyPatch.context() as patch:
-                        _from_texts(patch)
-                        expected = retrieve_experience(
-                            query, scope, NOW, f"run-t-{n}", 20, actor=agent
-                        )
-                    assert got == expected, (query, scope)
+            assert_recall_same(asked, agent, "a")
+
+            # Cited cases revoked; the conflict resolved; two incidents merged into one; a
+            # counterexample cited after approval.
+            for i in revoke:
+                case = made[i % len(made)]
+                case.refresh_from_db()
+                if case.status == Status.APPROVED:
+                    case.status = Status.REVOKED
+                    case.save(update_fields=["status"])
+            if conflict is not None:
+                conflict.status = "resolved"
+                conflict.save(update_fields=["status"])
+            alias, into = (made[i % len(made)].incident for i in merge)
+            if alias != into:
+                incident_merge(
+                    tenant=SCOPE["tenant"],
+                    brand=SCOPE["brand"],
+                    alias=alias,
+                    into=into,
+                    actor=reviewer,
+                    reason="one outage",
+                )
+            which, case_at, supports = cite
+            if recalled:
+                lesson = recalled[which % len(recalled)]
+                case = made[case_at % len(made)]
+                if (
+                    case.store == lesson.store
+                    and not LessonCase.objects.filter(lesson=lesson, case=case).exists()
+                ):
+                    LessonCase.objects.create(
+                        lesson=lesson,
+                        case=case,
+                        relation="supports" if supports else "contradicts",
+                        position=9,
+                    )
+            assert_recall_same(asked, agent, "b")
             raise Rollback
     except Rollback:
         pass
+
+
+def test_recall_reads_no_cited_case_of_a_lesson_whose_entry_keeps_them(
+    operator: User, agent: User
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from experience.retrieval import retrieve_experience
+
+    first = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    second = make_case(2, Spec("优惠券 门店", 0, "now", True), operator)
+    lesson = make_lesson(1, Spec("优惠券 无法使用 门店", 0, "now", True), [first, second], operator)
+    assert IndexEntry.objects.get(item_id=lesson.id).evidence
+
+    def recall(run: str) -> tuple[dict[str, Any], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            result = retrieve_experience("优惠券无法使用", SCOPE, NOW, run, actor=agent)
+        return result, [q["sql"] for q in queries.captured_queries if "lessoncase" in q["sql"]]
+
+    kept, reads = recall("run-kept")
+    assert lesson.id in [item["id"] for item in kept["items"]]
+    assert reads == []
+    # An entry written before it kept them (or by a migration) is read from the tables.
+    IndexEntry.objects.filter(item_id=lesson.id).update(evidence="")
+    unkept, reads = recall("run-unkept")
+    assert len(reads) == 1
+    assert unkept == kept
+
+
+def test_a_lesson_entry_follows_every_change_to_its_evidence(
+    operator: User, reviewer: User, agent: User
+) -> None:
+    from curation.incidents import incident_merge
+    from experience.lesson_index import decode
+
+    cases = [make_case(n, Spec(f"优惠券 门店 {n}", 0, "now", True), operator) for n in range(4)]
+    lesson = make_lesson(1, Spec("优惠券 无法使用", 0, "now", True), cases[:3], operator)
+    other = make_lesson(2, Spec("优惠券 门店", 0, "now", True), cases[:2], operator)
+    asked = ["优惠券", "优惠券 无法使用"]
+
+    def kept() -> Any:
+        return decode(IndexEntry.objects.get(item_id=lesson.id).evidence, SCOPE)
+
+    assert_recall_same(asked, agent, "approved")
+    assert sorted(case.incident for _, case, _ in kept().cases) == ["INC-0", "INC-1", "INC-2"]
+
+    revoked = cases[0]
+    revoked.status = Status.REVOKED
+    revoked.save(update_fields=["status"])
+    statuses = {case.incident: case.status for _, case, _ in kept().cases}
+    assert statuses == {"INC-0": "revoked", "INC-1": "approved", "INC-2": "approved"}
+    assert_recall_same(asked, agent, "revoked")
+
+    incident_merge(
+        tenant=SCOPE["tenant"],
+        brand=SCOPE["brand"],
+        alias="INC-2",
+        into="INC-1",
+        actor=reviewer,
+        reason="one outage",
+    )
+    assert sorted(case.incident for _, case, _ in kept().cases) == ["INC-0", "INC-1", "INC-1"]
+    assert_recall_same(asked, agent, "merged")
+
+    LessonCase.objects.create(lesson=lesson, case=cases[3], relation="contradicts", position=0)
+    assert {case.case_id: relation for relation, case, _ in kept().cases}[cases[3].id] == (
+        "contradicts"
+    )
+    assert_recall_same(asked, agent, "cited")
+
+    a, b = sorted((lesson.id, other.id))
+    conflict = LessonConflict.objects.create(
+        lesson_a_id=a,
+        lesson_b_id=b,
+        tenant=SCOPE["tenant"],
+        found_by="type_opposition",
+        detected_at=NOW - timedelta(days=1),
+        detected_on="scan",
+    )
+    assert kept().conflict
+    assert_recall_same(asked, agent, "conflict")
+    conflict.status = "resolved"
+    conflict.save(update_fields=["status"])
+    assert not kept().conflict
+    assert_recall_same(asked, agent, "resolved")
