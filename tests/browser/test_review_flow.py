@@ -4,6 +4,7 @@ resized textarea is swapped, aligned evidence and a compact header, in English a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -42,6 +43,13 @@ def _in_viewport(page: Any, selector: str) -> bool:
     return box is not None and box["y"] >= 0 and box["y"] + 40 <= height
 
 
+def _wait_until(page: Any, expression: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout}s: {expression}"
+        page.wait_for_timeout(50)
+
+
 def test_the_decision_panel_stays_in_view_while_the_evidence_scrolls(
     page: Any, candidates: list[Case], reviewer: User
 ) -> None:
@@ -50,7 +58,8 @@ def test_the_decision_panel_stays_in_view_while_the_evidence_scrolls(
     assert _in_viewport(page, "#review-panel h2")
     page.locator("#h-outcome").scroll_into_view_if_needed()
     page.mouse.wheel(0, 4000)
-    page.wait_for_function("window.scrollY > 1500")
+    # Polled from here: wait_for_function polls with a string eval, which the pages' CSP refuses.
+    _wait_until(page, "window.scrollY > 1500")
     assert _in_viewport(page, "#review-panel h2")
     expect(page.locator("#review-reason")).to_be_in_viewport()
     screen(page, "case-scrolled-decision-panel")
@@ -93,9 +102,7 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
         page.locator('#approval-checklist li.unmet[data-condition="no_checked_diagnosis_evidence"]')
     ).to_have_count(0)
     # The check's swap settles (and focuses the checked item) before the next key is pressed.
-    page.wait_for_function(
-        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
-    )
+    expect(page.locator(".htmx-request, .htmx-swapping, .htmx-settling")).to_have_count(0)
     expect(page.locator("#ev-diagnosis-0")).to_be_focused()
     page.keyboard.press("a")
     expect(page.locator("#decision-approve")).to_be_focused()
