@@ -10,7 +10,7 @@ full result as it is stored, then the verified answer, each citation linked to i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
@@ -29,9 +29,12 @@ from investigations.selectors import (
 from investigations.services import investigation_request
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
-from reviewconsole.links import item_url
+from reviewconsole.itemrefs import ItemTitles, item_titles
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_INVESTIGATION
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, render_page
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 
 def _field(name: str, form: InvestigationForm) -> str | None:
@@ -39,8 +42,9 @@ def _field(name: str, form: InvestigationForm) -> str | None:
     return name if name in form.fields else None
 
 
-def presented(investigation: Investigation) -> dict[str, Any]:
-    """The stored run, with each citation's evidence page and whether its quote was checked."""
+def presented(investigation: Investigation, user: User | AnonymousUser) -> dict[str, Any]:
+    """The stored run, with whether each citation's quote was checked, and the titles of every
+    item cited or returned (one query per kind; ``{% source_ref %}`` links each to its page)."""
     answer = investigation.answer or {}
     refused = {
         detail.get("id")
@@ -48,18 +52,28 @@ def presented(investigation: Investigation) -> dict[str, Any]:
         if detail.get("id")
     }
     citations = [
-        {**citation, "url": item_url(citation["id"]), "refused": citation["id"] in refused}
+        {**citation, "refused": citation["id"] in refused}
         for citation in answer.get("citations", [])
     ]
+    steps = presented_steps(investigation.steps)
     return {
         "investigation": investigation,
         "citations": citations,
-        "steps": presented_steps(investigation.steps),
+        "steps": steps,
+        "item_titles": _titles(citations, steps, user),
     }
 
 
 def presented_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**step, "evidence": _evidence_of(step.get("result"))} for step in steps]
+
+
+def _titles(
+    citations: list[dict[str, Any]], steps: list[dict[str, Any]], user: User | AnonymousUser
+) -> ItemTitles:
+    mentioned = [c["id"] for c in citations]
+    mentioned += [item["id"] for step in steps for item in step["evidence"]]
+    return item_titles(mentioned, user)
 
 
 def _evidence_of(result: Any) -> list[dict[str, Any]]:
@@ -70,7 +84,6 @@ def _evidence_of(result: Any) -> list[dict[str, Any]]:
         {
             "id": item.get("id"),
             "quote": item.get("quote") or item.get("title"),
-            "url": item_url(str(item.get("id"))),
         }
         for item in items
         if isinstance(item, dict) and item.get("id")
@@ -136,13 +149,14 @@ def _request_result(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return render_page(
             request,
             "investigations/investigation_detail.html",
-            presented(queued.investigation),
+            presented(queued.investigation, request.user),
             partial="investigation-result",
         )
+    steps = presented_steps(queued.steps)
     return render_page(
         request,
         "investigations/request_detail.html",
-        {"run": queued, "steps": presented_steps(queued.steps)},
+        {"run": queued, "steps": steps, "item_titles": _titles([], steps, request.user)},
         partial="investigation-result",
     )
 
@@ -165,6 +179,6 @@ def investigation_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render_page(
         request,
         "investigations/investigation_detail.html",
-        presented(investigation),
+        presented(investigation, request.user),
         partial="investigation-result",
     )

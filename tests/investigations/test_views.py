@@ -267,3 +267,19 @@ def test_a_refused_answer_shows_its_reasons(knowledge_base: None, reviewer: User
     assert "leaves out its prefix" in page
     assert "<code>missing_case_prefix</code>" not in page
     assert "badge-refused" in page
+
+
+def test_citations_and_returned_evidence_show_their_titles(
+    knowledge_base: None, reviewer: User
+) -> None:
+    """A citation reads as the cited document's title (linked to its page), not as its id."""
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    investigation = Investigation.objects.get()
+    page = client.get(investigation.get_absolute_url()).content.decode()
+    cited = page[page.index('class="citations"') : page.index('id="steps-heading"')]
+    steps = page[page.index('id="steps-heading"') :]
+    rule = reverse("knowledge:document-detail", args=["rule-a", 2])
+    assert f'<a href="{rule}" title="doc:rule-a@2">活动A优惠券使用条件</a>' in cited
+    case = reverse("knowledge:document-detail", args=["case-a", 1])
+    assert f'<a href="{case}" title="doc:case-a@1">A店两杯水果茶优惠券无法使用</a>' in steps
