@@ -362,3 +362,48 @@ def test_review_approve_knowledge_document(
         "review", "approve", "doc:case-a-draft@1", "--as", approver.username, "--reason", "x"
     )
     assert not ok and again["unmet"] == ["already_approved"]
+
+
+def test_reindex_experience_rebuilds_the_index_with_the_lessons_kept_inputs(
+    approved_case: Callable[..., Case], operator: User
+) -> None:
+    from experience.index_models import IndexEntry
+    from experience.lesson_index import evidence_of
+    from experience.models import Lesson, LessonCase
+
+    first = approved_case(incident="INC-R1")
+    second = approved_case(incident="INC-R2")
+    lesson = Lesson.objects.create(
+        id="lesson:" + "0" * 64,
+        **{name: getattr(first, name) for name in ("tenant", "brand", "store", "campaign")},
+        deployment=first.deployment,
+        title="reindexed",
+        valid_from=first.valid_from,
+        valid_to=first.valid_to,
+        content_hash="0" * 64,
+        content={},
+        submitted_by=operator,
+        submitted_via="import",
+        submitted_at=first.submitted_at,
+        status="approved",
+        approved_by=operator,
+        approved_at=first.approved_at,
+        lesson_type="failure_lesson",
+        scene_tags=[],
+        scene_description="reindexed",
+        precondition="",
+        conclusion="check the store list",
+        search_text="reindexed",
+    )
+    for position, case in enumerate((first, second)):
+        LessonCase.objects.create(lesson=lesson, case=case, relation="supports", position=position)
+    # As a bulk load or an older backup leaves it: no index at all.
+    IndexEntry.objects.all().delete()
+
+    result, ok = run("reindex_experience")
+
+    assert ok
+    assert result["by_kind"] == {"case": 2, "lesson": 1}
+    assert result["entries"] == IndexEntry.objects.count() == 3
+    kept = IndexEntry.objects.get(item_id=lesson.id).evidence
+    assert kept and kept == evidence_of([lesson.id])[lesson.id]
