@@ -463,7 +463,7 @@ _SKILL_EVIDENCE = Statement(_skill_evidence_queryset, [Param("skill_ids", many=T
 _SKILL_EVIDENCE_DATETIMES = (1, 5, 6, 7)
 
 
-def _skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+def skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
     """``(skill, skill approved_at, case, status, canonical incident, valid_from, valid_to,
     case approved_at)`` of every case the skills cite."""
     rows = []
@@ -522,7 +522,7 @@ def item_confidences(
             valid_from,
             valid_to,
             approved,
-        ) in _skill_evidence_rows(skill_ids):
+        ) in skill_evidence_rows(skill_ids):
             # A skill cites only cases of its own scope (approval refuses any other).
             by_skill[skill_id].append(
                 domain.CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)

@@ -15,6 +15,7 @@ from experience.lesson_selectors import (
     CaseTimes,
     Recallable,
     recallable_lessons,
+    skill_evidence_rows,
     with_confidence,
 )
 from experience.models import Case, ItemType, Skill, SkillCase, Status
@@ -193,15 +194,14 @@ def indexed_cases(
 
 
 def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
-    """The skills among ``skill_ids`` whose cited cases are all usable at ``now``."""
+    """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
+    statement, the one their confidence is read from)."""
     cited: dict[str, bool] = {}
-    for start in range(0, len(skill_ids), 900):
-        links = SkillCase.objects.filter(skill_id__in=skill_ids[start : start + 900]).values_list(
-            "skill_id", "case__status", "case__valid_from", "case__valid_to"
-        )
-        for skill_id, status, valid_from, valid_to in links:
-            usable = status == Status.APPROVED and valid_from <= now < valid_to
-            cited[skill_id] = cited.get(skill_id, True) and usable
+    for skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at in (
+        skill_evidence_rows(skill_ids)
+    ):
+        usable = status == Status.APPROVED and valid_from <= now < valid_to
+        cited[skill_id] = cited.get(skill_id, True) and usable
     return {skill_id for skill_id, usable in cited.items() if usable}
 
 
