@@ -113,14 +113,7 @@ def evidence_of(lesson_ids: Sequence[str]) -> dict[str, str]:
         )
         cited: dict[str, list[Any]] = defaultdict(list)
         for lesson_id, *row in links.order_by("lesson_id", "relation", "position").values_list(
-            "lesson_id",
-            "relation",
-            "case_id",
-            "case__status",
-            incident,
-            "case__valid_from",
-            "case__valid_to",
-            "case__approved_at",
+            "lesson_id", "relation", *selectors.cited_case_columns(incident)
         ):
             relation, case_id, status, inc, valid_from, valid_to, approved = row
             cited[lesson_id].append(

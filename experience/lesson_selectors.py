@@ -249,12 +249,7 @@ def _recall_queryset(now: datetime, lesson_ids: Sequence[str] | None = None, **s
         "lesson__approved_at",
         "in_conflict",
         "relation",
-        "case_id",
-        "case__status",
-        incident,
-        "case__valid_from",
-        "case__valid_to",
-        "case__approved_at",
+        *selectors.cited_case_columns(incident),
     )
 
 
@@ -448,14 +443,7 @@ def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
     )
     # Distinct incidents follow incident merges, as skill approval counts them.
     return links.order_by().values_list(
-        "skill_id",
-        "skill__approved_at",
-        "case_id",
-        "case__status",
-        incident,
-        "case__valid_from",
-        "case__valid_to",
-        "case__approved_at",
+        "skill_id", "skill__approved_at", *selectors.cited_case_columns(incident)
     )
 
 

@@ -115,6 +115,20 @@ def with_canonical_incident(links: _Links, case: str = "case") -> tuple[_Links, 
     return cast(_Links, links.annotate(canonical_incident=expression(case))), "canonical_incident"
 
 
+def cited_case_columns(incident: str) -> tuple[str, ...]:
+    """What a cited case's confidence reads through a link row (``SkillCase``, ``LessonCase``):
+    its id, status, canonical incident (``incident``, from :func:`with_canonical_incident`),
+    gate times and approval time, in that order."""
+    return (
+        "case_id",
+        "case__status",
+        incident,
+        "case__valid_from",
+        "case__valid_to",
+        "case__approved_at",
+    )
+
+
 def cited_case(case: Case) -> domain.CitedCase:
     """``incident`` is the canonical incident when the row was loaded by ``skill_cases``."""
     return domain.CitedCase(

@@ -134,6 +134,16 @@ def make_lesson(n: int, spec: Spec, supports: list[Case], user: User) -> Lesson:
     return lesson
 
 
+def revoked(made: list[Case], picks: list[int]) -> None:
+    """Revoke the picked cases that are still approved."""
+    for i in picks:
+        case = made[i % len(made)]
+        case.refresh_from_db()
+        if case.status == Status.APPROVED:
+            case.status = Status.REVOKED
+            case.save(update_fields=["status"])
+
+
 def reference(query: str, scope: dict[str, str]) -> list[str]:
     """Ranked ids by the definition: every gated item's text through ``rank_items``."""
     lexicon = dict(Synonym.objects.values_list("term", "canonical"))
@@ -222,12 +232,7 @@ def test_indexed_ranking_equals_the_definition_on_random_corpora(
             assert_same(asked)
 
             # Revocations take items out of the index (and a skill loses a cited case).
-            for i in revoke:
-                case = made[i % len(made)]
-                case.refresh_from_db()
-                if case.status == Status.APPROVED:
-                    case.status = Status.REVOKED
-                    case.save(update_fields=["status"])
+            revoked(made, revoke)
             assert_same(asked)
 
             # A lexicon change: the queued refresh brings every scope to the new stamp.
@@ -399,6 +404,18 @@ def _from_texts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postings, "candidates", lambda scope, now, query: postings.STALE)
 
 
+def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:
+    a, b = sorted((first.id, second.id))
+    return LessonConflict.objects.create(
+        lesson_a_id=a,
+        lesson_b_id=b,
+        tenant=SCOPE["tenant"],
+        found_by="type_opposition",
+        detected_at=NOW - timedelta(days=1),
+        detected_on="scan",
+    )
+
+
 def assert_entries_current() -> None:
     """Every lesson entry keeps what its lesson's evidence is now, read from the tables."""
     from experience.lesson_index import evidence_of
@@ -494,15 +511,7 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
             conflict = None
             if conflicted and len(recalled) >= 2:
                 # An open conflict: recalled flagged even below the threshold.
-                a, b = sorted((recalled[0].id, recalled[1].id))
-                conflict = LessonConflict.objects.create(
-                    lesson_a_id=a,
-                    lesson_b_id=b,
-                    tenant=SCOPE["tenant"],
-                    found_by="type_opposition",
-                    detected_at=NOW - timedelta(days=1),
-                    detected_on="scan",
-                )
+                conflict = open_conflict(recalled[0], recalled[1])
             # Reported outcomes move confidence up or down (and the last confirmation).
             for n, (i, good) in enumerate(confirmed):
                 run = f"run-outcome-{n}"
@@ -519,12 +528,7 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
 
             # Cited cases revoked; the conflict resolved; two incidents merged into one; a
             # counterexample cited after approval.
-            for i in revoke:
-                case = made[i % len(made)]
-                case.refresh_from_db()
-                if case.status == Status.APPROVED:
-                    case.status = Status.REVOKED
-                    case.save(update_fields=["status"])
+            revoked(made, revoke)
             if conflict is not None:
                 conflict.status = "resolved"
                 conflict.save(update_fields=["status"])
@@ -627,15 +631,7 @@ def test_a_lesson_entry_follows_every_change_to_its_evidence(
     )
     assert_recall_same(asked, agent, "cited")
 
-    a, b = sorted((lesson.id, other.id))
-    conflict = LessonConflict.objects.create(
-        lesson_a_id=a,
-        lesson_b_id=b,
-        tenant=SCOPE["tenant"],
-        found_by="type_opposition",
-        detected_at=NOW - timedelta(days=1),
-        detected_on="scan",
-    )
+    conflict = open_conflict(lesson, other)
     assert kept().conflict
     assert_recall_same(asked, agent, "conflict")
     conflict.status = "resolved"
