@@ -197,8 +197,8 @@ def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
     """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
     statement, the one their confidence is read from)."""
     cited: dict[str, bool] = {}
-    for skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at in (
-        skill_evidence_rows(skill_ids)
+    for skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at in skill_evidence_rows(
+        skill_ids
     ):
         usable = status == Status.APPROVED and valid_from <= now < valid_to
         cited[skill_id] = cited.get(skill_id, True) and usable
