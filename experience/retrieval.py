@@ -18,7 +18,7 @@ from experience.lesson_selectors import (
     skill_evidence_rows,
     with_confidence,
 )
-from experience.models import Case, ItemType, Skill, SkillCase, Status
+from experience.models import Case, ItemType, Skill, Status
 from experience.outcome_selectors import OutcomeBatch
 from experience.postings import skill_text
 from experience.run_readers import reader_record
@@ -76,14 +76,8 @@ def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str
     )
     if not skills:
         return []
-    links = SkillCase.objects.filter(skill_id__in=[s[0] for s in skills]).values_list(
-        "skill_id", "case__status", "case__valid_from", "case__valid_to"
-    )
-    cited: dict[str, bool] = {}
-    for skill_id, status, valid_from, valid_to in links:
-        usable = status == Status.APPROVED and valid_from <= now < valid_to
-        cited[skill_id] = cited.get(skill_id, True) and usable
-    return [s for s in skills if cited.get(s[0], False)]
+    usable = usable_skills([s[0] for s in skills], now)
+    return [s for s in skills if s[0] in usable]
 
 
 def retrieve_experience(
