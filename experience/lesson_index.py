@@ -101,7 +101,7 @@ def decode(text: str, scope: dict[str, str]) -> Evidence:
 
 def evidence_of(lesson_ids: Sequence[str]) -> dict[str, str]:
     """The encoded evidence of each lesson among ``lesson_ids`` (read from the tables)."""
-    from experience.models import ConflictStatus, Lesson, LessonCase, LessonConflict
+    from experience.models import Lesson, LessonCase
 
     found: dict[str, str] = {}
     for start in range(0, len(lesson_ids), _CHUNK):
@@ -119,18 +119,22 @@ def evidence_of(lesson_ids: Sequence[str]) -> dict[str, str]:
             cited[lesson_id].append(
                 (relation, case_id, status, inc or "", valid_from, valid_to, approved)
             )
-        conflicted = {
-            lesson_id
-            for pair in LessonConflict.objects.filter(
-                Q(lesson_a_id__in=chunk) | Q(lesson_b_id__in=chunk), status=ConflictStatus.OPEN
-            ).values_list("lesson_a_id", "lesson_b_id")
-            for lesson_id in pair
-        }
+        conflicted = open_conflict_ids(chunk)
         for lesson_id, lesson_type, conclusion in lessons:
             found[lesson_id] = encode(
                 lesson_type, conclusion, lesson_id in conflicted, cited[lesson_id]
             )
     return found
+
+
+def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
+    """The lessons in an open conflict with any of ``lesson_ids`` (those among them included)."""
+    from experience.models import ConflictStatus, LessonConflict
+
+    pairs = LessonConflict.objects.filter(
+        Q(lesson_a_id__in=lesson_ids) | Q(lesson_b_id__in=lesson_ids), status=ConflictStatus.OPEN
+    ).values_list("lesson_a_id", "lesson_b_id")
+    return {lesson_id for pair in pairs for lesson_id in pair}
 
 
 # --- keeping entries in step --------------------------------------------------------------------

@@ -382,13 +382,6 @@ def recallable_lessons(
     return found
 
 
-def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
-    pairs = LessonConflict.objects.filter(
-        Q(lesson_a_id__in=lesson_ids) | Q(lesson_b_id__in=lesson_ids), status=ConflictStatus.OPEN
-    ).values_list("lesson_a_id", "lesson_b_id")
-    return {lesson_id for pair in pairs for lesson_id in pair}
-
-
 # ``(valid_from, valid_to, approved_at)`` of an approved case, as the retrieval index holds them.
 CaseTimes = tuple[datetime, datetime, datetime | None]
 

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from experience import lesson_domain, lesson_selectors, lessons, selectors, services
+from experience import lesson_domain, lesson_index, lesson_selectors, lessons, selectors, services
 from experience.lesson_schema import parse_lesson
 from experience.models import Case, EvidenceCheck, Lesson, LessonConflict, Skill, Status
 from experience.retrieval import retrieve_experience
@@ -217,7 +217,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
                 "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20, actor=agent
             )
             models = {"case": Case, "skill": Skill, "lesson": Lesson}
-            conflicted = lesson_selectors.open_conflict_ids(
+            conflicted = lesson_index.open_conflict_ids(
                 list(Lesson.objects.values_list("pk", flat=True))
             )
             threshold = lesson_selectors.confidence_settings().threshold
