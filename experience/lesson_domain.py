@@ -7,12 +7,22 @@ contradict it. No Django imports; the clock and every setting are passed in
 
 Confidence is computed, never typed in. :func:`confidence` is the estimator:
 
-    successes = distinct supporting incidents + runs whose outcome confirmed the lesson
-    failures  = distinct contradicting incidents + runs whose outcome refuted it
+    successes = distinct supporting incidents + accounts with review permission whose run
+                outcomes confirmed the item (none while the item is in an open conflict)
+    failures  = distinct contradicting incidents + accounts whose run outcomes refuted it
     wilson    = the lower bound of the Wilson score interval of successes / (successes + failures)
                 at ``z`` standard deviations (0 when there is no evidence at all)
     decay     = 0.5 ** (days since the last confirmation / half-life in days)
     confidence = wilson * decay
+
+How run outcomes count (:func:`counted_outcomes`, the one home of this rule; docs/contracts.md,
+"How outcomes move confidence"): each reporting account is one vote per item and per direction,
+however many runs it reports, so no account can multiply its reports; a confirmation counts only
+when a reviewer reported it (an agent's ``resolved_by_lead`` waits, shown as unconfirmed, until a
+reviewer reports that run's outcome); refutations count from any account that owns or reviews
+the run, one per account; an item in an open conflict gains no confirmation until the conflict
+is resolved. The bound: one agent token never raises an item's confidence; one reviewer adds at
+most one success to it, ever (``wilson_step_bound``).
 
 The Wilson lower bound never rises when a failure is added and never falls when a success is
 added (``tests/experience/test_lesson_domain.py`` checks both with hypothesis); adding a
@@ -145,10 +155,13 @@ class ConfidenceInputs:
 
     supporting_incidents: int
     contradicting_incidents: int
-    # Outcomes reported for runs that read the item (zero until outcomes are recorded).
+    # Accounts whose reported run outcomes count (counted_outcomes): reviewers that confirmed
+    # the item, accounts that refuted it.
     confirming_outcomes: int = 0
     refuting_outcomes: int = 0
     last_confirmed: datetime | None = None
+    # Agents' confirmations that wait for a reviewer: shown, never counted.
+    unconfirmed_outcomes: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +169,7 @@ class ConfidenceInputs:
             "contradicting_incidents": self.contradicting_incidents,
             "confirming_outcomes": self.confirming_outcomes,
             "refuting_outcomes": self.refuting_outcomes,
+            "unconfirmed_outcomes": self.unconfirmed_outcomes,
             "last_confirmed": self.last_confirmed.isoformat() if self.last_confirmed else None,
         }
 
@@ -189,8 +203,11 @@ class Confidence:
         ]
         if i.confirming_outcomes or i.refuting_outcomes:
             parts.append(
-                f"{i.confirming_outcomes} confirming / {i.refuting_outcomes} refuting run(s)"
+                f"outcomes confirmed by {i.confirming_outcomes} reviewer(s), "
+                f"refuted by {i.refuting_outcomes} account(s)"
             )
+        if i.unconfirmed_outcomes:
+            parts.append(f"{i.unconfirmed_outcomes} agent confirmation(s) awaiting a reviewer")
         parts.append(
             f"Wilson lower bound {self.wilson:.2f} × decay {self.decay:.2f} "
             f"({self.days_since_confirmed:.0f} days since last confirmed, "
@@ -252,23 +269,82 @@ def distinct_incidents(cases: Iterable[CitedCase], now: datetime) -> set[str]:
     return {case.incident for case in cases if case_usable(case, now)}
 
 
+@dataclass(frozen=True)
+class OutcomeVote:
+    """One account's reported outcomes on an item: the latest outcome of each of its runs that
+    read the item (or a version the item superseded), folded per account and direction."""
+
+    account: int
+    confirmed: bool
+    refuted: bool
+    # Whether the account held the review permission when it reported the confirmation.
+    reviewer: bool
+    # When its latest counted confirmation was reported.
+    confirmed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CountedOutcomes:
+    confirming: int = 0
+    refuting: int = 0
+    unconfirmed: int = 0
+    last_confirmed: datetime | None = None
+
+
+def counted_outcomes(votes: Iterable[OutcomeVote], *, in_open_conflict: bool) -> CountedOutcomes:
+    """What reported outcomes add to an item's estimator (the rule of this module's docstring)."""
+    confirmers: set[int] = set()
+    refuters: set[int] = set()
+    unconfirmed: set[int] = set()
+    last: datetime | None = None
+    for vote in votes:
+        if vote.refuted:
+            refuters.add(vote.account)
+        if not vote.confirmed:
+            continue
+        if not vote.reviewer:
+            unconfirmed.add(vote.account)
+            continue
+        if in_open_conflict:
+            continue
+        confirmers.add(vote.account)
+        if vote.confirmed_at is not None and (last is None or vote.confirmed_at > last):
+            last = vote.confirmed_at
+    return CountedOutcomes(
+        confirming=len(confirmers),
+        refuting=len(refuters),
+        unconfirmed=len(unconfirmed - confirmers),
+        last_confirmed=last,
+    )
+
+
+def wilson_step_bound(successes: int, failures: int, z: float = DEFAULT_Z) -> float:
+    """How far one more success moves the Wilson lower bound from ``successes``/``failures``:
+    the most one reviewer's outcomes can lift an item with that evidence."""
+    return wilson_lower_bound(successes + 1, failures, z) - wilson_lower_bound(
+        successes, failures, z
+    )
+
+
 def evidence_inputs(
     supports: Sequence[CitedCase],
     contradicts: Sequence[CitedCase],
     *,
     approvals: Iterable[datetime | None],
     now: datetime,
-    confirming_outcomes: int = 0,
-    refuting_outcomes: int = 0,
+    outcomes: CountedOutcomes | None = None,
 ) -> ConfidenceInputs:
-    """Confidence inputs from cited cases; ``approvals`` are the times anyone confirmed the item."""
-    confirmed = [at for at in approvals if at is not None and at <= now]
+    """Confidence inputs from cited cases and counted outcomes; ``approvals`` are the times
+    anyone confirmed the item (a counted confirmation's time is added from ``outcomes``)."""
+    outcomes = outcomes or CountedOutcomes()
+    confirmed = [at for at in [*approvals, outcomes.last_confirmed] if at is not None and at <= now]
     return ConfidenceInputs(
         supporting_incidents=len(distinct_incidents(supports, now)),
         contradicting_incidents=len(distinct_incidents(contradicts, now)),
-        confirming_outcomes=confirming_outcomes,
-        refuting_outcomes=refuting_outcomes,
+        confirming_outcomes=outcomes.confirming,
+        refuting_outcomes=outcomes.refuting,
         last_confirmed=max(confirmed) if confirmed else None,
+        unconfirmed_outcomes=outcomes.unconfirmed,
     )
 
 

@@ -167,14 +167,15 @@ def _confidence(
     now: datetime,
     config: ConfidenceSettings,
     outcomes: Tally = NO_OUTCOMES,
+    *,
+    in_open_conflict: bool = False,
 ) -> ld.Confidence:
     inputs = ld.evidence_inputs(
         supports,
         contradicts,
-        approvals=[*approvals, outcomes.last_confirmed],
+        approvals=approvals,
         now=now,
-        confirming_outcomes=outcomes.confirming,
-        refuting_outcomes=outcomes.refuting,
+        outcomes=outcomes.counted(in_open_conflict=in_open_conflict),
     )
     return ld.confidence(inputs, now=now, z=config.z, half_life_days=config.half_life_days)
 
@@ -189,7 +190,15 @@ def lesson_confidence(
         *(c.approved_at for c in evidence.supports if c.status == Status.APPROVED),
     ]
     outcomes = outcome_tallies([lesson.id], now).get(lesson.id, NO_OUTCOMES)
-    return _confidence(supports, contradicts, approvals, now, confidence_settings(), outcomes)
+    return _confidence(
+        supports,
+        contradicts,
+        approvals,
+        now,
+        confidence_settings(),
+        outcomes,
+        in_open_conflict=lesson_in_open_conflict(lesson.id),
+    )
 
 
 def lesson_availability(lesson: Lesson, now: datetime) -> domain.Availability:
@@ -367,6 +376,7 @@ def recallable_lessons(
             now,
             config,
             tallies.get(lesson_id, NO_OUTCOMES),
+            in_open_conflict=lesson.conflict,
         )
         if score.value < config.threshold and not lesson.conflict:
             continue

@@ -181,6 +181,12 @@ class Case(ReviewedItem):
                 name="case_scope_status",
             ),
             models.Index(fields=["status", "submitted_at"], name="case_queue"),
+            # Outcome tallies follow supersessions back to earlier versions.
+            models.Index(
+                fields=["superseded_by"],
+                condition=~models.Q(superseded_by=""),
+                name="case_superseded_by",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -249,6 +255,12 @@ class Skill(ReviewedItem):
             models.Index(
                 fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
                 name="skill_scope_status",
+            ),
+            # Outcome tallies follow supersessions back to earlier versions.
+            models.Index(
+                fields=["superseded_by"],
+                condition=~models.Q(superseded_by=""),
+                name="skill_superseded_by",
             ),
         ]
         constraints = [
@@ -407,6 +419,12 @@ class Lesson(ReviewedItem):
                 name="lesson_scope_status",
             ),
             models.Index(fields=["status", "submitted_at"], name="lesson_queue"),
+            # Outcome tallies follow supersessions back to earlier versions.
+            models.Index(
+                fields=["superseded_by"],
+                condition=~models.Q(superseded_by=""),
+                name="lesson_superseded_by",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -41,6 +41,9 @@ class RunOutcome(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     reported_at = models.DateTimeField()
+    # The reporter held the review permission: only then does a confirmation count toward
+    # confidence (experience.lesson_domain.counted_outcomes).
+    reviewed = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-reported_at", "-id"]

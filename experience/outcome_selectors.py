@@ -1,14 +1,17 @@
 """Reads of run outcomes: what the reported outcomes say about each item the runs read.
 
 ``outcome_tallies`` is how outcomes reach the confidence estimator
-(``experience.lesson_domain.confidence``): a run reported ``resolved_by_lead`` confirms every
-case, skill and lesson it read, ``lead_was_wrong`` refutes each of them, ``unresolved`` says
-nothing. Each run counts once per item however often the item was read inside it, and only its
-latest reported outcome counts.
+(``experience.lesson_domain.confidence``): each run that read an item (or a version the item
+superseded or absorbed in a merge: a new version inherits every outcome of its predecessors) and
+has a reported ``resolved_by_lead`` or ``lead_was_wrong`` is a vote of the account that reported
+it; ``unresolved`` says nothing. Only each run's latest outcome counts.
+``experience.lesson_domain.counted_outcomes`` then folds the votes per account (the rule and its
+bound live there).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,66 +21,106 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from experience.models import Reference
+from experience import lesson_domain as ld
+from experience.models import Case, Lesson, Reference, Skill
 from experience.outcome_models import Outcome, RunOutcome
 
 
 @dataclass(frozen=True)
 class Tally:
-    confirming: int = 0
-    refuting: int = 0
-    # When the latest confirming outcome was reported: a confirmation, as an approval is.
-    last_confirmed: datetime | None = None
+    """The outcome votes on one item, one per reporting account."""
+
+    votes: tuple[ld.OutcomeVote, ...] = ()
+
+    def counted(self, *, in_open_conflict: bool = False) -> ld.CountedOutcomes:
+        return ld.counted_outcomes(self.votes, in_open_conflict=in_open_conflict)
 
 
 NONE = Tally()
 
 
 def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dict[str, Tally]:
-    """Confirming and refuting runs per item id (items with neither are left out).
+    """The outcome votes per item id (items without any are left out).
 
-    One statement: the references of the items joined with the outcomes of their runs, counted
-    per item and outcome, with the latest confirming report.
+    One statement: the references of the items, and of every earlier version of each (found by
+    following ``superseded_by`` back through cases, skills and lessons, merges included), joined
+    with the outcomes of their runs and grouped per item, outcome and reporting account.
     """
     ids = list(dict.fromkeys(item_ids))
     if not ids:
         return {}
-    reference = Reference._meta.db_table
-    outcome = RunOutcome._meta.db_table
-    quote = connection.ops.quote_name
-    params: list[Any] = [Outcome.RESOLVED_BY_LEAD, Outcome.LEAD_WAS_WRONG]
-    until = ""
-    if now is not None:
-        until = f" AND o.{quote('reported_at')} <= %s"
-        params.append(connection.ops.adapt_datetimefield_value(now))
-    counted: dict[str, dict[str, int]] = {}
-    last: dict[str, datetime | None] = {}
+    # item -> account -> [confirmed, refuted, reviewer, confirmed_at]
+    votes: dict[str, dict[int, list[Any]]] = defaultdict(dict)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
-            cursor.execute(
-                # Only quoted table and column names and placeholders are formatted in.
-                f"SELECT r.{quote('item_id')}, o.{quote('outcome')},"  # noqa: S608
-                f" COUNT(DISTINCT r.{quote('run_id')}), MAX(o.{quote('reported_at')})"
-                f" FROM {quote(reference)} r JOIN {quote(outcome)} o"
-                f" ON o.{quote('run_id')} = r.{quote('run_id')}"
-                f" WHERE o.{quote('outcome')} IN (%s, %s){until}"
-                f" AND r.{quote('item_id')} IN ({', '.join(['%s'] * len(chunk))})"
-                f" GROUP BY r.{quote('item_id')}, o.{quote('outcome')}",
-                [*params, *chunk],
-            )
-            for item_id, kind, runs, latest in cursor.fetchall():
-                counted.setdefault(item_id, {})[kind] = int(runs)
-                if kind == Outcome.RESOLVED_BY_LEAD:
-                    last[item_id] = aware_column(latest)
+            sql, filters = _votes_statement(len(chunk), now)
+            cursor.execute(sql, [*chunk, *chunk, *chunk, *chunk, *filters, *filters])
+            for item_id, kind, account, reviewed, latest in cursor.fetchall():
+                vote = votes[item_id].setdefault(int(account), [False, False, False, None])
+                if kind == Outcome.LEAD_WAS_WRONG:
+                    vote[1] = True
+                    continue
+                vote[0] = True
+                if reviewed:
+                    vote[2] = True
+                    at = aware_column(latest)
+                    if at is not None and (vote[3] is None or at > vote[3]):
+                        vote[3] = at
     return {
         item_id: Tally(
-            confirming=by.get(Outcome.RESOLVED_BY_LEAD, 0),
-            refuting=by.get(Outcome.LEAD_WAS_WRONG, 0),
-            last_confirmed=last.get(item_id),
+            tuple(
+                ld.OutcomeVote(account, confirmed, refuted, reviewer, confirmed_at)
+                for account, (confirmed, refuted, reviewer, confirmed_at) in sorted(by.items())
+            )
         )
-        for item_id, by in counted.items()
+        for item_id, by in votes.items()
     }
+
+
+def _votes_statement(size: int, now: datetime | None) -> tuple[str, list[Any]]:
+    """The votes statement for ``size`` ids and the parameters of each branch's filter; bound as
+    the ids three times (the lineage's start, one per table), the ids (direct reads), the
+    filter, the filter (inherited reads)."""
+    q = connection.ops.quote_name
+    marks = ", ".join(["%s"] * size)
+    superseded_by = q("superseded_by")
+
+    # Only quoted table and column names and placeholders are formatted in. The versions'
+    # filter is the condition of the partial indexes on superseded_by (experience.models).
+    def versions(where: str) -> str:
+        return " UNION ALL ".join(
+            f"SELECT {q('id')} AS later_id, {superseded_by} AS heir_id"  # noqa: S608
+            f" FROM {q(model._meta.db_table)} WHERE NOT ({superseded_by} = '') AND {where}"
+            for model in (Case, Skill, Lesson)
+        )
+
+    filters = f"o.{q('outcome')} IN (%s, %s)"
+    branch_params: list[Any] = [Outcome.RESOLVED_BY_LEAD, Outcome.LEAD_WAS_WRONG]
+    if now is not None:
+        filters += f" AND o.{q('reported_at')} <= %s"
+        branch_params.append(connection.ops.adapt_datetimefield_value(now))
+    columns = (
+        f"o.{q('outcome')}, o.{q('reported_by_id')}, o.{q('reviewed')}, MAX(o.{q('reported_at')})"
+    )
+    grouping = f"o.{q('outcome')}, o.{q('reported_by_id')}, o.{q('reviewed')}"
+    joined = (
+        f"{q(Reference._meta.db_table)} r JOIN {q(RunOutcome._meta.db_table)} o"
+        f" ON o.{q('run_id')} = r.{q('run_id')}"
+    )
+    sql = (
+        "WITH RECURSIVE lineage(item, heir) AS ("  # noqa: S608
+        f"{versions(f'{superseded_by} IN ({marks})')}"
+        " UNION SELECT v.later_id, l.heir FROM lineage l JOIN"
+        f" ({versions('1 = 1')}) v ON v.heir_id = l.item)"
+        f" SELECT r.{q('item_id')}, {columns} FROM {joined}"
+        f" WHERE r.{q('item_id')} IN ({marks}) AND {filters}"
+        f" GROUP BY r.{q('item_id')}, {grouping}"
+        f" UNION ALL SELECT l.heir, {columns} FROM {joined}"
+        f" JOIN lineage l ON l.item = r.{q('item_id')}"
+        f" WHERE {filters} GROUP BY l.heir, {grouping}"
+    )
+    return sql, branch_params
 
 
 # Ids per statement: well inside every backend's limit on bound parameters.

@@ -72,6 +72,14 @@ def _tenants(items: Iterable[tuple[str, str]]) -> set[str]:
     return tenants
 
 
+def _counts(outcome: str, reviewed: bool) -> bool:
+    """Whether this report can move confidence (the account's one vote per item): a refutation
+    always, a confirmation only from a reviewer, ``unresolved`` never."""
+    if outcome == Outcome.LEAD_WAS_WRONG:
+        return True
+    return outcome == Outcome.RESOLVED_BY_LEAD and reviewed
+
+
 def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, str]:
     run_id = validate_run_id(run_id)
     if outcome not in OUTCOMES:
@@ -100,14 +108,21 @@ def run_outcome_report(
     if actor.pk not in run_owner_ids(run_id) and not holds(actor, REVIEW_CASE):
         raise PermissionRefused(NOT_OWNER)
     now = clock.now()
+    # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
+    reviewed = holds(actor, REVIEW_CASE)
     previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
     if previous is None:
         RunOutcome.objects.create(
-            run_id=run_id, outcome=outcome, note=note, reported_by=actor, reported_at=now
+            run_id=run_id,
+            outcome=outcome,
+            note=note,
+            reported_by=actor,
+            reported_at=now,
+            reviewed=reviewed,
         )
     else:
         RunOutcome.objects.filter(pk=previous.pk).update(
-            outcome=outcome, note=note, reported_by=actor, reported_at=now
+            outcome=outcome, note=note, reported_by=actor, reported_at=now, reviewed=reviewed
         )
     event_record(
         actor=actor,
@@ -117,6 +132,7 @@ def run_outcome_report(
         details={
             "outcome": outcome,
             "previous": previous.outcome if previous else None,
+            "reviewed": reviewed,
             "items": [item_id for item_id, _kind in items],
         },
     )
@@ -127,5 +143,6 @@ def run_outcome_report(
         "reported_by": actor.get_username(),
         "reported_at": now.isoformat(),
         "previous": previous.outcome if previous else None,
+        "counts": _counts(outcome, reviewed),
         "items": [{"id": item_id, "type": kind} for item_id, kind in items],
     }

@@ -79,23 +79,25 @@ def test_another_agent_may_not_report_but_a_reviewer_may(
 
 
 def test_outcomes_move_the_confidence_of_what_the_run_read(
-    approved_case: Callable[..., Case], agent: User
+    approved_case: Callable[..., Case], agent: User, reviewer: User
 ) -> None:
     case = approved_case()
     before = confidence_of(case, agent, "probe-0")
     experience_context(QUERY, SCOPE, NOW, "run-good", 200, actor=agent)
+    # The agent's confirmation waits for a reviewer (tests/experience/test_confidence_rule.py).
     run_outcome_report(run_id="run-good", outcome="resolved_by_lead", actor=agent)
-    confirmed = confidence_of(case, agent, "probe-1")
+    assert confidence_of(case, agent, "probe-1") == before
+    run_outcome_report(run_id="run-good", outcome="resolved_by_lead", actor=reviewer)
+    confirmed = confidence_of(case, agent, "probe-2")
     assert confirmed > before  # 2 successes of 2 against 1 of 1
-    for n in range(3):
-        retrieve_experience(QUERY, SCOPE, NOW, f"run-bad-{n}", actor=agent)
-        run_outcome_report(run_id=f"run-bad-{n}", outcome="lead_was_wrong", actor=agent)
-    assert confidence_of(case, agent, "probe-2") < confirmed
+    retrieve_experience(QUERY, SCOPE, NOW, "run-bad", actor=agent)
+    run_outcome_report(run_id="run-bad", outcome="lead_was_wrong", actor=agent)
+    assert confidence_of(case, agent, "probe-3") < confirmed
     # Unresolved says nothing either way.
     retrieve_experience(QUERY, SCOPE, NOW, "run-open", actor=agent)
-    settled = confidence_of(case, agent, "probe-3")
+    settled = confidence_of(case, agent, "probe-4")
     run_outcome_report(run_id="run-open", outcome="unresolved", actor=agent)
-    assert confidence_of(case, agent, "probe-4") == settled
+    assert confidence_of(case, agent, "probe-5") == settled
 
 
 def test_run_outcome_command(approved_case: Callable[..., Case], agent: User) -> None:
