@@ -374,3 +374,17 @@ def test_an_adversary_with_one_token_cannot_lift_a_lesson_across_the_threshold(
     resolve_keeping(failure, make_user(f"rhea-{tag}", Role.REVIEWER))
     assert lesson_score(failure).value < ld.DEFAULT_THRESHOLD
     assert failure.id not in read(agent, f"probe-{tag}", LESSON_QUERY)
+
+
+def test_the_case_page_shows_an_agents_confirmation_as_awaiting_a_reviewer(
+    approved_case: Callable[..., Case], agent: User, reviewer: User, client: Any
+) -> None:
+    case = approved_case()
+    read(agent, "shown")
+    run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=agent)
+    client.force_login(reviewer)
+    page = client.get(case.get_absolute_url()).content.decode()
+    assert "Agent confirmations awaiting a reviewer" in page
+    run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=reviewer)
+    page = client.get(case.get_absolute_url()).content.decode()
+    assert "Agent confirmations awaiting a reviewer" not in page
