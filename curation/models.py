@@ -30,7 +30,8 @@ class Thread(models.Model):
     candidates built from it carry that tenant.
     """
 
-    thread_id = models.CharField(max_length=100, unique=True)
+    # Chosen by the importing tenant: unique within it (``thread_tenant_id``), not globally.
+    thread_id = models.CharField(max_length=100, db_index=True)
     tenant = models.CharField(max_length=SCOPE_LENGTH, db_index=True)
     title = models.CharField(max_length=300)
     source = models.CharField(max_length=500, blank=True)
@@ -43,12 +44,17 @@ class Thread(models.Model):
 
     class Meta:
         ordering = ["-imported_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "thread_id"], name="thread_tenant_id"),
+        ]
 
     def __str__(self) -> str:
         return self.thread_id
 
     def get_absolute_url(self) -> str:
-        return reverse("curation:thread-detail", args=[self.thread_id])
+        """The tenant-qualified page (``/curation/threads/<id>/`` is ambiguous for a user who
+        sees two tenants with that id)."""
+        return reverse("curation:tenant-thread-detail", args=[self.tenant, self.thread_id])
 
 
 class MessageRole(models.TextChoices):

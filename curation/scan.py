@@ -187,7 +187,11 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
     patterns = pattern_cases(cases)
     drafts = domain.shared_patterns(patterns)
     titles = latest_titles(
-        {d.pattern.value for d in drafts if d.pattern.kind == domain.PATTERN_DOCUMENT}
+        {
+            (dict(d.scope)["tenant"], d.pattern.value)
+            for d in drafts
+            if d.pattern.kind == domain.PATTERN_DOCUMENT
+        }
     )
     by_id = {c.case_id: c for c in patterns}
     proposals: list[SkillProposal] = []
@@ -208,7 +212,7 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
             continue
         members = [by_id[i] for i in draft.case_ids]
         if draft.pattern.kind == domain.PATTERN_DOCUMENT:
-            title = titles.get(draft.pattern.value, draft.pattern.value)
+            title = titles.get((scope["tenant"], draft.pattern.value), draft.pattern.value)
             query = domain.draft_query(draft.pattern, document_title=title)
             skill_title = f"核对知识文档「{title}」"
             when = f"同一范围内已有 {len(draft.incidents)} 个不同事件核对过知识文档 {draft.pattern.value}："

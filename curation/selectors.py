@@ -158,13 +158,22 @@ def thread_list(user: Viewer) -> QuerySet[Thread]:
     )
 
 
-def thread_get(thread_id: str, user: Viewer) -> Thread | None:
-    """The thread, or None when there is none or it is of a tenant ``user`` may not see."""
-    return (
-        visible(Thread.objects.select_related("imported_by"), user)
-        .filter(thread_id=thread_id)
-        .first()
+def threads_named(thread_id: str, user: Viewer, tenant: str | None = None) -> list[Thread]:
+    """The threads ``thread_id`` names among the tenants ``user`` sees (only ``tenant``'s when
+    given): thread ids are chosen per tenant, so a deployment-wide user may see several."""
+    threads = visible(Thread.objects.select_related("imported_by"), user).filter(
+        thread_id=thread_id
     )
+    if tenant is not None:
+        threads = threads.filter(tenant=tenant)
+    return list(threads.order_by("tenant"))
+
+
+def thread_get(thread_id: str, user: Viewer, tenant: str | None = None) -> Thread | None:
+    """The thread, or None when there is none, it is of a tenant ``user`` may not see, or
+    ``user`` sees that id in several tenants and none was named."""
+    named = threads_named(thread_id, user, tenant)
+    return named[0] if len(named) == 1 else None
 
 
 def thread_messages(thread: Thread) -> list[ThreadMessage]:
@@ -187,9 +196,10 @@ def thread_units(thread: Thread) -> list[domain.Unit]:
 
 
 def cases_citing_thread(thread: Thread, user: Viewer) -> QuerySet[Case]:
+    """Cases of the thread's tenant citing it (``thread:ID`` names a thread within a tenant)."""
     prefix = f"thread:{thread.thread_id}#"
     return (
-        visible(Case.objects.all(), user)
+        visible(Case.objects.filter(tenant=thread.tenant), user)
         .filter(evidence_items__source_id__startswith=prefix)
         .distinct()
         .select_related("submitted_by")
@@ -389,14 +399,18 @@ def covered_by_skill(scope: dict[str, str], case_ids: Sequence[str]) -> bool:
     return False
 
 
-def latest_titles(keys: set[str]) -> dict[str, str]:
-    titles: dict[str, str] = {}
-    for key, title in (
-        Document.objects.filter(doc_key__in=keys, approved=True, revoked=False)
-        .order_by("doc_key", "-version")
-        .values_list("doc_key", "title")
+def latest_titles(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The newest approved title of each ``(tenant, doc_key)``: keys are per tenant."""
+    titles: dict[tuple[str, str], str] = {}
+    wanted = Q(pk__in=[])
+    for tenant in {tenant for tenant, _key in keys}:
+        wanted |= Q(tenant=tenant, doc_key__in=sorted(k for t, k in keys if t == tenant))
+    for tenant, key, title in (
+        Document.objects.filter(wanted, approved=True, revoked=False)
+        .order_by("tenant", "doc_key", "-version")
+        .values_list("tenant", "doc_key", "title")
     ):
-        titles.setdefault(key, title)
+        titles.setdefault((tenant, key), title)
     return titles
 
 

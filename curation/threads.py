@@ -36,7 +36,9 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
     require(actor, ADD_CASE, message=IMPORT_REFUSED)
     content = domain.parse_thread(data)
     require_input_tenant(actor, content.tenant, field="tenant")
-    existing = Thread.objects.filter(thread_id=content.id).first()
+    # Thread ids are per tenant: another tenant's thread of this id is not looked at, so the
+    # answer is the one for an id nobody has.
+    existing = Thread.objects.filter(tenant=content.tenant, thread_id=content.id).first()
     if existing is not None:
         if existing.content_hash != content.content_hash:
             raise ValidationFailure("id", f"{content.id}: {THREAD_CONFLICT}")

@@ -10,9 +10,26 @@ app_name = "curation"
 urlpatterns = [
     path("", views.home, name="home"),
     path("threads/", views.thread_list, name="thread-list"),
+    # ``threads/<id>/`` resolves the id among the tenants the user sees; the tenant-qualified
+    # form names the tenant (what ``Thread.get_absolute_url`` and the pages link to).
     path("threads/<str:thread_id>/", views.thread_detail, name="thread-detail"),
     path("threads/<str:thread_id>/preview/", views.thread_preview, name="thread-preview"),
     path("threads/<str:thread_id>/build/", views.thread_build, name="thread-build"),
+    path(
+        "tenants/<path:tenant>/threads/<str:thread_id>/",
+        views.thread_detail,
+        name="tenant-thread-detail",
+    ),
+    path(
+        "tenants/<path:tenant>/threads/<str:thread_id>/preview/",
+        views.thread_preview,
+        name="tenant-thread-preview",
+    ),
+    path(
+        "tenants/<path:tenant>/threads/<str:thread_id>/build/",
+        views.thread_build,
+        name="tenant-thread-build",
+    ),
     path("cases/<curation_digest:digest>/similar/", views.case_similar, name="case-similar"),
     path("similar/", views.link_list, name="link-list"),
     path("similar/<int:pk>/resolve/", views.link_resolve, name="link-resolve"),

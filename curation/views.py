@@ -49,6 +49,7 @@ from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
     finish,
+    one_or_tenant_choice,
     or_404,
     paginate,
     render_page,
@@ -179,15 +180,30 @@ def _thread_context(
                 built if built is not None else selectors.cases_citing_thread(thread, request.user)
             )
         ],
-        "build_url": reverse("curation:thread-build", args=[thread.thread_id]),
-        "preview_url": reverse("curation:thread-preview", args=[thread.thread_id]),
+        "build_url": reverse(
+            "curation:tenant-thread-build", args=[thread.tenant, thread.thread_id]
+        ),
+        "preview_url": reverse(
+            "curation:tenant-thread-preview", args=[thread.tenant, thread.thread_id]
+        ),
     }
+
+
+def _thread(request: HtmxHttpRequest, thread_id: str, tenant: str | None) -> Thread | HttpResponse:
+    """The thread the URL names among the tenants the user sees; a tenant choice when a
+    deployment-wide user sees that id in several (thread ids are per tenant)."""
+    named = selectors.threads_named(thread_id, request.user, tenant)
+    return one_or_tenant_choice(request, f"thread:{thread_id}", named)
 
 
 @require_GET
 @console_view(VIEW_CASE, ADD_CASE)
-def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = or_404(selectors.thread_get(thread_id, request.user))
+def thread_detail(
+    request: HtmxHttpRequest, thread_id: str, tenant: str | None = None
+) -> HttpResponse:
+    thread = _thread(request, thread_id, tenant)
+    if isinstance(thread, HttpResponse):
+        return thread
     first = selectors.thread_first_sent_at(thread)
     # The tenant is the thread's, not a conclusion: a candidate built from it has no other.
     initial: dict[str, Any] = {"tenant": thread.tenant, "valid_from": first}
@@ -219,9 +235,13 @@ def _assemble(thread: Thread, form: CandidateForm) -> dict[str, Any] | None:
 
 @require_POST
 @console_view(VIEW_CASE, ADD_CASE)
-def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+def thread_preview(
+    request: HtmxHttpRequest, thread_id: str, tenant: str | None = None
+) -> HttpResponse:
     """What the picks would submit, section by section; nothing is stored."""
-    thread = or_404(selectors.thread_get(thread_id, request.user))
+    thread = _thread(request, thread_id, tenant)
+    if isinstance(thread, HttpResponse):
+        return thread
     form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     preview = _assemble(thread, form) if form.is_valid() else None
     context = _thread_context(request, thread, form, preview=preview)
@@ -239,8 +259,12 @@ def thread_preview(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(VIEW_CASE, ADD_CASE)
-def thread_build(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    thread = or_404(selectors.thread_get(thread_id, request.user))
+def thread_build(
+    request: HtmxHttpRequest, thread_id: str, tenant: str | None = None
+) -> HttpResponse:
+    thread = _thread(request, thread_id, tenant)
+    if isinstance(thread, HttpResponse):
+        return thread
     form = CandidateForm(request.POST, units=selectors.thread_units(thread))
     if form.is_valid():
         try:

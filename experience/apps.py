@@ -1,11 +1,11 @@
 from django.apps import AppConfig
 
 
-def document_revocation_preview(document_id: str) -> dict[str, list[str]]:
+def document_revocation_preview(document_id: str, tenant: str) -> dict[str, list[str]]:
     """What revoking a knowledge document would reach (knowledge's revoke page asks)."""
     from experience.selectors import revocation_impact
 
-    return revocation_impact(document_id).as_json()
+    return revocation_impact(document_id, tenant=tenant).as_json()
 
 
 class ExperienceConfig(AppConfig):

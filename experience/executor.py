@@ -24,6 +24,7 @@ from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require
+from reviewconsole.tenancy import may_access
 from reviewconsole.timeparse import to_utc_iso
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def run_skill(
     check_time = now or run.started_at
 
     # 1. The gate, before any tool is called.
-    gated = _gate(skill_id, current, check_time, registry)
+    gated = _gate(skill_id, current, check_time, registry, actor)
     if isinstance(gated, str):
         return run.finish(FALLBACK, gated)
     skill, recipe = gated
@@ -280,11 +281,18 @@ def run_skill(
 
 
 def _gate(
-    skill_id: str, scope: Mapping[str, str], now: datetime, registry: Mapping[str, Tool]
+    skill_id: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    registry: Mapping[str, Tool],
+    actor: User,
 ) -> tuple[Skill, tuple[domain.RecipeStep, ...]] | str:
-    """The skill and its checked recipe, or why the run may not use it."""
+    """The skill and its checked recipe, or why the run may not use it.
+
+    A skill id is resolved inside the run's tenant: another tenant's skill (or one of a tenant
+    the actor may not see) is answered exactly as an id nobody has."""
     skill, availability = skill_availability(skill_id, now)
-    if skill is None:
+    if skill is None or skill.tenant != scope["tenant"] or not may_access(actor, skill.tenant):
         return f"{SKILL_NOT_FOUND}: {skill_id}"
     differing = domain.differing_scope_fields(skill.scope, scope)
     if differing:

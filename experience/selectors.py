@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from experience import domain
 from experience.guards import guard_unmet
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
 NO_SUCH_DOCUMENT = "no knowledge document with this id"
+DOCUMENT_IN_SEVERAL_TENANTS = (
+    "names a document in several tenants (each tenant has its own keys); "
+    "only a user limited to one of them can review it by this id"
+)
 UNKNOWN_ID = "must be a case:…, skill:…, lesson:… or doc:KEY@VERSION id"
 
 
@@ -51,13 +55,18 @@ def skill_get(skill_id: str, *, field: str = "id") -> Skill:
         raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}") from None
 
 
-def document_get(public_id: str, *, field: str = "id") -> Document:
-    """The knowledge document a ``doc:KEY@N`` id names (review takes documents beside items)."""
+def document_get(public_id: str, *, user: User, field: str = "id") -> Document:
+    """The knowledge document a ``doc:KEY@N`` id names among the tenants ``user`` sees (review
+    takes documents beside items). Another tenant's document is answered as an unknown id; a
+    key that a deployment-wide user sees in several tenants is refused, naming them."""
     key, version = itemids.parse(public_id, field=field, kinds=(itemids.DOCUMENT,)).key_version
-    document = knowledge_selectors.document_get(key, version)
-    if document is None:
+    named = knowledge_selectors.documents_named(key, version, user)
+    if not named:
         raise ValidationFailure(field, f"{NO_SUCH_DOCUMENT}: {public_id}")
-    return document
+    if len(named) > 1:
+        tenants = ", ".join(document.tenant for document in named)
+        raise ValidationFailure(field, f"{public_id} {DOCUMENT_IN_SEVERAL_TENANTS}: {tenants}")
+    return named[0]
 
 
 def case_evidence(case: Case) -> list[Evidence]:
@@ -237,21 +246,47 @@ def skills_citing(case_id: str) -> list[str]:
     )
 
 
-def runs_citing_document(public_id: str) -> list[str]:
-    """Runs whose tool results cited the document: a skill run's citations, and the reads an
-    investigation records for every document its searches returned."""
-    cited = (
-        RunCitation.objects.filter(document_id=public_id)
-        .order_by()
-        .values_list("run_id_text", flat=True)
-    )
-    read = Reference.objects.filter(item_id=public_id).order_by().values_list("run_id", flat=True)
+# Run ids of one tenant that apps above this one keep (an investigation's), as a subquery of
+# ``run_id`` values; registered at start-up (their ``AppConfig.ready``).
+TenantRunIds = Callable[[str], "QuerySet[Any]"]
+_tenant_run_ids: list[TenantRunIds] = []
+
+
+def tenant_run_ids_install(lookup: TenantRunIds) -> None:
+    if lookup not in _tenant_run_ids:
+        _tenant_run_ids.append(lookup)
+
+
+def runs_citing_document(public_id: str, tenant: str) -> list[str]:
+    """Runs of ``tenant`` whose tool results cited the document: a skill run's citations, and
+    the reads an investigation records for every document its searches returned.
+
+    ``doc:KEY@N`` names a document only within a tenant. A search returns its own tenant's
+    documents only, so while no other tenant has a ``doc:KEY@N`` every read of it is this one's;
+    once another has, only runs whose scope is ``tenant`` count (a skill run's, or one an app
+    above registered with ``tenant_run_ids_install``)."""
+    cited = RunCitation.objects.filter(document_id=public_id)
+    read = Reference.objects.filter(item_id=public_id)
+    key, version = itemids.parse(public_id, kinds=(itemids.DOCUMENT,)).key_version
+    shared = Document.objects.filter(doc_key=key, version=version).exclude(tenant=tenant).exists()
+    if shared:
+        cited = cited.filter(run__tenant=tenant)
+        of_tenant = Q(run_id__in=Run.objects.filter(tenant=tenant).values("run_id"))
+        for lookup in _tenant_run_ids:
+            of_tenant |= Q(run_id__in=lookup(tenant))
+        read = read.filter(of_tenant)
     # One query: UNION also removes the repeats.
-    return sorted(cited.union(read))
+    return sorted(
+        cited.order_by()
+        .values_list("run_id_text", flat=True)
+        .union(read.order_by().values_list("run_id", flat=True))
+    )
 
 
-def revocation_impact(item_id: str) -> Impact:
-    """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview."""
+def revocation_impact(item_id: str, *, tenant: str | None = None) -> Impact:
+    """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview.
+
+    A document is named within its ``tenant`` (required for ``doc:`` ids)."""
     kind = domain.item_type(item_id)
     if kind == "case":
         from experience.lesson_selectors import lessons_losing_support
@@ -264,7 +299,9 @@ def revocation_impact(item_id: str) -> Impact:
     if kind in ("skill", "lesson"):
         return Impact(skills=[], runs=runs_referencing([item_id]))
     if kind == "document":
-        return Impact(skills=[], runs=runs_citing_document(item_id))
+        if tenant is None:
+            raise ValueError("a document's revocation impact needs its tenant")
+        return Impact(skills=[], runs=runs_citing_document(item_id, tenant))
     raise ValidationFailure("id", UNKNOWN_ID)
 
 

@@ -608,9 +608,12 @@ def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 # --- review: knowledge documents -----------------------------------------------------------------
 
 
-def document_revocation_store(document_id: str, actor: User, reason: str) -> dict[str, list[str]]:
-    """Knowledge's revocation recorder: the runs whose tool results cited the document, stored."""
-    impact = revocation_impact(document_id)
+def document_revocation_store(
+    document_id: str, tenant: str, actor: User, reason: str
+) -> dict[str, list[str]]:
+    """Knowledge's revocation recorder: the runs of ``tenant`` whose tool results cited the
+    document, stored."""
+    impact = revocation_impact(document_id, tenant=tenant)
     _store_impact(document_id, ItemType.DOCUMENT, impact, actor=actor, reason=reason)
     return impact.as_json()
 

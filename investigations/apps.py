@@ -8,6 +8,9 @@ class InvestigationsConfig(AppConfig):
 
     def ready(self) -> None:
         from experience.outcomes import run_owner_lookup_install
-        from investigations.run_owners import investigation_actors
+        from experience.selectors import tenant_run_ids_install
+        from investigations.run_owners import investigation_actors, investigation_run_ids
 
         run_owner_lookup_install(investigation_actors)
+        # A document's revocation reaches the investigations of its tenant only.
+        tenant_run_ids_install(investigation_run_ids)

@@ -45,7 +45,7 @@ def investigation_requests_pending(user: User | AnonymousUser) -> QuerySet[Inves
     )
 
 
-def unusable_items(ids: Collection[str]) -> set[str]:
+def unusable_items(ids: Collection[str], *, tenant: str) -> set[str]:
     """Which of ``ids`` are not usable now (revoked, or no longer approved).
 
     Ids that name nothing known are left to the citation check (an id not returned in the run).
@@ -76,8 +76,9 @@ def unusable_items(ids: Collection[str]) -> set[str]:
             wanted |= Q(doc_key=item.key, version=item.version)
         usable_docs = {
             str(itemids.ItemId.document(key, version))
+            # ``doc:KEY@N`` of the run's tenant: another tenant's version of the key is not it.
             for key, version in Document.objects.filter(
-                wanted, approved=True, revoked=False
+                wanted, tenant=tenant, approved=True, revoked=False
             ).values_list("doc_key", "version")
         }
         unusable |= set(documents) - usable_docs

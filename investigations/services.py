@@ -183,7 +183,7 @@ def investigation_run(
             instructions=domain.instructions_with(
                 context_block(ticket, run_id=run_id, actor=actor)
             ),
-            revoked=unusable_items,
+            revoked=lambda ids: unusable_items(ids, tenant=str(ticket.scope.get("tenant") or "")),
             on_step=on_step,
         )
     finally:

@@ -32,6 +32,7 @@ from knowledge.services import (
     document_save_new_version,
     document_unchanged,
     four_eyes_required,
+    require_tenant_kept,
     synonym_delete,
     synonym_set,
 )
@@ -125,11 +126,21 @@ class DocumentForm(forms.ModelForm):
             target = root if root in self.fields else None
             self.add_error(target, failure.message if target else str(failure))
             return data
+        if self.instance.pk:
+            try:
+                require_tenant_kept(base=self.instance, tenant=self.parsed.tenant)
+            except PermissionRefused as refused:
+                self.add_error("tenant", refused.message)
+                return data
         if self.instance.pk and document_unchanged(
             base=self.instance, content=self.parsed, published_given=self.published_given
         ):
             self.add_error(None, NOTHING_CHANGED)
         return data
+
+
+class _SaveRefused(Exception):
+    """The service refused a save the form had accepted; its message is already queued."""
 
 
 class StoreInline(ReadOnlyInline):
@@ -200,8 +211,9 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 )
         except (ValidationFailure, PermissionRefused) as exc:
             # The form validated already; this is a race (e.g. the same version saved meanwhile).
+            # The refusal rolls the save back and is shown on the form it came from.
             self.message_user(request, str(exc), messages.ERROR)
-            raise
+            raise _SaveRefused from exc
         obj.pk = saved.pk
         obj.version = saved.version
         what = f"Saved {saved.public_id} as a draft" + (
@@ -209,6 +221,18 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         )
         who = "another operator approves" if four_eyes_required() else "approve"
         self.message_user(request, f"{what}; {who} it to publish.", messages.SUCCESS)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except _SaveRefused:
+            return HttpResponseRedirect(request.get_full_path())
 
     def response_change(self, request: HttpRequest, obj: Document) -> HttpResponse:
         """A change saved a new version (``obj`` is it now): go there, say nothing more.
@@ -286,7 +310,10 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
                 return None
         # Before revoking, what each version reaches (as on the console's revoke page).
         documents = [
-            (document, revocation_preview(item_id=document.public_id)["runs"])
+            (
+                document,
+                revocation_preview(item_id=document.public_id, tenant=document.tenant)["runs"],
+            )
             if verb == "revoke"
             else (document, None)
             for document in queryset

@@ -4,6 +4,9 @@ An app that records reads of documents (runs whose tool results cited one) regis
 start-up (its ``AppConfig.ready``). A revocation calls every recorder inside its own transaction;
 a recorder computes what the revocation reaches, stores it with the revocation and returns it as
 ``{"skills": [...], "runs": [...]}``.
+
+Every call names the document's tenant beside its id: ``doc:KEY@N`` names a document only within
+a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reached.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-RevocationRecorder = Callable[[str, "User", str], Mapping[str, Sequence[str]]]
+RevocationRecorder = Callable[[str, str, "User", str], Mapping[str, Sequence[str]]]
 revocation_recorders: list[RevocationRecorder] = []
 
 
@@ -23,18 +26,21 @@ def revocation_recorder_register(recorder: RevocationRecorder) -> None:
         revocation_recorders.append(recorder)
 
 
-def revocation_record(*, item_id: str, actor: User, reason: str) -> dict[str, list[str]]:
-    """Every recorder's impact of revoking ``item_id``, merged (sorted, each id once)."""
+def revocation_record(
+    *, item_id: str, tenant: str, actor: User, reason: str
+) -> dict[str, list[str]]:
+    """Every recorder's impact of revoking ``item_id`` of ``tenant``, merged (sorted, each id
+    once)."""
     merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
     for recorder in revocation_recorders:
-        for kind, ids in recorder(item_id, actor, reason).items():
+        for kind, ids in recorder(item_id, tenant, actor, reason).items():
             merged.setdefault(kind, set()).update(ids)
     return {kind: sorted(ids) for kind, ids in merged.items()}
 
 
 # What revoking a document would reach, asked before anything is written (the console's preview
 # before a revocation is confirmed). The app that registers a recorder registers its previewer.
-RevocationPreviewer = Callable[[str], Mapping[str, Sequence[str]]]
+RevocationPreviewer = Callable[[str, str], Mapping[str, Sequence[str]]]
 revocation_previewers: list[RevocationPreviewer] = []
 
 
@@ -43,10 +49,11 @@ def revocation_previewer_register(previewer: RevocationPreviewer) -> None:
         revocation_previewers.append(previewer)
 
 
-def revocation_preview(*, item_id: str) -> dict[str, list[str]]:
-    """What revoking ``item_id`` would reach now, merged as ``revocation_record`` merges."""
+def revocation_preview(*, item_id: str, tenant: str) -> dict[str, list[str]]:
+    """What revoking ``item_id`` of ``tenant`` would reach now, merged as
+    ``revocation_record`` merges."""
     merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
     for previewer in revocation_previewers:
-        for kind, ids in previewer(item_id).items():
+        for kind, ids in previewer(item_id, tenant).items():
             merged.setdefault(kind, set()).update(ids)
     return {kind: sorted(ids) for kind, ids in merged.items()}

@@ -78,7 +78,11 @@ class Document(models.Model):
     class Meta:
         ordering = ["doc_key", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["doc_key", "version"], name="document_key_version"),
+            # Keys are chosen by the importing tenant: each tenant has its own key space
+            # (docs/architecture.md, Tenancy), so ``doc:KEY@N`` names a row only within a tenant.
+            models.UniqueConstraint(
+                fields=["tenant", "doc_key", "version"], name="document_tenant_key_version"
+            ),
             models.CheckConstraint(
                 condition=models.Q(version__gte=1), name="document_version_positive"
             ),
@@ -88,7 +92,11 @@ class Document(models.Model):
                 name="document_validity_ordered",
             ),
         ]
-        indexes = [models.Index(fields=["tenant", "brand", "campaign"])]
+        indexes = [
+            models.Index(fields=["tenant", "brand", "campaign"]),
+            # ``doc:KEY@N`` resolved among every tenant a deployment-wide user sees.
+            models.Index(fields=["doc_key", "version"], name="document_key_version_idx"),
+        ]
         permissions = [
             ("approve_document", "Can approve knowledge documents"),
             ("revoke_document", "Can revoke knowledge documents"),
@@ -107,7 +115,14 @@ class Document(models.Model):
         super().save(*args, **kwargs)
 
     def get_absolute_url(self) -> str:
-        return reverse("knowledge:document-detail", args=[self.doc_key, self.version])
+        """The tenant-qualified page: ``/knowledge/<key>/v<N>/`` is ambiguous for a user who
+        sees two tenants with that key."""
+        return reverse("knowledge:tenant-document-detail", args=self.url_args)
+
+    @property
+    def url_args(self) -> tuple[str, str, int]:
+        """What every tenant-qualified document URL takes: tenant, key, version."""
+        return (self.tenant, self.doc_key, self.version)
 
     @property
     def item_id(self) -> ItemId:

@@ -48,20 +48,25 @@ def documents_filtered(
     return documents.prefetch_related(stores).order_by("doc_key", "-version")
 
 
-def document_get(doc_key: str, version: int) -> Document | None:
-    return (
-        Document.objects.select_related("approved_by", "revoked_by", "created_by")
-        .prefetch_related(Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store")))
-        .filter(doc_key=doc_key, version=version)
-        .first()
-    )
+def _documents_shown() -> QuerySet[Document]:
+    return Document.objects.select_related(
+        "approved_by", "revoked_by", "created_by"
+    ).prefetch_related(Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store")))
 
 
-def document_versions(doc_key: str) -> QuerySet[Document]:
+def document_get(tenant: str, doc_key: str, version: int) -> Document | None:
+    """``doc:KEY@N`` of ``tenant``: keys are chosen per tenant, so a key names a row only there."""
+    return _documents_shown().filter(tenant=tenant, doc_key=doc_key, version=version).first()
+
+
+def document_versions(tenant: str, doc_key: str) -> QuerySet[Document]:
+    """Every version of ``doc_key`` in ``tenant`` (another tenant's versions of that key are
+    another document)."""
     return (
-        Document.objects.filter(doc_key=doc_key)
+        Document.objects.filter(tenant=tenant, doc_key=doc_key)
         .select_related("created_by")
         .only(
+            "tenant",
             "doc_key",
             "version",
             "title",
@@ -133,12 +138,23 @@ def documents_visible(user: User | AnonymousUser, **filters: str) -> QuerySet[Do
     return visible(documents_filtered(**filters), user)
 
 
-def document_get_visible(doc_key: str, version: int, user: User | AnonymousUser) -> Document | None:
-    """The version, or None when there is none or it is of a tenant ``user`` may not see."""
-    document = document_get(doc_key, version)
-    if document is None or not may_access(user, document.tenant):
-        return None
-    return document
+def document_get_visible(
+    doc_key: str, version: int, user: User | AnonymousUser, tenant: str | None = None
+) -> Document | None:
+    """The version ``user`` means by ``doc:KEY@N`` (in ``tenant`` when given), or None when
+    there is none, it is of a tenant ``user`` may not see, or ``user`` sees it in several
+    tenants and none was named (``documents_named`` lists them)."""
+    if tenant is not None:
+        return document_get(tenant, doc_key, version) if may_access(user, tenant) else None
+    named = documents_named(doc_key, version, user)
+    return named[0] if len(named) == 1 else None
+
+
+def documents_named(doc_key: str, version: int, user: User | AnonymousUser) -> list[Document]:
+    """Every version ``doc:KEY@N`` names among the tenants ``user`` sees, by tenant: one for a
+    tenant-limited user of one tenant, possibly several for a deployment-wide one."""
+    named = _documents_shown().filter(doc_key=doc_key, version=version).order_by("tenant")
+    return list(visible(named, user))
 
 
 def document_stores(document: Document) -> list[str]:
@@ -146,8 +162,21 @@ def document_stores(document: Document) -> list[str]:
     return [row.store for row in document.store_rows.all()]
 
 
-def document_revocations(public_id: str) -> QuerySet[Event]:
-    """The audit events of revoking ``public_id``, each with the impact stored when it was."""
-    return Event.objects.filter(action=Action.DOCUMENT_REVOKE, target=public_id).order_by(
-        "-created_at", "-id"
+def document_revocations(document: Document) -> QuerySet[Event]:
+    """The audit events of revoking ``document``, each with the impact stored when it was.
+
+    The target ``doc:KEY@N`` is shared by the tenants that have that key; an event names its
+    tenant in its details. One written before keys were per tenant names none: it is of the
+    tenant whose version was created first, the only one that could have that key then."""
+    mine = Q(details__tenant=document.tenant)
+    first = (
+        Document.objects.filter(doc_key=document.doc_key, version=document.version)
+        .order_by("created_at", "pk")
+        .values_list("tenant", flat=True)
+        .first()
     )
+    if first == document.tenant:
+        mine |= ~Q(details__has_key="tenant")
+    return Event.objects.filter(
+        mine, action=Action.DOCUMENT_REVOKE, target=document.public_id
+    ).order_by("-created_at", "-id")

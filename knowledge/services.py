@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from knowledge import postings
 from knowledge.domain import expand, tokenize
@@ -49,6 +49,7 @@ NOTHING_CHANGED = "nothing changed; no new version saved"
 SAVE_REFUSED = "saving documents needs the operator role"
 IMPORT_REFUSED = "importing documents needs the operator role"
 LEXICON_REFUSED = "editing the lexicon needs the operator role"
+TENANT_KEPT = "a new version keeps its document's tenant {tenant!r}"
 
 
 def token_text(tokens: frozenset[str]) -> str:
@@ -225,13 +226,16 @@ def _revoke(
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
     postings.document_unindexed(document)
-    impact = revocation_record(item_id=document.public_id, actor=actor, reason=reason)
+    impact = revocation_record(
+        item_id=document.public_id, tenant=document.tenant, actor=actor, reason=reason
+    )
     event_record(
         actor=actor,
         action=Action.DOCUMENT_REVOKE,
         target=document.public_id,
         reason=reason,
-        details={**(details or {}), "impact": impact},
+        # The tenant names which ``doc:KEY@N`` this is (keys are per tenant).
+        details={**(details or {}), "tenant": document.tenant, "impact": impact},
     )
     return impact
 
@@ -262,17 +266,33 @@ def document_unchanged(*, base: Document, content: DocumentContent, published_gi
     return same.content_hash() == base.content_hash
 
 
+def require_tenant_kept(*, base: Document, tenant: str) -> None:
+    """A new version of ``base`` stays in its tenant: a key names a document within a tenant, so
+    another tenant's version would be another tenant's document written by this one's operator.
+    Refused as ``not_in_tenant`` on every path (console, admin, imports go through here)."""
+    if tenant != base.tenant:
+        raise PermissionRefused(TENANT_KEPT.format(tenant=base.tenant), unmet=NOT_IN_TENANT)
+
+
+def latest_version(*, tenant: str, doc_key: str) -> int:
+    """The highest version of ``doc_key`` in ``tenant`` (0 when it has none): keys and their
+    versions are per tenant."""
+    versions = Document.objects.filter(tenant=tenant, doc_key=doc_key)
+    return versions.aggregate(v=Max("version"))["v"] or 0
+
+
 @transaction.atomic
 def document_save_new_version(*, base: Document, changes: dict[str, Any], actor: User) -> Document:
     """Save ``base`` with ``changes`` applied as the next version of its key (a draft).
 
     The new version's ``published_at`` is the one in ``changes`` (its author's), else the moment
-    it is saved: a new version is never known before it existed.
+    it is saved: a new version is never known before it existed. Its tenant is ``base``'s.
     """
     require(actor, ADD_DOCUMENT, base.tenant, message=SAVE_REFUSED)
+    require_tenant_kept(base=base, tenant=changes.get("tenant", base.tenant))
     changes = dict(changes)
     published_at = changes.pop("published_at", None)
-    latest = Document.objects.filter(doc_key=base.doc_key).aggregate(v=Max("version"))["v"] or 0
+    latest = latest_version(tenant=base.tenant, doc_key=base.doc_key)
     stores = tuple(sorted(base.store_rows.values_list("store", flat=True)))
     content = replace(
         document_content(base, stores),
@@ -292,9 +312,11 @@ def document_add(
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
     require(actor, ADD_DOCUMENT, content.tenant, message=SAVE_REFUSED)
     if next_free_version:
-        latest = Document.objects.filter(doc_key=content.doc_key).aggregate(v=Max("version"))["v"]
-        content = replace(content, version=(latest or 0) + 1)
-    elif Document.objects.filter(doc_key=content.doc_key, version=content.version).exists():
+        latest = latest_version(tenant=content.tenant, doc_key=content.doc_key)
+        content = replace(content, version=latest + 1)
+    elif Document.objects.filter(
+        tenant=content.tenant, doc_key=content.doc_key, version=content.version
+    ).exists():
         raise ValidationFailure("version", f"{content.public_id} already exists")
     return document_create(content=content, actor=actor)
 
@@ -319,7 +341,9 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
     if not isinstance(items, list):
         raise ValidationFailure("$", "must be a JSON array of documents")
     parsed = []
-    seen: set[tuple[str, int]] = set()
+    # Keys are per tenant: another tenant's document of the same key is not looked at, so an
+    # import answers for it exactly as for a key nobody has.
+    seen: set[tuple[str, str, int]] = set()
     checked: set[str] = set()  # each permission is asked once per import
     for index, raw in enumerate(items):
         try:
@@ -327,7 +351,7 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
         require_input_tenant(actor, item.content.tenant, field=f"[{index}].tenant")
-        key = (item.content.doc_key, item.content.version)
+        key = (item.content.tenant, item.content.doc_key, item.content.version)
         if key in seen:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")
         seen.add(key)
@@ -338,15 +362,19 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
                 checked.add(permission)
         parsed.append((index, item))
 
-    existing = {
-        (d.doc_key, d.version): d for d in Document.objects.filter(doc_key__in={k for k, _ in seen})
-    }
+    keys_by_tenant: dict[str, set[str]] = {}
+    for tenant, doc_key, _version in seen:
+        keys_by_tenant.setdefault(tenant, set()).add(doc_key)
+    wanted = Q(pk__in=[])
+    for tenant, doc_keys in keys_by_tenant.items():
+        wanted |= Q(tenant=tenant, doc_key__in=sorted(doc_keys))
+    existing = {(d.tenant, d.doc_key, d.version): d for d in Document.objects.filter(wanted)}
     lexicon = indexed_lexicon()
     result = ImportResult()
     with postings.batched():
         for index, item in parsed:
             content = item.content
-            stored = existing.get((content.doc_key, content.version))
+            stored = existing.get((content.tenant, content.doc_key, content.version))
             if stored is not None:
                 if stored.content_hash != content.content_hash():
                     raise ValidationFailure(f"[{index}]", f"{content.public_id} {CONTENT_DIFFERS}")

@@ -4,23 +4,26 @@ from knowledge import views
 
 app_name = "knowledge"
 
+# ``<key>/v<N>/`` resolves the key among the tenants the user sees; ``<tenant>/<key>/v<N>/`` names
+# the tenant (what ``Document.get_absolute_url`` and the pages link to): keys are per tenant.
+DOCUMENT_PAGES = [
+    ("", views.document_detail, "document-detail"),
+    ("new-version/", views.document_new_version, "document-new-version"),
+    ("checklist/", views.document_checklist, "document-checklist"),
+    ("review/", views.document_review, "document-review"),
+    ("revoke/", views.document_revoke_view, "document-revoke"),
+]
+
 urlpatterns = [
     path("", views.document_list, name="document-list"),
     path("new/", views.document_new, name="document-new"),
     path("search/", views.search_preview, name="search-preview"),
-    path("<slug:doc_key>/v<int:version>/", views.document_detail, name="document-detail"),
-    path(
-        "<slug:doc_key>/v<int:version>/new-version/",
-        views.document_new_version,
-        name="document-new-version",
+    *(
+        path(f"<slug:doc_key>/v<int:version>/{suffix}", view, name=name)
+        for suffix, view, name in DOCUMENT_PAGES
     ),
-    path(
-        "<slug:doc_key>/v<int:version>/checklist/",
-        views.document_checklist,
-        name="document-checklist",
-    ),
-    path("<slug:doc_key>/v<int:version>/review/", views.document_review, name="document-review"),
-    path(
-        "<slug:doc_key>/v<int:version>/revoke/", views.document_revoke_view, name="document-revoke"
+    *(
+        path(f"<path:tenant>/<slug:doc_key>/v<int:version>/{suffix}", view, name=f"tenant-{name}")
+        for suffix, view, name in DOCUMENT_PAGES
     ),
 ]

@@ -39,6 +39,7 @@ from knowledge.selectors import (
     document_revocations,
     document_stores,
     document_versions,
+    documents_named,
     documents_visible,
 )
 from knowledge.services import (
@@ -57,6 +58,7 @@ from knowledge.services import (
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.itemids import ItemId
 from reviewconsole.links import item_url
 from reviewconsole.permissions import (
     ADD_DOCUMENT,
@@ -75,6 +77,7 @@ from reviewconsole.views import (
     console_view,
     diff_lines,
     finish,
+    one_or_tenant_choice,
     or_404,
     paginate,
     render_page,
@@ -97,6 +100,18 @@ def document_list(request: HtmxHttpRequest) -> HttpResponse:
     )
 
 
+def _named(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None
+) -> Document | HttpResponse:
+    """The version the URL names among the tenants the user sees (in ``tenant`` when the URL
+    names one); a tenant choice when a deployment-wide user sees the key in several."""
+    user = acting_user(request)
+    if tenant is not None:
+        return or_404(document_get_visible(doc_key, version, user, tenant))
+    named = str(ItemId.document(doc_key, version))
+    return one_or_tenant_choice(request, named, documents_named(doc_key, version, user))
+
+
 def _against(request: HtmxHttpRequest, document: Document, versions: list[Document]) -> int | None:
     """The version to compare with: ``?against=N`` if it exists, else the one just before."""
     numbers = [v.version for v in versions if v.version != document.version]
@@ -109,13 +124,18 @@ def _against(request: HtmxHttpRequest, document: Document, versions: list[Docume
 
 @require_GET
 @console_view(VIEW_DOCUMENT)
-def document_detail(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
-    document = or_404(document_get_visible(doc_key, version, request.user))
-    versions = list(document_versions(doc_key))
+def document_detail(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
+    # Versions are per (tenant, key): another tenant's versions of this key are another document.
+    versions = list(document_versions(document.tenant, doc_key))
     against = _against(request, document, versions)
     diff = None
     if against is not None:
-        other = document_get(doc_key, against)
+        other = document_get(document.tenant, doc_key, against)
         assert other is not None
         old, new = (other, document) if against < version else (document, other)
         diff = diff_lines(
@@ -277,8 +297,12 @@ def document_new(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_DOCUMENT, ADD_DOCUMENT)
-def document_new_version(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
-    base = or_404(document_get_visible(doc_key, version, acting_user(request)))
+def document_new_version(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
+    base = _named(request, doc_key, version, tenant)
+    if isinstance(base, HttpResponse):
+        return base
     return _save(request, base)
 
 
@@ -317,13 +341,13 @@ def _checklist(document: Document, request: HtmxHttpRequest, reason: str) -> Che
 
 
 def _urls(document: Document) -> dict[str, str]:
-    args = [document.doc_key, document.version]
+    args = document.url_args
     return {
         "detail_url": document.get_absolute_url(),
-        "checklist_url": reverse("knowledge:document-checklist", args=args),
-        "review_url": reverse("knowledge:document-review", args=args),
-        "revoke_url": reverse("knowledge:document-revoke", args=args),
-        "new_version_url": reverse("knowledge:document-new-version", args=args),
+        "checklist_url": reverse("knowledge:tenant-document-checklist", args=args),
+        "review_url": reverse("knowledge:tenant-document-review", args=args),
+        "revoke_url": reverse("knowledge:tenant-document-revoke", args=args),
+        "new_version_url": reverse("knowledge:tenant-document-new-version", args=args),
     }
 
 
@@ -350,9 +374,13 @@ def _review_context(
 
 @require_GET
 @console_view(VIEW_DOCUMENT)
-def document_checklist(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+def document_checklist(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
     """The live approval checklist for the reason typed so far."""
-    document = or_404(document_get_visible(doc_key, version, acting_user(request)))
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
     if not request.htmx:
         return HttpResponseRedirect(document.get_absolute_url())
     reason = request.GET.get("reason", "")[:2000]
@@ -366,10 +394,14 @@ def document_checklist(request: HtmxHttpRequest, doc_key: str, version: int) -> 
 
 @require_POST
 @console_view(VIEW_DOCUMENT, APPROVE_DOCUMENT)
-def document_review(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+def document_review(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
     """Approve a draft (four eyes), or reject it: a rejected draft is revoked, never published."""
     user = acting_user(request)
-    document = or_404(document_get_visible(doc_key, version, user))
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
     form = DocumentReviewForm(request.POST)
     reason = str(request.POST.get("reason", ""))[:2000]
     errors: list[Condition] = []
@@ -430,7 +462,7 @@ def _stored_impacts(document: Document) -> list[dict[str, Any]]:
             "skills": [],
             "runs": _run_entries((event.details or {}).get("impact", {}).get("runs", [])),
         }
-        for event in document_revocations(document.public_id)
+        for event in document_revocations(document)
     ]
 
 
@@ -440,11 +472,15 @@ def _ids(text: str) -> list[str]:
 
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_DOCUMENT, REVOKE_DOCUMENT)
-def document_revoke_view(request: HtmxHttpRequest, doc_key: str, version: int) -> HttpResponse:
+def document_revoke_view(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
     """GET previews what revoking reaches; POST revokes, and the service recomputes and stores
     the impact (the list shown afterwards is that one)."""
     user = acting_user(request)
-    document = or_404(document_get_visible(doc_key, version, user))
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
     form = DocumentRevokeForm(request.POST or None)
     errors: list[Condition] = []
     if request.method == "POST" and not form.is_valid():
@@ -476,7 +512,9 @@ def document_revoke_view(request: HtmxHttpRequest, doc_key: str, version: int) -
         document.refresh_from_db()
     preview = None
     if document.status == "approved":
-        preview = _run_entries(revocation_preview(item_id=document.public_id).get("runs", []))
+        preview = _run_entries(
+            revocation_preview(item_id=document.public_id, tenant=document.tenant).get("runs", [])
+        )
     return render_page(
         request,
         "knowledge/document_revoke.html",

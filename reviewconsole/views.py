@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -128,6 +128,36 @@ def or_404(item: Found | None) -> Found:
     if item is None:
         raise Http404
     return item
+
+
+class TenantItem(Protocol):
+    tenant: str
+
+    def get_absolute_url(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=TenantItem)
+
+
+def one_or_tenant_choice(
+    request: HtmxHttpRequest, named: str, items: Sequence[Named]
+) -> Named | HttpResponse:
+    """The one item an id names among the tenants the user sees; when it names one in several
+    (a deployment-wide user), a page linking to each tenant's; 404 when it names none.
+
+    Ids chosen by callers (document keys, thread ids) are unique per tenant only
+    (docs/architecture.md, Tenancy)."""
+    if len(items) > 1:
+        choices = [
+            {
+                "tenant": item.tenant,
+                "url": item.get_absolute_url(),
+                "title": getattr(item, "title", ""),
+            }
+            for item in items
+        ]
+        return render_page(request, "_tenant_choice.html", {"named": named, "choices": choices})
+    return or_404(items[0] if items else None)
 
 
 @dataclass(frozen=True)

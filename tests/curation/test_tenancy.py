@@ -117,15 +117,16 @@ def test_a_deployment_wide_operator_imports_any_tenants_thread(
     assert (thread.tenant, foreign_thread.tenant) == (OWN, OTHER)
 
 
-def test_an_imported_id_cannot_be_reimported_under_another_tenant(
+def test_an_imported_id_under_another_tenant_is_that_tenants_own_thread(
     thread: Thread, operator: User
 ) -> None:
+    """Thread ids are per tenant (issue 23): the same id in another tenant is another thread,
+    and the first one is untouched."""
     moved = thread_json()
     moved["tenant"] = OTHER
-    with pytest.raises(ValidationFailure) as refused:
-        threads.thread_import(data=moved, actor=operator)
-    assert refused.value.field == "id"
-    assert Thread.objects.get().tenant == OWN
+    other, created = threads.thread_import(data=moved, actor=operator)
+    assert created and other.pk != thread.pk
+    assert sorted(Thread.objects.values_list("tenant", flat=True)) == sorted([OWN, OTHER])
 
 
 def test_the_command_refuses_another_tenants_thread(limited_operator: User, tmp_path: Path) -> None:
@@ -261,8 +262,10 @@ def test_cases_of_another_tenant_citing_the_thread_are_not_listed_on_it(
 
     limited = client_for(limited_operator).get(url)
     assert [row["case"].id for row in limited.context["built"]] == [own.id]
+    # ``thread:ID`` names a thread within a tenant: the foreign case cites its own tenant's.
     wide = client_for(operator).get(url)
-    assert {row["case"].id for row in wide.context["built"]} == {own.id, foreign.id}
+    assert {row["case"].id for row in wide.context["built"]} == {own.id}
+    assert foreign.tenant != thread.tenant
 
 
 # --- near-duplicates, incidents, re-review, proposals -------------------------------------------

@@ -223,7 +223,7 @@ def test_a_thread_file_is_imported_from_the_page(
     upload = SimpleUploadedFile("t.json", json.dumps(thread_json()).encode(), "application/json")
     response = client.post(reverse("curation:thread-list"), {"file": upload})
     assert response.status_code == 303
-    assert response["Location"] == reverse("curation:thread-detail", args=[THREAD_ID])
+    assert response["Location"] == Thread.objects.get().get_absolute_url()
     broken = SimpleUploadedFile("t.json", b'{"id": "x", "tenant": "teahouse"}', "application/json")
     response = client.post(reverse("curation:thread-list"), {"file": broken})
     assert response.status_code == 422 and "title" in response.context["import_error"]

@@ -293,7 +293,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
         skill.id, {**SCOPE, "deployment": "release-2"}, CONTEXT, "run-gated", NOW, actor=agent
     )
     cited = full.observations[0]["evidence"][0]["id"]
-    document = selectors.document_get(cited)
+    document = selectors.document_get(cited, user=operator)
     outcome = services.document_revoke_with_impact(
         document=document, actor=operator, reason="规则有误"
     )

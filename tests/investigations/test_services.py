@@ -162,7 +162,7 @@ def test_revoking_a_cited_document_reaches_the_investigation(
 ) -> None:
     investigate(*STORE_B, *FULL_FACTS, "--run-id", "ticket-42")
 
-    assert "ticket-42" in revocation_impact("doc:rule-b@1").runs
+    assert "ticket-42" in revocation_impact("doc:rule-b@1", tenant="teahouse").runs
     review = document_revoke(
         document=Document.objects.get(doc_key="rule-b", version=1), actor=operator, reason="wrong"
     )
@@ -199,7 +199,7 @@ def test_a_revocation_during_the_investigation_refuses_the_answer(
     assert investigation.status == REFUSED_ANSWER
     assert CITED_ITEM_REVOKED in investigation.verification["reasons"]
     # The reads were recorded as they happened, so the revocation already listed this run.
-    assert "during" in revocation_impact("doc:rule-b@1").runs
+    assert "during" in revocation_impact("doc:rule-b@1", tenant="teahouse").runs
 
 
 def test_a_run_id_names_one_investigation(knowledge_base: None) -> None:

@@ -34,13 +34,19 @@ def test_items_and_their_ids_resolve_to_one_page(
     pages: dict[Any, str] = {
         first: reverse("experience:case-detail", args=[first.digest]),
         skill: reverse("experience:skill-detail", args=[skill.digest]),
-        doc: reverse("knowledge:document-detail", args=["refund-rule", doc.version]),
+        # A document's own page names its tenant (keys are per tenant).
+        doc: reverse(
+            "knowledge:tenant-document-detail", args=[doc.tenant, "refund-rule", doc.version]
+        ),
     }
     for item, page in pages.items():
         assert item.get_absolute_url() == page
     assert item_url(first.id) == pages[first]
     assert item_url(skill.id) == pages[skill]
-    assert item_url(doc.public_id) == pages[doc]
+    # ``doc:KEY@N`` alone resolves among the tenants the reader sees.
+    assert item_url(doc.public_id) == reverse(
+        "knowledge:document-detail", args=["refund-rule", doc.version]
+    )
     assert run.get_absolute_url() == reverse("experience:run-detail", args=["run-link-1"])
 
 
@@ -55,8 +61,8 @@ def test_curation_and_evaluation_items_know_their_pages() -> None:
     from curation.models import SkillProposal, Thread
     from evaluation.models import ReplayReport
 
-    assert Thread(thread_id="T-1").get_absolute_url() == reverse(
-        "curation:thread-detail", args=["T-1"]
+    assert Thread(thread_id="T-1", tenant="teahouse").get_absolute_url() == reverse(
+        "curation:tenant-thread-detail", args=["teahouse", "T-1"]
     )
     assert SkillProposal(pk=3).get_absolute_url() == reverse("curation:proposal-detail", args=[3])
     assert ReplayReport(pk=4).get_absolute_url() == reverse("evaluation:report-detail", args=[4])

@@ -84,7 +84,7 @@ class Command(JsonCommand):
             }[operation]
             return lesson_action(lesson=lesson, actor=actor, reason=reason)
         if kind == "document":
-            document = selectors.document_get(item_id)
+            document = selectors.document_get(item_id, user=actor)
             if operation == "revoke":
                 return services.document_revoke_with_impact(
                     document=document, actor=actor, reason=reason
@@ -109,7 +109,7 @@ class Command(JsonCommand):
         elif kind == "lesson":
             status = lesson_selectors.lesson_get(item_id).status
         elif kind == "document":
-            document = selectors.document_get(item_id)
+            document = selectors.document_get(item_id, user=actor)
             status = document.status
         else:
             raise ValidationFailure("ID", selectors.UNKNOWN_ID)
@@ -127,7 +127,9 @@ class Command(JsonCommand):
             "id": item_id,
             "status": status,
             "unmet": unmet,
-            "impact": selectors.revocation_impact(item_id).as_json(),
+            "impact": selectors.revocation_impact(
+                item_id, tenant=document.tenant if kind == "document" else None
+            ).as_json(),
         }
 
     def _verify(self, item_id: str, options: dict[str, Any], actor: User) -> dict[str, Any]:
