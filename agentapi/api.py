@@ -16,13 +16,14 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
-from django.urls import register_converter
+from django.urls import register_converter, reverse
 from ninja import NinjaAPI, Path, Query, Status
 from ninja.errors import ValidationError as NinjaValidationError
 
 from agentapi import operations
 from agentapi.auth import AgentToken
-from agentapi.investigate import investigate
+from agentapi.investigate import investigate, investigation_poll, investigation_queue, pending
+from agentapi.limits import AccountRateThrottle, TooBusy
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     ApprovedCase,
@@ -33,6 +34,7 @@ from agentapi.schemas import (
     ExperienceContextResult,
     ExperienceRetrieveRequest,
     ExperienceRetrieveResult,
+    InvestigationPending,
     InvestigationRequest,
     InvestigationResult,
     KnowledgeSearchRequest,
@@ -78,12 +80,14 @@ api = NinjaAPI(
     ),
     urls_namespace="api-v1",
     auth=AgentToken(),
+    # Per account: CONSOLE_API_RATE requests (429 with Retry-After beyond it; agentapi/limits.py).
+    throttle=[AccountRateThrottle()],
 )
 
 # The name of every body parameter; error paths leave it out so they are JSON paths of the body.
 BODY = "payload"
 NO_SUCH_ENDPOINT = "no such endpoint; see /api/v1/docs"
-IDENTITY_ERRORS: dict[int, Any] = {401: Message, 403: Message}
+IDENTITY_ERRORS: dict[int, Any] = {401: Message, 403: Message, 429: Message}
 BODY_ERRORS: dict[int, Any] = {**IDENTITY_ERRORS, 400: Message, 422: ValidationErrors}
 
 
@@ -130,6 +134,13 @@ def _refused_input(request: HttpRequest, exc: ValidationFailure) -> HttpResponse
     # is always a field of the body.
     loc = ["body", *field_path(exc.field)]
     return _errors(request, [{"loc": loc, "msg": exc.message, "type": "value_error"}])
+
+
+@api.exception_handler(TooBusy)
+def _too_busy(request: HttpRequest, exc: TooBusy) -> HttpResponse:
+    response = api.create_response(request, {"detail": exc.message}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(PermissionRefused)
@@ -277,15 +288,56 @@ def skill_read(
 
 @api.post(
     "/investigations",
-    response={200: InvestigationResult, **BODY_ERRORS},
+    response={200: InvestigationResult, 202: InvestigationPending, **BODY_ERRORS},
     tags=["investigations"],
 )
-def investigation_create(request: HttpRequest, payload: InvestigationRequest) -> dict[str, Any]:
+def investigation_create(
+    request: HttpRequest, payload: InvestigationRequest, response: HttpResponse
+) -> Any:
     """Investigate one ticket: the runner offers the model the knowledge (and, with the use
     permission, memory) tools bound to this scope and times, and accepts its answer only when
     every citation quotes, verbatim, evidence returned in this run. The run is stored with its
-    steps, answer and verification under ``run_id``."""
-    return investigate(user=_user(request), request=payload)
+    steps, answer and verification under ``run_id``.
+
+    The scripted provider answers here (200, the stored run). A ``live`` run is handed to the
+    background worker: 202 with the run id and the address to poll (also in ``Location``);
+    ``GET`` that address until it answers 200. At most ``CONSOLE_API_LIVE_INVESTIGATIONS`` live
+    runs of one account may be queued or running; another is refused with 429 and
+    ``Retry-After``."""
+    user = _user(request)
+    if payload.provider == "live":
+        queued = investigation_queue(user=user, request=payload)
+        url = _poll_url(queued.run_id)
+        response["Location"] = url
+        return Status(202, pending(queued, url))
+    return investigate(user=user, request=payload)
+
+
+def _poll_url(run_id: str) -> str:
+    return reverse("api-v1:investigation_read", kwargs={"run_id": run_id})
+
+
+@api.get(
+    "/investigations/{agentapi_text:run_id}",
+    response={
+        200: InvestigationResult,
+        202: InvestigationPending,
+        404: Message,
+        **IDENTITY_ERRORS,
+    },
+    tags=["investigations"],
+    url_name="investigation_read",
+)
+def investigation_read(request: HttpRequest, run_id: str, response: HttpResponse) -> Any:
+    """The caller's own investigation under ``run_id``: 200 with the stored run once it has
+    finished (status ``error`` with reason when the worker gave up on it), 202 with its state
+    and the steps stored so far while it is queued or running (poll again after
+    ``Retry-After`` seconds). Another account's run id is 404, as an unknown one."""
+    status, body = investigation_poll(user=_user(request), run_id=run_id)
+    if status == 202:
+        response["Retry-After"] = "1"
+        body["poll"] = _poll_url(run_id)
+    return Status(status, body)
 
 
 @api.post(

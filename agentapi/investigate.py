@@ -1,4 +1,10 @@
-"""Investigating a ticket for an agent: the HTTP endpoint and the MCP tool both call this."""
+"""Investigating a ticket for an agent: the HTTP endpoint and the MCP tool both call this.
+
+The scripted provider answers within the request. A live model can take up to the run's wall
+time, so over HTTP a live investigation is handed to the worker and polled
+(``investigation_queue``, ``investigation_poll``): a request never holds a web process for a
+model's answer.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,20 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from agentapi.limits import require_live_capacity
+from agentapi.operations import NotFound
 from agentapi.schemas import InvestigationRequest
-from investigations.services import investigation_run
+from investigations.models import Investigation, RequestState
+from investigations.models import InvestigationRequest as QueuedInvestigation
+from investigations.services import (
+    INVESTIGATE_PERMISSION,
+    investigation_request,
+    investigation_run,
+)
+from reviewconsole.permissions import require
+
+NO_SUCH_INVESTIGATION = "no investigation of yours has this run id"
+RUN_FAILED = "run_failed"
 
 
 def investigate(*, user: User, request: InvestigationRequest) -> dict[str, Any]:
@@ -24,3 +42,71 @@ def investigate(*, user: User, request: InvestigationRequest) -> dict[str, Any]:
         max_calls=request.max_calls,
     )
     return investigation.as_json()
+
+
+def investigation_queue(*, user: User, request: InvestigationRequest) -> QueuedInvestigation:
+    """Queue the ticket for the worker (checked as a run now would be); refused with ``TooBusy``
+    while the account has its limit of live investigations in flight."""
+    require_live_capacity(user)
+    return investigation_request(
+        actor=user,
+        text=request.text,
+        scope=request.scope.as_mapping(),
+        occurred_at=request.occurred_at,
+        known_at=request.known_at,
+        facts=dict(request.facts),
+        provider=request.provider,
+        run_id=request.run_id,
+        max_calls=request.max_calls,
+    )
+
+
+def pending(queued: QueuedInvestigation, url: str) -> dict[str, Any]:
+    return {
+        "run_id": queued.run_id,
+        "state": queued.state,
+        "steps": len(queued.steps),
+        "poll": url,
+    }
+
+
+def investigation_poll(*, user: User, run_id: str) -> tuple[int, dict[str, Any]]:
+    """The caller's own investigation under ``run_id``: 200 with the stored run, 202 with its
+    progress while queued or running, 200 with status ``error`` when the worker gave up. Another
+    account's run id is answered as an unknown one."""
+    require(user, INVESTIGATE_PERMISSION)
+    stored = Investigation.objects.filter(run_id=run_id, actor=user).first()
+    if stored is not None:
+        return 200, stored.as_json()
+    queued = QueuedInvestigation.objects.filter(run_id=run_id, actor=user).first()
+    if queued is None:
+        raise NotFound(NO_SUCH_INVESTIGATION)
+    if queued.state == RequestState.FAILED:
+        return 200, failed(queued)
+    return 202, pending(queued, "")
+
+
+def failed(queued: QueuedInvestigation) -> dict[str, Any]:
+    """A run the worker gave up on, in the shape of a stored run (status ``error``)."""
+    arguments = queued.arguments
+    return {
+        "run_id": queued.run_id,
+        "status": "error",
+        "reason": queued.error,
+        "answer": None,
+        "verification": {
+            "ok": False,
+            "reasons": [RUN_FAILED],
+            "details": [{"reason": RUN_FAILED, "error": queued.error}],
+        },
+        "tool_calls": 0,
+        "steps": queued.steps,
+        "missing": [],
+        "provider": arguments.get("provider") or "scripted",
+        "scope": {k: v for k, v in (arguments.get("scope") or {}).items() if v},
+        "context": {
+            "occurred_at": arguments.get("occurred_at"),
+            "known_at": arguments.get("known_at"),
+            "facts": arguments.get("facts") or {},
+        },
+    }

@@ -592,6 +592,15 @@ class InvestigationResult(BaseModel):
     context: dict[str, Any]
 
 
+class InvestigationPending(BaseModel):
+    """A live investigation handed to the worker: poll ``poll`` until it answers 200."""
+
+    run_id: str
+    state: Literal["queued", "running"]
+    steps: int = Field(description="steps stored so far")
+    poll: str = Field(description="the address to GET for the run")
+
+
 # --- context block and run outcomes (docs/contracts.md, Context block and outcomes) -----------
 
 

@@ -348,6 +348,8 @@ def main() -> None:
             "DATABASE_URL": url,
             "DJANGO_DEBUG": "0",
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # Every simulated agent shares one token: the per-account limit would measure itself.
+            "CONSOLE_API_RATE": "",
         }
         manage(env, "migrate", "--noinput")
         demo = json.loads(manage(env, "load_demo", "--json"))

@@ -16,7 +16,13 @@ from experience.services import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
-from investigations.providers import PROVIDERS, provider_for
+from investigations.providers import (
+    LIVE,
+    LIVE_NOT_CONFIGURED,
+    PROVIDERS,
+    live_configured,
+    provider_for,
+)
 from investigations.selectors import unusable_items
 from investigations.tools import bind, declarations
 from reviewconsole import clock
@@ -156,19 +162,7 @@ def investigation_run(
         known_at=known_at,
         facts=facts,
     )
-    if provider not in PROVIDERS:
-        raise ValidationFailure("provider", PROVIDER_UNKNOWN)
-    if max_calls is None:
-        max_calls = domain.DEFAULT_MAX_CALLS
-    if (
-        isinstance(max_calls, bool)
-        or not isinstance(max_calls, int)
-        or not 1 <= max_calls <= domain.MAX_CALLS_LIMIT
-    ):
-        raise ValidationFailure("max_calls", MAX_CALLS_RANGE)
-    run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
-    if Investigation.objects.filter(run_id=run_id).exists():
-        raise ValidationFailure("run_id", RUN_ID_TAKEN)
+    provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls)
     started_at = clock.now()
@@ -199,7 +193,28 @@ def investigation_run(
     )
 
 
-# --- the console's background runs ------------------------------------------------------------
+def _run_options(provider: object, max_calls: object, run_id: object) -> tuple[str, int, str]:
+    """The provider, call budget and run id of a run, checked once for every path (a run now
+    or one queued for the worker): a taken run id is refused before anything is written."""
+    if provider not in PROVIDERS:
+        raise ValidationFailure("provider", PROVIDER_UNKNOWN)
+    if provider == LIVE and not live_configured():
+        raise ValidationFailure("provider", LIVE_NOT_CONFIGURED)
+    if max_calls is None:
+        max_calls = domain.DEFAULT_MAX_CALLS
+    if (
+        isinstance(max_calls, bool)
+        or not isinstance(max_calls, int)
+        or not 1 <= max_calls <= domain.MAX_CALLS_LIMIT
+    ):
+        raise ValidationFailure("max_calls", MAX_CALLS_RANGE)
+    run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
+    if Investigation.objects.filter(run_id=run_id).exists():
+        raise ValidationFailure("run_id", RUN_ID_TAKEN)
+    return str(provider), max_calls, run_id
+
+
+# --- background runs: the console's tickets and the API's live investigations ------------------
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -214,11 +229,15 @@ def investigation_request(
     occurred_at: datetime | None,
     known_at: datetime | None,
     facts: Mapping[str, object] | None = None,
+    provider: str = "scripted",
+    run_id: str | None = None,
+    max_calls: int | None = None,
 ) -> InvestigationRequest:
     """Check the ticket as ``investigation_run`` does, then queue its run in the background.
 
     The request and its task are written in one transaction: the run exists exactly when the
-    request does. The page follows ``InvestigationRequest.steps`` as the runner stores them.
+    request does. The page (or the API's poll) follows ``InvestigationRequest.steps`` as the
+    runner stores them.
     """
     from investigations.tasks import investigation_task
 
@@ -230,10 +249,13 @@ def investigation_request(
         known_at=known_at,
         facts=facts,
     )
+    provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
     now = clock.now()
     with transaction.atomic():
+        if InvestigationRequest.objects.filter(run_id=run_id).exists():
+            raise ValidationFailure("run_id", RUN_ID_TAKEN)
         request = InvestigationRequest.objects.create(
-            run_id=f"inv-{uuid.uuid4().hex}",
+            run_id=run_id,
             tenant=ticket.scope.get("tenant") or "",
             text=ticket.text,
             arguments={
@@ -242,6 +264,8 @@ def investigation_request(
                 "occurred_at": _iso(ticket.context.occurred_at),
                 "known_at": _iso(ticket.context.known_at),
                 "facts": dict(ticket.context.facts),
+                "provider": provider,
+                "max_calls": max_calls,
             },
             actor=actor,
             created_at=now,
@@ -284,6 +308,8 @@ def investigation_request_run(pk: int) -> str:
                 occurred_at=_parsed(arguments.get("occurred_at")),
                 known_at=_parsed(arguments.get("known_at")),
                 facts=arguments.get("facts") or {},
+                provider=arguments.get("provider") or "scripted",
+                max_calls=arguments.get("max_calls"),
                 run_id=request.run_id,
                 on_step=step_stored,
             )

@@ -65,6 +65,17 @@ def immediate_tasks(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def unthrottled_api(settings: Any) -> None:
+    """The agent API's per-account rate limit is off unless a test sets one (its own tests do:
+    tests/investigations/test_api_limits.py); its counts live in the default cache, emptied here
+    so no test inherits another's requests."""
+    from django.core.cache import cache
+
+    settings.CONSOLE_API_RATE = None
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def default_language() -> Iterator[None]:
     """Each test starts in the deployment's language.
 

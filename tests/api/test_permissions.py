@@ -14,6 +14,7 @@ from agentapi.tokens import token_generate
 from experience.models import Case, EvidenceCheck, Status
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, Demo, case_body, retrieve_body, run_body, search_body
+from tests.investigations.test_api import body as investigation_body
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +32,7 @@ EXPECTED = {
     "read_run": {"agent": 200, **_NO_TOKEN},
     "read_case": {"agent": 200, **_NO_TOKEN},
     "read_skill": {"agent": 200, **_NO_TOKEN},
+    "read_investigation": {"agent": 200, **_NO_TOKEN},
 }
 
 
@@ -73,6 +75,9 @@ def _call(client: BearerClient, endpoint: str, demo: Demo) -> int:
         return int(client.get(f"/api/v1/cases/{demo.cases[0]}").status_code)
     if endpoint == "read_skill":
         return int(client.get(f"/api/v1/skills/{demo.skill}").status_code)
+    if endpoint == "read_investigation":
+        client.post_json("/api/v1/investigations", investigation_body(run_id="perm-inv-1"))
+        return int(client.get("/api/v1/investigations/perm-inv-1").status_code)
     raise AssertionError(endpoint)
 
 
@@ -128,6 +133,7 @@ def test_no_endpoint_approves_checks_rejects_or_revokes(agent_client: BearerClie
         ("GET", "/api/v1/cases/{case_id}"),
         ("GET", "/api/v1/skills/{skill_id}"),
         ("POST", "/api/v1/investigations"),
+        ("GET", "/api/v1/investigations/{run_id}"),
         ("POST", "/api/v1/experience/context"),
         ("POST", "/api/v1/runs/{run_id}/outcome"),
     }

@@ -1,0 +1,74 @@
+"""How much one agent account may ask of the API: a request rate, and live investigations at once.
+
+Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds). The rate is counted per
+account by django-ninja's throttling in the Django cache (``CACHES["default"]``: per process with
+the default local-memory cache, shared between processes with a shared cache); the live
+investigations in flight are counted in the database, so the limit holds across web processes.
+Defaults and settings: docs/contracts.md, Limits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.throttling import SimpleRateThrottle
+
+from investigations.models import InvestigationRequest, RequestState
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+DEFAULT_RATE = "600/m"
+DEFAULT_LIVE_INVESTIGATIONS = 2
+# What a caller refused for too many live investigations is told to wait: about one live run.
+LIVE_RETRY_AFTER_SECONDS = 15
+TOO_MANY_LIVE = (
+    "this account already has {limit} live investigation(s) queued or running; "
+    "poll them and retry when one has finished"
+)
+
+
+class AccountRateThrottle(SimpleRateThrottle):
+    """``CONSOLE_API_RATE`` requests per account (e.g. ``600/m``), read at each request so a
+    changed setting applies without a restart; ``None`` or an empty value switches it off."""
+
+    scope = "agent-account"
+
+    def __init__(self) -> None:
+        super().__init__(rate=DEFAULT_RATE)
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        self.rate = getattr(settings, "CONSOLE_API_RATE", DEFAULT_RATE) or None
+        if self.rate is None:
+            return True
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request)
+
+    def get_cache_key(self, request: HttpRequest) -> str | None:
+        user = getattr(request, "auth", None)
+        if user is None or getattr(user, "pk", None) is None:
+            return None  # unauthenticated requests are answered 401 before any work
+        return self.cache_format % {"scope": self.scope, "ident": user.pk}
+
+
+class TooBusy(Exception):
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
+def live_investigations_limit() -> int:
+    return int(getattr(settings, "CONSOLE_API_LIVE_INVESTIGATIONS", DEFAULT_LIVE_INVESTIGATIONS))
+
+
+def require_live_capacity(user: User) -> None:
+    """Refuse another live investigation while the account has its limit queued or running."""
+    limit = live_investigations_limit()
+    active = InvestigationRequest.objects.filter(
+        actor=user, state__in=[RequestState.QUEUED, RequestState.RUNNING]
+    ).count()
+    if active >= limit:
+        raise TooBusy(TOO_MANY_LIVE.format(limit=limit), LIVE_RETRY_AFTER_SECONDS)
