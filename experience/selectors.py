@@ -27,12 +27,14 @@ from knowledge.models import Document
 from reviewconsole import clock, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import REVIEW_CASE, holds
+from reviewconsole.tenancy import may_access
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 NO_SUCH_CASE = "no case with this id"
 NO_SUCH_SKILL = "no skill with this id"
+NO_SUCH_LESSON = "no lesson with this id"
 NO_SUCH_DOCUMENT = "no knowledge document with this id"
 DOCUMENT_IN_SEVERAL_TENANTS = (
     "names a document in several tenants (each tenant has its own keys); "
@@ -41,18 +43,21 @@ DOCUMENT_IN_SEVERAL_TENANTS = (
 UNKNOWN_ID = "must be a case:…, skill:…, lesson:… or doc:KEY@VERSION id"
 
 
-def case_get(case_id: str, *, field: str = "id") -> Case:
-    try:
-        return Case.objects.select_related("submitted_by", "approved_by").get(pk=case_id)
-    except Case.DoesNotExist:
-        raise ValidationFailure(field, f"{NO_SUCH_CASE}: {case_id}") from None
+def case_get(case_id: str, *, field: str = "id", user: User | None = None) -> Case:
+    """The case with this id; with ``user``, only one of a tenant the user sees: another
+    tenant's case is answered exactly as an unknown id (ids never tell what exists elsewhere)."""
+    case = Case.objects.select_related("submitted_by", "approved_by").filter(pk=case_id).first()
+    if case is None or (user is not None and not may_access(user, case.tenant)):
+        raise ValidationFailure(field, f"{NO_SUCH_CASE}: {case_id}")
+    return case
 
 
-def skill_get(skill_id: str, *, field: str = "id") -> Skill:
-    try:
-        return Skill.objects.select_related("submitted_by", "approved_by").get(pk=skill_id)
-    except Skill.DoesNotExist:
-        raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}") from None
+def skill_get(skill_id: str, *, field: str = "id", user: User | None = None) -> Skill:
+    """The skill with this id, as ``case_get`` finds a case."""
+    skill = Skill.objects.select_related("submitted_by", "approved_by").filter(pk=skill_id).first()
+    if skill is None or (user is not None and not may_access(user, skill.tenant)):
+        raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}")
+    return skill
 
 
 def document_get(public_id: str, *, user: User, field: str = "id") -> Document:

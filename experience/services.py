@@ -42,6 +42,9 @@ from experience.schema import (
     parse_skill,
 )
 from experience.selectors import (
+    NO_SUCH_CASE,
+    NO_SUCH_LESSON,
+    NO_SUCH_SKILL,
     Impact,
     case_approval_checklist,
     reviewer_of,
@@ -114,9 +117,12 @@ class ReviewOutcome:
 
 
 def _require_tenant(actor: User, item: Case | Skill | Lesson) -> None:
-    """Items of a tenant the actor is not a member of cannot be reviewed or checked by them."""
+    """Items of a tenant the actor is not a member of do not exist for them: refused exactly as
+    an unknown id is (``selectors.case_get`` and its kin), so no answer tells what exists in
+    another tenant."""
     if not may_access(actor, item.tenant):
-        raise ReviewRefused(item.id, item.status, [NOT_IN_TENANT])
+        unknown = {"case": NO_SUCH_CASE, "skill": NO_SUCH_SKILL, "lesson": NO_SUCH_LESSON}
+        raise ValidationFailure("id", f"{unknown[domain.item_type(item.id)]}: {item.id}")
 
 
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:

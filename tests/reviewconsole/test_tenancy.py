@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from experience.models import Case
-from experience.services import ReviewRefused, case_approve, evidence_check
+from experience.selectors import NO_SUCH_CASE
+from experience.services import case_approve, evidence_check
 from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -111,27 +113,37 @@ def test_deployment_wide_reviewer_sees_both(reviewer: User, two_tenants: dict[st
         assert client.get(reverse("experience:case-detail", args=[digest(case)])).status_code == 200
 
 
-def test_services_refuse_another_tenants_items(
+def test_services_refuse_another_tenants_items_as_unknown_ids(
     limited_reviewer: User, two_tenants: dict[str, Any]
 ) -> None:
-    with pytest.raises(ReviewRefused) as refused:
-        evidence_check(case=two_tenants["foreign"], key="diagnosis/0", actor=limited_reviewer)
-    assert refused.value.unmet == [NOT_IN_TENANT]
-    with pytest.raises(ReviewRefused) as refused:
-        case_approve(case=two_tenants["foreign"], actor=limited_reviewer, reason="looks fine")
-    assert refused.value.unmet == [NOT_IN_TENANT]
-    assert Case.objects.get(pk=two_tenants["foreign"].id).status == "candidate"
+    foreign = two_tenants["foreign"]
+    with pytest.raises(ValidationFailure) as refused:
+        evidence_check(case=foreign, key="diagnosis/0", actor=limited_reviewer)
+    assert (refused.value.field, refused.value.message) == ("id", f"{NO_SUCH_CASE}: {foreign.id}")
+    with pytest.raises(ValidationFailure) as refused:
+        case_approve(case=foreign, actor=limited_reviewer, reason="looks fine")
+    assert (refused.value.field, refused.value.message) == ("id", f"{NO_SUCH_CASE}: {foreign.id}")
+    assert Case.objects.get(pk=foreign.id).status == "candidate"
 
 
-def test_review_command_names_the_tenant_refusal(
+def test_the_review_command_answers_another_tenants_id_as_an_unknown_one(
     limited_reviewer: User, two_tenants: dict[str, Any]
 ) -> None:
-    status, result = run_json(
-        "review", "approve", two_tenants["foreign"].id, "--as", "lena", "--reason", "ok"
-    )
-
-    assert status != 0
-    assert result["ok"] is False and result["unmet"] == [NOT_IN_TENANT]
+    foreign = two_tenants["foreign"].id
+    unknown = "case:" + "0" * 64
+    answers = []
+    for item_id in (foreign, unknown):
+        for operation in (["approve", item_id], ["revoke", item_id, "--preview"]):
+            status, result = run_json("review", *operation, "--as", "lena", "--reason", "ok")
+            assert status != 0
+            answers.append(json.loads(json.dumps(result).replace(item_id, "ID")))
+        status, result = run_json(
+            "review", "verify", item_id, "--evidence", "diagnosis/0", "--as", "lena"
+        )
+        assert status != 0
+        answers.append(json.loads(json.dumps(result).replace(item_id, "ID")))
+    assert answers[:3] == answers[3:]
+    assert answers[0]["ok"] is False and NO_SUCH_CASE in answers[0]["error"]
 
 
 def test_a_limited_user_cannot_submit_into_another_tenant(limited_reviewer: User) -> None:

@@ -60,7 +60,7 @@ class Command(JsonCommand):
     def _review(self, item_id: str, operation: str, reason: str, actor: User) -> ReviewOutcome:
         kind = domain.item_type(item_id)
         if kind == "case":
-            case = selectors.case_get(item_id)
+            case = selectors.case_get(item_id, user=actor)
             action = {
                 "approve": services.case_approve,
                 "reject": services.case_reject,
@@ -68,7 +68,7 @@ class Command(JsonCommand):
             }[operation]
             return action(case=case, actor=actor, reason=reason)
         if kind == "skill":
-            skill = selectors.skill_get(item_id)
+            skill = selectors.skill_get(item_id, user=actor)
             skill_action = {
                 "approve": services.skill_approve,
                 "reject": services.skill_reject,
@@ -76,7 +76,7 @@ class Command(JsonCommand):
             }[operation]
             return skill_action(skill=skill, actor=actor, reason=reason)
         if kind == "lesson":
-            lesson = lesson_selectors.lesson_get(item_id)
+            lesson = lesson_selectors.lesson_get(item_id, user=actor)
             lesson_action = {
                 "approve": lessons.lesson_approve,
                 "reject": lessons.lesson_reject,
@@ -103,11 +103,11 @@ class Command(JsonCommand):
             raise ValidationFailure("--preview", "only revoke has an impact preview")
         kind = domain.item_type(item_id)
         if kind == "case":
-            status = selectors.case_get(item_id).status
+            status = selectors.case_get(item_id, user=actor).status
         elif kind == "skill":
-            status = selectors.skill_get(item_id).status
+            status = selectors.skill_get(item_id, user=actor).status
         elif kind == "lesson":
-            status = lesson_selectors.lesson_get(item_id).status
+            status = lesson_selectors.lesson_get(item_id, user=actor).status
         elif kind == "document":
             document = selectors.document_get(item_id, user=actor)
             status = document.status
@@ -140,7 +140,7 @@ class Command(JsonCommand):
             )
         if domain.item_type(item_id) != "case":
             raise ValidationFailure("ID", "only case evidence can be verified")
-        case = selectors.case_get(item_id)
+        case = selectors.case_get(item_id, user=actor)
         try:
             check = services.evidence_check(case=case, key=key, actor=actor, note=options["note"])
         except PermissionRefused as refusal:
