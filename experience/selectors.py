@@ -22,6 +22,7 @@ from experience.models import (
     Skill,
     SkillCase,
 )
+from experience.outcome_models import RunOwner
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
 from reviewconsole import clock, itemids
@@ -214,18 +215,44 @@ class Impact:
         return shape
 
 
-def runs_referencing(item_ids: list[str]) -> list[str]:
-    """Run ids that read any of these items; answered from the (item_id, run_id) index alone."""
+def _claimed_elsewhere(tenant: str | None) -> QuerySet[RunOwner, Any] | None:
+    """Run ids opened in a tenant other than ``tenant``: never part of its items' impact."""
+    if tenant is None:
+        return None
+    return RunOwner.objects.exclude(tenant__in=["", tenant]).values("run_id")
+
+
+def item_tenant(item_id: str) -> str | None:
+    """The tenant of a case, skill, lesson or document version, or None for an unknown id."""
+    kind = domain.item_type(item_id)
+    if kind == "document":
+        try:
+            key, version = itemids.parse(item_id, kinds=(itemids.DOCUMENT,)).key_version
+        except ValidationFailure:
+            return None
+        documents = Document.objects.filter(doc_key=key, version=version)
+        return documents.values_list("tenant", flat=True).first()
+    models: dict[str | None, type[Case | Skill | Lesson]] = {
+        "case": Case,
+        "skill": Skill,
+        "lesson": Lesson,
+    }
+    model = models.get(kind)
+    if model is None:
+        return None
+    return model.objects.filter(pk=item_id).values_list("tenant", flat=True).first()
+
+
+def runs_referencing(item_ids: list[str], tenant: str | None = None) -> list[str]:
+    """Run ids that read any of these items, leaving out runs opened in a tenant other than
+    ``tenant``; answered from the (item_id, run_id) index and the run owners' unique index."""
     if not item_ids:
         return []
-    return sorted(
-        set(
-            Reference.objects.filter(item_id__in=item_ids)
-            .order_by()
-            .values_list("run_id", flat=True)
-            .distinct()
-        )
-    )
+    reads = Reference.objects.filter(item_id__in=item_ids)
+    elsewhere = _claimed_elsewhere(tenant)
+    if elsewhere is not None:
+        reads = reads.exclude(run_id__in=elsewhere)
+    return sorted(set(reads.order_by().values_list("run_id", flat=True).distinct()))
 
 
 def skills_citing(case_id: str) -> list[str]:
@@ -237,34 +264,47 @@ def skills_citing(case_id: str) -> list[str]:
     )
 
 
-def runs_citing_document(public_id: str) -> list[str]:
+def runs_citing_document(public_id: str, tenant: str | None = None) -> list[str]:
     """Runs whose tool results cited the document: a skill run's citations, and the reads an
-    investigation records for every document its searches returned."""
-    cited = (
-        RunCitation.objects.filter(document_id=public_id)
-        .order_by()
-        .values_list("run_id_text", flat=True)
-    )
-    read = Reference.objects.filter(item_id=public_id).order_by().values_list("run_id", flat=True)
+    investigation records for every document its searches returned; without runs opened in a
+    tenant other than ``tenant``."""
+    cited = RunCitation.objects.filter(document_id=public_id)
+    read = Reference.objects.filter(item_id=public_id)
+    elsewhere = _claimed_elsewhere(tenant)
+    if elsewhere is not None:
+        cited = cited.exclude(run_id_text__in=elsewhere)
+        read = read.exclude(run_id__in=elsewhere)
     # One query: UNION also removes the repeats.
-    return sorted(cited.union(read))
+    return sorted(
+        cited.order_by()
+        .values_list("run_id_text", flat=True)
+        .union(read.order_by().values_list("run_id", flat=True))
+    )
 
 
 def revocation_impact(item_id: str) -> Impact:
-    """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview."""
+    """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview.
+
+    Only runs of the item's own tenant are listed: a run opened in another tenant never read it
+    (``experience.run_claims``), and its id is not for this tenant's reviewers to see."""
     kind = domain.item_type(item_id)
+    if kind not in ("case", "skill", "lesson", "document"):
+        raise ValidationFailure("id", UNKNOWN_ID)
+    tenant = item_tenant(item_id)
     if kind == "case":
         from experience.lesson_selectors import lessons_losing_support
 
         skills = skills_citing(item_id)
         lessons = lessons_losing_support(item_id, clock.now())
         return Impact(
-            skills=skills, lessons=lessons, runs=runs_referencing([item_id, *skills, *lessons])
+            skills=skills,
+            lessons=lessons,
+            runs=runs_referencing([item_id, *skills, *lessons], tenant),
         )
     if kind in ("skill", "lesson"):
-        return Impact(skills=[], runs=runs_referencing([item_id]))
+        return Impact(skills=[], runs=runs_referencing([item_id], tenant))
     if kind == "document":
-        return Impact(skills=[], runs=runs_citing_document(item_id))
+        return Impact(skills=[], runs=runs_citing_document(item_id, tenant))
     raise ValidationFailure("id", UNKNOWN_ID)
 
 

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from experience.context_service import experience_context
 from experience.retrieval import MAX_QUERY
+from experience.run_claims import run_claim
 from experience.services import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
@@ -167,8 +168,12 @@ def investigation_run(
     ):
         raise ValidationFailure("max_calls", MAX_CALLS_RANGE)
     run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
-    if Investigation.objects.filter(run_id=run_id).exists():
-        raise ValidationFailure("run_id", RUN_ID_TAKEN)
+    # The run is opened (claimed) before the model runs: a tool refusing another account's run
+    # id would only end in a recorded step, and nothing may be written under it.
+    with transaction.atomic():
+        run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=clock.now())
+        if Investigation.objects.filter(run_id=run_id).exists():
+            raise ValidationFailure("run_id", RUN_ID_TAKEN)
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls)
     started_at = clock.now()
