@@ -30,6 +30,7 @@ from experience.executor import TicketContext, run_skill
 from experience.models import Case, ItemType, Reference, Run, Skill, Status
 from experience.outcomes import run_outcome_report
 from experience.retrieval import retrieve_experience
+from experience.run_claims import run_claim, run_owner
 from experience.selectors import skill_availability
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
@@ -37,12 +38,14 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import (
     ADD_CASE,
     PROPOSE_CASE,
+    REVIEW_CASE,
     SEARCH_KNOWLEDGE,
     USE_EXPERIENCE,
     VIEW_RUN,
+    holds,
     require,
 )
-from reviewconsole.tenancy import tenants_of, visible
+from reviewconsole.tenancy import may_access, tenants_of, visible
 from reviewconsole.timeparse import to_utc_iso
 
 # Agents propose; operators and reviewers submit. The service accepts either permission.
@@ -129,6 +132,13 @@ def run_read(*, user: User, run_id: str) -> dict[str, Any]:
         raise NotFound(NO_SUCH_RUN) from None
     if "\x00" in run_id:
         raise NotFound(NO_SUCH_RUN)
+    # The caller's own run (a reviewer's: any run of their tenants); another account's run is
+    # answered as an unknown id.
+    claim = run_owner(run_id)
+    if claim is None or not (
+        claim.owner_id == user.pk or (holds(user, REVIEW_CASE) and may_access(user, claim.tenant))
+    ):
+        raise NotFound(NO_SUCH_RUN)
     runs = list(visible(Run.objects.filter(run_id=run_id), user).order_by("started_at", "id"))
     references = _visible_references(
         user,
@@ -160,7 +170,7 @@ def case_read(*, user: User, case_id: str, run_id: str | None = None) -> dict[st
     )
     if case is None:
         raise NotFound(NO_SUCH_CASE)
-    _record_read(run_id, [(case.id, ItemType.CASE)])
+    _record_read(run_id, [(case.id, ItemType.CASE)], actor=user, tenant=case.tenant)
     content = case.content
     return {
         "id": case.id,
@@ -192,7 +202,7 @@ def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[
     if skill is None:
         raise NotFound(NO_SUCH_SKILL)
     _, availability = skill_availability(skill.id, clock.now())
-    _record_read(run_id, [(skill.id, ItemType.SKILL)])
+    _record_read(run_id, [(skill.id, ItemType.SKILL)], actor=user, tenant=skill.tenant)
     return {
         "id": skill.id,
         "type": "skill",
@@ -222,12 +232,15 @@ def _visible_references(
     return [ref for ref in references if ref[0] in shown]
 
 
-def _record_read(run_id: str | None, items: Iterable[tuple[str, str]]) -> None:
+def _record_read(
+    run_id: str | None, items: Iterable[tuple[str, str]], *, actor: User, tenant: str
+) -> None:
     """A read by id inside a run is a Reference too, so revocation impact finds it."""
     if run_id is None:
         return
     run_id = experience_services.validate_run_id(run_id)
     with transaction.atomic():
+        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=clock.now())
         experience_services.references_record(run_id=run_id, items=items, at=clock.now())
 
 

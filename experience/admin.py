@@ -122,8 +122,8 @@ class LessonConflictAdmin(ReadOnlyAdmin):
     search_fields = ("lesson_a__id", "lesson_b__id")
 
 
-# Run readers and outcomes (experience.outcome_models).
-from experience.outcome_models import RunOutcome, RunReader  # noqa: E402
+# Run owners and outcomes (experience.outcome_models).
+from experience.outcome_models import RunOutcome, RunOwner  # noqa: E402
 
 
 @admin.register(RunOutcome)
@@ -133,9 +133,10 @@ class RunOutcomeAdmin(ReadOnlyAdmin):
     search_fields = ("run_id", "note")
 
 
-@admin.register(RunReader)
-class RunReaderAdmin(ReadOnlyAdmin):
-    list_display = ("run_id", "reader", "first_read_at")
+@admin.register(RunOwner)
+class RunOwnerAdmin(ReadOnlyAdmin):
+    tenant_field = "tenant"
+    list_display = ("run_id", "owner", "tenant", "first_read_at")
     search_fields = ("run_id",)
 
 

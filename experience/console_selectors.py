@@ -26,7 +26,9 @@ from experience.models import (
     Skill,
     SkillCase,
 )
+from experience.run_claims import run_owner
 from experience.selectors import references_for, runs_for
+from knowledge.models import Document
 from reviewconsole import itemids
 from reviewconsole.itemids import ItemId
 from reviewconsole.tenancy import may_access, visible
@@ -333,17 +335,43 @@ def runs_of_skill(skill: Skill, limit: int = 20) -> list[Run]:
 
 
 def references_visible_to(run_id: str, tenants: frozenset[str] | None) -> list[Reference]:
-    """A run's references, without reads of items in tenants outside ``tenants``."""
+    """A run's references, without reads of items (cases, skills, lessons, documents) in
+    tenants outside ``tenants`` (runs recorded before runs had owners may mix tenants)."""
     references = list(references_for(run_id))
     if tenants is None or not references:
         return references
+    allowed = sorted(tenants)
     ids = {ref.item_id for ref in references}
-    allowed = set(
-        Case.objects.filter(pk__in=ids, tenant__in=sorted(tenants)).values_list("pk", flat=True)
-    ) | set(
-        Skill.objects.filter(pk__in=ids, tenant__in=sorted(tenants)).values_list("pk", flat=True)
-    )
-    return [ref for ref in references if ref.item_id in allowed]
+    shown: set[str] = set()
+    for model in (Case, Skill, Lesson):
+        shown |= set(
+            model.objects.filter(pk__in=ids, tenant__in=allowed).values_list("pk", flat=True)
+        )
+    documents = Q()
+    for item_id in ids:
+        if itemids.kind_of(item_id) is itemids.DOCUMENT:
+            key, version = itemids.parse(item_id).key_version
+            documents |= Q(doc_key=key, version=version)
+    if documents:
+        shown |= {
+            str(ItemId.document(key, version))
+            for key, version in Document.objects.filter(documents, tenant__in=allowed).values_list(
+                "doc_key", "version"
+            )
+        }
+    return [ref for ref in references if ref.item_id in shown]
+
+
+def run_visible(
+    run_id: str, user: User | AnonymousUser, runs: list[Run], references: list[Reference]
+) -> bool:
+    """Whether ``user`` may open the run: one of a tenant they may see, whatever it read
+    (documents and lessons too); another tenant's run is answered like an unknown id. A run
+    nobody opened (recorded before runs had owners) shows when any of it is visible."""
+    claim = run_owner(run_id)
+    if claim is None:
+        return bool(runs or references)
+    return may_access(user, claim.tenant)
 
 
 # --- items as a user may see them ------------------------------------------------------------------

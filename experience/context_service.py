@@ -22,7 +22,7 @@ from experience.lesson_selectors import recallable_lessons, with_confidence
 from experience.models import Case, ItemType, Lesson, Skill, Status
 from experience.outcome_selectors import OutcomeBatch
 from experience.retrieval import MAX_QUERY, candidate_lessons, likely_returned, ranked_from
-from experience.run_readers import reader_record
+from experience.run_claims import run_claim
 from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
 from reviewconsole import clock
@@ -159,7 +159,7 @@ def experience_context(
         candidates, scope=exact, now=now, budget=budget, threshold=context_threshold()
     )
     with transaction.atomic():
-        reader_record(run_id=run_id, reader=actor, at=clock.now())
+        run_claim(run_id=run_id, actor=actor, tenant=exact["tenant"], at=clock.now())
         if block.items:
             references_record(
                 run_id=run_id,

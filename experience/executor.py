@@ -17,6 +17,7 @@ from django.db import transaction
 
 from experience import domain
 from experience.models import Case, ItemType, RunStatus, Skill
+from experience.run_claims import run_claim
 from experience.selectors import skill_availability
 from experience.services import references_record, run_store, validate_run_id
 from experience.tools import CallContext, Tool, default_registry, tool_specs
@@ -135,6 +136,7 @@ class _RunState:
         """The skill passed the gate: record the reads of it and its cases, list its steps."""
         self.cases = tuple(skill.case_links.order_by("position").values_list("case_id", flat=True))
         with transaction.atomic():
+            run_claim(run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=clock.now())
             references_record(
                 run_id=self.run_id,
                 items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in self.cases)],

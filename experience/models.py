@@ -508,4 +508,4 @@ class LessonConflict(models.Model):
 # Registered with this app from their own module (run readers, outcomes, the retrieval index).
 from experience.followup_models import RunFollowUp  # noqa: E402, F401
 from experience.index_models import IndexEntry, IndexPosting, IndexScope  # noqa: E402, F401
-from experience.outcome_models import RunOutcome, RunReader  # noqa: E402, F401
+from experience.outcome_models import RunOutcome, RunOwner  # noqa: E402, F401

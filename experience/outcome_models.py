@@ -1,4 +1,4 @@
-"""Who read memory under a run id, and what happened after the run (its reported outcome).
+"""Who owns a run id, and what happened after the run (its reported outcome).
 
 Imported by ``experience.models`` so Django registers these models with the app.
 """
@@ -15,20 +15,26 @@ class Outcome(models.TextChoices):
     UNRESOLVED = "unresolved", "unresolved"
 
 
-class RunReader(models.Model):
-    """An account that read memory under ``run_id``: the run's owner, who may report its outcome."""
+class RunOwner(models.Model):
+    """Who opened a run: the account (and the tenant of its scope) that first read memory or
+    stored a run under ``run_id``. One per run id; another account's read under it, or the same
+    account's under another tenant, is refused (``experience.run_claims``)."""
 
-    run_id = models.CharField(max_length=100)
-    reader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    run_id = models.CharField(max_length=100, unique=True)
+    # Null only for runs recorded before runs had owners and whose reader nobody recorded: no
+    # account may read under them again; a reviewer of their tenant may still report outcomes.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Blank while the run's scope named no tenant; the owner's first read naming one fills it.
+    tenant = models.CharField(max_length=64, blank=True)
     first_read_at = models.DateTimeField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["run_id", "reader"], name="run_reader_unique"),
-        ]
+        indexes = [models.Index(fields=["tenant", "run_id"], name="run_owner_tenant")]
 
     def __str__(self) -> str:
-        return f"{self.reader_id} read under {self.run_id}"
+        return f"{self.run_id} of {self.owner_id} in {self.tenant or '-'}"
 
 
 class RunOutcome(models.Model):

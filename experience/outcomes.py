@@ -1,21 +1,23 @@
 """``run_outcome_report``: what happened after a run, reported by its owner or a reviewer.
 
 A run id is any id under which memory was read (``Reference`` rows: recall, a context block, a
-skill run, an investigation). Its owner is an account that read under it (``RunReader``), the
-actor of a skill run stored under it, or one that a registered lookup names (the investigations
-app registers its runs' actors). The latest outcome of a run is kept and every report is audited;
-``experience.outcome_selectors`` turns outcomes into confidence inputs of the items the run read.
+skill run, an investigation). It belongs to the account and tenant that opened it
+(``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
+anyone who may not see its tenant it is a run with no reads. The latest outcome of a run is kept
+and every report is audited; ``experience.outcome_selectors`` turns outcomes into confidence
+inputs of the items the run read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
-from experience.models import Case, Lesson, Reference, Run, Skill
-from experience.outcome_models import Outcome, RunOutcome, RunReader
+from experience.models import Case, Lesson, Reference, Skill
+from experience.outcome_models import Outcome, RunOutcome
+from experience.run_claims import run_owner
 from experience.services import validate_run_id
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -33,28 +35,9 @@ NO_READS = "names no run under which memory was read"
 NOTE_TOO_LONG = "must be at most 2000 characters"
 MAX_NOTE = 2_000
 USE_REFUSED = "reporting an outcome needs the agent or reviewer role"
-NOT_OWNER = "only an account that read memory under this run, or a reviewer, may report its outcome"
-
-# Lookups of further owners of a run id (user ids), registered by apps above this one.
-RunOwnerLookup = Callable[[str], Iterable[int]]
-_owner_lookups: list[RunOwnerLookup] = []
-
-
-def run_owner_lookup_install(lookup: RunOwnerLookup) -> None:
-    if lookup not in _owner_lookups:
-        _owner_lookups.append(lookup)
-
-
-def run_owner_ids(run_id: str) -> set[int]:
-    owners = set(RunReader.objects.filter(run_id=run_id).values_list("reader_id", flat=True))
-    owners |= {
-        actor
-        for actor in Run.objects.filter(run_id=run_id).values_list("actor_id", flat=True)
-        if actor is not None
-    }
-    for lookup in _owner_lookups:
-        owners |= set(lookup(run_id))
-    return owners
+NOT_OWNER = (
+    "only the account that opened this run, or a reviewer of its tenant, may report its outcome"
+)
 
 
 def run_read_items(run_id: str) -> list[tuple[str, str]]:
@@ -100,12 +83,19 @@ def run_outcome_report(
     """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id, outcome, note = _validate(run_id, outcome, note)
+    claim = run_owner(run_id)
     items = run_read_items(run_id)
-    # A run whose reads the actor may not see answers as one with no reads: the answer never
-    # tells which run ids exist in other tenants.
-    if not items or not all(may_access(actor, tenant) for tenant in _tenants(items)):
+    # A run of a tenant the actor may not see (or whose reads reach one, recorded before runs had
+    # owners) answers as one with no reads: the answer never tells which run ids exist in other
+    # tenants. Inside the actor's tenants, a run of another account is no secret to hide.
+    if (
+        claim is None
+        or not items
+        or not may_access(actor, claim.tenant)
+        or not all(may_access(actor, tenant) for tenant in _tenants(items))
+    ):
         raise ValidationFailure("run_id", NO_READS)
-    if actor.pk not in run_owner_ids(run_id) and not holds(actor, REVIEW_CASE):
+    if claim.owner_id != actor.pk and not holds(actor, REVIEW_CASE):
         raise PermissionRefused(NOT_OWNER)
     now = clock.now()
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).

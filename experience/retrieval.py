@@ -21,7 +21,7 @@ from experience.lesson_selectors import (
 from experience.models import Case, ItemType, Skill, Status
 from experience.outcome_selectors import OutcomeBatch
 from experience.postings import skill_text
-from experience.run_readers import reader_record
+from experience.run_claims import run_claim
 from experience.services import references_record, validate_run_id
 from knowledge import postings
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
@@ -105,14 +105,15 @@ def retrieve_experience(
     ranked = ranked_from(found, query, exact, now, lessons, limit)
     items = [{"id": i, "type": kind, "title": title} for i, kind, title in ranked]
     items = with_confidence(items, lessons, now, outcomes, indexed_cases(found, items))
-    if items:
-        with transaction.atomic():
+    # Claimed whatever was found, so a refusal never depends on what the scope holds.
+    with transaction.atomic():
+        run_claim(run_id=run_id, actor=actor, tenant=exact["tenant"], at=clock.now())
+        if items:
             references_record(
                 run_id=run_id,
                 items=[(item["id"], ItemType(item["type"])) for item in items],
                 at=clock.now(),
             )
-            reader_record(run_id=run_id, reader=actor, at=clock.now())
     return {"status": OK, "missing": [], "items": items}
 
 

@@ -17,7 +17,12 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
-from experience.console_selectors import references_visible_to, run_traces, runs_visible
+from experience.console_selectors import (
+    references_visible_to,
+    run_traces,
+    run_visible,
+    runs_visible,
+)
 from experience.forms import RunFilterForm
 from experience.models import Run
 from experience.run_followups import (
@@ -120,7 +125,7 @@ def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     runs = run_traces(run_id, request.user)
     references = references_visible_to(run_id, tenants_of(request.user))
-    if not runs and not references:
+    if not run_visible(run_id, request.user, runs, references):
         raise Http404
     citations = {run.pk: [c.document_id for c in run.citations.all()] for run in runs}
     mentions = [ref.item_id for ref in references]
@@ -158,9 +163,9 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 @require_POST
 @console_view(VIEW_RUN, REVIEW_CASE)
 def run_follow_up_mark(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    if not run_traces(run_id, request.user) and not references_visible_to(
-        run_id, tenants_of(request.user)
-    ):
+    runs = run_traces(run_id, request.user)
+    references = references_visible_to(run_id, tenants_of(request.user))
+    if not run_visible(run_id, request.user, runs, references):
         raise Http404
     try:
         run_follow_up(

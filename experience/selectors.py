@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from experience import domain
 from experience.guards import guard_unmet
@@ -22,6 +22,7 @@ from experience.models import (
     Skill,
     SkillCase,
 )
+from experience.outcome_models import RunOwner
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
 from reviewconsole import clock, itemids
@@ -228,18 +229,44 @@ class Impact:
         return shape
 
 
-def runs_referencing(item_ids: list[str]) -> list[str]:
-    """Run ids that read any of these items; answered from the (item_id, run_id) index alone."""
+def _claimed_elsewhere(tenant: str | None) -> QuerySet[RunOwner, Any] | None:
+    """Run ids opened in a tenant other than ``tenant``: never part of its items' impact."""
+    if tenant is None:
+        return None
+    return RunOwner.objects.exclude(tenant__in=["", tenant]).values("run_id")
+
+
+def item_tenant(item_id: str) -> str | None:
+    """The tenant of a case, skill, lesson or document version, or None for an unknown id."""
+    kind = domain.item_type(item_id)
+    if kind == "document":
+        try:
+            key, version = itemids.parse(item_id, kinds=(itemids.DOCUMENT,)).key_version
+        except ValidationFailure:
+            return None
+        documents = Document.objects.filter(doc_key=key, version=version)
+        return documents.values_list("tenant", flat=True).first()
+    models: dict[str | None, type[Case | Skill | Lesson]] = {
+        "case": Case,
+        "skill": Skill,
+        "lesson": Lesson,
+    }
+    model = models.get(kind)
+    if model is None:
+        return None
+    return model.objects.filter(pk=item_id).values_list("tenant", flat=True).first()
+
+
+def runs_referencing(item_ids: list[str], tenant: str | None = None) -> list[str]:
+    """Run ids that read any of these items, leaving out runs opened in a tenant other than
+    ``tenant``; answered from the (item_id, run_id) index and the run owners' unique index."""
     if not item_ids:
         return []
-    return sorted(
-        set(
-            Reference.objects.filter(item_id__in=item_ids)
-            .order_by()
-            .values_list("run_id", flat=True)
-            .distinct()
-        )
-    )
+    reads = Reference.objects.filter(item_id__in=item_ids)
+    elsewhere = _claimed_elsewhere(tenant)
+    if elsewhere is not None:
+        reads = reads.exclude(run_id__in=elsewhere)
+    return sorted(set(reads.order_by().values_list("run_id", flat=True).distinct()))
 
 
 def skills_citing(case_id: str) -> list[str]:
@@ -251,35 +278,16 @@ def skills_citing(case_id: str) -> list[str]:
     )
 
 
-# Run ids of one tenant that apps above this one keep (an investigation's), as a subquery of
-# ``run_id`` values; registered at start-up (their ``AppConfig.ready``).
-TenantRunIds = Callable[[str], "QuerySet[Any]"]
-_tenant_run_ids: list[TenantRunIds] = []
-
-
-def tenant_run_ids_install(lookup: TenantRunIds) -> None:
-    if lookup not in _tenant_run_ids:
-        _tenant_run_ids.append(lookup)
-
-
-def runs_citing_document(public_id: str, tenant: str) -> list[str]:
-    """Runs of ``tenant`` whose tool results cited the document: a skill run's citations, and
-    the reads an investigation records for every document its searches returned.
-
-    ``doc:KEY@N`` names a document only within a tenant. A search returns its own tenant's
-    documents only, so while no other tenant has a ``doc:KEY@N`` every read of it is this one's;
-    once another has, only runs whose scope is ``tenant`` count (a skill run's, or one an app
-    above registered with ``tenant_run_ids_install``)."""
+def runs_citing_document(public_id: str, tenant: str | None = None) -> list[str]:
+    """Runs whose tool results cited the document: a skill run's citations, and the reads an
+    investigation records for every document its searches returned; without runs opened in a
+    tenant other than ``tenant``."""
     cited = RunCitation.objects.filter(document_id=public_id)
     read = Reference.objects.filter(item_id=public_id)
-    key, version = itemids.parse(public_id, kinds=(itemids.DOCUMENT,)).key_version
-    shared = Document.objects.filter(doc_key=key, version=version).exclude(tenant=tenant).exists()
-    if shared:
-        cited = cited.filter(run__tenant=tenant)
-        of_tenant = Q(run_id__in=Run.objects.filter(tenant=tenant).values("run_id"))
-        for lookup in _tenant_run_ids:
-            of_tenant |= Q(run_id__in=lookup(tenant))
-        read = read.filter(of_tenant)
+    elsewhere = _claimed_elsewhere(tenant)
+    if elsewhere is not None:
+        cited = cited.exclude(run_id_text__in=elsewhere)
+        read = read.exclude(run_id__in=elsewhere)
     # One query: UNION also removes the repeats.
     return sorted(
         cited.order_by()
@@ -291,21 +299,29 @@ def runs_citing_document(public_id: str, tenant: str) -> list[str]:
 def revocation_impact(item_id: str, *, tenant: str | None = None) -> Impact:
     """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview.
 
-    A document is named within its ``tenant`` (required for ``doc:`` ids)."""
+    Only runs of the item's own tenant are listed: a run opened in another tenant never read it
+    (``experience.run_claims``), and its id is not for this tenant's reviewers to see. A
+    document is named within its ``tenant`` (``doc:KEY@N`` may name one in several tenants), so
+    its callers pass it; other items' tenants are read from their rows."""
     kind = domain.item_type(item_id)
+    if kind not in ("case", "skill", "lesson", "document"):
+        raise ValidationFailure("id", UNKNOWN_ID)
+    if kind == "document" and tenant is None:
+        raise ValueError("a document's revocation impact needs its tenant")
+    tenant = tenant if tenant is not None else item_tenant(item_id)
     if kind == "case":
         from experience.lesson_selectors import lessons_losing_support
 
         skills = skills_citing(item_id)
         lessons = lessons_losing_support(item_id, clock.now())
         return Impact(
-            skills=skills, lessons=lessons, runs=runs_referencing([item_id, *skills, *lessons])
+            skills=skills,
+            lessons=lessons,
+            runs=runs_referencing([item_id, *skills, *lessons], tenant),
         )
     if kind in ("skill", "lesson"):
-        return Impact(skills=[], runs=runs_referencing([item_id]))
+        return Impact(skills=[], runs=runs_referencing([item_id], tenant))
     if kind == "document":
-        if tenant is None:
-            raise ValueError("a document's revocation impact needs its tenant")
         return Impact(skills=[], runs=runs_citing_document(item_id, tenant))
     raise ValidationFailure("id", UNKNOWN_ID)
 

@@ -32,6 +32,7 @@ from experience.models import (
     Status,
     SubmittedVia,
 )
+from experience.run_claims import run_claim
 from experience.run_followups import follow_ups_flag
 from experience.schema import (
     FILE_REFERENCE,
@@ -670,6 +671,7 @@ def run_store(
     cited_documents: Iterable[str],
     actor: User,
 ) -> Run:
+    run_claim(run_id=run_id, actor=actor, tenant=scope.get("tenant"), at=started_at)
     run = Run.objects.create(
         run_id=run_id,
         skill_id=skill_id[:80],

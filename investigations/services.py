@@ -12,6 +12,7 @@ from django.db import transaction
 
 from experience.context_service import experience_context
 from experience.retrieval import MAX_QUERY
+from experience.run_claims import run_claim
 from experience.services import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
@@ -163,6 +164,10 @@ def investigation_run(
         facts=facts,
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
+    # The run is opened (claimed) before the model runs: a tool refusing another account's run
+    # id would only end in a recorded step, and nothing may be written under it.
+    with transaction.atomic():
+        run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=clock.now())
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls)
     started_at = clock.now()
@@ -254,6 +259,8 @@ def investigation_request(
     with transaction.atomic():
         if InvestigationRequest.objects.filter(run_id=run_id).exists():
             raise ValidationFailure("run_id", RUN_ID_TAKEN)
+        # Claimed when queued, so no other account can take the id before the worker runs it.
+        run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
         request = InvestigationRequest.objects.create(
             run_id=run_id,
             tenant=ticket.scope.get("tenant") or "",

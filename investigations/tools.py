@@ -18,6 +18,7 @@ from experience.executor import TicketContext as SkillTicketContext
 from experience.executor import run_skill
 from experience.models import ItemType
 from experience.retrieval import retrieve_experience
+from experience.run_claims import run_claim
 from experience.services import references_record
 from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
 from investigations.declarations import (
@@ -61,6 +62,7 @@ def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
         documents = [str(item["id"]) for item in result.get("evidence") or [] if item.get("id")]
         if documents:
             with transaction.atomic():
+                run_claim(run_id=run_id, actor=actor, tenant=scope["tenant"], at=clock.now())
                 references_record(
                     run_id=run_id,
                     items=[(doc, ItemType.DOCUMENT) for doc in dict.fromkeys(documents)],

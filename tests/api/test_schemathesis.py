@@ -19,6 +19,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from agentapi.api import api
 from agentapi.services import token_create
 from experience.outcomes import NO_READS
+from experience.run_claims import RUN_TAKEN
 from experience.schema import VALID_TO_ORDER
 from investigations.providers import LIVE_NOT_CONFIGURED
 from investigations.services import RUN_ID_TAKEN
@@ -31,8 +32,9 @@ MAX_EXAMPLES = 20
 DESCRIBED_RULES: dict[tuple[str, ...], tuple[str, ...] | None] = {
     ("body", "valid_to"): (VALID_TO_ORDER,),
     ("body", "supersedes"): None,
-    # A taken investigation id; an outcome for a run id under which nothing was read.
-    ("body", "run_id"): (RUN_ID_TAKEN, NO_READS),
+    # A taken investigation id; an outcome for a run id under which nothing was read; a run id
+    # opened by another account or in another tenant (the generator reuses ids across tenants).
+    ("body", "run_id"): (RUN_ID_TAKEN, NO_READS, RUN_TAKEN),
     ("body", "provider"): (LIVE_NOT_CONFIGURED,),
 }
 

@@ -15,7 +15,7 @@ from experience import services
 from experience.context import TOKENIZER, count_tokens
 from experience.context_service import BUDGET_INVALID, experience_context
 from experience.models import Case, Reference
-from experience.outcome_models import RunReader
+from experience.outcome_models import RunOwner
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from tests.experience.conftest import NOW, QUERY, SCOPE
@@ -44,7 +44,7 @@ def test_approved_case_is_in_the_block_and_read_under_the_run(
     assert case.id in result["block"] and HISTORICAL_CASE_PREFIX in result["block"]
     assert result["tokens"] == count_tokens(result["block"]) <= 200
     assert list(Reference.objects.values_list("run_id", "item_id")) == [("run-c", case.id)]
-    assert RunReader.objects.filter(run_id="run-c", reader=agent).exists()
+    assert RunOwner.objects.filter(run_id="run-c", owner=agent).exists()
 
 
 def test_candidates_revoked_and_other_scopes_are_left_out(

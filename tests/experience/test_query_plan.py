@@ -64,7 +64,7 @@ def test_runs_citing_a_document_uses_the_document_index() -> None:
     assert "run_citation_document" in plan(query)
 
 
-def test_impact_costs_three_queries_however_many_references(
+def test_impact_costs_four_queries_however_many_references(
     django_assert_num_queries: Any,
 ) -> None:
     Reference.objects.bulk_create(
@@ -76,7 +76,8 @@ def test_impact_costs_three_queries_however_many_references(
         )
         for i in range(400)
     )
-    # Skills citing the case, lessons left without support, runs that read any of them.
-    with django_assert_num_queries(3):
+    # The case's tenant, skills citing the case, lessons left without support, runs of that
+    # tenant that read any of them.
+    with django_assert_num_queries(4):
         impact = selectors.revocation_impact("case:hot")
     assert impact.runs == sorted(f"run-{i}" for i in range(40))
