@@ -76,9 +76,13 @@ ask_for_facts (conditions cannot be decided; ask for the missing facts),
 check_campaign_configuration (sources conflict; check the live campaign),
 knowledge_has_no_answer (nothing matched), lead_needs_review (a skill or historical case is a
 lead only, never a confirmed cause).
-Each citation names an evidence id returned by a tool in this conversation and quotes its
-"quote" field exactly, character for character, including any prefix such as
-历史案例，仅作排查线索. Quotes that are not verbatim are refused."""
+Each citation names an id returned by a tool in this conversation and quotes that item's own
+text exactly, character for character (for a knowledge item, its "quote" field). A historical
+item (a knowledge case; a case, lesson or skill from retrieve_experience or run_skill) is a lead:
+its quote starts with 历史案例，仅作排查线索 (a knowledge case's "quote" already does; for the
+others write the prefix, "：", then the item's own text, e.g. its title or id). Quotes that are
+not verbatim are refused. Your conclusion text is kept as your own words; the conclusion shown
+to people is composed from the verified conclusion_code and citations."""
 
 # What the instructions say before the context block of reviewed experience, when there is one.
 CONTEXT_INTRODUCTION = (
