@@ -26,6 +26,7 @@ from investigations.verification import (
     Verification,
     parse_answer,
     verify,
+    with_composed_conclusion,
 )
 from knowledge.conclusions import ASK_FOR_FACTS
 
@@ -429,6 +430,7 @@ def _answered(
     cited = [citation["id"] for citation in answer["citations"]]
     gone = set(revoked(cited)) if revoked and cited else set()
     verification = verify(answer, steps, revoked=gone)
+    answer = with_composed_conclusion(answer, steps, verification)
     if not verification.ok:
         status = REFUSED_ANSWER
         reason = "refused: " + ", ".join(verification.reasons)

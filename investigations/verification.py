@@ -15,6 +15,10 @@ Pure (no Django imports). An answer is ``{"conclusion", "conclusion_code", "foll
   facts allows ``ask_for_facts``, without citations; an item of memory merely retrieved allows
   nothing on its own;
 - nothing cited was revoked while the run went on (``cited_item_revoked``).
+
+What each tool's result returns, item by item, is read in one place (``ITEMS_OF``). The
+conclusion a reader is told is composed from the verified code and citations
+(``composed_conclusion``); the model's own wording is kept apart as ``model_text``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from knowledge.conclusions import (
     LEAD_NEEDS_REVIEW,
     NEEDS_CONTEXT_STATUS,
     NO_MATCH_STATUS,
+    RULES_DO_NOT_EXPLAIN,
+    RULES_EXCLUDE_PURCHASE,
     allowed_conclusion,
 )
 from knowledge.domain import HISTORICAL_CASE_PREFIX
@@ -347,3 +353,72 @@ def verify(
     if code not in allowed:
         refuse(CONCLUSION_NOT_ALLOWED, conclusion_code=code, allowed=sorted(allowed))
     return Verification(not reasons, reasons, details)
+
+
+# --- what a reader is told ---------------------------------------------------------------------
+#
+# The conclusion a user or agent reads is composed here from the verified code and citations,
+# never taken from the model: its prose may claim a confirmed cause or a fix the evidence does
+# not allow, and no phrase list can tell. The model's wording is kept as ``model_text``, shown
+# as its own unverified words (docs/contracts.md, Investigations).
+
+# One sentence per code; the console shows the same sentences translated
+# (``investigations.sentences.CONCLUSIONS``, kept equal by a test).
+CONCLUSION_STATEMENTS = {
+    RULES_EXCLUDE_PURCHASE: "A rule's conditions exclude this purchase.",
+    RULES_DO_NOT_EXPLAIN: "The rules match this purchase; check the real configuration and requests.",
+    ASK_FOR_FACTS: "The rules cannot be decided yet; ask for the missing facts.",
+    CHECK_CAMPAIGN_CONFIGURATION: "The sources conflict; check the live campaign configuration.",
+    KNOWLEDGE_HAS_NO_ANSWER: "The knowledge base does not answer this.",
+    LEAD_NEEDS_REVIEW: "A skill or historical case is a lead only, never a confirmed cause.",
+}
+NOT_VERIFIED = "No conclusion: the answer did not pass verification ({reasons})."
+CITED = "Cited: {items}."
+HISTORICAL_CITATION = "{id} (historical {kind}: a lead, not a confirmed cause)"
+
+
+@dataclass(frozen=True)
+class CitedItem:
+    id: str
+    kind: str
+    historical: bool
+
+
+def cited_items(answer: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> list[CitedItem]:
+    """The distinct items an answer cites, as this run returned them (unknown ids left out)."""
+    run = run_evidence(steps)
+    cited = []
+    for item_id in dict.fromkeys(str(c.get("id")) for c in answer.get("citations") or []):
+        evidence = run.items.get(item_id)
+        if evidence is not None:
+            cited.append(CitedItem(item_id, evidence.kind or "item", evidence.historical))
+    return cited
+
+
+def composed_conclusion(
+    answer: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], verification: Verification
+) -> str:
+    """What the answer concludes, in the product's words: the statement of its verified code
+    and the items it cites, each historical one marked as a lead; for a refused answer, that
+    nothing is concluded."""
+    if not verification.ok:
+        return NOT_VERIFIED.format(reasons=", ".join(verification.reasons))
+    cited = [
+        HISTORICAL_CITATION.format(id=item.id, kind=item.kind)
+        if item.historical
+        else f"{item.id} ({item.kind})"
+        for item in cited_items(answer, steps)
+    ]
+    statement = CONCLUSION_STATEMENTS[answer["conclusion_code"]]
+    return f"{statement} {CITED.format(items='; '.join(cited))}" if cited else statement
+
+
+def with_composed_conclusion(
+    answer: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], verification: Verification
+) -> dict[str, Any]:
+    """The answer whose ``conclusion`` is composed, the model's own wording in ``model_text``."""
+    return {
+        **answer,
+        "conclusion": composed_conclusion(answer, steps, verification),
+        "model_text": answer["conclusion"],
+    }
