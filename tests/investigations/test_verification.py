@@ -244,7 +244,7 @@ def test_a_retrieved_memory_item_alone_allows_nothing() -> None:
 
 # --- each citation against the cited item's own text (issue 24, item 2) ------------------------
 
-MEMORY = {
+MEMORY: dict[str, Any] = {
     "status": "ok",
     "missing": [],
     "items": [
