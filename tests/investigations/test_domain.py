@@ -276,6 +276,42 @@ def test_wall_time_is_checked_between_calls() -> None:
     assert outcome.tool_calls == 1
 
 
+def test_the_provider_is_told_the_time_left_of_the_budget() -> None:
+    ticks = iter([0.0, 0.0, 20.0, 45.0])
+    provider = Script(call(), final(KNOWLEDGE_HAS_NO_ANSWER, []))
+    run_ticket(
+        TICKET,
+        provider,
+        tools=[SEARCH],
+        handlers=handlers(NO_MATCH),
+        budget=Budget(max_seconds=50),
+        monotonic=lambda: next(ticks),
+    )
+    assert [seen.seconds_left for seen in provider.seen] == [50.0, 30.0]
+
+
+class TimesOut:
+    name = "times-out"
+
+    def __init__(self, *, budget_left: bool) -> None:
+        self.budget_left = budget_left
+
+    def next_turn(self, transcript: Transcript) -> Turn:
+        raise domain.ProviderTimeout("no answer within 1s", budget_left=self.budget_left)
+
+
+def test_a_model_call_cut_at_the_end_of_the_budget_exhausts_it() -> None:
+    outcome = run_ticket(TICKET, TimesOut(budget_left=True), tools=[SEARCH], handlers={})
+    assert outcome.status == BUDGET_EXHAUSTED
+    assert outcome.reason.startswith(domain.TIME_EXHAUSTED)
+
+
+def test_a_model_call_cut_by_the_providers_own_limit_is_a_provider_error() -> None:
+    outcome = run_ticket(TICKET, TimesOut(budget_left=False), tools=[SEARCH], handlers={})
+    assert outcome.status == ERROR
+    assert outcome.reason.startswith(f"{domain.PROVIDER_ERROR}: timeout")
+
+
 def test_output_size_is_bounded() -> None:
     huge = Turn(answer="x" * 100)
     outcome = run_ticket(
