@@ -275,6 +275,10 @@ def test_a_case_of_a_skill_run_is_not_quoted_with_a_rule_of_its_observations() -
 
 def test_a_skill_is_not_quoted_with_a_rule_of_its_observations() -> None:
     run = skill_run()
+    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, RULE_B["quote"]), tool="run_skill") == [
+        MISSING_CASE_PREFIX,
+        QUOTE_NOT_VERBATIM,
+    ]
     assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, lead(RULE_B["quote"])), tool="run_skill") == [
         QUOTE_NOT_VERBATIM
     ]
