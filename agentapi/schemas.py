@@ -551,7 +551,10 @@ class CitationOut(BaseModel):
 
 
 class InvestigationAnswer(BaseModel):
-    conclusion: str
+    conclusion: str = Field(
+        description="composed from the verified conclusion_code and citations, never the "
+        "model's words; for a refused answer, that nothing is concluded"
+    )
     conclusion_code: Literal[
         "rules_exclude_purchase",
         "rules_do_not_explain",
@@ -562,6 +565,9 @@ class InvestigationAnswer(BaseModel):
     ]
     followups: list[str]
     citations: list[CitationOut]
+    model_text: str | None = Field(
+        default=None, description="the model's own conclusion text, as written: unverified"
+    )
 
 
 class VerificationOut(BaseModel):

@@ -227,6 +227,10 @@ NOTIFY_CANDIDATE_WAIT_HOURS = float(os.environ.get("CONSOLE_NOTIFY_WAIT_HOURS", 
 CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
 # The context block keeps items whose confidence is at least this (experience.context_service).
 CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_THRESHOLD", "0.3"))
+# An investigation's wall-time budget, and the longest one live model call may wait; a call
+# never waits past what is left of the budget (docs/contracts.md, Investigations).
+INVESTIGATION_MAX_SECONDS = float(os.environ.get("CONSOLE_INVESTIGATION_MAX_SECONDS", "60"))
+LLM_TIMEOUT_SECONDS = float(os.environ.get("CONSOLE_LLM_TIMEOUT", "60"))
 
 # The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
 # the chain, or a chain rehashed from some point on, are noticed. It must live outside the

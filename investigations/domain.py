@@ -3,7 +3,9 @@
 Pure (no Django imports); the clock and every tool come in as arguments. ``run_ticket`` offers
 the model the tools that are both declared for this run and bound to a handler, parses each
 call's arguments against the tool's JSON schema, runs it, feeds the result back, and ends when
-the model answers or the budget (tool calls, wall time, output size) runs out. The model fills
+the model answers or the budget (tool calls, wall time, output size) runs out. The wall time
+is checked before every model call, and the provider is told how much of it is left
+(``Transcript.seconds_left``), so a model that never answers is cut when the budget ends. The model fills
 only a tool's own arguments (``query``, ``skill_id``); the scope and the ticket's times are bound
 by the caller inside each handler, and a call that tries to set them is refused and recorded.
 Whatever the model does, the run ends in a recorded outcome, never an exception.
@@ -26,6 +28,7 @@ from investigations.verification import (
     Verification,
     parse_answer,
     verify,
+    with_composed_conclusion,
 )
 from knowledge.conclusions import ASK_FOR_FACTS
 
@@ -76,9 +79,13 @@ ask_for_facts (conditions cannot be decided; ask for the missing facts),
 check_campaign_configuration (sources conflict; check the live campaign),
 knowledge_has_no_answer (nothing matched), lead_needs_review (a skill or historical case is a
 lead only, never a confirmed cause).
-Each citation names an evidence id returned by a tool in this conversation and quotes its
-"quote" field exactly, character for character, including any prefix such as
-历史案例，仅作排查线索. Quotes that are not verbatim are refused."""
+Each citation names an id returned by a tool in this conversation and quotes that item's own
+text exactly, character for character (for a knowledge item, its "quote" field). A historical
+item (a knowledge case; a case, lesson or skill from retrieve_experience or run_skill) is a lead:
+its quote starts with 历史案例，仅作排查线索 (a knowledge case's "quote" already does; for the
+others write the prefix, "：", then the item's own text, e.g. its title or id). Quotes that are
+not verbatim are refused. Your conclusion text is kept as your own words; the conclusion shown
+to people is composed from the verified conclusion_code and citations."""
 
 # What the instructions say before the context block of reviewed experience, when there is one.
 CONTEXT_INTRODUCTION = (
@@ -188,6 +195,18 @@ class Transcript:
     ticket: Ticket
     tools: tuple[ToolDeclaration, ...]
     rounds: tuple[Round, ...]
+    # What is left of the run's wall-time budget: a provider waits no longer for the model.
+    seconds_left: float | None = None
+
+
+class ProviderTimeout(Exception):
+    """The provider stopped waiting for the model. ``budget_left`` is true when the wait was
+    cut to what was left of the run's time budget (the run is out of time), false when the
+    provider's own limit cut it first (the provider failed)."""
+
+    def __init__(self, message: str, *, budget_left: bool) -> None:
+        super().__init__(message)
+        self.budget_left = budget_left
 
 
 class Provider(Protocol):
@@ -370,13 +389,24 @@ def run_ticket(
     rounds: list[Round] = []
     output_chars = 0
     while True:
-        if monotonic() - started > budget.max_seconds:
+        seconds_left = budget.max_seconds - (monotonic() - started)
+        if seconds_left <= 0:
             return ended(
                 BUDGET_EXHAUSTED, f"{TIME_EXHAUSTED}: over {budget.max_seconds:g}s", [NO_ANSWER]
             )
-        transcript = Transcript(instructions, ticket, tuple(offered.values()), tuple(rounds))
+        transcript = Transcript(
+            instructions, ticket, tuple(offered.values()), tuple(rounds), seconds_left
+        )
         try:
             turn = provider.next_turn(transcript)
+        except ProviderTimeout as exc:
+            if exc.budget_left:
+                return ended(
+                    BUDGET_EXHAUSTED,
+                    f"{TIME_EXHAUSTED}: over {budget.max_seconds:g}s ({exc})",
+                    [NO_ANSWER],
+                )
+            return ended(ERROR, f"{PROVIDER_ERROR}: timeout: {exc}", [NO_ANSWER])
         except Exception as exc:  # the provider's failure ends the run, recorded
             return ended(ERROR, f"{PROVIDER_ERROR}: {type(exc).__name__}: {exc}", [NO_ANSWER])
         output_chars += len(turn.answer or "") + len(turn.text)
@@ -425,6 +455,7 @@ def _answered(
     cited = [citation["id"] for citation in answer["citations"]]
     gone = set(revoked(cited)) if revoked and cited else set()
     verification = verify(answer, steps, revoked=gone)
+    answer = with_composed_conclusion(answer, steps, verification)
     if not verification.ok:
         status = REFUSED_ANSWER
         reason = "refused: " + ", ".join(verification.reasons)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openai import OpenAI
+from openai import APITimeoutError, OpenAI
 
-from investigations.domain import ToolCall, Transcript, Turn
+from investigations.domain import ProviderTimeout, ToolCall, Transcript, Turn
 
+# The longest one model call may take (CONSOLE_LLM_TIMEOUT); a call never waits past what is
+# left of the run's time budget either.
 DEFAULT_TIMEOUT = 60.0
 # Local servers (vLLM, Ollama) take any key; the SDK insists on one.
 NO_KEY = "not-needed"
@@ -68,6 +70,7 @@ class LiveProvider:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.model = model
+        self.timeout = timeout
         self.client = OpenAI(
             base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0
         )
@@ -81,7 +84,15 @@ class LiveProvider:
         }
         if tools:
             request["tools"] = tools
-        response = self.client.chat.completions.create(**request)
+        left = transcript.seconds_left
+        budget_left = left is not None and left <= self.timeout
+        wait = max(left, 0.001) if left is not None and budget_left else self.timeout
+        try:
+            response = self.client.chat.completions.create(**request, timeout=wait)
+        except APITimeoutError:
+            raise ProviderTimeout(
+                f"the model did not answer within {wait:.3g}s", budget_left=budget_left
+            ) from None
         if not response.choices:
             return Turn(answer="")
         message = response.choices[0].message

@@ -2,7 +2,8 @@
 
 The live provider's endpoint comes from settings, else the environment:
 ``CONSOLE_LLM_BASE_URL`` (an OpenAI-compatible ``…/v1``), ``CONSOLE_LLM_MODEL`` and
-``CONSOLE_LLM_API_KEY`` (optional for local servers).
+``CONSOLE_LLM_API_KEY`` (optional for local servers). One model call waits at most
+``LLM_TIMEOUT_SECONDS`` (env ``CONSOLE_LLM_TIMEOUT``) and never past the run's time budget.
 """
 
 from __future__ import annotations
@@ -44,5 +45,6 @@ def provider_for(name: str) -> Provider:
             base_url=_setting("CONSOLE_LLM_BASE_URL"),
             model=_setting("CONSOLE_LLM_MODEL"),
             api_key=_setting("CONSOLE_LLM_API_KEY") or None,
+            timeout=float(settings.LLM_TIMEOUT_SECONDS),
         )
     raise ValidationFailure("provider", "must be one of " + ", ".join(PROVIDERS))

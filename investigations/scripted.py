@@ -7,8 +7,8 @@ results always give the same calls and the same answer:
    skill returned;
 2. search the knowledge base once with the ticket text;
 3. answer with the conclusion the search allows, quoting every cited item's ``quote`` verbatim
-   (a historical case keeps its prefix). A skill's ``needs_review`` is named as a lead to
-   review, never as the cause.
+   (a historical case keeps its prefix; a skill is quoted as the prefix and its id). A skill's
+   ``needs_review`` is named as a lead to review, never as the cause.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from knowledge.conclusions import (
     RULES_EXCLUDE_PURCHASE,
     allowed_conclusion,
 )
+from knowledge.domain import HISTORICAL_CASE_PREFIX
 
 SEARCH_KNOWLEDGE = "search_knowledge"
 RETRIEVE_EXPERIENCE = "retrieve_experience"
@@ -196,5 +197,5 @@ def _lead_answer(lead: Mapping[str, Any]) -> Turn:
         LEAD_NEEDS_REVIEW,
         skill,
         [REVIEW_LEAD.format(skill=skill)],
-        [{"id": skill, "quote": skill}],
+        [{"id": skill, "quote": f"{HISTORICAL_CASE_PREFIX}：{skill}"}],
     )

@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import transaction
 
 from experience.context_service import experience_context
@@ -169,7 +170,7 @@ def investigation_run(
     with transaction.atomic():
         run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=clock.now())
     model = provider_instance or provider_for(provider)
-    budget = Budget(max_calls=max_calls)
+    budget = Budget(max_calls=max_calls, max_seconds=float(settings.INVESTIGATION_MAX_SECONDS))
     started_at = clock.now()
     running = _RUNNING.set(run_id)
     try:

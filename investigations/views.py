@@ -5,7 +5,9 @@ recent ones and their pages; reviewers and operators (the knowledge search permi
 investigate, and the memory tools are offered only to who may use experience. A ticket entered
 here runs in the background with the scripted provider: the page polls the run (htmx, every
 second, until it ends; without JavaScript a refresh link) and shows each step with the tool's
-full result as it is stored, then the verified answer, each citation linked to its evidence.
+full result as it is stored, then the verified answer, each citation linked to its evidence:
+the conclusion stated from the verified code and citations, the model's own words apart and
+marked as unverified.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from investigations.selectors import (
     investigations_for,
 )
 from investigations.services import investigation_request
+from investigations.verification import cited_items
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.itemrefs import ItemTitles, item_titles
@@ -59,6 +62,13 @@ def presented(investigation: Investigation, user: User | AnonymousUser) -> dict[
     return {
         "investigation": investigation,
         "citations": citations,
+        # What the page states as the conclusion: the verified code and what it cites, never
+        # the model's prose (verification.composed_conclusion says the same in the JSON).
+        "cited_items": (
+            cited_items(answer, investigation.steps) if investigation.verification.get("ok") else []
+        ),
+        # An answer stored before the conclusion was composed has the model's words there.
+        "model_text": answer.get("model_text", answer.get("conclusion")),
         "steps": steps,
         "item_titles": _titles(citations, steps, user),
     }

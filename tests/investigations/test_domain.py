@@ -33,9 +33,11 @@ from investigations.domain import (
     string_schema,
 )
 from investigations.scripted import ScriptedProvider
+from investigations.verification import CONCLUSION_STATEMENTS
 from knowledge.conclusions import (
     ASK_FOR_FACTS,
     CHECK_CAMPAIGN_CONFIGURATION,
+    CONCLUSION_CODES,
     KNOWLEDGE_HAS_NO_ANSWER,
     RULES_DO_NOT_EXPLAIN,
     RULES_EXCLUDE_PURCHASE,
@@ -274,6 +276,42 @@ def test_wall_time_is_checked_between_calls() -> None:
     assert outcome.tool_calls == 1
 
 
+def test_the_provider_is_told_the_time_left_of_the_budget() -> None:
+    ticks = iter([0.0, 0.0, 20.0, 45.0])
+    provider = Script(call(), final(KNOWLEDGE_HAS_NO_ANSWER, []))
+    run_ticket(
+        TICKET,
+        provider,
+        tools=[SEARCH],
+        handlers=handlers(NO_MATCH),
+        budget=Budget(max_seconds=50),
+        monotonic=lambda: next(ticks),
+    )
+    assert [seen.seconds_left for seen in provider.seen] == [50.0, 30.0]
+
+
+class TimesOut:
+    name = "times-out"
+
+    def __init__(self, *, budget_left: bool) -> None:
+        self.budget_left = budget_left
+
+    def next_turn(self, transcript: Transcript) -> Turn:
+        raise domain.ProviderTimeout("no answer within 1s", budget_left=self.budget_left)
+
+
+def test_a_model_call_cut_at_the_end_of_the_budget_exhausts_it() -> None:
+    outcome = run_ticket(TICKET, TimesOut(budget_left=True), tools=[SEARCH], handlers={})
+    assert outcome.status == BUDGET_EXHAUSTED
+    assert outcome.reason.startswith(domain.TIME_EXHAUSTED)
+
+
+def test_a_model_call_cut_by_the_providers_own_limit_is_a_provider_error() -> None:
+    outcome = run_ticket(TICKET, TimesOut(budget_left=False), tools=[SEARCH], handlers={})
+    assert outcome.status == ERROR
+    assert outcome.reason.startswith(f"{domain.PROVIDER_ERROR}: timeout")
+
+
 def test_output_size_is_bounded() -> None:
     huge = Turn(answer="x" * 100)
     outcome = run_ticket(
@@ -363,3 +401,65 @@ def test_the_core_imports_no_django(name: str) -> None:
     assert not any(module.split(".")[0] == "django" for module in imported)
     first_party = {m for m in imported if m.split(".")[0] in {"investigations", "knowledge"}}
     assert first_party <= PURE_MODULES, first_party
+
+
+# --- the conclusion a reader is told (issue 24, item 3) ----------------------------------------
+
+OVERCLAIM = "Root cause confirmed: the campaign was fixed. Tell the customer it is fixed."
+
+
+def overclaiming(code: str, citations: list[dict[str, str]]) -> Turn:
+    answer = {"conclusion": OVERCLAIM, "conclusion_code": code, "followups": [], "citations": []}
+    return Turn(answer=json.dumps({**answer, "citations": citations}))
+
+
+def test_the_conclusion_is_composed_from_the_verified_code_and_citations() -> None:
+    rule = STORE_A["evidence"][0]
+    provider = Script(call(), overclaiming(RULES_EXCLUDE_PURCHASE, [cite(rule)]))
+
+    outcome = run_ticket(TICKET, provider, tools=[SEARCH], handlers=handlers(STORE_A))
+
+    assert outcome.status == ANSWERED, outcome.verification
+    assert outcome.answer is not None
+    conclusion = outcome.answer["conclusion"]
+    assert conclusion == (
+        f"{CONCLUSION_STATEMENTS[RULES_EXCLUDE_PURCHASE]} Cited: {rule['id']} (rule)."
+    )
+    for claim in ("confirmed", "fixed", "Root cause"):
+        assert claim not in conclusion
+    # The model's prose is kept, apart, as its own words.
+    assert outcome.answer["model_text"] == OVERCLAIM
+
+
+def test_a_cited_historical_case_is_named_a_lead_in_the_conclusion() -> None:
+    rule, case = STORE_A["evidence"]
+    provider = Script(call(), overclaiming(RULES_EXCLUDE_PURCHASE, [cite(rule), cite(case)]))
+
+    outcome = run_ticket(TICKET, provider, tools=[SEARCH], handlers=handlers(STORE_A))
+
+    assert outcome.answer is not None
+    assert (
+        f"{case['id']} (historical case: a lead, not a confirmed cause)"
+        in (outcome.answer["conclusion"])
+    )
+
+
+def test_a_refused_answer_concludes_nothing() -> None:
+    rule = STORE_A["evidence"][0]
+    provider = Script(call(), overclaiming(RULES_DO_NOT_EXPLAIN, [cite(rule)]))
+
+    outcome = run_ticket(TICKET, provider, tools=[SEARCH], handlers=handlers(STORE_A))
+
+    assert outcome.status == REFUSED_ANSWER
+    assert outcome.answer is not None
+    assert outcome.answer["conclusion"].startswith("No conclusion")
+    assert OVERCLAIM not in outcome.answer["conclusion"]
+    assert outcome.answer["model_text"] == OVERCLAIM
+
+
+def test_every_code_has_one_statement() -> None:
+    assert set(CONCLUSION_STATEMENTS) == set(CONCLUSION_CODES)
+
+
+def cite(item: Mapping[str, Any]) -> dict[str, str]:
+    return {"id": str(item["id"]), "quote": str(item["quote"])}

@@ -1,4 +1,4 @@
-"""The live provider against a stub chat-completions server on 127.0.0.1 (started here).
+"""The live provider against a stub chat-completions server on 127.0.0.1 (``llm_stub``).
 
 The stub speaks the OpenAI protocol and replays recorded model turns, honest and hostile: a
 paraphrased quote, a dropped case prefix, an id from another run, a tool call that names the
@@ -8,25 +8,29 @@ scope, a loop that never answers. Nothing here leaves the machine.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from openai import APITimeoutError
 
 from experience.models import Reference
 from investigations.domain import (
     ANSWERED,
     BUDGET_EXHAUSTED,
     ERROR,
+    INSTRUCTIONS,
     REFUSED_ANSWER,
     SCOPE_ARGUMENT_REFUSED,
+    ProviderTimeout,
+    Ticket,
+    TicketContext,
+    Transcript,
 )
+from investigations.live import LiveProvider
 from investigations.models import Investigation
+from investigations.providers import provider_for
 from investigations.services import investigation_run
 from investigations.verification import (
     CITATION_NOT_IN_RUN,
@@ -36,6 +40,9 @@ from investigations.verification import (
 from knowledge.conclusions import RULES_DO_NOT_EXPLAIN, RULES_EXCLUDE_PURCHASE
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 from tests.investigations.conftest import AT, KNOWN, TICKET
+from tests.investigations.llm_stub import Stub, answer, stub, tool_call
+
+__all__ = ["stub"]
 
 pytestmark = pytest.mark.django_db
 
@@ -60,98 +67,7 @@ STORE_A = scope("store-001", "campaign-a")
 STORE_B = scope("store-002", "campaign-b")
 
 
-# --- recorded model turns ----------------------------------------------------------------------
-
-
-def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
-    return _completion(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-            ],
-        },
-        "tool_calls",
-    )
-
-
-def answer(code: str, citations: list[tuple[str, str]], conclusion: str = "…") -> dict[str, Any]:
-    content = json.dumps(
-        {
-            "conclusion": conclusion,
-            "conclusion_code": code,
-            "followups": [],
-            "citations": [{"id": i, "quote": q} for i, q in citations],
-        },
-        ensure_ascii=False,
-    )
-    return _completion({"role": "assistant", "content": content}, "stop")
-
-
-def _completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 1_790_000_000,
-        "model": "stub-model",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
 SEARCH = tool_call("search_knowledge", {"query": TICKET})
-
-
-# --- the stub server ---------------------------------------------------------------------------
-
-
-@dataclass
-class Stub:
-    replies: list[dict[str, Any]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-
-    def next_reply(self) -> dict[str, Any]:
-        # The last recorded turn repeats: a model stuck in a loop says the same thing forever.
-        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-
-
-@pytest.fixture
-def stub(settings: Any) -> Iterator[Stub]:
-    recorded = Stub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            recorded.requests.append(json.loads(self.rfile.read(length)))
-            recorded.paths.append(self.path)
-            body = json.dumps(recorded.next_reply()).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    settings.CONSOLE_LLM_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    settings.CONSOLE_LLM_MODEL = "stub-model"
-    settings.CONSOLE_LLM_API_KEY = "test-key"
-    try:
-        yield recorded
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def run(actor: User, where: dict[str, str], **changes: Any) -> Investigation:
@@ -294,3 +210,40 @@ def test_an_unreachable_endpoint_ends_in_error(
 
     assert investigation.status == ERROR
     assert investigation.reason.startswith("provider_error")
+
+
+# --- how long a model call may wait (issue 24, item 4) -----------------------------------------
+
+
+def _transcript(seconds_left: float | None) -> Transcript:
+    ticket = Ticket(TICKET, STORE_B, TicketContext(None, None))
+    return Transcript(INSTRUCTIONS, ticket, (), (), seconds_left)
+
+
+@pytest.mark.parametrize(
+    ("seconds_left", "waits", "budget_left"),
+    [(2.5, 2.5, True), (100.0, 30.0, False), (None, 30.0, False)],
+)
+def test_a_model_call_waits_for_the_budget_left_at_most_the_configured_timeout(
+    monkeypatch: pytest.MonkeyPatch, seconds_left: float | None, waits: float, budget_left: bool
+) -> None:
+    provider = LiveProvider(base_url="http://127.0.0.1:9/v1", model="stub-model", timeout=30.0)
+    sent: dict[str, Any] = {}
+
+    def create(**request: Any) -> Any:
+        sent.update(request)
+        raise APITimeoutError(request=None)  # type: ignore[arg-type]  # what the SDK raises
+
+    monkeypatch.setattr(provider.client.chat.completions, "create", create)
+    with pytest.raises(ProviderTimeout) as cut:
+        provider.next_turn(_transcript(seconds_left))
+    assert sent["timeout"] == waits
+    assert cut.value.budget_left is budget_left
+
+
+def test_the_model_call_timeout_is_configured(settings: Any) -> None:
+    settings.CONSOLE_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.CONSOLE_LLM_MODEL = "stub-model"
+    settings.LLM_TIMEOUT_SECONDS = 7.0
+    provider = provider_for("live")
+    assert isinstance(provider, LiveProvider) and provider.timeout == 7.0

@@ -34,3 +34,13 @@ def test_an_end_reason_keeps_its_detail_after_the_sentence() -> None:
 def test_text_that_is_no_code_shows_as_itself() -> None:
     shown = investigation_sentence("something else")
     assert shown.code == "" and str(shown) == "something else"
+
+
+def test_the_composed_conclusion_and_the_page_say_the_same_per_code() -> None:
+    from django.utils import translation
+
+    from investigations.sentences import CONCLUSIONS
+
+    with translation.override("en"):
+        for code, statement in verification.CONCLUSION_STATEMENTS.items():
+            assert statement == f"{CONCLUSIONS[code]}.", code

@@ -12,9 +12,11 @@ from investigations.verification import (
     CITATION_NOT_IN_RUN,
     CITED_ITEM_REVOKED,
     CONCLUSION_NOT_ALLOWED,
+    HISTORICAL_CEILING,
     MISSING_CASE_PREFIX,
     QUOTE_NOT_VERBATIM,
     parse_answer,
+    returned_items,
     verify,
 )
 from knowledge.conclusions import (
@@ -203,21 +205,28 @@ def test_a_conflict_cited_beside_a_rule_leaves_only_the_configuration_check() ->
 # --- a skill's needs_review is a lead ----------------------------------------------------------
 
 
+def lead(text: str) -> str:
+    """How a historical item is quoted: the prefix, then its own text."""
+    return f"{HISTORICAL_CASE_PREFIX}：{text}"
+
+
 def test_a_skill_needs_review_allows_a_lead() -> None:
     run = skill_run()
-    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, SKILL_ID), tool="run_skill") == []
-    assert reasons(LEAD_NEEDS_REVIEW, run, (CASE_IDS[0], CASE_IDS[0]), tool="run_skill") == []
+    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, lead(SKILL_ID)), tool="run_skill") == []
+    assert reasons(LEAD_NEEDS_REVIEW, run, (CASE_IDS[0], lead(CASE_IDS[0])), tool="run_skill") == []
 
 
 @pytest.mark.parametrize("claimed", [RULES_EXCLUDE_PURCHASE, KNOWLEDGE_HAS_NO_ANSWER])
 def test_a_skill_needs_review_is_never_a_confirmed_cause(claimed: str) -> None:
     run = skill_run()
-    assert reasons(claimed, run, (SKILL_ID, SKILL_ID), tool="run_skill") == [CONCLUSION_NOT_ALLOWED]
+    assert reasons(claimed, run, (SKILL_ID, lead(SKILL_ID)), tool="run_skill") == [
+        CONCLUSION_NOT_ALLOWED
+    ]
 
 
 def test_a_skill_fallback_allows_no_lead() -> None:
     run = skill_run("fallback")
-    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, SKILL_ID), tool="run_skill") == [
+    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, lead(SKILL_ID)), tool="run_skill") == [
         CONCLUSION_NOT_ALLOWED
     ]
 
@@ -229,8 +238,113 @@ def test_a_retrieved_memory_item_alone_allows_nothing() -> None:
         "items": [{"id": SKILL_ID, "type": "skill", "title": "查活动商品"}],
     }
     assert reasons(
-        LEAD_NEEDS_REVIEW, retrieved, (SKILL_ID, "查活动商品"), tool="retrieve_experience"
+        LEAD_NEEDS_REVIEW, retrieved, (SKILL_ID, lead("查活动商品")), tool="retrieve_experience"
     ) == [CONCLUSION_NOT_ALLOWED]
+
+
+# --- each citation against the cited item's own text (issue 24, item 2) ------------------------
+
+MEMORY: dict[str, Any] = {
+    "status": "ok",
+    "missing": [],
+    "items": [
+        {"id": CASE_IDS[0], "type": "case", "title": "二号店优惠券无法使用：门店范围漏配"},
+        {
+            "id": "lesson:" + "d" * 64,
+            "type": "lesson",
+            "title": "门店范围先于商品列表核对",
+            "lesson_type": "success_pattern",
+            "conclusion": "先核对活动适用门店，再核对商品列表",
+        },
+        {"id": SKILL_ID, "type": "skill", "title": "优惠券无法使用：核对活动适用条件"},
+    ],
+}
+
+
+def test_a_case_of_a_skill_run_is_not_quoted_with_a_rule_of_its_observations() -> None:
+    # The rule's quote is inside the skill run's result, but not in the case's own text.
+    run = skill_run()
+    assert RULE_B["quote"] in json.dumps(run, ensure_ascii=False)
+    assert reasons(LEAD_NEEDS_REVIEW, run, (CASE_IDS[0], RULE_B["quote"]), tool="run_skill") == [
+        MISSING_CASE_PREFIX,
+        QUOTE_NOT_VERBATIM,
+    ]
+    with_prefix = (CASE_IDS[0], lead(RULE_B["quote"]))
+    assert reasons(LEAD_NEEDS_REVIEW, run, with_prefix, tool="run_skill") == [QUOTE_NOT_VERBATIM]
+
+
+def test_a_skill_is_not_quoted_with_a_rule_of_its_observations() -> None:
+    run = skill_run()
+    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, RULE_B["quote"]), tool="run_skill") == [
+        MISSING_CASE_PREFIX,
+        QUOTE_NOT_VERBATIM,
+    ]
+    assert reasons(LEAD_NEEDS_REVIEW, run, (SKILL_ID, lead(RULE_B["quote"])), tool="run_skill") == [
+        QUOTE_NOT_VERBATIM
+    ]
+
+
+def test_a_rule_observed_by_a_skill_run_is_quoted_as_the_rule() -> None:
+    run = skill_run()
+    assert reasons(RULES_DO_NOT_EXPLAIN, run, cite(RULE_B), tool="run_skill") == []
+
+
+def test_a_retrieved_item_is_not_quoted_with_another_items_text() -> None:
+    lesson_conclusion = MEMORY["items"][1]["conclusion"]
+    citation = (CASE_IDS[0], lead(lesson_conclusion))
+    assert reasons(LEAD_NEEDS_REVIEW, MEMORY, citation, tool="retrieve_experience") == [
+        QUOTE_NOT_VERBATIM,
+        CONCLUSION_NOT_ALLOWED,
+    ]
+
+
+HISTORICAL = [
+    pytest.param("search_knowledge", STORE_A, CASE_A["id"], CASE_A["title"], id="knowledge-case"),
+    pytest.param(
+        "retrieve_experience", MEMORY, CASE_IDS[0], MEMORY["items"][0]["title"], id="case"
+    ),
+    pytest.param(
+        "retrieve_experience",
+        MEMORY,
+        MEMORY["items"][1]["id"],
+        MEMORY["items"][1]["conclusion"],
+        id="lesson",
+    ),
+    pytest.param("retrieve_experience", MEMORY, SKILL_ID, MEMORY["items"][2]["title"], id="skill"),
+    pytest.param("run_skill", skill_run(), SKILL_ID, SKILL_ID, id="skill-run"),
+    pytest.param("run_skill", skill_run(), CASE_IDS[0], CASE_IDS[0], id="skill-run-case"),
+]
+
+
+@pytest.mark.parametrize(("tool", "result", "item_id", "text"), HISTORICAL)
+def test_every_kind_of_historical_item_needs_its_prefix(
+    tool: str, result: dict[str, Any], item_id: str, text: str
+) -> None:
+    refused = verify(answer(LEAD_NEEDS_REVIEW, (item_id, text)), [step(tool, result)])
+    assert MISSING_CASE_PREFIX in refused.reasons
+    accepted = verify(answer(LEAD_NEEDS_REVIEW, (item_id, lead(text))), [step(tool, result)])
+    assert MISSING_CASE_PREFIX not in accepted.reasons
+    assert QUOTE_NOT_VERBATIM not in accepted.reasons
+
+
+@pytest.mark.parametrize(("tool", "result", "item_id", "text"), HISTORICAL)
+def test_the_prefix_alone_quotes_nothing(
+    tool: str, result: dict[str, Any], item_id: str, text: str
+) -> None:
+    alone = verify(
+        answer(LEAD_NEEDS_REVIEW, (item_id, HISTORICAL_CASE_PREFIX)), [step(tool, result)]
+    )
+    assert QUOTE_NOT_VERBATIM in alone.reasons
+
+
+@pytest.mark.parametrize(("tool", "result", "item_id", "text"), HISTORICAL)
+def test_a_historical_item_allows_at_most_a_lead(
+    tool: str, result: dict[str, Any], item_id: str, text: str
+) -> None:
+    (item,) = [i for i in returned_items(tool, result) if i.id == item_id]
+    assert item.historical
+    assert item.allows <= HISTORICAL_CEILING
+    assert not item.allows & {RULES_EXCLUDE_PURCHASE, RULES_DO_NOT_EXPLAIN, KNOWLEDGE_HAS_NO_ANSWER}
 
 
 # --- revocation during the run -----------------------------------------------------------------

@@ -283,3 +283,86 @@ def test_citations_and_returned_evidence_show_their_titles(
     assert f'<a href="{rule}" title="doc:rule-a@2">活动A优惠券使用条件</a>' in cited
     case = reverse("knowledge:document-detail", args=["case-a", 1])
     assert f'<a href="{case}" title="doc:case-a@1">A店两杯水果茶优惠券无法使用</a>' in steps
+
+
+OVERCLAIM = "Root cause confirmed; tell the customer it is fixed."
+
+
+class Overclaims:
+    """Cites the rule correctly, with prose that claims far more than the rule allows."""
+
+    name = "overclaims"
+
+    def next_turn(self, transcript: Any) -> Any:
+        from investigations.domain import Turn
+
+        if not transcript.rounds:
+            return Turn(calls=(ToolCall("c1", "search_knowledge", '{"query": "券用不了"}'),))
+        rule = next(
+            item
+            for item in transcript.rounds[0].exchanges[0].content["evidence"]
+            if item["kind"] == "rule"
+        )
+        answer = {
+            "conclusion": OVERCLAIM,
+            "conclusion_code": "rules_exclude_purchase",
+            "followups": [],
+            "citations": [{"id": rule["id"], "quote": rule["quote"]}],
+        }
+        return Turn(answer=json.dumps(answer))
+
+
+def _overclaimed(reviewer: User) -> Investigation:
+    from datetime import datetime
+
+    from investigations.services import investigation_run
+
+    return investigation_run(
+        actor=reviewer,
+        text="两杯水果茶，优惠券用不了",
+        scope={
+            "tenant": "teahouse",
+            "brand": "leaf-and-cup",
+            "store": "store-001",
+            "campaign": "campaign-a",
+            "deployment": "release-1",
+        },
+        occurred_at=datetime.fromisoformat("2026-09-18T14:00:00+08:00"),
+        known_at=datetime.fromisoformat("2026-09-18T14:10:00+08:00"),
+        facts={"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
+        provider_instance=Overclaims(),
+    )
+
+
+def _between(page: str, start: str, end: str) -> str:
+    return page[page.index(start) : page.index(end, page.index(start))]
+
+
+def test_the_page_states_the_composed_conclusion_and_marks_the_models_words(
+    knowledge_base: None, reviewer: User
+) -> None:
+    investigation = _overclaimed(reviewer)
+    assert investigation.status == "answered"
+
+    page = signed_in(reviewer).get(investigation.get_absolute_url()).content.decode()
+    conclusion = _between(page, 'class="conclusion"', "</dd>")
+    assert "A rule&#x27;s conditions exclude this purchase" in conclusion
+    assert reverse("knowledge:document-detail", args=["rule-a", 2]) in conclusion
+    assert "confirmed" not in conclusion and "fixed" not in conclusion
+    model = _between(page, 'class="model-text"', "</dd>")
+    assert "Unverified: written by the model" in model
+    assert "Root cause confirmed; tell the customer it is fixed." in model
+
+
+def test_an_answer_stored_before_composition_shows_its_prose_as_the_models_words(
+    knowledge_base: None, reviewer: User
+) -> None:
+    investigation = _overclaimed(reviewer)
+    assert investigation.answer is not None
+    legacy = {**investigation.answer, "conclusion": OVERCLAIM}
+    del legacy["model_text"]
+    Investigation.objects.filter(pk=investigation.pk).update(answer=legacy)
+
+    page = signed_in(reviewer).get(investigation.get_absolute_url()).content.decode()
+    assert "fixed" not in _between(page, 'class="conclusion"', "</dd>")
+    assert "tell the customer it is fixed" in _between(page, 'class="model-text"', "</dd>")

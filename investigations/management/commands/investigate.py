@@ -86,6 +86,8 @@ class Command(JsonCommand):
         answer = result["answer"]
         if answer:
             lines.append(f"conclusion ({answer['conclusion_code']}): {answer['conclusion']}")
+            if answer.get("model_text"):
+                lines.append(f"  the model's own words (unverified): {answer['model_text']}")
             lines += [f"  ask: {followup}" for followup in answer["followups"]]
             lines += [f"  cites {c['id']}: {c['quote']}" for c in answer["citations"]]
         verification = result["verification"]
