@@ -6,9 +6,12 @@ Registration goes through ``hold_out``/``replay`` (leak check, audit), not admin
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from evaluation.models import HeldoutRun, HeldoutTicket, ReplayReport
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
+from reviewconsole.tenancy import visible
 
 
 class HeldoutRunInline(ReadOnlyInline):
@@ -19,21 +22,25 @@ class HeldoutRunInline(ReadOnlyInline):
 
 @admin.register(HeldoutTicket)
 class HeldoutTicketAdmin(ReadOnlyAdmin):
-    list_display = ("ticket_id", "ticket_set", "registered_at", "registered_by")
+    list_display = ("ticket_id", "ticket_set", "tenant", "registered_at", "registered_by")
     list_filter = ("ticket_set",)
     search_fields = ("ticket_id", "runs__run_id")
     inlines = [HeldoutRunInline]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[HeldoutTicket]:
+        return visible(super().get_queryset(request), request.user)
+
 
 @admin.register(ReplayReport)
 class ReplayReportAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "created_at", "ticket_set", "memory", "tickets", "created_by")
+    list_display = ("pk", "created_at", "ticket_set", "tenant", "memory", "tickets", "created_by")
     list_filter = ("memory", "ticket_set")
     exclude = ("chart",)
     readonly_fields = (
         "created_at",
         "created_by",
         "ticket_set",
+        "tenant",
         "set_hash",
         "memory",
         "tickets",
@@ -41,3 +48,6 @@ class ReplayReportAdmin(ReadOnlyAdmin):
         "without_memory",
         "result",
     )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReplayReport]:
+        return visible(super().get_queryset(request), request.user)
