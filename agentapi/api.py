@@ -49,6 +49,7 @@ from agentapi.schemas import (
     ValidationErrors,
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,15 @@ def _refused_input(request: HttpRequest, exc: ValidationFailure) -> HttpResponse
     # is always a field of the body.
     loc = ["body", *field_path(exc.field)]
     return _errors(request, [{"loc": loc, "msg": exc.message, "type": "value_error"}])
+
+
+@api.exception_handler(UnknownTenant)
+def _unknown_tenant(request: HttpRequest, exc: UnknownTenant) -> HttpResponse:
+    # Answered exactly as a tenant the caller may not use: an agent learns nothing of which
+    # tenants exist (docs/architecture.md, Tenancy).
+    return api.create_response(
+        request, {"detail": forbidden_tenant_message(exc.tenant)}, status=403
+    )
 
 
 @api.exception_handler(PermissionRefused)
