@@ -6,12 +6,9 @@ Registration goes through ``hold_out``/``replay`` (leak check, audit), not admin
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
 
 from evaluation.models import HeldoutRun, HeldoutTicket, ReplayReport
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
-from reviewconsole.tenancy import visible
 
 
 class HeldoutRunInline(ReadOnlyInline):
@@ -26,9 +23,7 @@ class HeldoutTicketAdmin(ReadOnlyAdmin):
     list_filter = ("ticket_set",)
     search_fields = ("ticket_id", "runs__run_id")
     inlines = [HeldoutRunInline]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[HeldoutTicket]:
-        return visible(super().get_queryset(request), request.user)
+    tenant_field = "tenant"
 
 
 @admin.register(ReplayReport)
@@ -36,6 +31,7 @@ class ReplayReportAdmin(ReadOnlyAdmin):
     list_display = ("pk", "created_at", "ticket_set", "tenant", "memory", "tickets", "created_by")
     list_filter = ("memory", "ticket_set")
     exclude = ("chart",)
+    tenant_field = "tenant"
     readonly_fields = (
         "created_at",
         "created_by",
@@ -48,6 +44,3 @@ class ReplayReportAdmin(ReadOnlyAdmin):
         "without_memory",
         "result",
     )
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ReplayReport]:
-        return visible(super().get_queryset(request), request.user)
