@@ -46,6 +46,7 @@ FIXTURE_TENANTS = (
     "other-tenant",
     "another-tenant",
     "rival",
+    "other-value",
 )
 
 
