@@ -51,6 +51,7 @@ from agentapi.schemas import (
     ValidationErrors,
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,15 @@ def _too_busy(request: HttpRequest, exc: TooBusy) -> HttpResponse:
     response = api.create_response(request, {"detail": exc.message}, status=429)
     response["Retry-After"] = str(exc.retry_after)
     return response
+
+
+@api.exception_handler(UnknownTenant)
+def _unknown_tenant(request: HttpRequest, exc: UnknownTenant) -> HttpResponse:
+    # Answered exactly as a tenant the caller may not use: an agent learns nothing of which
+    # tenants exist (docs/architecture.md, Tenancy).
+    return api.create_response(
+        request, {"detail": forbidden_tenant_message(exc.tenant)}, status=403
+    )
 
 
 @api.exception_handler(PermissionRefused)

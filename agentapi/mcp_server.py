@@ -40,6 +40,7 @@ from agentapi.schemas import (
 )
 from agentapi.services import token_user
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 SERVER_NAME = "experience-review-console"
 INSTRUCTIONS = (
@@ -251,6 +252,9 @@ class ToolRunner:
             if user is None:
                 return _error("unauthorized", UNAUTHORIZED)
             return _result(spec.operation(user, arguments))
+        except UnknownTenant as unknown:
+            # As for a tenant the caller may not use (see agentapi/api.py).
+            return _error("forbidden", forbidden_tenant_message(unknown.tenant))
         except ValidationFailure as failure:
             return _error("invalid", failure.message, field=failure.field)
         except PermissionRefused as refusal:

@@ -44,6 +44,7 @@ from reviewconsole.permissions import (
     VIEW_RUN,
     holds,
     require,
+    require_scope,
 )
 from reviewconsole.tenancy import may_access, tenants_of, visible
 from reviewconsole.timeparse import to_utc_iso
@@ -72,7 +73,7 @@ class NotFound(LookupError):
 
 def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str, Any]:
     # A missing tenant is fine: the answer is needs_context, and nothing is read.
-    require(user, SEARCH_KNOWLEDGE, request.tenant, message=SEARCH_REFUSED)
+    require_scope(user, SEARCH_KNOWLEDGE, request.tenant, message=SEARCH_REFUSED)
     context = KnowledgeContext(
         tenant=request.tenant,
         brand=request.brand,
@@ -87,7 +88,7 @@ def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str
 
 
 def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> dict[str, Any]:
-    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
+    require_scope(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
     return retrieve_experience(
         request.query,
         request.scope.as_mapping(),
@@ -99,7 +100,7 @@ def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> di
 
 
 def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[str, Any]:
-    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
+    require_scope(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
     if not _SKILL_ID.fullmatch(skill_id):
         raise ValidationFailure("skill_id", "must be a skill id (skill:<sha256>)")
     context = TicketContext(
@@ -261,7 +262,7 @@ def _run_json(run: Run) -> dict[str, Any]:
 
 
 def experience_context(*, user: User, request: ExperienceContextRequest) -> dict[str, Any]:
-    require(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
+    require_scope(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
     return context_block(
         request.query,
         request.scope.as_mapping(),

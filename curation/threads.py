@@ -35,7 +35,7 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
     The thread's ``tenant`` must be one the actor may use (refused naming ``tenant``)."""
     require(actor, ADD_CASE, message=IMPORT_REFUSED)
     content = domain.parse_thread(data)
-    require_input_tenant(actor, content.tenant, field="tenant")
+    require_input_tenant(actor, content.tenant, field="tenant", create=True)
     # Thread ids are per tenant: another tenant's thread of this id is not looked at, so the
     # answer is the one for an id nobody has.
     existing = Thread.objects.filter(tenant=content.tenant, thread_id=content.id).first()

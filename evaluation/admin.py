@@ -19,21 +19,24 @@ class HeldoutRunInline(ReadOnlyInline):
 
 @admin.register(HeldoutTicket)
 class HeldoutTicketAdmin(ReadOnlyAdmin):
-    list_display = ("ticket_id", "ticket_set", "registered_at", "registered_by")
+    list_display = ("ticket_id", "ticket_set", "tenant", "registered_at", "registered_by")
     list_filter = ("ticket_set",)
     search_fields = ("ticket_id", "runs__run_id")
     inlines = [HeldoutRunInline]
+    tenant_field = "tenant"
 
 
 @admin.register(ReplayReport)
 class ReplayReportAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "created_at", "ticket_set", "memory", "tickets", "created_by")
+    list_display = ("pk", "created_at", "ticket_set", "tenant", "memory", "tickets", "created_by")
     list_filter = ("memory", "ticket_set")
     exclude = ("chart",)
+    tenant_field = "tenant"
     readonly_fields = (
         "created_at",
         "created_by",
         "ticket_set",
+        "tenant",
         "set_hash",
         "memory",
         "tickets",

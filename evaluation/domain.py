@@ -146,6 +146,18 @@ class TicketSet:
     def run_ids(self) -> tuple[str, ...]:
         return tuple(run_id for ticket in self.tickets for run_id in ticket.run_ids)
 
+    @property
+    def tenant(self) -> str:
+        """The tenant the set (its tickets, and its reports) belongs to."""
+        return set_tenant(ticket.scope["tenant"] for ticket in self.tickets)
+
+
+def set_tenant(tenants: Iterable[str]) -> str:
+    """The one tenant of a set's tickets; empty when they span tenants (or there are none): such
+    a set and its reports are for deployment-wide users only."""
+    distinct = set(tenants)
+    return distinct.pop() if len(distinct) == 1 else ""
+
 
 def _object(value: object, path: str, allowed: frozenset[str]) -> Mapping[str, Any]:
     if not isinstance(value, dict):

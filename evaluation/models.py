@@ -14,6 +14,8 @@ class HeldoutTicket(models.Model):
 
     ticket_id = models.CharField(max_length=200, unique=True)
     ticket_set = models.CharField(max_length=64)
+    # The ticket's scope tenant, so tenant-limited users see their own held-out tickets only.
+    tenant = models.CharField(max_length=64, default="", blank=True, db_index=True)
     registered_at = models.DateTimeField()
     registered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -52,6 +54,10 @@ class ReplayReport(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     ticket_set = models.CharField(max_length=64)
+    # The set's one tenant (``TicketSet.tenant``); empty when its tickets span tenants, and then
+    # only deployment-wide users see the report. Its tickets' text, scope and truth are that
+    # tenant's, like its case and skill ids.
+    tenant = models.CharField(max_length=64, default="", blank=True, db_index=True)
     set_hash = models.CharField(max_length=64)
     memory = models.CharField(max_length=8, choices=Memory.choices)
     tickets = models.PositiveIntegerField()

@@ -6,12 +6,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
 from evaluation.domain import CITATION_SEPARATORS, TicketSet, citation_targets, cites
 from evaluation.models import HeldoutTicket, ReplayReport
 from experience.models import Case, Evidence, ItemType, Reference, Skill, Status
 from knowledge.models import Document, DocumentKind
+from reviewconsole.tenancy import visible
 
 # Citation targets per query: each becomes a few OR-ed conditions, and SQLite parses a chain of
 # ORs as a tree as deep as the chain is long.
@@ -168,19 +170,27 @@ def heldout_cited_by(source_ids: Iterable[str]) -> list[str]:
     )
 
 
-def heldout_count() -> int:
-    return HeldoutTicket.objects.count()
+def heldout_count(user: User | AnonymousUser | None) -> int:
+    """Held-out tickets of the tenants ``user`` sees."""
+    return visible(HeldoutTicket.objects.all(), user).count()
 
 
-def reports_recent() -> QuerySet[ReplayReport]:
+def reports_visible(user: User | AnonymousUser | None) -> QuerySet[ReplayReport]:
+    """The reports of the tenants ``user`` sees; a report whose tickets span tenants (no tenant)
+    is for deployment-wide users only."""
+    return visible(ReplayReport.objects.all(), user)
+
+
+def reports_recent(user: User | AnonymousUser | None) -> QuerySet[ReplayReport]:
     """Stored reports, newest first, without the blobs a listing does not show."""
-    return ReplayReport.objects.select_related("created_by").defer("result", "chart")
+    return reports_visible(user).select_related("created_by").defer("result", "chart")
 
 
-def report_get(pk: int) -> ReplayReport | None:
-    return ReplayReport.objects.select_related("created_by").defer("chart").filter(pk=pk).first()
+def report_get(pk: int, user: User | AnonymousUser | None) -> ReplayReport | None:
+    """The report, or None for an unknown id and for another tenant's report alike."""
+    return reports_visible(user).select_related("created_by").defer("chart").filter(pk=pk).first()
 
 
-def report_chart(pk: int) -> bytes | None:
-    chart: Any = ReplayReport.objects.filter(pk=pk).values_list("chart", flat=True).first()
+def report_chart(pk: int, user: User | AnonymousUser | None) -> bytes | None:
+    chart: Any = reports_visible(user).filter(pk=pk).values_list("chart", flat=True).first()
     return bytes(chart) if chart is not None else None

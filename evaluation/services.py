@@ -53,6 +53,7 @@ def heldout_register(*, ticket_set: TicketSet, actor: User | None) -> list[str]:
             row = HeldoutTicket.objects.create(
                 ticket_id=ticket.id,
                 ticket_set=ticket_set.name,
+                tenant=ticket.scope["tenant"],
                 registered_at=now,
                 registered_by=actor if actor is not None and actor.is_authenticated else None,
             )
@@ -90,6 +91,7 @@ def report_store(
         created_at=clock.now(),
         created_by=actor if actor is not None and actor.is_authenticated else None,
         ticket_set=ticket_set.name,
+        tenant=ticket_set.tenant,
         set_hash=ticket_set.content_hash,
         memory=memory,
         tickets=len(ticket_set.tickets),

@@ -54,7 +54,7 @@ def pairs(with_memory: dict[str, Any], without_memory: dict[str, Any]) -> list[P
 @require_GET
 @console_view()
 def report_list(request: HtmxHttpRequest) -> HttpResponse:
-    page = paginate(request, reports_recent(), REPORTS_PER_PAGE)
+    page = paginate(request, reports_recent(request.user), REPORTS_PER_PAGE)
     rows = [
         {"report": report, "pairs": pairs(report.with_memory, report.without_memory)}
         for report in page.object_list
@@ -63,7 +63,12 @@ def report_list(request: HtmxHttpRequest) -> HttpResponse:
         request,
         "evaluation/report_list.html",
         # The count is shown above the results only: a callable keeps it out of fragments.
-        {"page_obj": page, "rows": rows, "metrics": pairs({}, {}), "heldout": heldout_count},
+        {
+            "page_obj": page,
+            "rows": rows,
+            "metrics": pairs({}, {}),
+            "heldout": lambda: heldout_count(request.user),
+        },
         partial="report-results",
     )
 
@@ -71,7 +76,7 @@ def report_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @console_view()
 def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    report = or_404(report_get(pk))
+    report = or_404(report_get(pk, request.user))
     result = report.result
     situations = [
         {**group, "pairs": pairs(group[WITH], group[WITHOUT])}
@@ -103,7 +108,7 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @console_view()
 def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    chart = or_404(report_chart(pk))
+    chart = or_404(report_chart(pk, request.user))
     response = HttpResponse(chart, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400, immutable"
     return response
@@ -112,7 +117,7 @@ def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @console_view()
 def report_json(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    report = or_404(report_get(pk))
+    report = or_404(report_get(pk, request.user))
     response = JsonResponse(
         {"ok": True, "report": report.pk, **report.result},
         json_dumps_params={"ensure_ascii": False, "indent": 2},

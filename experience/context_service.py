@@ -27,7 +27,7 @@ from experience.selectors import gate_fields
 from experience.services import references_record, validate_run_id
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.permissions import USE_EXPERIENCE, require
+from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -148,7 +148,7 @@ def experience_context(
         empty = context.Block(text="", items=(), tokens=0, budget=budget).as_json()
         return {"status": FALLBACK, "missing": missing, **empty}
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
-    require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
+    require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
     found = experience_postings.candidates(exact, now, query)
     outcomes = OutcomeBatch(now, likely_returned(found, CHUNK))

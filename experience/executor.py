@@ -24,7 +24,7 @@ from experience.tools import CallContext, Tool, default_registry, tool_specs
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.permissions import USE_EXPERIENCE, require
+from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 from reviewconsole.tenancy import may_access
 from reviewconsole.timeparse import to_utc_iso
 
@@ -245,6 +245,9 @@ def run_skill(
     if missing:
         return run.finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
     current = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+    # The scope's tenant is checked here, as retrieval checks it, whoever calls; a run is
+    # never stored under a tenant the actor may not use or that does not exist.
+    require_scope(actor, USE_EXPERIENCE, current["tenant"], message=USE_REFUSED)
     check_time = now or run.started_at
 
     # 1. The gate, before any tool is called.

@@ -66,7 +66,9 @@ NOT_A_MERGE = "is not a proposed merge of this candidate"
 
 
 def _store_lesson(content: LessonContent, *, actor: User, via: str) -> tuple[Lesson, bool]:
-    require_input_tenant(actor, content.scope["tenant"], field="scope.tenant")
+    require_input_tenant(
+        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+    )
     tenant = content.scope["tenant"]
     if (
         content.supersedes

@@ -27,7 +27,7 @@ from knowledge import postings
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.permissions import USE_EXPERIENCE, require
+from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -97,7 +97,7 @@ def retrieve_experience(
         return {"status": FALLBACK, "missing": missing, "items": []}
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
     # The tenant is checked here, as the context block checks it, whoever calls.
-    require(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
+    require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
     found = experience_postings.candidates(exact, now, query)
     outcomes = OutcomeBatch(now, likely_returned(found, limit))

@@ -170,7 +170,9 @@ def _inserted(item: Case | Skill | Lesson) -> bool:
 
 
 def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
-    require_input_tenant(actor, content.scope["tenant"], field="scope.tenant")
+    require_input_tenant(
+        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+    )
     # A new version corrects a case of its own tenant, whoever submits it: superseding takes
     # the old version out of retrieval and shows its content in the new version's diff.
     if (
@@ -286,7 +288,9 @@ def case_propose(*, data: object, actor: User) -> tuple[Case, bool]:
 
 
 def _store_skill(content: SkillContent, *, actor: User, via: str) -> tuple[Skill, bool]:
-    require_input_tenant(actor, content.scope["tenant"], field="scope.tenant")
+    require_input_tenant(
+        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+    )
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:

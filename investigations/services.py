@@ -31,7 +31,12 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
-from reviewconsole.permissions import SEARCH_KNOWLEDGE, USE_EXPERIENCE, holds, require
+from reviewconsole.permissions import (
+    SEARCH_KNOWLEDGE,
+    USE_EXPERIENCE,
+    holds,
+    require_scope,
+)
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.timeparse import to_utc_iso
 
@@ -103,7 +108,7 @@ def _ticket(
 ) -> Ticket:
     """The checked ticket; refuses (naming the field) before anything is read."""
     cleaned_scope = _clean_scope(scope)
-    require(actor, INVESTIGATE_PERMISSION, cleaned_scope["tenant"])
+    require_scope(actor, INVESTIGATE_PERMISSION, cleaned_scope["tenant"])
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
         raise ValidationFailure("text", TEXT_REQUIRED)
     return Ticket(

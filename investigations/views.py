@@ -145,7 +145,7 @@ def investigation_new(request: HtmxHttpRequest) -> HttpResponse:
         # The form posts into the result area; a refused form replaces the form instead.
         return retarget(response, "#investigation-form") if request.htmx else response
     blank = (
-        InvestigationForm(initial=InvestigationForm.initial_values(clock.now()))
+        InvestigationForm(initial=InvestigationForm.initial_values(clock.now(), request.user))
         if may_investigate
         else None
     )

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
@@ -32,6 +33,7 @@ from reviewconsole.formfields import (
     ZonedDateTimeInput,
     offer_values,
 )
+from reviewconsole.tenancy import default_tenant
 from reviewconsole.timeparse import check_bounds, to_utc_iso
 
 STATUS_CHOICES = [
@@ -128,11 +130,15 @@ class SearchPreviewForm(forms.Form):
     zones = COMMON_ZONES
 
     @classmethod
-    def initial_values(cls, now: datetime) -> dict[str, Any]:
+    def initial_values(
+        cls, now: datetime, user: User | AnonymousUser | None = None
+    ) -> dict[str, Any]:
         local = now.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m-%dT%H:%M:%S")
+        tenant = default_tenant(user, settings.DEMO_TENANT)
         return {
-            "tenant": settings.DEMO_TENANT,
-            "brand": settings.DEMO_BRAND,
+            "tenant": tenant,
+            # The demo brand belongs to the demo tenant; another tenant's user names their own.
+            "brand": settings.DEMO_BRAND if tenant == settings.DEMO_TENANT else "",
             "timezone": settings.TIME_ZONE,
             "occurred_at": local,
             "known_at": local,

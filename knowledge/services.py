@@ -311,6 +311,7 @@ def document_add(
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
     require(actor, ADD_DOCUMENT, content.tenant, message=SAVE_REFUSED)
+    require_input_tenant(actor, content.tenant, field="tenant")
     if next_free_version:
         latest = latest_version(tenant=content.tenant, doc_key=content.doc_key)
         content = replace(content, version=latest + 1)
@@ -350,7 +351,7 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
             item = parse_document(raw)
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
-        require_input_tenant(actor, item.content.tenant, field=f"[{index}].tenant")
+        require_input_tenant(actor, item.content.tenant, field=f"[{index}].tenant", create=True)
         key = (item.content.tenant, item.content.doc_key, item.content.version)
         if key in seen:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")

@@ -68,7 +68,13 @@ from reviewconsole.permissions import (
     SEARCH_KNOWLEDGE,
     VIEW_DOCUMENT,
 )
-from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access, tenants_of
+from reviewconsole.tenancy import (
+    NOT_IN_TENANT,
+    NOT_IN_TENANT_MESSAGE,
+    may_access,
+    require_scope_tenant,
+    tenants_of,
+)
 from reviewconsole.views import (
     Checklist,
     Condition,
@@ -167,13 +173,14 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
     form = (
         SearchPreviewForm(request.GET)
         if bound
-        else SearchPreviewForm(initial=SearchPreviewForm.initial_values(clock.now()))
+        else SearchPreviewForm(initial=SearchPreviewForm.initial_values(clock.now(), request.user))
     )
     result = None
     if bound and form.is_valid() and not may_access(request.user, form.cleaned_data["tenant"]):
         form.add_error("tenant", NOT_IN_TENANT_MESSAGE)
     if bound and form.is_valid():
         try:
+            require_scope_tenant(request.user, form.cleaned_data["tenant"])
             result = with_allowed_conclusions(
                 search_knowledge(form.cleaned_data["query"], form.context())
             )

@@ -22,15 +22,19 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django_tasks_db.admin import DBTaskResultAdmin
+from django_tasks_db.models import DBTaskResult
 
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.models import ChainHead, Event, TenantMembership
+from reviewconsole.models import ChainHead, Event, Tenant, TenantMembership
+from reviewconsole.scopes import validate_scope_value
 from reviewconsole.services import (
     PROFILE_FIELDS,
     SET_BY_OWNER_ONLY,
     assignable_roles,
     password_strength_check,
+    tenant_create,
     user_active_check,
     user_create,
     user_password_change,
@@ -40,7 +44,7 @@ from reviewconsole.services import (
     user_update,
     users_manageable_by,
 )
-from reviewconsole.tenancy import is_deployment_wide
+from reviewconsole.tenancy import is_deployment_wide, visible
 
 
 @admin.register(Event)
@@ -360,6 +364,69 @@ class ConsoleUserAdmin(UserAdmin):
         if unquote(id) == str(request.user.pk):
             return HttpResponseRedirect(reverse("admin:password_change"))
         raise PermissionDenied(f"password {SET_BY_OWNER_ONLY}")
+
+
+class TenantAddForm(forms.ModelForm[Tenant]):
+    class Meta:
+        model = Tenant
+        fields = ("name",)
+
+    def clean_name(self) -> str:
+        try:
+            return validate_scope_value(self.cleaned_data["name"], field="name")
+        except ValidationFailure as failure:
+            raise forms.ValidationError(failure.message) from None
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin[Tenant]):
+    """The tenant registry. Deployment-wide admins add tenants (through ``tenant_create``, so
+    each is audited); no one changes or deletes one, since memories and the audit log keep
+    naming it. A tenant-limited admin sees only its own tenants."""
+
+    list_display = ("name", "created_at", "created_by")
+    search_fields = ("name",)
+    form = TenantAddForm
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
+        return visible(super().get_queryset(request), request.user, field="name")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Tenant | None = None) -> Any:
+        return ("name", "created_at", "created_by") if obj is not None else ()
+
+    def get_fields(self, request: HttpRequest, obj: Tenant | None = None) -> Any:
+        return ("name", "created_at", "created_by") if obj is not None else ("name",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_deployment_wide(request.user) and super().has_add_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Tenant | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Tenant | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
+        try:
+            stored, _created = tenant_create(name=obj.name, actor=acting_user(request))
+        except (ValidationFailure, PermissionRefused) as refusal:
+            raise PermissionDenied(refusal.message) from None
+        obj.pk, obj.created_at, obj.created_by = stored.pk, stored.created_at, stored.created_by
+
+
+class TaskResultAdmin(DBTaskResultAdmin):
+    """Background task results name every tenant's items in their arguments, return values and
+    tracebacks: only deployment-wide admins read them."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_deployment_wide(request.user) and super().has_module_permission(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: DBTaskResult | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+
+admin.site.unregister(DBTaskResult)
+admin.site.register(DBTaskResult, TaskResultAdmin)
 
 
 admin.site.unregister(User)

@@ -56,6 +56,7 @@ class Action(models.TextChoices):
     EVALUATION_REPLAY = "evaluation.replay.run", "replay evaluation run"
     INVESTIGATION_RUN = "investigations.investigation.run", "ticket investigated"
     BACKUP_RESTORE = "reviewconsole.backup.restore", "database restored from a backup"
+    TENANT_CREATE = "reviewconsole.tenant.create", "tenant created"
 
 
 class AppendOnlyError(RuntimeError):
@@ -170,3 +171,30 @@ class TenantMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}@{self.tenant}"
+
+
+class Tenant(models.Model):
+    """A tenant of the deployment: the registry every tenant value names.
+
+    Tenant values stay plain columns on the rows that carry them; ``reviewconsole.tenancy`` checks
+    each value that comes in (a membership, an import, a request's scope) against this table.
+    A tenant is created explicitly (``add_tenant``, the admin) or by a deployment-wide user's
+    import naming it, audited as ``reviewconsole.tenant.create``; it is never deleted, since
+    memories, runs and the audit log keep naming it.
+    """
+
+    name = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -15,7 +15,12 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 
 from reviewconsole.errors import PermissionRefused
-from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, may_access
+from reviewconsole.tenancy import (
+    NOT_IN_TENANT,
+    forbidden_tenant_message,
+    may_access,
+    require_scope_tenant,
+)
 
 NOT_PERMITTED = "not_permitted"
 
@@ -56,7 +61,11 @@ CHANGE_USER = "auth.change_user"
 VIEW_GROUP = "auth.view_group"
 VIEW_APITOKEN = "agentapi.view_apitoken"
 REVOKE_APITOKEN = "agentapi.revoke_apitoken"
-# Background task results (django-tasks-db): failures and retries, for admins to see.
+# The tenant registry: admins read it; deployment-wide admins add to it (never change or delete).
+VIEW_TENANT = "reviewconsole.view_tenant"
+ADD_TENANT = "reviewconsole.add_tenant"
+# Background task results (django-tasks-db): failures and retries, for deployment-wide admins
+# to see (their arguments and tracebacks name every tenant's items).
 VIEW_TASK_RESULT = "django_tasks_database.view_dbtaskresult"
 
 
@@ -142,4 +151,22 @@ def require(
             message or f"this needs the permission {' or '.join(wanted)}", unmet=unmet
         )
     if tenant is not None and not may_access(actor, tenant):
-        raise PermissionRefused(f"tenant {tenant!r} {NOT_IN_TENANT_MESSAGE}", unmet=NOT_IN_TENANT)
+        raise PermissionRefused(forbidden_tenant_message(tenant), unmet=NOT_IN_TENANT)
+
+
+def require_scope(
+    actor: User | AnonymousUser | None,
+    permission: str | tuple[str, ...],
+    tenant: str | None,
+    *,
+    message: str | None = None,
+    field: str = "tenant",
+) -> None:
+    """The check of a request's scope (recall, a context block, a skill run, research, an
+    investigation): ``require`` for its tenant, then the tenant must exist
+    (``tenancy.UnknownTenant`` naming ``field``; the API and MCP answer that as ``require``'s
+    refusal, so an unknown tenant and a forbidden one look the same to an agent). A scope
+    without a tenant is not checked: its answer is ``fallback``/``needs_context``, nothing read."""
+    require(actor, permission, tenant, message=message)
+    if tenant is not None:
+        require_scope_tenant(actor, tenant, field=field)

@@ -70,6 +70,8 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.REVOKE_APITOKEN,
         P.VIEW_TASK_RESULT,
         P.VIEW_INVESTIGATION,
+        P.VIEW_TENANT,
+        P.ADD_TENANT,
     ),
     Role.AGENT: (
         P.SEARCH_KNOWLEDGE,

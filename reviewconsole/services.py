@@ -22,8 +22,8 @@ from django.db.models import Q, QuerySet
 
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
-from reviewconsole.models import Action, TenantMembership
-from reviewconsole.permissions import CHANGE_USER
+from reviewconsole.models import Action, Tenant, TenantMembership
+from reviewconsole.permissions import ADD_TENANT, CHANGE_USER, require
 from reviewconsole.roles import (
     NO_ROLE_RANK,
     ROLE_RANK,
@@ -33,7 +33,13 @@ from reviewconsole.roles import (
     roles_at_or_below,
 )
 from reviewconsole.scopes import validate_scope_value
-from reviewconsole.tenancy import forget, tenants_of
+from reviewconsole.tenancy import (
+    forget,
+    is_deployment_wide,
+    require_known_tenant,
+    tenant_ensure,
+    tenants_of,
+)
 
 UNKNOWN_ROLE = "must be one of reviewer, operator, admin, agent"
 BAD_USERNAME = "must be 1-150 characters of letters, digits and @.+-_"
@@ -45,6 +51,7 @@ NOT_MANAGEABLE = (
 ROLE_ABOVE_OWN = "is a role above your own"
 OWN_ROLE = "you may not change your own role"
 OWN_ACTIVE = "you may not deactivate or reactivate yourself"
+TENANT_CREATE_REFUSED = "creating a tenant needs a deployment-wide admin"
 OWN_TENANTS = "you may not change your own tenant memberships"
 TENANT_NOT_YOURS = "names a tenant you are not a member of: {tenants}"
 TENANTS_REQUIRED = (
@@ -136,7 +143,7 @@ def user_active_check(*, actor: User, user: User, is_active: bool) -> None:
 
 def user_tenants_check(*, actor: User, user: User | None, tenants: Iterable[str]) -> list[str]:
     """The cleaned tenant list, or a refusal naming ``tenants``."""
-    clean = sorted({validate_scope_value(t, field="tenants") for t in tenants})
+    clean = _known_tenants(tenants, field="tenants")
     if user is not None and user.pk == actor.pk:
         if set(clean) != set(_tenants(user)):
             raise ValidationFailure("tenants", OWN_TENANTS)
@@ -160,6 +167,20 @@ def user_password_check(*, actor: User, user: User) -> None:
 
 
 @transaction.atomic
+def tenant_create(*, name: str, actor: User | None) -> tuple[Tenant, bool]:
+    """Add ``name`` to the tenant registry (``add_tenant``, the admin); an existing tenant is
+    answered as it is. ``actor`` None is the shell's own account (``add_tenant`` without
+    ``--as``); a user needs ``ADD_TENANT`` and must be deployment-wide: a tenant-limited admin
+    may not widen the deployment."""
+    if actor is not None:
+        require(actor, ADD_TENANT, message=TENANT_CREATE_REFUSED)
+        if not is_deployment_wide(actor):
+            raise PermissionRefused(TENANT_CREATE_REFUSED)
+    clean = validate_scope_value(name, field="tenant")
+    return tenant_ensure(name=clean, actor=actor)
+
+
+@transaction.atomic
 def user_set_role(
     *,
     username: str,
@@ -177,6 +198,7 @@ def user_set_role(
     if role not in Role.values:
         raise ValidationFailure("role", UNKNOWN_ROLE)
     _username_check(username)
+    clean_tenants = None if tenants is None else _known_tenants(tenants, field="tenant")
     user, created = User.objects.get_or_create(username=username)
     if password is not None:
         if check_password_strength:
@@ -186,8 +208,8 @@ def user_set_role(
         user.set_unusable_password()
     user.is_active = True
     _apply_role(user, role)
-    if tenants is not None:
-        _set_tenants(user, sorted({validate_scope_value(t, field="tenant") for t in tenants}))
+    if clean_tenants is not None:
+        _set_tenants(user, clean_tenants)
     event_record(
         actor=actor,
         action=Action.USER_ROLE_SET,
@@ -354,6 +376,14 @@ def _apply_role(user: User, role: str) -> None:
     user.is_staff = role in STAFF_ROLES
     user.save()
     user.groups.set([Group.objects.get(name=role)])
+
+
+def _known_tenants(tenants: Iterable[str], *, field: str) -> list[str]:
+    """Memberships name known tenants only (and so a member's tenants need no lookup later)."""
+    clean = sorted({validate_scope_value(t, field=field) for t in tenants})
+    for tenant in clean:
+        require_known_tenant(tenant, field=field)
+    return clean
 
 
 def _tenants(user: User) -> list[str]:

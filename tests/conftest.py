@@ -15,7 +15,12 @@ from django.contrib.auth.models import User
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
-from tests.helpers import copy_database, migrated_sqlite_template
+from tests.helpers import (
+    FIXTURE_TENANTS,
+    copy_database,
+    migrated_sqlite_template,
+    tenants_exist,
+)
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -55,6 +60,21 @@ def _migrated_rows_after_flush(request: pytest.FixtureRequest) -> None:
     if transactional or "transactional_db" in request.fixturenames:
         request.getfixturevalue("transactional_db")
         restore_migrated_rows()
+
+
+@pytest.fixture(autouse=True)
+def fixture_tenants(request: pytest.FixtureRequest, _migrated_rows_after_flush: None) -> None:
+    """Memberships, imports and requests must name a known tenant; the tests' world registers
+    its tenants (``FIXTURE_TENANTS``) for every test that uses the database."""
+    marker = request.node.get_closest_marker("django_db")
+    names = set(request.fixturenames)
+    if marker is None and not names & {"db", "transactional_db", "live_server"}:
+        return
+    transactional = (marker is not None and bool(marker.kwargs.get("transaction"))) or bool(
+        names & {"transactional_db", "live_server"}
+    )
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    tenants_exist(*FIXTURE_TENANTS)
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,34 @@ def run_json(*args: str) -> tuple[int, dict[str, Any]]:
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The tenants of the tests' world, registered for every test that uses the database
+# (tests/conftest.py, ``fixture_tenants``), as ``add_tenant`` registers a deployment's own. A test
+# of the registry itself names tenants outside this list.
+FIXTURE_TENANTS = (
+    "teahouse",
+    "milkbar",
+    "coffeehouse",
+    "acme",
+    "other",
+    "othertea",
+    "other-co",
+    "other-tenant",
+    "another-tenant",
+    "rival",
+    "other-value",
+)
+
+
+def tenants_exist(*names: str) -> None:
+    """Register ``names`` as tenants (no audit event: the fixture world, not an act)."""
+    from django.utils import timezone
+
+    from reviewconsole.models import Tenant
+
+    Tenant.objects.bulk_create(
+        [Tenant(name=name, created_at=timezone.now()) for name in names], ignore_conflicts=True
+    )
+
 
 def manage_on_sqlite(db: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """``manage.py ARGS`` in a separate process on the SQLite file ``db``, as a shell user runs it."""

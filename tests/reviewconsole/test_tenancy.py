@@ -24,7 +24,7 @@ from reviewconsole.tenancy import (
     require_input_tenant,
     tenants_of,
 )
-from tests.helpers import run_json
+from tests.helpers import run_json, tenants_exist
 from tests.knowledge.conftest import document
 from tests.ui.factories import SCOPE, submit_case
 
@@ -71,6 +71,7 @@ def digest(case: Case) -> str:
 
 
 def test_add_user_sets_and_clears_tenant_limits() -> None:
+    tenants_exist("a", "b")
     status, _ = run_json("add_user", "tia", "--role", "reviewer", "--tenant", "a", "--tenant", "b")
     assert status == 0
     assert tenants_of(User.objects.get(username="tia")) == {"a", "b"}

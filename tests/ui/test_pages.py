@@ -69,7 +69,8 @@ CASES = [
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.
-    ("search", "operator", 10, 6, "conditions"),  # +2: scope values for the context fields
+    # +2: scope values for the context fields; +1: the scope's tenant must exist
+    ("search", "operator", 11, 7, "conditions"),
     ("audit", "admin", 9, 8, "experience.case.approve"),  # +1: the titles of the cases named
 ]
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from knowledge.conclusions import with_allowed_conclusions
 from knowledge.search import DEFAULT_LIMIT, KnowledgeContext, search_knowledge
 from reviewconsole.cli import JsonCommand, parse_fact
+from reviewconsole.tenancy import require_known_tenant
 from reviewconsole.timeparse import parse_aware_datetime
 
 
@@ -41,6 +42,7 @@ class Command(JsonCommand):
         add_fact_arguments(parser)
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
+        require_known_tenant(options["tenant"], field="tenant")
         context = KnowledgeContext(
             tenant=options["tenant"],
             brand=options["brand"],
