@@ -230,9 +230,6 @@ AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "")
 # Optional: a file (ideally append-only, on other storage) that receives a signed copy of the
 # head after every committed event, so even a cut through both audit tables is noticed.
 AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
-# Database triggers refuse to empty the audit tables; only the test suite, which empties every
-# table between tests, turns this on.
-AUDIT_ALLOW_FLUSH = False
 
 # Knowledge: a document version is approved by an operator other than its author (as cases are by
 # a reviewer other than their submitter). A one-person deployment may set
