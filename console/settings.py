@@ -217,6 +217,9 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("CONSOLE_FROM_EMAIL", "review-console@localhost")
 NOTIFY_CANDIDATE_WAIT_HOURS = float(os.environ.get("CONSOLE_NOTIFY_WAIT_HOURS", "24"))
+# The console's own address (https://console.example.com): the only links notification mails
+# carry point at its pages; unset, mails carry no links.
+CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "")
 # How often the curation scan (staleness, proposals, conflicts) runs on the workers.
 CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
 # The context block keeps items whose confidence is at least this (experience.context_service).
