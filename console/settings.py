@@ -223,6 +223,9 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("CONSOLE_FROM_EMAIL", "review-console@localhost")
 NOTIFY_CANDIDATE_WAIT_HOURS = float(os.environ.get("CONSOLE_NOTIFY_WAIT_HOURS", "24"))
+# The console's own address (https://console.example.com): the only links notification mails
+# carry point at its pages; unset, mails carry no links.
+CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "")
 # How often the curation scan (staleness, proposals, conflicts) runs on the workers.
 CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
 # The context block keeps items whose confidence is at least this (experience.context_service).
@@ -240,9 +243,6 @@ AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "")
 # Optional: a file (ideally append-only, on other storage) that receives a signed copy of the
 # head after every committed event, so even a cut through both audit tables is noticed.
 AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
-# Database triggers refuse to empty the audit tables; only the test suite, which empties every
-# table between tests, turns this on.
-AUDIT_ALLOW_FLUSH = False
 
 # Knowledge: a document version is approved by an operator other than its author (as cases are by
 # a reviewer other than their submitter). A one-person deployment may set

@@ -83,7 +83,12 @@ class CaseBandAdmin(TenantScopedAdmin):
 
 
 # After-action reviews drafted from runs (curation.aar_drafts).
-from curation.models import NotificationOptOut, NotificationSent, RunDraft  # noqa: E402
+from curation.models import (  # noqa: E402
+    NotificationOptOut,
+    NotificationSent,
+    OutboxMail,
+    RunDraft,
+)
 
 
 @admin.register(RunDraft)
@@ -100,5 +105,12 @@ class NotificationOptOutAdmin(_ReadOnlyAdmin):
 
 @admin.register(NotificationSent)
 class NotificationSentAdmin(_ReadOnlyAdmin):
-    list_display = ("user", "kind", "key", "sent_at")
+    list_display = ("user", "kind", "key", "sent_at", "mail")
     list_filter = ("kind",)
+
+
+@admin.register(OutboxMail)
+class OutboxMailAdmin(_ReadOnlyAdmin):
+    list_display = ("subject", "user", "state", "attempts", "created_at", "finished_at")
+    list_filter = ("state",)
+    search_fields = ("subject", "last_error")

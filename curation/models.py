@@ -6,6 +6,8 @@ Imported threads are written once. Queue entries change only through their resol
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
@@ -336,13 +338,54 @@ class NotificationOptOut(models.Model):
         return f"{self.user_id} opted out"
 
 
+class OutboxMail(models.Model):
+    """One reviewer notification mail in the outbox (curation.notifications): written in the
+    transaction that decides it is due, sent by ``curation.tasks.mail_send_task``, and marked
+    sent in the transaction of the send, so a failed send leaves it pending to be tried again."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        DROPPED = (
+            "dropped"  # the user could no longer receive it (deactivated, opted out, no email)
+        )
+
+    # Sent as the mail's Message-ID: a mail sent again after a crash between the send and its
+    # record is recognisably the same mail.
+    idempotency_key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+    state = models.CharField(
+        max_length=8, choices=State.choices, default=State.PENDING, db_index=True
+    )
+    created_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.subject} to {self.user_id} ({self.state})"
+
+
 class NotificationSent(models.Model):
-    """One notification sent: the same event never mails the same user twice."""
+    """One event announced to one user, through the outbox mail that carries it: the same
+    event never goes to the same user in two mails (rows from before the outbox have none)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20)
     key = models.CharField(max_length=200)
     sent_at = models.DateTimeField()
+    mail = models.ForeignKey(
+        OutboxMail,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="announcements",
+    )
 
     class Meta:
         constraints = [

@@ -3,7 +3,17 @@
 A reviewer is told when candidates have waited longer than ``NOTIFY_CANDIDATE_WAIT_HOURS``, when
 an item they approved is revoked, and when a lesson conflict involves a lesson they approved.
 Each user may turn notifications off (``NotificationOptOut``); users without an email address get
-none. ``NotificationSent`` makes each one go out once per user however often the task runs.
+none. ``NotificationSent`` makes each event go to each user in one mail however often the task
+runs.
+
+Delivery goes through an outbox (``OutboxMail``): deciding a mail is due writes the mail, its
+``NotificationSent`` rows and the task that sends it in one transaction; the send and the mark
+"sent" are one transaction too (``outbox_send``), so a failed send leaves the mail pending and
+its task is retried (``reviewconsole.background.retrying``); when the retries run out, each
+curation scan starts them again (``outbox_retry_stalled``). Delivery is at least once: a crash
+after the mail server took the mail and before the mark commits sends it again, under the same
+Message-ID (the mail's idempotency key). User text enters a mail only as one quoted, capped line
+(``curation.mail_text``), and links point only at ``CONSOLE_BASE_URL``.
 """
 
 from __future__ import annotations
@@ -13,10 +23,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
-from curation.models import NotificationOptOut, NotificationSent
+from curation.mail_text import console_link, quoted
+from curation.models import NotificationOptOut, NotificationSent, OutboxMail
+from curation.tasks import mail_send_task
 from experience.models import Case, Lesson, LessonConflict, Skill, Status
 from reviewconsole import clock
 from reviewconsole.permissions import REVIEW_CASE, holds
@@ -25,6 +38,8 @@ from reviewconsole.tenancy import may_access
 WAITING = "waiting"
 REVOKED = "revoked"
 CONFLICT = "conflict"
+
+MESSAGE_ID_DOMAIN = "review-console"
 
 
 def wait_hours() -> float:
@@ -43,7 +58,7 @@ def notifications_set(*, user: User, enabled: bool) -> None:
 
 
 def _claim(user: User, kind: str, keys: Iterable[str]) -> list[str]:
-    """The keys not yet sent to ``user``, now marked as sent."""
+    """The keys not yet announced to ``user``, now marked as announced."""
     fresh = []
     for key in keys:
         try:
@@ -55,15 +70,81 @@ def _claim(user: User, kind: str, keys: Iterable[str]) -> list[str]:
     return fresh
 
 
+def _can_receive(user: User | None) -> bool:
+    return user is not None and user.is_active and bool(user.email) and not opted_out(user)
+
+
 def _deliver(user: User | None, kind: str, keys: list[str], subject: str, lines: list[str]) -> int:
-    if user is None or not user.is_active or not user.email or opted_out(user):
+    """Put one mail of the ``lines`` whose keys ``user`` has not heard of in the outbox."""
+    if user is None or not _can_receive(user):
         return 0
-    fresh = _claim(user, kind, keys)
-    if not fresh:
-        return 0
-    body = "\n".join(line for key, line in zip(keys, lines, strict=True) if key in fresh)
-    send_mail(subject, body, None, [user.email])
+    with transaction.atomic():
+        fresh = _claim(user, kind, keys)
+        if not fresh:
+            return 0
+        body = "\n".join(line for key, line in zip(keys, lines, strict=True) if key in fresh)
+        mail = OutboxMail.objects.create(
+            user=user, subject=subject, body=body, created_at=clock.now()
+        )
+        NotificationSent.objects.filter(user=user, kind=kind, key__in=fresh).update(mail=mail)
+        mail_send_task.enqueue(mail.pk)
     return 1
+
+
+def outbox_send(mail_id: int) -> str:
+    """Send a pending outbox mail and mark it sent, together; its state afterwards.
+
+    A failing send raises (the caller's retry tries again) and leaves the mail pending, with the
+    attempt and the error recorded.
+    """
+    try:
+        with transaction.atomic():
+            mail = (
+                OutboxMail.objects.select_for_update()
+                .select_related("user")
+                .filter(pk=mail_id)
+                .first()
+            )
+            if mail is None:
+                return "gone"
+            if mail.state != OutboxMail.State.PENDING:
+                return str(mail.state)
+            if not _can_receive(mail.user):
+                mail.state = OutboxMail.State.DROPPED
+            else:
+                EmailMessage(
+                    mail.subject,
+                    mail.body,
+                    None,
+                    [mail.user.email],
+                    headers={"Message-ID": f"<{mail.idempotency_key}@{MESSAGE_ID_DOMAIN}>"},
+                ).send()
+                mail.state = OutboxMail.State.SENT
+            mail.finished_at = clock.now()
+            mail.attempts += 1
+            mail.save(update_fields=["state", "finished_at", "attempts"])
+            return str(mail.state)
+    except Exception as error:
+        OutboxMail.objects.filter(pk=mail_id, state=OutboxMail.State.PENDING).update(
+            attempts=F("attempts") + 1, last_error=f"{type(error).__name__}: {error}"[:2000]
+        )
+        raise
+
+
+def outbox_retry_stalled() -> int:
+    """Start the retries again of pending mails whose retries ran out; how many."""
+    stalled = OutboxMail.objects.filter(
+        state=OutboxMail.State.PENDING,
+        attempts__gte=int(getattr(settings, "TASK_MAX_ATTEMPTS", 5)),
+    ).values_list("pk", flat=True)
+    for mail_id in stalled:
+        mail_send_task.enqueue(mail_id)
+    return len(stalled)
+
+
+def _link(item: Case | Skill | Lesson) -> str:
+    link = console_link(getattr(settings, "CONSOLE_BASE_URL", ""), item.get_absolute_url())
+    return f" {link}" if link else ""
 
 
 def notify_waiting_candidates(now: datetime | None = None) -> int:
@@ -73,7 +154,8 @@ def notify_waiting_candidates(now: datetime | None = None) -> int:
         (
             item.id,
             item.tenant,
-            f"{item.id} ({item.title}) waits since {item.submitted_at:%Y-%m-%d %H:%M}",
+            f"- {item.id} {quoted(item.title)} waits since {item.submitted_at:%Y-%m-%d %H:%M}"
+            f"{_link(item)}",
         )
         for model in (Case, Skill, Lesson)
         for item in model.objects.filter(status=Status.CANDIDATE, submitted_at__lt=cutoff)
@@ -100,8 +182,11 @@ def notify_revoked(item_id: str) -> int:
     for model in (Case, Skill, Lesson):
         item = model.objects.filter(pk=item_id).select_related("approved_by").first()
         if item is not None and item.status == Status.REVOKED:
-            reason = item.revoked_reason or "no reason given"
-            line = f"{item.id} ({item.title}), which you approved, was revoked: {reason}"
+            reason = quoted(item.revoked_reason) if item.revoked_reason else "no reason given"
+            line = (
+                f"{item.id} {quoted(item.title)}, which you approved, was revoked; "
+                f"reason: {reason}{_link(item)}"
+            )
             return _deliver(
                 item.approved_by, REVOKED, [item.id], "An item you approved was revoked", [line]
             )
@@ -120,7 +205,10 @@ def notify_conflict(conflict_pk: int) -> int:
         ).select_related("approved_by")
         if lesson.approved_by is not None
     }
-    line = f"{conflict.lesson_a_id} conflicts with {conflict.lesson_b_id} ({conflict.found_by})"
+    line = (
+        f"{conflict.lesson_a_id} conflicts with {conflict.lesson_b_id} "
+        f"(found by {quoted(conflict.found_by)})"
+    )
     for user in approvers:
         sent += _deliver(
             user, CONFLICT, [str(conflict.pk)], "A lesson you approved is in a conflict", [line]

@@ -71,12 +71,13 @@ def scan_interval_seconds() -> int:
 def curation_scan_task(attempt: int = 1) -> dict[str, int]:
     """The periodic curation scan (staleness, proposals, conflicts), as ``curate`` runs it; the
     next scan is queued in the same transaction, so the schedule survives a killed worker."""
-    from curation.notifications import notify_waiting_candidates
+    from curation.notifications import notify_waiting_candidates, outbox_retry_stalled
     from curation.scan import curation_scan, stale_after_days
 
     with retrying(curation_scan_task, attempt), transaction.atomic():
         report = curation_scan(now=clock.now(), days=stale_after_days())
         notify_waiting_candidates()
+        outbox_retry_stalled()
         schedule_next_scan(after=timedelta(seconds=scan_interval_seconds()))
         return {name: len(value) for name, value in vars(report).items() if isinstance(value, list)}
 
@@ -118,6 +119,16 @@ def notify_task(kind: str, key: str, attempt: int = 1) -> int:
         if kind == notifications.CONFLICT:
             return notifications.notify_conflict(int(key))
         return notifications.notify_waiting_candidates()
+
+
+@task()
+def mail_send_task(mail_id: int, attempt: int = 1) -> str:
+    """Send one outbox mail (``curation.notifications.outbox_send``); a failed send is retried
+    with backoff, and a mail already sent is not sent again."""
+    from curation.notifications import outbox_send
+
+    with retrying(mail_send_task, attempt, mail_id):
+        return outbox_send(mail_id)
 
 
 def item_saved(sender: type, instance: object, created: bool, **kwargs: Any) -> None:

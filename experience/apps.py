@@ -21,6 +21,12 @@ class ExperienceConfig(AppConfig):
         revocation_recorder_register(document_revocation_store)
         revocation_previewer_register(document_revocation_preview)
 
+        from experience.models import Case, Lesson, Skill
+        from reviewconsole.audit import audited_models_register
+
+        # Cases, skills and lessons are written only by services that record their submission.
+        audited_models_register(Case, Skill, Lesson)
+
         from experience.item_titles import title_resolvers_install
 
         # Item mentions on console pages show titles, resolved in batch (reviewconsole.itemrefs).

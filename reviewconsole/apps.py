@@ -7,9 +7,12 @@ class ReviewConsoleConfig(AppConfig):
     name = "reviewconsole"
 
     def ready(self) -> None:
-        from reviewconsole.audit import connect_audit_guards
+        from django.contrib.auth.models import User
 
-        connect_audit_guards()
+        from reviewconsole.audit import audited_models_register
+
+        # Every role is given by user_set_role, which records auth.user.role_set.
+        audited_models_register(User.groups.through)
 
         from reviewconsole.display import connect_unshowable_markers
 

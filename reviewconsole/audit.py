@@ -16,9 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connection, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.signals import connection_created
+from django.db import connection, models, transaction
 
 from reviewconsole import clock
 from reviewconsole.chain import (
@@ -28,6 +26,7 @@ from reviewconsole.chain import (
     ChainedEvent,
     Head,
     audit_key_bytes,
+    empty_log_problem,
     event_hash,
     first_broken_link,
     latest_anchor,
@@ -39,10 +38,6 @@ logger = logging.getLogger(__name__)
 
 # An arbitrary constant naming the PostgreSQL advisory lock that serialises chain appends.
 CHAIN_LOCK_KEY = 7_300_415_001
-
-# What the audit tables' triggers consult before letting a whole table be emptied.
-FLUSH_FUNCTION = "reviewconsole_audit_flush_allowed"  # SQLite: a function on each connection
-FLUSH_SETTING = "reviewconsole.allow_audit_flush"  # PostgreSQL: a session setting
 
 UNREADABLE_ANCHOR = "the anchor file cannot be read"
 
@@ -189,10 +184,31 @@ def chained_events() -> Iterator[ChainedEvent]:
         yield ChainedEvent(*row)
 
 
+# Models whose rows are only ever written together with an audit event (apps register theirs in
+# ``AppConfig.ready``): rows of them beside an empty log mean the log was emptied.
+_audited_models: list[type[models.Model]] = []
+
+
+def audited_models_register(*audited: type[models.Model]) -> None:
+    for model in audited:
+        if model not in _audited_models:
+            _audited_models.append(model)
+
+
+def audited_models() -> list[type[models.Model]]:
+    return list(_audited_models)
+
+
+def audited_rows() -> dict[str, int]:
+    """Rows per registered model (``app_label.model``) in the live database."""
+    return {model._meta.label_lower: model._default_manager.count() for model in _audited_models}
+
+
 def audit_verify() -> tuple[int, BrokenLink | None]:
     """(events checked, the first problem or None).
 
-    Every link, every event's hash, the latest signed head and (if configured) the anchor file.
+    Every link, every event's hash, the latest signed head, (if configured) the anchor file, and
+    an empty log beside data that is only written with events.
     """
     key = audit_key()
     records = anchor_records()
@@ -202,11 +218,13 @@ def audit_verify() -> tuple[int, BrokenLink | None]:
     if forged is not None:
         # Let the walk report it: a forged record is checked like an anchor and fails.
         anchor = forged
-    # An append between reading the head and walking the chain looks like tampering; if the head
-    # moved meanwhile, look again.
+    # An append between reading the head and walking the chain (or counting the audited rows)
+    # looks like tampering; if the head moved meanwhile, look again.
     for _ in range(3):
         head = _latest_head()
         checked, broken = first_broken_link(chained_events(), key=key, head=head, anchor=anchor)
+        if broken is None:
+            broken = empty_log_problem(checked, head, audited_rows())
         if broken is None or _latest_head() == head:
             break
     return checked, broken
@@ -221,24 +239,3 @@ def record_restore_anchor(head: Head | None) -> None:
             audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, restore=True
         )
     )
-
-
-def _flush_allowed() -> int:
-    return 1 if settings.AUDIT_ALLOW_FLUSH else 0
-
-
-def install_audit_guards(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    """On each new connection: what the audit tables' triggers ask before a whole-table delete.
-
-    SQLite's triggers call a function that must exist on the connection (without it, as in the
-    sqlite3 shell, they fail, which refuses the delete too); PostgreSQL's read a session setting.
-    """
-    if connection.vendor == "sqlite":
-        connection.connection.create_function(FLUSH_FUNCTION, 0, _flush_allowed)
-    elif connection.vendor == "postgresql" and settings.AUDIT_ALLOW_FLUSH:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET {FLUSH_SETTING} = 'on'")
-
-
-def connect_audit_guards() -> None:
-    connection_created.connect(install_audit_guards, dispatch_uid="reviewconsole.audit_guards")

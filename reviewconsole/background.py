@@ -51,6 +51,33 @@ def retrying(task: Any, attempt: int, *args: Any, **kwargs: Any) -> Iterator[Non
         raise
 
 
+class MalformedTaskRow(Exception):
+    """A task row the worker cannot run; recorded on the row as its failure, never retried."""
+
+
+def task_row_problem(row: Any) -> str | None:
+    """Why the ``DBTaskResult`` ``row`` cannot be run, or None when it can.
+
+    django-tasks-db reads ``args_kwargs["args"]`` and ``["kwargs"]`` and imports ``task_path``
+    without guarding either, also while recording a failure, so a row written by anything else
+    than ``Task.enqueue`` (an admin edit, a hand-made row, another release) would stop the worker.
+    """
+    from django.core.exceptions import SuspiciousOperation
+
+    arguments = row.args_kwargs
+    if not isinstance(arguments, dict):
+        return "malformed task row: args_kwargs is not a JSON object"
+    if not isinstance(arguments.get("args"), list):
+        return "malformed task row: args_kwargs has no 'args' list"
+    if not isinstance(arguments.get("kwargs"), dict):
+        return "malformed task row: args_kwargs has no 'kwargs' object"
+    try:
+        row.task  # noqa: B018 - imports and checks the task path
+    except (ImportError, SuspiciousOperation, ValueError, TypeError) as error:
+        return f"malformed task row: task_path {row.task_path!r} names no task ({error})"
+    return None
+
+
 def stale_tasks_requeue(*, now: datetime | None = None, lease_seconds: int | None = None) -> int:
     """Put tasks claimed longer than the lease ago (their worker died) back in the queue."""
     from django_tasks import TaskResultStatus

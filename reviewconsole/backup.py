@@ -1,8 +1,9 @@
 """Online backup and restore of the SQLite database (PostgreSQL uses pg_dump / pg_restore).
 
 A restore checks the backup before touching the live database: it must be an intact SQLite
-database of this console whose audit chain verifies, head signature included. The restore is
-then recorded as an event in the restored audit log.
+database of this console whose audit chain verifies, head signature included, whose log is not
+empty beside audited data, and which, when an anchor file is kept, passes through a head that
+file recorded. The restore is then recorded as an event in the restored audit log.
 """
 
 from __future__ import annotations
@@ -18,8 +19,24 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from reviewconsole.audit import audit_key, event_record, record_restore_anchor
-from reviewconsole.chain import ChainedEvent, Head, first_broken_link
+from reviewconsole.audit import (
+    UNREADABLE_ANCHOR,
+    anchor_records,
+    audit_key,
+    audited_models,
+    event_record,
+    record_restore_anchor,
+)
+from reviewconsole.chain import (
+    FORGED_ANCHOR,
+    NOT_ANCHORED,
+    ChainedEvent,
+    Head,
+    empty_log_problem,
+    first_broken_link,
+    latest_anchor,
+    passes_through_anchor,
+)
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 
@@ -112,6 +129,29 @@ def _backup_head(backup: sqlite3.Connection) -> Head | None:
     return Head(int(row[0]), int(row[1]), str(row[2]), str(row[3])) if row else None
 
 
+def _backup_audited_rows(backup: sqlite3.Connection, tables: set[str]) -> dict[str, int]:
+    held = {}
+    for model in audited_models():
+        table = model._meta.db_table
+        if table in tables:
+            held[model._meta.label_lower] = int(
+                backup.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]  # noqa: S608
+            )
+    return held
+
+
+def _anchor_problem(backup: sqlite3.Connection) -> str | None:
+    records = anchor_records()
+    if records is None:
+        return UNREADABLE_ANCHOR
+    _, forged = latest_anchor(audit_key(), records)
+    if forged is not None:
+        return FORGED_ANCHOR
+    if not passes_through_anchor(_backup_events(backup), records):
+        return NOT_ANCHORED
+    return None
+
+
 def _checked_backup(backup: sqlite3.Connection) -> tuple[int, Head | None]:
     """(events in the backup, its signed head) once everything about it checks out."""
     check = backup.execute("PRAGMA integrity_check").fetchone()[0]
@@ -128,6 +168,14 @@ def _checked_backup(backup: sqlite3.Connection) -> tuple[int, Head | None]:
     if broken is not None:
         raise ValidationFailure(
             "FILE", f"{BROKEN_CHAIN}: event {broken.event_id}: {broken.problem}"
+        )
+    emptied = empty_log_problem(checked, head, _backup_audited_rows(backup, tables))
+    if emptied is not None:
+        raise ValidationFailure("FILE", f"{BROKEN_CHAIN}: {emptied.problem}")
+    anchor_problem = _anchor_problem(backup)
+    if anchor_problem is not None:
+        raise ValidationFailure(
+            "FILE", f"{BROKEN_CHAIN} against AUDIT_ANCHOR_FILE: {anchor_problem}"
         )
     return checked, head
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -184,6 +184,12 @@ class BrokenLink:
 NO_HEAD = "the chain has events but no signed head: head records were removed"
 FORGED_HEAD = "the chain head's signature does not verify: forged, or signed with another key"
 FORGED_ANCHOR = "a record in the anchor file does not verify: forged, or signed with another key"
+EMPTY_LOG = (
+    "the audit log is empty while the database holds audited data ({held}): events were removed"
+)
+NOT_ANCHORED = (
+    "the chain passes through no head that the anchor file records: not a state of this log"
+)
 
 
 def _missing(head: Head, checked: int, where: str) -> str:
@@ -280,3 +286,37 @@ def latest_anchor(key: bytes, records: Sequence[Head]) -> tuple[Head | None, Hea
             since_restore = []
         since_restore.append(record)
     return max(since_restore, key=lambda h: h.count, default=None), None
+
+
+def empty_log_problem(
+    checked: int, head: Head | None, held: Mapping[str, int]
+) -> BrokenLink | None:
+    """The problem of an empty chain (no events, no head) beside ``held`` rows (by model) that
+    are only ever written together with an audit event; None when nothing such is held.
+
+    An empty log verifies on its own (a fresh database), so emptying both tables would otherwise
+    pass wherever no anchor file is kept.
+    """
+    if checked or head is not None:
+        return None
+    present = {name: rows for name, rows in sorted(held.items()) if rows}
+    if not present:
+        return None
+    listed = ", ".join(f"{name}: {rows}" for name, rows in present.items())
+    return BrokenLink(0, EMPTY_LOG.format(held=listed))
+
+
+def passes_through_anchor(events: Iterable[ChainedEvent], records: Sequence[Head]) -> bool:
+    """Whether the chain holds, at its position, a head that one of the anchor file's
+    ``records`` names (trivially so when there are none): a backup is then a state the log
+    once had. Any record counts, of any lineage, since restores start the log over from a
+    backup's head."""
+    if not records:
+        return True
+    wanted: dict[int, set[tuple[int, str]]] = {}
+    for record in records:
+        wanted.setdefault(record.count, set()).add((record.event_id, record.hash))
+    for position, event in enumerate(events, start=1):
+        if (event.id, event.hash) in wanted.get(position, set()):
+            return True
+    return False

@@ -340,12 +340,9 @@ def test_both_audit_tables_emptied_are_detected_by_the_anchor_file(
 
 
 @pytest.fixture
-def flush_refused(settings: Any) -> None:
-    """Production's guards: tests otherwise let the harness empty tables between tests."""
-    settings.AUDIT_ALLOW_FLUSH = False
+def flush_refused() -> None:
+    """Pending foreign-key checks would otherwise refuse a TRUNCATE before the trigger can."""
     if connection.vendor == "postgresql":
-        raw("SET LOCAL reviewconsole.allow_audit_flush = 'off'")
-        # Otherwise pending foreign-key checks refuse a TRUNCATE before the trigger can.
         raw("SET CONSTRAINTS ALL IMMEDIATE")
 
 

@@ -1,17 +1,42 @@
 """``manage.py worker``: django-tasks-db's ``db_worker`` that first re-queues a dead worker's tasks.
 
 Takes every option of ``db_worker`` (``--queue-name``, ``--interval``, ``--batch``,
-``--max-tasks``, ``--worker-id``, …) plus ``--lease SECONDS``.
+``--max-tasks``, ``--worker-id``, …) plus ``--lease SECONDS``. A malformed task row is marked
+failed with the reason and the worker goes on (``reviewconsole.background.task_row_problem``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from argparse import ArgumentParser
 from typing import Any
 
+from django.core.management.base import CommandError
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
 
-from reviewconsole.background import stale_tasks_requeue, worker_starting
+from reviewconsole.background import (
+    MalformedTaskRow,
+    stale_tasks_requeue,
+    task_row_problem,
+    worker_starting,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class ConsoleWorker(Worker):
+    def run_task(self, db_task_result: DBTaskResult) -> None:
+        problem = task_row_problem(db_task_result)
+        if problem is None:
+            super().run_task(db_task_result)
+            return
+        logger.error("Task id=%s not run: %s", db_task_result.id, problem)
+        db_task_result.set_failed(MalformedTaskRow(problem))
+        self._run_tasks += 1
 
 
 class Command(DbWorker):
@@ -33,4 +58,47 @@ class Command(DbWorker):
         if requeued:
             self.stdout.write(f"re-queued {requeued} task(s) left running by a stopped worker")
         worker_starting()
-        super().handle(*args, **options)
+        self._run(**options)
+
+    def _run(
+        self,
+        *,
+        verbosity: int,
+        queue_name: str,
+        interval: float,
+        batch: bool,
+        backend_name: str,
+        startup_delay: bool,
+        reload: bool,
+        max_tasks: int | None,
+        worker_id: str,
+        exclude_queues: str,
+        **options: Any,
+    ) -> None:
+        # db_worker's own handle, building a ConsoleWorker: the library builds its Worker inside
+        # handle and offers no hook to choose the class.
+        self.configure_logging(verbosity)
+        if reload and batch:
+            logger.warning("--reload and --batch cannot be specified together; not reloading.")
+            reload = False
+        queue_names = queue_name.split(",")
+        excluded_queue_names = exclude_queues.split(",") if exclude_queues else []
+        if excluded_queue_names and "*" not in queue_names:
+            raise CommandError("--exclude-queues can only be used with --queue-name=*")
+        worker = ConsoleWorker(
+            queue_names=queue_names,
+            interval=interval,
+            batch=batch,
+            backend_name=backend_name,
+            startup_delay=startup_delay,
+            max_tasks=max_tasks,
+            worker_id=worker_id,
+            excluded_queue_names=excluded_queue_names,
+        )
+        if reload:
+            if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+                worker.configure_signals()
+            run_with_reloader(worker.run)
+        else:
+            worker.configure_signals()
+            worker.run()

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class KnowledgeConfig(AppConfig):
+    name = "knowledge"
+
+    def ready(self) -> None:
+        from knowledge.models import Document
+        from reviewconsole.audit import audited_models_register
+
+        # Every document version is written by a service that records knowledge.document.create.
+        audited_models_register(Document)
