@@ -122,8 +122,10 @@ def _require_tenant(actor: User, item: Case | Skill | Lesson) -> None:
     an unknown id is (``selectors.case_get`` and its kin), so no answer tells what exists in
     another tenant."""
     if not may_access(actor, item.tenant):
-        unknown = {"case": NO_SUCH_CASE, "skill": NO_SUCH_SKILL, "lesson": NO_SUCH_LESSON}
-        raise ValidationFailure("id", f"{unknown[domain.item_type(item.id)]}: {item.id}")
+        unknown = NO_SUCH_CASE if isinstance(item, Case) else NO_SUCH_SKILL
+        if isinstance(item, Lesson):
+            unknown = NO_SUCH_LESSON
+        raise ValidationFailure("id", f"{unknown}: {item.id}")
 
 
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
