@@ -8,6 +8,7 @@ and revocation impact lists keep naming real investigations only.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -135,7 +136,10 @@ class TicketResult:
 def _arm(
     ticket: Ticket, index: int, *, with_memory: bool, provider: Provider | None = None
 ) -> Investigation:
-    run_id = f"replay-{index:04d}-{'with' if with_memory else 'without'}"
+    # Unpredictable, so no account can claim a replay's run id first (experience.run_claims);
+    # the arm's writes, its claim included, are rolled back.
+    arm = "with" if with_memory else "without"
+    run_id = f"replay-{index:04d}-{arm}-{uuid.uuid4().hex[:16]}"
     with transaction.atomic():
         investigation = investigate(
             ticket, DatabaseTools(run_id), with_memory=with_memory, provider=provider
