@@ -154,8 +154,12 @@ def investigation_run(
     max_calls: int | None = None,
     provider_instance: Provider | None = None,
     on_step: Callable[[dict[str, Any]], object] | None = None,
+    queued: bool = False,
 ) -> Investigation:
     """Run one ticket through the runner as ``actor`` and store it; refusals write nothing.
+
+    ``queued``: this is the run of a queued request (``investigation_request_run``), whose
+    request already holds the run id.
 
     The scope, the times and the facts come from the caller, never from the model; the actor's
     permission and tenant are checked before anything is read. ``on_step`` sees each step as
@@ -173,7 +177,13 @@ def investigation_run(
     # The run is opened (claimed) before the model runs: a tool refusing another account's run
     # id would only end in a recorded step, and nothing may be written under it.
     with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=clock.now())
+        _open_run(
+            run_id=run_id,
+            actor=actor,
+            tenant=ticket.scope.get("tenant"),
+            at=clock.now(),
+            queued=queued,
+        )
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls, max_seconds=float(settings.INVESTIGATION_MAX_SECONDS))
     started_at = clock.now()
@@ -220,9 +230,21 @@ def _run_options(provider: object, max_calls: object, run_id: object) -> tuple[s
     ):
         raise ValidationFailure("max_calls", MAX_CALLS_RANGE)
     run_id = validate_run_id(run_id) if run_id is not None else f"inv-{uuid.uuid4().hex}"
-    if Investigation.objects.filter(run_id=run_id).exists():
-        raise ValidationFailure("run_id", RUN_ID_TAKEN)
     return str(provider), max_calls, run_id
+
+
+def _open_run(
+    *, run_id: str, actor: User, tenant: str | None, at: datetime, queued: bool = False
+) -> None:
+    """Claim ``run_id`` for ``actor`` (another account's id is refused as such, whatever it
+    holds), then refuse an id that already names an investigation, or a queued one unless this
+    is that queued run (``queued``)."""
+    run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
+    taken = Investigation.objects.filter(run_id=run_id).exists()
+    if not queued:
+        taken = taken or InvestigationRequest.objects.filter(run_id=run_id).exists()
+    if taken:
+        raise ValidationFailure("run_id", RUN_ID_TAKEN)
 
 
 # --- background runs: the console's tickets and the API's live investigations ------------------
@@ -263,10 +285,8 @@ def investigation_request(
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
     now = clock.now()
     with transaction.atomic():
-        if InvestigationRequest.objects.filter(run_id=run_id).exists():
-            raise ValidationFailure("run_id", RUN_ID_TAKEN)
         # Claimed when queued, so no other account can take the id before the worker runs it.
-        run_claim(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
+        _open_run(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
         request = InvestigationRequest.objects.create(
             run_id=run_id,
             tenant=ticket.scope.get("tenant") or "",
@@ -325,6 +345,7 @@ def investigation_request_run(pk: int) -> str:
                 max_calls=arguments.get("max_calls"),
                 run_id=request.run_id,
                 on_step=step_stored,
+                queued=True,
             )
         except (ValidationFailure, PermissionRefused) as refused:
             # The actor lost the permission or the tenant since; final, not retried.

@@ -22,6 +22,7 @@ from experience.lesson_schema import parse_lesson
 from experience.models import Case, ConflictStatus, Lesson, LessonConflict
 from experience.outcomes import run_outcome_report
 from experience.retrieval import retrieve_experience
+from experience.run_claims import run_claim
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from tests.experience.conftest import QUERY, SCOPE, VALID_FROM, VALID_TO, case_data
@@ -258,6 +259,8 @@ def test_a_merged_lesson_inherits_every_outcome_of_its_predecessors(
         ("wrong-1", "lead_was_wrong", reviewer),
         ("right-1", "resolved_by_lead", second_reviewer),
     ):
+        # An agent's run read the lesson (claimed by it, as retrieval claims a run id).
+        run_claim(run_id=run_id, actor=agent, tenant=target.tenant, at=clock.now())
         services.references_record(run_id=run_id, items=[(target.id, "lesson")], at=clock.now())
         run_outcome_report(run_id=run_id, outcome=outcome, actor=actor)
     refuted = lesson_score(target)

@@ -59,13 +59,13 @@ CASES = [
     ("case", "reviewer", 22, 21, "Diagnosis"),  # +1: the runs it was drafted from
     ("candidate", "reviewer", 19, 18, "Approval checklist"),
     ("skill", "reviewer", 14, 13, "Cited cases"),
-    ("case_revoke", "reviewer", 12, 11, "Impact preview"),
+    ("case_revoke", "reviewer", 13, 12, "Impact preview"),  # +1: the item's tenant (impact)
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
     ("runs", "reviewer", 10, 9, "run-ui-1"),
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
-    ("run", "reviewer", 14, 13, "doc:rule-b@1"),
+    ("run", "reviewer", 15, 14, "doc:rule-b@1"),  # +1: the run's owner and tenant
     ("documents", "operator", 11, 8, "doc:rule-a@2"),  # +2: scope values for the filters
-    ("document", "operator", 12, 11, "Compare with version"),  # +1: stored revocation impacts
+    ("document", "operator", 13, 12, "Compare with version"),  # +2: stored revocation impacts, and which tenant older ones belong to
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.
