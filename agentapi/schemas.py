@@ -661,4 +661,8 @@ class RunOutcomeResult(BaseModel):
     reported_by: str
     reported_at: str
     previous: str | None
+    counts: bool = Field(
+        description="whether this report can move confidence: a refutation always, a "
+        "confirmation only from a reviewer (an agent's waits for one), unresolved never"
+    )
     items: list[RunOutcomeItem]

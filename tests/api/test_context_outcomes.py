@@ -52,6 +52,8 @@ def test_outcome_by_the_reader(agent_client: BearerClient, demo: Demo) -> None:
     )
     assert response.status_code == 200, response.content
     assert response.json()["outcome"] == "resolved_by_lead"
+    # An agent's confirmation waits for a reviewer before it moves confidence.
+    assert response.json()["counts"] is False
     assert Event.objects.filter(action=Action.RUN_OUTCOME, target="ctx-2").count() == 1
 
 
