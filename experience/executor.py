@@ -239,6 +239,7 @@ def run_skill(
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
         raise ValidationFailure("now", "must be timezone-aware")
     registry = default_registry() if tools is None else tools
+    domain.given_scope_checked(scope)
     tenant = str(scope.get("tenant") or "").strip() or None
     if tenant is not None:
         # The scope's tenant is checked here, as retrieval checks it, whoever calls; a run is

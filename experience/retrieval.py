@@ -93,6 +93,7 @@ def retrieve_experience(
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     _validate(query, limit, now)
     run_id = validate_run_id(run_id)
+    domain.given_scope_checked(scope)
     missing = domain.missing_scope(scope)
     if missing:
         return {"status": FALLBACK, "missing": missing, "items": []}
