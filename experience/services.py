@@ -124,7 +124,8 @@ def _require_tenant(actor: User, item: Case | Skill | Lesson) -> None:
     another tenant."""
     if not may_access(actor, item.tenant):
         unknown = {"case": NO_SUCH_CASE, "skill": NO_SUCH_SKILL, "lesson": NO_SUCH_LESSON}
-        raise ValidationFailure("id", f"{unknown[domain.item_type(item.id)]}: {item.id}")
+        kind = domain.item_type(item.id) or "case"
+        raise ValidationFailure("id", f"{unknown[kind]}: {item.id}")
 
 
 def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
