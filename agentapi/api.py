@@ -4,8 +4,9 @@ Every endpoint authenticates a bearer token, checks the token user's permission 
 operation of ``agentapi.operations`` (the same functions the MCP server calls). There are no
 endpoints to approve, verify, reject or revoke anything, nor to read candidates.
 
-Errors: 401 without a valid token, 403 without the permission, 404 for an unknown id, 422 with
-``{"detail": [{"loc": ["body", "scope", "campaign"], "msg": …, "type": …}]}`` for a bad body.
+Errors: 401 without a valid token, 403 without the permission or the tenant, 404 for an unknown
+id, 422 with ``{"detail": [{"loc": ["body", "scope", "campaign"], "msg": …, "type": …}]}`` for a
+bad body (``["path", "run_id"]`` or ``["query", "run_id"]`` for a bad parameter).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from agentapi.schemas import (
     SkillRunResult,
     ValidationErrors,
 )
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 logger = logging.getLogger(__name__)
@@ -129,12 +130,29 @@ def _invalid_request(request: HttpRequest, exc: NinjaValidationError) -> HttpRes
     return _errors(request, detail)
 
 
+def refusal_loc(request: HttpRequest, field: str) -> list[str | int]:
+    """Where a field a service refused came from: a path parameter (``["path", "run_id"]``), a
+    query parameter, else the body (a JSON path inside it), as the request's own errors say."""
+    path = field_path(field)
+    head = path[0] if path else ""
+    match = request.resolver_match
+    if match is not None and head in match.kwargs:
+        return ["path", *path]
+    if head in request.GET:
+        return ["query", *path]
+    return ["body", *path]
+
+
 @api.exception_handler(ValidationFailure)
 def _refused_input(request: HttpRequest, exc: ValidationFailure) -> HttpResponse:
-    # Path and query parameters are checked by their declared types, so what services refuse
-    # is always a field of the body.
-    loc = ["body", *field_path(exc.field)]
+    loc = refusal_loc(request, exc.field)
     return _errors(request, [{"loc": loc, "msg": exc.message, "type": "value_error"}])
+
+
+@api.exception_handler(UnknownId)
+def _unknown_id(request: HttpRequest, exc: UnknownId) -> HttpResponse:
+    # Every unknown id is a 404 here, whichever layer found it unknown.
+    return api.create_response(request, {"detail": exc.message}, status=404)
 
 
 @api.exception_handler(TooBusy)
@@ -215,7 +233,7 @@ def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest
 
 @api.post(
     "/skills/{agentapi_text:skill_id}/run",
-    response={200: SkillRunResult, **BODY_ERRORS},
+    response={200: SkillRunResult, 404: Message, **BODY_ERRORS},
     tags=["experience"],
 )
 def skill_run(
@@ -223,7 +241,8 @@ def skill_run(
 ) -> dict[str, Any]:
     """Run an approved skill's read-only checks with the current scope and ticket context.
     ``needs_review`` at best (current evidence plus the cited cases as historical leads), never a
-    confirmed cause; ``fallback`` with a reason otherwise. The run is stored under ``run_id``."""
+    confirmed cause; ``fallback`` with a reason otherwise. The run is stored under ``run_id``.
+    An id that names no skill of this scope's tenant is 404, and nothing is stored."""
     return operations.skill_run(user=_user(request), skill_id=skill_id, request=payload)
 
 

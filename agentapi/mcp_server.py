@@ -9,7 +9,9 @@ bodies as the HTTP API (same validation, same JSON schema) and call the same ope
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agentapi import operations
 from agentapi.api import field_path
@@ -39,7 +41,7 @@ from agentapi.schemas import (
     SkillRunRequest,
 )
 from agentapi.services import token_user
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 SERVER_NAME = "experience-review-console"
@@ -251,10 +253,16 @@ class ToolRunner:
             user = token_user(self.token)
             if user is None:
                 return _error("unauthorized", UNAUTHORIZED)
-            return _result(spec.operation(user, arguments))
+            try:
+                checked = spec.arguments.model_validate(arguments)
+            except ValidationError as refused:
+                return _invalid_arguments(refused)
+            return _result(spec.operation(user, _plain(checked)))
         except UnknownTenant as unknown:
             # As for a tenant the caller may not use (see agentapi/api.py).
             return _error("forbidden", forbidden_tenant_message(unknown.tenant))
+        except UnknownId as unknown:
+            return _error("not_found", unknown.message, field=unknown.field)
         except ValidationFailure as failure:
             return _error("invalid", failure.message, field=failure.field)
         except PermissionRefused as refusal:
@@ -266,15 +274,64 @@ class ToolRunner:
                 close_old_connections()
 
 
+def _invalid_arguments(refused: ValidationError) -> CallToolResult:
+    """Arguments that fail the input schema, in the contract's shape: the first error's message
+    and location (``loc``, as the HTTP API's without its ``body`` prefix), every error in
+    ``errors``."""
+    errors = [
+        {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]}
+        for error in refused.errors(include_url=False, include_context=False, include_input=False)
+    ]
+    first = errors[0]
+    detail = {"error": "invalid", "message": first["msg"], "loc": first["loc"], "errors": errors}
+    return _result(detail, error=True)
+
+
+def _plain(checked: ArgModelBase) -> dict[str, Any]:
+    """The checked arguments as the operations read them (request bodies validate them again)."""
+    return {
+        name: value.model_dump() if isinstance(value, BaseModel) else value
+        for name, value in checked.model_dump_one_level().items()
+    }
+
+
+class UncheckedArguments(FuncMetadata):
+    """Hands the tool the caller's arguments as sent (JSON text pre-parsed as the SDK does), so
+    the tool validates them and answers a refusal in the contract's shape; the SDK's own
+    validation would answer plain text "Error executing tool …" with a pydantic URL.
+
+    Numbers sent as text for an ``integer | null`` argument are read as numbers: a client that
+    cannot tell which branch of the union a form field is (the MCP Inspector) sends ``"3"``."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        arguments = self.pre_parse_json(arguments_to_validate)
+        for name, value in arguments.items():
+            if name in _nullable_integers(self.arg_model) and isinstance(value, str):
+                arguments[name] = _integer_text(value)
+        return {"arguments": arguments}
+
+
+@functools.cache
+def _nullable_integers(model: type[BaseModel]) -> frozenset[str]:
+    properties = model.model_json_schema(by_alias=True).get("properties", {})
+    return frozenset(
+        name
+        for name, schema in properties.items()
+        if {branch.get("type") for branch in schema.get("anyOf", ())} == {"integer", "null"}
+    )
+
+
+def _integer_text(value: str) -> int | str:
+    """``"12"`` → 12; any other text unchanged, for validation to refuse."""
+    text = value.strip()
+    return int(text) if re.fullmatch(r"-?[0-9]{1,16}", text) else value
+
+
 def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
     call = sync_to_async(runner)
 
-    async def handler(**arguments: Any) -> CallToolResult:
-        plain = {
-            name: value.model_dump() if isinstance(value, BaseModel) else value
-            for name, value in arguments.items()
-        }
-        return await call(spec, plain)
+    async def handler(arguments: dict[str, Any]) -> CallToolResult:
+        return await call(spec, arguments)
 
     return Tool(
         fn=handler,
@@ -282,7 +339,7 @@ def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
         title=spec.title,
         description=spec.description,
         parameters=spec.arguments.model_json_schema(by_alias=True),
-        fn_metadata=FuncMetadata(arg_model=spec.arguments),
+        fn_metadata=UncheckedArguments(arg_model=spec.arguments),
         is_async=True,
         context_kwarg=None,
         annotations=ToolAnnotations(

@@ -101,8 +101,6 @@ def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> di
 
 def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[str, Any]:
     require_scope(user, USE_EXPERIENCE, request.scope.tenant, message=USE_REFUSED)
-    if not _SKILL_ID.fullmatch(skill_id):
-        raise ValidationFailure("skill_id", "must be a skill id (skill:<sha256>)")
     context = TicketContext(
         occurred_at=request.occurred_at,
         known_at=request.known_at,
@@ -120,7 +118,15 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
 
 def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:
     """A candidate submitted by ``user``; every evidence item stays unchecked."""
-    require(user, PROPOSE_PERMISSIONS, message=PROPOSE_REFUSED)
+    # A tenant the agent may not use is a 403 (as on every endpoint), before the case is read;
+    # the service checks it again for every other path.
+    require_scope(
+        user,
+        PROPOSE_PERMISSIONS,
+        proposal.scope.tenant,
+        message=PROPOSE_REFUSED,
+        field="scope.tenant",
+    )
     case, created = experience_services.case_propose(data=proposal.as_import_item(), actor=user)
     return {"id": case.id, "type": "case", "status": case.status, "created": created}
 

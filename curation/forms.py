@@ -14,8 +14,7 @@ from curation.models import LinkStatus, ProposalStatus, ReReviewReason, ReReview
 from experience.domain import SCOPE_FIELDS
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.formfields import ZonedDateTimeField
-
-MAX_REASON = 2_000
+from reviewconsole.reasons import MAX_REASON
 
 USE_CHOICES = [
     ("", _("— not used")),

@@ -143,6 +143,7 @@ def experience_context(
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     _validate(query, budget, now)
     run_id = validate_run_id(run_id)
+    domain.given_scope_checked(scope)
     missing = domain.missing_scope(scope)
     if missing:
         empty = context.Block(text="", items=(), tokens=0, budget=budget).as_json()

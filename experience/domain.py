@@ -80,6 +80,16 @@ def validate_scope(value: object, *, field: str = "scope") -> dict[str, str]:
     }
 
 
+def given_scope_checked(values: Mapping[str, object], *, field: str = "scope") -> None:
+    """Each scope field a request gives is an exact value (no placeholder such as ``*``),
+    refused naming ``scope.<name>`` as the API's body names it; a field not given is an answer
+    (``missing_scope``), not a refusal."""
+    for name in SCOPE_FIELDS:
+        value = values.get(name)
+        if isinstance(value, str) and value.strip():
+            validate_scope_value(value, field=f"{field}.{name}")
+
+
 def missing_scope(values: Mapping[str, object]) -> list[str]:
     """Scope fields that the caller did not give (never guessed, never widened)."""
     return [

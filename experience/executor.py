@@ -22,8 +22,8 @@ from experience.selectors import skill_availability
 from experience.services import references_record, run_store, validate_run_id
 from experience.tools import CallContext, Tool, default_registry, tool_specs
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
-from reviewconsole import clock
-from reviewconsole.errors import ValidationFailure
+from reviewconsole import clock, itemids
+from reviewconsole.errors import UnknownId, ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 from reviewconsole.tenancy import may_access
 from reviewconsole.timeparse import to_utc_iso
@@ -35,6 +35,7 @@ NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
 FALLBACK = RunStatus.FALLBACK.value
 TOOL_TIMEOUT_SECONDS = 10.0
 USE_REFUSED = "running skills needs the agent or reviewer role"
+NO_SUCH_SKILL = "no skill with this id"
 NOT_RUN = "not_run"
 PASSED = "passed"
 FAILED = "failed"
@@ -238,6 +239,13 @@ def run_skill(
     if now is not None and (now.tzinfo is None or now.utcoffset() is None):
         raise ValidationFailure("now", "must be timezone-aware")
     registry = default_registry() if tools is None else tools
+    domain.given_scope_checked(scope)
+    tenant = str(scope.get("tenant") or "").strip() or None
+    if tenant is not None:
+        # The scope's tenant is checked here, as retrieval checks it, whoever calls; a run is
+        # never stored under a tenant the actor may not use or that does not exist.
+        require_scope(actor, USE_EXPERIENCE, tenant, message=USE_REFUSED)
+    skill_known(skill_id, tenant, actor)
     run = _RunState(run_id, skill_id, scope, context, actor, started_at=clock.now())
 
     missing = domain.missing_scope(scope)
@@ -245,9 +253,6 @@ def run_skill(
     if missing:
         return run.finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
     current = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
-    # The scope's tenant is checked here, as retrieval checks it, whoever calls; a run is
-    # never stored under a tenant the actor may not use or that does not exist.
-    require_scope(actor, USE_EXPERIENCE, current["tenant"], message=USE_REFUSED)
     check_time = now or run.started_at
 
     # 1. The gate, before any tool is called.
@@ -283,6 +288,20 @@ def run_skill(
         if unavailable:
             return run.finish(FALLBACK, unavailable)
         return run.finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+
+
+def skill_known(skill_id: object, tenant: str | None, actor: User) -> None:
+    """Refuse, on ``skill_id`` and before anything is written, an id that names no skill the
+    run may use: malformed, nobody's, or another tenant's (the run's tenant when the scope names
+    one, else one the actor may not see), all answered alike (``UnknownId``)."""
+    parsed = itemids.parse(skill_id, field="skill_id", kinds=(itemids.SKILL,))
+    skill_tenant = Skill.objects.filter(pk=str(parsed)).values_list("tenant", flat=True).first()
+    if (
+        skill_tenant is None
+        or (tenant is not None and skill_tenant != tenant)
+        or not may_access(actor, skill_tenant)
+    ):
+        raise UnknownId("skill_id", NO_SUCH_SKILL)
 
 
 def _gate(

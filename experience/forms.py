@@ -8,8 +8,8 @@ from django.utils.translation import gettext_lazy as _
 
 from experience.console_selectors import DEFAULT_SORT, QueueFilters
 from experience.models import RunStatus, Status
+from reviewconsole.reasons import MAX_REASON
 
-MAX_REASON = 2_000
 MAX_NOTE = 500
 
 AGE_CHOICES = [

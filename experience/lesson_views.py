@@ -42,6 +42,7 @@ from reviewconsole.permissions import (
     VIEW_LESSON,
     holds,
 )
+from reviewconsole.reasons import MAX_REASON
 from reviewconsole.views import (
     HtmxHttpRequest,
     console_view,
@@ -53,7 +54,6 @@ from reviewconsole.views import (
 )
 
 LESSONS_PER_PAGE = 25
-MAX_REASON = 2_000
 
 
 def _refusal(error: Exception) -> list[dict[str, str]]:
@@ -234,7 +234,7 @@ def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
     if str(request.POST.get("decision", "")) != "revoke":
         return review(request, lesson, LESSON_REVIEW)
-    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
+    reason = str(request.POST.get("reason", ""))
     try:
         outcome = lessons.lesson_revoke(lesson=lesson, actor=acting_user(request), reason=reason)
     except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
@@ -257,7 +257,7 @@ def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     user = acting_user(request)
     candidate = or_404(lesson_selectors.lesson_get_visible(user, digest))
-    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
+    reason = str(request.POST.get("reason", ""))
     target = Lesson.objects.filter(
         pk=str(request.POST.get("target", "")), tenant=candidate.tenant
     ).first()
@@ -304,7 +304,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 keep=str(request.POST.get("keep", "")),
                 action=str(request.POST.get("action", "")),
                 actor=user,
-                reason=str(request.POST.get("reason", ""))[:MAX_REASON],
+                reason=str(request.POST.get("reason", "")),
                 precondition=str(request.POST.get("precondition", ""))[:MAX_REASON],
                 tags=[t for t in str(request.POST.get("tags", "")).split(",") if t.strip()],
             )

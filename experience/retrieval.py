@@ -38,6 +38,7 @@ DEFAULT_LIMIT = 3
 MAX_LIMIT = 20
 MAX_QUERY = 2_000
 USE_REFUSED = "retrieving experience needs the agent or reviewer role"
+LIMIT_INVALID = f"must be an integer from 1 to {MAX_LIMIT}"
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
 
@@ -48,7 +49,7 @@ def _validate(query: object, limit: object, now: datetime) -> None:
     if len(query) > MAX_QUERY:
         raise ValidationFailure("query", f"must be at most {MAX_QUERY} characters")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationFailure("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+        raise ValidationFailure("limit", LIMIT_INVALID)
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValidationFailure("now", "must be timezone-aware")
 
@@ -92,6 +93,7 @@ def retrieve_experience(
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     _validate(query, limit, now)
     run_id = validate_run_id(run_id)
+    domain.given_scope_checked(scope)
     missing = domain.missing_scope(scope)
     if missing:
         return {"status": FALLBACK, "missing": missing, "items": []}

@@ -18,15 +18,14 @@ from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, require
+from reviewconsole.reasons import reason_within_cap
 from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
 
-REASON_LIMIT = 2000
 NOT_FLAGGED = "is not a run to follow up"
 ALREADY_FOLLOWED_UP = "is already followed up"
-REASON_TOO_LONG = f"must be at most {REASON_LIMIT} characters"
 FOLLOW_UP_REFUSED = "marking a run followed up needs the review permission"
 
 
@@ -73,8 +72,7 @@ def run_follow_up(*, run_id: str, actor: User, reason: str = "") -> RunFollowUp:
     """Mark ``run_id`` followed up: its flag clears until another revocation reaches it."""
     require(actor, REVIEW_CASE, message=FOLLOW_UP_REFUSED)
     reason = (reason or "").strip()
-    if len(reason) > REASON_LIMIT:
-        raise ValidationFailure("reason", REASON_TOO_LONG)
+    reason_within_cap(reason)
     row = RunFollowUp.objects.select_for_update().filter(run_id=run_id).first()
     # Another tenant's run answers as one that is not flagged: the answer never tells it exists.
     if row is None or not all(may_access(actor, t) for t in _run_tenants(run_id)):

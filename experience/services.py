@@ -67,6 +67,7 @@ from reviewconsole.permissions import (
     holds,
     require,
 )
+from reviewconsole.reasons import MAX_REASON, reason_within_cap
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from reviewconsole.tenancy import NOT_IN_TENANT, may_access, require_input_tenant
@@ -432,6 +433,7 @@ def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> Evid
     """Record that ``actor`` checked one evidence item of ``case``."""
     require(actor, VERIFY_EVIDENCE, message=VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
     _require_tenant(actor, case)
+    reason_within_cap(note, field="note")
     try:
         evidence = Evidence.objects.select_related("case").get(case=case, key=key)
     except Evidence.DoesNotExist:
@@ -701,7 +703,9 @@ def run_store(
         actor=actor,
         action=Action.SKILL_RUN,
         target=skill_id[:200],
-        reason=reason,
+        # The run's own account of itself (tool errors, evidence ids) may run long; the run row
+        # keeps it whole, the event its start.
+        reason=reason[:MAX_REASON],
         details={"run_id": run_id, "status": status, "tool_calls": tool_calls},
     )
     return run

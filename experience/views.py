@@ -85,6 +85,7 @@ from reviewconsole.permissions import (
     VIEW_LESSON,
     VIEW_SKILL,
 )
+from reviewconsole.reasons import MAX_REASON
 from reviewconsole.tenancy import NOT_IN_TENANT, tenants_of
 from reviewconsole.views import (
     Checklist,
@@ -497,7 +498,7 @@ def case_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     case = or_404(case_get_visible(digest, acting_user(request)))
     if not request.htmx:
         return HttpResponseRedirect(case.get_absolute_url())
-    reason = request.GET.get("reason", "")[:2000]
+    reason = request.GET.get("reason", "")[:MAX_REASON]
     return render_page(
         request,
         "experience/case_detail.html",
@@ -586,7 +587,7 @@ def review(request: HtmxHttpRequest, item: Case | Skill | Lesson, kind: ReviewKi
     ``then=next`` the next item of the queue it was opened from (the queue when none is left).
 
     Refused, the review panel comes back with the unmet conditions (422)."""
-    reason = str(request.POST.get("reason", ""))[:2000]
+    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
     following = None
     filters, queue = queue_filters_of(str(request.POST.get("queue", "")))
     then_next = "next" in (request.POST.get("then"), request.GET.get("then"))
@@ -710,7 +711,7 @@ def skill_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     skill = or_404(skill_get_visible(digest, acting_user(request)))
     if not request.htmx:
         return HttpResponseRedirect(skill.get_absolute_url())
-    reason = request.GET.get("reason", "")[:2000]
+    reason = request.GET.get("reason", "")[:MAX_REASON]
     return render_page(
         request,
         "experience/case_detail.html",

@@ -33,6 +33,7 @@ from reviewconsole.formfields import (
     ZonedDateTimeInput,
     offer_values,
 )
+from reviewconsole.reasons import MAX_REASON
 from reviewconsole.tenancy import default_tenant
 from reviewconsole.timeparse import check_bounds, to_utc_iso
 
@@ -470,10 +471,10 @@ class DocumentReviewForm(forms.Form):
     decision = forms.ChoiceField(
         choices=[("approve", _("Approve")), ("reject", _("Reject"))], label=_("Decision")
     )
-    reason = forms.CharField(label=_("Reason"), max_length=2000, required=False)
+    reason = forms.CharField(label=_("Reason"), max_length=MAX_REASON, required=False)
 
 
 class DocumentRevokeForm(forms.Form):
-    reason = forms.CharField(label=_("Reason"), max_length=2000, required=False)
+    reason = forms.CharField(label=_("Reason"), max_length=MAX_REASON, required=False)
     previewed_runs = forms.CharField(required=False, max_length=100_000)
     previewed_skills = forms.CharField(required=False, max_length=100_000)

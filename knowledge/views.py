@@ -68,6 +68,7 @@ from reviewconsole.permissions import (
     SEARCH_KNOWLEDGE,
     VIEW_DOCUMENT,
 )
+from reviewconsole.reasons import MAX_REASON
 from reviewconsole.tenancy import (
     NOT_IN_TENANT,
     NOT_IN_TENANT_MESSAGE,
@@ -390,7 +391,7 @@ def document_checklist(
         return document
     if not request.htmx:
         return HttpResponseRedirect(document.get_absolute_url())
-    reason = request.GET.get("reason", "")[:2000]
+    reason = request.GET.get("reason", "")[:MAX_REASON]
     return render_page(
         request,
         "knowledge/document_detail.html",
@@ -410,7 +411,7 @@ def document_review(
     if isinstance(document, HttpResponse):
         return document
     form = DocumentReviewForm(request.POST)
-    reason = str(request.POST.get("reason", ""))[:2000]
+    reason = str(request.POST.get("reason", ""))[:MAX_REASON]
     errors: list[Condition] = []
     if not form.is_valid():
         errors = _form_problems(form)

@@ -33,6 +33,7 @@ from reviewconsole.chain import (
     signed_head,
 )
 from reviewconsole.models import Action, ChainHead, Event
+from reviewconsole.reasons import reason_within_cap
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ def event_record(
 ) -> Event:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit events must be written inside the transaction they record")
+    # Every decision's reason ends here, whichever path it came by: the one cap holds for all.
+    reason_within_cap(reason)
     real_actor = actor if isinstance(actor, User) else None
     actor_name = real_actor.get_username() if real_actor is not None else "system"
     details = details or {}

@@ -37,6 +37,7 @@ from reviewconsole.chain import (
     latest_anchor,
     passes_through_anchor,
 )
+from reviewconsole.cli import readable_file
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 
@@ -197,8 +198,7 @@ def _operating_system_user() -> str:
 
 def database_restore(*, source_file: Path) -> dict[str, Any]:
     """Replace the live database's content with a backup's, in one step, and record it."""
-    if not source_file.is_file():
-        raise ValidationFailure("FILE", f"{source_file} does not exist")
+    readable_file(source_file, field="FILE")
     live = _live_sqlite()
     digest = _sha256(source_file)
     try:

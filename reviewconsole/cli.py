@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from argparse import ArgumentParser
 from pathlib import Path
@@ -139,19 +140,54 @@ def user_by_name(username: str, *, field: str = "--as") -> User:
     return user
 
 
+FILE_MISSING = "{path} does not exist"
+FILE_IS_DIRECTORY = "{path} is a directory, not a file"
+FILE_NOT_PERMITTED = "{path} cannot be read (permission denied)"
+FILE_UNREADABLE = "{path} cannot be read ({problem})"
+
+
+def file_refusal(path: str | Path, error: OSError, *, field: str) -> ValidationFailure:
+    """Why the file at ``path`` cannot be read, naming ``field``: the one wording of every
+    command that reads a file."""
+    if isinstance(error, FileNotFoundError):
+        return ValidationFailure(field, FILE_MISSING.format(path=path))
+    if isinstance(error, IsADirectoryError):
+        return ValidationFailure(field, FILE_IS_DIRECTORY.format(path=path))
+    if isinstance(error, PermissionError):
+        return ValidationFailure(field, FILE_NOT_PERMITTED.format(path=path))
+    return ValidationFailure(field, FILE_UNREADABLE.format(path=path, problem=error.strerror))
+
+
+def readable_file(path: Path, *, field: str = "FILE") -> Path:
+    """``path`` when it is a file this process can read, else ``file_refusal``'s refusal."""
+    if path.is_dir():
+        # Opening a directory succeeds on some systems; it is never a file to read.
+        raise ValidationFailure(field, FILE_IS_DIRECTORY.format(path=path))
+    try:
+        path.open("rb").close()
+    except OSError as error:
+        raise file_refusal(path, error, field=field) from None
+    return path
+
+
 def read_json_file(path: str, *, field: str = "FILE") -> Any:
     """The JSON value of the file at ``path``, checked by ``inputs.load_json``."""
     try:
         raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ValidationFailure(field, f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise ValidationFailure(field, f"{path} is a directory, not a file") from None
-    except PermissionError:
-        raise ValidationFailure(field, f"{path} cannot be read (permission denied)") from None
-    except OSError as exc:
-        raise ValidationFailure(field, f"{path} cannot be read ({exc.strerror})") from None
+    except OSError as error:
+        raise file_refusal(path, error, field=field) from None
     return inputs.load_json(raw, field=field)
+
+
+def integer_option(text: str | None, *, field: str, message: str) -> int | None:
+    """An integer option's value (None when not given). Text that is not a whole number is
+    refused as the service refuses an out-of-range one: the same field, the same message, so
+    ``--budget abc`` and ``--budget 0`` read alike (and like the API's ``budget``)."""
+    if text is None:
+        return None
+    if not re.fullmatch(r"\s*-?[0-9]{1,16}\s*", text):
+        raise ValidationFailure(field, message)
+    return int(text)
 
 
 def parse_fact(text: str) -> tuple[str, object]:

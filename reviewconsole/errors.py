@@ -30,3 +30,9 @@ class PermissionRefused(PermissionError):
         super().__init__(message)
         self.message = message
         self.unmet = unmet
+
+
+class UnknownId(ValidationFailure):
+    """An id that names nothing the caller may use: an id nobody has, or another tenant's,
+    answered alike. Commands report it as any bad value of ``field``; the API answers 404 and MCP
+    ``not_found``, as for every unknown id (docs/contracts.md)."""

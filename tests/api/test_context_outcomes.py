@@ -63,7 +63,7 @@ def test_outcome_of_a_run_with_no_reads_is_refused_on_run_id(
     response = agent_client.post_json("/api/v1/runs/nothing/outcome", {"outcome": "unresolved"})
     assert response.status_code == 422
     assert response.json()["detail"] == [
-        {"loc": ["body", "run_id"], "msg": NO_READS, "type": "value_error"}
+        {"loc": ["path", "run_id"], "msg": NO_READS, "type": "value_error"}
     ]
 
 

@@ -34,7 +34,10 @@ DESCRIBED_RULES: dict[tuple[str, ...], tuple[str, ...] | None] = {
     ("body", "supersedes"): None,
     # A taken investigation id; an outcome for a run id under which nothing was read; a run id
     # opened by another account or in another tenant (the generator reuses ids across tenants).
-    ("body", "run_id"): (RUN_ID_TAKEN, NO_READS, RUN_TAKEN),
+    ("body", "run_id"): (RUN_ID_TAKEN, RUN_TAKEN),
+    # The outcome endpoint's run id (a path parameter), and ``?run_id=`` of a read by id.
+    ("path", "run_id"): (NO_READS, RUN_TAKEN),
+    ("query", "run_id"): (RUN_TAKEN,),
     ("body", "provider"): (LIVE_NOT_CONFIGURED,),
 }
 

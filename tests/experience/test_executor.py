@@ -16,7 +16,7 @@ from experience.models import Reference, Run, RunCitation, Skill
 from experience.tools import SEARCH_KNOWLEDGE_SIGNATURE, CallContext, Tool, search_knowledge_handler
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
-from reviewconsole.errors import PermissionRefused
+from reviewconsole.errors import PermissionRefused, UnknownId
 from reviewconsole.models import Action, Event
 from reviewconsole.permissions import NOT_PERMITTED
 from tests.experience.conftest import NOW, SCOPE
@@ -129,11 +129,11 @@ def test_missing_ticket_times_fall_back(skill: Skill, agent: User) -> None:
     assert (result.status, result.tool_calls, result.missing) == ("fallback", 0, ("occurred_at",))
 
 
-def test_unknown_skill_falls_back_and_is_stored(knowledge: None, agent: User) -> None:
-    result = run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW, actor=agent)
-    assert (result.status, result.tool_calls) == ("fallback", 0)
-    assert result.reason.startswith(executor.SKILL_NOT_FOUND)
-    assert Run.objects.filter(run_id="run-u").exists()
+def test_unknown_skill_is_refused_and_nothing_is_stored(knowledge: None, agent: User) -> None:
+    with pytest.raises(UnknownId) as refused:
+        run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW, actor=agent)
+    assert (refused.value.field, refused.value.message) == ("skill_id", executor.NO_SUCH_SKILL)
+    assert not Run.objects.filter(run_id="run-u").exists()
 
 
 def test_candidate_skill_is_unavailable(

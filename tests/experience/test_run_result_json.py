@@ -121,7 +121,7 @@ SCENARIOS: dict[str, Callable[[Scenario], SkillRunResult]] = {
     "cited_case_revoked": _revoked_before,
     "scope_field_missing": lambda w: w.run("run-m", scope={**SCOPE, "store": None}),
     "ticket_time_missing": lambda w: w.run("run-t", context=TicketContext(None, KNOWN, {})),
-    "unknown_skill": lambda w: w.run("run-u", skill_id="skill:" + "0" * 64),
+    # An unknown skill id is refused before anything runs (tests/experience/test_command_inputs.py).
     "revoked_during_step": _revoking,
     "revoked_before_next_step": _revoking_before_second_step,
     "tool_error": lambda w: w.run("run-e", tools=registry(_raising(RuntimeError("down")))),

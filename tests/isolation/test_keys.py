@@ -12,16 +12,18 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from experience import services
-from experience.executor import TicketContext, run_skill
-from experience.models import Case, ItemType, Skill
+from experience.executor import NO_SUCH_SKILL, TicketContext, run_skill
+from experience.models import Case, ItemType, Run, Skill
 from experience.schema import parse_case, parse_skill
 from experience.tools import tool_specs
 from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole import clock
+from reviewconsole.errors import UnknownId
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data
+from tests.helpers import tenants_exist
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db
@@ -46,6 +48,7 @@ def client_for(user: User) -> Client:
 @pytest.fixture
 def people(db: None, frozen_clock: Any) -> dict[str, User]:
     frozen_clock(NOW)
+    tenants_exist(B)
     return {
         "reviewer": user_set_role(username="rita", role=Role.REVIEWER),
         "second": user_set_role(username="ravi", role=Role.REVIEWER),
@@ -81,13 +84,14 @@ def test_running_another_tenants_skill_answers_as_an_unknown_id(
     people: dict[str, User], a_skill: Skill, agent: str
 ) -> None:
     actor = people[agent]
-    foreign = run_skill(a_skill.id, B_SCOPE, CONTEXT, "run-foreign", NOW, actor=actor).as_json()
-    unknown = run_skill(UNKNOWN_SKILL, B_SCOPE, CONTEXT, "run-unknown", NOW, actor=actor).as_json()
+    refusals = []
+    for skill_id, run_id in ((a_skill.id, "run-foreign"), (UNKNOWN_SKILL, "run-unknown")):
+        with pytest.raises(UnknownId) as refused:
+            run_skill(skill_id, B_SCOPE, CONTEXT, run_id, NOW, actor=actor)
+        refusals.append((refused.value.field, refused.value.message))
 
-    assert foreign["reason"] == f"skill_not_found: {a_skill.id}"
-    for shape in (foreign, unknown):
-        shape.pop("run_id"), shape.pop("skill"), shape.pop("reason")
-    assert foreign == unknown
+    assert refusals[0] == refusals[1] == ("skill_id", NO_SUCH_SKILL)
+    assert not Run.objects.filter(run_id__in=["run-foreign", "run-unknown"]).exists()
 
 
 @pytest.fixture

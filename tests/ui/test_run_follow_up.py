@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
-from experience.run_followups import FOLLOW_UP_REFUSED, REASON_LIMIT, run_follow_up
+from experience.run_followups import FOLLOW_UP_REFUSED, run_follow_up
 from experience.services import case_revoke
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
+from reviewconsole.reasons import MAX_REASON
 from tests.ui.conftest import csrf_client, csrf_token
 from tests.ui.factories import record_run
 
@@ -110,7 +111,7 @@ def test_a_run_not_flagged_or_a_long_reason_is_refused_naming_the_field(
         run_follow_up(run_id="run-ui-2", actor=reviewer)
     assert refused.value.field == "run_id"
     with pytest.raises(ValidationFailure) as refused:
-        run_follow_up(run_id="run-ui-1", actor=reviewer, reason="x" * (REASON_LIMIT + 1))
+        run_follow_up(run_id="run-ui-1", actor=reviewer, reason="x" * (MAX_REASON + 1))
     assert refused.value.field == "reason"
 
 

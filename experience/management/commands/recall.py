@@ -4,12 +4,12 @@ from argparse import ArgumentParser
 from typing import Any
 
 from experience.context import MAX_BUDGET
-from experience.context_service import experience_context
+from experience.context_service import BUDGET_INVALID, experience_context
 from experience.domain import SCOPE_FIELDS
-from experience.retrieval import DEFAULT_LIMIT, retrieve_experience
+from experience.retrieval import DEFAULT_LIMIT, LIMIT_INVALID, retrieve_experience
 from experience.services import SYSTEM_AGENT, system_agent
 from reviewconsole import clock
-from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.cli import JsonCommand, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -32,7 +32,7 @@ class Command(JsonCommand):
         add_scope_arguments(parser)
         parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
         parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
-        parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
+        parser.add_argument("--limit", metavar="N", help=f"default: {DEFAULT_LIMIT}")
         parser.add_argument(
             "--format",
             dest="output_format",
@@ -42,7 +42,6 @@ class Command(JsonCommand):
         )
         parser.add_argument(
             "--budget",
-            type=int,
             metavar="N",
             help=f"tokens the context block may use (1-{MAX_BUDGET}); needed with --format context",
         )
@@ -61,22 +60,24 @@ class Command(JsonCommand):
             else clock.now()
         )
         if options["output_format"] == "context":
-            if options.get("budget") is None:
+            budget = integer_option(options.get("budget"), field="budget", message=BUDGET_INVALID)
+            if budget is None:
                 raise ValidationFailure("--budget", "is required with --format context")
             return experience_context(
                 options["query"],
                 scope_from_options(options),
                 now,
                 options["run_id"],
-                options["budget"],
+                budget,
                 actor=actor,
             )
+        limit = integer_option(options.get("limit"), field="limit", message=LIMIT_INVALID)
         return retrieve_experience(
             options["query"],
             scope_from_options(options),
             now,
             options["run_id"],
-            options["limit"],
+            DEFAULT_LIMIT if limit is None else limit,
             actor=actor,
         )
 

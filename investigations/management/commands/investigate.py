@@ -7,9 +7,9 @@ from experience.management.commands.recall import add_scope_arguments, scope_fro
 from experience.services import SYSTEM_AGENT, system_agent
 from investigations.domain import MAX_CALLS_LIMIT
 from investigations.providers import PROVIDERS, SCRIPTED
-from investigations.services import investigation_run
+from investigations.services import MAX_CALLS_RANGE, investigation_run
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
-from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.cli import JsonCommand, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -48,7 +48,7 @@ class Command(JsonCommand):
         parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED)
         parser.add_argument("--run-id", dest="run_id", metavar="R", help="default: a new id")
         parser.add_argument(
-            "--max-calls", dest="max_calls", type=int, metavar="N", help=f"1 to {MAX_CALLS_LIMIT}"
+            "--max-calls", dest="max_calls", metavar="N", help=f"1 to {MAX_CALLS_LIMIT}"
         )
         parser.add_argument(
             "--as",
@@ -62,6 +62,9 @@ class Command(JsonCommand):
         occurred_at = parse_aware_datetime(options["at"], field="--at")
         known_at = parse_aware_datetime(options["known_at"], field="--known-at")
         try:
+            max_calls = integer_option(
+                options.get("max_calls"), field="max_calls", message=MAX_CALLS_RANGE
+            )
             investigation = investigation_run(
                 actor=actor,
                 text=options["text"],
@@ -71,7 +74,7 @@ class Command(JsonCommand):
                 facts=facts_from_options(options),
                 provider=options["provider"],
                 run_id=options.get("run_id"),
-                max_calls=options.get("max_calls"),
+                max_calls=max_calls,
             )
         except ValidationFailure as failure:
             raise ValidationFailure(_flag(failure.field), failure.message) from None

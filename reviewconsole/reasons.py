@@ -1,0 +1,20 @@
+"""The reason a decision records: one cap for the console, the commands and the services.
+
+Pure: no Django imports. Every audited decision stores its reason in the audit event
+(``reviewconsole.audit.event_record`` refuses a longer one, so no path stores more); forms and
+the reason fields of the pages use the same cap.
+"""
+
+from __future__ import annotations
+
+from reviewconsole.errors import ValidationFailure
+
+MAX_REASON = 2_000
+REASON_TOO_LONG = f"must be at most {MAX_REASON} characters"
+
+
+def reason_within_cap(reason: str, *, field: str = "reason") -> str:
+    """``reason`` unchanged, or a refusal naming ``field`` when it is longer than the cap."""
+    if len(reason) > MAX_REASON:
+        raise ValidationFailure(field, REASON_TOO_LONG)
+    return reason
