@@ -65,7 +65,13 @@ CASES = [
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
     ("run", "reviewer", 15, 14, "doc:rule-b@1"),  # +1: the run's owner and tenant
     ("documents", "operator", 11, 8, "doc:rule-a@2"),  # +2: scope values for the filters
-    ("document", "operator", 13, 12, "Compare with version"),  # +2: stored revocation impacts, and which tenant older ones belong to
+    (
+        "document",
+        "operator",
+        13,
+        12,
+        "Compare with version",
+    ),  # +2: stored revocation impacts, and which tenant older ones belong to
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.
