@@ -21,7 +21,7 @@ from knowledge.services import document_revoke, documents_import
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
-from tests.experience.conftest import NOW, SCOPE, case_data, skill_data
+from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data, skill_data
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def approved_case(people: dict[str, User], **changes: Any) -> Case:
     case, _ = services.case_submit(
         content=parse_case(case_data(**changes)), actor=people["reviewer"]
     )
-    services.case_approve(case=case, actor=people["second"], reason="checked")
+    approve_checked(case, actor=people["second"])
     return case
 
 
