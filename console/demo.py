@@ -45,6 +45,7 @@ from experience import lessons, selectors, services
 from experience.demo import (
     DEMO_FACTS,
     DEMO_SCOPE,
+    case_check_and_approve,
     load_demo_experience,
     load_demo_knowledge,
 )
@@ -279,13 +280,9 @@ def _second_skill(*, cases: list[str], operator: User, reviewer: User) -> str:
 
 def _approve_checked(case_id: str, *, reviewer: User) -> None:
     """``reviewer`` checks the case's diagnosis evidence and approves it, if still a candidate."""
-    case = selectors.case_get(case_id)
-    if case.status != Status.CANDIDATE:
-        return
-    for item in case.evidence_items.filter(key__startswith="diagnosis/"):
-        if not item.checks.exists():
-            services.evidence_check(case=case, key=item.key, actor=reviewer, note=CHECK_NOTE)
-    services.case_approve(case=case, actor=reviewer, reason=APPROVAL_REASON)
+    case_check_and_approve(
+        selectors.case_get(case_id), reviewer=reviewer, reason=APPROVAL_REASON, note=CHECK_NOTE
+    )
 
 
 def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from experience import selectors, services
 from experience.executor import TicketContext, run_skill
-from experience.models import Status
+from experience.models import Case, Status
 from experience.schema import evidence_objects
 from reviewconsole.cli import read_json_file
 from reviewconsole.permissions import VERIFY_EVIDENCE, holds
@@ -46,6 +46,7 @@ DEMO_FACTS: dict[str, object] = {"channel": "miniapp", "product": "fruit-tea", "
 APPROVE = (0, 1, 5)
 APPROVAL_REASON = "诊断证据已核对，反证记录完整，适用范围与本门店本版本一致"
 SKILL_APPROVAL_REASON = "引用两个不同事故的已批准案例，配方只读且只有一步"
+DIAGNOSIS_CHECK_NOTE = "demo: diagnosis excerpt compared with the thread before approving"
 
 
 def _without_verified_flags(items: list[Any]) -> list[Any]:
@@ -74,14 +75,31 @@ def _verified_keys(item: dict[str, Any]) -> list[str]:
     return keys
 
 
+def case_check_and_approve(case: Case, *, reviewer: User, reason: str, note: str) -> None:
+    """``reviewer`` checks the case's diagnosis evidence, then approves it, if still a candidate.
+
+    What a reviewer does before approving: the submitter's own checks (an import's
+    ``verified: true``) do not count toward approval (``domain.check_counts``), so the approver
+    checks the diagnosis evidence themselves. An item they already checked is not checked again.
+    """
+    if case.status != Status.CANDIDATE:
+        return
+    for item in case.evidence_items.filter(section="diagnosis").order_by("position"):
+        if not item.checks.filter(checked_by=reviewer).exists():
+            services.evidence_check(case=case, key=item.key, actor=reviewer, note=note)
+    services.case_approve(case=case, actor=reviewer, reason=reason)
+
+
 def load_demo_experience(
     *, operator: User, reviewer: User, path: Path | None = None
 ) -> dict[str, Any]:
     """Import the demo cases and skill as ``operator``; ``reviewer`` checks and approves.
 
-    Four eyes hold either way: the operator submits, the reviewer approves. When the operator
-    may not verify evidence, the ``verified`` marks are recorded as the reviewer's own checks
-    instead of being claimed by the import. Safe to call again: nothing is duplicated.
+    Four eyes hold either way: the operator submits, the reviewer checks the diagnosis evidence
+    and approves. When the operator may not verify evidence, the ``verified`` marks are recorded
+    as the reviewer's own checks instead of being claimed by the import; when the operator may,
+    the import records them as the operator's checks, which do not count toward approval, and
+    the reviewer checks the diagnosis evidence too. Safe to call again: nothing is duplicated.
     """
     raw = read_json_file(str(path or FIXTURE))
     can_verify = holds(operator, VERIFY_EVIDENCE)
@@ -106,9 +124,12 @@ def load_demo_experience(
     for index in APPROVE:
         result = submitted[index]
         if result.type == "case":
-            case = selectors.case_get(result.id)
-            if case.status == Status.CANDIDATE:
-                services.case_approve(case=case, actor=reviewer, reason=APPROVAL_REASON)
+            case_check_and_approve(
+                selectors.case_get(result.id),
+                reviewer=reviewer,
+                reason=APPROVAL_REASON,
+                note=DIAGNOSIS_CHECK_NOTE,
+            )
         else:
             skill = selectors.skill_get(result.id)
             if skill.status == Status.CANDIDATE:

@@ -116,6 +116,13 @@ class Reviewer:
     can_review: bool
 
 
+def check_counts(*, checked_by: int, submitted_by: int) -> bool:
+    """Four eyes on evidence: a check counts toward approval only when someone other than the
+    item's submitter made it (the approver's own check counts). ``experience.selectors``
+    counts checks in SQL by this rule; a test holds the two together."""
+    return checked_by != submitted_by
+
+
 @dataclass(frozen=True)
 class CaseFacts:
     """What approval of a case looks at; the service reads it from the rows."""
@@ -124,6 +131,7 @@ class CaseFacts:
     submitted_by: int
     valid_to: datetime
     diagnosis_statement: str
+    # Diagnosis evidence items with a check that counts (check_counts).
     checked_diagnosis_evidence: int
     counterevidence_with_evidence: int
 

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from experience import domain
 from experience.guards import guard_unmet
 from experience.models import (
     Case,
     Evidence,
+    EvidenceCheck,
     Lesson,
     Reference,
     RevocationImpact,
@@ -87,11 +88,12 @@ def reviewer_of(user: User) -> domain.Reviewer:
 
 
 def case_facts(case: Case) -> domain.CaseFacts:
+    # domain.check_counts in SQL: a check by the submitter does not count.
+    counting = EvidenceCheck.objects.filter(evidence=OuterRef("pk")).exclude(
+        checked_by_id=case.submitted_by_id
+    )
     checked = (
-        Evidence.objects.filter(case=case, section="diagnosis", checks__isnull=False)
-        .values("pk")
-        .distinct()
-        .count()
+        Evidence.objects.filter(case=case, section="diagnosis").filter(Exists(counting)).count()
     )
     with_evidence = sum(1 for entry in case.counterevidence if entry.get("evidence"))
     return domain.CaseFacts(

@@ -26,7 +26,7 @@ UNMET: dict[str, Promise] = {
     domain.OWN_SUBMISSION: _("You submitted it; someone else must review it (four eyes)."),
     domain.NO_DIAGNOSIS: _("The diagnosis states no cause."),
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
-        "No reviewer has checked any diagnosis evidence item yet."
+        "No one other than the submitter has checked a diagnosis evidence item yet."
     ),
     domain.NO_COUNTEREVIDENCE: _("No ruled-out hypothesis comes with evidence."),
     domain.TOO_FEW_INCIDENTS: _(

@@ -115,7 +115,7 @@ CONDITION_LABELS = {
         "The diagnosis states a cause (empty, “unknown” or “not yet determined” does not count)"
     ),
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
-        "A reviewer checked at least one diagnosis evidence item"
+        "Someone other than the submitter checked at least one diagnosis evidence item"
     ),
     domain.NO_COUNTEREVIDENCE: _("At least one counterevidence entry cites evidence"),
     domain.TOO_FEW_INCIDENTS: _("Usable cited cases come from at least two distinct incidents"),
@@ -327,6 +327,12 @@ class EvidenceView:
     evidence: Evidence
     checks: list[EvidenceCheck]
     checked_by_me: bool
+    # The ids of the checks that count toward approval (domain.check_counts: not the submitter's).
+    counting: frozenset[int]
+
+    @property
+    def counts(self) -> bool:
+        return bool(self.counting)
 
     @property
     def anchor(self) -> str:
@@ -345,7 +351,16 @@ def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
     for evidence in case_evidence(case):
         checks = list(evidence.checks.all())
         views[evidence.key] = EvidenceView(
-            evidence, checks, any(check.checked_by_id == user.pk for check in checks)
+            evidence,
+            checks,
+            any(check.checked_by_id == user.pk for check in checks),
+            frozenset(
+                check.pk
+                for check in checks
+                if domain.check_counts(
+                    checked_by=int(check.checked_by_id), submitted_by=int(case.submitted_by_id)
+                )
+            ),
         )
     return views
 

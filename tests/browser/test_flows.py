@@ -74,12 +74,16 @@ def test_approving_ones_own_submission_is_refused_with_the_reason(
     login(page, "rita")
     page.goto(_path(own.id))
     page.locator("#ev-diagnosis-0").get_by_role("button").click()
-    expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
+    # Her own check is recorded, and marked as not counting toward approval (four eyes).
+    expect(page.locator("#ev-diagnosis-0")).to_contain_text("checked by rita")
+    expect(page.locator("#ev-diagnosis-0")).to_contain_text("checked by the submitter only")
+    expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_have_count(0)
     page.fill("#review-reason", "I am sure about my own diagnosis")
     page.get_by_role("button", name="Approve", exact=True).click()
     alert = page.locator("#review-panel [role=alert]")
     expect(alert).to_contain_text("Someone other than the submitter approves it (four eyes)")
     expect(alert.locator('[data-condition="own_submission"]')).to_be_visible()
+    expect(alert.locator('[data-condition="no_checked_diagnosis_evidence"]')).to_be_visible()
     screen(page, "case-own-submission-refused")
     own.refresh_from_db()
     assert own.status == Status.CANDIDATE

@@ -18,7 +18,7 @@ from curation.threads import thread_import
 from experience import services as experience_services
 from experience.models import Case
 from experience.schema import parse_case
-from tests.experience.conftest import NOW, case_data
+from tests.experience.conftest import NOW, approve_checked, case_data
 
 THREAD_FILE = Path(settings.BASE_DIR) / "fixtures" / "threads" / "coupon-store-scope.json"
 THREAD_ID = "T-20260918-store-002-coupon"
@@ -80,11 +80,11 @@ def submit(reviewer: User, at_now: datetime) -> Callable[..., Case]:
 
 @pytest.fixture
 def approve(submit: Callable[..., Case], second_reviewer: User) -> Callable[..., Case]:
-    """An approved case: submitted by the reviewer, approved by the second reviewer."""
+    """An approved case: submitted by the reviewer, checked and approved by the second reviewer."""
 
     def make(data: dict[str, Any]) -> Case:
         case = submit(data)
-        experience_services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        approve_checked(case, actor=second_reviewer)
         case.refresh_from_db()
         return case
 

@@ -28,7 +28,7 @@ from knowledge.services import documents_import
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
 from tests.evaluation.conftest import ticket, ticket_set
-from tests.experience.conftest import case_data
+from tests.experience.conftest import approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +57,7 @@ def submitted(data: dict[str, Any], reviewer: User) -> Case:
 
 def approved(data: dict[str, Any], reviewer: User, approver: User) -> Case:
     case = submitted(data, reviewer)
-    services.case_approve(case=case, actor=approver, reason="checked")
+    approve_checked(case, actor=approver)
     return selectors.case_get(case.id)
 
 
@@ -229,6 +229,7 @@ def test_approving_a_case_that_cites_a_held_out_ticket_is_refused(
     data = citing("thread://other/t-1")
     data["counterevidence"][0]["evidence"] = [{"source_id": source_id, "excerpt": "刷新无效。"}]
     case = submitted(data, reviewer)
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refused:
         services.case_approve(case=case, actor=second_reviewer, reason="checked")
     assert refused.value.unmet == [experience_domain.CITES_HELDOUT_TICKET]
@@ -259,6 +260,8 @@ def test_registration_happens_before_approval_can_leak(
     """Whichever comes first, a held-out ticket and an approved case citing it never coexist."""
     case = submitted(citing(HELD_OUT), reviewer)
     heldout_register(ticket_set=the_set(), actor=reviewer)
-    with pytest.raises(ReviewRefused):
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
+    with pytest.raises(ReviewRefused) as refused:
         services.case_approve(case=case, actor=second_reviewer, reason="checked")
+    assert refused.value.unmet == [experience_domain.CITES_HELDOUT_TICKET]
     assert heldout_leaks(the_set()) == []

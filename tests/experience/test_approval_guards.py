@@ -13,6 +13,7 @@ from experience import selectors, services
 from experience.models import Case, Status
 from experience.services import ReviewRefused
 from reviewconsole.models import Action, Event
+from tests.experience.conftest import approve_checked
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +40,7 @@ def test_a_guard_s_unmet_names_refuse_the_approval(
     guards_module.case_approval_guard_register(guard)
     guards_module.case_approval_guard_register(guard)
     case = submit_case()
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refused:
         services.case_approve(case=case, actor=second_reviewer, reason="")
     # Reported once each, after the memory's own conditions; the guard ran once.
@@ -56,7 +58,7 @@ def test_a_guard_with_nothing_to_say_lets_the_approval_through(
 ) -> None:
     guards_module.case_approval_guard_register(lambda case: [])
     case = submit_case()
-    services.case_approve(case=case, actor=second_reviewer, reason="checked")
+    approve_checked(case, actor=second_reviewer)
     assert selectors.case_get(case.id).status == Status.APPROVED
 
 

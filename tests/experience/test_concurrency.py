@@ -17,7 +17,7 @@ from experience.executor import NEEDS_REVIEW, run_skill
 from experience.models import Case, Run, Skill, Status
 from experience.services import ReviewRefused
 from reviewconsole.models import Action, Event
-from tests.experience.conftest import SCOPE, case_data
+from tests.experience.conftest import SCOPE, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,10 +45,12 @@ def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
 
 
 @pytest.fixture
-def candidate(reviewer: User) -> Case:
+def candidate(reviewer: User, second_reviewer: User) -> Case:
+    """A candidate the second reviewer has checked (a check by its submitter does not count)."""
     from experience.schema import parse_case
 
     case, _ = services.case_submit(content=parse_case(case_data()), actor=reviewer)
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     return case
 
 
@@ -128,7 +130,7 @@ def live_skill(operator: User, reviewer: User, second_reviewer: User) -> Skill:
             content=parse_case(case_data(incident=incident, title=f"券不可用 {incident}")),
             actor=reviewer,
         )
-        services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        approve_checked(case, actor=second_reviewer, reason="ok")
         ids.append(case.id)
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data(ids), tool_specs()), actor=reviewer

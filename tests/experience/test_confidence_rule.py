@@ -25,7 +25,7 @@ from experience.retrieval import retrieve_experience
 from experience.run_claims import run_claim
 from reviewconsole import clock
 from reviewconsole.roles import Role
-from tests.experience.conftest import QUERY, SCOPE, VALID_FROM, VALID_TO, case_data
+from tests.experience.conftest import QUERY, SCOPE, VALID_FROM, VALID_TO, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
 
@@ -291,7 +291,7 @@ def test_a_superseding_case_inherits_its_predecessors_outcomes(
     new = submit_case(
         case_data(title="二号店优惠券无法使用：门店范围漏配（补充）", supersedes=old.id)
     )
-    services.case_approve(case=new, actor=second_reviewer, reason="更完整")
+    approve_checked(new, actor=second_reviewer, reason="更完整")
     assert Case.objects.get(pk=old.id).superseded_by == new.id
     assert case_score(Case.objects.get(pk=new.id)).inputs.refuting_outcomes == 1
 

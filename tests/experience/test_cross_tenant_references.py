@@ -30,7 +30,13 @@ from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from tests.api.conftest import BearerClient
-from tests.experience.conftest import SCOPE, case_data, skill_data, without_verified
+from tests.experience.conftest import (
+    SCOPE,
+    approve_checked,
+    case_data,
+    skill_data,
+    without_verified,
+)
 from tests.helpers import run_json
 from tests.mcp.test_server import call
 
@@ -195,7 +201,7 @@ def stored_cross_version(foreign: Case, submit_case: Callable[..., Case]) -> Cas
 def test_approving_a_stored_cross_tenant_version_supersedes_nothing(
     stored_cross_version: Case, foreign: Case, acme_reviewer: User
 ) -> None:
-    outcome = services.case_approve(case=stored_cross_version, actor=acme_reviewer, reason="ok")
+    outcome = approve_checked(stored_cross_version, actor=acme_reviewer, reason="ok")
     assert outcome.status == Status.APPROVED
     assert_foreign_untouched(foreign)
 
@@ -206,6 +212,7 @@ def test_the_console_approval_of_a_stored_cross_tenant_version_supersedes_nothin
     client = Client()
     client.force_login(acme_reviewer)
     digest = stored_cross_version.id.split(":", 1)[1]
+    client.post(reverse("experience:case-check", args=[digest]), {"key": "diagnosis/0", "note": ""})
     response = client.post(
         reverse("experience:case-review", args=[digest]),
         {"decision": "approve", "reason": "核对无误"},

@@ -75,10 +75,15 @@ def test_importer_with_verify_permission_records_its_own_checks(
     reviewer: User, second_reviewer: User, at_now: datetime
 ) -> None:
     result = demo.load_demo_experience(operator=reviewer, reviewer=second_reviewer)
-    assert set(EvidenceCheck.objects.values_list("checked_by__username", flat=True)) == {
-        reviewer.username
-    }
-    assert selectors.case_get(result["cases"][0]).approved_by == second_reviewer
+    # The import's checks are the importer's; they do not count toward approval, so the
+    # approver checks the diagnosis evidence of what they approve, and nothing else.
+    imported = EvidenceCheck.objects.filter(checked_by=reviewer)
+    assert imported.exists()
+    approvers = EvidenceCheck.objects.filter(checked_by=second_reviewer)
+    assert {check.evidence.case_id for check in approvers} == set(result["cases"])
+    assert {check.evidence.section for check in approvers} == {"diagnosis"}
+    for case_id in result["cases"]:
+        assert selectors.case_get(case_id).approved_by == second_reviewer
 
 
 def test_recovery_feedback_alone_cannot_be_approved(

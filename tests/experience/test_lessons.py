@@ -23,7 +23,7 @@ from experience.services import ReviewRefused
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
-from tests.experience.conftest import NOW, SCOPE, VALID_FROM, VALID_TO, case_data
+from tests.experience.conftest import NOW, SCOPE, VALID_FROM, VALID_TO, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
 
@@ -160,7 +160,7 @@ def test_approval_follows_four_eyes_reason_and_a_supporting_case(
         ld.NO_SUPPORTING_CASE,
     ]
     assert Lesson.objects.get().status == Status.CANDIDATE
-    services.case_approve(case=candidate_case, actor=second_reviewer, reason="checked")
+    approve_checked(candidate_case, actor=second_reviewer)
     outcome = lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="backed")
     assert outcome.status == Status.APPROVED
     assert Event.objects.filter(action=Action.LESSON_APPROVE, target=lesson.id).count() == 1

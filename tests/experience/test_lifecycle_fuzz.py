@@ -205,9 +205,14 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @invariant()
         def approved_cases_carry_their_evidence(self) -> None:
             for case in Case.objects.filter(status=Status.APPROVED):
-                assert EvidenceCheck.objects.filter(
-                    evidence__case=case, evidence__key__startswith="diagnosis/"
-                ).exists()
+                # Four eyes on evidence: a check by someone other than the submitter.
+                assert (
+                    EvidenceCheck.objects.filter(
+                        evidence__case=case, evidence__key__startswith="diagnosis/"
+                    )
+                    .exclude(checked_by_id=case.submitted_by_id)
+                    .exists()
+                )
                 assert case.evidence_items.filter(key__startswith="counterevidence/").exists()
                 assert case.approved_by_id != case.submitted_by_id
 

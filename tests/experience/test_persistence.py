@@ -50,6 +50,8 @@ def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> Non
     items.write_text(json.dumps([case_data(**window)], ensure_ascii=False), encoding="utf-8")
     imported = manage(database, "import_cases", str(items), "--as", "rita", "--json")
     case_id = imported["items"][0]["id"]
+    # rita's own "verified" check does not count: ravi checks the diagnosis before approving.
+    manage(database, "review", "verify", case_id, "--evidence", "diagnosis/0", "--as", "ravi")
     approved = manage(
         database, "review", "approve", case_id, "--as", "ravi", "--reason", "ok", "--json"
     )

@@ -15,7 +15,7 @@ from experience.models import Case, Reference, Skill
 from experience.retrieval import retrieve_experience
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.permissions import NOT_PERMITTED
-from tests.experience.conftest import NOW, QUERY, SCOPE, case_data
+from tests.experience.conftest import NOW, QUERY, SCOPE, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
 
@@ -120,7 +120,7 @@ def test_rejected_and_superseded_are_invisible(
     services.case_reject(case=rejected, actor=second_reviewer, reason="no")
     old = approved_case()
     new = submit_case(case_data(supersedes=old.id))
-    services.case_approve(case=new, actor=second_reviewer, reason="更正")
+    approve_checked(new, actor=second_reviewer, reason="更正")
     assert ids(retrieve_experience(QUERY, SCOPE, NOW, "r", actor=agent)) == [new.id]
 
 

@@ -26,7 +26,13 @@ from experience.services import ReviewRefused
 from experience.tools import tool_specs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
-from tests.experience.conftest import NOW, case_data, skill_data, without_verified
+from tests.experience.conftest import (
+    NOW,
+    approve_checked,
+    case_data,
+    skill_data,
+    without_verified,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -145,6 +151,7 @@ def test_reviewer_checks_evidence(
 
 def test_approve(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     outcome = services.case_approve(case=case, actor=second_reviewer, reason=" 证据已核对 ")
     case.refresh_from_db()
     assert outcome.status == case.status == Status.APPROVED
@@ -159,17 +166,20 @@ def test_approve(submit_case: Callable[..., Case], second_reviewer: User) -> Non
 
 def test_four_eyes(submit_case: Callable[..., Case], reviewer: User) -> None:
     case = submit_case()
+    # The submitter's own check (``verified: true`` in the import) does not count either.
     assert refused(lambda: services.case_approve(case=case, actor=reviewer, reason="ok")) == [
-        domain.OWN_SUBMISSION
+        domain.OWN_SUBMISSION,
+        domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
     ]
     assert selectors.case_get(case.id).status == Status.CANDIDATE
     assert not events(Action.CASE_APPROVE, case.id)
 
 
 def test_only_reviewers_approve(
-    submit_case: Callable[..., Case], operator: User, agent: User
+    submit_case: Callable[..., Case], operator: User, agent: User, second_reviewer: User
 ) -> None:
     case = submit_case()
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     for actor in (operator, agent):
         assert refused(partial(services.case_approve, case=case, actor=actor, reason="ok")) == [
             domain.NOT_REVIEWER
@@ -197,14 +207,18 @@ def test_identity_never_comes_from_content(
             },
             [domain.NO_CHECKED_DIAGNOSIS_EVIDENCE],
         ),
-        ({"counterevidence": []}, [domain.NO_COUNTEREVIDENCE]),
+        # The diagnosis evidence is checked by its submitter only: that does not count.
+        (
+            {"counterevidence": []},
+            [domain.NO_CHECKED_DIAGNOSIS_EVIDENCE, domain.NO_COUNTEREVIDENCE],
+        ),
         (
             {
                 "counterevidence": [
                     {"hypothesis": "h", "statement": "s", "refutes": "r", "evidence": []}
                 ]
             },
-            [domain.NO_COUNTEREVIDENCE],
+            [domain.NO_CHECKED_DIAGNOSIS_EVIDENCE, domain.NO_COUNTEREVIDENCE],
         ),
     ],
 )
@@ -243,6 +257,7 @@ def test_reason_state_and_expiry(
     frozen_clock: Callable[[datetime], Any],
 ) -> None:
     case = submit_case()
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     assert refused(lambda: services.case_approve(case=case, actor=second_reviewer, reason=" ")) == [
         domain.REASON_REQUIRED
     ]
@@ -259,6 +274,7 @@ def test_reason_state_and_expiry(
 
 def test_reject(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
+    services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     assert refused(lambda: services.case_reject(case=case, actor=second_reviewer, reason="")) == [
         domain.REASON_REQUIRED
     ]
@@ -278,7 +294,7 @@ def test_supersede_on_approval(
     old = approved_case()
     correction = submit_case(case_data(supersedes=old.id, summary="更正：补充了服务端缓存的核对"))
     assert selectors.case_get(old.id).status == Status.APPROVED
-    services.case_approve(case=correction, actor=second_reviewer, reason="更正版")
+    approve_checked(correction, actor=second_reviewer, reason="更正版")
     old.refresh_from_db()
     assert (old.status, old.superseded_by) == (Status.SUPERSEDED, correction.id)
     [event] = events(Action.CASE_SUPERSEDE, old.id)
@@ -416,7 +432,7 @@ def test_revoke_needs_reason_and_approved_state(
     assert refused(lambda: services.case_revoke(case=case, actor=second_reviewer, reason="x")) == [
         domain.NOT_APPROVED
     ]
-    services.case_approve(case=case, actor=second_reviewer, reason="ok")
+    approve_checked(case, actor=second_reviewer, reason="ok")
     assert refused(lambda: services.case_revoke(case=case, actor=second_reviewer, reason="")) == [
         domain.REASON_REQUIRED
     ]

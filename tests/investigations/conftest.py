@@ -11,7 +11,7 @@ from experience import services
 from experience.models import Skill
 from experience.schema import parse_case, parse_skill
 from experience.tools import tool_specs
-from tests.experience.conftest import case_data, skill_data
+from tests.experience.conftest import approve_checked, case_data, skill_data
 from tests.knowledge.conftest import fixture_documents, knowledge_base
 
 __all__ = ["fixture_documents", "knowledge_base"]
@@ -45,7 +45,7 @@ def memory(
         case, _ = services.case_submit(
             content=parse_case(case_data(incident=incident, title=title)), actor=reviewer
         )
-        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        approve_checked(case, actor=second_reviewer)
         ids.append(case.id)
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data(ids), tool_specs()), actor=reviewer

@@ -22,7 +22,7 @@ from reviewconsole import clock
 from reviewconsole.errors import UnknownId
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
-from tests.experience.conftest import NOW, SCOPE, case_data, skill_data
+from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data, skill_data
 from tests.helpers import tenants_exist
 from tests.knowledge.conftest import document
 
@@ -63,7 +63,7 @@ def approved_case(people: dict[str, User], **changes: Any) -> Case:
     case, _ = services.case_submit(
         content=parse_case(case_data(**changes)), actor=people["reviewer"]
     )
-    services.case_approve(case=case, actor=people["second"], reason="checked")
+    approve_checked(case, actor=people["second"])
     return case
 
 
