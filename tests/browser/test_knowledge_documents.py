@@ -50,7 +50,7 @@ def test_create_approve_by_another_operator_then_revoke_with_impact(
 
     page.fill("#id_valid_to", "")
     page.get_by_role("button", name="Save as a draft").click()
-    page.wait_for_url("**/knowledge/rule-browser/v1/")
+    page.wait_for_url("**/knowledge/teahouse/rule-browser/v1/")
     assert "Saved doc:rule-browser@1 as a draft" in page.locator(".messages").inner_text()
     rows = page.locator("table.requirements tbody tr")
     shown = {
@@ -88,7 +88,7 @@ def test_create_approve_by_another_operator_then_revoke_with_impact(
     approver.locator("#revoke-errors").get_by_text("A reason is written").wait_for()
     approver.fill("#revoke-reason", "Campaign withdrawn by the brand")
     approver.get_by_role("button", name="Confirm revocation").click()
-    approver.wait_for_url("**/knowledge/rule-browser/v1/")
+    approver.wait_for_url("**/knowledge/teahouse/rule-browser/v1/")
     stored = approver.get_by_role("region", name="Revocation impact (stored)")
     assert "run-browser-read" in stored.inner_text()
     assert "Campaign withdrawn by the brand" in stored.inner_text()

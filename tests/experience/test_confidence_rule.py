@@ -387,7 +387,7 @@ def test_the_case_page_shows_an_agents_confirmation_as_awaiting_a_reviewer(
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=agent)
     client.force_login(reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Agent confirmations awaiting a reviewer" in page
+    assert "Awaiting a reviewer" in page
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Agent confirmations awaiting a reviewer" not in page
+    assert "Awaiting a reviewer" not in page
