@@ -50,6 +50,7 @@ FIXTURE_TENANTS = (
     "another-tenant",
     "rival",
     "other-value",
+    "riverside",
 )
 
 
