@@ -116,9 +116,12 @@ def _votes_statement(size: int, now: datetime | None) -> tuple[str, list[Any]]:
         f" SELECT r.{q('item_id')}, {columns} FROM {joined}"
         f" WHERE r.{q('item_id')} IN ({marks}) AND {filters}"
         f" GROUP BY r.{q('item_id')}, {grouping}"
-        f" UNION ALL SELECT l.heir, {columns} FROM {joined}"
-        f" JOIN lineage l ON l.item = r.{q('item_id')}"
-        f" WHERE {filters} GROUP BY l.heir, {grouping}"
+        # The (usually empty) lineage drives this branch: CROSS JOIN keeps SQLite from starting
+        # at the references or outcomes, which it would scan whole.
+        f" UNION ALL SELECT l.heir, {columns} FROM lineage l"
+        f" CROSS JOIN {q(Reference._meta.db_table)} r"
+        f" JOIN {q(RunOutcome._meta.db_table)} o ON o.{q('run_id')} = r.{q('run_id')}"
+        f" WHERE r.{q('item_id')} = l.item AND {filters} GROUP BY l.heir, {grouping}"
     )
     return sql, branch_params
 
