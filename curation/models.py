@@ -340,7 +340,7 @@ class NotificationOptOut(models.Model):
 
 class OutboxMail(models.Model):
     """One reviewer notification mail in the outbox (curation.notifications): written in the
-    transaction that decides it is due, sent by ``curation.tasks.mail_send_task``, and marked
+    transaction that decides it is due, sent by ``curation.notifications.mail_send_task``, and marked
     sent in the transaction of the send, so a failed send leaves it pending to be tried again."""
 
     class State(models.TextChoices):

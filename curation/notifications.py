@@ -26,12 +26,13 @@ from django.contrib.auth.models import User
 from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django_tasks import task
 
 from curation.mail_text import console_link, quoted
 from curation.models import NotificationOptOut, NotificationSent, OutboxMail
-from curation.tasks import mail_send_task
 from experience.models import Case, Lesson, LessonConflict, Skill, Status
 from reviewconsole import clock
+from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds
 from reviewconsole.tenancy import may_access
 
@@ -89,6 +90,15 @@ def _deliver(user: User | None, kind: str, keys: list[str], subject: str, lines:
         NotificationSent.objects.filter(user=user, kind=kind, key__in=fresh).update(mail=mail)
         mail_send_task.enqueue(mail.pk)
     return 1
+
+
+@task()
+def mail_send_task(mail_id: int, attempt: int = 1) -> str:
+    """Send one outbox mail (``outbox_send``); a failed send is retried with backoff, and a mail
+    already sent is not sent again. Defined beside the outbox it serves, so this module, which
+    queues it, does not import ``curation.tasks`` (which imports this module)."""
+    with retrying(mail_send_task, attempt, mail_id):
+        return outbox_send(mail_id)
 
 
 def outbox_send(mail_id: int) -> str:

@@ -121,16 +121,6 @@ def notify_task(kind: str, key: str, attempt: int = 1) -> int:
         return notifications.notify_waiting_candidates()
 
 
-@task()
-def mail_send_task(mail_id: int, attempt: int = 1) -> str:
-    """Send one outbox mail (``curation.notifications.outbox_send``); a failed send is retried
-    with backoff, and a mail already sent is not sent again."""
-    from curation.notifications import outbox_send
-
-    with retrying(mail_send_task, attempt, mail_id):
-        return outbox_send(mail_id)
-
-
 def item_saved(sender: type, instance: object, created: bool, **kwargs: Any) -> None:
     """``post_save`` of a case, skill or lesson: a revocation tells whoever approved it."""
     from curation.notifications import REVOKED

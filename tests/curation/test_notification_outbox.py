@@ -122,7 +122,7 @@ def test_a_sent_mail_is_not_sent_again(
     approved_case: Callable[..., Case],
 ) -> None:
     from curation.models import OutboxMail
-    from curation.tasks import mail_send_task
+    from curation.notifications import mail_send_task
 
     reviewer, approver = mailed
     case = approved_case()

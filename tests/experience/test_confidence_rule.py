@@ -25,28 +25,12 @@ from experience.retrieval import retrieve_experience
 from experience.run_claims import run_claim
 from reviewconsole import clock
 from reviewconsole.roles import Role
-from tests.experience.conftest import QUERY, SCOPE, VALID_FROM, VALID_TO, approve_checked, case_data
+from tests.experience.conftest import QUERY, SCOPE, approve_checked, case_data
+from tests.experience.test_lessons import SCENE, lesson_data
 
 pytestmark = pytest.mark.django_db
 
-SCENE = {"tags": ["优惠券", "小程序"], "description": "小程序优惠券无法使用"}
 LESSON_QUERY = "优惠券 无法使用"
-
-
-def lesson_data(supports: list[str], **changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "type": "lesson",
-        "lesson_type": "failure_lesson",
-        "scope": dict(SCOPE),
-        "scene": dict(SCENE),
-        "precondition": "活动规则限定了适用门店",
-        "conclusion": "不要先让顾客刷新缓存；先核对活动适用门店",
-        "supports": supports,
-        "valid_from": VALID_FROM,
-        "valid_to": VALID_TO,
-    }
-    data.update(changes)
-    return data
 
 
 @pytest.fixture
