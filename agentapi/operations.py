@@ -24,14 +24,17 @@ from agentapi.schemas import (
     RunOutcomeRequest,
     SkillRunRequest,
 )
-from experience import services as experience_services
-from experience.context_service import experience_context as context_block
-from experience.executor import TicketContext, run_skill
-from experience.models import Case, ItemType, Reference, Run, Skill, Status
-from experience.outcomes import run_outcome_report
-from experience.retrieval import retrieve_experience
-from experience.run_claims import run_claim, run_owner
-from experience.selectors import skill_availability
+from experience.cases import services as experience_services
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Case, Skill
+from experience.cases.selectors import skill_availability
+from experience.core.models import ItemType, Status
+from experience.retrieval.block import experience_context as context_block
+from experience.retrieval.service import retrieve_experience
+from experience.review.outcomes import run_outcome_report
+from experience.runs import records as experience_run_records
+from experience.runs.claims import run_claim, run_owner
+from experience.runs.models import Reference, Run
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
@@ -134,7 +137,7 @@ def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:
 def run_read(*, user: User, run_id: str) -> dict[str, Any]:
     require(user, VIEW_RUN, message=VIEW_RUN_REFUSED)
     try:
-        run_id = experience_services.validate_run_id(run_id)
+        run_id = experience_run_records.validate_run_id(run_id)
     except ValidationFailure:
         raise NotFound(NO_SUCH_RUN) from None
     if "\x00" in run_id:
@@ -245,10 +248,10 @@ def _record_read(
     """A read by id inside a run is a Reference too, so revocation impact finds it."""
     if run_id is None:
         return
-    run_id = experience_services.validate_run_id(run_id)
+    run_id = experience_run_records.validate_run_id(run_id)
     with transaction.atomic():
         run_claim(run_id=run_id, actor=actor, tenant=tenant, at=clock.now())
-        experience_services.references_record(run_id=run_id, items=items, at=clock.now())
+        experience_run_records.references_record(run_id=run_id, items=items, at=clock.now())
 
 
 def _run_json(run: Run) -> dict[str, Any]:

@@ -22,11 +22,11 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from experience import schema as case_format
-from experience.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
-from experience.context import MIN_BUDGET as CONTEXT_MIN_BUDGET
-from experience.context import TOKENIZER as CONTEXT_TOKENIZER
-from experience.outcomes import MAX_NOTE as MAX_OUTCOME_NOTE
+from experience.cases import schema as case_format
+from experience.retrieval.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
+from experience.retrieval.context import MIN_BUDGET as CONTEXT_MIN_BUDGET
+from experience.retrieval.context import TOKENIZER as CONTEXT_TOKENIZER
+from experience.review.outcomes import MAX_NOTE as MAX_OUTCOME_NOTE
 from investigations import domain as investigation_domain
 from investigations import services as investigation_services
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT

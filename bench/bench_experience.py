@@ -108,16 +108,10 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
     # registered here as an import would register it (requests refuse an unknown tenant).
     Tenant.objects.get_or_create(name="teahouse", defaults={"created_at": datetime.now(UTC)})
 
-    from experience import domain
-    from experience.models import (
-        Case,
-        Lesson,
-        LessonCase,
-        LessonConflict,
-        Reference,
-        Skill,
-        SkillCase,
-    )
+    from experience.cases.models import Case, Skill, SkillCase
+    from experience.core import domain
+    from experience.lessons.models import Lesson, LessonCase, LessonConflict
+    from experience.runs.models import Reference
     from reviewconsole import itemids
 
     User = get_user_model()
@@ -279,7 +273,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         [(*row, "", "", "", "") for row in conflict_rows],
     )  # fmt: skip
     # Bulk inserts skip the write-time indexing that approvals do: index everything at once.
-    from experience import postings
+    from experience.index import postings
 
     index_started = time.perf_counter()
     postings.rebuild()
@@ -304,10 +298,10 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
 def measure(
     data: dict[str, Any], rng: random.Random, repeat: int
 ) -> list[tuple[str, float, float]]:
-    from experience.models import Reference
-    from experience.retrieval import retrieve_experience
-    from experience.selectors import revocation_impact
-    from experience.services import system_agent
+    from experience.cases.services import system_agent
+    from experience.retrieval.service import retrieve_experience
+    from experience.review.impact import revocation_impact
+    from experience.runs.models import Reference
 
     agent = system_agent()
 
@@ -359,7 +353,7 @@ def measure(
 
     # With lessons (what retrieval does now) against retrieval as it was before lessons (no
     # lesson read, no confidence), interleaved call by call over the same scopes.
-    from experience import retrieval
+    from experience.retrieval import service as retrieval
 
     # The baseline switches off everything retrieval does for lessons and confidence: the
     # lesson read, the guess of which items' outcomes to read with the lessons', and scoring.
@@ -380,7 +374,7 @@ def measure(
             for name, original in saved.items():
                 setattr(retrieval, name, original)
 
-    from experience import outcome_selectors
+    from experience.lessons import outcome_tallies as outcome_selectors
 
     def without_outcome_tallies() -> Any:
         # The same call with the outcome counts taken as none: what reading lessons and
@@ -436,9 +430,9 @@ def by_scope_size(
 ) -> list[tuple[str, float, float]]:
     """Retrieval and the context block from the index against ranking every gated text (the
     index switched off: what retrieval did before it) and the bare gated query, interleaved."""
-    from experience import postings
-    from experience.context_service import experience_context
-    from experience.retrieval import gated_cases, retrieve_experience
+    from experience.index import postings
+    from experience.retrieval.block import experience_context
+    from experience.retrieval.service import gated_cases, retrieve_experience
 
     counter = iter(range(10**9))
 

@@ -76,8 +76,8 @@ def main() -> None:
 def report(calls: int, runs: int) -> None:
     from datetime import datetime
 
-    from experience.services import system_agent
-    from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
+    from experience.cases.services import system_agent
+    from experience.cases.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
     from investigations.declarations import SEARCH_DECLARATION
     from investigations.domain import (
         Budget,

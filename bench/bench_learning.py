@@ -61,7 +61,7 @@ def import_curve(sizes: list[int]) -> Iterator[tuple[int, float, float, int]]:
     from django.contrib.auth.models import User
 
     from curation.models import NearDuplicate
-    from experience.services import items_import
+    from experience.review.imports import items_import
     from reviewconsole.roles import Role
     from reviewconsole.services import user_set_role
 
@@ -79,8 +79,8 @@ def import_curve(sizes: list[int]) -> Iterator[tuple[int, float, float, int]]:
 
 
 def context_p50(data: dict[str, Any], repeat: int) -> tuple[float, float]:
-    from experience.context_service import experience_context
-    from experience.services import system_agent
+    from experience.cases.services import system_agent
+    from experience.retrieval.block import experience_context
 
     agent = system_agent()
     scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": "store-0001",

@@ -10,7 +10,7 @@ class ConsoleConfig(AppConfig):
     verbose_name = "console shell"
 
     def ready(self) -> None:
-        from experience.scope_options import scope_values
+        from experience.pages.scope_options import scope_values
         from reviewconsole.formfields import scope_values_provider_install
 
         # Scope fields of every console form offer the documents' and cases' values the user

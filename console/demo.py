@@ -41,7 +41,11 @@ from curation import domain as curation_domain
 from curation import threads
 from curation.scan import curation_scan
 from evaluation.models import ReplayReport
-from experience import lessons, selectors, services
+from experience.cases import selectors, services
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.schema import parse_skill
+from experience.cases.tools import tool_specs
+from experience.core.models import Status
 from experience.demo import (
     DEMO_FACTS,
     DEMO_SCOPE,
@@ -49,13 +53,13 @@ from experience.demo import (
     load_demo_experience,
     load_demo_knowledge,
 )
-from experience.executor import TicketContext, run_skill
-from experience.lesson_schema import parse_lesson
-from experience.models import LessonConflict, Run, Status
-from experience.outcomes import run_outcome_report, run_read_items
-from experience.retrieval import retrieve_experience
-from experience.schema import parse_skill
-from experience.tools import tool_specs
+from experience.lessons import services as lessons
+from experience.lessons.models import LessonConflict
+from experience.lessons.schema import parse_lesson
+from experience.retrieval.service import retrieve_experience
+from experience.review import revocation
+from experience.review.outcomes import run_outcome_report, run_read_items
+from experience.runs.models import Run
 from investigations.models import Investigation
 from investigations.services import investigation_run
 from reviewconsole import clock
@@ -314,7 +318,7 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
     with _days_ago(now, REVOKE_DAYS):
         summary = selectors.case_get(summary_id)
         if summary.status == Status.APPROVED:
-            services.case_revoke(case=summary, actor=reviewer, reason=SUMMARY_REVOCATION_REASON)
+            revocation.case_revoke(case=summary, actor=reviewer, reason=SUMMARY_REVOCATION_REASON)
     with clock.frozen(now):
         scan = curation_scan(now=now)
     return {

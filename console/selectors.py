@@ -8,7 +8,10 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from experience.models import Case, ConflictStatus, Lesson, LessonConflict, Reference, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from experience.runs.models import Reference
 from knowledge.models import Document
 
 RECENT_DAYS = 7

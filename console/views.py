@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from console.selectors import dashboard_counts
-from experience.run_followups import runs_to_follow_up_count
+from experience.runs.followups import runs_to_follow_up_count
 from reviewconsole import clock
 from reviewconsole.permissions import VIEW_DOCUMENT, VIEW_RUN
 from reviewconsole.tenancy import tenants_of

@@ -16,9 +16,11 @@ from django.db import transaction
 
 from curation import aar
 from curation.models import RunDraft
-from experience.domain import SCOPE_FIELDS
-from experience.models import Case, Run, Status
-from experience.services import case_propose
+from experience.cases.models import Case
+from experience.cases.services import case_propose
+from experience.core.domain import SCOPE_FIELDS
+from experience.core.models import Status
+from experience.runs.models import Run
 from investigations.models import Investigation
 from reviewconsole import clock
 from reviewconsole.audit import event_record

@@ -10,21 +10,21 @@ class CurationConfig(AppConfig):
 
         from curation.selectors import canonical_incident_expression
         from curation.signals import case_saved, skill_saved
-        from experience.models import Case, Skill
-        from experience.selectors import canonical_incident_install
+        from experience.cases.models import Case, Skill
+        from experience.cases.selectors import canonical_incident_install
 
         post_save.connect(case_saved, sender=Case, dispatch_uid="curation.case_saved")
         post_save.connect(skill_saved, sender=Skill, dispatch_uid="curation.skill_saved")
         # A finished skill run or investigation queues its after-action review.
         from curation.tasks import run_finished
-        from experience.models import Run
+        from experience.runs.models import Run
         from investigations.models import Investigation
 
         post_save.connect(run_finished, sender=Run, dispatch_uid="curation.aar.run")
         post_save.connect(run_finished, sender=Investigation, dispatch_uid="curation.aar.inv")
         # Revocations and new lesson conflicts tell the reviewers who approved the items.
         from curation.tasks import conflict_saved, item_saved
-        from experience.models import Lesson, LessonConflict
+        from experience.lessons.models import Lesson, LessonConflict
 
         for model in (Case, Skill, Lesson):
             post_save.connect(item_saved, sender=model, dispatch_uid=f"curation.notify.{model}")

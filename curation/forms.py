@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from curation import domain
 from curation.models import LinkStatus, ProposalStatus, ReReviewReason, ReReviewStatus
-from experience.domain import SCOPE_FIELDS
+from experience.core.domain import SCOPE_FIELDS
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.formfields import ZonedDateTimeField
 from reviewconsole.reasons import MAX_REASON

@@ -17,8 +17,9 @@ from curation import domain
 from curation.checks import REVIEW_REFUSED, reason_given
 from curation.models import CaseBand, CaseSignature, IncidentMerge, LinkStatus, NearDuplicate
 from curation.selectors import incident_merges, scope_key
-from experience.lesson_index import incidents_merged
-from experience.models import Case, Status
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.index.lesson_inputs import incidents_merged
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure

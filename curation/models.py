@@ -12,7 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from experience.models import ID_LENGTH, SCOPE_LENGTH, Case
+from experience.cases.models import Case
+from experience.core.models import ID_LENGTH, SCOPE_LENGTH
 
 
 def _user_fk(*, null: bool = True) -> models.ForeignKey:

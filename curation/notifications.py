@@ -30,7 +30,9 @@ from django_tasks import task
 
 from curation.mail_text import console_link, quoted
 from curation.models import NotificationOptOut, NotificationSent, OutboxMail
-from experience.models import Case, Lesson, LessonConflict, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.lessons.models import Lesson, LessonConflict
 from reviewconsole import clock
 from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds

@@ -10,10 +10,10 @@ from django.db import transaction
 from curation.checks import ADOPT_REFUSED, REVIEW_REFUSED, reason_given
 from curation.models import ProposalStatus, SkillProposal
 from curation.selectors import proposal_validity
-from experience.models import Skill
-from experience.schema import parse_skill
-from experience.services import skill_submit
-from experience.tools import tool_specs
+from experience.cases.models import Skill
+from experience.cases.schema import parse_skill
+from experience.cases.services import skill_submit
+from experience.cases.tools import tool_specs
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure

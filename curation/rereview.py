@@ -14,9 +14,10 @@ from django.db import transaction
 
 from curation.checks import BUILD_REFUSED, REVIEW_REFUSED, reason_given
 from curation.models import ReReview, ReReviewResolution, ReReviewStatus
-from experience.models import Case, Skill, Status
-from experience.schema import parse_case
-from experience.services import case_submit
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_case
+from experience.cases.services import case_submit
+from experience.core.models import Status
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure

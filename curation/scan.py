@@ -33,8 +33,10 @@ from curation.selectors import (
     latest_titles,
     pattern_cases,
 )
-from experience.lessons import conflicts_scan
-from experience.models import Case, LessonConflict, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.lessons.models import LessonConflict
+from experience.lessons.services import conflicts_scan
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.models import Action

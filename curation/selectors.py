@@ -25,17 +25,10 @@ from curation.models import (
     Thread,
     ThreadMessage,
 )
-from experience.domain import SCOPE_FIELDS
-from experience.models import (
-    Case,
-    Evidence,
-    Reference,
-    Run,
-    RunCitation,
-    Skill,
-    SkillCase,
-    Status,
-)
+from experience.cases.models import Case, Evidence, Skill, SkillCase
+from experience.core.domain import SCOPE_FIELDS
+from experience.core.models import Status
+from experience.runs.models import Reference, Run, RunCitation
 from knowledge.models import Document
 from reviewconsole import clock
 from reviewconsole.tenancy import may_access, visible

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from experience.models import Case, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
 
 
 def case_saved(sender: type[Case], instance: Case, created: bool, **kwargs: Any) -> None:

@@ -11,7 +11,7 @@ from django_tasks import TaskResultStatus, task
 
 from curation import aar
 from curation.aar_drafts import DraftRefused, run_draft, trace_of_investigation, trace_of_run
-from experience.models import Run
+from experience.runs.models import Run
 from investigations.models import Investigation
 from reviewconsole import clock
 from reviewconsole.background import retrying
@@ -101,7 +101,7 @@ def case_index_task(case_id: str, attempt: int = 1) -> int:
     """Index a newly stored case and link it to its near-duplicates (off the request path);
     linking again finds the links already made, so a re-run writes nothing twice."""
     from curation.incidents import case_link_similar
-    from experience.models import Case
+    from experience.cases.models import Case
 
     with retrying(case_index_task, attempt, case_id), transaction.atomic():
         case = Case.objects.filter(pk=case_id).first()
@@ -124,7 +124,7 @@ def notify_task(kind: str, key: str, attempt: int = 1) -> int:
 def item_saved(sender: type, instance: object, created: bool, **kwargs: Any) -> None:
     """``post_save`` of a case, skill or lesson: a revocation tells whoever approved it."""
     from curation.notifications import REVOKED
-    from experience.models import Status
+    from experience.core.models import Status
 
     update_fields = kwargs.get("update_fields") or ()
     if (

@@ -11,9 +11,9 @@ from curation import domain
 from curation.checks import BUILD_REFUSED, IMPORT_REFUSED
 from curation.models import Thread, ThreadMessage
 from curation.selectors import thread_units
-from experience.models import Case
-from experience.schema import parse_case
-from experience.services import case_submit
+from experience.cases.models import Case
+from experience.cases.schema import parse_case
+from experience.cases.services import case_submit
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure

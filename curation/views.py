@@ -33,10 +33,11 @@ from curation.forms import (
     use_field,
 )
 from curation.models import ProposalStatus, ReReviewStatus, Thread
-from experience.console_selectors import case_for_page, case_get_visible, skill_get_visible
-from experience.models import Case, Status
-from experience.schema import parse_case
-from experience.scope_options import scope_values
+from experience.cases.models import Case
+from experience.cases.schema import parse_case
+from experience.core.models import Status
+from experience.pages.scope_options import scope_values
+from experience.pages.selectors import case_for_page, case_get_visible, skill_get_visible
 from reviewconsole import clock, inputs, itemids
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.formfields import offer_values

@@ -7,6 +7,6 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         from evaluation.services import heldout_approval_guard
-        from experience.guards import case_approval_guard_register
+        from experience.cases.guards import case_approval_guard_register
 
         case_approval_guard_register(heldout_approval_guard)

@@ -15,8 +15,9 @@ from django.db import transaction
 from evaluation.domain import DEMO, TicketSet
 from evaluation.replay import MemoryEvent, event_note, replay_tickets, results_json
 from evaluation.selectors import heldout_check
-from experience import selectors, services
+from experience.cases import selectors
 from experience.demo import load_demo_experience, load_demo_knowledge
+from experience.review import revocation
 from investigations.domain import Provider
 from reviewconsole import clock
 from reviewconsole.roles import Role
@@ -39,7 +40,7 @@ def prepare_demo_memory() -> list[MemoryEvent]:
 
     def revoke() -> None:
         with clock.frozen(REVOKED_AT):
-            services.case_revoke(
+            revocation.case_revoke(
                 case=selectors.case_get(revoked_case), actor=reviewer, reason=REVOCATION_REASON
             )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from experience.domain import validate_scope
+from experience.core.domain import validate_scope
 from knowledge.domain import sha256_hex
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import json_path, reject_unknown_fields

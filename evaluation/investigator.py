@@ -37,7 +37,7 @@ from evaluation.domain import (
     Ticket,
     check_kind,
 )
-from experience.context import CONFLICT_MARK
+from experience.retrieval.context import CONFLICT_MARK
 from investigations.declarations import (
     RETRIEVE_EXPERIENCE,
     RUN_SKILL,

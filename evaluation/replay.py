@@ -34,11 +34,11 @@ from evaluation.domain import (
 )
 from evaluation.investigator import CONTEXT_BUDGET, investigate
 from evaluation.selectors import heldout_check
-from experience.context_service import experience_context
-from experience.executor import TicketContext, run_skill
-from experience.models import Case
-from experience.retrieval import MAX_QUERY, retrieve_experience
-from experience.services import system_agent
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Case
+from experience.cases.services import system_agent
+from experience.retrieval.block import experience_context
+from experience.retrieval.service import MAX_QUERY, retrieve_experience
 from investigations.domain import Provider
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file

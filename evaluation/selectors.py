@@ -11,7 +11,9 @@ from django.db.models import Q, QuerySet
 
 from evaluation.domain import CITATION_SEPARATORS, TicketSet, citation_targets, cites
 from evaluation.models import HeldoutTicket, ReplayReport
-from experience.models import Case, Evidence, ItemType, Reference, Skill, Status
+from experience.cases.models import Case, Evidence, Skill
+from experience.core.models import ItemType, Status
+from experience.runs.models import Reference
 from knowledge.models import Document, DocumentKind
 from reviewconsole.tenancy import visible
 

@@ -15,8 +15,8 @@ from django.db import transaction
 from evaluation.domain import WITH, WITHOUT, TicketSet
 from evaluation.models import HeldoutRun, HeldoutTicket, ReplayReport
 from evaluation.selectors import heldout_check, heldout_cited_by
-from experience import domain as experience_domain
-from experience.models import Case
+from experience.cases.models import Case
+from experience.core import domain as experience_domain
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure

@@ -8,22 +8,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from experience.followup_models import RunFollowUp
-from experience.index_models import IndexEntry, IndexPosting, IndexScope
-from experience.models import (
-    Case,
-    Evidence,
-    EvidenceCheck,
-    Lesson,
-    LessonCase,
-    LessonConflict,
-    Reference,
-    RevocationImpact,
-    Run,
-    RunCitation,
-    Skill,
-    SkillCase,
-)
+from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
+from experience.index.models import IndexEntry, IndexPosting, IndexScope
+from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 
 
@@ -123,7 +111,7 @@ class LessonConflictAdmin(ReadOnlyAdmin):
 
 
 # Run owners and outcomes (experience.outcome_models).
-from experience.outcome_models import RunOutcome, RunOwner  # noqa: E402
+from experience.runs.models import RunOutcome, RunOwner  # noqa: E402
 
 
 @admin.register(RunOutcome)

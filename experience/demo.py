@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from experience import selectors, services
-from experience.executor import TicketContext, run_skill
-from experience.models import Case, Status
-from experience.schema import evidence_objects
+from experience.cases import selectors, services
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Case
+from experience.cases.schema import evidence_objects
+from experience.core.models import Status
+from experience.review import imports as review_imports
+from experience.review import revocation
+from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.permissions import VERIFY_EVIDENCE, holds
 from reviewconsole.timeparse import parse_aware_datetime
@@ -103,7 +107,7 @@ def load_demo_experience(
     """
     raw = read_json_file(str(path or FIXTURE))
     can_verify = holds(operator, VERIFY_EVIDENCE)
-    submitted = services.items_import(
+    submitted = review_imports.items_import(
         items=raw if can_verify else _without_verified_flags(raw), actor=operator
     )
     if not can_verify:
@@ -148,7 +152,6 @@ def load_demo_experience(
 
 
 def load_demo_knowledge(*, operator: User) -> dict[str, Any]:
-    from knowledge.services import documents_import
 
     result = documents_import(items=read_json_file(str(KNOWLEDGE_FIXTURE)), actor=operator)
     return {"created": result.created, "unchanged": result.unchanged}
@@ -193,7 +196,7 @@ def replays(
             actor=agent,
         ),
     ]
-    revocation = services.case_revoke(
+    revoked = revocation.case_revoke(
         case=selectors.case_get(revoke_case_id),
         actor=reviewer,
         reason="演示：诊断后来被发现证据不足，撤销以停止复用",
@@ -217,5 +220,5 @@ def replays(
                 "as_expected": result.status == expected_status and searched == expected_search,
             }
         )
-    rows[-1]["revocation_impact"] = revocation.impact.as_json()
+    rows[-1]["revocation_impact"] = revoked.impact.as_json()
     return rows

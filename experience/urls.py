@@ -1,6 +1,9 @@
 from django.urls import path, register_converter
 
-from experience import lesson_views, outcome_views, run_views, views
+from experience.pages import items as views
+from experience.pages import lessons as lesson_views
+from experience.pages import outcomes as outcome_views
+from experience.pages import runs as run_views
 
 
 class DigestConverter:

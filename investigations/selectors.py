@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
 
-from experience.models import Case, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
 from investigations.models import Investigation, InvestigationRequest, RequestState
 from knowledge.models import Document
 from reviewconsole import itemids

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from experience.sentences import CodeSentence, sentence_of
+from experience.pages.sentences import CodeSentence, sentence_of
 from investigations import domain, verification
 from knowledge import conclusions
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django_tasks import task
 
-from experience.context_service import experience_context
-from experience.retrieval import MAX_QUERY
-from experience.run_claims import run_claim
-from experience.services import validate_run_id
+from experience.retrieval.block import experience_context
+from experience.retrieval.service import MAX_QUERY
+from experience.runs.claims import run_claim
+from experience.runs.records import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
@@ -29,6 +30,7 @@ from investigations.selectors import unusable_items
 from investigations.tools import bind, declarations
 from reviewconsole import clock
 from reviewconsole.audit import event_record
+from reviewconsole.background import retrying
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -272,8 +274,6 @@ def investigation_request(
     request does. The page (or the API's poll) follows ``InvestigationRequest.steps`` as the
     runner stores them.
     """
-    from investigations.tasks import investigation_task
-
     ticket = _ticket(
         actor=actor,
         text=text,
@@ -415,3 +415,20 @@ def _store(
         },
     )
     return investigation
+
+
+@task()
+def investigation_task(pk: int, attempt: int = 1) -> str:
+    """Run a ticket entered on the console, storing each step as it happens.
+
+    Defined beside ``investigation_request``, which queues it. A failure is retried like any
+    task; when the last attempt fails too, the request says so (``failed``, with the error), so
+    its page stops waiting.
+    """
+    try:
+        with retrying(investigation_task, attempt, pk):
+            return investigation_request_run(pk)
+    except Exception as exc:
+        if attempt >= int(getattr(settings, "TASK_MAX_ATTEMPTS", 5)):
+            investigation_request_failed(pk, f"{type(exc).__name__}: {exc}")
+        raise

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
-from experience.executor import TicketContext as SkillTicketContext
-from experience.executor import run_skill
-from experience.models import ItemType
-from experience.retrieval import retrieve_experience
-from experience.run_claims import run_claim
-from experience.services import references_record
-from experience.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
+from experience.cases.executor import TicketContext as SkillTicketContext
+from experience.cases.executor import run_skill
+from experience.cases.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
+from experience.core.models import ItemType
+from experience.retrieval.service import retrieve_experience
+from experience.runs.claims import run_claim
+from experience.runs.records import references_record
 from investigations.declarations import (
     MEMORY_DECLARATIONS,
     RETRIEVE_EXPERIENCE,

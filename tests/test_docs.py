@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from experience import domain, lesson_domain
+from experience.core import domain
+from experience.lessons import domain as lesson_domain
 from knowledge import services as knowledge_services
 from reviewconsole import tenancy
 from reviewconsole.models import Action

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 def index_approved_items(apps, schema_editor):
     """Index the items approved before the index existed."""
-    from experience import postings
+    from experience.index import postings
 
     models_ = postings.Models(
         apps.get_model("experience", "IndexScope"),

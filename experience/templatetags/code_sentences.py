@@ -7,8 +7,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from experience.sentences import CodeSentence
-from experience.sentences import code_sentence as sentence_of
+from experience.pages.sentences import CodeSentence
+from experience.pages.sentences import code_sentence as sentence_of
 
 register = template.Library()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from experience.outcome_models import Outcome, RunOutcome
+from experience.runs.models import Outcome, RunOutcome
 
 register = template.Library()
 

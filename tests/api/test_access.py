@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole.permissions import holds_any
 from reviewconsole.roles import ROLE_PERMISSIONS, Role
 from reviewconsole.services import user_set_role

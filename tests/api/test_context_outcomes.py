@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import User
 
-from experience.context import TOKENIZER
-from experience.models import Reference
-from experience.outcomes import NO_READS, NOT_OWNER
+from experience.retrieval.context import TOKENIZER
+from experience.review.outcomes import NO_READS, NOT_OWNER
+from experience.runs.models import Reference
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, Demo, retrieve_body

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience.models import Case, EvidenceCheck, Reference, Run, Status
+from experience.cases.models import Case, EvidenceCheck
+from experience.core.models import Status
+from experience.runs.models import Reference, Run
 from reviewconsole.models import Action, Event
 from tests.api.conftest import (
     SCOPE,
@@ -230,9 +232,10 @@ def test_candidates_are_invisible_to_agents(agent_client: BearerClient, demo: De
 def test_a_rejected_or_revoked_case_is_not_found(
     agent_client: BearerClient, demo: Demo, second_reviewer: User
 ) -> None:
-    from experience import selectors, services
+    from experience.cases import selectors, services
+    from experience.review import revocation
 
-    services.case_revoke(
+    revocation.case_revoke(
         case=selectors.case_get(demo.cases[0]), actor=second_reviewer, reason="wrong diagnosis"
     )
     services.case_reject(

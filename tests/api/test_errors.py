@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from agentapi import operations
-from experience.models import Case, Reference, Run
+from experience.cases.models import Case
+from experience.runs.models import Reference, Run
 from tests.api.conftest import (
     SCOPE,
     BearerClient,

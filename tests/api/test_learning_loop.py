@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from curation.aar_drafts import DRAFTER
 from curation.models import RunDraft
-from experience.models import Case, Status
-from experience.services import case_approve, evidence_check
+from experience.cases.models import Case
+from experience.cases.services import case_approve, evidence_check
+from experience.core.models import Status
 from tests.api.conftest import BearerClient, Demo, retrieve_body, run_body
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,8 @@ from django.contrib.auth.models import User
 from django_tasks_db.models import DBTaskResult
 
 from agentapi.services import token_create
-from experience.models import Case, Reference, Run
+from experience.cases.models import Case
+from experience.runs.models import Reference, Run
 from reviewconsole.models import Event
 from reviewconsole.roles import Role
 from tests.api.conftest import (

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agentapi.api import api
 from agentapi.schemas import DATE_TIME_PATTERN
-from experience.schema import VALID_TO_ORDER
+from experience.cases.schema import VALID_TO_ORDER
 from reviewconsole.timeparse import parse_aware_datetime
 from tests.api.conftest import BearerClient, search_body
 

@@ -11,7 +11,8 @@ from django.test import Client
 
 from agentapi.models import ApiToken
 from agentapi.tokens import token_generate
-from experience.models import Case, EvidenceCheck, Status
+from experience.cases.models import Case, EvidenceCheck
+from experience.core.models import Status
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, Demo, case_body, retrieve_body, run_body, search_body
 from tests.investigations.test_api import body as investigation_body
@@ -83,8 +84,8 @@ def _call(client: BearerClient, endpoint: str, demo: Demo) -> int:
 
 @pytest.fixture
 def with_a_run(demo: Demo, agent: User) -> Demo:
+    from experience.cases.executor import run_skill
     from experience.demo import DEMO_SCOPE, demo_context
-    from experience.executor import run_skill
 
     run_skill(demo.skill, DEMO_SCOPE, demo_context(), "demo-replay-1", actor=agent)
     return demo

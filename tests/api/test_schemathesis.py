@@ -18,9 +18,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agentapi.api import api
 from agentapi.services import token_create
-from experience.outcomes import NO_READS
-from experience.run_claims import RUN_TAKEN
-from experience.schema import VALID_TO_ORDER
+from experience.cases.schema import VALID_TO_ORDER
+from experience.review.outcomes import NO_READS
+from experience.runs.claims import RUN_TAKEN
 from investigations.providers import LIVE_NOT_CONFIGURED
 from investigations.services import RUN_ID_TAKEN
 from tests.api.conftest import Demo

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from curation.models import NearDuplicate
-from experience.models import Case, Status
+from experience.cases.models import Case
+from experience.core.models import Status
 from tests.browser.conftest import login, screen
 from tests.curation.conftest import THREAD_FILE, THREAD_ID
 from tests.ui.factories import submit_case

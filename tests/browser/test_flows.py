@@ -10,7 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from experience.models import Case, RevocationImpact, Status
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.runs.models import RevocationImpact
 from knowledge.models import Document
 from reviewconsole.roles import Role
 from tests.browser.conftest import login, screen

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience.models import ItemType, Reference
+from experience.core.models import ItemType
+from experience.runs.models import Reference
 from knowledge.models import Document
 from reviewconsole.roles import Role
 from tests.browser.conftest import VIEWPORT, login, screen

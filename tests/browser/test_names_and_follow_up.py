@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from experience.services import case_revoke
+from experience.review.revocation import case_revoke
 from tests.browser.conftest import login, screen
 
 pytestmark = pytest.mark.browser

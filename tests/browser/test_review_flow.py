@@ -12,8 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from experience.models import Case, Status
-from experience.services import case_revoke
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.review.revocation import case_revoke
 from tests.browser.conftest import SCREENS, login, screen
 from tests.ui.factories import case_data, submit_case
 

@@ -13,7 +13,9 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from console.demo import DEMO_USERS, INVESTIGATION_RUN, SECOND_SKILL_RUN, THREAD_FIXTURE
-from experience.models import Case, Lesson, Status
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.lessons.models import Lesson
 from investigations.models import Investigation
 from reviewconsole.cli import read_json_file
 from tests.browser.conftest import PHONE, VIEWPORT, screen

@@ -21,17 +21,10 @@ from django.core.management import call_command
 from console.demo import demo_replay_report
 from curation.models import NearDuplicate, ReReview, SkillProposal, Thread
 from evaluation.models import ReplayReport
-from experience.models import (
-    Case,
-    ConflictStatus,
-    Lesson,
-    LessonConflict,
-    Reference,
-    RevocationImpact,
-    Run,
-    Skill,
-    Status,
-)
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from experience.runs.models import Reference, RevocationImpact, Run
 from investigations.models import Investigation
 from reviewconsole import clock
 from reviewconsole.models import Event

@@ -22,9 +22,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience import lessons
-from experience.lesson_schema import parse_lesson
-from experience.models import Case, Lesson
+from experience.cases.models import Case
+from experience.lessons import services as lessons
+from experience.lessons.models import Lesson
+from experience.lessons.schema import parse_lesson
 from tests.experience.conftest import approved_case, at_now, submit_case
 from tests.experience.test_lessons import lesson_data
 from tests.knowledge.conftest import fixture_documents, knowledge_base

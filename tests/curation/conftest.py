@@ -15,9 +15,9 @@ from django.contrib.auth.models import User
 
 from curation.models import Thread
 from curation.threads import thread_import
-from experience import services as experience_services
-from experience.models import Case
-from experience.schema import parse_case
+from experience.cases import services as experience_services
+from experience.cases.models import Case
+from experience.cases.schema import parse_case
 from tests.experience.conftest import NOW, approve_checked, case_data
 
 THREAD_FILE = Path(settings.BASE_DIR) / "fixtures" / "threads" / "coupon-store-scope.json"

@@ -12,9 +12,11 @@ from curation import aar
 from curation.aar_drafts import DRAFTER, aar_drafter, run_draft, trace_of_run
 from curation.models import RunDraft
 from curation.tasks import aar_draft_task
-from experience.executor import TicketContext, run_skill
-from experience.models import Case, EvidenceCheck, Run, Skill, Status
-from experience.selectors import case_approval_checklist
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.cases.selectors import case_approval_checklist
+from experience.core.models import Status
+from experience.runs.models import Run
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
@@ -149,9 +151,9 @@ def test_an_investigation_drafts_its_review(skill: Skill, agent: User) -> None:
 def test_the_learning_loop_from_run_to_context_block(
     skill: Skill, agent: User, second_reviewer: User
 ) -> None:
-    from experience.context_service import experience_context
-    from experience.outcomes import run_outcome_report
-    from experience.services import case_approve, evidence_check
+    from experience.cases.services import case_approve, evidence_check
+    from experience.retrieval.block import experience_context
+    from experience.review.outcomes import run_outcome_report
     from tests.experience.conftest import QUERY
 
     run(skill, agent, "loop-1")

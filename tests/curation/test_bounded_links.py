@@ -11,8 +11,9 @@ from django.db.models import Count
 
 from curation.incidents import NEAR_DUPLICATE_BUCKET, NEAR_DUPLICATE_LINKS
 from curation.models import CaseBand, NearDuplicate
-from experience.models import Case, Status
-from experience.services import items_import
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.review.imports import items_import
 from tests.experience.conftest import case_data
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from curation.models import ReReview, Thread
-from experience.models import Case
+from experience.cases.models import Case
 from tests.curation.conftest import THREAD_FILE, THREAD_ID, thread_json
 from tests.experience.conftest import NOW, case_data
 from tests.helpers import run_json

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from curation import incidents
 from curation.models import IncidentMerge, LinkStatus, NearDuplicate
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role

@@ -16,8 +16,8 @@ from django.core.mail import EmailMessage
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
 from curation.notifications import notify_waiting_candidates
-from experience import services
-from experience.models import Case
+from experience.cases.models import Case
+from experience.review import revocation
 from tests.experience import conftest as experience_fixtures
 from tests.experience.conftest import NOW, case_data
 
@@ -77,7 +77,7 @@ def test_a_revocation_mail_that_fails_once_is_sent_on_the_retry(
     mail.outbox.clear()
     mail_server(1)
 
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
 
     [message] = mail.outbox
     assert message.to == [approver.email]
@@ -98,7 +98,7 @@ def test_a_mail_whose_retries_run_out_stays_pending_and_the_next_scan_sends_it(
     mail.outbox.clear()
     mail_server(settings.TASK_MAX_ATTEMPTS)
 
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
 
     assert mail.outbox == []
     [pending] = OutboxMail.objects.filter(user=approver)
@@ -126,7 +126,7 @@ def test_a_sent_mail_is_not_sent_again(
 
     reviewer, approver = mailed
     case = approved_case()
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
     mail.outbox.clear()
     sent = OutboxMail.objects.get(user=approver)
 
@@ -150,7 +150,7 @@ def test_a_mail_for_someone_who_opted_out_meanwhile_is_dropped(
     case = approved_case()
     mail.outbox.clear()
     mail_server(settings.TASK_MAX_ATTEMPTS)
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
     notifications_set(user=approver, enabled=False)
 
     curation_scan_task.enqueue()
@@ -191,7 +191,7 @@ def test_a_revocation_reason_cannot_shape_the_mail(
     case = approved_case(title="x" * 290)
     mail.outbox.clear()
 
-    services.case_revoke(case=case, actor=reviewer, reason=INJECTED)
+    revocation.case_revoke(case=case, actor=reviewer, reason=INJECTED)
 
     [message] = mail.outbox
     [line] = message.body.splitlines()

@@ -12,8 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from curation.notifications import notify_conflict, notify_waiting_candidates, opted_out
-from experience import services
-from experience.models import Case, Lesson, LessonConflict
+from experience.cases.models import Case
+from experience.lessons.models import Lesson, LessonConflict
+from experience.review import revocation
 from tests.experience import conftest as experience_fixtures
 from tests.experience.conftest import NOW
 from tests.experience.test_lessons import approved_lesson, lesson_data, submit_lesson, two_cases
@@ -50,7 +51,7 @@ def test_revoking_tells_the_approver(
     reviewer, approver = mailed
     case = approved_case()
     mail.outbox.clear()
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
     assert [m.to for m in mail.outbox] == [[approver.email]]
     assert "wrong store" in mail.outbox[0].body
 
@@ -67,7 +68,7 @@ def test_a_user_who_opted_out_hears_nothing(
     assert opted_out(approver)
     case = approved_case()
     mail.outbox.clear()
-    services.case_revoke(case=case, actor=reviewer, reason="wrong store")
+    revocation.case_revoke(case=case, actor=reviewer, reason="wrong store")
     assert mail.outbox == []
     client.post(url, {"enabled": "1"})
     assert not opted_out(approver)

@@ -24,13 +24,18 @@ from curation.models import (
     Thread,
 )
 from curation.selectors import confidence_of, similar_cases
-from experience import selectors as experience_selectors
-from experience import services as experience_services
-from experience.console_selectors import QueueFilters, review_queue_rows
-from experience.domain import OWN_SUBMISSION, TOO_FEW_INCIDENTS
-from experience.models import Case, Reference, Skill, Status
-from experience.schema import parse_skill
-from experience.tools import tool_specs
+from experience.cases import selectors as experience_selectors
+from experience.cases import services as experience_services
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_skill
+from experience.cases.tools import tool_specs
+from experience.core import review
+from experience.core.domain import OWN_SUBMISSION, TOO_FEW_INCIDENTS
+from experience.core.models import Status
+from experience.pages.selectors import QueueFilters, review_queue_rows
+from experience.review import revocation as experience_revocation
+from experience.runs import records as experience_run_records
+from experience.runs.models import Reference
 from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -281,7 +286,7 @@ def test_same_incident_merges_the_ids_and_every_count_follows(
     assert TOO_FEW_INCIDENTS in experience_selectors.skill_approval_checklist(
         skill=skill, reviewer=second_reviewer, reason="ok", now=NOW
     )
-    with pytest.raises(experience_services.ReviewRefused) as refused:
+    with pytest.raises(review.ReviewRefused) as refused:
         experience_services.skill_approve(
             skill=skill, actor=second_reviewer, reason="two incidents?"
         )
@@ -490,7 +495,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
     )
     experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     documents_import(items=[rule_document(1)], actor=operator)
-    experience_services.run_store(
+    experience_run_records.run_store(
         run_id="run-1",
         skill_id=skill.id,
         scope=SCOPE,
@@ -539,7 +544,7 @@ def test_recertification_is_a_reviewed_new_version_that_empties_the_queue(
     assert old.status == Status.APPROVED
 
     # The new version's evidence is unchecked: a reviewer checks it, then approves.
-    with pytest.raises(experience_services.ReviewRefused):
+    with pytest.raises(review.ReviewRefused):
         experience_services.case_approve(case=new, actor=reviewer, reason="same as before")
     experience_services.evidence_check(case=new, key="diagnosis/0", actor=reviewer)
     experience_services.case_approve(
@@ -566,7 +571,7 @@ def test_recertification_needs_a_future_validity_and_an_open_entry(
         )
     assert refused.value.field == "valid_to"
     assert Case.objects.count() == 1
-    experience_services.case_revoke(case=old, actor=second_reviewer, reason="wrong")
+    experience_revocation.case_revoke(case=old, actor=second_reviewer, reason="wrong")
     with pytest.raises(ValidationFailure, match="not open"):
         rereview.rereview_recertify(
             entry=entry, valid_from=NOW, valid_to=NOW + 365 * DAY, actor=operator
@@ -578,7 +583,9 @@ def test_revoking_the_item_closes_its_entries(
 ) -> None:
     case = approve(case_data(incident="INC-1"))
     (entry,) = scan.curation_scan(now=NOW + 100 * DAY, days=90).queued
-    experience_services.case_revoke(case=case, actor=second_reviewer, reason="diagnosis was wrong")
+    experience_revocation.case_revoke(
+        case=case, actor=second_reviewer, reason="diagnosis was wrong"
+    )
     entry.refresh_from_db()
     assert (entry.status, entry.resolution) == (ReReviewStatus.CLOSED, ReReviewResolution.REVOKED)
 
@@ -720,7 +727,7 @@ def test_adopting_a_proposal_submits_a_candidate_that_someone_else_approves(
     assert (proposal.status, proposal.skill_id) == (ProposalStatus.ADOPTED, skill.id)
     assert events(Action.PROPOSAL_ADOPT)[0].details["proposal"] == proposal.pk
 
-    with pytest.raises(experience_services.ReviewRefused) as refused:
+    with pytest.raises(review.ReviewRefused) as refused:
         experience_services.skill_approve(skill=skill, actor=reviewer, reason="mine")
     assert refused.value.unmet == [OWN_SUBMISSION]
     experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="两次不同事故")

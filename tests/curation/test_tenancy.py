@@ -31,10 +31,10 @@ from curation.models import (
     SkillProposal,
     Thread,
 )
-from experience import services as experience_services
-from experience.models import Case, SkillCase
-from experience.schema import parse_skill
-from experience.tools import tool_specs
+from experience.cases import services as experience_services
+from experience.cases.models import Case, SkillCase
+from experience.cases.schema import parse_skill
+from experience.cases.tools import tool_specs
 from knowledge.domain import sha256_hex
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from curation import domain, threads
 from curation.models import Thread
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.services import user_set_role
 from tests.conftest import PASSWORD

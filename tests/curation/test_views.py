@@ -20,7 +20,8 @@ from curation.models import (
     ReReview,
     Thread,
 )
-from experience.models import Case, Status
+from experience.cases.models import Case
+from experience.core.models import Status
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.models import Action, Event
 from tests.curation.conftest import THREAD_ID, other_wording, thread_json

@@ -17,8 +17,9 @@ from django.core.management.base import CommandError
 from evaluation import domain
 from evaluation.domain import CALL_BUDGET, parse_ticket_set
 from evaluation.models import HeldoutTicket, ReplayReport
-from experience import services
-from experience.models import ItemType, Reference, Run
+from experience.core.models import ItemType
+from experience.runs import records as run_records
+from experience.runs.models import Reference, Run
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
 from tests.evaluation.conftest import ticket, ticket_set
@@ -168,7 +169,7 @@ def test_a_leaking_set_is_refused_with_its_leaks_and_nothing_written(
 ) -> None:
     case_id = demo_memory["cases"][0]
     read_at = parse_ticket_set(ticket_set()).tickets[0].known_at
-    services.references_record(
+    run_records.references_record(
         run_id="run-held-out-2", items=[(case_id, ItemType.CASE)], at=read_at
     )
     events = Event.objects.count()
@@ -256,7 +257,7 @@ def test_a_demo_replay_is_refused_when_a_ticket_fed_this_database_s_memory(
     demo_memory: dict[str, Any],
 ) -> None:
     shipped = parse_ticket_set(read_json_file(str(SHIPPED)))
-    services.references_record(
+    run_records.references_record(
         run_id=shipped.tickets[0].run_ids[0],
         items=[(demo_memory["cases"][1], ItemType.CASE)],
         at=shipped.tickets[0].known_at,

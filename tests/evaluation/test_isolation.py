@@ -19,11 +19,14 @@ from evaluation.selectors import (
     heldout_leaks,
 )
 from evaluation.services import RUN_OF_OTHER_TICKET, heldout_register
-from experience import domain as experience_domain
-from experience import selectors, services
-from experience.models import Case, ItemType, Status
-from experience.schema import parse_case
-from experience.services import ReviewRefused
+from experience.cases import selectors, services
+from experience.cases.models import Case
+from experience.cases.schema import parse_case
+from experience.core import domain as experience_domain
+from experience.core.models import ItemType, Status
+from experience.core.review import ReviewRefused
+from experience.review import revocation
+from experience.runs import records as run_records
 from knowledge.services import documents_import
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
@@ -79,8 +82,8 @@ def test_memory_that_cannot_be_returned_is_no_leak(
     # A candidate and a revoked case citing the ticket, and a run that read only those.
     candidate = submitted(citing(f"{HELD_OUT}#m2", incident="INC-A"), reviewer)
     revoked = approved(citing(HELD_OUT, incident="INC-B"), reviewer, second_reviewer)
-    services.case_revoke(case=revoked, actor=second_reviewer, reason="wrong")
-    services.references_record(
+    revocation.case_revoke(case=revoked, actor=second_reviewer, reason="wrong")
+    run_records.references_record(
         run_id=HELD_OUT_RUN,
         items=[(candidate.id, ItemType.CASE), (revoked.id, ItemType.CASE)],
         at=now,
@@ -103,7 +106,7 @@ def test_a_run_of_the_ticket_that_read_an_approved_case_is_a_leak(
     demo_memory: dict[str, Any], now: datetime
 ) -> None:
     case_id = demo_memory["cases"][0]
-    services.references_record(run_id=HELD_OUT_RUN, items=[(case_id, ItemType.CASE)], at=now)
+    run_records.references_record(run_id=HELD_OUT_RUN, items=[(case_id, ItemType.CASE)], at=now)
     [leak] = heldout_leaks(the_set(ticket(2), ticket(1)))
     assert (leak.field, leak.reason, leak.via, leak.item_id) == (
         "tickets[1].run_ids[0]",
@@ -116,7 +119,7 @@ def test_a_run_of_the_ticket_that_read_an_approved_case_is_a_leak(
 def test_a_run_that_read_an_approved_skill_is_a_leak(
     demo_memory: dict[str, Any], now: datetime
 ) -> None:
-    services.references_record(
+    run_records.references_record(
         run_id=HELD_OUT_RUN, items=[(demo_memory["skill"], ItemType.SKILL)], at=now
     )
     assert [leak.reason for leak in heldout_leaks(the_set())] == [REFERENCED]

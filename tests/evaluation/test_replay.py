@@ -12,8 +12,11 @@ from evaluation.chart import render_chart
 from evaluation.demo import REVOKED_AT
 from evaluation.domain import parse_ticket_set
 from evaluation.replay import MemoryEvent, replay_current, replay_tickets, results_json
-from experience import selectors, services
-from experience.models import Case, Reference, Run, RunCitation, Skill, Status
+from experience.cases import selectors
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.review import revocation
+from experience.runs.models import Reference, Run, RunCitation
 from reviewconsole import clock
 from reviewconsole.models import Event
 from tests.evaluation.conftest import FULL_FACTS, SCOPE, ticket, ticket_set
@@ -175,7 +178,7 @@ def test_a_timeline_event_applies_before_the_tickets_known_after_it(
 
     def revoke() -> None:
         with clock.frozen(REVOKED_AT):
-            services.case_revoke(
+            revocation.case_revoke(
                 case=selectors.case_get(revoked), actor=reviewer, reason="evidence insufficient"
             )
 

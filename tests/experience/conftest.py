@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import selectors, services
-from experience.models import Case, Skill
-from experience.schema import parse_case, parse_skill
-from experience.tools import tool_specs
+from experience.cases import selectors, services
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
+from experience.core import review
 
 SCOPE = {
     "tenant": "teahouse",
@@ -108,7 +109,7 @@ def submit_case(reviewer: User, at_now: datetime) -> Callable[..., Case]:
     return submit
 
 
-def approve_checked(case: Case, *, actor: User, reason: str = "checked") -> services.ReviewOutcome:
+def approve_checked(case: Case, *, actor: User, reason: str = "checked") -> review.ReviewOutcome:
     """``actor`` checks ``diagnosis/0`` and approves ``case``, as a reviewer does: the submitter's
     own check (``verified: true`` in ``case_data``) does not count toward approval."""
     services.evidence_check(case=case, key="diagnosis/0", actor=actor)

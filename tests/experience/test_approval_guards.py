@@ -8,10 +8,11 @@ from datetime import datetime
 import pytest
 from django.contrib.auth.models import User
 
-from experience import guards as guards_module
-from experience import selectors, services
-from experience.models import Case, Status
-from experience.services import ReviewRefused
+from experience.cases import guards as guards_module
+from experience.cases import selectors, services
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import approve_checked
 

@@ -11,10 +11,12 @@ import pytest
 from django.contrib.auth.models import User
 from django_tasks_db.models import DBTaskResult
 
-from experience.context_service import BUDGET_INVALID
-from experience.executor import NO_SUCH_SKILL
-from experience.models import Case, Reference, Run, Status
-from experience.services import system_agent
+from experience.cases.executor import NO_SUCH_SKILL
+from experience.cases.models import Case
+from experience.cases.services import system_agent
+from experience.core.models import Status
+from experience.retrieval.block import BUDGET_INVALID
+from experience.runs.models import Reference, Run
 from reviewconsole.cli import FILE_IS_DIRECTORY
 from reviewconsole.models import Event
 from reviewconsole.reasons import MAX_REASON, REASON_TOO_LONG

@@ -12,8 +12,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience import domain, selectors, services
-from experience.models import Case, EvidenceCheck, Reference, Run, Skill
+from experience.cases import selectors, services
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.core import domain
+from experience.runs.models import Reference, Run
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
@@ -367,9 +369,9 @@ def test_review_approve_knowledge_document(
 def test_reindex_experience_rebuilds_the_index_with_the_lessons_kept_inputs(
     approved_case: Callable[..., Case], operator: User
 ) -> None:
-    from experience.index_models import IndexEntry
-    from experience.lesson_index import evidence_of
-    from experience.models import Lesson, LessonCase
+    from experience.index.lesson_inputs import evidence_of
+    from experience.index.models import IndexEntry
+    from experience.lessons.models import Lesson, LessonCase
 
     first = approved_case(incident="INC-R1")
     second = approved_case(incident="INC-R2")

@@ -11,11 +11,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connections
 
-from experience import selectors, services
+from experience.cases import selectors, services
+from experience.cases.executor import NEEDS_REVIEW, run_skill
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
 from experience.demo import demo_context, load_demo_knowledge
-from experience.executor import NEEDS_REVIEW, run_skill
-from experience.models import Case, Run, Skill, Status
-from experience.services import ReviewRefused
+from experience.review import revocation
+from experience.runs.models import Run
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE, approve_checked, case_data
 
@@ -47,7 +50,7 @@ def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
 @pytest.fixture
 def candidate(reviewer: User, second_reviewer: User) -> Case:
     """A candidate the second reviewer has checked (a check by its submitter does not count)."""
-    from experience.schema import parse_case
+    from experience.cases.schema import parse_case
 
     case, _ = services.case_submit(content=parse_case(case_data()), actor=reviewer)
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
@@ -97,7 +100,7 @@ def test_approve_racing_revoke_ends_in_one_consistent_state(
 ) -> None:
     def act(index: int) -> Any:
         if index % 2:
-            return services.case_revoke(case=candidate, actor=second_reviewer, reason="wrong")
+            return revocation.case_revoke(case=candidate, actor=second_reviewer, reason="wrong")
         return services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
 
     results = in_threads(10, act)
@@ -119,8 +122,8 @@ def test_approve_racing_revoke_ends_in_one_consistent_state(
 
 @pytest.fixture
 def live_skill(operator: User, reviewer: User, second_reviewer: User) -> Skill:
-    from experience.schema import parse_case, parse_skill
-    from experience.tools import tool_specs
+    from experience.cases.schema import parse_case, parse_skill
+    from experience.cases.tools import tool_specs
     from tests.experience.conftest import skill_data
 
     load_demo_knowledge(operator=operator)
@@ -149,7 +152,7 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
     def act(index: int) -> Any:
         if index == 0:
             time.sleep(0.3)
-            outcome = services.case_revoke(
+            outcome = revocation.case_revoke(
                 case=selectors.case_get(cited.case_id), actor=second_reviewer, reason="wrong"
             )
             stop.set()
@@ -182,7 +185,7 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
 
 
 def test_identical_submissions_racing_store_one_row(reviewer: User) -> None:
-    from experience.schema import parse_case
+    from experience.cases.schema import parse_case
 
     content = parse_case(case_data(incident="INC-RACE"))
     results = in_threads(10, lambda _: services.case_submit(content=content, actor=reviewer))

@@ -16,13 +16,17 @@ from django.contrib.auth.models import User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experience import lesson_domain as ld
-from experience import lesson_selectors, lessons, services
-from experience.lesson_schema import parse_lesson
-from experience.models import Case, ConflictStatus, Lesson, LessonConflict
-from experience.outcomes import run_outcome_report
-from experience.retrieval import retrieve_experience
-from experience.run_claims import run_claim
+from experience.cases.models import Case
+from experience.lessons import domain as ld
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons import services as lessons
+from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from experience.lessons.schema import parse_lesson
+from experience.retrieval.service import retrieve_experience
+from experience.review import conflicts
+from experience.review.outcomes import run_outcome_report
+from experience.runs import records as run_records
+from experience.runs.claims import run_claim
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from tests.experience.conftest import QUERY, SCOPE, approve_checked, case_data
@@ -94,7 +98,7 @@ def conflicted_pair(
 
 def resolve_keeping(lesson: Lesson, resolver: User) -> None:
     conflict = lesson_selectors.conflicts_of(lesson).get(status=ConflictStatus.OPEN)
-    lessons.conflict_resolve(
+    conflicts.conflict_resolve(
         conflict=conflict, keep=lesson.id, action="revoke", actor=resolver, reason="复核后保留"
     )
 
@@ -218,7 +222,7 @@ def test_lessons_in_an_open_conflict_gain_nothing_until_it_is_resolved(
         assert lesson_score(lesson).value == before[lesson.id].value
         assert lesson_score(lesson).inputs.confirming_outcomes == 0
 
-    lessons.conflict_resolve(
+    conflicts.conflict_resolve(
         conflict=conflict,
         keep=failure.id,
         action="revoke",
@@ -245,7 +249,7 @@ def test_a_merged_lesson_inherits_every_outcome_of_its_predecessors(
     ):
         # An agent's run read the lesson (claimed by it, as retrieval claims a run id).
         run_claim(run_id=run_id, actor=agent, tenant=target.tenant, at=clock.now())
-        services.references_record(run_id=run_id, items=[(target.id, "lesson")], at=clock.now())
+        run_records.references_record(run_id=run_id, items=[(target.id, "lesson")], at=clock.now())
         run_outcome_report(run_id=run_id, outcome=outcome, actor=actor)
     refuted = lesson_score(target)
     assert (refuted.inputs.confirming_outcomes, refuted.inputs.refuting_outcomes) == (1, 1)

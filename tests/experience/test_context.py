@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experience.context import (
+from experience.core.domain import GateFields
+from experience.retrieval.context import (
     CONFLICT_MARK,
     HEADER,
     TOKENIZER,
@@ -17,7 +18,6 @@ from experience.context import (
     count_tokens,
     item_head,
 )
-from experience.domain import GateFields
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 
 NOW = datetime.fromisoformat("2026-10-01T12:00:00+08:00")

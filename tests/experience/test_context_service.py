@@ -11,11 +11,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience import services
-from experience.context import TOKENIZER, count_tokens
-from experience.context_service import BUDGET_INVALID, experience_context
-from experience.models import Case, Reference
-from experience.outcome_models import RunOwner
+from experience.cases.models import Case
+from experience.retrieval.block import BUDGET_INVALID, experience_context
+from experience.retrieval.context import TOKENIZER, count_tokens
+from experience.review import revocation
+from experience.runs.models import Reference, RunOwner
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from tests.experience.conftest import NOW, QUERY, SCOPE
@@ -57,7 +57,7 @@ def test_candidates_revoked_and_other_scopes_are_left_out(
 
     submit_case(case_data(incident="INC-9", title="优惠券无法使用：候选"))
     revoked = approved_case(incident="INC-8", title="优惠券无法使用：已撤销")
-    services.case_revoke(case=revoked, actor=second_reviewer, reason="wrong")
+    revocation.case_revoke(case=revoked, actor=second_reviewer, reason="wrong")
     approved_case(incident="INC-7", scope={**SCOPE, "store": "store-001"})
     result = experience_context(QUERY, SCOPE, NOW, "run-x", 500, actor=agent)
     assert result["items"] == [] and result["block"] == ""

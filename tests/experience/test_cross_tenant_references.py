@@ -20,11 +20,12 @@ from django.test import Client
 from django.urls import reverse
 
 from agentapi.services import token_create
-from experience import services
-from experience.console_selectors import case_version_chain
-from experience.models import Case, Skill, Status
-from experience.schema import parse_case, parse_skill
-from experience.tools import tool_specs
+from experience.cases import services
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
+from experience.core.models import Status
+from experience.pages.selectors import case_version_chain
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role

@@ -8,13 +8,16 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import demo, domain, selectors, services
-from experience.executor import run_skill
-from experience.models import Case, EvidenceCheck, Skill, Status
-from experience.retrieval import retrieve_experience
-from experience.schema import parse_skill
-from experience.services import ReviewRefused
-from experience.tools import tool_specs
+from experience import demo
+from experience.cases import selectors, services
+from experience.cases.executor import run_skill
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.cases.schema import parse_skill
+from experience.cases.tools import tool_specs
+from experience.core import domain
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
+from experience.retrieval.service import retrieve_experience
 from tests.experience.conftest import skill_data
 
 pytestmark = pytest.mark.django_db

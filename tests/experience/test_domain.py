@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experience import domain
-from experience.domain import (
+from experience.cases.tools import tool_specs
+from experience.core import domain
+from experience.core.domain import (
     CASE_UNAVAILABLE,
     EXPIRED,
     NO_CHECKED_DIAGNOSIS_EVIDENCE,
@@ -30,7 +31,6 @@ from experience.domain import (
     Reviewer,
     SkillFacts,
 )
-from experience.tools import tool_specs
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import PLACEHOLDER_SCOPE
 

@@ -10,10 +10,18 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from experience import executor, selectors, services
-from experience.executor import TicketContext, run_skill
-from experience.models import Reference, Run, RunCitation, Skill
-from experience.tools import SEARCH_KNOWLEDGE_SIGNATURE, CallContext, Tool, search_knowledge_handler
+from experience.cases import executor, selectors, services
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Skill
+from experience.cases.tools import (
+    SEARCH_KNOWLEDGE_SIGNATURE,
+    CallContext,
+    Tool,
+    search_knowledge_handler,
+)
+from experience.review import documents as review_documents
+from experience.review import revocation
+from experience.runs.models import Reference, Run, RunCitation
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.errors import PermissionRefused, UnknownId
@@ -106,8 +114,8 @@ def test_replay_cited_case_revoked(skill: Skill, second_reviewer: User, agent: U
     assert first.status == "needs_review"
     case = skill.cases.order_by("incident").first()
     assert case is not None
-    revocation = services.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
-    assert revocation.impact.runs == ["run-before"]
+    revoked = revocation.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
+    assert revoked.impact.runs == ["run-before"]
     result = run_skill(skill.id, SCOPE, CONTEXT, "run-4", NOW, actor=agent)
     assert (result.status, result.tool_calls) == ("fallback", 0)
     assert result.reason.startswith(executor.SKILL_UNAVAILABLE) and case.id in result.reason
@@ -139,8 +147,8 @@ def test_unknown_skill_is_refused_and_nothing_is_stored(knowledge: None, agent: 
 def test_candidate_skill_is_unavailable(
     knowledge: None, approved_case: Callable[..., Any], reviewer: User, agent: User
 ) -> None:
-    from experience.schema import parse_skill
-    from experience.tools import tool_specs
+    from experience.cases.schema import parse_skill
+    from experience.cases.tools import tool_specs
     from tests.experience.conftest import skill_data
 
     a, b = approved_case(incident="INC-1"), approved_case(incident="INC-2", title="另一事故")
@@ -177,7 +185,7 @@ def test_revocation_during_a_step_ends_in_fallback_and_keeps_observations(
 
     def revoking(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         result = search_knowledge_handler(arguments, context)
-        services.case_revoke(case=case, actor=second_reviewer, reason="执行中被撤销")
+        revocation.case_revoke(case=case, actor=second_reviewer, reason="执行中被撤销")
         return result
 
     result = run_skill(
@@ -199,7 +207,7 @@ def test_revocation_before_the_next_step_stops_it(
 
     def revoking_first(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         calls.append(arguments["query"])
-        services.skill_revoke(skill=two_steps, actor=second_reviewer, reason="停用")
+        revocation.skill_revoke(skill=two_steps, actor=second_reviewer, reason="停用")
         return search_knowledge_handler(arguments, context)
 
     result = run_skill(
@@ -294,7 +302,7 @@ def test_document_revocation_lists_runs_whose_results_cited_it(
     )
     cited = full.observations[0]["evidence"][0]["id"]
     document = selectors.document_get(cited, user=operator)
-    outcome = services.document_revoke_with_impact(
+    outcome = review_documents.document_revoke_with_impact(
         document=document, actor=operator, reason="规则有误"
     )
     assert outcome.impact.as_json() == {"skills": [], "runs": ["run-full"]}

@@ -24,10 +24,12 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experience import domain, selectors, services
-from experience.models import Case, EvidenceCheck, Status
-from experience.schema import parse_case
-from experience.services import ReviewRefused
+from experience.cases import selectors, services
+from experience.cases.models import Case, EvidenceCheck
+from experience.cases.schema import parse_case
+from experience.core import domain
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from tests.experience.conftest import case_data

@@ -11,7 +11,7 @@ from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 from django.utils.html import strip_tags
 
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole.itemrefs import item_titles
 from reviewconsole.models import TenantMembership
 from reviewconsole.tenancy import forget

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experience import lesson_domain as ld
-from experience.domain import CitedCase, GateFields, Reviewer
+from experience.core.domain import CitedCase, GateFields, Reviewer
+from experience.lessons import domain as ld
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 SCOPE = {"tenant": "t", "brand": "b", "store": "s", "campaign": "c", "deployment": "d"}

@@ -14,8 +14,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience import lessons
-from experience.models import Case, ConflictStatus, Lesson, LessonConflict, Status
+from experience.cases.models import Case
+from experience.core.models import Status
+from experience.lessons import services as lessons
+from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from reviewconsole.services import user_set_role
 from reviewconsole.tenancy import TenantMembership
 from tests.experience.test_lessons import (  # noqa: F401 (fixtures)

@@ -14,12 +14,20 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import override_settings
 
-from experience import lesson_domain as ld
-from experience import lesson_selectors, lessons, services
-from experience.lesson_schema import parse_lesson
-from experience.models import Case, ConflictStatus, Lesson, LessonConflict, RevocationImpact, Status
-from experience.retrieval import retrieve_experience
-from experience.services import ReviewRefused
+from experience.cases import services
+from experience.cases.models import Case
+from experience.cases.schema import parse_case
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
+from experience.lessons import domain as ld
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons import services as lessons
+from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from experience.lessons.schema import parse_lesson
+from experience.retrieval.service import retrieve_experience
+from experience.review import conflicts, revocation
+from experience.review import imports as review_imports
+from experience.runs.models import RevocationImpact
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
@@ -120,7 +128,7 @@ def test_a_bad_lesson_is_refused_naming_the_field_and_nothing_is_stored(
 ) -> None:
     items = [case_data(), {**lesson_data(["#0"]), **change}]
     with pytest.raises(ValidationFailure) as failure:
-        services.items_import(items=items, actor=reviewer)
+        review_imports.items_import(items=items, actor=reviewer)
     assert failure.value.field == field
     assert not Case.objects.exists() and not Lesson.objects.exists()
 
@@ -129,7 +137,7 @@ def test_a_case_of_another_tenant_is_not_citable(
     submit_lesson: Callable[..., Lesson], reviewer: User, at_now: object
 ) -> None:
     other, _ = services.case_submit(
-        content=services.parse_case(case_data(scope={**SCOPE, "tenant": "other"})), actor=reviewer
+        content=parse_case(case_data(scope={**SCOPE, "tenant": "other"})), actor=reviewer
     )
     with pytest.raises(ValidationFailure) as failure:
         submit_lesson(lesson_data([other.id]))
@@ -189,10 +197,10 @@ def test_revoking_every_supporting_case_makes_the_lesson_unavailable_and_is_in_t
     approved_lesson: Callable[..., Lesson], two_cases: list[Case], second_reviewer: User
 ) -> None:
     lesson = approved_lesson(lesson_data([c.id for c in two_cases]))
-    first = services.case_revoke(case=two_cases[0], actor=second_reviewer, reason="wrong")
+    first = revocation.case_revoke(case=two_cases[0], actor=second_reviewer, reason="wrong")
     assert "lessons" not in first.impact.as_json()  # the second case still supports it
     assert lesson_selectors.lesson_availability(lesson, clock.now())
-    last = services.case_revoke(case=two_cases[1], actor=second_reviewer, reason="wrong")
+    last = revocation.case_revoke(case=two_cases[1], actor=second_reviewer, reason="wrong")
     assert last.impact.lessons == [lesson.id]
     assert RevocationImpact.objects.get(item_id=two_cases[1].id).lessons == [lesson.id]
     assert not lesson_selectors.lesson_availability(lesson, clock.now())
@@ -304,11 +312,11 @@ def test_done_when_a_conflict_is_flagged_until_a_reviewer_resolves_it(
 
     third = make_user("rhea", "reviewer")
     with pytest.raises(ReviewRefused) as refusal:
-        lessons.conflict_resolve(
+        conflicts.conflict_resolve(
             conflict=conflict, keep=failure.id, action="revoke", actor=third, reason=""
         )
     assert refusal.value.unmet == [ld.REASON_REQUIRED]
-    result = lessons.conflict_resolve(
+    result = conflicts.conflict_resolve(
         conflict=conflict, keep=failure.id, action="revoke", actor=third, reason="刷新无效"
     )
     assert (result.status, result.kept) == (ConflictStatus.RESOLVED, failure.id)
@@ -330,7 +338,7 @@ def test_narrowing_keeps_the_conflict_open_until_the_new_version_is_approved(
     )
     conflict = LessonConflict.objects.get()
     third = make_user("rhea", "reviewer")
-    result = lessons.conflict_resolve(
+    result = conflicts.conflict_resolve(
         conflict=conflict,
         keep=failure.id,
         action="narrow",
@@ -401,7 +409,7 @@ def test_resolving_needs_the_permission(
         lesson_data([c.id for c in two_cases], lesson_type="success_pattern", conclusion="刷新")
     )
     with pytest.raises(PermissionRefused):
-        lessons.conflict_resolve(
+        conflicts.conflict_resolve(
             conflict=LessonConflict.objects.get(),
             keep=failure.id,
             action="revoke",

@@ -30,13 +30,21 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from experience import lesson_domain, lesson_index, lesson_selectors, lessons, selectors, services
-from experience.lesson_schema import parse_lesson
-from experience.models import Case, EvidenceCheck, Lesson, LessonConflict, Skill, Status
-from experience.retrieval import retrieve_experience
-from experience.schema import parse_case, parse_skill
-from experience.services import ReviewRefused
-from experience.tools import tool_specs
+from experience.cases import selectors, services
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
+from experience.index import lesson_inputs as lesson_index
+from experience.lessons import domain as lesson_domain
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons import services as lessons
+from experience.lessons.models import Lesson, LessonConflict
+from experience.lessons.schema import parse_lesson
+from experience.retrieval.service import retrieve_experience
+from experience.review import conflicts, revocation
+from experience.review import revocation as revocation_
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data, without_verified
 
@@ -96,7 +104,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(case_id=cases)
         def revoke_case(self, case_id: str) -> None:
             with contextlib.suppress(*REFUSALS):
-                services.case_revoke(case=selectors.case_get(case_id), actor=approver, reason="x")
+                revocation.case_revoke(case=selectors.case_get(case_id), actor=approver, reason="x")
 
         @rule(target=skills, first=cases, second=cases)
         def submit_skill(self, first: str, second: str) -> str:
@@ -122,7 +130,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         def revoke_skill(self, skill_id: str) -> None:
             if skill_id:
                 with contextlib.suppress(*REFUSALS):
-                    services.skill_revoke(
+                    revocation.skill_revoke(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="x"
                     )
 
@@ -173,7 +181,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(lesson_id=lesson_ids)
         def revoke_lesson(self, lesson_id: str) -> None:
             with contextlib.suppress(*REFUSALS):
-                lessons.lesson_revoke(
+                revocation_.lesson_revoke(
                     lesson=lesson_selectors.lesson_get(lesson_id), actor=approver, reason="x"
                 )
 
@@ -184,7 +192,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
                 return
             keep = conflict.lesson_a_id if first else conflict.lesson_b_id
             with contextlib.suppress(*REFUSALS):
-                lessons.conflict_resolve(
+                conflicts.conflict_resolve(
                     conflict=conflict, keep=keep, action="revoke", actor=approver, reason="fuzz"
                 )
 

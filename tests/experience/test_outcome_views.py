@@ -9,9 +9,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience.context_service import experience_context
-from experience.models import Case
-from experience.outcome_models import RunOutcome
+from experience.cases.models import Case
+from experience.retrieval.block import experience_context
+from experience.runs.models import RunOutcome
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import NOW, QUERY, SCOPE
 

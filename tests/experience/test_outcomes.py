@@ -11,11 +11,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience.context_service import experience_context
-from experience.models import Case
-from experience.outcome_models import RunOutcome
-from experience.outcomes import NO_READS, NOT_OWNER, OUTCOME_INVALID, run_outcome_report
-from experience.retrieval import retrieve_experience
+from experience.cases.models import Case
+from experience.retrieval.block import experience_context
+from experience.retrieval.service import retrieve_experience
+from experience.review.outcomes import NO_READS, NOT_OWNER, OUTCOME_INVALID, run_outcome_report
+from experience.runs.models import RunOutcome
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role

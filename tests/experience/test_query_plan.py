@@ -8,8 +8,10 @@ import pytest
 from django.db import connection
 from django.db.models import QuerySet
 
-from experience import selectors
-from experience.models import LessonCase, Reference, RunCitation, SkillCase
+from experience.cases.models import SkillCase
+from experience.lessons.models import LessonCase
+from experience.review import impact as impacts
+from experience.runs.models import Reference, RunCitation
 
 pytestmark = pytest.mark.django_db
 
@@ -79,5 +81,5 @@ def test_impact_costs_four_queries_however_many_references(
     # The case's tenant, skills citing the case, lessons left without support, runs of that
     # tenant that read any of them.
     with django_assert_num_queries(4):
-        impact = selectors.revocation_impact("case:hot")
+        impact = impacts.revocation_impact("case:hot")
     assert impact.runs == sorted(f"run-{i}" for i in range(40))

@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from experience import retrieval, selectors, services
-from experience.console_selectors import QueueFilters, review_queue_rows
-from experience.models import Case, Reference, Skill
-from experience.retrieval import retrieve_experience
+from experience.cases import selectors, services
+from experience.cases.models import Case, Skill
+from experience.pages.selectors import QueueFilters, review_queue_rows
+from experience.retrieval import service as retrieval
+from experience.retrieval.service import retrieve_experience
+from experience.review import revocation
+from experience.runs.models import Reference
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.permissions import NOT_PERMITTED
 from tests.experience.conftest import NOW, QUERY, SCOPE, approve_checked, case_data
@@ -103,7 +106,7 @@ def test_revoked_item_stays_closed_for_an_earlier_now(
 ) -> None:
     case = approved_case()
     frozen_clock(NOW + timedelta(days=3))
-    services.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
+    revocation.case_revoke(case=case, actor=second_reviewer, reason="诊断有误")
     # A check time before the revocation does not reopen it: revocation is current state.
     assert (
         retrieve_experience(QUERY, SCOPE, NOW + timedelta(days=1), "r", actor=agent)["items"] == []
@@ -135,7 +138,7 @@ def test_skill_is_returned_only_while_available(
     ]
     case = skill.cases.first()
     assert case is not None
-    services.case_revoke(case=case, actor=second_reviewer, reason="错误")
+    revocation.case_revoke(case=case, actor=second_reviewer, reason="错误")
     assert skill.id not in ids(
         retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5, actor=agent)
     )

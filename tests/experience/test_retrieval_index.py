@@ -1,7 +1,7 @@
 """The retrieval index: the same ranked ids as ranking every gated item's text, on random corpora.
 
 The reference is the definition retrieval had before the index: every case, skill and lesson of
-the scope past the gate, ranked by ``experience.domain.rank_items`` over its text with the
+the scope past the gate, ranked by ``experience.core.domain.rank_items`` over its text with the
 current lexicon. The index must give exactly those ids in that order, after approvals,
 revocations, supersessions and lexicon changes, and while a scope's expanded postings are behind
 the lexicon.
@@ -19,19 +19,14 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experience import domain, postings
-from experience.index_models import IndexEntry, IndexPosting, IndexScope
-from experience.lesson_selectors import recallable_lessons
-from experience.models import (
-    Case,
-    Lesson,
-    LessonCase,
-    LessonConflict,
-    Skill,
-    SkillCase,
-    Status,
-)
-from experience.retrieval import gated_cases, gated_skills, ranked_items
+from experience.cases.models import Case, Skill, SkillCase
+from experience.core import domain
+from experience.core.models import Status
+from experience.index import postings
+from experience.index.models import IndexEntry, IndexPosting, IndexScope
+from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.retrieval.recall import recallable_lessons
+from experience.retrieval.service import gated_cases, gated_skills, ranked_items
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
 from knowledge.postings import lexicon_stamp
@@ -368,7 +363,7 @@ def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], qu
 def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
     operator: User, agent: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from experience import context_service
+    from experience.retrieval import block as context_service
 
     for n in range(5):
         make_case(n, Spec(f"优惠券 无法使用 门店 {'coupon ' * n}", 0, "now", True), operator)
@@ -387,7 +382,7 @@ def test_a_retrieval_reads_outcomes_in_one_statement(operator: User, agent: User
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from experience.retrieval import retrieve_experience
+    from experience.retrieval.service import retrieve_experience
 
     first = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
     second = make_case(2, Spec("优惠券 门店", 0, "now", True), operator)
@@ -418,14 +413,14 @@ def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:
 
 def assert_entries_current() -> None:
     """Every lesson entry keeps what its lesson's evidence is now, read from the tables."""
-    from experience.lesson_index import evidence_of
+    from experience.index.lesson_inputs import evidence_of
 
     kept = dict(IndexEntry.objects.filter(kind="lesson").values_list("item_id", "evidence"))
     assert kept == evidence_of(sorted(kept))
 
 
 def assert_recall_same(asked: list[str], agent: User, tag: str) -> None:
-    from experience.retrieval import retrieve_experience
+    from experience.retrieval.service import retrieve_experience
 
     assert_entries_current()
     for n, query in enumerate(asked):
@@ -490,8 +485,8 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
     for the case rows, and the lessons' entries for their cited cases and conflicts, through
     every change that alters them."""
     from curation.incidents import incident_merge
-    from experience.outcome_models import RunOutcome
-    from experience.services import references_record
+    from experience.runs.models import RunOutcome
+    from experience.runs.records import references_record
 
     try:
         with transaction.atomic():
@@ -568,7 +563,7 @@ def test_recall_reads_no_cited_case_of_a_lesson_whose_entry_keeps_them(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from experience.retrieval import retrieve_experience
+    from experience.retrieval.service import retrieve_experience
 
     first = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
     second = make_case(2, Spec("优惠券 门店", 0, "now", True), operator)
@@ -594,7 +589,7 @@ def test_a_lesson_entry_follows_every_change_to_its_evidence(
     operator: User, reviewer: User, agent: User
 ) -> None:
     from curation.incidents import incident_merge
-    from experience.lesson_index import decode
+    from experience.index.lesson_inputs import decode
 
     cases = [make_case(n, Spec(f"优惠券 门店 {n}", 0, "now", True), operator) for n in range(4)]
     lesson = make_lesson(1, Spec("优惠券 无法使用", 0, "now", True), cases[:3], operator)

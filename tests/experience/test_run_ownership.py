@@ -17,13 +17,15 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience import selectors, services
-from experience.executor import TicketContext, run_skill
-from experience.models import Case, Reference, Run, Skill
-from experience.outcome_models import RunOutcome
-from experience.outcomes import NO_READS, NOT_OWNER, run_outcome_report
-from experience.retrieval import retrieve_experience
-from experience.run_claims import RUN_TAKEN, run_owner
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.models import Case, Skill
+from experience.retrieval.service import retrieve_experience
+from experience.review import impact as impacts
+from experience.review import revocation
+from experience.review.outcomes import NO_READS, NOT_OWNER, run_outcome_report
+from experience.runs import records as run_records
+from experience.runs.claims import RUN_TAKEN, run_owner
+from experience.runs.models import Reference, Run, RunOutcome
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Event, TenantMembership
 from reviewconsole.roles import Role
@@ -166,9 +168,9 @@ def test_revocation_impact_lists_only_runs_of_the_items_tenant(
         recall("run-a", outsider, OTHER_SCOPE)
     recall("run-b", outsider, OTHER_SCOPE)
     # A read of B's case under A's run, as runs recorded before runs had owners may hold.
-    services.references_record(run_id="run-a", items=[(other_case().id, "case")], at=NOW)
-    assert selectors.revocation_impact(other_case().id).runs == ["run-b"]
-    outcome = services.case_revoke(case=other_case(), actor=second_reviewer, reason="wrong")
+    run_records.references_record(run_id="run-a", items=[(other_case().id, "case")], at=NOW)
+    assert impacts.revocation_impact(other_case().id).runs == ["run-b"]
+    outcome = revocation.case_revoke(case=other_case(), actor=second_reviewer, reason="wrong")
     assert outcome.impact is not None
     assert outcome.impact.runs == ["run-b"]
 

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import services
-from experience.executor import SkillRunResult, TicketContext, run_skill
-from experience.models import Run, Skill
-from experience.tools import CallContext, search_knowledge_handler
+from experience.cases.executor import SkillRunResult, TicketContext, run_skill
+from experience.cases.models import Skill
+from experience.cases.tools import CallContext, search_knowledge_handler
+from experience.review import revocation
+from experience.runs.models import Run
 from tests.experience.conftest import NOW, SCOPE
 from tests.experience.test_executor import (  # noqa: F401 - a fixture used by name
     CONTEXT,
@@ -70,7 +71,7 @@ class Scenario:
     def revoke_first_case(self) -> None:
         case = self.skill.cases.order_by("incident").first()
         assert case is not None
-        services.case_revoke(case=case, actor=self.reviewer, reason="诊断有误")
+        revocation.case_revoke(case=case, actor=self.reviewer, reason="诊断有误")
 
     def answering(self, result: object) -> dict[str, Any]:
         return registry(lambda arguments, context: result)  # type: ignore[arg-type,return-value]
@@ -89,7 +90,7 @@ def _revoking_before_second_step(world: Scenario) -> SkillRunResult:
     two_steps = world.make(recipe=[STEP, {**STEP, "arguments": {"query": "活动B参与门店"}}])
 
     def revoking_first(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
-        services.skill_revoke(skill=two_steps, actor=world.reviewer, reason="停用")
+        revocation.skill_revoke(skill=two_steps, actor=world.reviewer, reason="停用")
         return search_knowledge_handler(arguments, context)
 
     return world.run("run-2s", skill_id=two_steps.id, tools=registry(revoking_first))

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from experience.schema import parse_case, parse_skill
-from experience.tools import tool_specs
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import NAIVE_DATETIME
 from tests.experience.conftest import case_data, skill_data, without_verified

@@ -10,8 +10,8 @@ import pytest
 from django.template import Context, Template
 from django.utils.functional import Promise
 
-from experience import executor
-from experience.sentences import RUN_REASONS, UNMET, code_sentence, run_reason, unmet_sentence
+from experience.cases import executor
+from experience.pages.sentences import RUN_REASONS, UNMET, code_sentence, run_reason, unmet_sentence
 from tests.test_docs import DOCS, experience_unmet_names
 
 

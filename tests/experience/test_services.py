@@ -10,20 +10,18 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import domain, selectors, services
-from experience.models import (
-    Case,
-    Evidence,
-    EvidenceCheck,
-    ImmutableContentError,
-    Reference,
-    RevocationImpact,
-    Skill,
-    Status,
-)
-from experience.schema import parse_case, parse_skill
-from experience.services import ReviewRefused
-from experience.tools import tool_specs
+from experience.cases import selectors, services
+from experience.cases.models import Case, Evidence, EvidenceCheck, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
+from experience.core import domain
+from experience.core.models import ImmutableContentError, Status
+from experience.core.review import ReviewRefused
+from experience.review import impact as impacts
+from experience.review import imports as review_imports
+from experience.review import revocation
+from experience.runs import records as run_records
+from experience.runs.models import Reference, RevocationImpact
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import (
@@ -99,14 +97,14 @@ def test_admin_may_not_submit(admin_user: User, at_now: datetime) -> None:
 
 def test_import_verified_needs_the_verify_permission(operator: User, at_now: datetime) -> None:
     with pytest.raises(ValidationFailure) as failure:
-        services.items_import(items=[case_data()], actor=operator)
+        review_imports.items_import(items=[case_data()], actor=operator)
     assert failure.value.field == "[0].diagnosis.evidence[0].verified"
     assert failure.value.message == services.VERIFIED_NEEDS_PERMISSION
     assert not Case.objects.exists()
 
 
 def test_import_verified_is_the_importers_check(reviewer: User, at_now: datetime) -> None:
-    [result] = services.items_import(items=[case_data()], actor=reviewer)
+    [result] = review_imports.items_import(items=[case_data()], actor=reviewer)
     check = EvidenceCheck.objects.get()
     assert check.evidence.key == "diagnosis/0" and check.checked_by == reviewer
     assert check.checked_at == NOW
@@ -124,7 +122,7 @@ def test_agent_proposal_is_never_checked(agent: User, at_now: datetime) -> None:
 
 def test_agent_cannot_import_or_verify(agent: User, submit_case: Callable[..., Case]) -> None:
     with pytest.raises(PermissionRefused):
-        services.items_import(items=[without_verified(case_data())], actor=agent)
+        review_imports.items_import(items=[without_verified(case_data())], actor=agent)
     case = submit_case()
     with pytest.raises(PermissionRefused) as refusal:
         services.evidence_check(case=case, key="diagnosis/0", actor=agent)
@@ -382,13 +380,13 @@ def test_import_resolves_file_references(
         case_data(incident="INC-1"),
         case_data(incident="INC-2"),
     ]
-    results = services.items_import(items=items, actor=reviewer)
+    results = review_imports.items_import(items=items, actor=reviewer)
     assert [r.type for r in results] == ["skill", "case", "case"]
     skill = selectors.skill_get(results[0].id)
     assert sorted(skill.cases.values_list("id", flat=True)) == sorted(
         [results[1].id, results[2].id]
     )
-    again = services.items_import(items=items, actor=reviewer)
+    again = review_imports.items_import(items=items, actor=reviewer)
     assert [r.id for r in again] == [r.id for r in results]
     assert not any(r.created for r in again)
 
@@ -405,7 +403,7 @@ def test_import_rejects_bad_file_references(
     reviewer: User, at_now: datetime, refs: list[str], field: str
 ) -> None:
     with pytest.raises(ValidationFailure) as failure:
-        services.items_import(items=[skill_data(refs), case_data()], actor=reviewer)
+        review_imports.items_import(items=[skill_data(refs), case_data()], actor=reviewer)
     assert failure.value.field == field
     assert not Case.objects.exists() and not Skill.objects.exists()
 
@@ -415,7 +413,7 @@ def test_import_is_all_or_nothing(reviewer: User, at_now: datetime) -> None:
         ["#0"], recipe=[{"tool": "search_knowledge", "arguments": {"query": "x", "store": "s"}}]
     )
     with pytest.raises(ValidationFailure) as failure:
-        services.items_import(items=[case_data(), bad], actor=reviewer)
+        review_imports.items_import(items=[case_data(), bad], actor=reviewer)
     assert failure.value.field == "[1].recipe[0].arguments.store"
     assert (
         not Case.objects.exists() and not Event.objects.filter(action=Action.CASE_SUBMIT).exists()
@@ -429,14 +427,14 @@ def test_revoke_needs_reason_and_approved_state(
     submit_case: Callable[..., Case], second_reviewer: User, operator: User
 ) -> None:
     case = submit_case()
-    assert refused(lambda: services.case_revoke(case=case, actor=second_reviewer, reason="x")) == [
-        domain.NOT_APPROVED
-    ]
+    assert refused(
+        lambda: revocation.case_revoke(case=case, actor=second_reviewer, reason="x")
+    ) == [domain.NOT_APPROVED]
     approve_checked(case, actor=second_reviewer, reason="ok")
-    assert refused(lambda: services.case_revoke(case=case, actor=second_reviewer, reason="")) == [
+    assert refused(lambda: revocation.case_revoke(case=case, actor=second_reviewer, reason="")) == [
         domain.REASON_REQUIRED
     ]
-    assert refused(lambda: services.case_revoke(case=case, actor=operator, reason="x")) == [
+    assert refused(lambda: revocation.case_revoke(case=case, actor=operator, reason="x")) == [
         domain.NOT_REVIEWER
     ]
 
@@ -452,17 +450,17 @@ def test_impact_lists_exactly_the_skills_and_runs_that_used_the_case(
     target = cited[0]
     unrelated_case = approved_case(incident="INC-7", title="无关案例")
     unrelated_skill = approved_skill(tag="（另一门店复盘）", title="另一个技能")
-    services.references_record(run_id="run-case", items=[(target.id, "case")], at=NOW)
-    services.references_record(run_id="run-skill", items=[(skill.id, "skill")], at=NOW)
-    services.references_record(run_id="run-skill", items=[(cited[1].id, "case")], at=NOW)
-    services.references_record(run_id="run-sibling", items=[(cited[1].id, "case")], at=NOW)
-    services.references_record(run_id="run-other", items=[(unrelated_case.id, "case")], at=NOW)
-    services.references_record(
+    run_records.references_record(run_id="run-case", items=[(target.id, "case")], at=NOW)
+    run_records.references_record(run_id="run-skill", items=[(skill.id, "skill")], at=NOW)
+    run_records.references_record(run_id="run-skill", items=[(cited[1].id, "case")], at=NOW)
+    run_records.references_record(run_id="run-sibling", items=[(cited[1].id, "case")], at=NOW)
+    run_records.references_record(run_id="run-other", items=[(unrelated_case.id, "case")], at=NOW)
+    run_records.references_record(
         run_id="run-other-skill", items=[(unrelated_skill.id, "skill")], at=NOW
     )
 
-    preview = selectors.revocation_impact(target.id)
-    outcome = services.case_revoke(case=target, actor=reviewer, reason="诊断有误")
+    preview = impacts.revocation_impact(target.id)
+    outcome = revocation.case_revoke(case=target, actor=reviewer, reason="诊断有误")
     assert preview == outcome.impact
     assert outcome.impact.skills == [skill.id]
     assert outcome.impact.runs == ["run-case", "run-skill"]
@@ -485,11 +483,11 @@ def test_revoking_a_skill_lists_runs_that_read_it(
 ) -> None:
     skill = approved_skill()
     case_id = skill.cases.values_list("id", flat=True)[0]
-    services.references_record(
+    run_records.references_record(
         run_id="run-1", items=[(skill.id, "skill"), (case_id, "case")], at=NOW
     )
-    services.references_record(run_id="run-2", items=[(case_id, "case")], at=NOW)
-    outcome = services.skill_revoke(skill=skill, actor=second_reviewer, reason="配方过时")
+    run_records.references_record(run_id="run-2", items=[(case_id, "case")], at=NOW)
+    outcome = revocation.skill_revoke(skill=skill, actor=second_reviewer, reason="配方过时")
     assert outcome.impact.as_json() == {"skills": [], "runs": ["run-1"]}
     assert RevocationImpact.objects.get(item_id=skill.id).runs == ["run-1"]
     assert events(Action.SKILL_REVOKE, skill.id)[0].reason == "配方过时"
@@ -499,8 +497,8 @@ def test_revocation_does_not_rewrite_history(
     approved_case: Callable[..., Case], second_reviewer: User
 ) -> None:
     case = approved_case()
-    services.references_record(
+    run_records.references_record(
         run_id="run-1", items=[(case.id, "case")], at=NOW - timedelta(hours=1)
     )
-    services.case_revoke(case=case, actor=second_reviewer, reason="错误")
+    revocation.case_revoke(case=case, actor=second_reviewer, reason="错误")
     assert Reference.objects.filter(item_id=case.id, run_id="run-1").count() == 1

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import services
-from experience.models import Skill
-from experience.schema import parse_case, parse_skill
-from experience.tools import tool_specs
+from experience.cases import services
+from experience.cases.models import Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
 from tests.experience.conftest import approve_checked, case_data, skill_data
 from tests.knowledge.conftest import fixture_documents, knowledge_base
 

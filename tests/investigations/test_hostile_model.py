@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience import lessons
-from experience.lesson_schema import parse_lesson
-from experience.models import Lesson, Reference, Skill
+from experience.cases.models import Skill
+from experience.lessons import services as lessons
+from experience.lessons.models import Lesson
+from experience.lessons.schema import parse_lesson
+from experience.runs.models import Reference
 from investigations.domain import (
     ANSWERED,
     BUDGET_EXHAUSTED,

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from openai import APITimeoutError
 
-from experience.models import Reference
+from experience.runs.models import Reference
 from investigations.domain import (
     ANSWERED,
     BUDGET_EXHAUSTED,

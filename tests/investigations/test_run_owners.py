@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 from django.contrib.auth.models import User
 
-from experience.models import Reference
-from experience.outcomes import NOT_OWNER, run_outcome_report
+from experience.review.outcomes import NOT_OWNER, run_outcome_report
+from experience.runs.models import Reference
 from investigations.services import investigation_run
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.roles import Role

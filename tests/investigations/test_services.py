@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience.models import ItemType, Reference, Skill
-from experience.selectors import revocation_impact
+from experience.cases.models import Skill
+from experience.core.models import ItemType
+from experience.review.impact import revocation_impact
+from experience.runs.models import Reference
 from investigations.domain import (
     ANSWERED,
     NEEDS_CONTEXT,
@@ -344,7 +346,7 @@ class Recording:
 def test_the_instructions_carry_the_context_block_and_its_reads_are_recorded(
     memory: Skill, agent: User
 ) -> None:
-    from experience.context import HEADER
+    from experience.retrieval.context import HEADER
     from investigations.domain import CONTEXT_INTRODUCTION, INSTRUCTIONS
 
     provider = Recording(calls_tools=False)

@@ -11,11 +11,14 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from experience import services
-from experience.executor import NO_SUCH_SKILL, TicketContext, run_skill
-from experience.models import Case, ItemType, Run, Skill
-from experience.schema import parse_case, parse_skill
-from experience.tools import tool_specs
+from experience.cases import services
+from experience.cases.executor import NO_SUCH_SKILL, TicketContext, run_skill
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.tools import tool_specs
+from experience.core.models import ItemType
+from experience.runs import records as run_records
+from experience.runs.models import Run
 from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole import clock
@@ -105,7 +108,7 @@ def same_keys(people: dict[str, User]) -> dict[str, Document]:
 
 
 def _run(tenant: str, run_id: str, actor: User) -> None:
-    services.run_store(
+    run_records.run_store(
         run_id=run_id,
         skill_id=UNKNOWN_SKILL,
         scope={**SCOPE, "tenant": tenant},
@@ -121,7 +124,7 @@ def _run(tenant: str, run_id: str, actor: User) -> None:
         cited_documents=["doc:rule-a@1"],
         actor=actor,
     )
-    services.references_record(
+    run_records.references_record(
         run_id=run_id, items=[("doc:rule-a@1", ItemType.DOCUMENT)], at=clock.now()
     )
 

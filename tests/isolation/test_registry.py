@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience.models import Reference, Run
+from experience.runs.models import Reference, Run
 from investigations.models import Investigation, InvestigationRequest
 from reviewconsole.models import Action, Event, Tenant
 from reviewconsole.roles import Role

@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from agentapi.services import token_create
-from experience.models import Reference
-from experience.run_claims import RUN_TAKEN
+from experience.runs.claims import RUN_TAKEN
+from experience.runs.models import Reference
 from investigations.models import Investigation
 from investigations.services import investigation_run
 from reviewconsole.models import Event, TenantMembership

@@ -26,8 +26,9 @@ from django.urls import reverse
 from agentapi.services import token_create
 from curation.models import NearDuplicate, ReReview, SkillProposal, Thread
 from evaluation.models import ReplayReport
-from experience.models import Case, Lesson, LessonConflict, Skill
-from experience.outcome_models import RunOwner
+from experience.cases.models import Case, Skill
+from experience.lessons.models import Lesson, LessonConflict
+from experience.runs.models import RunOwner
 from investigations.models import Investigation, InvestigationRequest
 from knowledge.models import Document
 from reviewconsole.models import Event

@@ -18,7 +18,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from experience.models import ItemType, Reference, RevocationImpact
+from experience.core.models import ItemType
+from experience.runs.models import Reference, RevocationImpact
 from knowledge.forms import requirements_parse, requirements_text
 from knowledge.models import Document
 from knowledge.services import documents_import

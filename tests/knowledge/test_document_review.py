@@ -19,8 +19,9 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from experience.models import RevocationImpact
-from experience.services import run_store, system_agent
+from experience.cases.services import system_agent
+from experience.runs.models import RevocationImpact
+from experience.runs.records import run_store
 from knowledge.models import Document
 from knowledge.services import (
     ATTESTED_IMPORT,

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from agentapi.services import token_create
-from experience.models import Reference, Run
+from experience.runs.models import Reference, Run
 from reviewconsole.models import Event
 from tests.api.conftest import KNOWN_AT, OCCURRED_AT, SCOPE, Demo, retrieve_body, run_body
 from tests.mcp.test_server import call, text_of

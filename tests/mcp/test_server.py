@@ -16,7 +16,8 @@ from mcp.types import CallToolResult, TextContent
 
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
-from experience.models import Case, EvidenceCheck, Reference, Run
+from experience.cases.models import Case, EvidenceCheck
+from experience.runs.models import Reference, Run
 from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, search_body
 
 pytestmark = pytest.mark.django_db

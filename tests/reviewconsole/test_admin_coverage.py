@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.contrib.auth.models import User
 from django.test import RequestFactory
 
-from experience.models import Case, Skill
+from experience.cases.models import Case, Skill
 from reviewconsole.models import Event
 
 APPS = (

@@ -93,7 +93,7 @@ def test_functions_no_code_path_called_stay_removed() -> None:
 def test_the_evidence_of_a_raw_case_item_is_listed_in_one_place() -> None:
     import agentapi.schemas
     import experience.demo
-    from experience.schema import evidence_objects
+    from experience.cases.schema import evidence_objects
 
     item = {
         "observations": [{"source_id": "o"}],

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from agentapi.services import token_create
 from curation.domain import parse_thread
 from curation.forms import RecertifyForm
-from experience.models import Case, Skill
+from experience.cases.models import Case, Skill
 from knowledge.forms import COMMON_ZONES
 from knowledge.models import Document
 from knowledge.services import documents_import

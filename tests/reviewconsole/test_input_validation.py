@@ -19,7 +19,8 @@ from django.urls import reverse
 
 from agentapi import schemas as api_schemas
 from agentapi.services import token_create
-from experience.models import Case, EvidenceCheck, Skill, Status
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.core.models import Status
 from knowledge.models import Document
 from reviewconsole import inputs
 from reviewconsole.errors import ValidationFailure

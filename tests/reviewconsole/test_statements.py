@@ -11,7 +11,8 @@ from django.db.models import Exists, OuterRef
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experience.models import Case, SkillCase, Status
+from experience.cases.models import Case, SkillCase
+from experience.core.models import Status
 from reviewconsole import statements
 from reviewconsole.statements import DATETIME, Param, Statement
 from tests.experience.conftest import NOW, SCOPE

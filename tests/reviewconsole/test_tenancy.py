@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience.models import Case
-from experience.selectors import NO_SUCH_CASE
-from experience.services import case_approve, evidence_check
+from experience.cases.models import Case
+from experience.cases.services import case_approve, evidence_check
+from experience.core.review import NO_SUCH_CASE
 from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -241,9 +241,9 @@ def test_the_shared_lexicon_is_edited_only_by_deployment_wide_operators(
 
 
 def test_a_skill_cannot_cite_another_tenants_case(operator: User, reviewer: User) -> None:
-    from experience.schema import parse_skill
-    from experience.services import skill_submit
-    from experience.tools import tool_specs
+    from experience.cases.schema import parse_skill
+    from experience.cases.services import skill_submit
+    from experience.cases.tools import tool_specs
     from tests.ui.factories import skill_data
 
     foreign = submit_case(operator, incident="INC-F", scope={**SCOPE, "tenant": OTHER})

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from curation.threads import thread_import
-from experience.services import items_import
+from experience.review.imports import items_import
 from knowledge.services import documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event, Tenant, TenantMembership

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django_htmx.middleware import HtmxDetails
 
 from curation import views as curation_views
-from experience import views as experience_views
+from experience.pages import items as experience_views
 from knowledge import views as knowledge_views
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role

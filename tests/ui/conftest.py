@@ -10,7 +10,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from experience.models import Case, Run, Skill
+from experience.cases.models import Case, Skill
+from experience.runs.models import Run
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from tests.ui.factories import approved_case, approved_skill, record_run, submit_case

@@ -7,19 +7,19 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from experience.models import Case, Run, Skill
-from experience.schema import parse_case, parse_skill
-from experience.services import (
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.services import (
     case_approve,
     case_submit,
     evidence_check,
-    references_record,
-    run_store,
     skill_approve,
     skill_submit,
     system_agent,
 )
-from experience.tools import tool_specs
+from experience.cases.tools import tool_specs
+from experience.runs.models import Run
+from experience.runs.records import references_record, run_store
 from reviewconsole import clock
 from reviewconsole.timeparse import to_utc_iso
 

@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole.audit import event_record
 from reviewconsole.forms import action_label
 from reviewconsole.models import Action, Event

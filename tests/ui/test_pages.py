@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from experience.services import evidence_check
+from experience.cases.services import evidence_check
 from tests.ui.factories import submit_case
 
 HTMX = {"HX-Request": "true"}

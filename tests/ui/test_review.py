@@ -8,7 +8,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience.models import Case, EvidenceCheck, Skill, Status
+from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.core.models import Status
 from reviewconsole.models import Action, Event
 from tests.ui.factories import submit_case, submit_skill
 
@@ -220,7 +221,7 @@ def test_skill_review_refusal_names_the_skill_conditions(
 def test_skill_page_says_why_it_is_unavailable(
     memory: dict[str, Any], reviewer: User, client: Client
 ) -> None:
-    from experience.services import case_revoke
+    from experience.review.revocation import case_revoke
 
     case_revoke(case=memory["cases"][0], actor=reviewer, reason="wrong store")
     client.force_login(reviewer)

@@ -17,19 +17,17 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
-from experience import domain, lessons
-from experience.lesson_schema import parse_lesson
-from experience.models import Case, Lesson, Skill, Status
-from experience.schema import parse_skill
-from experience.services import (
-    ReviewRefused,
-    case_approve,
-    case_revoke,
-    evidence_check,
-    skill_approve,
-    skill_submit,
-)
-from experience.tools import tool_specs
+from experience.cases.models import Case, Skill
+from experience.cases.schema import parse_skill
+from experience.cases.services import case_approve, evidence_check, skill_approve, skill_submit
+from experience.cases.tools import tool_specs
+from experience.core import domain
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
+from experience.lessons import services as lessons
+from experience.lessons.models import Lesson
+from experience.lessons.schema import parse_lesson
+from experience.review.revocation import case_revoke
 from reviewconsole import clock
 from reviewconsole.timeparse import to_utc_iso
 from tests.ui.factories import SCOPE, approved_case, approved_skill, skill_data, submit_case
@@ -122,7 +120,7 @@ def test_a_lesson_whose_support_is_revoked_is_unavailable_on_its_page_and_in_the
 def test_availability_in_bulk_matches_the_domain_rules(
     memory: dict[str, Any], reviewer: User
 ) -> None:
-    from experience.console_selectors import availabilities
+    from experience.pages.selectors import availabilities
 
     case, other = memory["cases"]
     skill = memory["skill"]

@@ -14,7 +14,8 @@ from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
 
-from experience.models import Case, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
 from tests.ui.factories import submit_skill
 
 HTMX = {"HX-Request": "true"}

@@ -9,7 +9,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from experience.models import Case, RevocationImpact, Skill, Status
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.runs.models import RevocationImpact
 from reviewconsole.models import Action, Event
 from tests.ui.factories import record_run
 

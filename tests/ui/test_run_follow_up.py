@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
-from experience.run_followups import FOLLOW_UP_REFUSED, run_follow_up
-from experience.services import case_revoke
+from experience.review.revocation import case_revoke
+from experience.runs.followups import FOLLOW_UP_REFUSED, run_follow_up
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.reasons import MAX_REASON
@@ -197,8 +197,7 @@ def test_runs_reached_by_revocations_stored_before_follow_ups_existed_start_flag
 
     from django.apps import apps
 
-    from experience.followup_models import RunFollowUp
-    from experience.models import RevocationImpact
+    from experience.runs.models import RevocationImpact, RunFollowUp
 
     migration = import_module("experience.migrations.0004_run_follow_up")
     RunFollowUp.objects.all().delete()

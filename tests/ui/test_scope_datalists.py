@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from experience import services
-from experience.schema import parse_case
+from experience.cases import services
+from experience.cases.schema import parse_case
 from reviewconsole import clock
 from reviewconsole.services import user_set_role
 from tests.conftest import PASSWORD

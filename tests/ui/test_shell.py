@@ -13,7 +13,7 @@ from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
 
-from experience.models import Case
+from experience.cases.models import Case
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.models import Action

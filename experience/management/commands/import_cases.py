@@ -3,7 +3,7 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.services import items_import
+from experience.review.imports import items_import
 from reviewconsole.cli import JsonCommand, read_json_file, user_by_name
 
 

@@ -5,8 +5,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 
-from experience import postings
-from experience.index_models import IndexEntry
+from experience.index import postings
+from experience.index.models import IndexEntry
 from reviewconsole.cli import JsonCommand
 
 

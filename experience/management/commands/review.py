@@ -3,8 +3,15 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import TYPE_CHECKING, Any
 
-from experience import domain, lesson_selectors, lessons, selectors, services
-from experience.services import ReviewOutcome, ReviewRefused
+from experience.cases import selectors, services
+from experience.core import domain
+from experience.core.review import ReviewOutcome, ReviewRefused
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons import services as lessons
+from experience.review import documents as review_documents
+from experience.review import impact as impacts
+from experience.review import revocation
+from experience.review import revocation as revocation_
 from knowledge.services import document_review_unmet
 from reviewconsole import clock
 from reviewconsole.cli import CommandRefused, JsonCommand, user_by_name
@@ -64,7 +71,7 @@ class Command(JsonCommand):
             action = {
                 "approve": services.case_approve,
                 "reject": services.case_reject,
-                "revoke": services.case_revoke,
+                "revoke": revocation.case_revoke,
             }[operation]
             return action(case=case, actor=actor, reason=reason)
         if kind == "skill":
@@ -72,7 +79,7 @@ class Command(JsonCommand):
             skill_action = {
                 "approve": services.skill_approve,
                 "reject": services.skill_reject,
-                "revoke": services.skill_revoke,
+                "revoke": revocation.skill_revoke,
             }[operation]
             return skill_action(skill=skill, actor=actor, reason=reason)
         if kind == "lesson":
@@ -80,17 +87,17 @@ class Command(JsonCommand):
             lesson_action = {
                 "approve": lessons.lesson_approve,
                 "reject": lessons.lesson_reject,
-                "revoke": lessons.lesson_revoke,
+                "revoke": revocation_.lesson_revoke,
             }[operation]
             return lesson_action(lesson=lesson, actor=actor, reason=reason)
         if kind == "document":
             document = selectors.document_get(item_id, user=actor)
             if operation == "revoke":
-                return services.document_revoke_with_impact(
+                return review_documents.document_revoke_with_impact(
                     document=document, actor=actor, reason=reason
                 )
             if operation == "approve":
-                return services.document_approve_reviewed(
+                return review_documents.document_approve_reviewed(
                     document=document, actor=actor, reason=reason
                 )
             raise ValidationFailure(
@@ -127,7 +134,7 @@ class Command(JsonCommand):
             "id": item_id,
             "status": status,
             "unmet": unmet,
-            "impact": selectors.revocation_impact(
+            "impact": impacts.revocation_impact(
                 item_id, tenant=document.tenant if kind == "document" else None
             ).as_json(),
         }

@@ -3,7 +3,7 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.outcomes import OUTCOMES, run_outcome_report
+from experience.review.outcomes import OUTCOMES, run_outcome_report
 from reviewconsole.cli import JsonCommand, user_by_name
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.executor import TicketContext, run_skill
+from experience.cases.executor import TicketContext, run_skill
+from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
-from experience.services import SYSTEM_AGENT, system_agent
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, user_by_name

@@ -3,8 +3,8 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
+from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
-from experience.services import SYSTEM_AGENT, system_agent
 from investigations.domain import MAX_CALLS_LIMIT
 from investigations.providers import PROVIDERS, SCRIPTED
 from investigations.services import MAX_CALLS_RANGE, investigation_run

@@ -1,0 +1,381 @@
+"""``run_skill``: gate, re-check before every step and before returning, store the run.
+
+Success is ``needs_review``: the current evidence plus the cited cases as historical leads. It is
+never "cause confirmed". Anything doubtful ends in ``fallback`` with the reason, keeping the
+observations gathered so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from experience.cases.models import Case, Skill
+from experience.cases.selectors import skill_availability
+from experience.cases.tools import CallContext, Tool, default_registry, tool_specs
+from experience.core import domain
+from experience.core.models import ItemType, RunStatus
+from experience.runs.claims import run_claim
+from experience.runs.records import references_record, run_store, validate_run_id
+from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
+from reviewconsole import clock, itemids
+from reviewconsole.errors import UnknownId, ValidationFailure
+from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
+from reviewconsole.tenancy import may_access
+from reviewconsole.timeparse import to_utc_iso
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
+FALLBACK = RunStatus.FALLBACK.value
+TOOL_TIMEOUT_SECONDS = 10.0
+USE_REFUSED = "running skills needs the agent or reviewer role"
+NO_SUCH_SKILL = "no skill with this id"
+NOT_RUN = "not_run"
+PASSED = "passed"
+FAILED = "failed"
+
+# Reason codes: the first word of every reason, so callers can branch without parsing prose.
+MISSING_CONTEXT = "missing_context"
+SKILL_NOT_FOUND = "skill_not_found"
+SCOPE_MISMATCH = "scope_mismatch"
+SKILL_UNAVAILABLE = "skill_unavailable"
+INVALID_RECIPE = "invalid_recipe"
+REVOKED_DURING_RUN = "revoked_during_run"
+TOOL_ERROR = "tool_error"
+TIMEOUT = "timeout"
+STEP_FAILED = "step_failed"
+ALL_STEPS_PASSED = "all_steps_passed"
+PASSED_DETAIL = (
+    "every step found current evidence that matches; the cited cases are historical leads only, "
+    "the current evidence and the ticket's own requests decide"
+)
+
+
+@dataclass(frozen=True)
+class TicketContext:
+    """The caller's knowledge context: when it happened, what was known, and the ticket's facts."""
+
+    occurred_at: datetime | None
+    known_at: datetime | None
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "occurred_at": to_utc_iso(self.occurred_at),
+            "known_at": to_utc_iso(self.known_at),
+            "facts": dict(self.facts),
+        }
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One recipe step and how far the run got with it: ``not_run``, ``passed`` or ``failed``."""
+
+    index: int
+    step: domain.RecipeStep
+    status: str = NOT_RUN
+
+    def as_json(self) -> dict[str, Any]:
+        return {"index": self.index, **self.step.as_json(), "status": self.status}
+
+
+@dataclass(frozen=True)
+class SkillRunResult:
+    """What a run answers (docs/contracts.md, Result shapes: ``run_skill``).
+
+    ``observations`` are the tool results as the run saw them; ``cases`` are the cited cases
+    handed back as historical leads, only when the run ends in ``needs_review``.
+    """
+
+    status: str
+    reason: str
+    run_id: str
+    skill_id: str
+    missing: tuple[str, ...] = ()
+    tool_calls: int = 0
+    steps: tuple[StepResult, ...] = ()
+    observations: tuple[dict[str, Any], ...] = ()
+    cases: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "run_id": self.run_id,
+            "skill": self.skill_id,
+            "missing": list(self.missing),
+            "tool_calls": self.tool_calls,
+            "steps": [step.as_json() for step in self.steps],
+            "observations": list(self.observations),
+            "cases": list(self.cases),
+        }
+
+
+@dataclass
+class _RunState:
+    """What a run has done so far; ``finish`` stores it and turns it into the result."""
+
+    run_id: str
+    skill_id: str
+    scope: Mapping[str, str | None]
+    context: TicketContext
+    actor: User
+    started_at: datetime
+    steps: list[StepResult] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    cited: set[str] = field(default_factory=set)
+    cases: tuple[str, ...] = ()
+    tool_calls: int = 0
+
+    def read(self, skill: Skill, recipe: tuple[domain.RecipeStep, ...]) -> None:
+        """The skill passed the gate: record the reads of it and its cases, list its steps."""
+        self.cases = tuple(skill.case_links.order_by("position").values_list("case_id", flat=True))
+        with transaction.atomic():
+            run_claim(run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=clock.now())
+            references_record(
+                run_id=self.run_id,
+                items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in self.cases)],
+                at=clock.now(),
+            )
+        self.steps = [StepResult(index, step) for index, step in enumerate(recipe)]
+
+    def mark(self, index: int, status: str) -> None:
+        self.steps[index] = replace(self.steps[index], status=status)
+
+    def finish(self, status: str, reason: str, missing: list[str] | None = None) -> SkillRunResult:
+        result = SkillRunResult(
+            status=status,
+            reason=reason,
+            run_id=self.run_id,
+            skill_id=self.skill_id,
+            missing=tuple(missing or ()),
+            tool_calls=self.tool_calls,
+            steps=tuple(self.steps),
+            observations=tuple(self.observations),
+            cases=self.cases if status == NEEDS_REVIEW else (),
+        )
+        as_json = result.as_json()
+        run_store(
+            run_id=self.run_id,
+            skill_id=self.skill_id,
+            scope=self.scope,
+            context=self.context.as_json(),
+            steps=as_json["steps"],
+            observations=as_json["observations"],
+            cases=as_json["cases"],
+            status=status,
+            reason=reason,
+            tool_calls=self.tool_calls,
+            started_at=self.started_at,
+            finished_at=clock.now(),
+            cited_documents=self.cited,
+            actor=self.actor,
+        )
+        return result
+
+
+def _observation(index: int, tool: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "step": index,
+        "tool": tool,
+        "status": result.get("status"),
+        "missing": list(result.get("missing") or []),
+        "evidence": [
+            {
+                "id": item.get("id"),
+                "kind": item.get("kind"),
+                "title": item.get("title"),
+                "quote": item.get("quote"),
+                "conditions": item.get("conditions"),
+                "conflict": item.get("conflict"),
+            }
+            for item in result.get("evidence") or []
+        ],
+    }
+
+
+def _step_failure(result: Mapping[str, Any]) -> str | None:
+    """Why a tool result does not let the run continue, or None when it passes."""
+    status = result.get("status")
+    evidence = result.get("evidence")
+    if not isinstance(evidence, list):
+        return f"{TOOL_ERROR}: the tool returned no evidence list"
+    if status == RETRIEVED and evidence_supports(evidence):
+        return None
+    if status == NEEDS_CONTEXT:
+        missing = ", ".join(result.get("missing") or []) or "scope"
+        return f"{STEP_FAILED}: {status}; conditions unknown: {missing}"
+    if status == RETRIEVED and not evidence:
+        return f"{STEP_FAILED}: no evidence returned"
+    if status == RETRIEVED:
+        mismatched = [
+            str(item.get("id"))
+            for item in evidence
+            if (item.get("conditions") or {}).get("status") != "match" or item.get("conflict")
+        ]
+        return f"{STEP_FAILED}: evidence does not match: {', '.join(mismatched)}"
+    return f"{STEP_FAILED}: {status}"
+
+
+def run_skill(
+    skill_id: str,
+    scope: Mapping[str, str | None],
+    context: TicketContext,
+    run_id: str,
+    now: datetime | None = None,
+    *,
+    actor: User,
+    tools: Mapping[str, Tool] | None = None,
+    timeout: float = TOOL_TIMEOUT_SECONDS,
+) -> SkillRunResult:
+    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
+    run_id = validate_run_id(run_id)
+    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
+        raise ValidationFailure("now", "must be timezone-aware")
+    registry = default_registry() if tools is None else tools
+    domain.given_scope_checked(scope)
+    tenant = str(scope.get("tenant") or "").strip() or None
+    if tenant is not None:
+        # The scope's tenant is checked here, as retrieval checks it, whoever calls; a run is
+        # never stored under a tenant the actor may not use or that does not exist.
+        require_scope(actor, USE_EXPERIENCE, tenant, message=USE_REFUSED)
+    skill_known(skill_id, tenant, actor)
+    run = _RunState(run_id, skill_id, scope, context, actor, started_at=clock.now())
+
+    missing = domain.missing_scope(scope)
+    missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]
+    if missing:
+        return run.finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(missing), missing)
+    current = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
+    check_time = now or run.started_at
+
+    # 1. The gate, before any tool is called.
+    gated = _gate(skill_id, current, check_time, registry, actor)
+    if isinstance(gated, str):
+        return run.finish(FALLBACK, gated)
+    skill, recipe = gated
+    run.read(skill, recipe)
+
+    call_context = CallContext(
+        scope=current,
+        occurred_at=context.occurred_at,
+        known_at=context.known_at,
+        facts=dict(context.facts),
+    )
+    for index, step in enumerate(recipe):
+        # 2. Re-check before each step: a revocation since the last step stops the run here.
+        unavailable = _recheck(skill, check_time)
+        if unavailable:
+            return run.finish(FALLBACK, unavailable)
+        # 3. The step itself: its tool's result must be current evidence that matches.
+        failure = _call(index, step, registry, call_context, run, timeout)
+        run.mark(index, FAILED if failure else PASSED)
+        if failure:
+            return run.finish(FALLBACK, failure)
+
+    # 4. Re-check before returning: a revocation during the last tool call counts. The check and
+    # the stored result share one transaction holding the skill's and cases' rows, so a
+    # revocation either commits first (and is seen here) or waits until this run has returned.
+    with transaction.atomic():
+        _lock_rows(skill.id, run.cases)
+        unavailable = _recheck(skill, check_time)
+        if unavailable:
+            return run.finish(FALLBACK, unavailable)
+        return run.finish(NEEDS_REVIEW, f"{ALL_STEPS_PASSED}: {PASSED_DETAIL}")
+
+
+def skill_known(skill_id: object, tenant: str | None, actor: User) -> None:
+    """Refuse, on ``skill_id`` and before anything is written, an id that names no skill the
+    run may use: malformed, nobody's, or another tenant's (the run's tenant when the scope names
+    one, else one the actor may not see), all answered alike (``UnknownId``)."""
+    parsed = itemids.parse(skill_id, field="skill_id", kinds=(itemids.SKILL,))
+    skill_tenant = Skill.objects.filter(pk=str(parsed)).values_list("tenant", flat=True).first()
+    if (
+        skill_tenant is None
+        or (tenant is not None and skill_tenant != tenant)
+        or not may_access(actor, skill_tenant)
+    ):
+        raise UnknownId("skill_id", NO_SUCH_SKILL)
+
+
+def _gate(
+    skill_id: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    registry: Mapping[str, Tool],
+    actor: User,
+) -> tuple[Skill, tuple[domain.RecipeStep, ...]] | str:
+    """The skill and its checked recipe, or why the run may not use it.
+
+    A skill id is resolved inside the run's tenant: another tenant's skill (or one of a tenant
+    the actor may not see) is answered exactly as an id nobody has."""
+    skill, availability = skill_availability(skill_id, now)
+    if skill is None or skill.tenant != scope["tenant"] or not may_access(actor, skill.tenant):
+        return f"{SKILL_NOT_FOUND}: {skill_id}"
+    differing = domain.differing_scope_fields(skill.scope, scope)
+    if differing:
+        return f"{SCOPE_MISMATCH}: " + ", ".join(differing)
+    if not availability:
+        return f"{SKILL_UNAVAILABLE}: {availability.reason}"
+    try:
+        return skill, domain.validate_recipe(skill.recipe, tool_specs(registry))
+    except ValidationFailure as failure:
+        return f"{INVALID_RECIPE}: {failure}"
+
+
+def _lock_rows(skill_id: str, case_ids: Sequence[str]) -> None:
+    """Row locks on PostgreSQL; SQLite's IMMEDIATE transactions already admit one writer."""
+    list(Skill.objects.select_for_update().filter(pk=skill_id).values_list("pk", flat=True))
+    list(
+        Case.objects.select_for_update()
+        .filter(pk__in=case_ids)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def _recheck(skill: Skill, now: datetime) -> str | None:
+    _, availability = skill_availability(skill.id, now)
+    if availability:
+        return None
+    return f"{REVOKED_DURING_RUN}: {availability.reason}"
+
+
+def _call(
+    index: int,
+    step: domain.RecipeStep,
+    registry: Mapping[str, Tool],
+    context: CallContext,
+    run: _RunState,
+    timeout: float,
+) -> str | None:
+    tool = registry.get(step.tool)
+    if tool is None:
+        return f"{TOOL_ERROR}: {step.tool} is not registered"
+    run.tool_calls += 1
+    began = time.monotonic()
+    try:
+        result = tool.handler(dict(step.arguments), context)
+    except TimeoutError:
+        return f"{TIMEOUT}: step {index} ({step.tool}) timed out"
+    except Exception as exc:  # a failing tool ends the run in fallback, whatever it raised
+        return f"{TOOL_ERROR}: step {index} ({step.tool}) failed: {type(exc).__name__}: {exc}"
+    if time.monotonic() - began > timeout:
+        # The call is not interrupted (read-only, already in flight), but a late answer is not used.
+        return f"{TIMEOUT}: step {index} ({step.tool}) took longer than {timeout:g}s"
+    if not isinstance(result, Mapping):
+        return f"{TOOL_ERROR}: step {index} ({step.tool}) returned no result object"
+    run.observations.append(_observation(index, step.tool, result))
+    run.cited.update(
+        str(item["id"])
+        for item in result.get("evidence") or []
+        if isinstance(item, Mapping) and item.get("id")
+    )
+    return _step_failure(result)

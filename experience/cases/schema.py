@@ -1,0 +1,386 @@
+"""The import format of cases and skills, validated into frozen values.
+
+The format is described in docs/contracts.md, Import formats.
+
+Pure: no Django imports. Every error names its JSON path; text no database stores, integers
+beyond ±2**53 and deep nesting are refused (``reviewconsole.inputs``). ``verified`` flags are
+kept apart from the content: a check is a reviewer's act, not part of what the case says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from experience.core.domain import (
+    CASE_PREFIX,
+    SKILL_PREFIX,
+    RecipeStep,
+    ToolSpec,
+    content_id,
+    validate_recipe,
+    validate_scope,
+)
+from reviewconsole import itemids
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import bounded_text as _text
+from reviewconsole.fields import json_path, reject_unknown_fields
+from reviewconsole.inputs import check_tree
+from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
+
+MAX_TITLE = 300
+MAX_TEXT = 20_000
+MAX_EXCERPT = 2_000
+MAX_SOURCE_ID = 300
+MAX_INCIDENT = 200
+MAX_WHEN = 2_000
+MAX_EVIDENCE_ITEMS = 50
+MAX_COUNTEREVIDENCE = 20
+MAX_SKILL_CASES = 20
+
+CASE_ID = re.compile(itemids.CASE.pattern)
+FILE_REFERENCE = re.compile(r"#(0|[1-9][0-9]{0,5})")
+
+CASE_FIELDS = frozenset(
+    {
+        "type",
+        "scope",
+        "incident",
+        "title",
+        "summary",
+        "observations",
+        "diagnosis",
+        "counterevidence",
+        "outcome",
+        "valid_from",
+        "valid_to",
+        "supersedes",
+    }
+)
+CASE_REQUIRED = ("scope", "incident", "title", "valid_from", "valid_to")
+SKILL_FIELDS = frozenset(
+    {"type", "scope", "title", "when", "recipe", "cases", "valid_from", "valid_to"}
+)
+SKILL_REQUIRED = ("scope", "title", "when", "recipe", "cases", "valid_from", "valid_to")
+EVIDENCE_FIELDS = frozenset({"source_id", "excerpt", "verified"})
+STATEMENT_FIELDS = frozenset({"statement", "evidence"})
+COUNTER_FIELDS = frozenset({"hypothesis", "statement", "refutes", "evidence"})
+
+NOT_A_FIELD = "is not a field of this item"
+REQUIRED = "is required"
+VALID_TO_ORDER = "must be after valid_from"
+BAD_CASE_REFERENCE = (
+    'must be a case id (case:<sha256>) or "#N", the N-th item (from 0) of the same file'
+)
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    key: str
+    section: str
+    source_id: str
+    excerpt: str
+    verified: bool
+
+    def canonical(self) -> dict[str, Any]:
+        return {"source_id": self.source_id, "excerpt": self.excerpt}
+
+
+@dataclass(frozen=True)
+class Statement:
+    statement: str
+    evidence: tuple[EvidenceItem, ...]
+
+    def canonical(self) -> dict[str, Any]:
+        return {"statement": self.statement, "evidence": [e.canonical() for e in self.evidence]}
+
+
+@dataclass(frozen=True)
+class Counterevidence:
+    hypothesis: str
+    statement: str
+    refutes: str
+    evidence: tuple[EvidenceItem, ...]
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "hypothesis": self.hypothesis,
+            "statement": self.statement,
+            "refutes": self.refutes,
+            "evidence": [e.canonical() for e in self.evidence],
+        }
+
+
+@dataclass(frozen=True)
+class CaseContent:
+    scope: Mapping[str, str]
+    incident: str
+    title: str
+    summary: str
+    observations: tuple[EvidenceItem, ...]
+    diagnosis: Statement
+    counterevidence: tuple[Counterevidence, ...]
+    outcome: Statement
+    valid_from: datetime
+    valid_to: datetime
+    supersedes: str
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "type": "case",
+            "scope": dict(self.scope),
+            "incident": self.incident,
+            "title": self.title,
+            "summary": self.summary,
+            "observations": [e.canonical() for e in self.observations],
+            "diagnosis": self.diagnosis.canonical(),
+            "counterevidence": [c.canonical() for c in self.counterevidence],
+            "outcome": self.outcome.canonical(),
+            "valid_from": to_utc_iso(self.valid_from),
+            "valid_to": to_utc_iso(self.valid_to),
+            "supersedes": self.supersedes or None,
+        }
+
+    @property
+    def id(self) -> str:
+        return content_id(CASE_PREFIX, self.canonical())
+
+    def evidence(self) -> tuple[EvidenceItem, ...]:
+        items = [*self.observations, *self.diagnosis.evidence]
+        for entry in self.counterevidence:
+            items.extend(entry.evidence)
+        items.extend(self.outcome.evidence)
+        return tuple(items)
+
+    def search_text(self) -> str:
+        """What retrieval ranks a case by: title, summary, observation excerpts, diagnosis."""
+        parts = [
+            self.title,
+            self.summary,
+            *(e.excerpt for e in self.observations),
+            self.diagnosis.statement,
+        ]
+        return "\n".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class SkillContent:
+    scope: Mapping[str, str]
+    title: str
+    when: str
+    recipe: tuple[RecipeStep, ...]
+    # Case ids, or "#N" references into the same file until the importer resolves them.
+    cases: tuple[str, ...]
+    valid_from: datetime
+    valid_to: datetime
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "type": "skill",
+            "scope": dict(self.scope),
+            "title": self.title,
+            "when": self.when,
+            "recipe": [step.as_json() for step in self.recipe],
+            "cases": sorted(self.cases),
+            "valid_from": to_utc_iso(self.valid_from),
+            "valid_to": to_utc_iso(self.valid_to),
+        }
+
+    @property
+    def id(self) -> str:
+        return content_id(SKILL_PREFIX, self.canonical())
+
+    def unresolved(self) -> tuple[str, ...]:
+        return tuple(ref for ref in self.cases if ref.startswith("#"))
+
+
+def _reject_unknown(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    reject_unknown_fields(obj, allowed, path, NOT_A_FIELD)
+
+
+def _evidence_list(
+    value: object, path: str, key_prefix: str, section: str
+) -> tuple[EvidenceItem, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValidationFailure(path, "must be a list of evidence items")
+    if len(value) > MAX_EVIDENCE_ITEMS:
+        raise ValidationFailure(path, f"must have at most {MAX_EVIDENCE_ITEMS} items")
+    return tuple(
+        _evidence(item, f"{path}[{i}]", f"{key_prefix}/{i}", section)
+        for i, item in enumerate(value)
+    )
+
+
+def _evidence(value: object, path: str, key: str, section: str) -> EvidenceItem:
+    if not isinstance(value, dict):
+        raise ValidationFailure(path, 'must be an object {"source_id", "excerpt"}')
+    _reject_unknown(value, EVIDENCE_FIELDS, path)
+    for name in ("source_id", "excerpt"):
+        if name not in value:
+            raise ValidationFailure(f"{path}.{name}", REQUIRED)
+    verified = value.get("verified", False)
+    if not isinstance(verified, bool):
+        raise ValidationFailure(f"{path}.verified", "must be true or false")
+    return EvidenceItem(
+        key=key,
+        section=section,
+        source_id=_text(value["source_id"], f"{path}.source_id", MAX_SOURCE_ID, required=True),
+        excerpt=_text(value["excerpt"], f"{path}.excerpt", MAX_EXCERPT, required=True),
+        verified=verified,
+    )
+
+
+def _statement(value: object, path: str, section: str) -> Statement:
+    if value is None:
+        return Statement("", ())
+    if not isinstance(value, dict):
+        raise ValidationFailure(path, 'must be an object {"statement", "evidence"}')
+    _reject_unknown(value, STATEMENT_FIELDS, path)
+    return Statement(
+        statement=_text(value.get("statement"), f"{path}.statement", MAX_TEXT, required=False),
+        evidence=_evidence_list(value.get("evidence"), f"{path}.evidence", section, section),
+    )
+
+
+def _counterevidence(value: object, path: str) -> tuple[Counterevidence, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValidationFailure(path, "must be a list of refuted hypotheses")
+    if len(value) > MAX_COUNTEREVIDENCE:
+        raise ValidationFailure(path, f"must have at most {MAX_COUNTEREVIDENCE} entries")
+    entries = []
+    for i, entry in enumerate(value):
+        entry_path = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            raise ValidationFailure(
+                entry_path, 'must be an object {"hypothesis", "statement", "refutes", "evidence"}'
+            )
+        _reject_unknown(entry, COUNTER_FIELDS, entry_path)
+        for name in ("hypothesis", "statement", "refutes"):
+            if name not in entry:
+                raise ValidationFailure(f"{entry_path}.{name}", REQUIRED)
+        entries.append(
+            Counterevidence(
+                hypothesis=_text(
+                    entry["hypothesis"], f"{entry_path}.hypothesis", MAX_TEXT, required=True
+                ),
+                statement=_text(
+                    entry["statement"], f"{entry_path}.statement", MAX_TEXT, required=True
+                ),
+                refutes=_text(entry["refutes"], f"{entry_path}.refutes", MAX_TEXT, required=True),
+                evidence=_evidence_list(
+                    entry.get("evidence"),
+                    f"{entry_path}.evidence",
+                    f"counterevidence/{i}",
+                    "counterevidence",
+                ),
+            )
+        )
+    return tuple(entries)
+
+
+def _validity(obj: Mapping[str, Any], path: str) -> tuple[datetime, datetime]:
+    valid_from = parse_aware_datetime(obj["valid_from"], field=json_path(path, "valid_from"))
+    if obj["valid_to"] is None:
+        raise ValidationFailure(json_path(path, "valid_to"), REQUIRED)
+    valid_to = parse_aware_datetime(obj["valid_to"], field=json_path(path, "valid_to"))
+    if valid_to <= valid_from:
+        raise ValidationFailure(json_path(path, "valid_to"), VALID_TO_ORDER)
+    return valid_from, valid_to
+
+
+def _require(obj: Mapping[str, Any], names: tuple[str, ...]) -> None:
+    for name in names:
+        if name not in obj:
+            raise ValidationFailure(name, REQUIRED)
+
+
+def parse_case(obj: object) -> CaseContent:
+    if not isinstance(obj, dict):
+        raise ValidationFailure("", "a case must be a JSON object")
+    check_tree(obj)
+    _reject_unknown(obj, CASE_FIELDS, "")
+    if obj.get("type", "case") != "case":
+        raise ValidationFailure("type", 'must be "case"')
+    _require(obj, CASE_REQUIRED)
+    valid_from, valid_to = _validity(obj, "")
+    supersedes = obj.get("supersedes")
+    if supersedes is not None and (
+        not isinstance(supersedes, str) or not CASE_ID.fullmatch(supersedes)
+    ):
+        raise ValidationFailure("supersedes", "must be the id of a case (case:<sha256>)")
+    return CaseContent(
+        scope=validate_scope(obj["scope"]),
+        incident=_text(obj["incident"], "incident", MAX_INCIDENT, required=True),
+        title=_text(obj["title"], "title", MAX_TITLE, required=True),
+        summary=_text(obj.get("summary"), "summary", MAX_TEXT, required=False),
+        observations=_evidence_list(
+            obj.get("observations"), "observations", "observations", "observations"
+        ),
+        diagnosis=_statement(obj.get("diagnosis"), "diagnosis", "diagnosis"),
+        counterevidence=_counterevidence(obj.get("counterevidence"), "counterevidence"),
+        outcome=_statement(obj.get("outcome"), "outcome", "outcome"),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        supersedes=supersedes or "",
+    )
+
+
+def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
+    if not isinstance(obj, dict):
+        raise ValidationFailure("", "a skill must be a JSON object")
+    check_tree(obj)
+    _reject_unknown(obj, SKILL_FIELDS, "")
+    if obj.get("type", "skill") != "skill":
+        raise ValidationFailure("type", 'must be "skill"')
+    _require(obj, SKILL_REQUIRED)
+    valid_from, valid_to = _validity(obj, "")
+    cases = obj["cases"]
+    if not isinstance(cases, list) or not cases:
+        raise ValidationFailure("cases", "must be a non-empty list of case ids")
+    if len(cases) > MAX_SKILL_CASES:
+        raise ValidationFailure("cases", f"must cite at most {MAX_SKILL_CASES} cases")
+    refs = []
+    for i, ref in enumerate(cases):
+        if not isinstance(ref, str) or not (
+            CASE_ID.fullmatch(ref) or FILE_REFERENCE.fullmatch(ref)
+        ):
+            raise ValidationFailure(f"cases[{i}]", BAD_CASE_REFERENCE)
+        if ref in refs:
+            raise ValidationFailure(f"cases[{i}]", "cites the same case twice")
+        refs.append(ref)
+    return SkillContent(
+        scope=validate_scope(obj["scope"]),
+        title=_text(obj["title"], "title", MAX_TITLE, required=True),
+        when=_text(obj["when"], "when", MAX_WHEN, required=True),
+        recipe=validate_recipe(obj["recipe"], tools),
+        cases=tuple(refs),
+        valid_from=valid_from,
+        valid_to=valid_to,
+    )
+
+
+def evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The evidence objects of one raw case item, in place (e.g. to drop ``verified`` flags)."""
+    found = list(item.get("observations") or [])
+    for section in ("diagnosis", "outcome"):
+        found.extend((item.get(section) or {}).get("evidence") or [])
+    for entry in item.get("counterevidence") or []:
+        found.extend(entry.get("evidence") or [])
+    return found
+
+
+def item_kind(obj: object) -> str:
+    """``case``, ``skill`` or ``lesson`` from the ``type`` field of one import item."""
+    if not isinstance(obj, dict):
+        raise ValidationFailure("", "each item must be a JSON object")
+    kind = obj.get("type")
+    if kind not in ("case", "skill", "lesson"):
+        raise ValidationFailure("type", 'must be "case", "skill" or "lesson"')
+    return str(kind)

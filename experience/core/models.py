@@ -1,0 +1,164 @@
+"""What every reviewed item's row shares: statuses, the lifecycle columns, the scope and the base model.
+
+Hashed content is written once; only lifecycle columns (status, approvals, rejection,
+revocation, supersession) may change afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from reviewconsole import itemids
+from reviewconsole.links import item_page
+
+
+class ImmutableContentError(RuntimeError):
+    pass
+
+
+class Status(models.TextChoices):
+    CANDIDATE = "candidate", "candidate"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+    REVOKED = "revoked", "revoked"
+    SUPERSEDED = "superseded", "superseded"
+
+
+class SubmittedVia(models.TextChoices):
+    CONSOLE = "console", "console"
+    IMPORT = "import", "import"
+    API = "api", "api"
+
+
+class ItemType(models.TextChoices):
+    CASE = "case", "case"
+    SKILL = "skill", "skill"
+    LESSON = "lesson", "lesson"
+    DOCUMENT = "document", "knowledge document"
+
+
+class RunStatus(models.TextChoices):
+    NEEDS_REVIEW = "needs_review", "needs review"
+    FALLBACK = "fallback", "fallback"
+
+
+# Columns that may change once a case or skill is saved.
+LIFECYCLE_FIELDS = frozenset(
+    {
+        "status",
+        "approved_by",
+        "approved_at",
+        "approved_reason",
+        "rejected_by",
+        "rejected_at",
+        "rejected_reason",
+        "revoked_by",
+        "revoked_at",
+        "revoked_reason",
+        "superseded_by",
+        "superseded_at",
+    }
+)
+
+
+ID_LENGTH = 80
+
+
+SCOPE_LENGTH = 64
+
+
+class ReviewedItemQuerySet(models.QuerySet[Any]):
+    def update(self, **kwargs: Any) -> int:
+        changed = set(kwargs) - LIFECYCLE_FIELDS
+        if changed:
+            raise ImmutableContentError(
+                f"{', '.join(sorted(changed))} is hashed content; submit a new version instead"
+            )
+        return super().update(**kwargs)
+
+
+def _user_fk() -> Any:
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+
+class ReviewedItem(models.Model):
+    """Scope, validity, submission and lifecycle shared by cases and skills."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    tenant = models.CharField(max_length=SCOPE_LENGTH)
+    brand = models.CharField(max_length=SCOPE_LENGTH)
+    store = models.CharField(max_length=SCOPE_LENGTH)
+    campaign = models.CharField(max_length=SCOPE_LENGTH)
+    deployment = models.CharField(max_length=SCOPE_LENGTH)
+    title = models.CharField(max_length=300)
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField()
+    content_hash = models.CharField(max_length=64)
+    # The canonical JSON the id was computed from, kept so the hash can be re-verified.
+    content = models.JSONField()
+
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    submitted_via = models.CharField(max_length=8, choices=SubmittedVia.choices)
+    submitted_at = models.DateTimeField()
+
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.CANDIDATE, db_index=True
+    )
+    approved_by = _user_fk()
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_reason = models.TextField(blank=True)
+    rejected_by = _user_fk()
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    rejected_reason = models.TextField(blank=True)
+    revoked_by = _user_fk()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.TextField(blank=True)
+    superseded_by = models.CharField(max_length=ID_LENGTH, blank=True)
+    superseded_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReviewedItemQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.id
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if not self._state.adding and not (
+            update_fields and set(update_fields) <= LIFECYCLE_FIELDS
+        ):
+            raise ImmutableContentError(
+                f"{self.id} is saved; a change must be submitted as a new version"
+            )
+        super().save(*args, **kwargs)
+
+    def get_absolute_url(self) -> str:
+        return item_page(self.item_id)
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {
+            "tenant": self.tenant,
+            "brand": self.brand,
+            "store": self.store,
+            "campaign": self.campaign,
+            "deployment": self.deployment,
+        }
+
+    @property
+    def item_id(self) -> itemids.ItemId:
+        return itemids.parse(self.id)
+
+    @property
+    def digest(self) -> str:
+        """The hex part of the id: what the item's console URLs carry."""
+        return self.item_id.digest

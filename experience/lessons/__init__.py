@@ -1,0 +1,1 @@
+"""Lessons: typed rules citing cases, their confidence (evidence and run outcomes), conflicts and merges."""

@@ -1,0 +1,417 @@
+"""Lessons' pure core: approval rules, availability, confidence, scene similarity and conflicts.
+
+A lesson is distilled experience (a success pattern, a failure lesson, a tool's trick, a fact of
+the domain) that cites reviewed cases as its evidence: cases that support it and cases that
+contradict it. No Django imports; the clock and every setting are passed in
+(docs/architecture.md, Layers inside an app; docs/contracts.md, Lessons).
+
+Confidence is computed, never typed in. :func:`confidence` is the estimator:
+
+    successes = distinct supporting incidents + accounts with review permission whose run
+                outcomes confirmed the item (none while the item is in an open conflict)
+    failures  = distinct contradicting incidents + accounts whose run outcomes refuted it
+    wilson    = the lower bound of the Wilson score interval of successes / (successes + failures)
+                at ``z`` standard deviations (0 when there is no evidence at all)
+    decay     = 0.5 ** (days since the last confirmation / half-life in days)
+    confidence = wilson * decay
+
+How run outcomes count (:func:`counted_outcomes`, the one home of this rule; docs/contracts.md,
+"How outcomes move confidence"): each reporting account is one vote per item and per direction,
+however many runs it reports, so no account can multiply its reports; a confirmation counts only
+when a reviewer reported it (an agent's ``resolved_by_lead`` waits, shown as unconfirmed, until a
+reviewer reports that run's outcome); refutations count from any account that owns or reviews
+the run, one per account; an item in an open conflict gains no confirmation until the conflict
+is resolved. The bound: one agent token never raises an item's confidence; one reviewer adds at
+most one success to it, ever (``wilson_step_bound``).
+
+The Wilson lower bound never rises when a failure is added and never falls when a success is
+added (``tests/experience/test_lesson_domain.py`` checks both with hypothesis); adding a
+contradicting incident leaves the last confirmation alone, so the decay keeps that order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from experience.core.domain import (
+    EXPIRED,
+    NO_USABLE_SUPPORT,
+    NOT_CANDIDATE,
+    NOT_REVIEWER,
+    OWN_SUBMISSION,
+    REASON_REQUIRED,
+    SCOPE_MISMATCH,
+    Availability,
+    CitedCase,
+    GateFields,
+    Reviewer,
+    case_usable,
+    own_availability,
+    same_scope,
+)
+from knowledge.domain import jaccard, tokenize
+
+# --- unmet condition names (docs/contracts.md, Unmet conditions) ----------------------------
+
+NO_SUPPORTING_CASE = "no_supporting_case"
+CONFLICT_UNRESOLVED = "conflict_unresolved"
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+SUCCESS_PATTERN = "success_pattern"
+FAILURE_LESSON = "failure_lesson"
+TOOL_USAGE = "tool_usage"
+DOMAIN_KNOWLEDGE = "domain_knowledge"
+LESSON_TYPES = (SUCCESS_PATTERN, FAILURE_LESSON, TOOL_USAGE, DOMAIN_KNOWLEDGE)
+# Types whose conclusions oppose each other when their scenes overlap.
+OPPOSED_TYPES = frozenset({SUCCESS_PATTERN, FAILURE_LESSON})
+
+SUPPORTS = "supports"
+CONTRADICTS = "contradicts"
+
+# Defaults of the settings CONSOLE_LESSON_* (console/settings.py).
+DEFAULT_Z = 1.0
+DEFAULT_HALF_LIFE_DAYS = 180.0
+DEFAULT_THRESHOLD = 0.6
+# Scene overlap: tag sets or descriptions at least this similar (Jaccard) name one scene.
+SCENE_TAG_OVERLAP = Fraction(1, 2)
+SCENE_TEXT_OVERLAP = Fraction(1, 2)
+# A candidate this similar to an approved lesson of its type and scope is a proposed merge.
+MERGE_SIMILARITY = Fraction(7, 10)
+
+SECONDS_PER_DAY = 86_400
+
+
+# --- review rules ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LessonFacts:
+    """What approving a lesson looks at; the service reads it from the rows."""
+
+    status: str
+    submitted_by: int
+    scope: Mapping[str, str]
+    valid_to: datetime
+    supports: tuple[CitedCase, ...]
+    contradicts: tuple[CitedCase, ...]
+    # The lesson this version replaces is in a conflict nobody resolved yet.
+    replaces_conflicted: bool = False
+
+
+def lesson_approval_unmet(
+    lesson: LessonFacts, *, reviewer: Reviewer, reason: str, now: datetime
+) -> list[str]:
+    """Every unmet condition of approving a lesson, by name."""
+    unmet = []
+    if not reviewer.can_review:
+        unmet.append(NOT_REVIEWER)
+    if not reason.strip():
+        unmet.append(REASON_REQUIRED)
+    if lesson.status != "candidate":
+        unmet.append(NOT_CANDIDATE)
+    if lesson.valid_to <= now:
+        unmet.append(EXPIRED)
+    if reviewer.user_id == lesson.submitted_by:
+        unmet.append(OWN_SUBMISSION)
+    if not any(
+        case_usable(case, now) and same_scope(case.scope, lesson.scope) for case in lesson.supports
+    ):
+        unmet.append(NO_SUPPORTING_CASE)
+    if any(
+        not same_scope(case.scope, lesson.scope) for case in (*lesson.supports, *lesson.contradicts)
+    ):
+        unmet.append(SCOPE_MISMATCH)
+    if lesson.replaces_conflicted:
+        unmet.append(CONFLICT_UNRESOLVED)
+    return unmet
+
+
+def lesson_availability(
+    lesson: GateFields, supports: Sequence[CitedCase], now: datetime
+) -> Availability:
+    """Usable now: approved, valid, and at least one supporting case still approved and valid."""
+    own = own_availability("lesson", lesson, now)
+    if not own:
+        return own
+    if not any(case_usable(case, now) for case in supports):
+        return Availability(
+            False, "every supporting case is revoked, superseded or expired", NO_USABLE_SUPPORT
+        )
+    return Availability(True)
+
+
+# --- confidence ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfidenceInputs:
+    """What a confidence is computed from; the console shows these beside the number."""
+
+    supporting_incidents: int
+    contradicting_incidents: int
+    # Accounts whose reported run outcomes count (counted_outcomes): reviewers that confirmed
+    # the item, accounts that refuted it.
+    confirming_outcomes: int = 0
+    refuting_outcomes: int = 0
+    last_confirmed: datetime | None = None
+    # Agents' confirmations that wait for a reviewer: shown, never counted.
+    unconfirmed_outcomes: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "supporting_incidents": self.supporting_incidents,
+            "contradicting_incidents": self.contradicting_incidents,
+            "confirming_outcomes": self.confirming_outcomes,
+            "refuting_outcomes": self.refuting_outcomes,
+            "unconfirmed_outcomes": self.unconfirmed_outcomes,
+            "last_confirmed": self.last_confirmed.isoformat() if self.last_confirmed else None,
+        }
+
+
+@dataclass(frozen=True)
+class Confidence:
+    value: float
+    wilson: float
+    decay: float
+    days_since_confirmed: float
+    inputs: ConfidenceInputs
+    z: float
+    half_life_days: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "confidence": self.value,
+            "wilson_lower_bound": self.wilson,
+            "decay": self.decay,
+            "days_since_confirmed": self.days_since_confirmed,
+            "z": self.z,
+            "half_life_days": self.half_life_days,
+            **self.inputs.as_json(),
+        }
+
+    def why(self) -> str:
+        i = self.inputs
+        parts = [
+            f"{i.supporting_incidents} supporting incident(s)",
+            f"{i.contradicting_incidents} contradicting incident(s)",
+        ]
+        if i.confirming_outcomes or i.refuting_outcomes:
+            parts.append(
+                f"outcomes confirmed by {i.confirming_outcomes} reviewer(s), "
+                f"refuted by {i.refuting_outcomes} account(s)"
+            )
+        if i.unconfirmed_outcomes:
+            parts.append(f"{i.unconfirmed_outcomes} agent confirmation(s) awaiting a reviewer")
+        parts.append(
+            f"Wilson lower bound {self.wilson:.2f} × decay {self.decay:.2f} "
+            f"({self.days_since_confirmed:.0f} days since last confirmed, "
+            f"half-life {self.half_life_days:g} days)"
+        )
+        return "; ".join(parts)
+
+
+def wilson_lower_bound(successes: int, failures: int, z: float = DEFAULT_Z) -> float:
+    """The lower end of the Wilson score interval for successes / (successes + failures)."""
+    n = successes + failures
+    if n <= 0:
+        return 0.0
+    p = successes / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - margin) / (1 + z2 / n))
+
+
+def decay_factor(last_confirmed: datetime | None, now: datetime, half_life_days: float) -> float:
+    """Halves every ``half_life_days`` since the last confirmation; 1 for a future or no date."""
+    if last_confirmed is None or half_life_days <= 0:
+        return 1.0
+    days = max(0.0, (now - last_confirmed).total_seconds() / SECONDS_PER_DAY)
+    return float(0.5 ** (days / half_life_days))
+
+
+def confidence(
+    inputs: ConfidenceInputs,
+    *,
+    now: datetime,
+    z: float = DEFAULT_Z,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+) -> Confidence:
+    """The estimator of this module's docstring, rounded to three places for display."""
+    successes = inputs.supporting_incidents + inputs.confirming_outcomes
+    failures = inputs.contradicting_incidents + inputs.refuting_outcomes
+    wilson = wilson_lower_bound(successes, failures, z)
+    decay = decay_factor(inputs.last_confirmed, now, half_life_days)
+    days = (
+        max(0.0, (now - inputs.last_confirmed).total_seconds() / SECONDS_PER_DAY)
+        if inputs.last_confirmed
+        else 0.0
+    )
+    return Confidence(
+        value=round(wilson * decay, 3),
+        wilson=round(wilson, 3),
+        decay=round(decay, 3),
+        days_since_confirmed=round(days, 1),
+        inputs=inputs,
+        z=z,
+        half_life_days=half_life_days,
+    )
+
+
+def distinct_incidents(cases: Iterable[CitedCase], now: datetime) -> set[str]:
+    """Incidents of the cases usable now: two summaries of one incident are one incident."""
+    return {case.incident for case in cases if case_usable(case, now)}
+
+
+@dataclass(frozen=True)
+class OutcomeVote:
+    """One account's reported outcomes on an item: the latest outcome of each of its runs that
+    read the item (or a version the item superseded), folded per account and direction."""
+
+    account: int
+    confirmed: bool
+    refuted: bool
+    # Whether the account held the review permission when it reported the confirmation.
+    reviewer: bool
+    # When its latest counted confirmation was reported.
+    confirmed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CountedOutcomes:
+    confirming: int = 0
+    refuting: int = 0
+    unconfirmed: int = 0
+    last_confirmed: datetime | None = None
+
+
+def counted_outcomes(votes: Iterable[OutcomeVote], *, in_open_conflict: bool) -> CountedOutcomes:
+    """What reported outcomes add to an item's estimator (the rule of this module's docstring)."""
+    confirmers: set[int] = set()
+    refuters: set[int] = set()
+    unconfirmed: set[int] = set()
+    last: datetime | None = None
+    for vote in votes:
+        if vote.refuted:
+            refuters.add(vote.account)
+        if not vote.confirmed:
+            continue
+        if not vote.reviewer:
+            unconfirmed.add(vote.account)
+            continue
+        if in_open_conflict:
+            continue
+        confirmers.add(vote.account)
+        if vote.confirmed_at is not None and (last is None or vote.confirmed_at > last):
+            last = vote.confirmed_at
+    return CountedOutcomes(
+        confirming=len(confirmers),
+        refuting=len(refuters),
+        unconfirmed=len(unconfirmed - confirmers),
+        last_confirmed=last,
+    )
+
+
+def wilson_step_bound(successes: int, failures: int, z: float = DEFAULT_Z) -> float:
+    """How far one more success moves the Wilson lower bound from ``successes``/``failures``:
+    the most one reviewer's outcomes can lift an item with that evidence."""
+    return wilson_lower_bound(successes + 1, failures, z) - wilson_lower_bound(
+        successes, failures, z
+    )
+
+
+def evidence_inputs(
+    supports: Sequence[CitedCase],
+    contradicts: Sequence[CitedCase],
+    *,
+    approvals: Iterable[datetime | None],
+    now: datetime,
+    outcomes: CountedOutcomes | None = None,
+) -> ConfidenceInputs:
+    """Confidence inputs from cited cases and counted outcomes; ``approvals`` are the times
+    anyone confirmed the item (a counted confirmation's time is added from ``outcomes``)."""
+    outcomes = outcomes or CountedOutcomes()
+    confirmed = [at for at in [*approvals, outcomes.last_confirmed] if at is not None and at <= now]
+    return ConfidenceInputs(
+        supporting_incidents=len(distinct_incidents(supports, now)),
+        contradicting_incidents=len(distinct_incidents(contradicts, now)),
+        confirming_outcomes=outcomes.confirming,
+        refuting_outcomes=outcomes.refuting,
+        last_confirmed=max(confirmed) if confirmed else None,
+        unconfirmed_outcomes=outcomes.unconfirmed,
+    )
+
+
+# --- scenes, conflicts and merges ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LessonShape:
+    """What conflict and merge detection compare: no model, only tags, text, types and links."""
+
+    id: str
+    lesson_type: str
+    scope: Mapping[str, str]
+    tags: frozenset[str]
+    description: str
+    conclusion: str
+    supports: frozenset[str]
+    contradicts: frozenset[str]
+
+
+def normalise_tag(tag: str) -> str:
+    return " ".join(tag.strip().lower().split())
+
+
+def scene_similarity(a: LessonShape, b: LessonShape) -> Fraction:
+    """The larger of the tag and the scene-description Jaccard similarities."""
+    tags = jaccard(a.tags, b.tags) if a.tags or b.tags else Fraction(0)
+    text = jaccard(tokenize(a.description), tokenize(b.description))
+    return max(tags, text)
+
+
+def scenes_overlap(a: LessonShape, b: LessonShape) -> bool:
+    tags = jaccard(a.tags, b.tags) if a.tags and b.tags else Fraction(0)
+    text = jaccard(tokenize(a.description), tokenize(b.description))
+    return tags >= SCENE_TAG_OVERLAP or text >= SCENE_TEXT_OVERLAP
+
+
+TYPE_OPPOSITION = "type_opposition"
+EXPLICIT_LINK = "explicit_link"
+
+
+def conflict_reason(a: LessonShape, b: LessonShape) -> str | None:
+    """Why two approved lessons of one scope conflict, or None.
+
+    An explicit link (a case one cites as support, the other as a contradiction) is a conflict
+    on its own; a success pattern and a failure lesson conflict when their scenes overlap.
+    """
+    if a.id == b.id or not same_scope(a.scope, b.scope):
+        return None
+    if (a.supports & b.contradicts) or (a.contradicts & b.supports):
+        return EXPLICIT_LINK
+    if {a.lesson_type, b.lesson_type} == OPPOSED_TYPES and scenes_overlap(a, b):
+        return TYPE_OPPOSITION
+    return None
+
+
+def merge_similarity(candidate: LessonShape, approved: LessonShape) -> Fraction:
+    """How near a candidate is to an approved lesson: scene and conclusion text together."""
+    a = tokenize(" ".join((candidate.description, candidate.conclusion, *sorted(candidate.tags))))
+    b = tokenize(" ".join((approved.description, approved.conclusion, *sorted(approved.tags))))
+    return jaccard(a, b)
+
+
+def is_merge_candidate(candidate: LessonShape, approved: LessonShape) -> bool:
+    return (
+        candidate.id != approved.id
+        and candidate.lesson_type == approved.lesson_type
+        and same_scope(candidate.scope, approved.scope)
+        and merge_similarity(candidate, approved) >= MERGE_SIMILARITY
+    )

@@ -1,0 +1,419 @@
+"""Reads of lessons: lookups, evidence, computed confidence, availability, conflicts and merges."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+
+from experience.cases import selectors
+from experience.cases.models import Case, SkillCase
+from experience.core import domain, review
+from experience.core.models import Status
+from experience.lessons import domain as ld
+from experience.lessons.models import (
+    ConflictStatus,
+    Lesson,
+    LessonCase,
+    LessonConflict,
+    LessonRelation,
+)
+from experience.lessons.outcome_tallies import NONE as NO_OUTCOMES
+from experience.lessons.outcome_tallies import OutcomeBatch, Tally, aware_column, outcome_tallies
+from reviewconsole import itemids
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.statements import Param, Statement
+from reviewconsole.tenancy import may_access, tenants_of
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+NO_SUCH_LESSON = review.NO_SUCH_LESSON
+
+
+@dataclass(frozen=True)
+class ConfidenceSettings:
+    z: float
+    half_life_days: float
+    threshold: float
+
+
+def confidence_settings() -> ConfidenceSettings:
+    return ConfidenceSettings(
+        z=float(getattr(settings, "LESSON_CONFIDENCE_Z", ld.DEFAULT_Z)),
+        half_life_days=float(getattr(settings, "LESSON_HALF_LIFE_DAYS", ld.DEFAULT_HALF_LIFE_DAYS)),
+        threshold=float(getattr(settings, "LESSON_CONFIDENCE_THRESHOLD", ld.DEFAULT_THRESHOLD)),
+    )
+
+
+def lesson_get(lesson_id: str, *, field: str = "id", user: User | None = None) -> Lesson:
+    """The lesson with this id, as ``selectors.case_get`` finds a case: with ``user``, another
+    tenant's lesson is answered exactly as an unknown id."""
+    lesson = (
+        Lesson.objects.select_related("submitted_by", "approved_by").filter(pk=lesson_id).first()
+    )
+    if lesson is None or (user is not None and not may_access(user, lesson.tenant)):
+        raise ValidationFailure(field, f"{NO_SUCH_LESSON}: {lesson_id}")
+    return lesson
+
+
+def lesson_get_visible(user: User, digest: str) -> Lesson | None:
+    """The lesson with this digest as ``user`` may see it: None for another tenant's."""
+    lesson = (
+        Lesson.objects.select_related("submitted_by", "approved_by", "revoked_by")
+        .filter(pk=str(itemids.ItemId(itemids.LESSON, digest)))
+        .first()
+    )
+    if lesson is None:
+        return None
+    tenants = tenants_of(user)
+    return lesson if tenants is None or lesson.tenant in tenants else None
+
+
+def visible_lessons(user: User) -> QuerySet[Lesson]:
+    tenants = tenants_of(user)
+    lessons = Lesson.objects.all()
+    return lessons if tenants is None else lessons.filter(tenant__in=tenants)
+
+
+def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
+    # Distinct incidents follow incident merges, as skills' do (experience.selectors).
+    links, _ = selectors.with_canonical_incident(
+        LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
+    )
+    return links
+
+
+def _cited(link: LessonCase) -> domain.CitedCase:
+    case = link.case
+    case.canonical_incident = getattr(link, "canonical_incident", None) or case.incident  # type: ignore[attr-defined]
+    return selectors.cited_case(case)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    supports: list[Case]
+    contradicts: list[Case]
+
+    def cited(self) -> tuple[tuple[domain.CitedCase, ...], tuple[domain.CitedCase, ...]]:
+        return (
+            tuple(selectors.cited_case(c) for c in self.supports),
+            tuple(selectors.cited_case(c) for c in self.contradicts),
+        )
+
+
+def lesson_evidence(lesson: Lesson) -> Evidence:
+    supports: list[Case] = []
+    contradicts: list[Case] = []
+    for link in _links([lesson.id]).order_by("relation", "position"):
+        _cited(link)
+        (supports if link.relation == LessonRelation.SUPPORTS else contradicts).append(link.case)
+    return Evidence(supports, contradicts)
+
+
+def lesson_in_open_conflict(lesson_id: str) -> bool:
+    return LessonConflict.objects.filter(
+        Q(lesson_a_id=lesson_id) | Q(lesson_b_id=lesson_id), status=ConflictStatus.OPEN
+    ).exists()
+
+
+def _replaces_conflicted(lesson: Lesson) -> bool:
+    """A new version of a lesson in an open conflict waits for that conflict, unless it is the
+    narrowed version the conflict's resolution asked for."""
+    if not lesson.supersedes:
+        return False
+    return (
+        LessonConflict.objects.filter(
+            Q(lesson_a_id=lesson.supersedes) | Q(lesson_b_id=lesson.supersedes),
+            status=ConflictStatus.OPEN,
+        )
+        .exclude(narrowing=lesson.id)
+        .exists()
+    )
+
+
+def lesson_facts(lesson: Lesson) -> ld.LessonFacts:
+    supports, contradicts = lesson_evidence(lesson).cited()
+    return ld.LessonFacts(
+        status=lesson.status,
+        submitted_by=int(lesson.submitted_by_id),
+        scope=lesson.scope,
+        valid_to=lesson.valid_to,
+        supports=supports,
+        contradicts=contradicts,
+        replaces_conflicted=_replaces_conflicted(lesson),
+    )
+
+
+def lesson_approval_checklist(
+    *, lesson: Lesson, reviewer: User, reason: str, now: datetime
+) -> list[str]:
+    return ld.lesson_approval_unmet(
+        lesson_facts(lesson), reviewer=selectors.reviewer_of(reviewer), reason=reason, now=now
+    )
+
+
+def confidence_of(
+    supports: Sequence[domain.CitedCase],
+    contradicts: Sequence[domain.CitedCase],
+    approvals: Iterable[datetime | None],
+    now: datetime,
+    config: ConfidenceSettings,
+    outcomes: Tally = NO_OUTCOMES,
+    *,
+    in_open_conflict: bool = False,
+) -> ld.Confidence:
+    inputs = ld.evidence_inputs(
+        supports,
+        contradicts,
+        approvals=approvals,
+        now=now,
+        outcomes=outcomes.counted(in_open_conflict=in_open_conflict),
+    )
+    return ld.confidence(inputs, now=now, z=config.z, half_life_days=config.half_life_days)
+
+
+def lesson_confidence(
+    lesson: Lesson, now: datetime, evidence: Evidence | None = None
+) -> ld.Confidence:
+    evidence = evidence or lesson_evidence(lesson)
+    supports, contradicts = evidence.cited()
+    approvals = [
+        lesson.approved_at,
+        *(c.approved_at for c in evidence.supports if c.status == Status.APPROVED),
+    ]
+    outcomes = outcome_tallies([lesson.id], now).get(lesson.id, NO_OUTCOMES)
+    return confidence_of(
+        supports,
+        contradicts,
+        approvals,
+        now,
+        confidence_settings(),
+        outcomes,
+        in_open_conflict=lesson_in_open_conflict(lesson.id),
+    )
+
+
+def lesson_availability(lesson: Lesson, now: datetime) -> domain.Availability:
+    supports, _ = lesson_evidence(lesson).cited()
+    return ld.lesson_availability(selectors.gate_fields(lesson), supports, now)
+
+
+# ``(valid_from, valid_to, approved_at)`` of an approved case, as the retrieval index holds them.
+CaseTimes = tuple[datetime, datetime, datetime | None]
+
+
+def incident_key() -> int:
+    """What the compiled statements depend on beyond their values: the incident rule."""
+    return id(selectors._incident_identity.get("expression"))
+
+
+def _case_confidence(
+    case_id: str,
+    status: str,
+    times: CaseTimes,
+    now: datetime,
+    config: ConfidenceSettings,
+    outcomes: Tally,
+) -> ld.Confidence:
+    valid_from, valid_to, approved_at = times
+    # A case is one incident whatever incident merges say, so its own id stands for it.
+    cited = domain.CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
+    return confidence_of([cited], [], [approved_at], now, config, outcomes)
+
+
+def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
+    links, incident = selectors.with_canonical_incident(
+        SkillCase.objects.filter(skill_id__in=skill_ids), "case"
+    )
+    # Distinct incidents follow incident merges, as skill approval counts them.
+    return links.order_by().values_list(
+        "skill_id", "skill__approved_at", *selectors.cited_case_columns(incident)
+    )
+
+
+_SKILL_EVIDENCE = Statement(_skill_evidence_queryset, [Param("skill_ids", many=True)])
+
+
+_SKILL_EVIDENCE_DATETIMES = (1, 5, 6, 7)
+
+
+def skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    """``(skill, skill approved_at, case, status, canonical incident, valid_from, valid_to,
+    case approved_at)`` of every case the skills cite."""
+    rows = []
+    for row in _SKILL_EVIDENCE.rows(incident_key(), skill_ids=skill_ids):
+        values = list(row)
+        for index in _SKILL_EVIDENCE_DATETIMES:
+            values[index] = aware_column(values[index])
+        rows.append(tuple(values))
+    return rows
+
+
+def item_confidences(
+    case_ids: list[str],
+    skill_ids: list[str],
+    now: datetime,
+    batch: OutcomeBatch | None = None,
+    approved_cases: Mapping[str, CaseTimes] | None = None,
+) -> dict[str, ld.Confidence]:
+    """The confidence of each case and skill (the console shows it with its inputs); the cases
+    in ``approved_cases`` from the times given there instead of their rows."""
+    config = confidence_settings()
+    scores: dict[str, ld.Confidence] = {}
+    outcomes = (batch or OutcomeBatch(now)).tallies([*case_ids, *skill_ids])
+    known = approved_cases or {}
+    for case_id in case_ids:
+        if case_id in known:
+            tally = outcomes.get(case_id, NO_OUTCOMES)
+            scores[case_id] = _case_confidence(
+                case_id, Status.APPROVED, known[case_id], now, config, tally
+            )
+    unknown = [case_id for case_id in case_ids if case_id not in known]
+    for case_id, status, valid_from, valid_to, approved_at in (
+        Case.objects.filter(pk__in=unknown)
+        .order_by()
+        .values_list("id", "status", "valid_from", "valid_to", "approved_at")
+        if unknown
+        else ()
+    ):
+        scores[case_id] = _case_confidence(
+            case_id,
+            status,
+            (valid_from, valid_to, approved_at),
+            now,
+            config,
+            outcomes.get(case_id, NO_OUTCOMES),
+        )
+    if skill_ids:
+        by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        approvals: dict[str, list[datetime | None]] = defaultdict(list)
+        for (
+            skill_id,
+            skill_approved,
+            case_id,
+            status,
+            inc,
+            valid_from,
+            valid_to,
+            approved,
+        ) in skill_evidence_rows(skill_ids):
+            # A skill cites only cases of its own scope (approval refuses any other).
+            by_skill[skill_id].append(
+                domain.CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)
+            )
+            approvals[skill_id] += [skill_approved, approved]
+        for skill_id in skill_ids:
+            scores[skill_id] = confidence_of(
+                by_skill[skill_id],
+                [],
+                approvals[skill_id],
+                now,
+                config,
+                outcomes.get(skill_id, NO_OUTCOMES),
+            )
+    return scores
+
+
+def lessons_losing_support(case_id: str, now: datetime) -> list[str]:
+    """Approved lessons citing ``case_id`` as support that no other supporting case keeps usable:
+    revoking the case makes them unavailable (the rule skills follow)."""
+    citing = list(
+        LessonCase.objects.filter(
+            case_id=case_id, relation=LessonRelation.SUPPORTS, lesson__status=Status.APPROVED
+        ).values_list("lesson_id", flat=True)
+    )
+    if not citing:
+        return []
+    kept = set(
+        LessonCase.objects.filter(
+            lesson_id__in=citing,
+            relation=LessonRelation.SUPPORTS,
+            case__status=Status.APPROVED,
+            case__valid_from__lte=now,
+            case__valid_to__gt=now,
+        )
+        .exclude(case_id=case_id)
+        .values_list("lesson_id", flat=True)
+    )
+    return sorted(set(citing) - kept)
+
+
+def lesson_shape(lesson: Lesson, links: Iterable[LessonCase] | None = None) -> ld.LessonShape:
+    rows = list(links) if links is not None else list(LessonCase.objects.filter(lesson=lesson))
+    return ld.LessonShape(
+        id=lesson.id,
+        lesson_type=lesson.lesson_type,
+        scope=lesson.scope,
+        tags=frozenset(lesson.scene_tags),
+        description=lesson.scene_description,
+        conclusion=lesson.conclusion,
+        supports=frozenset(r.case_id for r in rows if r.relation == LessonRelation.SUPPORTS),
+        contradicts=frozenset(r.case_id for r in rows if r.relation == LessonRelation.CONTRADICTS),
+    )
+
+
+def shapes_in_scope(
+    scope: Mapping[str, str], *, status: str = Status.APPROVED
+) -> list[ld.LessonShape]:
+    lessons = list(
+        Lesson.objects.filter(status=status, **{n: scope[n] for n in domain.SCOPE_FIELDS})
+    )
+    links: dict[str, list[LessonCase]] = defaultdict(list)
+    for link in LessonCase.objects.filter(lesson_id__in=[lesson.id for lesson in lessons]):
+        links[link.lesson_id].append(link)
+    return [lesson_shape(lesson, links[lesson.id]) for lesson in lessons]
+
+
+def conflicts_of(lesson: Lesson) -> QuerySet[LessonConflict]:
+    return LessonConflict.objects.filter(Q(lesson_a=lesson) | Q(lesson_b=lesson)).select_related(
+        "lesson_a", "lesson_b", "resolved_by"
+    )
+
+
+def open_conflicts(user: User) -> QuerySet[LessonConflict]:
+    tenants = tenants_of(user)
+    conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN).select_related(
+        "lesson_a", "lesson_b"
+    )
+    return conflicts if tenants is None else conflicts.filter(tenant__in=tenants)
+
+
+def conflict_get_visible(user: User, pk: int) -> LessonConflict | None:
+    conflict = (
+        LessonConflict.objects.select_related("lesson_a", "lesson_b", "resolved_by")
+        .filter(pk=pk)
+        .first()
+    )
+    tenants = tenants_of(user)
+    if conflict is None or (tenants is not None and conflict.tenant not in tenants):
+        return None
+    return conflict
+
+
+@dataclass(frozen=True)
+class MergeProposal:
+    candidate: str
+    target: str
+    similarity: float
+
+
+def merge_proposals(lesson: Lesson) -> list[MergeProposal]:
+    """Approved lessons of the candidate's type and scope that it near-duplicates."""
+    if lesson.status != Status.CANDIDATE:
+        return []
+    mine = lesson_shape(lesson)
+    return sorted(
+        (
+            MergeProposal(lesson.id, other.id, float(ld.merge_similarity(mine, other)))
+            for other in shapes_in_scope(lesson.scope)
+            if ld.is_merge_candidate(mine, other)
+        ),
+        key=lambda p: (-p.similarity, p.target),
+    )

@@ -1,0 +1,339 @@
+"""Console pages of lessons: the list, a lesson side by side with its evidence, review, merges,
+and the conflicts queue with its resolution.
+
+Every decision is made by ``experience.lessons``; every read by ``experience.lesson_selectors``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.translation import gettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from experience.cases.selectors import cited_case, gate_fields
+from experience.core.domain import case_availability, case_usable, same_scope
+from experience.core.models import Status
+from experience.core.review import ReviewRefused
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons import services as lessons
+from experience.lessons.domain import LESSON_TYPES, lesson_availability
+from experience.lessons.models import Lesson
+from experience.pages.forms import ReviewForm
+from experience.pages.items import (
+    CONDITION_LABELS,
+    LESSON_CONDITIONS,
+    Condition,
+    ReviewKind,
+    availability_view,
+    availability_views,
+    conditions,
+    queue_context,
+    review,
+)
+from experience.review import conflicts, revocation
+from experience.review.impact import stored_impacts
+from reviewconsole import clock
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
+from reviewconsole.permissions import (
+    RESOLVE_LESSON_CONFLICT,
+    REVIEW_CASE,
+    VIEW_LESSON,
+    holds,
+)
+from reviewconsole.reasons import MAX_REASON
+from reviewconsole.views import (
+    HtmxHttpRequest,
+    console_view,
+    diff_lines,
+    finish,
+    or_404,
+    paginate,
+    render_page,
+)
+
+LESSONS_PER_PAGE = 25
+
+
+def _refusal(error: Exception) -> list[dict[str, str]]:
+    """The unmet conditions of a refused write, each with its checklist line."""
+    if isinstance(error, ReviewRefused):
+        names = list(error.unmet)
+    elif isinstance(error, PermissionRefused):
+        names = [error.unmet]
+    else:
+        assert isinstance(error, ValidationFailure)
+        return [{"name": error.field, "label": error.message}]
+    return [{"name": name, "label": str(CONDITION_LABELS.get(name, name))} for name in names]
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
+    status = request.GET.get("status", Status.CANDIDATE)
+    lesson_type = request.GET.get("lesson_type", "")
+    rows = lesson_selectors.visible_lessons(acting_user(request)).select_related("submitted_by")
+    if status in Status.values:
+        rows = rows.filter(status=status)
+    if lesson_type in LESSON_TYPES:
+        rows = rows.filter(lesson_type=lesson_type)
+    page = paginate(request, rows.order_by("-submitted_at", "id"), LESSONS_PER_PAGE)
+    # The same availability state as the lesson's page and the queue show.
+    page.object_list = list(page.object_list)
+    states = availability_views(
+        [{"id": lesson.id, "status": lesson.status} for lesson in page.object_list], clock.now()
+    )
+    for lesson in page.object_list:
+        lesson.availability = states[lesson.id]
+    return render_page(
+        request,
+        "experience/lesson_list.html",
+        {
+            "page": page,
+            "status": status,
+            "lesson_type": lesson_type,
+            "statuses": Status.values,
+            "lesson_types": LESSON_TYPES,
+            "open_conflicts": lesson_selectors.open_conflicts(acting_user(request)).count(),
+        },
+        partial="lesson-rows",
+    )
+
+
+def _lines(content: dict[str, Any]) -> list[str]:
+    """A lesson's canonical content as lines, so a diff shows what changed between versions."""
+    return json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+
+
+def _diff(old: Lesson, new: Lesson) -> list[Any]:
+    return diff_lines(_lines(old.content), _lines(new.content), old_label=old.id, new_label=new.id)
+
+
+def _evidence_rows(cases: list[Any], lesson: Lesson) -> list[dict[str, Any]]:
+    now = clock.now()
+    return [
+        {
+            "case": case,
+            "usable": case_usable(cited_case(case), now),
+            "availability": availability_view(
+                case.status, case_availability(gate_fields(case), now)
+            ),
+            "same_scope": same_scope(case.scope, lesson.scope),
+        }
+        for case in cases
+    ]
+
+
+def _checklist(lesson: Lesson, user: Any, reason: str) -> Any:
+    unmet = lesson_selectors.lesson_approval_checklist(
+        lesson=lesson, reviewer=user, reason=reason, now=clock.now()
+    )
+    return conditions(LESSON_CONDITIONS, unmet)
+
+
+def _detail_context(
+    request: HtmxHttpRequest,
+    lesson: Lesson,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    reason: str = "",
+    review_errors: list[Condition] | None = None,
+) -> dict[str, Any]:
+    """The lesson page; its review panel is the one cases and skills share
+    (``experience.pages.items.review``)."""
+    user = acting_user(request)
+    now = clock.now()
+    evidence = lesson_selectors.lesson_evidence(lesson)
+    score = lesson_selectors.lesson_confidence(lesson, now, evidence)
+    supports, _ = evidence.cited()
+    previous = (
+        Lesson.objects.filter(pk=lesson.supersedes, tenant=lesson.tenant).first()
+        if lesson.supersedes
+        else None
+    )
+    proposals = []
+    for proposal in lesson_selectors.merge_proposals(lesson):
+        target = Lesson.objects.get(pk=proposal.target)
+        proposals.append({"proposal": proposal, "target": target, "diff": _diff(target, lesson)})
+    digest = lesson.digest
+    return {
+        "item": lesson,
+        "item_type": "lesson",
+        "lesson": lesson,
+        "supports": _evidence_rows(evidence.supports, lesson),
+        "contradicts": _evidence_rows(evidence.contradicts, lesson),
+        "confidence": score,
+        "inputs": score.as_json(),
+        "availability": availability_view(
+            lesson.status,
+            lesson_availability(gate_fields(lesson), supports, now),
+            {case.id: case.title for case in evidence.supports},
+        ),
+        "conflicts": lesson_selectors.conflicts_of(lesson),
+        "proposals": proposals,
+        "previous": previous,
+        "version_diff": _diff(previous, lesson) if previous else [],
+        "checklist": _checklist(lesson, user, reason),
+        "review_form": ReviewForm(initial={"reason": reason}),
+        "review_errors": review_errors or [],
+        "review_url": reverse("experience:lesson-review", args=[digest]),
+        "checklist_url": reverse("experience:lesson-checklist", args=[digest]),
+        "detail_url": lesson.get_absolute_url(),
+        "can_review": holds(user, REVIEW_CASE),
+        "expired": lesson.valid_to <= now,
+        "impacts": stored_impacts(lesson.id),
+        "errors": errors or [],
+        "reason": reason,
+        **queue_context(request, lesson.id),
+    }
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    return render_page(
+        request,
+        "experience/lesson_detail.html",
+        _detail_context(request, lesson),
+        partial="lesson-main",
+    )
+
+
+LESSON_REVIEW = ReviewKind(
+    "lesson",
+    "experience/lesson_detail.html",
+    lessons.lesson_approve,
+    lessons.lesson_reject,
+    _detail_context,
+)
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def lesson_checklist(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """The live approval checklist for the reason typed so far (as a case's)."""
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    if not request.htmx:
+        return HttpResponseRedirect(lesson.get_absolute_url())
+    reason = request.GET.get("reason", "")[:MAX_REASON]
+    return render_page(
+        request,
+        "experience/case_detail.html",
+        {"checklist": _checklist(lesson, acting_user(request), reason), "item": lesson},
+        partial="approval-checklist",
+    )
+
+
+@require_POST
+@console_view(VIEW_LESSON, REVIEW_CASE)
+def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """Approve or reject as a case or skill is (``experience.pages.items.review``); revoke an approved
+    lesson with a reason."""
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    if str(request.POST.get("decision", "")) != "revoke":
+        return review(request, lesson, LESSON_REVIEW)
+    reason = str(request.POST.get("reason", ""))
+    try:
+        outcome = revocation.lesson_revoke(lesson=lesson, actor=acting_user(request), reason=reason)
+    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        lesson.refresh_from_db()
+        return render_page(
+            request,
+            "experience/lesson_detail.html",
+            _detail_context(request, lesson, errors=_refusal(error), reason=reason),
+            partial="lesson-main",
+            status=422,
+        )
+    messages.success(
+        request, gettext("The lesson is now %(status)s.") % {"status": gettext(outcome.status)}
+    )
+    return finish(request, lesson.get_absolute_url())
+
+
+@require_POST
+@console_view(VIEW_LESSON, REVIEW_CASE)
+def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    user = acting_user(request)
+    candidate = or_404(lesson_selectors.lesson_get_visible(user, digest))
+    reason = str(request.POST.get("reason", ""))
+    target = Lesson.objects.filter(
+        pk=str(request.POST.get("target", "")), tenant=candidate.tenant
+    ).first()
+    try:
+        if target is None:
+            raise ValidationFailure("target", lessons.NOT_A_MERGE)
+        outcome = lessons.merge_accept(
+            candidate=candidate, target=target, actor=user, reason=reason
+        )
+    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        candidate.refresh_from_db()
+        return render_page(
+            request,
+            "experience/lesson_detail.html",
+            _detail_context(request, candidate, errors=_refusal(error), reason=reason),
+            partial="lesson-main",
+            status=422,
+        )
+    messages.success(request, gettext("Merged into a new version."))
+    return finish(request, Lesson.objects.get(pk=outcome.merged).get_absolute_url())
+
+
+@require_GET
+@console_view(VIEW_LESSON)
+def conflict_list(request: HtmxHttpRequest) -> HttpResponse:
+    page = paginate(
+        request, lesson_selectors.open_conflicts(acting_user(request)), LESSONS_PER_PAGE
+    )
+    return render_page(
+        request, "experience/lesson_conflict_list.html", {"page": page}, partial="conflict-rows"
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@console_view(VIEW_LESSON)
+def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    user = acting_user(request)
+    conflict = or_404(lesson_selectors.conflict_get_visible(user, pk))
+    errors: list[dict[str, str]] = []
+    if request.method == "POST":
+        try:
+            conflicts.conflict_resolve(
+                conflict=conflict,
+                keep=str(request.POST.get("keep", "")),
+                action=str(request.POST.get("action", "")),
+                actor=user,
+                reason=str(request.POST.get("reason", "")),
+                precondition=str(request.POST.get("precondition", ""))[:MAX_REASON],
+                tags=[t for t in str(request.POST.get("tags", "")).split(",") if t.strip()],
+            )
+        except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+            errors = _refusal(error)
+        else:
+            messages.success(request, gettext("The conflict resolution is recorded."))
+            return finish(request, conflict.get_absolute_url())
+    now = clock.now()
+    sides = [
+        {
+            "lesson": lesson,
+            "confidence": lesson_selectors.lesson_confidence(lesson, now),
+        }
+        for lesson in (conflict.lesson_a, conflict.lesson_b)
+    ]
+    return render_page(
+        request,
+        "experience/lesson_conflict_detail.html",
+        {
+            "conflict": conflict,
+            "sides": sides,
+            "errors": errors,
+            "can_resolve": holds(user, RESOLVE_LESSON_CONFLICT),
+        },
+        partial="conflict-main",
+        status=422 if errors else 200,
+    )

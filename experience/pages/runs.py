@@ -1,0 +1,175 @@
+"""Run pages: the runs list, a run's trace, and marking a run followed up after a revocation.
+
+Every item a run mentions (its skill, the memory it read, cited cases, evidence sources) shows as
+a name (``{% item_ref %}``), the titles primed here in one query per kind; a run that read memory
+revoked since is flagged until a reviewer marks it followed up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext
+from django.views.decorators.http import require_GET, require_POST
+
+from experience.pages.forms import RunFilterForm
+from experience.pages.selectors import references_visible_to, run_traces, run_visible, runs_visible
+from experience.pages.sentences import run_reason
+from experience.runs.followups import (
+    follow_up_get,
+    follow_ups_of,
+    run_follow_up,
+    runs_followed_up,
+    runs_to_follow_up,
+)
+from experience.runs.models import Run
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.identity import acting_user
+from reviewconsole.itemrefs import item_titles
+from reviewconsole.links import item_url
+from reviewconsole.permissions import REVIEW_CASE, VIEW_CASE, VIEW_RUN
+from reviewconsole.tenancy import tenants_of
+from reviewconsole.views import HtmxHttpRequest, console_view, finish, paginate, render_page
+
+RUNS_PER_PAGE = 50
+TO_FOLLOW_UP = "pending"
+FOLLOWED_UP = "done"
+
+
+def _run_mentions(run: Run) -> Iterable[str]:
+    yield run.skill_id
+    yield from run.cases
+    for observation in run.observations:
+        for item in observation.get("evidence") or []:
+            yield str(item.get("id") or "")
+
+
+@require_GET
+@console_view(VIEW_RUN, VIEW_CASE)
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = RunFilterForm(request.GET or None)
+    filters: dict[str, str] = {}
+    follow_up = ""
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        filters = {
+            "status": data["status"],
+            "skill_id": data["skill"].strip(),
+            "run_id": data["run_id"].strip(),
+        }
+        follow_up = data.get("follow_up") or ""
+    runs = runs_visible(request.user, **filters)
+    if follow_up == TO_FOLLOW_UP:
+        runs = runs_to_follow_up(runs)
+    elif follow_up == FOLLOWED_UP:
+        runs = runs_followed_up(runs)
+    page = paginate(request, runs, RUNS_PER_PAGE)
+    shown: list[Run] = list(page.object_list)
+    follow_ups = follow_ups_of(run.run_id for run in shown)
+    return render_page(
+        request,
+        "experience/run_list.html",
+        {
+            "form": form,
+            "page_obj": page,
+            "runs": [
+                {
+                    "run": run,
+                    "url": run.get_absolute_url(),
+                    "follow_up": follow_ups.get(run.run_id),
+                    "reason": run_reason(run.reason),
+                }
+                for run in shown
+            ],
+            "item_titles": item_titles((run.skill_id for run in shown), request.user),
+        },
+        partial="run-results",
+    )
+
+
+def _instant(value: object) -> datetime | None:
+    """A context time stored as ISO text, as a datetime the page shows in the console's zone."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **observation,
+            "evidence": [
+                {**item, "url": item_url(str(item.get("id") or ""))}
+                for item in observation.get("evidence") or []
+            ],
+        }
+        for observation in observations
+    ]
+
+
+@require_GET
+@console_view(VIEW_RUN, VIEW_CASE)
+def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
+    runs = run_traces(run_id, request.user)
+    references = references_visible_to(run_id, tenants_of(request.user))
+    if not run_visible(run_id, request.user, runs, references):
+        raise Http404
+    citations = {run.pk: [c.document_id for c in run.citations.all()] for run in runs}
+    mentions = [ref.item_id for ref in references]
+    for run in runs:
+        mentions.extend(_run_mentions(run))
+        mentions.extend(citations[run.pk])
+    follow_up = follow_up_get(run_id)
+    if follow_up is not None:
+        mentions.extend(follow_up.revoked_items)
+    return render_page(
+        request,
+        "experience/run_detail.html",
+        {
+            "run_id": run_id,
+            "runs": [
+                {
+                    "run": run,
+                    "reason": run_reason(run.reason),
+                    "occurred_at": _instant((run.context or {}).get("occurred_at")),
+                    "known_at": _instant((run.context or {}).get("known_at")),
+                    "observations": _observations(run.observations),
+                    "citations": citations[run.pk],
+                }
+                for run in runs
+            ],
+            "references": references,
+            "follow_up": follow_up,
+            "can_follow_up": request.user.has_perm(REVIEW_CASE),
+            "item_titles": item_titles(mentions, request.user),
+        },
+        partial="run-main",
+    )
+
+
+@require_POST
+@console_view(VIEW_RUN, REVIEW_CASE)
+def run_follow_up_mark(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
+    runs = run_traces(run_id, request.user)
+    references = references_visible_to(run_id, tenants_of(request.user))
+    if not run_visible(run_id, request.user, runs, references):
+        raise Http404
+    try:
+        run_follow_up(
+            run_id=run_id, actor=acting_user(request), reason=request.POST.get("reason", "")
+        )
+    except ValidationFailure as failure:
+        messages.error(request, f"{failure.field}: {failure.message}")
+    except PermissionRefused as refusal:
+        messages.error(request, refusal.message)
+    else:
+        messages.success(request, gettext("Run %(run)s marked followed up.") % {"run": run_id})
+    return finish(request, reverse("experience:run-detail", args=[run_id]))

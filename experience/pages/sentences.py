@@ -1,0 +1,113 @@
+"""Machine codes as sentences for people: unmet condition names and skill-run reasons.
+
+The codes stay what API users and commands see (docs/contracts.md); pages show the sentence,
+translated, with the code as a tooltip (``{{ code|code_sentence }}``, ``{% run_reason_text %}``).
+This is the one mapping; a test keeps it covering every unmet name the contracts document and
+every run reason code the executor writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+from experience.cases import executor
+from experience.core import domain
+from experience.lessons import domain as lesson_domain
+
+# What stands in the way of a review, said as the fact that blocks it.
+UNMET: dict[str, Promise] = {
+    domain.NOT_REVIEWER: _("You do not hold the review permission this needs."),
+    domain.REASON_REQUIRED: _("A reason is required."),
+    domain.NOT_CANDIDATE: _("Only a candidate can be approved or rejected."),
+    domain.NOT_APPROVED: _("Only an approved item can be revoked."),
+    domain.EXPIRED: _("Its validity has ended."),
+    domain.OWN_SUBMISSION: _("You submitted it; someone else must review it (four eyes)."),
+    domain.NO_DIAGNOSIS: _("The diagnosis states no cause."),
+    domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
+        "No one other than the submitter has checked a diagnosis evidence item yet."
+    ),
+    domain.NO_COUNTEREVIDENCE: _("No ruled-out hypothesis comes with evidence."),
+    domain.TOO_FEW_INCIDENTS: _(
+        "The skill cites fewer than two distinct incidents of approved, current cases."
+    ),
+    domain.CASE_UNAVAILABLE: _("A cited case is not approved or its validity has ended."),
+    domain.SCOPE_MISMATCH: _("A cited case's scope differs from the skill's."),
+    domain.CITES_HELDOUT_TICKET: _("Its evidence cites a held-out evaluation ticket."),
+    lesson_domain.NO_SUPPORTING_CASE: _(
+        "No supporting case is approved, current and of the lesson's scope."
+    ),
+    lesson_domain.CONFLICT_UNRESOLVED: _("The lesson it replaces is in an unresolved conflict."),
+    "not_in_tenant": _("You are not a member of the item's tenant."),
+    "not_permitted": _("You do not hold the permission this needs."),
+    "already_approved": _("This version is already approved."),
+    "already_revoked": _("This version is already revoked."),
+}
+
+# Why a skill run ended as it did: the first word of ``Run.reason``.
+RUN_REASONS: dict[str, Promise] = {
+    executor.MISSING_CONTEXT: _("The ticket lacks context the skill needs"),
+    executor.SKILL_NOT_FOUND: _("No skill has this id"),
+    executor.SCOPE_MISMATCH: _("The ticket's scope differs from the skill's"),
+    executor.SKILL_UNAVAILABLE: _("The skill was not available for reuse"),
+    executor.INVALID_RECIPE: _("The skill's recipe is not valid"),
+    executor.REVOKED_DURING_RUN: _("The skill or a cited case was revoked during the run"),
+    executor.TOOL_ERROR: _("A tool failed"),
+    executor.TIMEOUT: _("A step took too long"),
+    executor.STEP_FAILED: _("A step found no current evidence that matches"),
+    executor.ALL_STEPS_PASSED: _(
+        "Every step found current matching evidence; the cited cases are leads only, "
+        "so a person reviews the result"
+    ),
+}
+
+# Reasons whose detail adds nothing for a person once the sentence is shown.
+SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED})
+
+
+@dataclass(frozen=True)
+class CodeSentence:
+    """A machine text (``raw``) as shown to people: its code, the sentence, and any detail."""
+
+    raw: str
+    code: str
+    sentence: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.sentence}: {self.detail}" if self.detail else self.sentence
+
+
+def unmet_sentence(code: str) -> CodeSentence:
+    """The sentence of an unmet condition name; an unknown name shows as itself."""
+    sentence = UNMET.get(code)
+    return CodeSentence(code, code, str(sentence) if sentence is not None else code)
+
+
+def sentence_of(
+    text: str, sentences: Mapping[str, Promise], self_explained: Set[str] = frozenset()
+) -> CodeSentence:
+    """``code`` or ``code: detail`` as the sentence ``sentences`` gives the code, keeping the
+    detail unless the code is ``self_explained``; text that is no code shows as itself."""
+    code, _separator, detail = (text or "").partition(":")
+    code = code.strip()
+    sentence = sentences.get(code)
+    if sentence is None:
+        return CodeSentence(text or "", "", text or "")
+    detail = "" if code in self_explained else detail.strip()
+    return CodeSentence(text, code, str(sentence), detail)
+
+
+def run_reason(reason: str) -> CodeSentence:
+    """A run's reason (``code: detail``) as a sentence, keeping the detail where it says more."""
+    return sentence_of(reason, RUN_REASONS, SELF_EXPLAINED)
+
+
+def code_sentence(code: str) -> CodeSentence:
+    """Any code of this module: an unmet name or a run reason."""
+    if code in UNMET:
+        return unmet_sentence(code)
+    return run_reason(code)

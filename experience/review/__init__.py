@@ -1,0 +1,1 @@
+"""Decisions that reach across subjects: revocation and its impact, imports of mixed files, reported outcomes."""

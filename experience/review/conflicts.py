@@ -1,0 +1,115 @@
+"""Resolving a conflict between two lessons: revoke one, or narrow it into a new version."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from experience.cases.services import item_inserted as item_inserted
+from experience.cases.services import item_reject as item_reject
+from experience.core.models import SubmittedVia
+from experience.core.review import ReviewRefused
+from experience.core.review import require_item_tenant as require_item_tenant
+from experience.lessons import domain as ld
+from experience.lessons.models import (
+    ConflictStatus,
+    Lesson,
+    LessonConflict,
+)
+from experience.lessons.schema import LessonContent
+from experience.lessons.services import RESOLVE_REFUSED, lesson_content, lesson_store
+from experience.review.revocation import item_revoke as item_revoke
+from experience.review.revocation import lesson_revoke
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.permissions import RESOLVE_LESSON_CONFLICT, require
+
+NOT_IN_CONFLICT = "must be one of the two lessons of this conflict"
+
+
+CONFLICT_CLOSED = "this conflict is already resolved"
+
+
+RESOLUTIONS = ("revoke", "narrow")
+
+
+BAD_RESOLUTION = "must be revoke or narrow"
+
+
+NARROW_NEEDS_CHANGE = "a narrowed version needs a new precondition or scene tags"
+
+
+@dataclass(frozen=True)
+class ConflictResolution:
+    conflict: int
+    status: str
+    kept: str
+    other: str
+    resolution: str
+    narrowed: str = ""
+
+
+@transaction.atomic
+def conflict_resolve(
+    *,
+    conflict: LessonConflict,
+    keep: str,
+    action: str,
+    actor: User,
+    reason: str,
+    precondition: str = "",
+    tags: Sequence[str] | None = None,
+) -> ConflictResolution:
+    """A reviewer keeps one lesson and revokes the other, or submits a narrowed version of it.
+
+    A narrowed version (new precondition or scene tags, ``supersedes`` the other) is a
+    candidate: the conflict stays open until another reviewer approves it.
+    """
+    require(actor, RESOLVE_LESSON_CONFLICT, conflict.tenant, message=RESOLVE_REFUSED)
+    conflict = LessonConflict.objects.select_for_update().get(pk=conflict.pk)
+    if conflict.status != ConflictStatus.OPEN:
+        raise ValidationFailure("conflict", CONFLICT_CLOSED)
+    if keep not in (conflict.lesson_a_id, conflict.lesson_b_id):
+        raise ValidationFailure("keep", NOT_IN_CONFLICT)
+    if action not in RESOLUTIONS:
+        raise ValidationFailure("action", BAD_RESOLUTION)
+    if not reason.strip():
+        raise ReviewRefused(keep, conflict.status, [ld.REASON_REQUIRED])
+    other = Lesson.objects.get(pk=conflict.other(keep))
+    if action == "revoke":
+        lesson_revoke(lesson=other, actor=actor, reason=reason)
+        # lesson_revoke closed every open conflict of ``other``; this one names who was kept.
+        conflict.refresh_from_db()
+        return ConflictResolution(conflict.pk, conflict.status, keep, other.id, "revoked")
+    narrowed = _narrowed_content(other, precondition=precondition, tags=tags)
+    lesson, _ = lesson_store(narrowed, actor=actor, via=SubmittedVia.CONSOLE)
+    conflict.narrowing = lesson.id
+    conflict.save(update_fields=["narrowing"])
+    event_record(
+        actor=actor,
+        action=Action.LESSON_CONFLICT_RESOLVE,
+        target=conflict.lesson_a_id,
+        reason=reason.strip(),
+        details={
+            "conflict": conflict.pk,
+            "kept": keep,
+            "resolution": "narrowing",
+            "narrowed": lesson.id,
+        },
+    )
+    return ConflictResolution(conflict.pk, conflict.status, keep, other.id, "narrowing", lesson.id)
+
+
+def _narrowed_content(
+    lesson: Lesson, *, precondition: str, tags: Sequence[str] | None
+) -> LessonContent:
+    base = lesson_content(lesson)
+    new_tags = tuple(ld.normalise_tag(t) for t in tags if t.strip()) if tags else base.tags
+    new_precondition = precondition.strip() or base.precondition
+    if new_precondition == base.precondition and set(new_tags) == set(base.tags):
+        raise ValidationFailure("precondition", NARROW_NEEDS_CHANGE)
+    return replace(base, precondition=new_precondition, tags=new_tags, supersedes=lesson.id)

@@ -1,0 +1,139 @@
+"""``run_outcome_report``: what happened after a run, reported by its owner or a reviewer.
+
+A run id is any id under which memory was read (``Reference`` rows: recall, a context block, a
+skill run, an investigation). It belongs to the account and tenant that opened it
+(``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
+anyone who may not see its tenant it is a run with no reads. The latest outcome of a run is kept
+and every report is audited; ``experience.outcome_selectors`` turns outcomes into confidence
+inputs of the items the run read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from experience.cases.models import Case, Skill
+from experience.lessons.models import Lesson
+from experience.runs.claims import run_owner
+from experience.runs.models import Outcome, Reference, RunOutcome
+from experience.runs.records import validate_run_id
+from reviewconsole import clock
+from reviewconsole.audit import event_record
+from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
+from reviewconsole.tenancy import may_access
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+OUTCOMES = tuple(Outcome.values)
+OUTCOME_INVALID = "must be one of " + ", ".join(OUTCOMES)
+NO_READS = "names no run under which memory was read"
+NOTE_TOO_LONG = "must be at most 2000 characters"
+MAX_NOTE = 2_000
+USE_REFUSED = "reporting an outcome needs the agent or reviewer role"
+NOT_OWNER = (
+    "only the account that opened this run, or a reviewer of its tenant, may report its outcome"
+)
+
+
+def run_read_items(run_id: str) -> list[tuple[str, str]]:
+    """``(item_id, item_type)`` of every memory item read under ``run_id``, first read first."""
+    return list(
+        dict.fromkeys(Reference.objects.filter(run_id=run_id).values_list("item_id", "item_type"))
+    )
+
+
+def _tenants(items: Iterable[tuple[str, str]]) -> set[str]:
+    ids = [item_id for item_id, _kind in items]
+    tenants: set[str] = set()
+    for model in (Case, Skill, Lesson):
+        tenants |= set(model.objects.filter(pk__in=ids).values_list("tenant", flat=True))
+    return tenants
+
+
+def _counts(outcome: str, reviewed: bool) -> bool:
+    """Whether this report can move confidence (the account's one vote per item): a refutation
+    always, a confirmation only from a reviewer, ``unresolved`` never."""
+    if outcome == Outcome.LEAD_WAS_WRONG:
+        return True
+    return outcome == Outcome.RESOLVED_BY_LEAD and reviewed
+
+
+def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, str]:
+    run_id = validate_run_id(run_id)
+    if outcome not in OUTCOMES:
+        raise ValidationFailure("outcome", OUTCOME_INVALID)
+    if note is None:
+        note = ""
+    if not isinstance(note, str):
+        raise ValidationFailure("note", "must be a string")
+    if len(note) > MAX_NOTE:
+        raise ValidationFailure("note", NOTE_TOO_LONG)
+    return run_id, str(outcome), note.strip()
+
+
+@transaction.atomic
+def run_outcome_report(
+    *, run_id: str, outcome: str, actor: User, note: str | None = None
+) -> dict[str, Any]:
+    """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run."""
+    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
+    run_id, outcome, note = _validate(run_id, outcome, note)
+    claim = run_owner(run_id)
+    items = run_read_items(run_id)
+    # A run of a tenant the actor may not see (or whose reads reach one, recorded before runs had
+    # owners) answers as one with no reads: the answer never tells which run ids exist in other
+    # tenants. Inside the actor's tenants, a run of another account is no secret to hide.
+    if (
+        claim is None
+        or not items
+        or not may_access(actor, claim.tenant)
+        or not all(may_access(actor, tenant) for tenant in _tenants(items))
+    ):
+        raise ValidationFailure("run_id", NO_READS)
+    if claim.owner_id != actor.pk and not holds(actor, REVIEW_CASE):
+        raise PermissionRefused(NOT_OWNER)
+    now = clock.now()
+    # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
+    reviewed = holds(actor, REVIEW_CASE)
+    previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
+    if previous is None:
+        RunOutcome.objects.create(
+            run_id=run_id,
+            outcome=outcome,
+            note=note,
+            reported_by=actor,
+            reported_at=now,
+            reviewed=reviewed,
+        )
+    else:
+        RunOutcome.objects.filter(pk=previous.pk).update(
+            outcome=outcome, note=note, reported_by=actor, reported_at=now, reviewed=reviewed
+        )
+    event_record(
+        actor=actor,
+        action=Action.RUN_OUTCOME,
+        target=run_id,
+        reason=note,
+        details={
+            "outcome": outcome,
+            "previous": previous.outcome if previous else None,
+            "reviewed": reviewed,
+            "items": [item_id for item_id, _kind in items],
+        },
+    )
+    return {
+        "run_id": run_id,
+        "outcome": outcome,
+        "note": note,
+        "reported_by": actor.get_username(),
+        "reported_at": now.isoformat(),
+        "previous": previous.outcome if previous else None,
+        "counts": _counts(outcome, reviewed),
+        "items": [{"id": item_id, "type": kind} for item_id, kind in items],
+    }

@@ -1,0 +1,89 @@
+"""Writes of runs: the reads recorded under a run id and a stored skill run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from experience.core import domain
+from experience.runs.claims import run_claim
+from experience.runs.models import Reference, Run, RunCitation
+from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
+from reviewconsole.models import Action
+from reviewconsole.reasons import MAX_REASON
+
+RUN_ID_INVALID = "must be 1-100 characters without spaces"
+
+
+def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
+    if (
+        not isinstance(run_id, str)
+        or not run_id.strip()
+        or len(run_id) > 100
+        or any(ch.isspace() for ch in run_id)
+    ):
+        raise ValidationFailure(field, RUN_ID_INVALID)
+    return run_id
+
+
+def references_record(*, run_id: str, items: Iterable[tuple[str, str]], at: datetime) -> None:
+    """One Reference per ``(item_id, item_type)`` read inside ``run_id``."""
+    Reference.objects.bulk_create(
+        Reference(run_id=run_id, item_id=item_id, item_type=kind, read_at=at)
+        for item_id, kind in items
+    )
+
+
+@transaction.atomic
+def run_store(
+    *,
+    run_id: str,
+    skill_id: str,
+    scope: Mapping[str, str | None],
+    context: Mapping[str, Any],
+    steps: list[dict[str, Any]],
+    observations: list[dict[str, Any]],
+    cases: list[str],
+    status: str,
+    reason: str,
+    tool_calls: int,
+    started_at: datetime,
+    finished_at: datetime,
+    cited_documents: Iterable[str],
+    actor: User,
+) -> Run:
+    run_claim(run_id=run_id, actor=actor, tenant=scope.get("tenant"), at=started_at)
+    run = Run.objects.create(
+        run_id=run_id,
+        skill_id=skill_id[:80],
+        context=dict(context),
+        steps=steps,
+        observations=observations,
+        cases=cases,
+        status=status,
+        reason=reason,
+        tool_calls=tool_calls,
+        started_at=started_at,
+        finished_at=finished_at,
+        actor=actor,
+        **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
+    )
+    RunCitation.objects.bulk_create(
+        RunCitation(run=run, run_id_text=run_id, document_id=document_id)
+        for document_id in sorted(set(cited_documents))
+    )
+    event_record(
+        actor=actor,
+        action=Action.SKILL_RUN,
+        target=skill_id[:200],
+        # The run's own account of itself (tool errors, evidence ids) may run long; the run row
+        # keeps it whole, the event its start.
+        reason=reason[:MAX_REASON],
+        details={"run_id": run_id, "status": status, "tool_calls": tool_calls},
+    )
+    return run
