@@ -2,25 +2,14 @@
 
 from django.db import migrations
 
-MOVED = {"investigations.tasks.investigation_task": "investigations.services.investigation_task"}
-
-
-def forwards(apps, schema_editor):
-    task_result = apps.get_model("django_tasks_database", "DBTaskResult")
-    for old, new in MOVED.items():
-        task_result.objects.filter(task_path=old).update(task_path=new)
-
-
-def backwards(apps, schema_editor):
-    task_result = apps.get_model("django_tasks_database", "DBTaskResult")
-    for old, new in MOVED.items():
-        task_result.objects.filter(task_path=new).update(task_path=old)
+from reviewconsole.task_paths import TASKS_LATEST_MIGRATION, task_paths_moved
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("investigations", "0003_run_owner"),
-        ("django_tasks_database", "0021_conditional_partial_index_ordering"),
-    ]
+    dependencies = [("investigations", "0003_run_owner"), TASKS_LATEST_MIGRATION]
 
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [
+        task_paths_moved(
+            {"investigations.tasks.investigation_task": "investigations.services.investigation_task"}
+        )
+    ]
