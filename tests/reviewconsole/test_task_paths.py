@@ -3,6 +3,8 @@ investigations 0004 use this step)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.apps import apps
 from django.utils import timezone
@@ -29,23 +31,27 @@ def queued(task_path: str) -> DBTaskResult:
     )
 
 
+def run(code: Any) -> None:
+    """Run a RunPython function as the migration executor would, on the current models."""
+    code(apps, None)
+
+
 def test_a_row_queued_under_the_old_path_runs_under_the_new_one_and_back() -> None:
     queued(OLD)
     step = task_paths_moved({OLD: NEW})
 
-    step.code(apps, None)
+    run(step.code)
     row = DBTaskResult.objects.get()
     assert row.task_path == NEW
     # The worker can import what the row names again.
     assert import_string(row.task_path) is expanded_refresh_task
 
-    assert step.reverse_code is not None
-    step.reverse_code(apps, None)
+    run(step.reverse_code)
     assert DBTaskResult.objects.get().task_path == OLD
 
 
 def test_rows_of_other_tasks_are_left_alone() -> None:
     queued(NEW)
     queued(OLD)
-    task_paths_moved({"some.other.task": "some.new.task"}).code(apps, None)
+    run(task_paths_moved({"some.other.task": "some.new.task"}).code)
     assert sorted(DBTaskResult.objects.values_list("task_path", flat=True)) == sorted([NEW, OLD])
