@@ -24,7 +24,8 @@ run: install
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-## Every check: ruff, mypy, pytest on SQLite and then on PostgreSQL
+## Every check: ruff, mypy, import contracts, pytest on SQLite and on PostgreSQL (both always
+## run; a summary of every step at the end)
 test: install
 	bash scripts/test.sh
 

@@ -1,26 +1,64 @@
 #!/usr/bin/env bash
-# Runs every check: lint, types, import contracts, the test suite on SQLite, then on PostgreSQL.
+# Runs every check: lint, types, import contracts, the test suite on SQLite and on PostgreSQL.
+# Every step runs whatever an earlier one found, so one run shows everything that is wrong; the
+# summary at the end lists each step's result and the exit status is non-zero if any failed.
 # PostgreSQL is required when CI is set; elsewhere it is skipped with a warning if unreachable.
-set -euo pipefail
+# Arguments are passed to both pytest runs (`make test` passes none; `bash scripts/test.sh -x`).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 # One pytest worker per core (pytest-xdist); each worker gets its own test database.
 WORKERS="${PYTEST_WORKERS:-auto}"
+LOGS="$(mktemp -d)"
+trap 'rm -rf "$LOGS"' EXIT
 
-echo "== ruff"
-"$BIN/ruff" check --no-cache .
-"$BIN/ruff" format --no-cache --check .
-echo "== mypy"
-"$BIN/mypy" .
-echo "== import contracts"
-"$BIN/lint-imports" --no-cache
+SUMMARY=()
+FAILED=0
 
-echo "== browser"
-bash scripts/ensure_browser.sh || [ -z "${CI:-}" ]  # outside CI, browser tests skip without it
+# record NAME STATUS [DETAIL]: one line of the summary; a non-zero STATUS fails the run.
+record() {
+  local name=$1 status=$2 detail=${3:-}
+  if [ "$status" -eq 0 ]; then
+    SUMMARY+=("$(printf '  %-26s ok%s' "$name" "${detail:+  ($detail)}")")
+  else
+    SUMMARY+=("$(printf '  %-26s FAILED%s' "$name" "${detail:+  ($detail)}")")
+    FAILED=1
+  fi
+}
 
-echo "== pytest (SQLite)"
-env -u DATABASE_URL "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" "$@"
+step() {
+  local name=$1
+  shift
+  echo "== $name"
+  "$@"
+  local status=$?
+  record "$name" "$status" "$([ "$status" -eq 0 ] || echo "exit $status")"
+}
+
+# pytest_half NAME [ENV=VALUE...]: the whole suite once, in the environment given, printing the
+# 20 slowest tests. Exit status 5 (nothing collected) and a run in which every test was skipped
+# count as failures: a run that checked nothing must not pass.
+pytest_half() {
+  local name=$1 log="$LOGS/$1.log" began=$SECONDS color=()
+  shift
+  [ -t 1 ] && color=(--color=yes)
+  echo "== pytest ($name)"
+  env "$@" "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" --durations=20 "${color[@]}" \
+    "${PYTEST_ARGS[@]}" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  local result
+  result="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^=*[ ]*(no tests ran|[0-9]+ [a-z]+.* in [0-9.]+s)' \
+    | tail -n 1 | sed -E 's/^=+ //; s/ =+$//')"
+  local detail="${result:-no summary line} after $((SECONDS - began)) s"
+  if [ "$status" -eq 0 ] && ! grep -Eq '[0-9]+ passed' <<<"$result"; then
+    detail="no test ran: $detail"
+    status=1
+  elif [ "$status" -eq 5 ]; then
+    detail="no test collected: $detail"
+  fi
+  record "pytest ($name)" "$status" "$detail"
+}
 
 pg_ready() {
   "$BIN/python" - "$PG_URL" <<'PY'
@@ -33,17 +71,43 @@ except Exception as exc:  # noqa: BLE001
 PY
 }
 
-if ! pg_ready && command -v pg_ctlcluster >/dev/null 2>&1; then
+PYTEST_ARGS=("$@")
+
+step "ruff check" "$BIN/ruff" check --no-cache .
+step "ruff format" "$BIN/ruff" format --no-cache --check .
+step "mypy" "$BIN/mypy" .
+step "import contracts" "$BIN/lint-imports" --no-cache
+
+echo "== browser"
+if bash scripts/ensure_browser.sh; then
+  record "browser" 0 "chromium"
+elif [ -n "${CI:-}" ]; then
+  record "browser" 1 "chromium is required in CI"
+else
+  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "browser" "no chromium: browser tests skip")")
+fi
+
+pytest_half SQLite -u DATABASE_URL
+
+if ! pg_ready 2>/dev/null && command -v pg_ctlcluster >/dev/null 2>&1; then
   echo "== starting PostgreSQL"
+  # pg_ctl waits until the server accepts connections before it returns.
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
-  sleep 2
 fi
 if pg_ready; then
-  echo "== pytest (PostgreSQL)"
-  DATABASE_URL="$PG_URL" "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" "$@"
+  pytest_half PostgreSQL DATABASE_URL="$PG_URL"
 elif [ -n "${CI:-}" ]; then
-  echo "PostgreSQL is required in CI" >&2
-  exit 1
+  record "pytest (PostgreSQL)" 1 "PostgreSQL is required in CI; unreachable at $PG_URL"
 else
   echo "WARNING: PostgreSQL unreachable at $PG_URL; its half of the suite was skipped" >&2
+  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "pytest (PostgreSQL)" "unreachable at $PG_URL")")
 fi
+
+echo
+echo "== summary"
+printf '%s\n' "${SUMMARY[@]}"
+if [ "$FAILED" -ne 0 ]; then
+  echo "make test: FAILED"
+  exit 1
+fi
+echo "make test: every check passed"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
 from tests.ui.conftest import candidate, knowledge, memory  # noqa: F401  (shared fixtures)
@@ -24,6 +26,47 @@ CHROMIUM_ARGS = [
 SCREENS = Path(settings.BASE_DIR) / "test-artifacts" / "screens"
 VIEWPORT = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
+
+# How long an action, a navigation or an assertion may wait for what it waits on (an element, a
+# page, an htmx swap) before the test fails. Waits end when that happens, so a passing test never
+# sits this out; on a loaded machine a page can take seconds to answer, and Playwright's default
+# of 5 s for assertions failed tests whose page was merely slow.
+DEADLINE_MS = 60_000
+expect.set_options(timeout=DEADLINE_MS)
+
+# Armed before the action that starts an htmx request, so an answer quicker than the test is not
+# missed: resolves on htmx's own htmx:afterSettle for a request to a path ending in ``path`` (htmx
+# has then run every swap of the answer, out-of-band ones included, and console.js has moved the
+# focus), and rejects at once when that request fails.
+_HTMX_SETTLED = """({path, deadline}) => {
+  const ours = (event) => {
+    const info = event.detail && event.detail.pathInfo;
+    return Boolean(info && info.requestPath && info.requestPath.split("?")[0].endsWith(path));
+  };
+  const settled = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no htmx request to ...${path} settled within ${deadline} ms`)),
+      deadline,
+    );
+    const done = (event) => {
+      if (!ours(event)) return;
+      clearTimeout(timer);
+      document.removeEventListener("htmx:afterSettle", done);
+      document.removeEventListener("htmx:responseError", failed);
+      document.removeEventListener("htmx:sendError", failed);
+      resolve(event.detail.pathInfo.requestPath);
+    };
+    const failed = (event) => {
+      if (!ours(event)) return;
+      clearTimeout(timer);
+      reject(new Error(`the htmx request to ${event.detail.pathInfo.requestPath} failed`));
+    };
+    document.addEventListener("htmx:afterSettle", done);
+    document.addEventListener("htmx:responseError", failed);
+    document.addEventListener("htmx:sendError", failed);
+  });
+  return {settled};
+}"""
 
 
 @pytest.fixture(scope="package")
@@ -56,7 +99,7 @@ def role_groups(transactional_db: None) -> None:
 @pytest.fixture
 def page(browser: Any, live_server: Any) -> Iterator[Any]:
     context = browser.new_context(viewport=VIEWPORT, locale="en-US", base_url=live_server.url)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(DEADLINE_MS)
     opened = context.new_page()
     policy_errors: list[str] = []
     opened.on(
@@ -78,6 +121,19 @@ def login(page: Any, username: str) -> None:
     page.fill("#id_password", PASSWORD)
     page.locator("main").get_by_role("button", name="Log in").click()
     page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+@contextmanager
+def htmx_settled(page: Any, path: str) -> Iterator[None]:
+    """Leave the block once htmx has swapped in and settled its answer to the request that the
+    block's action made to a path ending in ``path`` (``"/check/"``): wait on the event, not on a
+    time, so the next step sees the page as the swap left it."""
+    waiting = page.evaluate_handle(_HTMX_SETTLED, {"path": path, "deadline": DEADLINE_MS})
+    try:
+        yield
+        waiting.evaluate("waiting => waiting.settled")
+    finally:
+        waiting.dispose()
 
 
 def screen(page: Any, name: str) -> None:

@@ -15,7 +15,7 @@ from experience.core.models import Status
 from experience.runs.models import RevocationImpact
 from knowledge.models import Document
 from reviewconsole.roles import Role
-from tests.browser.conftest import login, screen
+from tests.browser.conftest import htmx_settled, login, screen
 from tests.ui.factories import submit_case
 
 pytestmark = pytest.mark.browser
@@ -39,26 +39,33 @@ def test_reviewer_checks_evidence_and_approves_with_a_reason(
     screen(page, "dashboard")
 
     page.get_by_role("link", name="Review queue").click()
-    page.fill("#id_campaign", "campaign-b")
+    page.wait_for_url(re.compile(r"/queue/"))
+    with htmx_settled(page, "/queue/"):
+        page.fill("#id_campaign", "campaign-b")
     expect(page).to_have_url(re.compile(r"campaign=campaign-b"))
     expect(page.locator("#queue-results")).to_contain_text(case.title)
     screen(page, "queue")
 
     page.get_by_role("link", name=case.title).click()
+    page.wait_for_url(re.compile(re.escape(_path(case.id))))
     expect(
         page.locator('#approval-checklist li.unmet[data-condition="no_checked_diagnosis_evidence"]')
     ).to_be_visible()
     screen(page, "case")
 
     page.fill("#note-ev-diagnosis-0", "matches message m7 of the thread")
-    page.locator("#ev-diagnosis-0").get_by_role("button").click()
+    # The check's answer swaps in the evidence item and, out of band, the approval checklist.
+    with htmx_settled(page, "/check/"):
+        page.locator("#ev-diagnosis-0").get_by_role("button").click()
     expect(page.locator("#ev-diagnosis-0")).to_contain_text("matches message m7 of the thread")
     expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
     expect(
         page.locator('#approval-checklist li.unmet[data-condition="no_checked_diagnosis_evidence"]')
     ).to_have_count(0)
 
-    page.fill("#review-reason", "diagnosis evidence checked; the refresh hypothesis is refuted")
+    # Typing the reason asks for the checklist again (after htmx's input delay).
+    with htmx_settled(page, "/checklist/"):
+        page.fill("#review-reason", "diagnosis evidence checked; the refresh hypothesis is refuted")
     expect(page.locator("#approval-checklist")).to_contain_text("Every condition is met.")
     page.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("The case is now approved.")
@@ -75,7 +82,8 @@ def test_approving_ones_own_submission_is_refused_with_the_reason(
     own = submit_case(reviewer, incident="INC-BROWSER-OWN")
     login(page, "rita")
     page.goto(_path(own.id))
-    page.locator("#ev-diagnosis-0").get_by_role("button").click()
+    with htmx_settled(page, "/check/"):
+        page.locator("#ev-diagnosis-0").get_by_role("button").click()
     # Her own check is recorded, and marked as not counting toward approval (four eyes).
     expect(page.locator("#ev-diagnosis-0")).to_contain_text("checked by rita")
     expect(page.locator("#ev-diagnosis-0")).to_contain_text("checked by the submitter only")
@@ -135,7 +143,9 @@ def test_operator_saves_a_new_version_and_previews_search(
     approver = make_user("oscar", Role.OPERATOR)  # four eyes: not the new version's author
     login(page, "olivia")
     page.get_by_role("link", name="Knowledge", exact=True).click()
-    page.fill("#id_campaign", "campaign-b")
+    page.wait_for_url(re.compile(r"/knowledge/$"))
+    with htmx_settled(page, "/knowledge/"):
+        page.fill("#id_campaign", "campaign-b")
     expect(page.locator("#document-results")).not_to_contain_text("doc:rule-a@2")
     screen(page, "knowledge")
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from experience.review.revocation import case_revoke
-from tests.browser.conftest import login, screen
+from tests.browser.conftest import htmx_settled, login, screen
 
 pytestmark = pytest.mark.browser
 
@@ -22,6 +22,9 @@ def test_the_copy_button_copies_the_full_id(
     page: Any, memory: dict[str, Any], reviewer: User
 ) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    # The page's timers run on Playwright's clock: the label's return to "Copy" (a timer in
+    # console.js) happens when the test moves the clock on, not after a wait of its own.
+    page.clock.install()
     login(page, "rita")
     page.goto(f"/runs/{RUN}/")
     skill = memory["skill"]
@@ -30,10 +33,14 @@ def test_the_copy_button_copies_the_full_id(
     expect(mention.locator(".item-id")).to_have_attribute("title", skill.id)
     button = mention.get_by_role("button")
     expect(button).to_be_visible()  # shown by console.js; hidden without script
+    page.clock.pause_at(page.evaluate("Date.now()") + 1_000)
     button.click()
     expect(button).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == skill.id
-    expect(button).to_have_text("Copy", timeout=5_000)
+    page.clock.run_for(1_000)
+    expect(button).to_have_text("Copied")  # for a moment
+    page.clock.run_for(1_000)
+    expect(button).to_have_text("Copy")
 
 
 def test_run_ids_never_wrap(page: Any, memory: Any, reviewer: User) -> None:
@@ -56,7 +63,8 @@ def test_a_run_that_read_a_revoked_case_is_flagged_until_followed_up(
     page.goto("/runs/")
     row = page.locator("#run-results tr", has_text=RUN)
     expect(row.locator(".follow-up")).to_have_text("to follow up")
-    page.select_option("#id_follow_up", "pending")
+    with htmx_settled(page, "/runs/"):
+        page.select_option("#id_follow_up", "pending")
     expect(page).to_have_url(re.compile(r"follow_up=pending"))
     expect(page.locator("#run-results")).to_contain_text(RUN)
     expect(row.locator("button.copy-id").first).to_be_visible()  # shown after the htmx swap too

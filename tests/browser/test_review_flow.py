@@ -4,7 +4,7 @@ resized textarea is swapped, aligned evidence and a compact header, in English a
 
 from __future__ import annotations
 
-import time
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from experience.cases.models import Case
 from experience.core.models import Status
 from experience.review.revocation import case_revoke
-from tests.browser.conftest import SCREENS, login, screen
+from tests.browser.conftest import DEADLINE_MS, SCREENS, htmx_settled, login, screen
 from tests.ui.factories import case_data, submit_case
 
 pytestmark = pytest.mark.browser
@@ -44,11 +44,29 @@ def _in_viewport(page: Any, selector: str) -> bool:
     return box is not None and box["y"] >= 0 and box["y"] + 40 <= height
 
 
-def _wait_until(page: Any, expression: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        assert time.monotonic() < deadline, f"still false after {timeout}s: {expression}"
-        page.wait_for_timeout(50)
+def _loaded(page: Any, case: Case) -> None:
+    """Wait until the browser has navigated to ``case``'s page and loaded it."""
+    page.wait_for_url(re.compile(re.escape(_path(case.id))))
+
+
+def _scrolled_below(page: Any, y: int) -> None:
+    """Wait until the window has scrolled below ``y``, on its scroll events (a wheel turned by
+    the test scrolls on after the test goes on)."""
+    page.evaluate(
+        """({y, deadline}) => new Promise((resolve, reject) => {
+          if (window.scrollY > y) return resolve();
+          const timer = setTimeout(
+            () => reject(new Error(`the window never scrolled below ${y}`)), deadline
+          );
+          window.addEventListener("scroll", function seen() {
+            if (window.scrollY <= y) return;
+            window.removeEventListener("scroll", seen);
+            clearTimeout(timer);
+            resolve();
+          });
+        })""",
+        {"y": y, "deadline": DEADLINE_MS},
+    )
 
 
 def test_the_decision_panel_stays_in_view_while_the_evidence_scrolls(
@@ -59,8 +77,7 @@ def test_the_decision_panel_stays_in_view_while_the_evidence_scrolls(
     assert _in_viewport(page, "#review-panel h2")
     page.locator("#h-outcome").scroll_into_view_if_needed()
     page.mouse.wheel(0, 4000)
-    # Polled from here: wait_for_function polls with a string eval, which the pages' CSP refuses.
-    _wait_until(page, "window.scrollY > 1500")
+    _scrolled_below(page, 1500)
     assert _in_viewport(page, "#review-panel h2")
     expect(page.locator("#review-reason")).to_be_in_viewport()
     screen(page, "case-scrolled-decision-panel")
@@ -79,12 +96,16 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     page.keyboard.press("k")
     expect(page.locator(":focus")).to_have_text(first.title)
     page.keyboard.press("Enter")
+    _loaded(page, first)
     expect(page.locator("h1")).to_have_text(first.title)
 
-    # j / k: next and previous candidate of the same queue.
+    # j / k: next and previous candidate of the same queue. Each key is pressed once the page
+    # before it has loaded (and console.js listens for keys).
     page.keyboard.press("j")
+    _loaded(page, second)
     expect(page.locator("h1")).to_have_text(second.title)
     page.keyboard.press("k")
+    _loaded(page, first)
     expect(page.locator("h1")).to_have_text(first.title)
 
     # Typing in the reason never fires a shortcut; a modifier neither.
@@ -97,12 +118,13 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     # c marks the focused evidence checked; a moves to the decision.
     page.locator("#ev-diagnosis-0 blockquote").click()
     expect(page.locator("#ev-diagnosis-0")).to_be_focused()
-    page.keyboard.press("c")
+    # The check's swap settles (and focuses the checked item) before the next key is pressed.
+    with htmx_settled(page, "/check/"):
+        page.keyboard.press("c")
     expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
     expect(
         page.locator('#approval-checklist li.unmet[data-condition="no_checked_diagnosis_evidence"]')
     ).to_have_count(0)
-    # The check's swap settles (and focuses the checked item) before the next key is pressed.
     expect(page.locator(".htmx-request, .htmx-swapping, .htmx-settling")).to_have_count(0)
     expect(page.locator("#ev-diagnosis-0")).to_be_focused()
     page.keyboard.press("a")
@@ -114,9 +136,11 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     expect(page.locator("#shortcut-help dl")).to_be_visible()
     screen(page, "case-shortcut-help")
 
-    page.locator("#review-reason").fill("diagnosis evidence checked against the thread")
+    with htmx_settled(page, "/checklist/"):
+        page.locator("#review-reason").fill("diagnosis evidence checked against the thread")
     expect(page.locator("#approval-checklist")).to_contain_text("Every condition is met.")
     page.get_by_role("button", name="Approve and next").click()
+    _loaded(page, second)
     expect(page.locator(".messages")).to_contain_text("The case is now approved.")
     expect(page.locator("h1")).to_have_text(second.title)
     assert "queue=" in page.url

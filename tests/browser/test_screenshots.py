@@ -18,7 +18,7 @@ from experience.core.models import Status
 from experience.lessons.models import Lesson
 from investigations.models import Investigation
 from reviewconsole.cli import read_json_file
-from tests.browser.conftest import PHONE, VIEWPORT, screen
+from tests.browser.conftest import DEADLINE_MS, PHONE, VIEWPORT, screen
 
 pytestmark = pytest.mark.browser
 
@@ -65,7 +65,7 @@ def device(request: pytest.FixtureRequest, browser: Any, live_server: Any) -> It
     context = browser.new_context(
         viewport=VIEWPORTS[request.param], locale="en-US", base_url=live_server.url
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(DEADLINE_MS)
     context.device_name = request.param
     yield context
     context.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,10 @@ from tests.experience.conftest import SCOPE, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# How long a thread's work may take before the test fails: waits end on their event (a thread
+# done, a run finished), so a passing test never sits this out, however loaded the machine.
+WORK_DEADLINE = 120
+
 
 def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
     """Run ``work(i)`` in ``count`` threads released together; results or raised exceptions."""
@@ -43,7 +46,8 @@ def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=WORK_DEADLINE)  # a deadline for a hang, not a wait of its own
+    assert not any(thread.is_alive() for thread in threads), "a thread never finished"
     return results
 
 
@@ -147,11 +151,14 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
 ) -> None:
     cited = live_skill.case_links.order_by("position").first()
     assert cited is not None
+    succeeded = threading.Event()
     stop = threading.Event()
 
     def act(index: int) -> Any:
         if index == 0:
-            time.sleep(0.3)
+            # Revoke once a run has succeeded, while the runners keep going: the revocation
+            # commits between runs in flight, whatever the machine's speed.
+            succeeded.wait(timeout=WORK_DEADLINE)
             outcome = revocation.case_revoke(
                 case=selectors.case_get(cited.case_id), actor=second_reviewer, reason="wrong"
             )
@@ -169,6 +176,8 @@ def test_skill_runs_racing_a_revocation_never_succeed_after_it_committed(
                 actor=agent,
             )
             statuses.append(result.status)
+            if result.status == NEEDS_REVIEW:
+                succeeded.set()
             runs_after_revocation += revoked_before_start
         return statuses
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -55,6 +54,38 @@ def registry(
     handler: Callable[[Mapping[str, str], CallContext], dict[str, Any]],
 ) -> dict[str, Tool]:
     return {"search_knowledge": Tool(SEARCH_KNOWLEDGE_SIGNATURE, handler)}
+
+
+class ToolClock:
+    """The executor's monotonic clock, moved on only by a tool that takes its time (``take``):
+    a late answer is late by the amount the test says, and no test sleeps to make it so."""
+
+    def __init__(self) -> None:
+        self.seconds = 1_000.0
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+    def take(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
+@pytest.fixture
+def tool_clock(monkeypatch: pytest.MonkeyPatch) -> ToolClock:
+    """The executor times its tool calls on a ``ToolClock`` (it reads only ``time.monotonic``)."""
+    clock = ToolClock()
+    monkeypatch.setattr(executor, "time", clock)
+    return clock
+
+
+def late_tool(clock: ToolClock) -> Callable[[Mapping[str, str], CallContext], dict[str, Any]]:
+    """``search_knowledge`` answering after 50 ms of the executor's clock."""
+
+    def late(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
+        clock.take(0.05)
+        return search_knowledge_handler(arguments, context)
+
+    return late
 
 
 # --- the four demo replays -----------------------------------------------------------------------
@@ -228,19 +259,22 @@ def test_tool_error_falls_back(skill: Skill, agent: User) -> None:
     assert Run.objects.get(run_id="run-e").reason == result.reason
 
 
-def test_tool_timeout_falls_back(skill: Skill, agent: User) -> None:
+def test_tool_timeout_falls_back(skill: Skill, agent: User, tool_clock: ToolClock) -> None:
     def times_out(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
         raise TimeoutError
-
-    def slow(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
-        time.sleep(0.05)
-        return search_knowledge_handler(arguments, context)
 
     raised = run_skill(
         skill.id, SCOPE, CONTEXT, "run-to", NOW, tools=registry(times_out), actor=agent
     )
     late = run_skill(
-        skill.id, SCOPE, CONTEXT, "run-late", NOW, tools=registry(slow), timeout=0.01, actor=agent
+        skill.id,
+        SCOPE,
+        CONTEXT,
+        "run-late",
+        NOW,
+        tools=registry(late_tool(tool_clock)),
+        timeout=0.01,
+        actor=agent,
     )
     for result in (raised, late):
         assert result.status == "fallback" and result.reason.startswith(executor.TIMEOUT)

@@ -9,7 +9,6 @@ MCP hand it out as it is (docs/contracts.md, Result shapes). The stored run keep
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -24,12 +23,15 @@ from experience.cases.tools import CallContext, search_knowledge_handler
 from experience.review import revocation
 from experience.runs.models import Run
 from tests.experience.conftest import NOW, SCOPE
-from tests.experience.test_executor import (  # noqa: F401 - a fixture used by name
+from tests.experience.test_executor import (  # noqa: F401 - fixtures used by name
     CONTEXT,
     KNOWN,
     OCCURRED,
+    ToolClock,
     knowledge,
+    late_tool,
     registry,
+    tool_clock,
 )
 
 pytestmark = pytest.mark.django_db
@@ -44,10 +46,12 @@ CONFLICT = {"id": "doc:y@1", "conditions": {"status": "match"}, "conflict": True
 
 class Scenario:
     """The world a scenario runs in: an approved skill (made on first use), a reviewer who may
-    revoke, and the agent who runs it."""
+    revoke, the agent who runs it, and the clock the executor times tool calls on."""
 
-    def __init__(self, make: Callable[..., Skill], reviewer: User, agent: User) -> None:
-        self.make, self.reviewer, self.agent = make, reviewer, agent
+    def __init__(
+        self, make: Callable[..., Skill], reviewer: User, agent: User, clock: ToolClock
+    ) -> None:
+        self.make, self.reviewer, self.agent, self.clock = make, reviewer, agent, clock
 
     @cached_property
     def skill(self) -> Skill:
@@ -108,11 +112,6 @@ def _raising(error: Exception) -> Callable[[Mapping[str, str], CallContext], dic
     return handler
 
 
-def _slow(arguments: Mapping[str, str], context: CallContext) -> dict[str, Any]:
-    time.sleep(0.05)
-    return search_knowledge_handler(arguments, context)
-
-
 SCENARIOS: dict[str, Callable[[Scenario], SkillRunResult]] = {
     "passed": lambda w: w.run("run-1"),
     "deployment_changed": lambda w: w.run("run-2", scope={**SCOPE, "deployment": "release-2"}),
@@ -127,7 +126,7 @@ SCENARIOS: dict[str, Callable[[Scenario], SkillRunResult]] = {
     "revoked_before_next_step": _revoking_before_second_step,
     "tool_error": lambda w: w.run("run-e", tools=registry(_raising(RuntimeError("down")))),
     "tool_timeout": lambda w: w.run("run-to", tools=registry(_raising(TimeoutError()))),
-    "tool_late": lambda w: w.run("run-late", tools=registry(_slow), timeout=0.01),
+    "tool_late": lambda w: w.run("run-late", tools=registry(late_tool(w.clock)), timeout=0.01),
     "tool_not_registered": lambda w: w.run("run-nr", tools={}),
     "no_result_object": lambda w: w.run("run-no", tools=w.answering(["not", "a", "mapping"])),
     "no_evidence_list": lambda w: w.run("run-nl", tools=w.answering({"status": "retrieved"})),
@@ -154,8 +153,10 @@ def test_the_result_json_is_unchanged(
     approved_skill: Callable[..., Skill],
     second_reviewer: User,
     agent: User,
+    tool_clock: ToolClock,  # noqa: F811 - the fixture imported above
 ) -> None:
-    result = SCENARIOS[name](Scenario(approved_skill, second_reviewer, agent)).as_json()
+    world = Scenario(approved_skill, second_reviewer, agent, tool_clock)
+    result = SCENARIOS[name](world).as_json()
     assert json.dumps(result, ensure_ascii=False) == EXPECTED[name]
     stored = Run.objects.get(run_id=result["run_id"])
     assert (stored.status, stored.reason, stored.tool_calls) == (
