@@ -28,7 +28,3 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         label = f" ({self.name})" if self.name else ""
         return f"{self.prefix}{label}"
-
-    @property
-    def is_revoked(self) -> bool:
-        return self.revoked_at is not None

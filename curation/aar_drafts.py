@@ -164,7 +164,3 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
         details={"run_id": trace.run_id, "kind": trace.kind, "attached": duplicate is not None},
     )
     return record
-
-
-def drafts_of_case(case_id: str) -> list[RunDraft]:
-    return list(RunDraft.objects.filter(case_id=case_id))

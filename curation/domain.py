@@ -25,8 +25,11 @@ Definitions the rest of the app relies on:
   threshold) find candidate pairs without comparing every case with every other; each candidate
   is then measured exactly.
 - **Incident identity**: a merge maps an alias incident id to a canonical one inside one tenant
-  and brand; an incident's canonical id follows the merges to the end. Confidence is the number
-  of distinct canonical incidents, never the number of summaries.
+  and brand (``MERGE_SCOPE``); an incident's canonical id follows the merges to the end
+  (``canonical_incident``). ``incident_merge`` stores every merge resolved to its root, so the
+  end is one lookup away: the SQL form (``curation.selectors.canonical_incident_expression``)
+  looks up that one row, and a test holds the two forms together. Support is the number of
+  distinct canonical incidents, never the number of summaries.
 - **A case cites a knowledge document** when one of its evidence items has the source id
   ``doc:KEY@VERSION`` (optionally followed by ``#…`` or ``/…`` naming a part of it). **A skill
   cites** the documents that the tool results of its stored runs cited.
@@ -466,6 +469,8 @@ def band_keys(values: Sequence[int], *, bands: int, rows: int) -> list[str]:
 # --- incident identity -------------------------------------------------------------------------
 
 MERGE_SAME = "these incident ids already name one incident"
+# The columns a merge holds within: a case's incident is looked up among its tenant and brand's.
+MERGE_SCOPE = ("tenant", "brand")
 
 
 def canonical_incident(incident: str, merges: Mapping[str, str]) -> str:

@@ -34,6 +34,7 @@ from curation.selectors import (
     pattern_cases,
 )
 from experience.cases.models import Case, Skill
+from experience.core.gate import usable_case_q
 from experience.core.models import Status
 from experience.lessons.models import LessonConflict
 from experience.lessons.services import conflicts_scan
@@ -185,7 +186,7 @@ def _close_gone(now: datetime) -> list[ReReview]:
 
 
 def _scan_proposals(now: datetime) -> list[SkillProposal]:
-    cases = list(Case.objects.filter(status=Status.APPROVED, valid_from__lte=now, valid_to__gt=now))
+    cases = list(Case.objects.filter(usable_case_q(now)))
     patterns = pattern_cases(cases)
     drafts = domain.shared_patterns(patterns)
     titles = latest_titles(

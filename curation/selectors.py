@@ -26,6 +26,8 @@ from curation.models import (
     ThreadMessage,
 )
 from experience.cases.models import Case, Evidence, Skill, SkillCase
+from experience.cases.selectors import cited_case
+from experience.core.availability import case_usable
 from experience.core.domain import SCOPE_FIELDS
 from experience.core.models import Status
 from experience.runs.models import Reference, Run, RunCitation
@@ -54,55 +56,69 @@ def incident_merges(tenant: str, brand: str) -> dict[str, str]:
     )
 
 
-def merges_by_scope(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str]]:
+# The canonical incident of a case (``curation.domain``, "Incident identity") in its two forms,
+# both keyed by ``domain.MERGE_SCOPE``: in Python from the merges read by scope
+# (:func:`case_incident`), and in SQL inside the query that loads the case
+# (:func:`canonical_incident_expression`, installed into experience at start-up).
+
+MergesByScope = Mapping[tuple[str, ...], Mapping[str, str]]
+
+
+def merge_scope_of(case: Case) -> tuple[str, ...]:
+    return tuple(getattr(case, name) for name in domain.MERGE_SCOPE)
+
+
+def merges_by_scope(pairs: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], dict[str, str]]:
     pairs = set(pairs)
     if not pairs:
         return {}
     condition = Q()
-    for tenant, brand in pairs:
-        condition |= Q(tenant=tenant, brand=brand)
-    found: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for tenant, brand, alias, canonical in IncidentMerge.objects.filter(condition).values_list(
-        "tenant", "brand", "alias", "canonical"
+    for pair in pairs:
+        condition |= Q(**dict(zip(domain.MERGE_SCOPE, pair, strict=True)))
+    found: dict[tuple[str, ...], dict[str, str]] = defaultdict(dict)
+    for *scope, alias, canonical in IncidentMerge.objects.filter(condition).values_list(
+        *domain.MERGE_SCOPE, "alias", "canonical"
     ):
-        found[(tenant, brand)][alias] = canonical
+        found[tuple(scope)][alias] = canonical
     return dict(found)
 
 
+def case_incident(case: Case, by_scope: MergesByScope) -> str:
+    """The canonical incident of ``case`` given the merges of its scope."""
+    return domain.canonical_incident(case.incident, by_scope.get(merge_scope_of(case), {}))
+
+
 def canonical_incident_expression(prefix: str = "") -> Coalesce:
-    """The canonical incident of the case row at ``prefix``, computed inside the same query."""
+    """The canonical incident of the case row at ``prefix``, computed inside the same query: the
+    merge of its incident, else the incident itself. One lookup is the end of the chain because
+    ``incident_merge`` stores every merge resolved to its root."""
     path = f"{prefix}__" if prefix else ""
     merged = IncidentMerge.objects.filter(
-        tenant=OuterRef(f"{path}tenant"),
-        brand=OuterRef(f"{path}brand"),
+        **{name: OuterRef(f"{path}{name}") for name in domain.MERGE_SCOPE},
         alias=OuterRef(f"{path}incident"),
     ).values("canonical")[:1]
     return Coalesce(Subquery(merged), F(f"{path}incident"))
 
 
 @dataclass(frozen=True)
-class Confidence:
-    """Support counted as incidents: several summaries of one incident count once."""
+class IncidentSupport:
+    """Cases counted as incidents: several summaries of one incident count once. (An item's
+    confidence, computed from such counts, is ``experience.lessons.domain.Confidence``.)"""
 
     summaries: int
     incidents: int
     incident_ids: tuple[str, ...]
 
 
-def confidence_of(
-    cases: Sequence[Case], *, merges: Mapping[tuple[str, str], Mapping[str, str]] | None = None
-) -> Confidence:
-    """``merges`` by (tenant, brand) when the caller has them already."""
-    by_scope = (
-        merges if merges is not None else merges_by_scope({(c.tenant, c.brand) for c in cases})
+def incident_support(
+    cases: Sequence[Case], *, merges: MergesByScope | None = None
+) -> IncidentSupport:
+    """``merges`` by scope (``merges_by_scope``) when the caller has them already."""
+    by_scope = merges if merges is not None else merges_by_scope(merge_scope_of(c) for c in cases)
+    canonical = sorted({case_incident(c, by_scope) for c in cases})
+    return IncidentSupport(
+        summaries=len(cases), incidents=len(canonical), incident_ids=tuple(canonical)
     )
-    canonical = sorted(
-        {
-            domain.canonical_incident(c.incident, by_scope.get((c.tenant, c.brand), {}))
-            for c in cases
-        }
-    )
-    return Confidence(summaries=len(cases), incidents=len(canonical), incident_ids=tuple(canonical))
 
 
 @dataclass(frozen=True)
@@ -368,12 +384,12 @@ def pattern_cases(cases: Iterable[Case]) -> list[domain.PatternCase]:
         "case_id", "source_id"
     ):
         documents[case_id] |= {key for key, _v in domain.cited_documents([source_id])}
-    by_scope = merges_by_scope({(c.tenant, c.brand) for c in cases})
+    by_scope = merges_by_scope(merge_scope_of(c) for c in cases)
     return [
         domain.PatternCase(
             case_id=c.id,
             scope=tuple(sorted(c.scope.items())),
-            incident=domain.canonical_incident(c.incident, by_scope.get((c.tenant, c.brand), {})),
+            incident=case_incident(c, by_scope),
             title=c.title,
             documents=frozenset(documents[c.id]),
             hypotheses=tuple(str(e.get("hypothesis", "")) for e in c.counterevidence or []),
@@ -414,7 +430,7 @@ def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
     return [found[i] for i in case_ids if i in found]
 
 
-def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], Confidence]:
+def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], IncidentSupport]:
     """The cases a skill cites that ``user`` may see, and the incidents the usable ones count
     (approved and valid now: a revoked or expired case supports nothing, as the skill's own
     availability says)."""
@@ -425,8 +441,8 @@ def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], Confidence]:
         .order_by("position")
     ]
     now = clock.now()
-    usable = [c for c in cases if c.status == Status.APPROVED and c.valid_from <= now < c.valid_to]
-    return cases, confidence_of(usable)
+    usable = [c for c in cases if case_usable(cited_case(c), now)]
+    return cases, incident_support(usable)
 
 
 def queue_counts(user: Viewer) -> dict[str, Any]:

@@ -321,8 +321,8 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
         "open_count": sum(1 for e in similar if e.link.status == "open"),
         "group": group,
         "group_cases": [{"case": c, "url": c.get_absolute_url()} for c in group.cases],
-        "confidence": selectors.confidence_of(
-            group.cases, merges={(case.tenant, case.brand): merges}
+        "support": selectors.incident_support(
+            group.cases, merges={selectors.merge_scope_of(case): merges}
         ),
         "can_review": request.user.has_perm(REVIEW),
     }
@@ -590,7 +590,7 @@ def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[s
     context = {
         "proposal": proposal,
         "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
-        "confidence": selectors.confidence_of(cases),
+        "support": selectors.incident_support(cases),
         "adopt_form": ProposalAdoptForm(
             initial={
                 "title": proposal.title,
@@ -672,7 +672,7 @@ def proposal_dismiss(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """A skill's support counted in distinct incidents; ``#support-panel`` is the fragment."""
     skill = or_404(skill_get_visible(digest, request.user))
-    cases, confidence = selectors.skill_support(skill, request.user)
+    cases, support = selectors.skill_support(skill, request.user)
     return render_page(
         request,
         "curation/skill_support.html",
@@ -681,7 +681,7 @@ def skill_support(request: HtmxHttpRequest, digest: str) -> HttpResponse:
             "skill_url": skill.get_absolute_url(),
             "support_url": reverse("curation:skill-support", args=[digest]),
             "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
-            "confidence": confidence,
+            "support": support,
         },
         partial="support-panel",
     )

@@ -10,7 +10,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from experience.cases.guards import guard_unmet
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
-from experience.core import domain
+from experience.core import availability, domain
+from experience.core.availability import Availability, CitedCase, GateFields
 from experience.core.models import ReviewedItem
 from experience.core.review import NO_SUCH_CASE, NO_SUCH_SKILL
 from knowledge import selectors as knowledge_selectors
@@ -141,9 +142,9 @@ def cited_case_columns(incident: str) -> tuple[str, ...]:
     )
 
 
-def cited_case(case: Case) -> domain.CitedCase:
+def cited_case(case: Case) -> CitedCase:
     """``incident`` is the canonical incident when the row was loaded by ``skill_cases``."""
-    return domain.CitedCase(
+    return CitedCase(
         case_id=case.id,
         status=case.status,
         scope=case.scope,
@@ -188,8 +189,8 @@ def skill_approval_checklist(
     )
 
 
-def gate_fields(item: ReviewedItem) -> domain.GateFields:
-    return domain.GateFields(
+def gate_fields(item: ReviewedItem) -> GateFields:
+    return GateFields(
         status=item.status,
         scope=item.scope,
         valid_from=item.valid_from,
@@ -198,10 +199,10 @@ def gate_fields(item: ReviewedItem) -> domain.GateFields:
     )
 
 
-def skill_availability(skill_id: str, now: datetime) -> tuple[Skill | None, domain.Availability]:
+def skill_availability(skill_id: str, now: datetime) -> tuple[Skill | None, Availability]:
     """Read the skill and its cited cases afresh and say whether it may be used now."""
     skill = Skill.objects.filter(pk=skill_id).first()
     if skill is None:
-        return None, domain.Availability(False, "no skill with this id")
+        return None, Availability(False, "no skill with this id")
     cases = [cited_case(case) for case in skill_cases(skill)]
-    return skill, domain.skill_availability(gate_fields(skill), cases, now)
+    return skill, availability.skill_availability(gate_fields(skill), cases, now)

@@ -1,4 +1,7 @@
-"""The experience memory's pure core: identity, scope, approval rules, recipes and availability.
+"""The experience memory's pure core: identity, scope, approval rules, the retrieval gate, recipes.
+
+Availability (approved, approved by now, within validity) has its own home,
+``experience.core.availability``; the gate here adds the exact scope to it.
 
 No Django imports: every function takes plain values (the clock included) so these rules can
 be tested exhaustively without a database (docs/architecture.md, Layers inside an app).
@@ -7,11 +10,13 @@ be tested exhaustively without a database (docs/architecture.md, Layers inside a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from experience.core import availability
+from experience.core.availability import CitedCase, GateFields, case_usable
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, sha256_hex, tokenize
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -44,7 +49,7 @@ MIN_SKILL_INCIDENTS = 2
 # --- lifecycle -------------------------------------------------------------------------------
 
 CANDIDATE = "candidate"
-APPROVED = "approved"
+APPROVED = availability.APPROVED
 REJECTED = "rejected"
 REVOKED = "revoked"
 SUPERSEDED = "superseded"
@@ -136,7 +141,7 @@ class CaseFacts:
     counterevidence_with_evidence: int
 
 
-def _common_unmet(
+def common_unmet(
     *,
     status: str,
     submitted_by: int,
@@ -145,6 +150,8 @@ def _common_unmet(
     reason: str,
     now: datetime,
 ) -> list[str]:
+    """What approving any kind of item needs: a reviewer other than its submitter, a reason, a
+    candidate whose validity has not ended."""
     unmet = []
     if not reviewer.can_review:
         unmet.append(NOT_REVIEWER)
@@ -163,7 +170,7 @@ def case_approval_unmet(
     case: CaseFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Every unmet condition of approving a case, by name."""
-    unmet = _common_unmet(
+    unmet = common_unmet(
         status=case.status,
         submitted_by=case.submitted_by,
         valid_to=case.valid_to,
@@ -213,18 +220,6 @@ def states_cause(statement: str) -> bool:
 
 
 @dataclass(frozen=True)
-class CitedCase:
-    """A cited case as a skill sees it at the time of the check."""
-
-    case_id: str
-    status: str
-    scope: Mapping[str, str]
-    incident: str
-    valid_from: datetime
-    valid_to: datetime
-
-
-@dataclass(frozen=True)
 class SkillFacts:
     status: str
     submitted_by: int
@@ -233,15 +228,11 @@ class SkillFacts:
     cases: tuple[CitedCase, ...]
 
 
-def case_usable(case: CitedCase, now: datetime) -> bool:
-    return case.status == APPROVED and case.valid_from <= now < case.valid_to
-
-
 def skill_approval_unmet(
     skill: SkillFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Approval of a skill: the common rules plus ≥ 2 usable cited cases of distinct incidents."""
-    unmet = _common_unmet(
+    unmet = common_unmet(
         status=skill.status,
         submitted_by=skill.submitted_by,
         valid_to=skill.valid_to,
@@ -249,19 +240,19 @@ def skill_approval_unmet(
         reason=reason,
         now=now,
     )
-    usable = [case for case in skill.cases if case_usable(case, now)]
-    if len(usable) < len(skill.cases):
+    if not all(case_usable(case, now) for case in skill.cases):
         unmet.append(CASE_UNAVAILABLE)
     if any(not same_scope(case.scope, skill.scope) for case in skill.cases):
         unmet.append(SCOPE_MISMATCH)
-    if distinct_incidents(usable) < MIN_SKILL_INCIDENTS:
+    if distinct_incidents(skill.cases, now) < MIN_SKILL_INCIDENTS:
         unmet.append(TOO_FEW_INCIDENTS)
     return unmet
 
 
-def distinct_incidents(cases: Iterable[CitedCase]) -> int:
-    """Two summaries of one incident are one incident."""
-    return len({case.incident for case in cases})
+def distinct_incidents(cases: Iterable[CitedCase], now: datetime) -> int:
+    """How many incidents the cases usable at ``now`` describe: two summaries of one incident
+    (its canonical id, after incident merges) are one incident; an unusable case counts none."""
+    return len({case.incident for case in cases if case_usable(case, now)})
 
 
 def rejection_unmet(*, status: str, reviewer: Reviewer, reason: str) -> list[str]:
@@ -286,101 +277,13 @@ def revocation_unmet(*, status: str, reviewer: Reviewer, reason: str) -> list[st
     return unmet
 
 
-# --- retrieval gate and availability -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GateFields:
-    status: str
-    scope: Mapping[str, str]
-    valid_from: datetime
-    valid_to: datetime
-    approved_at: datetime | None
+# --- retrieval gate ----------------------------------------------------------------------------
 
 
 def admits(item: GateFields, scope: Mapping[str, str], now: datetime) -> bool:
-    """The gate before any read; a revoked item is closed for every ``now`` (revocation is current)."""
-    return (
-        item.status == APPROVED
-        and same_scope(item.scope, scope)
-        and item.valid_from <= now < item.valid_to
-        and item.approved_at is not None
-        and item.approved_at <= now
-    )
-
-
-@dataclass(frozen=True)
-class Availability:
-    """Whether an approved item may be reused now. ``reason`` is the English sentence the API
-    returns; ``code``, ``subject`` (the cited case it is about, if any) and ``status`` (the
-    status that makes it unavailable, if any) let a page say it in the reader's language."""
-
-    available: bool
-    reason: str = ""
-    code: str = ""
-    subject: str = ""
-    status: str = ""
-
-    def __bool__(self) -> bool:
-        return self.available
-
-
-# Why an item is unavailable (Availability.code); the console phrases each one.
-NOT_APPROVED_NOW = "not_approved_now"
-NOT_YET_APPROVED = "not_yet_approved"
-OUTSIDE_VALIDITY = "outside_validity"
-CITES_NO_CASES = "cites_no_cases"
-CITED_CASE_NOT_APPROVED = "cited_case_not_approved"
-CITED_CASE_OUTSIDE_VALIDITY = "cited_case_outside_validity"
-NO_USABLE_SUPPORT = "no_usable_support"
-
-
-def own_availability(kind: str, item: GateFields, now: datetime) -> Availability:
-    """The checks every kind shares: approved, approved by ``now``, within its validity."""
-    if item.status != APPROVED:
-        return Availability(
-            False, f"the {kind} is {item.status}", NOT_APPROVED_NOW, status=item.status
-        )
-    if item.approved_at is None or item.approved_at > now:
-        return Availability(
-            False, f"the {kind} was not yet approved at this time", NOT_YET_APPROVED
-        )
-    if not item.valid_from <= now < item.valid_to:
-        return Availability(False, f"the {kind} is outside its validity window", OUTSIDE_VALIDITY)
-    return Availability(True)
-
-
-def case_availability(case: GateFields, now: datetime) -> Availability:
-    """Whether a case may be reused now, and if not, why."""
-    return own_availability("case", case, now)
-
-
-def skill_availability(
-    skill: GateFields, cases: Sequence[CitedCase], now: datetime
-) -> Availability:
-    """Whether a skill may be used now, and if not, why."""
-    own = own_availability("skill", skill, now)
-    if not own:
-        return own
-    if not cases:
-        return Availability(False, "the skill cites no cases", CITES_NO_CASES)
-    for case in cases:
-        if case.status != APPROVED:
-            return Availability(
-                False,
-                f"cited case {case.case_id} is {case.status}",
-                CITED_CASE_NOT_APPROVED,
-                case.case_id,
-                case.status,
-            )
-        if not case.valid_from <= now < case.valid_to:
-            return Availability(
-                False,
-                f"cited case {case.case_id} is outside its validity window",
-                CITED_CASE_OUTSIDE_VALIDITY,
-                case.case_id,
-            )
-    return Availability(True)
+    """The gate before any read: the exact scope, and available now (``availability``); a
+    revoked item is closed for every ``now`` (revocation is current)."""
+    return same_scope(item.scope, scope) and availability.item_available(item, now)
 
 
 # --- recipes ---------------------------------------------------------------------------------

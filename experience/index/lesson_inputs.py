@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
-
 from experience.cases import selectors
 from experience.cases.models import Case
-from experience.core import domain
+from experience.core.availability import CitedCase
 from experience.index.models import IndexEntry
-from experience.lessons.models import ConflictStatus, Lesson, LessonCase, LessonConflict
+from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.lessons.selectors import open_conflict_ids
 from knowledge import postings as kp
 
 LESSON = "lesson"
@@ -51,7 +50,7 @@ class Evidence:
     conflict: bool
     # (relation, case) of each cited case; the case's scope is the lesson's (approval refuses any
     # other), so it is not kept.
-    cases: tuple[tuple[str, domain.CitedCase, datetime | None], ...]
+    cases: tuple[tuple[str, CitedCase, datetime | None], ...]
 
 
 def encode(
@@ -90,9 +89,7 @@ def decode(text: str, scope: dict[str, str]) -> Evidence:
         cases=tuple(
             (
                 relation,
-                domain.CitedCase(
-                    case_id, status, scope, incident, kp.moment(start), kp.moment(end)
-                ),
+                CitedCase(case_id, status, scope, incident, kp.moment(start), kp.moment(end)),
                 None if at is None else kp.moment(at),
             )
             for relation, case_id, status, incident, start, end, at in data["cases"]
@@ -128,15 +125,6 @@ def evidence_of(lesson_ids: Sequence[str]) -> dict[str, str]:
                 lesson_type, conclusion, lesson_id in conflicted, cited[lesson_id]
             )
     return found
-
-
-def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
-    """The lessons in an open conflict with any of ``lesson_ids`` (those among them included)."""
-
-    pairs = LessonConflict.objects.filter(
-        Q(lesson_a_id__in=lesson_ids) | Q(lesson_b_id__in=lesson_ids), status=ConflictStatus.OPEN
-    ).values_list("lesson_a_id", "lesson_b_id")
-    return {lesson_id for pair in pairs for lesson_id in pair}
 
 
 # --- keeping entries in step --------------------------------------------------------------------

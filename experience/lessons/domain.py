@@ -1,4 +1,7 @@
-"""Lessons' pure core: approval rules, availability, confidence, scene similarity and conflicts.
+"""Lessons' pure core: approval rules, confidence, scene overlap, conflicts and merges.
+
+A lesson's availability is decided with every other kind's, in ``experience.core.availability``
+(``lesson_availability``).
 
 A lesson is distilled experience (a success pattern, a failure lesson, a tool's trick, a fact of
 the domain) that cites reviewed cases as its evidence: cases that support it and cases that
@@ -38,20 +41,12 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from experience.core.availability import CitedCase, case_usable
 from experience.core.domain import (
-    EXPIRED,
-    NO_USABLE_SUPPORT,
-    NOT_CANDIDATE,
-    NOT_REVIEWER,
-    OWN_SUBMISSION,
-    REASON_REQUIRED,
     SCOPE_MISMATCH,
-    Availability,
-    CitedCase,
-    GateFields,
     Reviewer,
-    case_usable,
-    own_availability,
+    common_unmet,
+    distinct_incidents,
     same_scope,
 )
 from knowledge.domain import jaccard, tokenize
@@ -108,17 +103,14 @@ def lesson_approval_unmet(
     lesson: LessonFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Every unmet condition of approving a lesson, by name."""
-    unmet = []
-    if not reviewer.can_review:
-        unmet.append(NOT_REVIEWER)
-    if not reason.strip():
-        unmet.append(REASON_REQUIRED)
-    if lesson.status != "candidate":
-        unmet.append(NOT_CANDIDATE)
-    if lesson.valid_to <= now:
-        unmet.append(EXPIRED)
-    if reviewer.user_id == lesson.submitted_by:
-        unmet.append(OWN_SUBMISSION)
+    unmet = common_unmet(
+        status=lesson.status,
+        submitted_by=lesson.submitted_by,
+        valid_to=lesson.valid_to,
+        reviewer=reviewer,
+        reason=reason,
+        now=now,
+    )
     if not any(
         case_usable(case, now) and same_scope(case.scope, lesson.scope) for case in lesson.supports
     ):
@@ -130,20 +122,6 @@ def lesson_approval_unmet(
     if lesson.replaces_conflicted:
         unmet.append(CONFLICT_UNRESOLVED)
     return unmet
-
-
-def lesson_availability(
-    lesson: GateFields, supports: Sequence[CitedCase], now: datetime
-) -> Availability:
-    """Usable now: approved, valid, and at least one supporting case still approved and valid."""
-    own = own_availability("lesson", lesson, now)
-    if not own:
-        return own
-    if not any(case_usable(case, now) for case in supports):
-        return Availability(
-            False, "every supporting case is revoked, superseded or expired", NO_USABLE_SUPPORT
-        )
-    return Availability(True)
 
 
 # --- confidence ------------------------------------------------------------------------------
@@ -264,11 +242,6 @@ def confidence(
     )
 
 
-def distinct_incidents(cases: Iterable[CitedCase], now: datetime) -> set[str]:
-    """Incidents of the cases usable now: two summaries of one incident are one incident."""
-    return {case.incident for case in cases if case_usable(case, now)}
-
-
 @dataclass(frozen=True)
 class OutcomeVote:
     """One account's reported outcomes on an item: the latest outcome of each of its runs that
@@ -339,8 +312,8 @@ def evidence_inputs(
     outcomes = outcomes or CountedOutcomes()
     confirmed = [at for at in [*approvals, outcomes.last_confirmed] if at is not None and at <= now]
     return ConfidenceInputs(
-        supporting_incidents=len(distinct_incidents(supports, now)),
-        contradicting_incidents=len(distinct_incidents(contradicts, now)),
+        supporting_incidents=distinct_incidents(supports, now),
+        contradicting_incidents=distinct_incidents(contradicts, now),
         confirming_outcomes=outcomes.confirming,
         refuting_outcomes=outcomes.refuting,
         last_confirmed=max(confirmed) if confirmed else None,
@@ -367,13 +340,6 @@ class LessonShape:
 
 def normalise_tag(tag: str) -> str:
     return " ".join(tag.strip().lower().split())
-
-
-def scene_similarity(a: LessonShape, b: LessonShape) -> Fraction:
-    """The larger of the tag and the scene-description Jaccard similarities."""
-    tags = jaccard(a.tags, b.tags) if a.tags or b.tags else Fraction(0)
-    text = jaccard(tokenize(a.description), tokenize(b.description))
-    return max(tags, text)
 
 
 def scenes_overlap(a: LessonShape, b: LessonShape) -> bool:

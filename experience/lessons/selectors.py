@@ -13,7 +13,9 @@ from django.db.models import Q, QuerySet
 
 from experience.cases import selectors
 from experience.cases.models import Case, SkillCase
-from experience.core import domain, review
+from experience.core import availability, domain, review
+from experience.core.availability import Availability, CitedCase
+from experience.core.gate import usable_case_q
 from experience.core.models import Status
 from experience.lessons import domain as ld
 from experience.lessons.models import (
@@ -90,7 +92,7 @@ def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
     return links
 
 
-def _cited(link: LessonCase) -> domain.CitedCase:
+def _cited(link: LessonCase) -> CitedCase:
     case = link.case
     case.canonical_incident = getattr(link, "canonical_incident", None) or case.incident  # type: ignore[attr-defined]
     return selectors.cited_case(case)
@@ -101,7 +103,7 @@ class Evidence:
     supports: list[Case]
     contradicts: list[Case]
 
-    def cited(self) -> tuple[tuple[domain.CitedCase, ...], tuple[domain.CitedCase, ...]]:
+    def cited(self) -> tuple[tuple[CitedCase, ...], tuple[CitedCase, ...]]:
         return (
             tuple(selectors.cited_case(c) for c in self.supports),
             tuple(selectors.cited_case(c) for c in self.contradicts),
@@ -117,10 +119,12 @@ def lesson_evidence(lesson: Lesson) -> Evidence:
     return Evidence(supports, contradicts)
 
 
-def lesson_in_open_conflict(lesson_id: str) -> bool:
-    return LessonConflict.objects.filter(
-        Q(lesson_a_id=lesson_id) | Q(lesson_b_id=lesson_id), status=ConflictStatus.OPEN
-    ).exists()
+def open_conflict_ids(lesson_ids: Sequence[str]) -> set[str]:
+    """The lessons in an open conflict with any of ``lesson_ids`` (those among them included)."""
+    pairs = LessonConflict.objects.filter(
+        Q(lesson_a_id__in=lesson_ids) | Q(lesson_b_id__in=lesson_ids), status=ConflictStatus.OPEN
+    ).values_list("lesson_a_id", "lesson_b_id")
+    return {lesson_id for pair in pairs for lesson_id in pair}
 
 
 def _replaces_conflicted(lesson: Lesson) -> bool:
@@ -160,8 +164,8 @@ def lesson_approval_checklist(
 
 
 def confidence_of(
-    supports: Sequence[domain.CitedCase],
-    contradicts: Sequence[domain.CitedCase],
+    supports: Sequence[CitedCase],
+    contradicts: Sequence[CitedCase],
     approvals: Iterable[datetime | None],
     now: datetime,
     config: ConfidenceSettings,
@@ -196,13 +200,13 @@ def lesson_confidence(
         now,
         confidence_settings(),
         outcomes,
-        in_open_conflict=lesson_in_open_conflict(lesson.id),
+        in_open_conflict=lesson.id in open_conflict_ids([lesson.id]),
     )
 
 
-def lesson_availability(lesson: Lesson, now: datetime) -> domain.Availability:
+def lesson_availability(lesson: Lesson, now: datetime) -> Availability:
     supports, _ = lesson_evidence(lesson).cited()
-    return ld.lesson_availability(selectors.gate_fields(lesson), supports, now)
+    return availability.lesson_availability(selectors.gate_fields(lesson), supports, now)
 
 
 # ``(valid_from, valid_to, approved_at)`` of an approved case, as the retrieval index holds them.
@@ -224,7 +228,7 @@ def _case_confidence(
 ) -> ld.Confidence:
     valid_from, valid_to, approved_at = times
     # A case is one incident whatever incident merges say, so its own id stands for it.
-    cited = domain.CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
+    cited = CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
     return confidence_of([cited], [], [approved_at], now, config, outcomes)
 
 
@@ -292,7 +296,7 @@ def item_confidences(
             outcomes.get(case_id, NO_OUTCOMES),
         )
     if skill_ids:
-        by_skill: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        by_skill: dict[str, list[CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
         for (
             skill_id,
@@ -306,7 +310,7 @@ def item_confidences(
         ) in skill_evidence_rows(skill_ids):
             # A skill cites only cases of its own scope (approval refuses any other).
             by_skill[skill_id].append(
-                domain.CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)
+                CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)
             )
             approvals[skill_id] += [skill_approved, approved]
         for skill_id in skill_ids:
@@ -333,11 +337,7 @@ def lessons_losing_support(case_id: str, now: datetime) -> list[str]:
         return []
     kept = set(
         LessonCase.objects.filter(
-            lesson_id__in=citing,
-            relation=LessonRelation.SUPPORTS,
-            case__status=Status.APPROVED,
-            case__valid_from__lte=now,
-            case__valid_to__gt=now,
+            usable_case_q(now, "case__"), lesson_id__in=citing, relation=LessonRelation.SUPPORTS
         )
         .exclude(case_id=case_id)
         .values_list("lesson_id", flat=True)

@@ -38,6 +38,19 @@ from experience.cases.services import (
     skill_reject,
 )
 from experience.core import domain
+from experience.core.availability import (
+    CITED_CASE_NOT_APPROVED,
+    CITED_CASE_OUTSIDE_VALIDITY,
+    CITES_NO_CASES,
+    NO_USABLE_SUPPORT,
+    NOT_APPROVED_NOW,
+    NOT_YET_APPROVED,
+    OUTSIDE_VALIDITY,
+    Availability,
+    case_availability,
+    case_usable,
+    skill_availability,
+)
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as lesson_domain
@@ -166,13 +179,13 @@ def run_url(run_id: str) -> str:
 # --- one availability state, phrased for people ----------------------------------------------
 
 AVAILABILITY_TEXT = {
-    domain.NOT_APPROVED_NOW: _("it is %(status)s"),
-    domain.NOT_YET_APPROVED: _("it was not yet approved at this time"),
-    domain.OUTSIDE_VALIDITY: _("it is outside its validity window"),
-    domain.CITES_NO_CASES: _("it cites no cases"),
-    domain.CITED_CASE_NOT_APPROVED: _("cited case “%(title)s” is %(status)s"),
-    domain.CITED_CASE_OUTSIDE_VALIDITY: _("cited case “%(title)s” is outside its validity window"),
-    domain.NO_USABLE_SUPPORT: _("every supporting case is revoked, superseded or expired"),
+    NOT_APPROVED_NOW: _("it is %(status)s"),
+    NOT_YET_APPROVED: _("it was not yet approved at this time"),
+    OUTSIDE_VALIDITY: _("it is outside its validity window"),
+    CITES_NO_CASES: _("it cites no cases"),
+    CITED_CASE_NOT_APPROVED: _("cited case “%(title)s” is %(status)s"),
+    CITED_CASE_OUTSIDE_VALIDITY: _("cited case “%(title)s” is outside its validity window"),
+    NO_USABLE_SUPPORT: _("every supporting case is revoked, superseded or expired"),
 }
 
 
@@ -187,7 +200,7 @@ class AvailabilityView:
 
 def availability_view(
     status: str,
-    availability: domain.Availability | None,
+    availability: Availability | None,
     titles: Mapping[str, str] | None = None,
 ) -> AvailabilityView:
     """How the console shows ``availability``: only approved items are available or not (a
@@ -458,9 +471,7 @@ def _case_context(
         "item": case,
         "item_type": "case",
         "case": case,
-        "availability": availability_view(
-            case.status, domain.case_availability(gate_fields(case), now)
-        ),
+        "availability": availability_view(case.status, case_availability(gate_fields(case), now)),
         "confidence": confidence_view(case),
         "sections": _sections(case, evidence),
         "evidence_count": len(evidence),
@@ -661,7 +672,7 @@ def _skill_context(
     now = clock.now()
     cases = skill_cases(skill)
     cited = [cited_case(case) for case in cases]
-    availability = domain.skill_availability(gate_fields(skill), cited, now)
+    availability = skill_availability(gate_fields(skill), cited, now)
     titles = {case.id: case.title for case in cases}
     return {
         "item": skill,
@@ -673,17 +684,15 @@ def _skill_context(
             {
                 "case": case,
                 "url": item_url(case.id),
-                "usable": domain.case_usable(cited_case(case), now),
+                "usable": case_usable(cited_case(case), now),
                 "availability": availability_view(
-                    case.status, domain.case_availability(gate_fields(case), now)
+                    case.status, case_availability(gate_fields(case), now)
                 ),
                 "same_scope": domain.same_scope(case.scope, skill.scope),
             }
             for case in cases
         ],
-        "distinct_incidents": domain.distinct_incidents(
-            c for c in cited if domain.case_usable(c, now)
-        ),
+        "distinct_incidents": domain.distinct_incidents(cited, now),
         "checklist": _skill_checklist(skill, user, reason),
         "review_form": ReviewForm(initial={"reason": reason}),
         "reason": reason,

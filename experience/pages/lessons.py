@@ -16,12 +16,13 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experience.cases.selectors import cited_case, gate_fields
-from experience.core.domain import case_availability, case_usable, same_scope
+from experience.core.availability import case_availability, case_usable, lesson_availability
+from experience.core.domain import same_scope
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
-from experience.lessons.domain import LESSON_TYPES, lesson_availability
+from experience.lessons.domain import LESSON_TYPES
 from experience.lessons.models import Lesson
 from experience.pages.forms import ReviewForm
 from experience.pages.items import (

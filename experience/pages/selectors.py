@@ -1,7 +1,8 @@
 """Reads that only the console pages need: the mixed review queue, version chains, run lists.
 
 Approval rules, availability and revocation impact are not computed here: the pages call
-``experience.selectors`` and ``experience.domain`` for those.
+``experience.cases.selectors``, ``experience.core.domain`` and ``experience.core.availability``
+for those.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import CharField, F, Q, QuerySet, Value
 
 from experience.cases.models import Case, Skill, SkillCase
-from experience.core import domain
-from experience.lessons import domain as lesson_domain
+from experience.core import availability, domain
+from experience.core.availability import Availability, CitedCase, GateFields
 from experience.lessons.models import Lesson, LessonCase, LessonRelation
 from experience.runs.claims import run_owner
 from experience.runs.models import Reference, Run
@@ -153,8 +154,8 @@ def queue_neighbours(
 _CASE_GATE = ("status", *domain.SCOPE_FIELDS, "valid_from", "valid_to", "approved_at")
 
 
-def _gate(row: dict[str, Any], prefix: str = "") -> domain.GateFields:
-    return domain.GateFields(
+def _gate(row: dict[str, Any], prefix: str = "") -> GateFields:
+    return GateFields(
         status=row[prefix + "status"],
         scope={name: row[prefix + name] for name in domain.SCOPE_FIELDS},
         valid_from=row[prefix + "valid_from"],
@@ -163,8 +164,8 @@ def _gate(row: dict[str, Any], prefix: str = "") -> domain.GateFields:
     )
 
 
-def _cited(row: dict[str, Any]) -> domain.CitedCase:
-    return domain.CitedCase(
+def _cited(row: dict[str, Any]) -> CitedCase:
+    return CitedCase(
         case_id=row["case_id"],
         status=row["case__status"],
         scope={},
@@ -177,35 +178,35 @@ def _cited(row: dict[str, Any]) -> domain.CitedCase:
 _CITED = ("case_id", "case__status", "case__incident", "case__valid_from", "case__valid_to")
 
 
-def availabilities(item_ids: Iterable[str], now: datetime) -> dict[str, domain.Availability]:
+def availabilities(item_ids: Iterable[str], now: datetime) -> dict[str, Availability]:
     """Whether each case, skill and lesson of ``item_ids`` may be reused now, and why not: the
-    rules of ``experience.domain`` and ``experience.lesson_domain``, their inputs read in at most
-    five queries whatever the number of items (ids of other kinds are left out)."""
+    rules of ``experience.core.availability``, their inputs read in at most five queries
+    whatever the number of items (ids of other kinds are left out)."""
     by_kind: dict[str, list[str]] = defaultdict(list)
     for item_id in item_ids:
         kind = itemids.kind_of(item_id)
         if kind is not None:
             by_kind[kind.name].append(item_id)
-    out: dict[str, domain.Availability] = {}
+    out: dict[str, Availability] = {}
     if by_kind["case"]:
         for row in Case.objects.filter(pk__in=by_kind["case"]).values("id", *_CASE_GATE):
-            out[row["id"]] = domain.case_availability(_gate(row), now)
+            out[row["id"]] = availability.case_availability(_gate(row), now)
     if by_kind["skill"]:
-        cited: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        cited: dict[str, list[CitedCase]] = defaultdict(list)
         for row in SkillCase.objects.filter(skill_id__in=by_kind["skill"]).values(
             "skill_id", *_CITED
         ):
             cited[row["skill_id"]].append(_cited(row))
         for row in Skill.objects.filter(pk__in=by_kind["skill"]).values("id", *_CASE_GATE):
-            out[row["id"]] = domain.skill_availability(_gate(row), cited[row["id"]], now)
+            out[row["id"]] = availability.skill_availability(_gate(row), cited[row["id"]], now)
     if by_kind["lesson"]:
-        supports: dict[str, list[domain.CitedCase]] = defaultdict(list)
+        supports: dict[str, list[CitedCase]] = defaultdict(list)
         for row in LessonCase.objects.filter(
             lesson_id__in=by_kind["lesson"], relation=LessonRelation.SUPPORTS
         ).values("lesson_id", *_CITED):
             supports[row["lesson_id"]].append(_cited(row))
         for row in Lesson.objects.filter(pk__in=by_kind["lesson"]).values("id", *_CASE_GATE):
-            out[row["id"]] = lesson_domain.lesson_availability(_gate(row), supports[row["id"]], now)
+            out[row["id"]] = availability.lesson_availability(_gate(row), supports[row["id"]], now)
     return out
 
 

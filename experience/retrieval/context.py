@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from experience.core.domain import GateFields, admits
+from experience.core.availability import GateFields
+from experience.core.domain import admits
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 
 TOKENIZER = "cjk-char+word4-v1"

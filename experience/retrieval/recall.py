@@ -11,6 +11,8 @@ from django.db.models import Exists, OuterRef
 
 from experience.cases import selectors
 from experience.core import domain
+from experience.core.availability import CitedCase, case_usable
+from experience.core.gate import admitted_q
 from experience.core.models import Status
 from experience.index import lesson_inputs as lesson_index
 from experience.lessons import domain as ld
@@ -51,13 +53,7 @@ _SCOPE_PARAMS = [Param(name) for name in domain.SCOPE_FIELDS]
 
 def _recall_queryset(now: datetime, lesson_ids: Sequence[str] | None = None, **scope: str) -> Any:
     open_conflicts = LessonConflict.objects.filter(status=ConflictStatus.OPEN)
-    links = LessonCase.objects.filter(
-        lesson__status=Status.APPROVED,
-        lesson__valid_from__lte=now,
-        lesson__valid_to__gt=now,
-        lesson__approved_at__lte=now,
-        **{f"lesson__{name}": scope[name] for name in domain.SCOPE_FIELDS},
-    )
+    links = LessonCase.objects.filter(admitted_q(scope, now, "lesson__"))
     if lesson_ids is not None:
         links = links.filter(lesson_id__in=lesson_ids)
     links = links.annotate(
@@ -115,12 +111,12 @@ class _Inputs:
     conclusion: str
     approved_at: datetime | None
     conflict: bool
-    supports: list[domain.CitedCase] = field(default_factory=list)
-    contradicts: list[domain.CitedCase] = field(default_factory=list)
+    supports: list[CitedCase] = field(default_factory=list)
+    contradicts: list[CitedCase] = field(default_factory=list)
     # The times its supporting approved cases were approved.
     approvals: list[datetime | None] = field(default_factory=list)
 
-    def cite(self, relation: str, case: domain.CitedCase, approved: datetime | None) -> None:
+    def cite(self, relation: str, case: CitedCase, approved: datetime | None) -> None:
         if relation == LessonRelation.SUPPORTS:
             self.supports.append(case)
             if case.status == Status.APPROVED:
@@ -136,7 +132,7 @@ def _inputs_from_rows(rows: list[tuple[Any, ...]], scope: Mapping[str, str]) -> 
         if lesson is None:
             lesson = inputs[lesson_id] = _Inputs(*fields)
         # Cited cases share the lesson's scope: approval and submission refuse any other.
-        case = domain.CitedCase(case_id, status, scope, inc or "", valid_from, valid_to)
+        case = CitedCase(case_id, status, scope, inc or "", valid_from, valid_to)
         lesson.cite(relation, case, approved)
     return inputs
 
@@ -185,7 +181,7 @@ def recallable_lessons(
     tallies = batch.tallies(inputs)
     found = {}
     for lesson_id, lesson in sorted(inputs.items()):
-        if not any(domain.case_usable(case, now) for case in lesson.supports):
+        if not any(case_usable(case, now) for case in lesson.supports):
             continue
         score = confidence_of(
             lesson.supports,

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from experience.cases.services import item_inserted as item_inserted
 from experience.cases.services import item_reject as item_reject
+from experience.core import domain
 from experience.core.models import SubmittedVia
 from experience.core.review import ReviewRefused
 from experience.core.review import require_item_tenant as require_item_tenant
@@ -78,7 +79,7 @@ def conflict_resolve(
     if action not in RESOLUTIONS:
         raise ValidationFailure("action", BAD_RESOLUTION)
     if not reason.strip():
-        raise ReviewRefused(keep, conflict.status, [ld.REASON_REQUIRED])
+        raise ReviewRefused(keep, conflict.status, [domain.REASON_REQUIRED])
     other = Lesson.objects.get(pk=conflict.other(keep))
     if action == "revoke":
         lesson_revoke(lesson=other, actor=actor, reason=reason)

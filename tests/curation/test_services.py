@@ -23,7 +23,7 @@ from curation.models import (
     SkillProposal,
     Thread,
 )
-from curation.selectors import confidence_of, similar_cases
+from curation.selectors import incident_support, similar_cases
 from experience.cases import selectors as experience_selectors
 from experience.cases import services as experience_services
 from experience.cases.models import Case, Skill
@@ -257,7 +257,7 @@ def test_same_incident_merges_the_ids_and_every_count_follows(
 ) -> None:
     first = approve(case_data(incident="INC-1"))
     second = approve(other_wording("INC-2"))
-    assert confidence_of([first, second]).incidents == 2
+    assert incident_support([first, second]).incidents == 2
     skill, _ = experience_services.skill_submit(
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=reviewer
     )
@@ -280,7 +280,7 @@ def test_same_incident_merges_the_ids_and_every_count_follows(
     assert events(Action.INCIDENT_MERGE)[0].reason == "同一天同一门店，同一配置错误"
 
     # Confidence, the skill page's count and skill approval all count one incident now.
-    assert confidence_of([first, second]).incidents == 1
+    assert incident_support([first, second]).incidents == 1
     cited = [experience_selectors.cited_case(c) for c in experience_selectors.skill_cases(skill)]
     assert {c.incident for c in cited} == {"INC-1"}
     assert TOO_FEW_INCIDENTS in experience_selectors.skill_approval_checklist(
@@ -352,7 +352,7 @@ def test_chained_merges_keep_one_canonical_id_and_close_moot_pairs(
         "INC-1": "INC-3",
         "INC-2": "INC-3",
     }
-    assert confidence_of([a, b, c]).incidents == 1
+    assert incident_support([a, b, c]).incidents == 1
     assert not NearDuplicate.objects.filter(status=LinkStatus.OPEN).exists()
     with pytest.raises(ValidationFailure, match="already"):
         incidents.incident_merge(
@@ -376,7 +376,7 @@ def test_merges_are_per_tenant_and_brand(submit: Submit, second_reviewer: User) 
         actor=second_reviewer,
         reason="other brand's ids",
     )
-    assert confidence_of([ours, theirs]).incidents == 2
+    assert incident_support([ours, theirs]).incidents == 2
 
 
 # --- re-review: staleness ------------------------------------------------------------------------
@@ -690,7 +690,7 @@ def test_one_incident_summarised_twice_proposes_nothing(
         actor=second_reviewer,
         reason="one incident",
     )
-    assert confidence_of(cases).incidents == 1
+    assert incident_support(cases).incidents == 1
     assert scan.curation_scan(days=365).proposals == []
 
 

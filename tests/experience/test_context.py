@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experience.core.domain import GateFields
+from experience.core.availability import GateFields
 from experience.retrieval.context import (
     CONFLICT_MARK,
     HEADER,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from experience.cases.tools import tool_specs
 from experience.core import domain
+from experience.core.availability import Availability, CitedCase, GateFields, skill_availability
 from experience.core.domain import (
     CASE_UNAVAILABLE,
     EXPIRED,
@@ -24,10 +25,7 @@ from experience.core.domain import (
     REASON_REQUIRED,
     SCOPE_MISMATCH,
     TOO_FEW_INCIDENTS,
-    Availability,
     CaseFacts,
-    CitedCase,
-    GateFields,
     Reviewer,
     SkillFacts,
 )
@@ -308,14 +306,14 @@ def test_gate_compares_instants_not_wall_clocks() -> None:
 
 def test_availability_says_why() -> None:
     cases = [cited("case:a", "INC-1"), cited("case:b", "INC-2")]
-    assert domain.skill_availability(gate(), cases, NOW) == Availability(True)
+    assert skill_availability(gate(), cases, NOW) == Availability(True)
     revoked = [cases[0], cited("case:b", "INC-2", status="revoked")]
-    result = domain.skill_availability(gate(), revoked, NOW)
+    result = skill_availability(gate(), revoked, NOW)
     assert not result and "case:b" in result.reason and "revoked" in result.reason
     expired = [cases[0], cited("case:b", "INC-2", valid_to=NOW)]
-    assert not domain.skill_availability(gate(), expired, NOW)
-    assert not domain.skill_availability(gate(status="revoked"), cases, NOW)
-    assert not domain.skill_availability(gate(), [], NOW)
+    assert not skill_availability(gate(), expired, NOW)
+    assert not skill_availability(gate(status="revoked"), cases, NOW)
+    assert not skill_availability(gate(), [], NOW)
 
 
 # --- recipes ---------------------------------------------------------------------------------

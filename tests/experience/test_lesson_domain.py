@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experience.core.domain import CitedCase, GateFields, Reviewer
+from experience.core import domain
+from experience.core.availability import CitedCase, GateFields, lesson_availability
+from experience.core.domain import Reviewer
 from experience.lessons import domain as ld
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
@@ -129,10 +131,10 @@ def test_approval_names_every_unmet_condition_at_once() -> None:
         now=NOW,
     )
     assert unmet == [
-        ld.NOT_REVIEWER,
-        ld.REASON_REQUIRED,
-        ld.NOT_CANDIDATE,
-        ld.OWN_SUBMISSION,
+        domain.NOT_REVIEWER,
+        domain.REASON_REQUIRED,
+        domain.NOT_CANDIDATE,
+        domain.OWN_SUBMISSION,
         ld.NO_SUPPORTING_CASE,
         ld.CONFLICT_UNRESOLVED,
     ]
@@ -140,8 +142,8 @@ def test_approval_names_every_unmet_condition_at_once() -> None:
 
 def test_unavailable_when_every_supporting_case_is_gone() -> None:
     gate = GateFields("approved", SCOPE, NOW - timedelta(days=1), NOW + timedelta(days=1), NOW)
-    assert ld.lesson_availability(gate, [cited("INC-1"), cited("INC-2", status="revoked")], NOW)
-    gone = ld.lesson_availability(gate, [cited("INC-2", status="revoked")], NOW)
+    assert lesson_availability(gate, [cited("INC-1"), cited("INC-2", status="revoked")], NOW)
+    gone = lesson_availability(gate, [cited("INC-2", status="revoked")], NOW)
     assert not gone and "supporting" in gone.reason
 
 

@@ -17,6 +17,7 @@ from django.test import override_settings
 from experience.cases import services
 from experience.cases.models import Case
 from experience.cases.schema import parse_case
+from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as ld
@@ -163,8 +164,8 @@ def test_approval_follows_four_eyes_reason_and_a_supporting_case(
     with pytest.raises(ReviewRefused) as refusal:
         lessons.lesson_approve(lesson=lesson, actor=reviewer, reason="")
     assert refusal.value.unmet == [
-        ld.REASON_REQUIRED,
-        ld.OWN_SUBMISSION,
+        domain.REASON_REQUIRED,
+        domain.OWN_SUBMISSION,
         ld.NO_SUPPORTING_CASE,
     ]
     assert Lesson.objects.get().status == Status.CANDIDATE
@@ -315,7 +316,7 @@ def test_done_when_a_conflict_is_flagged_until_a_reviewer_resolves_it(
         conflicts.conflict_resolve(
             conflict=conflict, keep=failure.id, action="revoke", actor=third, reason=""
         )
-    assert refusal.value.unmet == [ld.REASON_REQUIRED]
+    assert refusal.value.unmet == [domain.REASON_REQUIRED]
     result = conflicts.conflict_resolve(
         conflict=conflict, keep=failure.id, action="revoke", actor=third, reason="刷新无效"
     )
@@ -461,7 +462,7 @@ def test_a_merge_by_the_candidates_submitter_is_refused(
     candidate = submit_lesson(lesson_data([two_cases[1].id]), actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refusal:
         lessons.merge_accept(candidate=candidate, target=target, actor=second_reviewer, reason="x")
-    assert ld.OWN_SUBMISSION in refusal.value.unmet
+    assert domain.OWN_SUBMISSION in refusal.value.unmet
     assert Lesson.objects.get(pk=target.id).status == Status.APPROVED
 
 

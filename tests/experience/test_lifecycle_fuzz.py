@@ -36,7 +36,6 @@ from experience.cases.schema import parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
-from experience.index import lesson_inputs as lesson_index
 from experience.lessons import domain as lesson_domain
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
@@ -230,7 +229,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
                 "优惠券无法使用 核对适用条件", SCOPE, NOW, run_id="fuzz", limit=20, actor=agent
             )
             models = {"case": Case, "skill": Skill, "lesson": Lesson}
-            conflicted = lesson_index.open_conflict_ids(
+            conflicted = lesson_selectors.open_conflict_ids(
                 list(Lesson.objects.values_list("pk", flat=True))
             )
             threshold = lesson_selectors.confidence_settings().threshold

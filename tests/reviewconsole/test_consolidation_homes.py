@@ -77,17 +77,47 @@ def test_both_demo_commands_use_the_one_temporary_database_helper() -> None:
 
 
 def test_functions_no_code_path_called_stay_removed() -> None:
+    import agentapi.models
+    import curation.aar_drafts
     import curation.domain
-    import experience.console_selectors
-    import experience.selectors
+    import curation.selectors
+    import experience.cases.selectors
+    import experience.lessons.domain
+    import experience.lessons.selectors
+    import experience.pages.selectors
 
-    removed = {
-        experience.selectors: ("evidence_get", "review_queue", "NO_SUCH_EVIDENCE"),
-        experience.console_selectors: ("skill_lines",),
+    removed: dict[object, tuple[str, ...]] = {
+        experience.cases.selectors: ("evidence_get", "review_queue", "NO_SUCH_EVIDENCE"),
+        experience.pages.selectors: ("skill_lines",),
         curation.domain: ("distinct_incidents", "parse_document_id"),
+        curation.aar_drafts: ("drafts_of_case",),
+        experience.lessons.domain: ("scene_similarity", "lesson_availability"),
+        experience.lessons.selectors: ("lesson_in_open_conflict",),
+        agentapi.models.ApiToken: ("is_revoked",),
+        # Support counted as incidents is IncidentSupport: Confidence is the estimator's.
+        curation.selectors: ("Confidence", "confidence_of"),
     }
     for module, names in removed.items():
         assert [name for name in names if hasattr(module, name)] == []
+
+
+def test_incidents_are_counted_and_approval_checked_in_one_place() -> None:
+    import experience.core.domain
+    import experience.lessons.domain
+
+    lessons = experience.lessons.domain
+    assert lessons.distinct_incidents is experience.core.domain.distinct_incidents
+    assert lessons.common_unmet is experience.core.domain.common_unmet
+
+
+def test_one_class_is_named_confidence() -> None:
+    found = [
+        str(path.relative_to(BASE))
+        for path in production_modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "Confidence"
+    ]
+    assert found == ["experience/lessons/domain.py"]
 
 
 def test_the_evidence_of_a_raw_case_item_is_listed_in_one_place() -> None:

@@ -21,7 +21,7 @@ from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_skill
 from experience.cases.services import case_approve, evidence_check, skill_approve, skill_submit
 from experience.cases.tools import tool_specs
-from experience.core import domain
+from experience.core import availability, domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import services as lessons
@@ -126,14 +126,16 @@ def test_availability_in_bulk_matches_the_domain_rules(
     skill = memory["skill"]
     now = clock.now()
     assert availabilities([case.id, other.id, skill.id], now) == {
-        case.id: domain.Availability(True),
-        other.id: domain.Availability(True),
-        skill.id: domain.Availability(True),
+        case.id: availability.Availability(True),
+        other.id: availability.Availability(True),
+        skill.id: availability.Availability(True),
     }
     case_revoke(case=case, actor=reviewer, reason="wrong store")
     found = availabilities([case.id, skill.id], clock.now())
-    assert found[case.id].code == domain.NOT_APPROVED_NOW and found[case.id].status == "revoked"
-    assert found[skill.id].code == domain.CITED_CASE_NOT_APPROVED
+    assert (
+        found[case.id].code == availability.NOT_APPROVED_NOW and found[case.id].status == "revoked"
+    )
+    assert found[skill.id].code == availability.CITED_CASE_NOT_APPROVED
     assert found[skill.id].subject == case.id
 
 
