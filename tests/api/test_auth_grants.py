@@ -4,13 +4,10 @@ revocation, membership and role changes act on the next request."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -25,12 +22,6 @@ from tests.api.conftest import BearerClient, Demo, search_body
 from tests.mcp.test_server import call
 
 pytestmark = pytest.mark.django_db
-
-BASE = Path(settings.BASE_DIR)
-NOT_SOURCE = {".venv", ".git", "tests", "migrations", "node_modules", "__pycache__", "static"}
-# Django's permission caches on a user object, and its tables: Django writes and reads these.
-DJANGOS_CACHES = {"_perm_cache", "_user_perm_cache", "_group_perm_cache"}
-DJANGOS_TABLES = ("auth_user", "auth_group", "auth_permission", "django_content_type")
 
 
 def test_authentication_is_one_statement_and_the_checks_are_djangos(agent: User) -> None:
@@ -122,33 +113,6 @@ def test_the_api_and_mcp_authenticate_through_the_one_backend(
     )
     assert not call(text, "search_knowledge", search_body()).is_error
     assert seen == ["http", "mcp"]
-
-
-def source_modules() -> list[Path]:
-    return sorted(
-        path for path in BASE.rglob("*.py") if not set(path.relative_to(BASE).parts) & NOT_SOURCE
-    )
-
-
-def test_no_module_writes_djangos_permission_caches_or_queries_its_tables() -> None:
-    """Permissions come from Django's machinery (``User.has_perm``); a hand-written lookup that
-    names Django's tables and fills its caches drifts from Django's rule (issue 25, item 4)."""
-    offenders = []
-    for path in source_modules():
-        text = path.read_text(encoding="utf-8")
-        for node in ast.walk(ast.parse(text)):
-            written = (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store)
-                and node.attr in DJANGOS_CACHES
-            )
-            named = isinstance(node, ast.Constant) and (
-                node.value in DJANGOS_CACHES
-                or (isinstance(node.value, str) and any(t in node.value for t in DJANGOS_TABLES))
-            )
-            if written or named:
-                offenders.append(f"{path.relative_to(BASE)}:{getattr(node, 'lineno', '?')}")
-    assert not offenders, offenders
 
 
 # --- changes act on the next request -----------------------------------------------------------

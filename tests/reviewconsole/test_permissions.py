@@ -80,6 +80,31 @@ def test_no_module_outside_the_permission_module_spells_a_permission_name() -> N
     assert not offenders, "import these from reviewconsole.permissions: " + ", ".join(offenders)
 
 
+# Django's permission caches on a user object, and its tables: Django writes and reads these.
+DJANGOS_CACHES = {"_perm_cache", "_user_perm_cache", "_group_perm_cache"}
+DJANGOS_TABLES = ("auth_user", "auth_group", "auth_permission", "django_content_type")
+
+
+def test_no_module_writes_djangos_permission_caches_or_queries_its_tables() -> None:
+    """Permissions come from Django's machinery (``User.has_perm``): a hand-written lookup that
+    names Django's tables and fills its caches drifts from Django's rule (issue 25, item 4)."""
+    offenders = []
+    for path in source_modules() + sorted(HOMES):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            written = (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and node.attr in DJANGOS_CACHES
+            )
+            named = isinstance(node, ast.Constant) and (
+                node.value in DJANGOS_CACHES
+                or (isinstance(node.value, str) and any(t in node.value for t in DJANGOS_TABLES))
+            )
+            if written or named:
+                offenders.append(f"{path.relative_to(BASE)}:{getattr(node, 'lineno', '?')}")
+    assert not offenders, offenders
+
+
 def test_the_local_refusal_copies_are_gone() -> None:
     for module, names in {
         knowledge.services: ("_require", "_require_tenant"),
