@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentapi import operations
 from agentapi.api import field_path
+from agentapi.auth import token_user
 from agentapi.investigate import investigate
 from agentapi.operations import NotFound
 from agentapi.schemas import (
@@ -40,7 +41,6 @@ from agentapi.schemas import (
     SkillId,
     SkillRunRequest,
 )
-from agentapi.services import token_user
 from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 

@@ -42,7 +42,6 @@ from reviewconsole.permissions import (
     ADD_CASE,
     PROPOSE_CASE,
     REVIEW_CASE,
-    SEARCH_KNOWLEDGE,
     USE_EXPERIENCE,
     VIEW_RUN,
     holds,
@@ -56,7 +55,6 @@ from reviewconsole.timeparse import to_utc_iso
 PROPOSE_PERMISSIONS = (PROPOSE_CASE, ADD_CASE)
 
 NOT_PERMITTED = "this token's user does not hold the permission {permission}"
-SEARCH_REFUSED = NOT_PERMITTED.format(permission=SEARCH_KNOWLEDGE)
 USE_REFUSED = NOT_PERMITTED.format(permission=USE_EXPERIENCE)
 VIEW_RUN_REFUSED = NOT_PERMITTED.format(permission=VIEW_RUN)
 PROPOSE_REFUSED = NOT_PERMITTED.format(permission=" or ".join(PROPOSE_PERMISSIONS))
@@ -75,8 +73,7 @@ class NotFound(LookupError):
 
 
 def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str, Any]:
-    # A missing tenant is fine: the answer is needs_context, and nothing is read.
-    require_scope(user, SEARCH_KNOWLEDGE, request.tenant, message=SEARCH_REFUSED)
+    # The search checks the permission and the scope's tenant itself, as for every caller.
     context = KnowledgeContext(
         tenant=request.tenant,
         brand=request.brand,
@@ -87,7 +84,7 @@ def knowledge_search(*, user: User, request: KnowledgeSearchRequest) -> dict[str
         facts=dict(request.facts),
         limit=request.limit,
     )
-    return search_knowledge(request.query, context)
+    return search_knowledge(request.query, context, actor=user)
 
 
 def experience_retrieve(*, user: User, request: ExperienceRetrieveRequest) -> dict[str, Any]:

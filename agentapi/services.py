@@ -1,4 +1,4 @@
-"""Issuing, revoking and checking agent API tokens: atomic and audited."""
+"""Issuing and revoking agent API tokens: atomic and audited (checking one: ``agentapi.auth``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from agentapi.models import ApiToken
-from agentapi.tokens import digest_matches, token_generate, token_prefix
+from agentapi.tokens import token_generate, token_prefix
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -88,28 +88,3 @@ def token_by_prefix(text: str, *, field: str = "PREFIX") -> ApiToken:
     if token is None:
         raise ValidationFailure(field, UNKNOWN_PREFIX)
     return token
-
-
-def token_user(text: str) -> User | None:
-    """The active agent a valid, unrevoked token acts as; None for anything else.
-
-    A token whose user has left the agent role (or never was in it) acts as no one, so a role
-    change cannot turn an agent's token into a reviewer's or an admin's.
-    """
-    prefix = token_prefix(text)
-    row = (
-        ApiToken.objects.select_related("user")
-        .filter(prefix=prefix, user__groups__name=TOKEN_ROLE)
-        .first()
-        if prefix is not None
-        else None
-    )
-    if not digest_matches(text.strip(), row.token_hash if row is not None else None):
-        return None
-    assert row is not None
-    if row.revoked_at is not None or not row.user.is_active:
-        return None
-    now = clock.now()
-    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user

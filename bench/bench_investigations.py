@@ -101,7 +101,9 @@ def report(calls: int, runs: int) -> None:
     occurred = datetime.fromisoformat("2026-09-18T14:00:00+08:00")
     known = datetime.fromisoformat("2026-09-18T14:10:00+08:00")
     search = default_registry()[SEARCH_KNOWLEDGE].handler
-    context = CallContext(scope=SCOPE, occurred_at=occurred, known_at=known, facts=FACTS)
+    context = CallContext(
+        scope=SCOPE, occurred_at=occurred, known_at=known, facts=FACTS, actor=agent
+    )
     ticket = Ticket(QUERY, SCOPE, TicketContext(occurred, known, FACTS))
     answer = json.dumps(
         {

@@ -663,8 +663,21 @@ def make_workload(seed: int, count: int, store: str) -> list[tuple[str, Any]]:
     ]
 
 
+def searcher() -> Any:
+    """The account the measured searches run as: an agent of the measured tenant, whose
+    permission and tenant every search checks. One user object serves the whole run, so Django
+    has its permissions after the first search, as within one API request; loading them per
+    request is the API benchmark's (bench_api.py)."""
+    from reviewconsole.roles import Role
+    from reviewconsole.services import user_set_role
+    from reviewconsole.tenancy import tenant_ensure
+
+    tenant_ensure(name=TENANT, actor=None)
+    return user_set_role(username="bench-searcher", role=Role.AGENT, tenants=[TENANT])
+
+
 def measure_scope(
-    workload: list[tuple[str, Any]], floors: Floors, warmup: int, rounds: int
+    workload: list[tuple[str, Any]], floors: Floors, warmup: int, rounds: int, actor: Any
 ) -> tuple[dict[str, list[float]], Counter[str], int]:
     """Per measure, the p50 and p95 of every round; statuses; the gate's count."""
     from knowledge.search import gated_rows, search_knowledge
@@ -675,7 +688,7 @@ def measure_scope(
     def run(name: str, query: str, ctx: Any) -> None:
         nonlocal gated
         if name == "search":
-            statuses[search_knowledge(query, ctx)["status"]] += 1
+            statuses[search_knowledge(query, ctx, actor=actor)["status"]] += 1
         elif name == "bare":
             gated = len(list(gated_rows(ctx).values_list("document_id")))
         elif name == "fts":
@@ -722,10 +735,11 @@ def profile(workload: list[tuple[str, Any]], count: int) -> None:
     from knowledge.search import search_knowledge
 
     runs = (workload * (count // len(workload) + 1))[:count]
+    actor = searcher()
     profiler = cProfile.Profile()
     profiler.enable()
     for query, ctx in runs:
-        search_knowledge(query, ctx)
+        search_knowledge(query, ctx, actor=actor)
     profiler.disable()
     stats = pstats.Stats(profiler)
     total = stats.total_tt  # type: ignore[attr-defined]
@@ -860,8 +874,9 @@ def rss_child(store: str, queries: int, seed: int) -> int:
     django.setup()
     from knowledge.search import search_knowledge
 
+    actor = searcher()
     for query, ctx in make_workload(seed, queries, store):
-        search_knowledge(query, ctx)
+        search_knowledge(query, ctx, actor=actor)
     print(f"{peak_rss_mb():.1f}")
     return 0
 
@@ -938,10 +953,13 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         rows: list[Row] = []
+        actor = searcher()
         for scope in corpus.scopes:
             floors = Floors(scope, vendor)
             workload = make_workload(args.seed, args.queries, scope.store)
-            figures, statuses, gated = measure_scope(workload, floors, args.warmup, args.rounds)
+            figures, statuses, gated = measure_scope(
+                workload, floors, args.warmup, args.rounds, actor
+            )
             row = Row(
                 size=scope.size,
                 p50={m: statistics.median(figures[f"{m} 50"]) for m in MEASURES},

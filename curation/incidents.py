@@ -151,6 +151,13 @@ def _resolve_links_within_incidents(tenant: str, brand: str, *, actor: User, now
     return closed
 
 
+def incident_merge_require(*, actor: User, tenant: str | None = None) -> None:
+    """Who may record a merge: a reviewer (of ``tenant``, once it is known). ``incident_merge``
+    checks it in its transaction; the incident page asks it before reading a posted form, so a
+    user who may not merge is answered 403 whatever the form holds."""
+    require(actor, REVIEW_CASE, tenant, message=REVIEW_REFUSED)
+
+
 @transaction.atomic
 def incident_merge(
     *,
@@ -164,7 +171,7 @@ def incident_merge(
 ) -> IncidentMerge:
     """Record that incident ``alias`` is incident ``into``; every distinct-incident count of the
     tenant and brand follows at once (skill approval, confidence, proposals)."""
-    require(actor, REVIEW_CASE, tenant, message=REVIEW_REFUSED)
+    incident_merge_require(actor=actor, tenant=tenant)
     reason = reason_given(reason)
     if link is not None and not all(
         (case.tenant, case.brand) == (tenant, brand) for case in (link.case_a, link.case_b)

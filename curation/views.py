@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -53,6 +52,7 @@ from reviewconsole.views import (
     one_or_tenant_choice,
     or_404,
     paginate,
+    refusal_as_403,
     render_page,
 )
 
@@ -405,8 +405,8 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
     form = IncidentMergeForm(request.POST or None)
     status = 200
     if request.method == "POST":
-        if not request.user.has_perm(REVIEW):
-            raise PermissionDenied
+        with refusal_as_403():
+            incidents.incident_merge_require(actor=acting_user(request))
         if form.is_valid():
             data = form.cleaned_data
             try:

@@ -109,6 +109,7 @@ class DatabaseTools:
                 known_at=known_at,
                 facts=dict(facts),
             ),
+            actor=self.actor,
         )
 
 

@@ -53,6 +53,7 @@ def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
         occurred_at=context.occurred_at,
         known_at=context.known_at,
         facts=dict(context.facts),
+        actor=actor,
     )
     # Memory is read as of the time of knowledge, as the replay reads it.
     now = context.known_at or clock.now()

@@ -32,6 +32,7 @@ from knowledge.services import (
     document_save_new_version,
     document_unchanged,
     four_eyes_required,
+    lexicon_editable,
     require_tenant_kept,
     synonym_delete,
     synonym_set,
@@ -41,9 +42,17 @@ from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.display import ShownInUtc
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.permissions import APPROVE_DOCUMENT, REVOKE_DOCUMENT, VIEW_DOCUMENT
+from reviewconsole.permissions import (
+    ADD_SYNONYM,
+    APPROVE_DOCUMENT,
+    CHANGE_SYNONYM,
+    DELETE_SYNONYM,
+    REVOKE_DOCUMENT,
+    VIEW_DOCUMENT,
+)
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.views import refusal_as_403
 
 CONTENT_FIELDS = (
     "doc_key",
@@ -335,33 +344,39 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
 
 @admin.register(Synonym)
 class SynonymAdmin(admin.ModelAdmin[Synonym]):
+    """The lexicon's rule (one lexicon for every tenant, so deployment-wide operators only) is
+    the service's: the admin offers what ``lexicon_editable`` allows and writes through
+    ``synonym_set``/``synonym_delete``, which refuse anyone else."""
+
     list_display = ("term", "canonical", "updated_at")
     search_fields = ("term", "canonical")
 
-    # One lexicon serves every tenant, so only deployment-wide operators change it.
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_deployment_wide(request.user) and super().has_add_permission(request)
+        return lexicon_editable(request.user, ADD_SYNONYM)
 
     def has_change_permission(self, request: HttpRequest, obj: Synonym | None = None) -> bool:
-        return is_deployment_wide(request.user) and super().has_change_permission(request, obj)
+        return lexicon_editable(request.user, CHANGE_SYNONYM)
 
     def has_delete_permission(self, request: HttpRequest, obj: Synonym | None = None) -> bool:
-        return is_deployment_wide(request.user) and super().has_delete_permission(request, obj)
+        return lexicon_editable(request.user, DELETE_SYNONYM)
 
     def save_model(self, request: HttpRequest, obj: Synonym, form: Any, change: bool) -> None:
-        if change:
-            old = Synonym.objects.get(pk=obj.pk)
-            if old.term != obj.term:
-                synonym_delete(synonym=old, actor=acting_user(request))
-        saved = synonym_set(term=obj.term, canonical=obj.canonical, actor=acting_user(request))
+        with refusal_as_403():
+            if change:
+                old = Synonym.objects.get(pk=obj.pk)
+                if old.term != obj.term:
+                    synonym_delete(synonym=old, actor=acting_user(request))
+            saved = synonym_set(term=obj.term, canonical=obj.canonical, actor=acting_user(request))
         obj.pk = saved.pk
 
     def delete_model(self, request: HttpRequest, obj: Synonym) -> None:
-        synonym_delete(synonym=obj, actor=acting_user(request))
+        with refusal_as_403():
+            synonym_delete(synonym=obj, actor=acting_user(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Synonym]) -> None:
-        for synonym in queryset:
-            synonym_delete(synonym=synonym, actor=acting_user(request))
+        with refusal_as_403():
+            for synonym in queryset:
+                synonym_delete(synonym=synonym, actor=acting_user(request))
 
 
 # --- the search index: derived from approved documents by the services, never edited ----------

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 from django.db.models import Q
 
@@ -30,6 +31,7 @@ from knowledge.domain import (
 from knowledge.models import Document, DocumentStore
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import to_utc_iso
 
 RETRIEVED = "retrieved"
@@ -41,6 +43,7 @@ DEFAULT_LIMIT = 4
 MAX_LIMIT = 50
 MAX_QUERY_LENGTH = 2_000
 SCOPE_FIELDS = ("tenant", "brand", "store", "campaign")
+SEARCH_REFUSED = f"searching the knowledge base needs the permission {SEARCH_KNOWLEDGE}"
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,14 @@ def _validate(query: str, context: KnowledgeContext) -> None:
             raise ValidationFailure(name, "must be timezone-aware")
 
 
-def search_knowledge(query: str, context: KnowledgeContext) -> dict[str, Any]:
+def search_knowledge(
+    query: str, context: KnowledgeContext, *, actor: User | AnonymousUser | None
+) -> dict[str, Any]:
+    """The search of one ticket's scope as ``actor``, who needs the search permission and the
+    scope's tenant (which must exist: ``permissions.require_scope``), whoever calls: the console,
+    ``research``, the API and MCP, skill steps, investigations and replays."""
+    # A scope without a tenant is answered needs_context below; nothing of a tenant is read.
+    require_scope(actor, SEARCH_KNOWLEDGE, context.tenant or None, message=SEARCH_REFUSED)
     _validate(query, context)
     missing = [name for name in SCOPE_FIELDS if not getattr(context, name)]
     missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.db.models import Max, Q
 
@@ -29,15 +29,11 @@ from reviewconsole.permissions import (
     DELETE_SYNONYM,
     NOT_PERMITTED,
     REVOKE_DOCUMENT,
-    holds,
+    permitted,
+    refusals,
     require,
 )
-from reviewconsole.tenancy import (
-    NOT_IN_TENANT,
-    NOT_IN_TENANT_MESSAGE,
-    may_access,
-    require_input_tenant,
-)
+from reviewconsole.tenancy import NOT_IN_TENANT, require_input_tenant
 
 REASON_REQUIRED = "a reason is required"
 ALREADY_REVOKED = "is already revoked"
@@ -48,7 +44,8 @@ DUPLICATE_IN_FILE = "appears twice in this import"
 NOTHING_CHANGED = "nothing changed; no new version saved"
 SAVE_REFUSED = "saving documents needs the operator role"
 IMPORT_REFUSED = "importing documents needs the operator role"
-LEXICON_REFUSED = "editing the lexicon needs the operator role"
+# One lexicon serves every tenant, so only an operator whom no tenant limits edits it.
+LEXICON_REFUSED = "editing the lexicon needs an operator whom no tenant limits"
 TENANT_KEPT = "a new version keeps its document's tenant {tenant!r}"
 
 
@@ -167,12 +164,16 @@ def _review_unmet(
 ) -> list[tuple[str, str, str]]:
     """Every unmet condition as ``(name, field, message)``, in the order the review shows them."""
     public_id = document.public_id
-    unmet = []
-    if not holds(actor, APPROVE_DOCUMENT if approve else REVOKE_DOCUMENT):
-        unmet.append((NOT_PERMITTED, "actor", APPROVE_REFUSED if approve else REVOKE_REFUSED))
-    if not may_access(actor, document.tenant):
-        message = f"tenant {document.tenant!r} {NOT_IN_TENANT_MESSAGE}"
-        unmet.append((NOT_IN_TENANT, "document", message))
+    unmet = [
+        # The permission refusal names the actor, the tenant one the document.
+        (refusal.unmet, "actor" if refusal.unmet == NOT_PERMITTED else "document", refusal.message)
+        for refusal in refusals(
+            actor,
+            APPROVE_DOCUMENT if approve else REVOKE_DOCUMENT,
+            document.tenant,
+            message=APPROVE_REFUSED if approve else REVOKE_REFUSED,
+        )
+    ]
     if not reason.strip():
         unmet.append((REASON_UNMET, "reason", REASON_REQUIRED))
     if document.revoked:
@@ -409,9 +410,15 @@ def _check_term(value: str, field_name: str) -> str:
     return text
 
 
+def lexicon_editable(actor: User | AnonymousUser | None, permission: str) -> bool:
+    """Whether ``actor`` may change the lexicon with ``permission`` (what the admin offers):
+    the rule ``synonym_set`` and ``synonym_delete`` enforce."""
+    return permitted(actor, permission, deployment_wide=True)
+
+
 @transaction.atomic
 def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
-    require(actor, CHANGE_SYNONYM, message=LEXICON_REFUSED)
+    require(actor, CHANGE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
         raise ValidationFailure("canonical", "must differ from the term")
@@ -429,7 +436,7 @@ def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
 
 @transaction.atomic
 def synonym_delete(*, synonym: Synonym, actor: User) -> None:
-    require(actor, DELETE_SYNONYM, message=LEXICON_REFUSED)
+    require(actor, DELETE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()
     lexicon_reindex_task.enqueue()

@@ -69,13 +69,7 @@ from reviewconsole.permissions import (
     VIEW_DOCUMENT,
 )
 from reviewconsole.reasons import MAX_REASON
-from reviewconsole.tenancy import (
-    NOT_IN_TENANT,
-    NOT_IN_TENANT_MESSAGE,
-    may_access,
-    require_scope_tenant,
-    tenants_of,
-)
+from reviewconsole.tenancy import NOT_IN_TENANT, NOT_IN_TENANT_MESSAGE, tenants_of
 from reviewconsole.views import (
     Checklist,
     Condition,
@@ -177,18 +171,23 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         else SearchPreviewForm(initial=SearchPreviewForm.initial_values(clock.now(), request.user))
     )
     result = None
-    if bound and form.is_valid() and not may_access(request.user, form.cleaned_data["tenant"]):
-        form.add_error("tenant", NOT_IN_TENANT_MESSAGE)
     if bound and form.is_valid():
         try:
-            require_scope_tenant(request.user, form.cleaned_data["tenant"])
             result = with_allowed_conclusions(
-                search_knowledge(form.cleaned_data["query"], form.context())
+                search_knowledge(
+                    form.cleaned_data["query"], form.context(), actor=acting_user(request)
+                )
             )
             for item in result["evidence"]:
                 item["url"] = item_url(item["id"])
         except ValidationFailure as failure:
             form.add_error(failure.field if failure.field in form.fields else None, failure.message)
+        except PermissionRefused as refused:
+            # The page needs the permission, so a refusal here is the form's tenant.
+            tenant = refused.unmet == NOT_IN_TENANT
+            form.add_error(
+                "tenant" if tenant else None, NOT_IN_TENANT_MESSAGE if tenant else refused.message
+            )
     return render_page(
         request,
         "knowledge/search_preview.html",

@@ -8,21 +8,21 @@ lives").
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Iterator
 
-from django.contrib.auth.models import AnonymousUser, Group, Permission, User
-from django.contrib.contenttypes.models import ContentType
-from django.db import connection
+from django.contrib.auth.models import AnonymousUser, User
 
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.tenancy import (
     NOT_IN_TENANT,
     forbidden_tenant_message,
+    is_deployment_wide,
     may_access,
     require_scope_tenant,
 )
 
 NOT_PERMITTED = "not_permitted"
+DEPLOYMENT_WIDE_ONLY = "this spans every tenant: it needs a user whom no tenant limits"
 
 # Knowledge base.
 VIEW_DOCUMENT = "knowledge.view_document"
@@ -69,67 +69,41 @@ ADD_TENANT = "reviewconsole.add_tenant"
 VIEW_TASK_RESULT = "django_tasks_database.view_dbtaskresult"
 
 
-@cache
-def _holds_sql(count: int) -> str:
-    quote = connection.ops.quote_name
-    user_groups = User.groups.through._meta
-    group_permissions = Group.permissions.through._meta
-    user_permissions = User.user_permissions.through._meta
-
-    def column(meta: object, field: str) -> str:
-        return quote(meta.get_field(field).column)  # type: ignore[attr-defined]
-
-    wanted = " OR ".join(["(ct.app_label = %s AND p.codename = %s)"] * count)
-    # Only quoted table and column names from model metadata are interpolated; every value is
-    # a query parameter.
-    return (
-        f"SELECT 1 FROM {quote(Permission._meta.db_table)} p "  # noqa: S608
-        f"JOIN {quote(ContentType._meta.db_table)} ct ON ct.id = p.content_type_id "
-        f"WHERE ({wanted}) AND ("
-        f"p.id IN (SELECT gp.{column(group_permissions, 'permission')} "
-        f"FROM {quote(group_permissions.db_table)} gp "
-        f"JOIN {quote(user_groups.db_table)} ug "
-        f"ON ug.{column(user_groups, 'group')} = gp.{column(group_permissions, 'group')} "
-        f"WHERE ug.{column(user_groups, 'user')} = %s) "
-        f"OR p.id IN (SELECT up.{column(user_permissions, 'permission')} "
-        f"FROM {quote(user_permissions.db_table)} up "
-        f"WHERE up.{column(user_permissions, 'user')} = %s)"
-        f") LIMIT 1"
-    )
-
-
-def holds_any(user: User, permissions: tuple[str, ...]) -> bool:
-    """True when ``user`` holds at least one of ``permissions``, answered by one SQL query.
-
-    The rule is Django's ``ModelBackend`` rule: an active superuser holds every permission;
-    anyone else active holds the permissions given to them directly or through their groups.
-    ``User.has_perm`` answers with two ORM queries whose construction costs more than the search
-    an agent asks for, so the API's hot path asks here instead.
-    """
-    if not (user.is_active and permissions):
-        return False
-    if user.is_superuser:
-        return True
-    params: list[str | int] = []
-    for permission in permissions:
-        params.extend(permission.split(".", 1))
-    params += [user.pk, user.pk]
-    with connection.cursor() as cursor:
-        cursor.execute(_holds_sql(len(permissions)), params)
-        return cursor.fetchone() is not None
-
-
 def holds(user: User | AnonymousUser | None, *permissions: str) -> bool:
     """True when ``user`` is signed in and holds at least one of ``permissions``.
 
-    A user whose permissions Django has already loaded is answered from that cache; otherwise
-    one query answers (a request usually asks once).
+    Django's own rule, asked through ``User.has_perm`` (``ModelBackend``: an active superuser holds
+    every permission, anyone else active those given directly or through groups). Django loads a
+    user's permissions once per user object, so a request (which loads its user afresh) asks the
+    database at most twice, and a role changed since is seen at the next request.
     """
-    if user is None or not user.is_authenticated or not isinstance(user, User):
+    if user is None or not user.is_authenticated:
         return False
-    if hasattr(user, "_perm_cache"):
-        return any(user.has_perm(name) for name in permissions)
-    return holds_any(user, permissions)
+    return any(user.has_perm(name) for name in permissions)
+
+
+def refusals(
+    actor: User | AnonymousUser | None,
+    permission: str | tuple[str, ...],
+    tenant: str | None = None,
+    *,
+    deployment_wide: bool = False,
+    message: str | None = None,
+    unmet: str = NOT_PERMITTED,
+) -> Iterator[PermissionRefused]:
+    """What stands between ``actor`` and an operation, in the order :func:`require` checks it:
+    the permission (or one of several), then the tenant (``not_in_tenant``), then, for what spans
+    every tenant (``deployment_wide``), that no tenant limits the actor. Lazy, so ``require``
+    asks nothing past the first refusal; a review that lists every unmet condition takes all."""
+    wanted = (permission,) if isinstance(permission, str) else permission
+    if not holds(actor, *wanted):
+        yield PermissionRefused(
+            message or f"this needs the permission {' or '.join(wanted)}", unmet=unmet
+        )
+    if tenant is not None and not may_access(actor, tenant):
+        yield PermissionRefused(forbidden_tenant_message(tenant), unmet=NOT_IN_TENANT)
+    if deployment_wide and not is_deployment_wide(actor):
+        yield PermissionRefused(message or DEPLOYMENT_WIDE_ONLY, unmet=unmet)
 
 
 def require(
@@ -137,21 +111,43 @@ def require(
     permission: str | tuple[str, ...],
     tenant: str | None = None,
     *,
+    deployment_wide: bool = False,
     message: str | None = None,
     unmet: str = NOT_PERMITTED,
 ) -> None:
-    """Refuse unless ``actor`` holds ``permission`` (or one of several) and may use ``tenant``.
+    """Refuse unless ``actor`` holds ``permission`` (or one of several) and may use ``tenant``
+    (with ``deployment_wide``: is limited to no tenant, for what spans every tenant, such as the
+    audit log or the synonym lexicon).
 
-    ``message`` replaces the default sentence for the permission refusal; ``unmet`` its
-    vocabulary name. A tenant of ``None`` is not checked (nothing of a tenant is read).
+    ``message`` replaces the default sentence for the permission refusal (and the
+    deployment-wide one); ``unmet`` its vocabulary name. A tenant of ``None`` is not checked
+    (nothing of a tenant is read).
     """
-    wanted = (permission,) if isinstance(permission, str) else permission
-    if not holds(actor, *wanted):
-        raise PermissionRefused(
-            message or f"this needs the permission {' or '.join(wanted)}", unmet=unmet
-        )
-    if tenant is not None and not may_access(actor, tenant):
-        raise PermissionRefused(forbidden_tenant_message(tenant), unmet=NOT_IN_TENANT)
+    refused = next(
+        refusals(
+            actor,
+            permission,
+            tenant,
+            deployment_wide=deployment_wide,
+            message=message,
+            unmet=unmet,
+        ),
+        None,
+    )
+    if refused is not None:
+        raise refused
+
+
+def permitted(
+    actor: User | AnonymousUser | None,
+    permission: str | tuple[str, ...],
+    tenant: str | None = None,
+    *,
+    deployment_wide: bool = False,
+) -> bool:
+    """Whether :func:`require` would let ``actor`` through: for an edge that only shows or hides
+    a control (an admin's ``has_add_permission``), asking the rule the service enforces."""
+    return next(refusals(actor, permission, tenant, deployment_wide=deployment_wide), None) is None
 
 
 def require_scope(

@@ -1,4 +1,8 @@
-"""Reads of the audit log: the filtered listing and its CSV export."""
+"""Reads of the audit log: the filtered listing and its CSV export.
+
+The log spans every tenant, so both are for users whom no tenant limits and who hold the
+permission to view it; they refuse anyone else (``permissions.require``) before reading.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,28 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from reviewconsole.models import Event
+from reviewconsole.permissions import VIEW_EVENT, require
 from reviewconsole.timeparse import to_utc_iso
+
+AUDIT_LOG_REFUSED = "the audit log spans every tenant: reading it needs an admin no tenant limits"
 
 
 def events_filtered(
     *,
+    viewer: User | AnonymousUser | None,
     actor: str = "",
     action: str = "",
     target: str = "",
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> QuerySet[Event]:
-    """Events newest first; ``since`` inclusive, ``until`` exclusive."""
+    """Events newest first, as ``viewer`` may read them; ``since`` inclusive, ``until``
+    exclusive. ``actor`` filters by the acting user's name."""
+    require(viewer, VIEW_EVENT, deployment_wide=True, message=AUDIT_LOG_REFUSED)
     events = Event.objects.all()
     if actor:
         events = events.filter(actor_name=actor)
@@ -51,13 +62,18 @@ class _Echo:
         return value
 
 
-def events_csv_rows(**filters: Any) -> Iterator[str]:
-    """CSV lines of the filtered audit log, produced row by row for a streaming response."""
-    writer = csv.writer(_Echo())
-    yield writer.writerow(CSV_HEADER)
-    rows = events_filtered(**filters).values_list(
+def events_csv_rows(*, viewer: User | AnonymousUser | None, **filters: Any) -> Iterator[str]:
+    """CSV lines of the filtered audit log, produced row by row for a streaming response; the
+    viewer is refused here, before the response starts."""
+    rows = events_filtered(viewer=viewer, **filters).values_list(
         "created_at", "actor_name", "action", "target", "reason", "details"
     )
+    return _csv_lines(rows)
+
+
+def _csv_lines(rows: Any) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_HEADER)
     for created_at, actor_name, action, target, reason, details in rows.iterator(chunk_size=2000):
         yield writer.writerow(
             (

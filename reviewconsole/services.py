@@ -35,7 +35,6 @@ from reviewconsole.roles import (
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.tenancy import (
     forget,
-    is_deployment_wide,
     require_known_tenant,
     tenant_ensure,
     tenants_of,
@@ -63,6 +62,7 @@ SET_BY_OWNER_ONLY = (
     "someone with shell access runs `manage.py changepassword`"
 )
 PROFILE_FIELDS = ("first_name", "last_name", "email")
+SYSTEM_AGENT = "system-agent"
 
 
 # --- Who may manage whom -----------------------------------------------------------------------
@@ -173,9 +173,7 @@ def tenant_create(*, name: str, actor: User | None) -> tuple[Tenant, bool]:
     ``--as``); a user needs ``ADD_TENANT`` and must be deployment-wide: a tenant-limited admin
     may not widen the deployment."""
     if actor is not None:
-        require(actor, ADD_TENANT, message=TENANT_CREATE_REFUSED)
-        if not is_deployment_wide(actor):
-            raise PermissionRefused(TENANT_CREATE_REFUSED)
+        require(actor, ADD_TENANT, deployment_wide=True, message=TENANT_CREATE_REFUSED)
     clean = validate_scope_value(name, field="tenant")
     return tenant_ensure(name=clean, actor=actor)
 
@@ -222,6 +220,15 @@ def user_set_role(
         },
     )
     return user
+
+
+def system_agent() -> User:
+    """The account a command that names no user (``research``) acts as, so that its read is
+    checked like any agent's: ``SYSTEM_AGENT`` in the agent role, made on first use. An existing
+    account is taken as it is: deactivated or moved to another role, its reads are refused.
+    ``experience.cases.services.system_agent`` is the same account, for the commands above the core."""
+    existing = User.objects.filter(username=SYSTEM_AGENT).first()
+    return existing or user_set_role(username=SYSTEM_AGENT, role=Role.AGENT)
 
 
 @transaction.atomic

@@ -268,6 +268,7 @@ def run_skill(
         occurred_at=context.occurred_at,
         known_at=context.known_at,
         facts=dict(context.facts),
+        actor=actor,
     )
     for index, step in enumerate(recipe):
         # 2. Re-check before each step: a revocation since the last step stops the run here.

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
+
 from experience.core.domain import StringArgument, ToolSpec
 from knowledge.search import KnowledgeContext, search_knowledge
 
@@ -26,6 +28,7 @@ class CallContext:
     occurred_at: datetime | None
     known_at: datetime | None
     facts: Mapping[str, object] = field(default_factory=dict)
+    actor: User | AnonymousUser | None = None  # whose permission and tenants a tool reads with
 
 
 Handler = Callable[[Mapping[str, str], CallContext], dict[str, Any]]
@@ -49,6 +52,7 @@ def search_knowledge_handler(arguments: Mapping[str, str], context: CallContext)
             known_at=context.known_at,
             facts=dict(context.facts),
         ),
+        actor=context.actor,
     )
 
 

@@ -1,5 +1,6 @@
-"""One statement authenticates a request and loads the agent's permissions and tenants; nothing is
-kept between requests, so revocation, membership and role changes act on the next request."""
+"""One token validator for the HTTP API and MCP (``agentapi.auth.TokenBackend``, one statement),
+and Django's own permission machinery behind it; nothing is kept between requests, so
+revocation, membership and role changes act on the next request."""
 
 from __future__ import annotations
 
@@ -11,33 +12,38 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agentapi.auth import request_user
-from agentapi.services import token_create, token_revoke, token_user
+from agentapi.auth import TokenBackend, token_user
+from agentapi.services import token_create, token_revoke
 from reviewconsole.models import TenantMembership
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, holds
 from reviewconsole.roles import Role
 from reviewconsole.tenancy import may_access, tenants_of
-from tests.api.conftest import BearerClient, search_body
+from tests.api.conftest import BearerClient, Demo, search_body
+from tests.mcp.test_server import call
 
 pytestmark = pytest.mark.django_db
 
 
-def test_one_statement_answers_identity_permission_and_tenant_checks(agent: User) -> None:
+def test_authentication_is_one_statement_and_the_checks_are_djangos(agent: User) -> None:
     TenantMembership.objects.create(user=agent, tenant="teahouse")
     issued = token_create(user=agent)
-    request_user(issued.text)  # the first use also records last_used_at
+    token_user(issued.text)  # the first use also records last_used_at
 
     with CaptureQueriesContext(connection) as loading:
-        user = request_user(issued.text)
+        user = token_user(issued.text)
     assert user is not None
     with CaptureQueriesContext(connection) as checking:
         allowed = holds(user, SEARCH_KNOWLEDGE)
         refused = holds(user, "knowledge.approve_document")
         member = may_access(user, "teahouse")
         stranger = may_access(user, "other-tenant")
+    with CaptureQueriesContext(connection) as again:
+        assert holds(user, SEARCH_KNOWLEDGE) and may_access(user, "teahouse")
 
     assert len(loading) == 1
-    assert len(checking) == 0
+    # ModelBackend reads the user's own and the groups' permissions; tenancy the memberships.
+    assert len(checking) == 3
+    assert len(again) == 0  # read once per user object, which each request loads afresh
     assert (allowed, refused, member, stranger) == (True, False, True, False)
     assert user.pk == agent.pk
     assert user.get_username() == "agent-7"
@@ -46,16 +52,16 @@ def test_one_statement_answers_identity_permission_and_tenant_checks(agent: User
     assert tenants_of(user) == tenants_of(reference) == frozenset({"teahouse"})
 
 
-def test_the_fields_left_out_are_read_when_asked(agent: User) -> None:
+def test_the_token_user_is_the_whole_user(agent: User) -> None:
     issued = token_create(user=agent)
-    user = request_user(issued.text)
+    user = token_user(issued.text)
     assert user is not None
     assert user.date_joined == agent.date_joined
     assert user.check_password("wrong") is False
 
 
 def test_a_deployment_wide_agent_stays_deployment_wide(agent: User) -> None:
-    user = request_user(token_create(user=agent).text)
+    user = token_user(token_create(user=agent).text)
     assert user is not None
     assert tenants_of(user) is None
 
@@ -63,23 +69,50 @@ def test_a_deployment_wide_agent_stays_deployment_wide(agent: User) -> None:
 @pytest.mark.parametrize("text", ["", "rca_0123456789ab_" + "x" * 43, "not a token"])
 def test_unknown_or_malformed_tokens_act_as_no_one(agent: User, text: str) -> None:
     token_create(user=agent)
-    assert request_user(text) is None
     assert token_user(text) is None
 
 
-def test_request_user_follows_the_rules_of_token_user(agent: User, reviewer: User) -> None:
-    """Same answers as the service the MCP server uses: valid, revoked, forged, inactive."""
+def test_revoked_forged_and_inactive_act_as_no_one(agent: User) -> None:
     valid = token_create(user=agent)
     revoked = token_create(user=agent)
     token_revoke(token=revoked.token)
     forged = valid.text[:-4] + ("AAAA" if not valid.text.endswith("AAAA") else "BBBB")
-    for text in (valid.text, revoked.text, forged):
-        assert request_user(text) == token_user(text)
-    assert request_user(valid.text) == agent
+    assert (token_user(valid.text), token_user(revoked.text), token_user(forged)) == (
+        agent,
+        None,
+        None,
+    )
     agent.is_active = False
     agent.save()
-    assert request_user(valid.text) is None
     assert token_user(valid.text) is None
+
+
+def test_the_backend_answers_only_token_credentials(agent: User) -> None:
+    """A Django authentication backend: other credentials (a login's) are not its to answer,
+    and a token is no session, so it restores no session's user."""
+    backend = TokenBackend()
+    assert backend.authenticate(None) is None
+    assert backend.authenticate(None, token=token_create(user=agent).text) == agent
+    assert backend.get_user(agent.pk) is None
+
+
+def test_the_api_and_mcp_authenticate_through_the_one_backend(
+    agent: User, demo: Demo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    authenticate = TokenBackend.authenticate
+
+    def spy(self: TokenBackend, request: Any, token: str | None = None) -> User | None:
+        seen.append("mcp" if request is None else "http")
+        return authenticate(self, request, token=token)
+
+    monkeypatch.setattr(TokenBackend, "authenticate", spy)
+    text = token_create(user=agent).text
+    assert (
+        BearerClient(text).post_json("/api/v1/knowledge/search", search_body()).status_code == 200
+    )
+    assert not call(text, "search_knowledge", search_body()).is_error
+    assert seen == ["http", "mcp"]
 
 
 # --- changes act on the next request -----------------------------------------------------------
@@ -128,11 +161,13 @@ def test_a_withdrawn_permission_is_refused_at_the_next_search(
     assert searching() == 403
 
 
-def test_a_search_authenticates_with_one_statement(
+def test_a_search_reads_identity_permissions_and_tenants_in_four_statements(
     agent: User, searching: Callable[[], int]
 ) -> None:
+    """The token with its user (one statement), then Django's two permission reads and the
+    memberships, each once per request however many checks the request makes."""
     with CaptureQueriesContext(connection) as queries:
         assert searching() == 200
     statements = [query["sql"] for query in queries.captured_queries]
     touching_auth = [sql for sql in statements if "auth_" in sql or "tenantmembership" in sql]
-    assert len(touching_auth) == 1, statements
+    assert len(touching_auth) == 4, statements

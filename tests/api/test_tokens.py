@@ -12,8 +12,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
+from agentapi.auth import token_user
 from agentapi.models import ApiToken
-from agentapi.services import token_create, token_revoke, token_user
+from agentapi.services import token_create, token_revoke
 from agentapi.tokens import token_prefix
 from reviewconsole import clock
 from reviewconsole.models import Action, Event

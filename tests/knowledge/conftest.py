@@ -9,6 +9,10 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from knowledge.services import documents_import
+from reviewconsole.permissions import SEARCH_KNOWLEDGE, require
+from reviewconsole.roles import Role
+from reviewconsole.services import user_set_role
+from tests.helpers import tenants_exist
 
 FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "knowledge.json"
 
@@ -16,6 +20,17 @@ FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "knowledge.json"
 @pytest.fixture
 def fixture_documents() -> list[dict[str, Any]]:
     return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def searcher(db: None) -> User:
+    """An agent of the demo tenant whose permissions and tenants were read once already, as
+    past the first check of a request: a test counting a search's statements counts the
+    search's own."""
+    tenants_exist(settings.DEMO_TENANT)
+    user = user_set_role(username="sam-agent", role=Role.AGENT, tenants=[settings.DEMO_TENANT])
+    require(user, SEARCH_KNOWLEDGE, settings.DEMO_TENANT)
+    return user
 
 
 @pytest.fixture

@@ -29,14 +29,16 @@ def current() -> dict[str, str]:
     return dict(Synonym.objects.values_list("term", "canonical"))
 
 
-def assert_exact(rng: random.Random, stored: list[Stored], lexicon: dict[str, str]) -> int:
+def assert_exact(
+    rng: random.Random, stored: list[Stored], lexicon: dict[str, str], actor: User
+) -> int:
     from knowledge.search import search_knowledge
 
     answered = 0
     for _ in range(40):
         query, context = random_context(rng)
         ids, conflicts, truncated = expected(stored, set(), query, context, lexicon)
-        result = search_knowledge(query, context)
+        result = search_knowledge(query, context, actor=actor)
         assert [item["id"] for item in result["evidence"]] == ids, (query, context)
         assert [item["conflict"] for item in result["evidence"]] == conflicts
         assert result["truncated"] is truncated
@@ -72,19 +74,19 @@ def test_searches_stay_exact_before_and_after_the_background_reindex(
     queued = [r.task.name for r in queued_only.results]
     assert queued.count(lexicon_reindex_task.name) == 2
     assert dict(Document.objects.values_list("pk", "expanded_tokens")) == tokens_before
-    assert assert_exact(rng, stored, before) > 5
+    assert assert_exact(rng, stored, before, operator) > 5
 
     # A version imported meanwhile is tokenized under the index's lexicon, so it answers too.
     late = {**corpus(random.Random(seed + 100), 1)[0], "doc_key": "late", "approved": True}
     late.update(revoked=False, title="fruit 代金券", text="coupon")
     documents_import(items=[late], actor=operator)
     stored.append(Stored(late))
-    assert_exact(rng, stored, before)
+    assert_exact(rng, stored, before, operator)
 
     assert lexicon_reindex_task.call() > 0
     state = LexiconState.objects.get(pk=1)
     assert (state.indexed_stamp, state.indexed_lexicon) == (state.stamp, after)
-    assert assert_exact(rng, stored, after) > 5
+    assert assert_exact(rng, stored, after, operator) > 5
     reindexed_late = Document.objects.get(doc_key="late").expanded_tokens.split()
     assert frozenset(reindexed_late) == tokenize(expand("fruit 代金券\ncoupon", after))
 
@@ -111,7 +113,7 @@ def test_a_run_overtaken_by_a_later_change_writes_nothing(
 
 
 def test_the_search_reads_the_index_lexicon_once_per_process(
-    operator: User, django_assert_num_queries: Any
+    operator: User, searcher: User, django_assert_num_queries: Any
 ) -> None:
     from knowledge.search import KnowledgeContext, search_knowledge
 
@@ -120,6 +122,10 @@ def test_the_search_reads_the_index_lexicon_once_per_process(
     index_lexicon._cache.clear()
     _query, context = random_context(random.Random(3))
     with django_assert_num_queries(2):  # the index's lexicon, then the postings statement
-        search_knowledge("zzz", KnowledgeContext(**{**context.__dict__, "limit": 4}))
+        search_knowledge(
+            "zzz", KnowledgeContext(**{**context.__dict__, "limit": 4}), actor=searcher
+        )
     with django_assert_num_queries(1):
-        search_knowledge("zzz", KnowledgeContext(**{**context.__dict__, "limit": 4}))
+        search_knowledge(
+            "zzz", KnowledgeContext(**{**context.__dict__, "limit": 4}), actor=searcher
+        )

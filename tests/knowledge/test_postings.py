@@ -186,13 +186,15 @@ def random_context(rng: random.Random) -> tuple[str, KnowledgeContext]:
     return sentence(rng, 1, 3), context
 
 
-def check_queries(rng: random.Random, stored: list[Stored], revoked: set[str], count: int) -> int:
+def check_queries(
+    rng: random.Random, stored: list[Stored], revoked: set[str], count: int, actor: User
+) -> int:
     lexicon = dict(Synonym.objects.values_list("term", "canonical"))
     answered = 0
     for _ in range(count):
         query, context = random_context(rng)
         ids, conflicts, truncated = expected(stored, revoked, query, context, lexicon)
-        result = search_knowledge(query, context)
+        result = search_knowledge(query, context, actor=actor)
         got = [item["id"] for item in result["evidence"]]
         assert got == ids, (query, context)
         assert [item["conflict"] for item in result["evidence"]] == conflicts, (query, context)
@@ -214,7 +216,7 @@ def test_indexed_search_equals_the_definition_on_random_corpora(
     documents_import(items=items, actor=operator)
     stored = [Stored(item) for item in items]
 
-    answered = check_queries(rng, stored, set(), 60)
+    answered = check_queries(rng, stored, set(), 60, operator)
     assert answered > 10  # the random queries do reach documents
 
     # Revocations take versions out of the index: older versions answer again, groups change.
@@ -224,12 +226,12 @@ def test_indexed_search_equals_the_definition_on_random_corpora(
     for document in rng.sample(live, min(6, len(live))):
         document_revoke(document=document, actor=revoker, reason="test")
         revoked.add(document.public_id)
-    check_queries(rng, stored, revoked, 40)
+    check_queries(rng, stored, revoked, 40, operator)
 
     # A lexicon change rewrites the expanded postings.
     synonym_set(term="fruit", canonical="水果茶", actor=operator)
     synonym_delete(synonym=Synonym.objects.get(term="代金券"), actor=operator)
-    check_queries(rng, stored, revoked, 40)
+    check_queries(rng, stored, revoked, 40, operator)
 
 
 def test_postings_hold_each_token_of_either_branch_once(operator: User) -> None:
@@ -294,7 +296,7 @@ def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
         known_at=at(1),
     )
 
-    result = search_knowledge(word, context)
+    result = search_knowledge(word, context, actor=operator)
 
     assert [e["id"] for e in result["evidence"]] == [f"doc:{item['doc_key']}@1"]
 

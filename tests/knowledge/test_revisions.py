@@ -18,6 +18,7 @@ from knowledge.models import Document
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.roles import Role
+from reviewconsole.services import system_agent
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +51,7 @@ def search(
         facts=FACTS if facts is None else facts,
         limit=limit,
     )
-    return search_knowledge(query, context)
+    return search_knowledge(query, context, actor=system_agent())
 
 
 def ids(result: dict[str, Any]) -> list[str]:

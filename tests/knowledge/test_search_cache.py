@@ -43,38 +43,40 @@ QUERY = "优惠券 水果茶 coupon tea"
 
 
 def test_a_repeated_search_reads_only_the_index(
-    context: KnowledgeContext, django_assert_num_queries: Any
+    context: KnowledgeContext, searcher: User, django_assert_num_queries: Any
 ) -> None:
-    first = search_knowledge(QUERY, context)
+    first = search_knowledge(QUERY, context, actor=searcher)
     assert first["evidence"]
     with django_assert_num_queries(1):
-        again = search_knowledge(QUERY, context)
+        again = search_knowledge(QUERY, context, actor=searcher)
     assert again == first
 
 
-def test_a_cached_row_of_another_version_is_not_used(context: KnowledgeContext) -> None:
-    first = search_knowledge(QUERY, context)
+def test_a_cached_row_of_another_version_is_not_used(
+    context: KnowledgeContext, searcher: User
+) -> None:
+    first = search_knowledge(QUERY, context, actor=searcher)
     for document_id, row in list(search._evidence_cache.items()):
         search._evidence_cache[document_id] = {**row, "version": row["version"] + 7, "title": "x"}
-    assert search_knowledge(QUERY, context) == first
+    assert search_knowledge(QUERY, context, actor=searcher) == first
 
 
 def test_a_revocation_acts_at_the_next_search(
-    context: KnowledgeContext, operator: User, make_user: Any
+    context: KnowledgeContext, searcher: User, operator: User, make_user: Any
 ) -> None:
     from reviewconsole.roles import Role
 
-    first = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    first = [item["id"] for item in search_knowledge(QUERY, context, actor=searcher)["evidence"]]
     doc_key, version = first[0].removeprefix("doc:").split("@")
     revoked = Document.objects.get(doc_key=doc_key, version=int(version))
     document_revoke(document=revoked, actor=make_user("oscar", Role.OPERATOR), reason="test")
 
-    after = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    after = [item["id"] for item in search_knowledge(QUERY, context, actor=searcher)["evidence"]]
     assert first[0] not in after
 
 
 def test_the_scope_array_is_sent_again_only_after_it_changed(
-    context: KnowledgeContext, operator: User, make_user: Any
+    context: KnowledgeContext, searcher: User, operator: User, make_user: Any
 ) -> None:
     """On PostgreSQL the scope's array is kept per process and checked by its row version, even
     for changes made in the same transaction; SQLite reads it each time."""
@@ -82,9 +84,9 @@ def test_the_scope_array_is_sent_again_only_after_it_changed(
 
     from reviewconsole.roles import Role
 
-    first = [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    first = [item["id"] for item in search_knowledge(QUERY, context, actor=searcher)["evidence"]]
     kept = dict(search._arrays_cache)
-    search_knowledge(QUERY, context)
+    search_knowledge(QUERY, context, actor=searcher)
     if connection.vendor == "postgresql":
         assert len(kept) == 1
         assert all(search._arrays_cache[key][1] is entries for key, (_, entries) in kept.items())
@@ -93,4 +95,6 @@ def test_the_scope_array_is_sent_again_only_after_it_changed(
     doc_key, version = first[0].removeprefix("doc:").split("@")
     revoked = Document.objects.get(doc_key=doc_key, version=int(version))
     document_revoke(document=revoked, actor=make_user("oscar", Role.OPERATOR), reason="test")
-    assert first[0] not in [item["id"] for item in search_knowledge(QUERY, context)["evidence"]]
+    assert first[0] not in [
+        item["id"] for item in search_knowledge(QUERY, context, actor=searcher)["evidence"]
+    ]

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 
 from knowledge.models import Document, ImmutableContentError, Synonym
 from knowledge.services import (
+    LEXICON_REFUSED,
     NOTHING_CHANGED,
     REASON_REQUIRED,
     document_approve,
@@ -20,7 +21,10 @@ from knowledge.services import (
 )
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
+from reviewconsole.permissions import NOT_PERMITTED
 from reviewconsole.roles import Role
+from reviewconsole.services import user_set_role
+from tests.helpers import tenants_exist
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +141,23 @@ def test_lexicon_edits_reindex_and_are_audited(operator: User) -> None:
 def test_lexicon_edits_need_the_operator_role(reviewer: User) -> None:
     with pytest.raises(PermissionRefused):
         synonym_set(term="点数", canonical="积分", actor=reviewer)
+
+
+@pytest.mark.parametrize("role", [Role.OPERATOR, Role.ADMIN])
+def test_a_tenant_limited_user_may_not_change_the_shared_lexicon(role: Role) -> None:
+    """One lexicon serves every tenant; the rule was the admin's alone, so a tenant-limited
+    operator calling the service directly changed every tenant's search (issue 25, item 3)."""
+    tenants_exist("teahouse")
+    limited = user_set_role(username=f"limited-{role}", role=role, tenants=["teahouse"])
+    seeded = Synonym.objects.get(term="代金券")
+    lexicon = dict(Synonym.objects.values_list("term", "canonical"))
+
+    with pytest.raises(PermissionRefused) as refused:
+        synonym_set(term="点数", canonical="积分", actor=limited)
+    assert (refused.value.message, refused.value.unmet) == (LEXICON_REFUSED, NOT_PERMITTED)
+    with pytest.raises(PermissionRefused) as refused:
+        synonym_delete(synonym=seeded, actor=limited)
+    assert (refused.value.message, refused.value.unmet) == (LEXICON_REFUSED, NOT_PERMITTED)
+
+    assert dict(Synonym.objects.values_list("term", "canonical")) == lexicon
+    assert not Event.objects.filter(action=Action.LEXICON_CHANGE).exists()

@@ -181,7 +181,7 @@ def test_a_deployment_wide_user_chooses_the_tenant(two_tenants: None, operator: 
     assert client.get("/knowledge/rule-a/v50/").context["document"].tenant == B
 
 
-def test_search_returns_only_the_tenants_own_text(two_tenants: None) -> None:
+def test_search_returns_only_the_tenants_own_text(two_tenants: None, bob: User) -> None:
     context = KnowledgeContext(
         tenant=B,
         brand=settings.DEMO_BRAND,
@@ -190,6 +190,6 @@ def test_search_returns_only_the_tenants_own_text(two_tenants: None) -> None:
         occurred_at=datetime(2026, 9, 10, tzinfo=UTC),
         known_at=datetime(2026, 9, 10, tzinfo=UTC),
     )
-    result = search_knowledge("会员券", context)
+    result = search_knowledge("会员券", context, actor=bob)
     answered = json.dumps(result, ensure_ascii=False)
     assert result["evidence"] and "甲方" not in answered and "乙方" in answered

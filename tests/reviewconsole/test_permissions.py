@@ -16,8 +16,11 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Permission, User
 
+import agentapi.auth
 import agentapi.operations
+import agentapi.services
 import knowledge.services
+import reviewconsole.views
 from reviewconsole import permissions as P
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.permissions import NOT_PERMITTED, require
@@ -77,10 +80,40 @@ def test_no_module_outside_the_permission_module_spells_a_permission_name() -> N
     assert not offenders, "import these from reviewconsole.permissions: " + ", ".join(offenders)
 
 
+# Django's permission caches on a user object, and its tables: Django writes and reads these.
+DJANGOS_CACHES = {"_perm_cache", "_user_perm_cache", "_group_perm_cache"}
+DJANGOS_TABLES = ("auth_user", "auth_group", "auth_permission", "django_content_type")
+
+
+def test_no_module_writes_djangos_permission_caches_or_queries_its_tables() -> None:
+    """Permissions come from Django's machinery (``User.has_perm``): a hand-written lookup that
+    names Django's tables and fills its caches drifts from Django's rule (issue 25, item 4)."""
+    offenders = []
+    for path in source_modules() + sorted(HOMES):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            written = (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and node.attr in DJANGOS_CACHES
+            )
+            named = isinstance(node, ast.Constant) and (
+                node.value in DJANGOS_CACHES
+                or (isinstance(node.value, str) and any(t in node.value for t in DJANGOS_TABLES))
+            )
+            if written or named:
+                offenders.append(f"{path.relative_to(BASE)}:{getattr(node, 'lineno', '?')}")
+    assert not offenders, offenders
+
+
 def test_the_local_refusal_copies_are_gone() -> None:
     for module, names in {
         knowledge.services: ("_require", "_require_tenant"),
         agentapi.operations: ("require_tenant", "SEARCH_PERMISSION", "USE_PERMISSION"),
+        # One token validator (agentapi.auth.token_user), Django's permission lookup (issue 25).
+        agentapi.auth: ("request_user",),
+        agentapi.services: ("token_user",),
+        P: ("holds_any",),
+        reviewconsole.views: ("_require_deployment_wide",),
     }.items():
         assert [name for name in names if hasattr(module, name)] == []
     assert agentapi.operations.require is require
@@ -149,17 +182,38 @@ def test_a_deployment_wide_user_may_use_every_tenant(reviewer: User) -> None:
     require(reviewer, P.REVIEW_CASE, "any-tenant")
 
 
+def test_what_spans_every_tenant_refuses_a_tenant_limited_user(
+    limited: User, reviewer: User
+) -> None:
+    require(reviewer, P.REVIEW_CASE, deployment_wide=True)
+    with pytest.raises(PermissionRefused) as refused:
+        require(limited, P.REVIEW_CASE, deployment_wide=True, message="not for you")
+    assert (refused.value.message, refused.value.unmet) == ("not for you", NOT_PERMITTED)
+    with pytest.raises(PermissionRefused) as refused:
+        require(limited, P.REVIEW_CASE, deployment_wide=True)
+    assert refused.value.message == P.DEPLOYMENT_WIDE_ONLY
+    assert P.permitted(reviewer, P.REVIEW_CASE, deployment_wide=True)
+    assert not P.permitted(limited, P.REVIEW_CASE, deployment_wide=True)
+    assert not P.permitted(limited, P.REVIEW_CASE, "other-co")
+
+
+def test_refusals_lists_every_unmet_condition_in_order(limited: User) -> None:
+    found = list(P.refusals(limited, P.ADD_DOCUMENT, "other-co", deployment_wide=True))
+    assert [refusal.unmet for refusal in found] == [NOT_PERMITTED, NOT_IN_TENANT, NOT_PERMITTED]
+
+
 def test_a_superuser_holds_every_permission(db: None) -> None:
     root = User.objects.create_superuser("root", password="x")
     require(root, (P.REVOKE_APITOKEN,))
 
 
-def test_the_permission_check_is_one_query(
+def test_the_permission_check_reads_djangos_permissions_once_per_user(
     agent: User, django_assert_num_queries: Callable[[int], Any]
 ) -> None:
-    """The API's hot path: a user whose permissions Django has not loaded is answered at once."""
+    """Django's ``ModelBackend`` answers: the user's own and its groups' permissions, read once
+    per user object (a request loads its user afresh, so a change acts at the next request)."""
     user = User.objects.get(pk=agent.pk)
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):
         require(user, (P.USE_EXPERIENCE,))
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(0):
         require(user, P.SEARCH_KNOWLEDGE, None)

@@ -17,6 +17,7 @@ from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.roles import Role
+from reviewconsole.selectors import AUDIT_LOG_REFUSED, events_csv_rows, events_filtered
 from reviewconsole.services import user_set_role
 from reviewconsole.tenancy import (
     NOT_IN_TENANT,
@@ -203,6 +204,17 @@ def test_the_audit_log_is_for_deployment_wide_admins(db: None, admin_user: User)
     assert client_for(admin_user).get(reverse("event-list")).status_code == 200
     assert client_for(limited_admin).get(reverse("event-list")).status_code == 403
     assert client_for(limited_admin).get(reverse("event-export")).status_code == 403
+
+
+def test_the_audit_log_selectors_refuse_a_tenant_limited_admin(admin_user: User) -> None:
+    """The rule was the audit pages' own; a selector read from any other path showed every
+    tenant's events (issue 25, item 3)."""
+    limited_admin = user_set_role(username="alma", role=Role.ADMIN, tenants=[SCOPE["tenant"]])
+    assert events_filtered(viewer=admin_user) is not None
+    for read in (events_filtered, events_csv_rows):
+        with pytest.raises(PermissionRefused) as refused:
+            read(viewer=limited_admin)
+        assert refused.value.message == AUDIT_LOG_REFUSED
 
 
 def test_dashboard_counts_only_the_users_tenant(

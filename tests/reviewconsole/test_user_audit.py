@@ -11,8 +11,9 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
+from agentapi.auth import token_user
 from agentapi.models import ApiToken
-from agentapi.services import NOT_AN_AGENT, token_create, token_revoke, token_user
+from agentapi.services import NOT_AN_AGENT, token_create, token_revoke
 from agentapi.tokens import token_generate
 from reviewconsole import services
 from reviewconsole.errors import ValidationFailure

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agentapi.auth import token_user
 from agentapi.mcp_server import build_server
-from agentapi.services import token_user
 
 AGENT_VARIABLE = "CONSOLE_AGENT_TOKEN"
 MISSING_CREDENTIAL = (

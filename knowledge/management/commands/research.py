@@ -7,8 +7,8 @@ from django.conf import settings
 
 from knowledge.conclusions import with_allowed_conclusions
 from knowledge.search import DEFAULT_LIMIT, KnowledgeContext, search_knowledge
-from reviewconsole.cli import JsonCommand, parse_fact
-from reviewconsole.tenancy import require_known_tenant
+from reviewconsole.cli import JsonCommand, parse_fact, user_by_name
+from reviewconsole.services import SYSTEM_AGENT, system_agent
 from reviewconsole.timeparse import parse_aware_datetime
 
 
@@ -40,9 +40,15 @@ class Command(JsonCommand):
         parser.add_argument("--known-at", required=True, metavar="ISO", dest="known_at")
         parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
         add_fact_arguments(parser)
+        parser.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USER",
+            help=f"search as this account (default: {SYSTEM_AGENT})",
+        )
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
-        require_known_tenant(options["tenant"], field="tenant")
+        actor = user_by_name(options["as_user"]) if options.get("as_user") else system_agent()
         context = KnowledgeContext(
             tenant=options["tenant"],
             brand=options["brand"],
@@ -54,7 +60,8 @@ class Command(JsonCommand):
             limit=options["limit"],
         )
         # Each item also says the one conclusion it allows (docs/contracts.md, Investigations).
-        return with_allowed_conclusions(search_knowledge(options["query"], context))
+        # The search checks the actor's permission and the tenant (which must exist) first.
+        return with_allowed_conclusions(search_knowledge(options["query"], context, actor=actor))
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = [f"status: {result['status']}"]
