@@ -22,7 +22,7 @@ from experience.runs.models import Outcome, Reference, RunOutcome
 from experience.runs.records import validate_run_id
 from reviewconsole import clock
 from reviewconsole.audit import event_record
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
 from reviewconsole.tenancy import may_access
@@ -96,8 +96,9 @@ def run_outcome_report(
         or not all(may_access(actor, tenant) for tenant in _tenants(items))
     ):
         raise ValidationFailure("run_id", NO_READS)
-    if claim.owner_id != actor.pk and not holds(actor, REVIEW_CASE):
-        raise PermissionRefused(NOT_OWNER)
+    if claim.owner_id != actor.pk:
+        # Another account's run of the actor's tenants: only a reviewer reports its outcome.
+        require(actor, REVIEW_CASE, message=NOT_OWNER)
     now = clock.now()
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
     reviewed = holds(actor, REVIEW_CASE)
