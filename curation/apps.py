@@ -6,33 +6,23 @@ class CurationConfig(AppConfig):
     verbose_name = "intake and curation"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_save
-
+        from curation import subscribers
         from curation.selectors import canonical_incident_expression
-        from curation.signals import case_saved, skill_saved
-        from experience.cases.models import Case, Skill
-        from experience.cases.selectors import canonical_incident_install
-
-        post_save.connect(case_saved, sender=Case, dispatch_uid="curation.case_saved")
-        post_save.connect(skill_saved, sender=Skill, dispatch_uid="curation.skill_saved")
-        # A finished skill run or investigation queues its after-action review.
-        from curation.tasks import run_finished
-        from experience.runs.models import Run
-        from investigations.models import Investigation
-
-        post_save.connect(run_finished, sender=Run, dispatch_uid="curation.aar.run")
-        post_save.connect(run_finished, sender=Investigation, dispatch_uid="curation.aar.inv")
-        # Revocations and new lesson conflicts tell the reviewers who approved the items.
-        from curation.tasks import conflict_saved, item_saved
-        from experience.lessons.models import Lesson, LessonConflict
-
-        for model in (Case, Skill, Lesson):
-            post_save.connect(item_saved, sender=model, dispatch_uid=f"curation.notify.{model}")
-        post_save.connect(conflict_saved, sender=LessonConflict, dispatch_uid="curation.notify.c")
-        # Every worker makes sure the periodic scan is queued.
         from curation.tasks import schedule_next_scan
+        from experience.cases.selectors import canonical_incident_install
         from reviewconsole.background import worker_start_hook_install
+        from reviewconsole.dispatch import Event, dispatch_subscribe
 
+        # What curation does when the apps below it write, in the writer's transaction
+        # (docs/architecture.md, "Events"): near-duplicate links, re-review, reviewer mails and
+        # after-action reviews.
+        dispatch_subscribe(Event.CASE_STORED, subscribers.similar_cases_queued)
+        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.rereview_closed)
+        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.revocation_notified)
+        dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, subscribers.conflict_notified)
+        dispatch_subscribe(Event.SKILL_RUN_STORED, subscribers.skill_run_review_queued)
+        dispatch_subscribe(Event.INVESTIGATION_STORED, subscribers.investigation_review_queued)
+        # Every worker makes sure the periodic scan is queued.
         worker_start_hook_install(schedule_next_scan)
         # Skill approval and every distinct-incident count go through incident merges.
         canonical_incident_install(canonical_incident_expression)

@@ -1,7 +1,8 @@
 """Incidents: cases that may describe one incident are linked, and a reviewer merges or parts them.
 
-Linking happens without a person asking, when a case is stored (``curation.signals``); it records
-no event of its own, the submission that caused it is the audited act.
+Linking happens without a person asking, when a case is stored (``curation.subscribers`` queues
+``case_index_task`` on the event the submission publishes); it records no event of its own, the
+submission that caused it is the audited act.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Re-review decisions: a stale or outdated approved item is re-certified, confirmed or closed.
 
 Closing happens without a person asking too: an item that stops being approved closes its
-entries inside the transaction of that change (``curation.signals``), recording no event of its
-own; the approval, supersession or revocation is the audited act.
+entries inside the transaction of that change (``curation.subscribers.rereview_closed``, on the
+event the change publishes), recording no event of its own; the approval, supersession or
+revocation is the audited act.
 """
 
 from __future__ import annotations

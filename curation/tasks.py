@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -48,19 +47,6 @@ def _investigation_step(run_id: str) -> bool:
         Investigation.objects.filter(run_id=run_id).exists()
         or InvestigationRequest.objects.filter(run_id=run_id).exists()
     )
-
-
-def run_finished(sender: type, instance: Run | Investigation, created: bool, **_: object) -> None:
-    """``post_save`` of a Run or an Investigation: queue its review in the same transaction (a
-    skill run that is a step of an investigation is reviewed with the investigation)."""
-    from investigations.services import investigation_running
-
-    if not created:
-        return
-    if isinstance(instance, Run) and investigation_running(instance.run_id):
-        return
-    kind = aar.INVESTIGATION if isinstance(instance, Investigation) else aar.SKILL_RUN
-    aar_draft_task.enqueue(kind, instance.pk)
 
 
 def scan_interval_seconds() -> int:
@@ -119,25 +105,3 @@ def notify_task(kind: str, key: str, attempt: int = 1) -> int:
         if kind == notifications.CONFLICT:
             return notifications.notify_conflict(int(key))
         return notifications.notify_waiting_candidates()
-
-
-def item_saved(sender: type, instance: object, created: bool, **kwargs: Any) -> None:
-    """``post_save`` of a case, skill or lesson: a revocation tells whoever approved it."""
-    from curation.notifications import REVOKED
-    from experience.core.models import Status
-
-    update_fields = kwargs.get("update_fields") or ()
-    if (
-        not created
-        and "status" in update_fields
-        and getattr(instance, "status", "") == Status.REVOKED
-    ):
-        notify_task.enqueue(REVOKED, str(getattr(instance, "pk", "")))
-
-
-def conflict_saved(sender: type, instance: object, created: bool, **_: object) -> None:
-    """``post_save`` of a lesson conflict: a new one tells the approvers of both lessons."""
-    from curation.notifications import CONFLICT
-
-    if created:
-        notify_task.enqueue(CONFLICT, str(getattr(instance, "pk", "")))

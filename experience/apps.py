@@ -14,25 +14,31 @@ class ExperienceConfig(AppConfig):
     verbose_name = "Experience memory"
 
     def ready(self) -> None:
-        from experience.review.revocation import document_revocation_store
-        from knowledge.hooks import revocation_previewer_register, revocation_recorder_register
-
-        # Revoking a knowledge document stores the runs whose tool results cited it.
-        revocation_recorder_register(document_revocation_store)
-        revocation_previewer_register(document_revocation_preview)
-
         from experience.cases.models import Case, Skill
+        from experience.index import lesson_inputs, postings
+        from experience.index.tasks import expanded_refresh_queue
         from experience.lessons.models import Lesson
+        from experience.pages.titles import title_resolvers_install
+        from experience.review.revocation import document_revocation_store
+        from knowledge.hooks import revocation_previewer_register
         from reviewconsole.audit import audited_models_register
+        from reviewconsole.dispatch import Event, dispatch_subscribe
+
+        # The retrieval index follows every review decision and the lexicon, in the writer's
+        # transaction (docs/architecture.md, "Events"); the writers sit below the index.
+        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, postings.item_status_followed)
+        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, lesson_inputs.case_status_followed)
+        dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, lesson_inputs.conflict_followed)
+        dispatch_subscribe(Event.LESSON_CONFLICT_CLOSED, lesson_inputs.conflict_followed)
+        dispatch_subscribe(Event.LEXICON_CHANGED, expanded_refresh_queue)
+
+        # Revoking a knowledge document stores the runs whose tool results cited it; its revoke
+        # pages show them before it is confirmed.
+        dispatch_subscribe(Event.DOCUMENT_REVOKED, document_revocation_store)
+        revocation_previewer_register(document_revocation_preview)
 
         # Cases, skills and lessons are written only by services that record their submission.
         audited_models_register(Case, Skill, Lesson)
-
-        from experience.index.receivers import receivers_connect
-        from experience.pages.titles import title_resolvers_install
-
-        # The retrieval index follows every item's status and the lexicon (experience.index).
-        receivers_connect()
 
         # Item mentions on console pages show titles, resolved in batch (reviewconsole.itemrefs).
         title_resolvers_install()

@@ -31,6 +31,7 @@ from investigations.tools import bind, declarations
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.background import retrying
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -401,6 +402,7 @@ def _store(
         actor=actor,
         **{name: ticket.scope.get(name) or "" for name in domain.SCOPE_FIELDS},
     )
+    dispatch(Event.INVESTIGATION_STORED, investigation=investigation)
     event_record(
         actor=actor,
         action=Action.INVESTIGATION_RUN,

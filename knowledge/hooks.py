@@ -1,9 +1,13 @@
-"""What revoking a knowledge document reaches, recorded by apps that knowledge does not import.
+"""What revoking a knowledge document reaches in apps that knowledge does not import.
 
-An app that records reads of documents (runs whose tool results cited one) registers a recorder at
-start-up (its ``AppConfig.ready``). A revocation calls every recorder inside its own transaction;
-a recorder computes what the revocation reaches, stores it with the revocation and returns it as
-``{"skills": [...], "runs": [...]}``.
+The revocation itself publishes ``DOCUMENT_REVOKED`` (``reviewconsole.dispatch``): each
+subscriber stores, in the revocation's transaction, what it reaches (experience: the runs whose
+tool results cited the document) and answers it as ``{"skills": [...], "runs": [...]}``;
+:func:`impact_merged` merges the answers for the revocation's audit event.
+
+Before that, the revoke pages (console and admin) show what a revocation would reach. That is a
+read asked before anything is written, not an effect of a write, so the app that stores the
+impact registers a previewer here at start-up (its ``AppConfig.ready``).
 
 Every call names the document's tenant beside its id: ``doc:KEY@N`` names a document only within
 a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reached.
@@ -11,36 +15,23 @@ a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
-
-RevocationRecorder = Callable[[str, str, "User", str], Mapping[str, Sequence[str]]]
-revocation_recorders: list[RevocationRecorder] = []
+Impact = Mapping[str, Sequence[str]]
 
 
-def revocation_recorder_register(recorder: RevocationRecorder) -> None:
-    if recorder not in revocation_recorders:
-        revocation_recorders.append(recorder)
-
-
-def revocation_record(
-    *, item_id: str, tenant: str, actor: User, reason: str
-) -> dict[str, list[str]]:
-    """Every recorder's impact of revoking ``item_id`` of ``tenant``, merged (sorted, each id
-    once)."""
+def impact_merged(answers: Iterable[object]) -> dict[str, list[str]]:
+    """The answers' impacts merged: per kind, each id once, sorted (``skills`` and ``runs``
+    always present)."""
     merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
-    for recorder in revocation_recorders:
-        for kind, ids in recorder(item_id, tenant, actor, reason).items():
-            merged.setdefault(kind, set()).update(ids)
+    for answer in answers:
+        if isinstance(answer, Mapping):
+            for kind, ids in answer.items():
+                merged.setdefault(kind, set()).update(ids)
     return {kind: sorted(ids) for kind, ids in merged.items()}
 
 
-# What revoking a document would reach, asked before anything is written (the console's preview
-# before a revocation is confirmed). The app that registers a recorder registers its previewer.
-RevocationPreviewer = Callable[[str, str], Mapping[str, Sequence[str]]]
+RevocationPreviewer = Callable[[str, str], Impact]
 revocation_previewers: list[RevocationPreviewer] = []
 
 
@@ -50,10 +41,6 @@ def revocation_previewer_register(previewer: RevocationPreviewer) -> None:
 
 
 def revocation_preview(*, item_id: str, tenant: str) -> dict[str, list[str]]:
-    """What revoking ``item_id`` of ``tenant`` would reach now, merged as
-    ``revocation_record`` merges."""
-    merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
-    for previewer in revocation_previewers:
-        for kind, ids in previewer(item_id, tenant).items():
-            merged.setdefault(kind, set()).update(ids)
-    return {kind: sorted(ids) for kind, ids in merged.items()}
+    """What revoking ``item_id`` of ``tenant`` would reach now, merged as a revocation merges
+    what it reached."""
+    return impact_merged(previewer(item_id, tenant) for previewer in revocation_previewers)

@@ -5,8 +5,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from django.urls import reverse
 
 from reviewconsole.itemids import ItemId
@@ -284,9 +282,3 @@ def lexicon_stamp_renewed(model: Any = LexiconState) -> str:
     if not model.objects.filter(pk=1).update(stamp=stamp):
         model.objects.create(pk=1, stamp=stamp)
     return stamp
-
-
-@receiver(post_save, sender=Synonym)
-@receiver(post_delete, sender=Synonym)
-def _synonym_changed(**kwargs: Any) -> None:
-    lexicon_stamp_renewed()

@@ -12,14 +12,15 @@ from django.db.models import Max, Q
 
 from knowledge import postings
 from knowledge.domain import expand, tokenize
-from knowledge.hooks import revocation_record
+from knowledge.hooks import impact_merged
 from knowledge.lexicon import indexed_lexicon, searchable
-from knowledge.models import Document, DocumentStore, Synonym
+from knowledge.models import Document, DocumentStore, Synonym, lexicon_stamp_renewed
 from knowledge.schema import DocumentContent, parse_document
 from knowledge.selectors import document_content
 from knowledge.tasks import lexicon_reindex_task
 from reviewconsole import clock
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -227,8 +228,15 @@ def _revoke(
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
     postings.document_unindexed(document)
-    impact = revocation_record(
-        item_id=document.public_id, tenant=document.tenant, actor=actor, reason=reason
+    # What it reaches in the apps above (experience: the runs of its tenant that cited it).
+    impact = impact_merged(
+        dispatch(
+            Event.DOCUMENT_REVOKED,
+            document_id=document.public_id,
+            tenant=document.tenant,
+            actor=actor,
+            reason=reason,
+        )
     )
     event_record(
         actor=actor,
@@ -423,7 +431,10 @@ def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
     if term == canonical:
         raise ValidationFailure("canonical", "must differ from the term")
     synonym, _ = Synonym.objects.update_or_create(term=term, defaults={"canonical": canonical})
-    # The index follows in the background; searches use its lexicon until it has.
+    # A new stamp tells caches and the indexes that the lexicon changed; the indexes follow in
+    # the background (searches use the lexicon each was computed under until then).
+    lexicon_stamp_renewed()
+    dispatch(Event.LEXICON_CHANGED)
     lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,
@@ -439,6 +450,8 @@ def synonym_delete(*, synonym: Synonym, actor: User) -> None:
     require(actor, DELETE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()
+    lexicon_stamp_renewed()
+    dispatch(Event.LEXICON_CHANGED)
     lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,

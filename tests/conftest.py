@@ -27,20 +27,24 @@ PASSWORD = "correct-horse-battery-staple"
 
 
 def restore_migrated_rows() -> None:
-    """Put back what data migrations wrote: the role groups and the seeded synonym lexicon.
+    """Put back what data migrations wrote: the role groups, the seeded lexicon and its stamp.
 
     Transactional tests (threads, live servers) flush the database after each test; Django then
     recreates content types and permissions, but not the rows that data migrations made.
     """
     from django.apps import apps
 
-    from knowledge.models import Synonym
+    from knowledge.models import Synonym, lexicon_stamp_renewed
     from reviewconsole.roles import sync_roles
 
     sync_roles(apps)
     seed = import_module("knowledge.migrations.0002_seed_lexicon").SEED
-    for term, canonical in seed.items():
-        Synonym.objects.get_or_create(term=term, defaults={"canonical": canonical})
+    created = [
+        Synonym.objects.get_or_create(term=term, defaults={"canonical": canonical})[1]
+        for term, canonical in seed.items()
+    ]
+    if any(created):
+        lexicon_stamp_renewed()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,7 +1,9 @@
 """Every write to the experience memory: atomic, permission-checked and audited.
 
 The acting user always comes from the caller's authenticated identity (the ``actor`` argument),
-never from a field of the submitted content.
+never from a field of the submitted content. What a write sets in motion above this package (the
+retrieval index, curation) it publishes where it writes, ``dispatch(Event.…)``
+(``reviewconsole.dispatch``; docs/architecture.md, "Events", lists who reacts).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from experience.core.models import ReviewedItem, Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused, require_item_tenant
 from reviewconsole import clock, itemids
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -150,6 +153,7 @@ def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, b
     )
     if not item_inserted(case):
         return Case.objects.get(pk=case_id), False
+    dispatch(Event.CASE_STORED, case=case)
     Evidence.objects.bulk_create(
         Evidence(
             case=case,
@@ -331,6 +335,7 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     case.approved_at = now
     case.approved_reason = reason.strip()
     case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=case)
     event_record(actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip())
     if case.supersedes:
         _supersede(case.supersedes, by=case, actor=actor, now=now)
@@ -354,6 +359,7 @@ def supersede_version(
     old.superseded_by = by.id  # type: ignore[attr-defined]
     old.superseded_at = now  # type: ignore[attr-defined]
     old.save(update_fields=["status", "superseded_by", "superseded_at"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=old)
     event_record(
         actor=actor,
         action=action,
@@ -378,6 +384,7 @@ def item_reject(item: ReviewedItem, *, actor: User, reason: str, action: Action)
     item.rejected_at = clock.now()
     item.rejected_reason = reason.strip()
     item.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
     event_record(actor=actor, action=action, target=item.id, reason=reason.strip())
     return ReviewOutcome(item.id, item.status)
 
@@ -403,6 +410,7 @@ def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     skill.approved_at = now
     skill.approved_reason = reason.strip()
     skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=skill)
     event_record(actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip())
     return ReviewOutcome(skill.id, skill.status)
 

@@ -9,12 +9,16 @@ cases are usable now, decay, and run outcomes (read per call).
 
 Kept in step in the writer's transaction by every change that alters them:
 
-* the lesson is indexed (``experience.postings`` calls :func:`evidence_refreshed`);
-* a cited link is added or removed (``LessonCase`` saved or deleted);
-* a cited case changes status (revoked, superseded, approved);
-* a conflict naming the lesson opens, narrows or closes;
+* the lesson is indexed (``experience.index.postings`` calls :func:`evidence_refreshed`);
+* a cited case changes status (approved, rejected, superseded, revoked: the decision publishes
+  ``ITEM_STATUS_CHANGED``, :func:`case_status_followed`);
+* a conflict naming the lesson opens or closes (``LESSON_CONFLICT_OPENED`` and ``_CLOSED``,
+  :func:`conflict_followed`);
 * an incident merge changes the canonical incident of cited cases (``curation.incidents``
   calls :func:`incidents_merged`).
+
+A lesson's links to its cases are written with it, before it can be approved, and never change
+after; a bulk load that writes rows without the services runs ``rebuild``.
 
 An entry whose evidence is empty (written before this column existed, or by a migration) is read
 from the tables, so recall never depends on it being filled; ``rebuild`` fills every entry.
@@ -170,33 +174,14 @@ def incidents_merged(tenant: str, brand: str, incidents: Iterable[str]) -> int:
     return evidence_refreshed(lesson_ids)
 
 
-def _link_changed(sender: type, instance: Any, **kwargs: Any) -> None:
-    if not kwargs.get("raw"):
-        evidence_refreshed([instance.lesson_id])
+def case_status_followed(*, item: Any) -> None:
+    """``ITEM_STATUS_CHANGED``: a case's new status reaches the entries of the lessons citing
+    it."""
+    if isinstance(item, Case):
+        evidence_refreshed(lessons_citing([item.pk]))
 
 
-def _case_saved(sender: type, instance: Any, created: bool, **kwargs: Any) -> None:
-    update_fields = kwargs.get("update_fields")
-    if kwargs.get("raw") or created:
-        return
-    if update_fields is not None and "status" not in update_fields:
-        return
-    evidence_refreshed(lessons_citing([instance.pk]))
-
-
-def _conflict_changed(sender: type, instance: Any, **kwargs: Any) -> None:
-    if not kwargs.get("raw"):
-        evidence_refreshed([instance.lesson_a_id, instance.lesson_b_id])
-
-
-def receivers_connect() -> None:
-    from django.db.models.signals import post_delete, post_save
-
-    uid = "experience.lesson_index"
-    post_save.connect(_link_changed, sender=LessonCase, dispatch_uid=f"{uid}.link")
-    post_delete.connect(_link_changed, sender=LessonCase, dispatch_uid=f"{uid}.link.delete")
-    post_save.connect(_case_saved, sender=Case, dispatch_uid=f"{uid}.case")
-    post_save.connect(_conflict_changed, sender=LessonConflict, dispatch_uid=f"{uid}.conflict")
-    post_delete.connect(
-        _conflict_changed, sender=LessonConflict, dispatch_uid=f"{uid}.conflict.delete"
-    )
+def conflict_followed(*, conflict: LessonConflict) -> None:
+    """``LESSON_CONFLICT_OPENED`` or ``_CLOSED``: both lessons' entries say whether they are in
+    an open conflict."""
+    evidence_refreshed([conflict.lesson_a_id, conflict.lesson_b_id])

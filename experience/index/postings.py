@@ -6,13 +6,15 @@ sizes of its raw and expanded token sets; per scope and token an ``IndexPosting`
 sorted entry ids whose raw (expanded) set contains the token. The posting lists are written by
 the same machinery as knowledge search's (``knowledge.postings.Changes``/``changes_applied``).
 
-Written at write time, in the writer's transaction: an item saved as approved is indexed; saved
-in any other status (revoked, superseded) it is taken out (``item_saved``, a ``post_save``
-receiver). A lexicon change leaves the expanded postings of every scope behind: each scope
-carries the lexicon stamp they were computed under, and retrieval uses its postings only while
-that stamp is the current one, ranking from the items' texts otherwise (correct, only slower).
-:func:`expanded_refreshed` (a background task queued by every lexicon change) brings each scope
-to the current stamp, one scope per transaction, so searches are never blocked.
+Written at write time, in the writer's transaction: every review decision publishes the item's
+new status (``reviewconsole.dispatch``, ``ITEM_STATUS_CHANGED``) and
+:func:`item_status_followed` indexes an approved item and takes out one in any other status
+(revoked, superseded, rejected). A lexicon change leaves the expanded postings of every scope
+behind: each scope carries the lexicon stamp they were computed under, and retrieval uses its
+postings only while that stamp is the current one, ranking from the items' texts otherwise
+(correct, only slower). :func:`expanded_refreshed` (a background task queued by every lexicon
+change) brings each scope to the current stamp, one scope per transaction, so searches are never
+blocked.
 
 :func:`ranked` gives the ids of a scope's items that share a token with the query, ranked
 exactly as ``experience.core.domain.rank_items`` ranks the gated items' texts (raw and expanded
@@ -197,19 +199,17 @@ def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
     models.entry.objects.filter(pk=pk).delete()
 
 
-def item_saved(sender: type, instance: Any, created: bool, **kwargs: Any) -> None:
-    """``post_save`` of a case, skill or lesson: keep its entry in step with its status."""
+def item_status_followed(*, item: Any) -> None:
+    """``ITEM_STATUS_CHANGED`` of a case, skill or lesson: keep its entry in step with its
+    status, in the writer's transaction."""
 
-    update_fields = kwargs.get("update_fields")
-    if kwargs.get("raw") or (update_fields is not None and "status" not in update_fields):
-        return
-    kind = kind_of_model(sender)
+    kind = kind_of_model(type(item))
     if kind is None:
         return
-    if instance.status == Status.APPROVED:
-        item_indexed(kind.name, instance)
-    elif not created:
-        item_unindexed(kind.name, instance)
+    if item.status == Status.APPROVED:
+        item_indexed(kind.name, item)
+    else:
+        item_unindexed(kind.name, item)
 
 
 # --- the lexicon: a stamp per scope, refreshed in the background --------------------------------

@@ -16,3 +16,9 @@ def expanded_refresh_task(attempt: int = 1) -> int:
 
     with retrying(expanded_refresh_task, attempt):
         return expanded_refreshed()
+
+
+def expanded_refresh_queue() -> None:
+    """``LEXICON_CHANGED``: queue the refresh in the change's transaction, so the task exists
+    exactly when the change committed."""
+    expanded_refresh_task.enqueue()

@@ -2,7 +2,8 @@
 
 The rules are in ``experience.lesson_domain``; the reads in ``experience.lesson_selectors``.
 Review follows cases and skills (``experience.services``): four eyes, a reason, the unmet
-conditions named at once, revocation impact stored.
+conditions named at once, revocation impact stored; like theirs, a decision publishes what it
+sets in motion above this package (``reviewconsole.dispatch``; docs/architecture.md, "Events").
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from experience.lessons.models import (
 from experience.lessons.schema import LessonContent
 from reviewconsole import clock, itemids
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import ADD_LESSON, REVIEW_CASE, require
@@ -215,6 +217,7 @@ def lesson_approve(*, lesson: Lesson, actor: User, reason: str) -> LessonReview:
     lesson.approved_at = now
     lesson.approved_reason = reason.strip()
     lesson.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=lesson)
     event_record(actor=actor, action=Action.LESSON_APPROVE, target=lesson.id, reason=reason.strip())
     if lesson.supersedes:
         _supersede(lesson.supersedes, by=lesson, actor=actor, now=now)
@@ -265,6 +268,7 @@ def _open_conflict(
         detected_at=now,
         detected_on=on,
     )
+    dispatch(Event.LESSON_CONFLICT_OPENED, conflict=conflict)
     event_record(
         actor=actor,
         action=Action.LESSON_CONFLICT_OPEN,
@@ -349,6 +353,7 @@ def conflict_close(
             "resolved_reason",
         ]
     )
+    dispatch(Event.LESSON_CONFLICT_CLOSED, conflict=conflict)
     event_record(
         actor=actor,
         action=Action.LESSON_CONFLICT_RESOLVE,
@@ -423,6 +428,7 @@ def merge_accept(*, candidate: Lesson, target: Lesson, actor: User, reason: str)
     candidate.superseded_by = merged.id
     candidate.superseded_at = now
     candidate.save(update_fields=["status", "superseded_by", "superseded_at"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=candidate)
     event_record(
         actor=actor,
         action=Action.LESSON_MERGE,

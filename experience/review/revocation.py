@@ -19,6 +19,7 @@ from experience.runs.followups import follow_ups_flag
 from experience.runs.models import RevocationImpact
 from reviewconsole import clock
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.models import Action
 
 
@@ -34,6 +35,7 @@ def item_revoke(
     item.revoked_at = clock.now()
     item.revoked_reason = reason.strip()
     item.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
+    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
     impact = revocation_impact(item.id)
     impact_store(item.id, item_type, impact, actor=actor, reason=reason.strip())
     event_record(
@@ -79,10 +81,10 @@ def skill_revoke(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
 
 
 def document_revocation_store(
-    document_id: str, tenant: str, actor: User, reason: str
+    *, document_id: str, tenant: str, actor: User, reason: str
 ) -> dict[str, list[str]]:
-    """Knowledge's revocation recorder: the runs of ``tenant`` whose tool results cited the
-    document, stored."""
+    """``DOCUMENT_REVOKED``: store and answer the runs of ``tenant`` whose tool results cited the
+    document (its revocation's audit event records the answer)."""
     impact = revocation_impact(document_id, tenant=tenant)
     impact_store(document_id, ItemType.DOCUMENT, impact, actor=actor, reason=reason)
     return impact.as_json()

@@ -13,6 +13,7 @@ from experience.core import domain
 from experience.runs.claims import run_claim
 from experience.runs.models import Reference, Run, RunCitation
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.reasons import MAX_REASON
@@ -73,6 +74,7 @@ def run_store(
         actor=actor,
         **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
     )
+    dispatch(Event.SKILL_RUN_STORED, run=run)
     RunCitation.objects.bulk_create(
         RunCitation(run=run, run_id_text=run_id, document_id=document_id)
         for document_id in sorted(set(cited_documents))

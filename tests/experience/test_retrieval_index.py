@@ -5,10 +5,16 @@ the scope past the gate, ranked by ``experience.core.domain.rank_items`` over it
 current lexicon. The index must give exactly those ids in that order, after approvals,
 revocations, supersessions and lexicon changes, and while a scope's expanded postings are behind
 the lexicon.
+
+The random corpora are written as rows (with times no review could give them), each change then
+published as the service making it publishes it (``reviewconsole.dispatch``), so the index hears
+of it exactly as it does from the services; the review services themselves are followed by
+``test_the_index_follows_approval_revocation_and_supersession``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,18 +26,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experience.cases.models import Case, Skill, SkillCase
+from experience.cases.services import case_reject
 from experience.core import domain
 from experience.core.models import Status
 from experience.index import postings
+from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
 from experience.retrieval.recall import recallable_lessons
 from experience.retrieval.service import gated_cases, gated_skills, ranked_items
+from experience.review.revocation import case_revoke
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
 from knowledge.postings import lexicon_stamp
 from knowledge.services import synonym_delete, synonym_set
-from tests.experience.conftest import NOW, SCOPE
+from reviewconsole.dispatch import Event, dispatch
+from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
 
@@ -99,10 +109,22 @@ def _common(
     }
 
 
+def status_published(item: Case | Skill | Lesson) -> None:
+    """What a review decision publishes once it has saved an item's status."""
+    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
+
+
+def approved_published(item: Case | Skill | Lesson) -> None:
+    if item.status == Status.APPROVED:
+        status_published(item)
+
+
 def make_case(n: int, spec: Spec, user: User) -> Case:
-    return Case.objects.create(
+    case = Case.objects.create(
         **_common("case", n, spec, user), incident=f"INC-{n}", search_text=spec.text
     )
+    approved_published(case)
+    return case
 
 
 def make_skill(n: int, spec: Spec, cited: list[Case], user: User) -> Skill:
@@ -111,6 +133,7 @@ def make_skill(n: int, spec: Spec, cited: list[Case], user: User) -> Skill:
     )
     for position, case in enumerate(cited):
         SkillCase.objects.create(skill=skill, case=case, position=position)
+    approved_published(skill)
     return skill
 
 
@@ -126,6 +149,7 @@ def make_lesson(n: int, spec: Spec, supports: list[Case], user: User) -> Lesson:
     )
     for position, case in enumerate(supports):
         LessonCase.objects.create(lesson=lesson, case=case, relation="supports", position=position)
+    approved_published(lesson)
     return lesson
 
 
@@ -137,6 +161,7 @@ def revoked(made: list[Case], picks: list[int]) -> None:
         if case.status == Status.APPROVED:
             case.status = Status.REVOKED
             case.save(update_fields=["status"])
+            status_published(case)
 
 
 def reference(query: str, scope: dict[str, str]) -> list[str]:
@@ -273,17 +298,29 @@ def test_candidates_are_only_the_items_sharing_a_token(operator: User) -> None:
     assert [c.item_id for c in found.items] == [coupon.id]
 
 
-def test_the_index_follows_approval_revocation_and_supersession(operator: User) -> None:
-    case = make_case(1, Spec("优惠券 无法使用", 0, "now", False), operator)
-    assert not IndexEntry.objects.exists()  # a candidate is not indexed
-    case.status = Status.APPROVED
-    case.approved_at = NOW - timedelta(days=1)
-    case.save(update_fields=["status", "approved_at"])
-    assert list(IndexEntry.objects.values_list("item_id", flat=True)) == [case.id]
-    case.status = Status.SUPERSEDED
-    case.save(update_fields=["status"])
-    assert not IndexEntry.objects.exists()
-    # Every posting list that held it is gone with it.
+def test_the_index_follows_approval_revocation_and_supersession(
+    submit_case: Callable[..., Case], second_reviewer: User
+) -> None:
+    """The review services keep the index in step, in their own transaction."""
+
+    def entries() -> list[str]:
+        return list(IndexEntry.objects.values_list("item_id", flat=True))
+
+    first = submit_case(case_data())
+    assert entries() == []  # a candidate is not indexed
+    approve_checked(first, actor=second_reviewer)
+    assert entries() == [first.id]
+    newer = submit_case(
+        case_data(title="二号店优惠券无法使用：门店范围漏配（补充）", supersedes=first.id)
+    )
+    approve_checked(newer, actor=second_reviewer)
+    assert entries() == [newer.id]
+    rejected = submit_case(case_data(incident="INC-2", title="二号店打印机断电"))
+    case_reject(case=rejected, actor=second_reviewer, reason="not an incident")
+    assert entries() == [newer.id]
+    case_revoke(case=newer, actor=second_reviewer, reason="the store list was right")
+    assert entries() == []
+    # Every posting list that held them is gone with them.
     assert not IndexPosting.objects.exists()
 
 
@@ -401,7 +438,7 @@ def _from_texts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:
     a, b = sorted((first.id, second.id))
-    return LessonConflict.objects.create(
+    conflict = LessonConflict.objects.create(
         lesson_a_id=a,
         lesson_b_id=b,
         tenant=SCOPE["tenant"],
@@ -409,6 +446,21 @@ def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:
         detected_at=NOW - timedelta(days=1),
         detected_on="scan",
     )
+    dispatch(Event.LESSON_CONFLICT_OPENED, conflict=conflict)
+    return conflict
+
+
+def conflict_resolved(conflict: LessonConflict) -> None:
+    conflict.status = "resolved"
+    conflict.save(update_fields=["status"])
+    dispatch(Event.LESSON_CONFLICT_CLOSED, conflict=conflict)
+
+
+def cited_late(lesson: Lesson, case: Case, relation: str, position: int) -> None:
+    """A link written after the lesson's approval, as a bulk load writes one (no service
+    does): its writer rewrites the lesson's kept inputs."""
+    LessonCase.objects.create(lesson=lesson, case=case, relation=relation, position=position)
+    evidence_refreshed([lesson.id])
 
 
 def assert_entries_current() -> None:
@@ -497,8 +549,7 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
                 make_skill(n, spec, chosen, operator)
             recalled = []
             for n, (text, support) in enumerate(lessons):
-                # Supported by cases of its scope; in force, so its support decides. The links
-                # are written after the lesson is approved, as a bulk load writes them.
+                # Supported by cases of its scope; in force, so its support decides.
                 chosen = list(dict.fromkeys(made[i % len(made)] for i in support))
                 chosen = [c for c in chosen if c.store == chosen[0].store]
                 spec = Spec(text, chosen[0].store == OTHER["store"], "now", True)
@@ -525,8 +576,7 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
             # counterexample cited after approval.
             revoked(made, revoke)
             if conflict is not None:
-                conflict.status = "resolved"
-                conflict.save(update_fields=["status"])
+                conflict_resolved(conflict)
             alias, into = (made[i % len(made)].incident for i in merge)
             if alias != into:
                 incident_merge(
@@ -545,12 +595,7 @@ def test_recall_from_the_index_answers_what_recall_from_the_texts_answers(
                     case.store == lesson.store
                     and not LessonCase.objects.filter(lesson=lesson, case=case).exists()
                 ):
-                    LessonCase.objects.create(
-                        lesson=lesson,
-                        case=case,
-                        relation="supports" if supports else "contradicts",
-                        position=9,
-                    )
+                    cited_late(lesson, case, "supports" if supports else "contradicts", 9)
             assert_recall_same(asked, agent, "b")
             raise Rollback
     except Rollback:
@@ -605,6 +650,7 @@ def test_a_lesson_entry_follows_every_change_to_its_evidence(
     revoked = cases[0]
     revoked.status = Status.REVOKED
     revoked.save(update_fields=["status"])
+    status_published(revoked)
     statuses = {case.incident: case.status for _, case, _ in kept().cases}
     assert statuses == {"INC-0": "revoked", "INC-1": "approved", "INC-2": "approved"}
     assert_recall_same(asked, agent, "revoked")
@@ -620,7 +666,7 @@ def test_a_lesson_entry_follows_every_change_to_its_evidence(
     assert sorted(case.incident for _, case, _ in kept().cases) == ["INC-0", "INC-1", "INC-1"]
     assert_recall_same(asked, agent, "merged")
 
-    LessonCase.objects.create(lesson=lesson, case=cases[3], relation="contradicts", position=0)
+    cited_late(lesson, cases[3], "contradicts", 0)
     assert {case.case_id: relation for relation, case, _ in kept().cases}[cases[3].id] == (
         "contradicts"
     )
@@ -629,7 +675,6 @@ def test_a_lesson_entry_follows_every_change_to_its_evidence(
     conflict = open_conflict(lesson, other)
     assert kept().conflict
     assert_recall_same(asked, agent, "conflict")
-    conflict.status = "resolved"
-    conflict.save(update_fields=["status"])
+    conflict_resolved(conflict)
     assert not kept().conflict
     assert_recall_same(asked, agent, "resolved")

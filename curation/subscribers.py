@@ -1,0 +1,57 @@
+"""Curation's part in writes of the apps below it.
+
+``CurationConfig.ready`` subscribes these handlers to the events those writes publish
+(``reviewconsole.dispatch``; every event, publisher and subscriber is listed in
+docs/architecture.md, "Events"). Each runs in the writer's transaction: what it queues exists
+exactly when the write committed, and it records no event of its own (the write that caused it
+is the audited act).
+"""
+
+from __future__ import annotations
+
+from curation import aar
+from curation.notifications import CONFLICT, REVOKED
+from curation.rereview import rereview_close_for
+from curation.tasks import aar_draft_task, case_index_task, notify_task
+from experience.cases.models import Case, Skill
+from experience.core.models import Status
+from experience.lessons.models import Lesson, LessonConflict
+from experience.runs.models import Run
+from investigations.models import Investigation
+from investigations.services import investigation_running
+
+
+def similar_cases_queued(*, case: Case) -> None:
+    """A new case, however it was stored (console, import, an agent's proposal), gets its
+    similarity signature and near-duplicate links off the request path."""
+    case_index_task.enqueue(case.pk)
+
+
+def rereview_closed(*, item: Case | Skill | Lesson) -> None:
+    """A case or skill that stops being approved (superseded, revoked) closes its re-review
+    entries, so that queue empties as the reviews happen."""
+    if isinstance(item, Case | Skill):
+        rereview_close_for(item)
+
+
+def revocation_notified(*, item: Case | Skill | Lesson) -> None:
+    """Whoever approved a revoked item is told."""
+    if item.status == Status.REVOKED:
+        notify_task.enqueue(REVOKED, str(item.pk))
+
+
+def conflict_notified(*, conflict: LessonConflict) -> None:
+    """The approvers of both lessons of a new conflict are told."""
+    notify_task.enqueue(CONFLICT, str(conflict.pk))
+
+
+def skill_run_review_queued(*, run: Run) -> None:
+    """A finished skill run is reviewed after the fact, unless it is a step of the investigation
+    being run here (reviewed with the investigation)."""
+    if not investigation_running(run.run_id):
+        aar_draft_task.enqueue(aar.SKILL_RUN, run.pk)
+
+
+def investigation_review_queued(*, investigation: Investigation) -> None:
+    """A finished investigation is reviewed after the fact."""
+    aar_draft_task.enqueue(aar.INVESTIGATION, investigation.pk)
