@@ -18,7 +18,6 @@ from curation import aar
 from curation.models import RunDraft
 from experience.cases.models import Case
 from experience.cases.services import case_propose
-from experience.core.domain import SCOPE_FIELDS
 from experience.core.models import Status
 from experience.runs.models import Run
 from investigations.models import Investigation
@@ -27,6 +26,7 @@ from reviewconsole.audit import event_record
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE, holds
 from reviewconsole.roles import Role
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.services import user_set_role
 
 DRAFTER = "aar-drafter"

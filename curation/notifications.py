@@ -36,6 +36,7 @@ from experience.lessons.models import Lesson, LessonConflict
 from reviewconsole import clock
 from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds
+from reviewconsole.reasons import reason_clipped
 from reviewconsole.tenancy import may_access
 
 WAITING = "waiting"
@@ -138,7 +139,8 @@ def outbox_send(mail_id: int) -> str:
             return str(mail.state)
     except Exception as error:
         OutboxMail.objects.filter(pk=mail_id, state=OutboxMail.State.PENDING).update(
-            attempts=F("attempts") + 1, last_error=f"{type(error).__name__}: {error}"[:2000]
+            attempts=F("attempts") + 1,
+            last_error=reason_clipped(f"{type(error).__name__}: {error}"),
         )
         raise
 

@@ -34,6 +34,7 @@ from curation.selectors import (
     pattern_cases,
 )
 from experience.cases.models import Case, Skill
+from experience.cases.schema import MAX_WHEN
 from experience.core.models import Status
 from experience.lessons.models import LessonConflict
 from experience.lessons.services import conflicts_scan
@@ -232,7 +233,7 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
                 case_ids=list(draft.case_ids),
                 incidents=list(draft.incidents),
                 title=skill_title[:300],
-                when=when[:2000],
+                when=when[:MAX_WHEN],
                 recipe=domain.draft_recipe(query),
                 created_at=now,
                 updated_at=now,

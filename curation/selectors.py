@@ -26,11 +26,11 @@ from curation.models import (
     ThreadMessage,
 )
 from experience.cases.models import Case, Evidence, Skill, SkillCase
-from experience.core.domain import SCOPE_FIELDS
 from experience.core.models import Status
 from experience.runs.models import Reference, Run, RunCitation
 from knowledge.models import Document
 from reviewconsole import clock
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from django_tasks import task
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import MAX_QUERY
 from experience.runs.claims import run_claim
-from experience.runs.records import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
@@ -39,8 +38,10 @@ from reviewconsole.permissions import (
     holds,
     require_scope,
 )
-from reviewconsole.scopes import validate_scope_value
-from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.reasons import reason_clipped
+from reviewconsole.runids import validate_run_id
+from reviewconsole.scopes import SCOPE_FIELDS, validate_scope_value
+from reviewconsole.timeparse import aware_required, to_utc_iso
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -50,10 +51,9 @@ MAX_TEXT = 2_000
 MAX_SCOPE = 64
 MAX_FACTS = 32
 RUN_ID_TAKEN = "already names an investigation; choose another run id"
-TEXT_REQUIRED = "must be a non-empty string of at most 2000 characters"
+TEXT_REQUIRED = f"must be a non-empty string of at most {MAX_TEXT} characters"
 MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
 PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
-NAIVE_TIME = "must be timezone-aware"
 FACT_VALUE = "must be a string, an integer or a boolean"
 
 # The run id of the investigation this thread is running: skill runs stored under it are steps of
@@ -70,11 +70,11 @@ def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
     """The five fields, each exact (no placeholders) or absent; absent ones end the run early."""
     if not isinstance(scope, Mapping):
         raise ValidationFailure("scope", "must be an object with the five scope fields")
-    unknown = sorted(set(scope) - set(domain.SCOPE_FIELDS))
+    unknown = sorted(set(scope) - set(SCOPE_FIELDS))
     if unknown:
         raise ValidationFailure(f"scope.{unknown[0]}", "is not a scope field")
     cleaned: dict[str, str | None] = {}
-    for name in domain.SCOPE_FIELDS:
+    for name in SCOPE_FIELDS:
         value = scope.get(name)
         given = value is not None and not (isinstance(value, str) and not value.strip())
         cleaned[name] = validate_scope_value(value, field=f"scope.{name}") if given else None
@@ -94,9 +94,7 @@ def _clean_facts(facts: Mapping[str, object] | None) -> dict[str, object]:
 
 
 def _clean_time(value: datetime | None, field: str) -> datetime | None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise ValidationFailure(field, NAIVE_TIME)
-    return value
+    return None if value is None else aware_required(value, field=field)
 
 
 def _ticket(
@@ -349,7 +347,7 @@ def investigation_request_run(pk: int) -> str:
             )
         except (ValidationFailure, PermissionRefused) as refused:
             # The actor lost the permission or the tenant since; final, not retried.
-            _set(pk, state=RequestState.FAILED, error=str(refused)[:2_000])
+            _set(pk, state=RequestState.FAILED, error=reason_clipped(str(refused)))
             return f"{RequestState.FAILED}: {refused}"
     _set(pk, state=RequestState.FINISHED, steps=stored.steps, investigation=stored)
     return f"{RequestState.FINISHED}: {stored.status}"
@@ -358,7 +356,7 @@ def investigation_request_run(pk: int) -> str:
 def investigation_request_failed(pk: int, reason: str) -> None:
     """The run's last attempt failed: say so, unless it finished meanwhile."""
     InvestigationRequest.objects.filter(pk=pk, investigation__isnull=True).update(
-        state=RequestState.FAILED, error=reason[:2_000], updated_at=clock.now()
+        state=RequestState.FAILED, error=reason_clipped(reason), updated_at=clock.now()
     )
 
 
@@ -388,7 +386,7 @@ def _store(
         context=context,
         provider=provider,
         status=outcome.status,
-        reason=outcome.reason[:2_000],
+        reason=reason_clipped(outcome.reason),
         steps=outcome.steps,
         answer=outcome.answer,
         raw_answer=(outcome.raw_answer or "")[:20_000],
@@ -399,7 +397,7 @@ def _store(
         started_at=started_at,
         finished_at=clock.now(),
         actor=actor,
-        **{name: ticket.scope.get(name) or "" for name in domain.SCOPE_FIELDS},
+        **{name: ticket.scope.get(name) or "" for name in SCOPE_FIELDS},
     )
     event_record(
         actor=actor,

@@ -21,13 +21,14 @@ from experience.cases.tools import CallContext, Tool, default_registry, tool_spe
 from experience.core import domain
 from experience.core.models import ItemType, RunStatus
 from experience.runs.claims import run_claim
-from experience.runs.records import references_record, run_store, validate_run_id
+from experience.runs.records import references_record, run_store
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock, itemids
 from reviewconsole.errors import UnknownId, ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
+from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access
-from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.timeparse import aware_required, to_utc_iso
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -237,8 +238,8 @@ def run_skill(
 ) -> SkillRunResult:
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
-    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
-        raise ValidationFailure("now", "must be timezone-aware")
+    if now is not None:
+        aware_required(now, field="now")
     registry = default_registry() if tools is None else tools
     domain.given_scope_checked(scope)
     tenant = str(scope.get("tenant") or "").strip() or None

@@ -44,6 +44,7 @@ from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import ADD_LESSON, REVIEW_CASE, require
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import require_input_tenant
 
 SUBMIT_LESSON_REFUSED = "submitting lessons needs the operator or reviewer role"
@@ -303,13 +304,11 @@ def conflicts_scan(*, actor: User | None, now: datetime) -> list[LessonConflict]
     only.
     """
     by_scope: dict[tuple[str, ...], list[ld.LessonShape]] = {}
-    for lesson in Lesson.objects.filter(status=Status.APPROVED).only(
-        "tenant", "brand", "store", "campaign", "deployment"
-    ):
+    for lesson in Lesson.objects.filter(status=Status.APPROVED).only(*SCOPE_FIELDS):
         by_scope.setdefault(tuple(lesson.scope.values()), [])
     opened = []
     for key in sorted(by_scope):
-        scope = dict(zip(("tenant", "brand", "store", "campaign", "deployment"), key, strict=True))
+        scope = dict(zip(SCOPE_FIELDS, key, strict=True))
         shapes = lesson_selectors.shapes_in_scope(scope)
         for i, a in enumerate(shapes):
             for b in shapes[i + 1 :]:

@@ -19,12 +19,13 @@ from experience.cases.models import Case, Skill
 from experience.lessons.models import Lesson
 from experience.runs.claims import run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
-from experience.runs.records import validate_run_id
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
+from reviewconsole.reasons import reason_within_cap
+from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 OUTCOMES = tuple(Outcome.values)
 OUTCOME_INVALID = "must be one of " + ", ".join(OUTCOMES)
 NO_READS = "names no run under which memory was read"
-NOTE_TOO_LONG = "must be at most 2000 characters"
-MAX_NOTE = 2_000
 USE_REFUSED = "reporting an outcome needs the agent or reviewer role"
 NOT_OWNER = (
     "only the account that opened this run, or a reviewer of its tenant, may report its outcome"
@@ -72,9 +71,8 @@ def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, 
         note = ""
     if not isinstance(note, str):
         raise ValidationFailure("note", "must be a string")
-    if len(note) > MAX_NOTE:
-        raise ValidationFailure("note", NOTE_TOO_LONG)
-    return run_id, str(outcome), note.strip()
+    # The note is the event's reason: the one cap of every reason.
+    return run_id, str(outcome), reason_within_cap(note, field="note").strip()
 
 
 @transaction.atomic
