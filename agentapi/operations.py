@@ -250,9 +250,10 @@ def _record_read(
     if run_id is None:
         return
     run_id = validate_run_id(run_id)
+    at = clock.now()
     with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=clock.now())
-        experience_run_records.references_record(run_id=run_id, items=items, at=clock.now())
+        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
+        experience_run_records.references_record(run_id=run_id, items=items, at=at)
 
 
 def _run_json(run: Run) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from experience.cases.models import Case
 from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ScopeFields
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 def _user_fk(*, null: bool = True) -> models.ForeignKey:
@@ -270,15 +271,7 @@ class SkillProposal(ScopeFields):
         ordering = ["-updated_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "tenant",
-                    "brand",
-                    "store",
-                    "campaign",
-                    "deployment",
-                    "pattern_kind",
-                    "pattern",
-                ],
+                fields=[*SCOPE_FIELDS, "pattern_kind", "pattern"],
                 name="skill_proposal_pattern",
             ),
         ]

@@ -242,14 +242,14 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
     return proposals
 
 
-def _backfill_signatures() -> list[NearDuplicate]:
+def _backfill_signatures(now: datetime) -> list[NearDuplicate]:
     """Cases stored before curation was installed get their signature and links now."""
     linked: list[NearDuplicate] = []
     missing = Case.objects.filter(
         status__in=[Status.CANDIDATE, Status.APPROVED], signature__isnull=True
     ).order_by("submitted_at", "id")
     for case in missing:
-        linked += case_link_similar(case=case)
+        linked += case_link_similar(case=case, now=now)
     return linked
 
 
@@ -259,7 +259,7 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
     now = now or clock.now()
     days = stale_after_days() if days is None else days
     report = ScanReport()
-    report.linked = _backfill_signatures()
+    report.linked = _backfill_signatures(now)
     report.closed = _close_gone(now)
     report.queued = _scan_staleness(now, days)
     report.proposals = _scan_proposals(now)
@@ -276,5 +276,6 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
                 "proposals": [p.pk for p in report.proposals],
                 "near_duplicates": [link.pk for link in report.linked],
             },
+            at=now,
         )
     return report

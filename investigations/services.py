@@ -127,14 +127,15 @@ def _ticket(
 CONTEXT_BUDGET = 600
 
 
-def context_block(ticket: Ticket, *, run_id: str, actor: User) -> str:
+def context_block(ticket: Ticket, *, run_id: str, actor: User, at: datetime | None = None) -> str:
     """The context block of the ticket's exact scope for the run's instructions, as of the time
-    the ticket became known; every item in it is recorded as read under ``run_id``. Empty for a
-    caller who may not use experience or a ticket whose scope is incomplete."""
+    the ticket became known (else ``at``, the run's moment); every item in it is recorded as read
+    under ``run_id``. Empty for a caller who may not use experience or a ticket whose scope is
+    incomplete."""
     if not holds(actor, USE_EXPERIENCE) or ticket.missing() or not ticket.text.strip():
         return ""
     scope = {name: str(value or "") for name, value in ticket.scope.items()}
-    now = ticket.context.known_at or clock.now()
+    now = ticket.context.known_at or at or clock.now()
     block = experience_context(
         ticket.text.strip()[:MAX_QUERY], scope, now, run_id, CONTEXT_BUDGET, actor=actor
     )
@@ -155,6 +156,7 @@ def investigation_run(
     provider_instance: Provider | None = None,
     on_step: Callable[[dict[str, Any]], object] | None = None,
     queued: bool = False,
+    at: datetime | None = None,
 ) -> Investigation:
     """Run one ticket through the runner as ``actor`` and store it; refusals write nothing.
 
@@ -163,8 +165,11 @@ def investigation_run(
 
     The scope, the times and the facts come from the caller, never from the model; the actor's
     permission and tenant are checked before anything is read. ``on_step`` sees each step as
-    it happens.
+    it happens. ``at`` pins the moment the run is stored at (its start and finish, the reads its
+    tools record); without it the clock is read at the start, at the finish and at each tool
+    call, which are moments of their own.
     """
+    moment: Callable[[], datetime] = (lambda: clock.now()) if at is None else (lambda: at)
     ticket = _ticket(
         actor=actor,
         text=text,
@@ -174,6 +179,7 @@ def investigation_run(
         facts=facts,
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
+    started_at = moment()
     # The run is opened (claimed) before the model runs: a tool refusing another account's run
     # id would only end in a recorded step, and nothing may be written under it.
     with transaction.atomic():
@@ -181,22 +187,21 @@ def investigation_run(
             run_id=run_id,
             actor=actor,
             tenant=ticket.scope.get("tenant"),
-            at=clock.now(),
+            at=started_at,
             queued=queued,
         )
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls, max_seconds=float(settings.INVESTIGATION_MAX_SECONDS))
-    started_at = clock.now()
     running = _RUNNING.set(run_id)
     try:
         outcome = run_ticket(
             ticket,
             model,
             tools=declarations(actor),
-            handlers=bind(ticket, run_id=run_id, actor=actor),
+            handlers=bind(ticket, run_id=run_id, actor=actor, moment=moment, at=at),
             budget=budget,
             instructions=domain.instructions_with(
-                context_block(ticket, run_id=run_id, actor=actor)
+                context_block(ticket, run_id=run_id, actor=actor, at=started_at)
             ),
             revoked=lambda ids: unusable_items(ids, tenant=str(ticket.scope.get("tenant") or "")),
             on_step=on_step,
@@ -211,6 +216,7 @@ def investigation_run(
         budget=budget,
         actor=actor,
         started_at=started_at,
+        finished_at=moment(),
     )
 
 
@@ -265,6 +271,7 @@ def investigation_request(
     provider: str = "scripted",
     run_id: str | None = None,
     max_calls: int | None = None,
+    now: datetime | None = None,
 ) -> InvestigationRequest:
     """Check the ticket as ``investigation_run`` does, then queue its run in the background.
 
@@ -281,7 +288,7 @@ def investigation_request(
         facts=facts,
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
-    now = clock.now()
+    now = now or clock.now()
     with transaction.atomic():
         # Claimed when queued, so no other account can take the id before the worker runs it.
         _open_run(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
@@ -374,6 +381,7 @@ def _store(
     budget: Budget,
     actor: User,
     started_at: datetime,
+    finished_at: datetime,
 ) -> Investigation:
     context: dict[str, Any] = {
         "occurred_at": to_utc_iso(ticket.context.occurred_at),
@@ -395,7 +403,7 @@ def _store(
         tool_calls=outcome.tool_calls,
         budget=budget.as_json(),
         started_at=started_at,
-        finished_at=clock.now(),
+        finished_at=finished_at,
         actor=actor,
         **{name: ticket.scope.get(name) or "" for name in SCOPE_FIELDS},
     )
@@ -411,6 +419,7 @@ def _store(
             "tool_calls": outcome.tool_calls,
             "verification": outcome.verification.reasons,
         },
+        at=finished_at,
     )
     return investigation
 

@@ -12,12 +12,14 @@ a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reac
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-RevocationRecorder = Callable[[str, str, "User", str], Mapping[str, Sequence[str]]]
+# ``(item_id, tenant, actor, reason, now)``: ``now`` is the revocation's moment, stored with it.
+RevocationRecorder = Callable[[str, str, "User", str, datetime], Mapping[str, Sequence[str]]]
 revocation_recorders: list[RevocationRecorder] = []
 
 
@@ -27,13 +29,13 @@ def revocation_recorder_register(recorder: RevocationRecorder) -> None:
 
 
 def revocation_record(
-    *, item_id: str, tenant: str, actor: User, reason: str
+    *, item_id: str, tenant: str, actor: User, reason: str, now: datetime
 ) -> dict[str, list[str]]:
     """Every recorder's impact of revoking ``item_id`` of ``tenant``, merged (sorted, each id
     once)."""
     merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
     for recorder in revocation_recorders:
-        for kind, ids in recorder(item_id, tenant, actor, reason).items():
+        for kind, ids in recorder(item_id, tenant, actor, reason, now).items():
             merged.setdefault(kind, set()).update(ids)
     return {kind: sorted(ids) for kind, ids in merged.items()}
 

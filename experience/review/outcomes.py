@@ -11,6 +11,7 @@ inputs of the items the run read.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -77,7 +78,12 @@ def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, 
 
 @transaction.atomic
 def run_outcome_report(
-    *, run_id: str, outcome: str, actor: User, note: str | None = None
+    *,
+    run_id: str,
+    outcome: str,
+    actor: User,
+    note: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
@@ -96,7 +102,7 @@ def run_outcome_report(
         raise ValidationFailure("run_id", NO_READS)
     if claim.owner_id != actor.pk and not holds(actor, REVIEW_CASE):
         raise PermissionRefused(NOT_OWNER)
-    now = clock.now()
+    now = now or clock.now()
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
     reviewed = holds(actor, REVIEW_CASE)
     previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
@@ -124,6 +130,7 @@ def run_outcome_report(
             "reviewed": reviewed,
             "items": [item_id for item_id, _kind in items],
         },
+        at=now,
     )
     return {
         "run_id": run_id,

@@ -76,5 +76,6 @@ def run_store(
         # keeps it whole, the event its start.
         reason=reason_clipped(reason),
         details={"run_id": run_id, "status": status, "tool_calls": tool_calls},
+        at=finished_at,
     )
     return run
