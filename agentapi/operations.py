@@ -48,6 +48,7 @@ from reviewconsole.permissions import (
     require,
     require_scope,
 )
+from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access, tenants_of, visible
 from reviewconsole.timeparse import to_utc_iso
 
@@ -134,7 +135,7 @@ def case_propose(*, user: User, proposal: CaseProposal) -> dict[str, Any]:
 def run_read(*, user: User, run_id: str) -> dict[str, Any]:
     require(user, VIEW_RUN, message=VIEW_RUN_REFUSED)
     try:
-        run_id = experience_run_records.validate_run_id(run_id)
+        run_id = validate_run_id(run_id)
     except ValidationFailure:
         raise NotFound(NO_SUCH_RUN) from None
     if "\x00" in run_id:
@@ -245,10 +246,11 @@ def _record_read(
     """A read by id inside a run is a Reference too, so revocation impact finds it."""
     if run_id is None:
         return
-    run_id = experience_run_records.validate_run_id(run_id)
+    run_id = validate_run_id(run_id)
+    at = clock.now()
     with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=clock.now())
-        experience_run_records.references_record(run_id=run_id, items=items, at=clock.now())
+        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
+        experience_run_records.references_record(run_id=run_id, items=items, at=at)
 
 
 def _run_json(run: Run) -> dict[str, Any]:

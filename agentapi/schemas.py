@@ -26,7 +26,6 @@ from experience.cases import schema as case_format
 from experience.retrieval.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
 from experience.retrieval.context import MIN_BUDGET as CONTEXT_MIN_BUDGET
 from experience.retrieval.context import TOKENIZER as CONTEXT_TOKENIZER
-from experience.review.outcomes import MAX_NOTE as MAX_OUTCOME_NOTE
 from investigations import domain as investigation_domain
 from investigations import services as investigation_services
 from knowledge.search import DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT
@@ -34,6 +33,8 @@ from knowledge.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from knowledge.search import MAX_QUERY_LENGTH as SEARCH_MAX_QUERY
 from reviewconsole import inputs, itemids
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.reasons import MAX_REASON
+from reviewconsole.runids import MAX_RUN_ID, RUN_ID_INVALID, run_id_valid
 from reviewconsole.scopes import SCOPE_VALUE_PATTERN, validate_scope_value
 from reviewconsole.timeparse import EARLIEST, LATEST, parse_aware_datetime, to_utc_iso
 
@@ -44,13 +45,11 @@ MAX_FACTS = 32
 MAX_FACT_TEXT = 200
 # Integers that survive every JSON consumer unchanged (IEEE-754 doubles).
 MAX_FACT_INT = inputs.MAX_JSON_INT
-MAX_RUN_ID = 100
 
 # The rule every door applies to text (command-line files, console uploads, this API).
 NUL_TEXT = inputs.NUL_TEXT
 BAD_UNICODE = inputs.BAD_UNICODE
 NOT_ISO_TEXT = "must be an ISO 8601 string with a timezone offset"
-RUN_ID_TEXT = f"must be 1-{MAX_RUN_ID} characters without spaces"
 
 
 def _storable(value: str) -> str:
@@ -86,8 +85,8 @@ def _whole_number(value: object) -> object:
 
 
 def _run_id(value: str) -> str:
-    if not value or len(value) > MAX_RUN_ID or any(ch.isspace() for ch in value):
-        raise ValueError(RUN_ID_TEXT)
+    if not run_id_valid(value):
+        raise ValueError(RUN_ID_INVALID)
     return value
 
 
@@ -646,7 +645,7 @@ class ExperienceContextResult(BaseModel):
 
 class RunOutcomeRequest(RequestBody):
     outcome: Literal["resolved_by_lead", "lead_was_wrong", "unresolved"]
-    note: Annotated[str, StringConstraints(max_length=MAX_OUTCOME_NOTE), Storable, NO_NUL] = ""
+    note: Annotated[str, StringConstraints(max_length=MAX_REASON), Storable, NO_NUL] = ""
 
 
 class RunOutcomeItem(BaseModel):

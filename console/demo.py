@@ -22,13 +22,14 @@ The story, oldest first (T is the moment of loading):
   available), and ``demo-recall-1`` and ``demo-skill-run-2``, which read it, wait for a follow-up.
 - T: the curation scan runs (skill proposals, re-review, conflicts), and, unless skipped, the
   shipped held-out set is replayed against the demo memory and its report stored.
+
+T is read from the clock once; every step hands its own moment to the services it calls (each
+write takes ``now``), so the clock itself is never set.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -116,19 +117,16 @@ THREAD_APPROVAL_DAYS = 6
 REVOKE_DAYS = 3
 
 
-@contextmanager
-def _days_ago(now: datetime, days: float) -> Iterator[datetime]:
-    moment = now - timedelta(days=days)
-    with clock.frozen(moment):
-        yield moment
+def _days_ago(now: datetime, days: float) -> datetime:
+    return now - timedelta(days=days)
 
 
-def demo_users() -> dict[str, User]:
+def demo_users(now: datetime | None = None) -> dict[str, User]:
     users = {}
     for name, role, password in DEMO_USERS:
         user = User.objects.filter(username=name).first()
         if user is None or user_role(user) != role or not user.check_password(password):
-            user = user_set_role(username=name, role=role, password=password)
+            user = user_set_role(username=name, role=role, password=password, now=now)
         if role != Role.AGENT and not user.email:
             # Reviewers' notifications need an address (the console's mail backend prints them).
             user.email = f"{name}@{DEMO_EMAIL_DOMAIN}"
@@ -153,7 +151,7 @@ def _lesson(lesson_type: str, conclusion: str, precondition: str, supports: list
     )
 
 
-def _lessons(*, cases: list[str], submitter: User, reviewer: User) -> list[str]:
+def _lessons(*, cases: list[str], submitter: User, reviewer: User, now: datetime) -> list[str]:
     """A failure lesson and a success pattern of one scene: a conflict a reviewer resolves."""
     contents = [
         _lesson(
@@ -171,9 +169,11 @@ def _lessons(*, cases: list[str], submitter: User, reviewer: User) -> list[str]:
     ]
     ids = []
     for content in contents:
-        lesson, _ = lessons.lesson_submit(content=content, actor=submitter)
+        lesson, _ = lessons.lesson_submit(content=content, actor=submitter, now=now)
         if lesson.status == Status.CANDIDATE:
-            lessons.lesson_approve(lesson=lesson, actor=reviewer, reason=LESSON_APPROVAL_REASON)
+            lessons.lesson_approve(
+                lesson=lesson, actor=reviewer, reason=LESSON_APPROVAL_REASON, now=now
+            )
         ids.append(lesson.id)
     return ids
 
@@ -186,24 +186,27 @@ def _ticket_context() -> TicketContext:
     )
 
 
-def _runs(*, skills: list[str], agent: User, reviewer: User) -> list[str]:
+def _runs(*, skills: list[str], agent: User, reviewer: User, now: datetime) -> list[str]:
     skill, second_skill = skills
     made = []
     if not run_read_items(RECALL_RUN):
-        retrieve_experience(TICKET, DEMO_SCOPE, clock.now(), RECALL_RUN, RECALL_LIMIT, actor=agent)
+        retrieve_experience(TICKET, DEMO_SCOPE, now, RECALL_RUN, RECALL_LIMIT, actor=agent)
         made.append(RECALL_RUN)
     if not Run.objects.filter(run_id=SKILL_RUN).exists():
-        run_skill(skill, DEMO_SCOPE, _ticket_context(), SKILL_RUN, actor=agent)
+        run_skill(skill, DEMO_SCOPE, _ticket_context(), SKILL_RUN, actor=agent, at=now)
         run_outcome_report(
             run_id=SKILL_RUN,
             outcome="resolved_by_lead",
             actor=agent,
             note="演示：按技能核对适用门店后确认漏配",
+            now=now,
         )
         made.append(SKILL_RUN)
     if not Run.objects.filter(run_id=SECOND_SKILL_RUN).exists():
         # Reads the duty summary, revoked later: this run is flagged for a follow-up.
-        run_skill(second_skill, DEMO_SCOPE, _ticket_context(), SECOND_SKILL_RUN, actor=agent)
+        run_skill(
+            second_skill, DEMO_SCOPE, _ticket_context(), SECOND_SKILL_RUN, actor=agent, at=now
+        )
         made.append(SECOND_SKILL_RUN)
     if not Investigation.objects.filter(run_id=INVESTIGATION_RUN).exists():
         context = _ticket_context()
@@ -215,17 +218,18 @@ def _runs(*, skills: list[str], agent: User, reviewer: User) -> list[str]:
             known_at=context.known_at,
             facts=context.facts,
             run_id=INVESTIGATION_RUN,
+            at=now,
         )
         made.append(INVESTIGATION_RUN)
     return made
 
 
-def _thread_candidate(*, operator: User) -> dict[str, Any]:
+def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
     """Import the demo thread and build the candidate an operator would from it."""
     data = read_json_file(str(THREAD_FIXTURE))
     # Where the thread happened, as an intake tool would pass it on: the builder starts from it.
     data["scope"] = {name: DEMO_SCOPE[name] for name in curation_domain.THREAD_SCOPE_FIELDS}
-    thread, imported = threads.thread_import(data=data, actor=operator)
+    thread, imported = threads.thread_import(data=data, actor=operator, now=now)
     picks = [
         curation_domain.Pick("m1", curation_domain.OBSERVATION),
         curation_domain.Pick("m4", curation_domain.OBSERVATION),
@@ -254,11 +258,13 @@ def _thread_candidate(*, operator: User) -> dict[str, Any]:
         ),
         outcome="补配二号店后顾客下单成功。",
     )
-    case, built = threads.candidate_build(thread=thread, picks=picks, draft=draft, actor=operator)
+    case, built = threads.candidate_build(
+        thread=thread, picks=picks, draft=draft, actor=operator, now=now
+    )
     return {"thread": thread.thread_id, "imported": imported, "case": case.id, "built": built}
 
 
-def _second_skill(*, cases: list[str], operator: User, reviewer: User) -> str:
+def _second_skill(*, cases: list[str], operator: User, reviewer: User, now: datetime) -> str:
     """A skill citing the duty summary and the product-list case (two incidents): revoking the
     summary later makes it unavailable, while the fixture's skill stays available."""
     content = parse_skill(
@@ -276,51 +282,62 @@ def _second_skill(*, cases: list[str], operator: User, reviewer: User) -> str:
         },
         tool_specs(),
     )
-    skill, _ = services.skill_submit(content=content, actor=operator)
+    skill, _ = services.skill_submit(content=content, actor=operator, now=now)
     if skill.status == Status.CANDIDATE:
-        services.skill_approve(skill=skill, actor=reviewer, reason=SECOND_SKILL_APPROVAL_REASON)
+        services.skill_approve(
+            skill=skill, actor=reviewer, reason=SECOND_SKILL_APPROVAL_REASON, now=now
+        )
     return skill.id
 
 
-def _approve_checked(case_id: str, *, reviewer: User) -> None:
+def _approve_checked(case_id: str, *, reviewer: User, now: datetime) -> None:
     """``reviewer`` checks the case's diagnosis evidence and approves it, if still a candidate."""
     case_check_and_approve(
-        selectors.case_get(case_id), reviewer=reviewer, reason=APPROVAL_REASON, note=CHECK_NOTE
+        selectors.case_get(case_id),
+        reviewer=reviewer,
+        reason=APPROVAL_REASON,
+        note=CHECK_NOTE,
+        now=now,
     )
 
 
 def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
     """Load the demo world into the current database (idempotent); return what it holds."""
     now = (now or clock.now()).replace(second=0, microsecond=0)
-    users = demo_users()
+    users = demo_users(now)
     operator, reviewer, second = users["olivia"], users["rita"], users["ravi"]
-    with _days_ago(now, KNOWLEDGE_DAYS):
-        knowledge = load_demo_knowledge(operator=operator)
-    with _days_ago(now, EXPERIENCE_DAYS):
-        experience = load_demo_experience(operator=operator, reviewer=reviewer)
-        summary_id = experience["items"][DUTY_SUMMARY]["id"]
-        _approve_checked(summary_id, reviewer=second)
+    knowledge = load_demo_knowledge(operator=operator, now=_days_ago(now, KNOWLEDGE_DAYS))
+    at = _days_ago(now, EXPERIENCE_DAYS)
+    experience = load_demo_experience(operator=operator, reviewer=reviewer, now=at)
+    summary_id = experience["items"][DUTY_SUMMARY]["id"]
+    _approve_checked(summary_id, reviewer=second, now=at)
     cases = [experience["items"][i]["id"] for i in (FIRST_CASE, SECOND_CASE)]
-    with _days_ago(now, SECOND_SKILL_DAYS):
-        second_skill = _second_skill(
-            cases=[summary_id, cases[1]], operator=operator, reviewer=reviewer
+    second_skill = _second_skill(
+        cases=[summary_id, cases[1]],
+        operator=operator,
+        reviewer=reviewer,
+        now=_days_ago(now, SECOND_SKILL_DAYS),
+    )
+    lesson_ids = _lessons(
+        cases=cases, submitter=second, reviewer=reviewer, now=_days_ago(now, LESSON_DAYS)
+    )
+    runs = _runs(
+        skills=[experience["skill"], second_skill],
+        agent=users["agent-7"],
+        reviewer=reviewer,
+        now=_days_ago(now, RUN_DAYS),
+    )
+    thread = _thread_candidate(operator=operator, now=_days_ago(now, THREAD_DAYS))
+    _approve_checked(thread["case"], reviewer=reviewer, now=_days_ago(now, THREAD_APPROVAL_DAYS))
+    summary = selectors.case_get(summary_id)
+    if summary.status == Status.APPROVED:
+        revocation.case_revoke(
+            case=summary,
+            actor=reviewer,
+            reason=SUMMARY_REVOCATION_REASON,
+            now=_days_ago(now, REVOKE_DAYS),
         )
-    with _days_ago(now, LESSON_DAYS):
-        lesson_ids = _lessons(cases=cases, submitter=second, reviewer=reviewer)
-    with _days_ago(now, RUN_DAYS):
-        runs = _runs(
-            skills=[experience["skill"], second_skill], agent=users["agent-7"], reviewer=reviewer
-        )
-    with _days_ago(now, THREAD_DAYS):
-        thread = _thread_candidate(operator=operator)
-    with _days_ago(now, THREAD_APPROVAL_DAYS):
-        _approve_checked(thread["case"], reviewer=reviewer)
-    with _days_ago(now, REVOKE_DAYS):
-        summary = selectors.case_get(summary_id)
-        if summary.status == Status.APPROVED:
-            revocation.case_revoke(case=summary, actor=reviewer, reason=SUMMARY_REVOCATION_REASON)
-    with clock.frozen(now):
-        scan = curation_scan(now=now)
+    scan = curation_scan(now=now)
     return {
         "users": [
             {"username": name, "role": str(role), "password": password}
@@ -349,9 +366,13 @@ def demo_replay_report(now: datetime | None = None) -> int:
     report = ReplayReport.objects.order_by("pk").first()
     if report is None:
         moment = (now or clock.now()).replace(second=0, microsecond=0)
-        with clock.frozen(moment - timedelta(hours=1)):
-            call_command(
-                "replay", str(HELDOUT_FIXTURE), memory="demo", as_user="ada", stdout=io.StringIO()
-            )
+        call_command(
+            "replay",
+            str(HELDOUT_FIXTURE),
+            memory="demo",
+            as_user="ada",
+            at=moment - timedelta(hours=1),
+            stdout=io.StringIO(),
+        )
         report = ReplayReport.objects.order_by("pk").get()
     return report.pk

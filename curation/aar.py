@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
+from experience.cases.schema import MAX_EXCERPT
 from knowledge.domain import jaccard, tokenize
 
 SKILL_RUN = "skill run"
 INVESTIGATION = "investigation"
 STEP_OF_INVESTIGATION = "a step of an investigation, reviewed with the investigation"
 DRAFT_VALIDITY = timedelta(days=365)
-MAX_EXCERPT = 2_000
 MAX_TITLE = 300
 # A draft at least this similar (Jaccard of title and summary tokens) to an open candidate of the
 # same scope is the same lesson learned again: the run is attached to that candidate instead.
@@ -111,7 +111,10 @@ def draft_case(trace: Trace) -> dict[str, Any]:
             "statement": f"the {trace.kind} ended {trace.status}; it does not confirm a cause",
             "refutes": "a historical lead is never a confirmed cause; the current evidence decides",
             "evidence": [
-                {"source_id": source(trace.run_id), "excerpt": _clip(result_line(trace), 2_000)}
+                {
+                    "source_id": source(trace.run_id),
+                    "excerpt": _clip(result_line(trace), MAX_EXCERPT),
+                }
             ],
         }
     ]
@@ -140,7 +143,10 @@ def draft_case(trace: Trace) -> dict[str, Any]:
         "diagnosis": {
             "statement": trace.answer or f"Run ended {trace.status}: {trace.reason or 'no reason'}",
             "evidence": [
-                {"source_id": source(trace.run_id), "excerpt": _clip(result_line(trace), 2_000)}
+                {
+                    "source_id": source(trace.run_id),
+                    "excerpt": _clip(result_line(trace), MAX_EXCERPT),
+                }
             ],
         },
         "counterevidence": counter,

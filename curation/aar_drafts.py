@@ -9,6 +9,7 @@ often the task runs).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -18,7 +19,6 @@ from curation import aar
 from curation.models import RunDraft
 from experience.cases.models import Case
 from experience.cases.services import case_propose
-from experience.core.domain import SCOPE_FIELDS
 from experience.core.models import Status
 from experience.runs.models import Run
 from investigations.models import Investigation
@@ -27,6 +27,7 @@ from reviewconsole.audit import event_record
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE, holds
 from reviewconsole.roles import Role
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.services import user_set_role
 
 DRAFTER = "aar-drafter"
@@ -42,9 +43,9 @@ class DraftRefused(Exception):
     pass
 
 
-def aar_drafter() -> User:
+def aar_drafter(now: datetime | None = None) -> User:
     existing = User.objects.filter(username=DRAFTER).first()
-    return existing or user_set_role(username=DRAFTER, role=Role.AGENT)
+    return existing or user_set_role(username=DRAFTER, role=Role.AGENT, now=now)
 
 
 def _findings(evidence: list[dict[str, Any]] | None, status: str | None) -> tuple[str, ...]:
@@ -129,7 +130,7 @@ def _open_candidates(scope: dict[str, str]) -> list[tuple[str, str]]:
 
 
 @transaction.atomic
-def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
+def run_draft(*, trace: aar.Trace, caller_id: int | None, now: datetime | None = None) -> RunDraft:
     """Draft (or attach) the after-action review of one run; once per run."""
     existing = RunDraft.objects.filter(kind=trace.kind, run_id=trace.run_id).first()
     if existing is not None:
@@ -138,7 +139,8 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
         raise DraftRefused(REPLAY_NOT_DRAFTED)
     if any(not trace.scope.get(name) for name in SCOPE_FIELDS):
         raise DraftRefused("the run has no complete scope: nothing to draft a case in")
-    drafter = aar_drafter()
+    now = now or clock.now()
+    drafter = aar_drafter(now)
     if caller_id == drafter.pk:
         raise DraftRefused(DRAFTER_IS_CALLER)
     if holds(drafter, REVIEW_CASE, VERIFY_EVIDENCE):
@@ -146,7 +148,7 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
     draft = aar.draft_case(trace)
     duplicate = aar.near_duplicate_of(draft, _open_candidates(dict(trace.scope)))
     if duplicate is None:
-        case, _created = case_propose(data=draft, actor=drafter)
+        case, _created = case_propose(data=draft, actor=drafter, now=now)
         case_id = case.id
     else:
         case_id = duplicate
@@ -155,12 +157,13 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None) -> RunDraft:
         kind=trace.kind,
         case_id=case_id,
         attached=duplicate is not None,
-        drafted_at=clock.now(),
+        drafted_at=now,
     )
     event_record(
         actor=drafter,
         action=Action.AAR_DRAFT,
         target=case_id,
         details={"run_id": trace.run_id, "kind": trace.kind, "attached": duplicate is not None},
+        at=now,
     )
     return record

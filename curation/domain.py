@@ -61,7 +61,7 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
 from reviewconsole.fields import reject_unknown_fields
 from reviewconsole.inputs import check_tree
-from reviewconsole.scopes import validate_scope_value
+from reviewconsole.scopes import SCOPE_FIELDS, validate_scope_value
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 # --- thread format ---------------------------------------------------------------------------
@@ -84,8 +84,8 @@ MAX_EXCERPT = 2_000
 THREAD_FIELDS = frozenset({"id", "tenant", "title", "source", "scope", "messages"})
 # What a thread may say about where it happened besides its tenant: it prefills the builder's
 # scope (the operator still confirms every value).
-THREAD_SCOPE_FIELDS = ("brand", "store", "campaign", "deployment")
-NOT_A_SCOPE_FIELD = "is not a scope field of a thread (brand, store, campaign, deployment)"
+THREAD_SCOPE_FIELDS = tuple(name for name in SCOPE_FIELDS if name != "tenant")
+NOT_A_SCOPE_FIELD = f"is not a scope field of a thread ({', '.join(THREAD_SCOPE_FIELDS)})"
 MESSAGE_FIELDS = frozenset({"id", "author", "role", "time", "text", "attachments"})
 ATTACHMENT_FIELDS = frozenset({"name", "text"})
 

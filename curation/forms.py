@@ -11,10 +11,11 @@ from django.utils.translation import gettext_lazy as _
 
 from curation import domain
 from curation.models import LinkStatus, ProposalStatus, ReReviewReason, ReReviewStatus
-from experience.core.domain import SCOPE_FIELDS
+from experience.cases.schema import MAX_WHEN
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.formfields import ZonedDateTimeField
 from reviewconsole.reasons import MAX_REASON
+from reviewconsole.scopes import SCOPE_FIELDS
 
 USE_CHOICES = [
     ("", _("— not used")),
@@ -200,7 +201,7 @@ class ReasonForm(forms.Form):
 class ProposalAdoptForm(forms.Form):
     title = forms.CharField(label=_("Skill title"), max_length=300)
     when = forms.CharField(
-        label=_("When it applies"), max_length=2_000, widget=forms.Textarea(attrs={"rows": 3})
+        label=_("When it applies"), max_length=MAX_WHEN, widget=forms.Textarea(attrs={"rows": 3})
     )
     query_1 = forms.CharField(label=_("Step 1: search_knowledge query"), max_length=200)
     query_2 = forms.CharField(

@@ -69,7 +69,7 @@ def _case_shingles(case: Case) -> frozenset[str]:
     )
 
 
-def case_link_similar(*, case: Case) -> list[NearDuplicate]:
+def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDuplicate]:
     """Index the case and link it to similar candidate or approved cases of the same scope (not
     to the version it supersedes or that supersedes it, nor to cases of its own incident)."""
     own = _case_shingles(case)
@@ -104,7 +104,7 @@ def case_link_similar(*, case: Case) -> list[NearDuplicate]:
     ]
     merges = incident_merges(case.tenant, case.brand)
     own_incident = domain.canonical_incident(case.incident, merges)
-    now = clock.now()
+    now = now or clock.now()
     similar = []
     for peer in candidates:
         if case.supersedes == peer.id or peer.supersedes == case.id:
@@ -169,6 +169,7 @@ def incident_merge(
     actor: User,
     reason: str,
     link: NearDuplicate | None = None,
+    now: datetime | None = None,
 ) -> IncidentMerge:
     """Record that incident ``alias`` is incident ``into``; every distinct-incident count of the
     tenant and brand follows at once (skill approval, confidence, proposals)."""
@@ -190,7 +191,7 @@ def incident_merge(
     )
     merges = incident_merges(tenant, brand)
     alias_root, into_root = domain.merge_plan(alias, into, merges)
-    now = clock.now()
+    now = now or clock.now()
     merge = IncidentMerge.objects.create(
         tenant=tenant,
         brand=brand,
@@ -226,6 +227,7 @@ def incident_merge(
             "links_closed": closed,
             "link": link.pk if link is not None else None,
         },
+        at=now,
     )
     return merge
 
@@ -238,11 +240,13 @@ def near_duplicate_resolve(
     actor: User,
     reason: str,
     canonical: str = "",
+    now: datetime | None = None,
 ) -> NearDuplicate:
     """A reviewer's answer to "possibly the same incident": merge the incidents, or record that
     they differ so the pair leaves the queue."""
     require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
     reason = reason_given(reason)
+    now = now or clock.now()
     link = (
         NearDuplicate.objects.select_for_update().select_related("case_a", "case_b").get(pk=link.pk)
     )
@@ -268,6 +272,7 @@ def near_duplicate_resolve(
             actor=actor,
             reason=reason,
             link=link,
+            now=now,
         )
         link.refresh_from_db()
         link.reason = reason
@@ -275,7 +280,7 @@ def near_duplicate_resolve(
     elif decision == DIFFERENT:
         link.status = LinkStatus.DIFFERENT
         link.resolved_by = actor
-        link.resolved_at = clock.now()
+        link.resolved_at = now
         link.reason = reason
         link.save(update_fields=["status", "resolved_by", "resolved_at", "reason"])
     else:
@@ -290,5 +295,6 @@ def near_duplicate_resolve(
             "canonical": canonical or None,
             "cases": [link.case_a_id, link.case_b_id],
         },
+        at=now,
     )
     return link

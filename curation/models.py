@@ -13,7 +13,8 @@ from django.db import models
 from django.urls import reverse
 
 from experience.cases.models import Case
-from experience.core.models import ID_LENGTH, SCOPE_LENGTH
+from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ScopeFields
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 def _user_fk(*, null: bool = True) -> models.ForeignKey:
@@ -242,18 +243,13 @@ class ProposalStatus(models.TextChoices):
     DISMISSED = "dismissed", "dismissed"
 
 
-class SkillProposal(models.Model):
+class SkillProposal(ScopeFields):
     """A drafted skill for a check pattern shared by approved cases of distinct incidents.
 
     Not a skill: a person turns it into a candidate (and becomes its submitter), and another
     reviewer approves that candidate.
     """
 
-    tenant = models.CharField(max_length=SCOPE_LENGTH)
-    brand = models.CharField(max_length=SCOPE_LENGTH)
-    store = models.CharField(max_length=SCOPE_LENGTH)
-    campaign = models.CharField(max_length=SCOPE_LENGTH)
-    deployment = models.CharField(max_length=SCOPE_LENGTH)
     pattern_kind = models.CharField(max_length=12)
     pattern = models.CharField(max_length=300)
     case_ids = models.JSONField(default=list)
@@ -275,15 +271,7 @@ class SkillProposal(models.Model):
         ordering = ["-updated_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "tenant",
-                    "brand",
-                    "store",
-                    "campaign",
-                    "deployment",
-                    "pattern_kind",
-                    "pattern",
-                ],
+                fields=[*SCOPE_FIELDS, "pattern_kind", "pattern"],
                 name="skill_proposal_pattern",
             ),
         ]
@@ -293,16 +281,6 @@ class SkillProposal(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("curation:proposal-detail", args=[self.pk])
-
-    @property
-    def scope(self) -> dict[str, str]:
-        return {
-            "tenant": self.tenant,
-            "brand": self.brand,
-            "store": self.store,
-            "campaign": self.campaign,
-            "deployment": self.deployment,
-        }
 
 
 class RunDraft(models.Model):

@@ -36,6 +36,7 @@ from experience.lessons.models import Lesson, LessonConflict
 from reviewconsole import clock
 from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds
+from reviewconsole.reasons import reason_clipped
 from reviewconsole.tenancy import may_access
 
 WAITING = "waiting"
@@ -60,13 +61,13 @@ def notifications_set(*, user: User, enabled: bool) -> None:
         NotificationOptOut.objects.get_or_create(user=user, defaults={"since": clock.now()})
 
 
-def _claim(user: User, kind: str, keys: Iterable[str]) -> list[str]:
+def _claim(user: User, kind: str, keys: Iterable[str], *, now: datetime) -> list[str]:
     """The keys not yet announced to ``user``, now marked as announced."""
     fresh = []
     for key in keys:
         try:
             with transaction.atomic():
-                NotificationSent.objects.create(user=user, kind=kind, key=key, sent_at=clock.now())
+                NotificationSent.objects.create(user=user, kind=kind, key=key, sent_at=now)
         except IntegrityError:
             continue
         fresh.append(key)
@@ -77,18 +78,24 @@ def _can_receive(user: User | None) -> bool:
     return user is not None and user.is_active and bool(user.email) and not opted_out(user)
 
 
-def _deliver(user: User | None, kind: str, keys: list[str], subject: str, lines: list[str]) -> int:
+def _deliver(
+    user: User | None,
+    kind: str,
+    keys: list[str],
+    subject: str,
+    lines: list[str],
+    *,
+    now: datetime,
+) -> int:
     """Put one mail of the ``lines`` whose keys ``user`` has not heard of in the outbox."""
     if user is None or not _can_receive(user):
         return 0
     with transaction.atomic():
-        fresh = _claim(user, kind, keys)
+        fresh = _claim(user, kind, keys, now=now)
         if not fresh:
             return 0
         body = "\n".join(line for key, line in zip(keys, lines, strict=True) if key in fresh)
-        mail = OutboxMail.objects.create(
-            user=user, subject=subject, body=body, created_at=clock.now()
-        )
+        mail = OutboxMail.objects.create(user=user, subject=subject, body=body, created_at=now)
         NotificationSent.objects.filter(user=user, kind=kind, key__in=fresh).update(mail=mail)
         mail_send_task.enqueue(mail.pk)
     return 1
@@ -138,7 +145,8 @@ def outbox_send(mail_id: int) -> str:
             return str(mail.state)
     except Exception as error:
         OutboxMail.objects.filter(pk=mail_id, state=OutboxMail.State.PENDING).update(
-            attempts=F("attempts") + 1, last_error=f"{type(error).__name__}: {error}"[:2000]
+            attempts=F("attempts") + 1,
+            last_error=reason_clipped(f"{type(error).__name__}: {error}"),
         )
         raise
 
@@ -161,7 +169,8 @@ def _link(item: Case | Skill | Lesson) -> str:
 
 def notify_waiting_candidates(now: datetime | None = None) -> int:
     """Mail each reviewer the candidates of their tenants waiting longer than the wait time."""
-    cutoff = (now or clock.now()) - timedelta(hours=wait_hours())
+    now = now or clock.now()
+    cutoff = now - timedelta(hours=wait_hours())
     waiting = [
         (
             item.id,
@@ -186,11 +195,12 @@ def notify_waiting_candidates(now: datetime | None = None) -> int:
                 [key for key, _ in mine],
                 "Candidates are waiting for review",
                 [line for _, line in mine],
+                now=now,
             )
     return sent
 
 
-def notify_revoked(item_id: str) -> int:
+def notify_revoked(item_id: str, now: datetime | None = None) -> int:
     for model in (Case, Skill, Lesson):
         item = model.objects.filter(pk=item_id).select_related("approved_by").first()
         if item is not None and item.status == Status.REVOKED:
@@ -200,12 +210,17 @@ def notify_revoked(item_id: str) -> int:
                 f"reason: {reason}{_link(item)}"
             )
             return _deliver(
-                item.approved_by, REVOKED, [item.id], "An item you approved was revoked", [line]
+                item.approved_by,
+                REVOKED,
+                [item.id],
+                "An item you approved was revoked",
+                [line],
+                now=now or clock.now(),
             )
     return 0
 
 
-def notify_conflict(conflict_pk: int) -> int:
+def notify_conflict(conflict_pk: int, now: datetime | None = None) -> int:
     conflict = LessonConflict.objects.filter(pk=conflict_pk).first()
     if conflict is None:
         return 0
@@ -221,8 +236,14 @@ def notify_conflict(conflict_pk: int) -> int:
         f"{conflict.lesson_a_id} conflicts with {conflict.lesson_b_id} "
         f"(found by {quoted(conflict.found_by)})"
     )
+    now = now or clock.now()
     for user in approvers:
         sent += _deliver(
-            user, CONFLICT, [str(conflict.pk)], "A lesson you approved is in a conflict", [line]
+            user,
+            CONFLICT,
+            [str(conflict.pk)],
+            "A lesson you approved is in a conflict",
+            [line],
+            now=now,
         )
     return sent

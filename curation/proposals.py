@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -35,6 +36,7 @@ def proposal_adopt(
     title: str,
     when: str,
     queries: Sequence[str],
+    now: datetime | None = None,
 ) -> Skill:
     """Turn a proposal into a candidate skill with ``actor`` as its submitter, so someone else
     must approve it (four eyes); the recipe is validated like any other."""
@@ -42,7 +44,7 @@ def proposal_adopt(
     proposal = SkillProposal.objects.select_for_update().get(pk=proposal.pk)
     if proposal.status != ProposalStatus.OPEN:
         raise ValidationFailure("proposal", PROPOSAL_CLOSED)
-    now = clock.now()
+    now = now or clock.now()
     valid_from, valid_to = proposal_validity(proposal, now)
     recipe = [{"tool": "search_knowledge", "arguments": {"query": q}} for q in queries if q.strip()]
     data = {
@@ -55,7 +57,7 @@ def proposal_adopt(
         "valid_from": to_utc_iso(valid_from),
         "valid_to": to_utc_iso(valid_to),
     }
-    skill, _created = skill_submit(content=parse_skill(data, tool_specs()), actor=actor)
+    skill, _created = skill_submit(content=parse_skill(data, tool_specs()), actor=actor, now=now)
     proposal.status = ProposalStatus.ADOPTED
     proposal.skill_id = skill.id
     proposal.resolved_by = actor
@@ -66,12 +68,15 @@ def proposal_adopt(
         action=Action.PROPOSAL_ADOPT,
         target=skill.id,
         details={"proposal": proposal.pk, "pattern": [proposal.pattern_kind, proposal.pattern]},
+        at=now,
     )
     return skill
 
 
 @transaction.atomic
-def proposal_dismiss(*, proposal: SkillProposal, actor: User, reason: str) -> SkillProposal:
+def proposal_dismiss(
+    *, proposal: SkillProposal, actor: User, reason: str, now: datetime | None = None
+) -> SkillProposal:
     require(actor, REVIEW_CASE, proposal.tenant, message=REVIEW_REFUSED)
     reason = reason_given(reason)
     proposal = SkillProposal.objects.select_for_update().get(pk=proposal.pk)
@@ -79,7 +84,8 @@ def proposal_dismiss(*, proposal: SkillProposal, actor: User, reason: str) -> Sk
         raise ValidationFailure("proposal", PROPOSAL_CLOSED)
     proposal.status = ProposalStatus.DISMISSED
     proposal.resolved_by = actor
-    proposal.resolved_at = clock.now()
+    now = now or clock.now()
+    proposal.resolved_at = now
     proposal.reason = reason
     proposal.save(update_fields=["status", "resolved_by", "resolved_at", "reason"])
     event_record(
@@ -88,5 +94,6 @@ def proposal_dismiss(*, proposal: SkillProposal, actor: User, reason: str) -> Sk
         target=f"proposal:{proposal.pk}",
         reason=reason,
         details={"pattern": [proposal.pattern_kind, proposal.pattern]},
+        at=now,
     )
     return proposal

@@ -66,7 +66,13 @@ def rereview_close_for(item: Case | Skill) -> list[ReReview]:
     if item.status == Status.APPROVED:
         return []
     note = f"superseded by {item.superseded_by}" if item.superseded_by else ""
-    return close_entries(item.id, resolution_of(item.status), now=clock.now(), note=note)
+    # Closed at the moment the item left approved, which the write that moved it set on its row.
+    left_at = {
+        Status.REVOKED: item.revoked_at,
+        Status.SUPERSEDED: item.superseded_at,
+        Status.REJECTED: item.rejected_at,
+    }.get(Status(item.status))
+    return close_entries(item.id, resolution_of(item.status), now=left_at or clock.now(), note=note)
 
 
 def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -> dict[str, Any]:
@@ -106,7 +112,12 @@ def _open_entry_item(
 
 @transaction.atomic
 def rereview_recertify(
-    *, entry: ReReview, valid_from: datetime, valid_to: datetime, actor: User
+    *,
+    entry: ReReview,
+    valid_from: datetime,
+    valid_to: datetime,
+    actor: User,
+    now: datetime | None = None,
 ) -> Case:
     """Submit a new version of the case (same content, the validity given, ``supersedes`` the
     old one) as a candidate. Its evidence is unchecked, so a reviewer other than ``actor`` must
@@ -115,11 +126,11 @@ def rereview_recertify(
     entry, old = _open_entry_item(
         entry, Case, actor, ADD_CASE, refused=BUILD_REFUSED, other_type=ENTRY_NOT_CASE
     )
-    now = clock.now()
+    now = now or clock.now()
     if valid_to <= now:
         raise ValidationFailure("valid_to", VALID_TO_PASSED)
     content = parse_case(_recertified_content(old, valid_from, valid_to))
-    new, _created = case_submit(content=content, actor=actor)
+    new, _created = case_submit(content=content, actor=actor, now=now)
     # Every open question about the old version is answered by the review of the new one.
     for sibling in ReReview.objects.select_for_update().filter(
         item_id=old.id, status=ReReviewStatus.OPEN
@@ -133,12 +144,15 @@ def rereview_recertify(
         action=Action.REREVIEW_RECERTIFY,
         target=old.id,
         details={"entry": entry.pk, "new_version": new.id, "at": to_utc_iso(now)},
+        at=now,
     )
     return new
 
 
 @transaction.atomic
-def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
+def rereview_confirm(
+    *, entry: ReReview, actor: User, reason: str, now: datetime | None = None
+) -> ReReview:
     """A reviewer confirms an approved skill still holds. Skills carry no conclusion and have
     no superseding versions; the cases they cite go through re-certification themselves."""
     require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
@@ -149,7 +163,8 @@ def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
     entry.status = ReReviewStatus.CLOSED
     entry.resolution = ReReviewResolution.CONFIRMED
     entry.resolved_by = actor
-    entry.resolved_at = clock.now()
+    now = now or clock.now()
+    entry.resolved_at = now
     entry.note = reason
     entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at", "note"])
     event_record(
@@ -158,5 +173,6 @@ def rereview_confirm(*, entry: ReReview, actor: User, reason: str) -> ReReview:
         target=skill.id,
         reason=reason,
         details={"entry": entry.pk, "reason": entry.reason, "document": entry.document_id},
+        at=now,
     )
     return entry

@@ -34,6 +34,7 @@ from curation.selectors import (
     pattern_cases,
 )
 from experience.cases.models import Case, Skill
+from experience.cases.schema import MAX_WHEN
 from experience.core.gate import usable_case_q
 from experience.core.models import Status
 from experience.lessons.models import LessonConflict
@@ -233,7 +234,7 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
                 case_ids=list(draft.case_ids),
                 incidents=list(draft.incidents),
                 title=skill_title[:300],
-                when=when[:2000],
+                when=when[:MAX_WHEN],
                 recipe=domain.draft_recipe(query),
                 created_at=now,
                 updated_at=now,
@@ -242,14 +243,14 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
     return proposals
 
 
-def _backfill_signatures() -> list[NearDuplicate]:
+def _backfill_signatures(now: datetime) -> list[NearDuplicate]:
     """Cases stored before curation was installed get their signature and links now."""
     linked: list[NearDuplicate] = []
     missing = Case.objects.filter(
         status__in=[Status.CANDIDATE, Status.APPROVED], signature__isnull=True
     ).order_by("submitted_at", "id")
     for case in missing:
-        linked += case_link_similar(case=case)
+        linked += case_link_similar(case=case, now=now)
     return linked
 
 
@@ -259,7 +260,7 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
     now = now or clock.now()
     days = stale_after_days() if days is None else days
     report = ScanReport()
-    report.linked = _backfill_signatures()
+    report.linked = _backfill_signatures(now)
     report.closed = _close_gone(now)
     report.queued = _scan_staleness(now, days)
     report.proposals = _scan_proposals(now)
@@ -276,5 +277,6 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
                 "proposals": [p.pk for p in report.proposals],
                 "near_duplicates": [link.pk for link in report.linked],
             },
+            at=now,
         )
     return report

@@ -28,11 +28,11 @@ from curation.models import (
 from experience.cases.models import Case, Evidence, Skill, SkillCase
 from experience.cases.selectors import cited_case
 from experience.core.availability import case_usable
-from experience.core.domain import SCOPE_FIELDS
 from experience.core.models import Status
 from experience.runs.models import Reference, Run, RunCitation
 from knowledge.models import Document
 from reviewconsole import clock
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -28,14 +29,15 @@ THREAD_CONFLICT = "a thread with this id was imported with other content"
 
 
 @transaction.atomic
-def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
+def thread_import(*, data: object, actor: User, now: datetime | None = None) -> tuple[Thread, bool]:
     """Store a thread as imported. Identical content is a no-op; other content under the same
     id is refused (a thread is raw material that evidence cites, so it never changes).
 
     The thread's ``tenant`` must be one the actor may use (refused naming ``tenant``)."""
     require(actor, ADD_CASE, message=IMPORT_REFUSED)
     content = domain.parse_thread(data)
-    require_input_tenant(actor, content.tenant, field="tenant", create=True)
+    now = now or clock.now()
+    require_input_tenant(actor, content.tenant, field="tenant", create=True, now=now)
     # Thread ids are per tenant: another tenant's thread of this id is not looked at, so the
     # answer is the one for an id nobody has.
     existing = Thread.objects.filter(tenant=content.tenant, thread_id=content.id).first()
@@ -51,7 +53,7 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
         scope=dict(content.scope),
         content_hash=content.content_hash,
         imported_by=actor,
-        imported_at=clock.now(),
+        imported_at=now,
     )
     ThreadMessage.objects.bulk_create(
         ThreadMessage(
@@ -75,6 +77,7 @@ def thread_import(*, data: object, actor: User) -> tuple[Thread, bool]:
             "messages": len(content.messages),
             "content_hash": content.content_hash,
         },
+        at=now,
     )
     return thread, True
 
@@ -86,6 +89,7 @@ def candidate_build(
     picks: Sequence[domain.Pick],
     draft: domain.CandidateDraft,
     actor: User,
+    now: datetime | None = None,
 ) -> tuple[Case, bool]:
     """Submit the case the operator assembled from picked messages, through the normal
     submission (console), so it lands in the review queue unchecked.
@@ -95,7 +99,8 @@ def candidate_build(
     require(actor, ADD_CASE, thread.tenant, message=BUILD_REFUSED)
     domain.require_thread_tenant(thread.tenant, draft.scope)
     data = domain.candidate_case(thread_units(thread), picks, draft)
-    case, created = case_submit(content=parse_case(data), actor=actor)
+    now = now or clock.now()
+    case, created = case_submit(content=parse_case(data), actor=actor, now=now)
     if created:
         event_record(
             actor=actor,
@@ -105,5 +110,6 @@ def candidate_build(
                 "thread": thread.thread_id,
                 "picked": [{"unit": p.unit, "use": p.use} for p in picks],
             },
+            at=now,
         )
     return case, created

@@ -19,7 +19,6 @@ from experience.cases import selectors
 from experience.demo import load_demo_experience, load_demo_knowledge
 from experience.review import revocation
 from investigations.domain import Provider
-from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from reviewconsole.timeparse import parse_aware_datetime
@@ -31,18 +30,20 @@ REVOCATION_REASON = "复核发现诊断证据不足：门店范围漏配的结�
 
 def prepare_demo_memory() -> list[MemoryEvent]:
     """Load the demo memory into the current (temporary) database; return its timeline."""
-    with clock.frozen(MEMORY_APPROVED_AT):
-        operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
-        reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
-        load_demo_knowledge(operator=operator)
-        loaded = load_demo_experience(operator=operator, reviewer=reviewer)
+    at = MEMORY_APPROVED_AT
+    operator = user_set_role(username="demo-operator", role=Role.OPERATOR, now=at)
+    reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER, now=at)
+    load_demo_knowledge(operator=operator, now=at)
+    loaded = load_demo_experience(operator=operator, reviewer=reviewer, now=at)
     revoked_case = loaded["cases"][0]
 
     def revoke() -> None:
-        with clock.frozen(REVOKED_AT):
-            revocation.case_revoke(
-                case=selectors.case_get(revoked_case), actor=reviewer, reason=REVOCATION_REASON
-            )
+        revocation.case_revoke(
+            case=selectors.case_get(revoked_case),
+            actor=reviewer,
+            reason=REVOCATION_REASON,
+            now=REVOKED_AT,
+        )
 
     return [
         MemoryEvent(

@@ -17,6 +17,7 @@ from experience.core.domain import validate_scope
 from knowledge.domain import sha256_hex
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import json_path, reject_unknown_fields
+from reviewconsole.runids import validate_run_id
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
 FORMAT = "heldout-tickets/1"
@@ -34,7 +35,6 @@ CONFIG = "config"
 CHECK_NAME = re.compile(r"(knowledge|confirm|config):[a-z0-9][a-z0-9_-]{0,63}")
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 FACT_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-RUN_ID = re.compile(r"[^\s]{1,100}")
 
 # The one check and the one cause the knowledge base itself can support: a rule mismatch means
 # the rules do not cover the purchase (docs/contracts.md, Statuses).
@@ -74,7 +74,6 @@ BAD_MEMORY = "must be " + " or ".join(f'"{m}"' for m in MEMORIES)
 BAD_SLUG = "must be 1-64 lower-case letters, digits or - starting with a letter or digit"
 BAD_CHECK = "must look like knowledge:NAME, confirm:NAME or config:NAME (lower-case)"
 BAD_TICKET_ID = "must be 1-200 characters without spaces or control characters"
-BAD_RUN_ID = "must be 1-100 characters without spaces"
 BAD_FACT_NAME = "fact names are lower-case identifiers"
 BAD_FACT_VALUE = "must be a string or an integer"
 DUPLICATE = "repeats"
@@ -244,8 +243,7 @@ def _run_ids(value: object, path: str) -> tuple[str, ...]:
     if not items:
         raise ValidationFailure(path, "must name at least one run of this ticket")
     for i, run_id in enumerate(items):
-        if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
-            raise ValidationFailure(f"{path}[{i}]", BAD_RUN_ID)
+        validate_run_id(run_id, field=f"{path}[{i}]")
     _unique(items, path)
     return tuple(items)
 

@@ -8,6 +8,7 @@ cites one of its tickets or runs cannot be approved (``cites_heldout_ticket``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -29,7 +30,9 @@ RUN_OF_OTHER_TICKET = "is registered as a run of another held-out ticket"
 
 
 @transaction.atomic
-def heldout_register(*, ticket_set: TicketSet, actor: User | None) -> list[str]:
+def heldout_register(
+    *, ticket_set: TicketSet, actor: User | None, now: datetime | None = None
+) -> list[str]:
     """Register the set's tickets and runs as held out; return the ticket ids new to the register.
 
     Refused (and nothing written) when a ticket already reached approved memory. Registering a
@@ -45,7 +48,7 @@ def heldout_register(*, ticket_set: TicketSet, actor: User | None) -> list[str]:
             "run_id", "ticket__ticket_id"
         )
     )
-    now = clock.now()
+    now = now or clock.now()
     created: list[str] = []
     for i, ticket in enumerate(ticket_set.tickets):
         row = existing.get(ticket.id)
@@ -72,6 +75,7 @@ def heldout_register(*, ticket_set: TicketSet, actor: User | None) -> list[str]:
             action=Action.HELDOUT_REGISTER,
             target=ticket_set.name,
             details={"set_hash": ticket_set.content_hash, "tickets": created},
+            at=now,
         )
     return created
 
@@ -84,11 +88,13 @@ def report_store(
     result: dict[str, Any],
     chart: bytes,
     actor: User | None,
+    now: datetime | None = None,
 ) -> ReplayReport:
     """Keep a replay's report; its tickets are held out from here on."""
-    heldout_register(ticket_set=ticket_set, actor=actor)
+    now = now or clock.now()
+    heldout_register(ticket_set=ticket_set, actor=actor, now=now)
     report = ReplayReport.objects.create(
-        created_at=clock.now(),
+        created_at=now,
         created_by=actor if actor is not None and actor.is_authenticated else None,
         ticket_set=ticket_set.name,
         tenant=ticket_set.tenant,
@@ -112,6 +118,7 @@ def report_store(
             WITH: report.with_memory,
             WITHOUT: report.without_memory,
         },
+        at=now,
     )
     return report
 

@@ -13,6 +13,7 @@ from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class EvidenceInline(ReadOnlyInline):
@@ -25,7 +26,7 @@ class EvidenceInline(ReadOnlyInline):
 class CaseAdmin(ReadOnlyAdmin):
     tenant_field = "tenant"
     list_display = ("id", "title", "incident", "store", "deployment", "status", "submitted_by")
-    list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment", "submitted_via")
+    list_filter = ("status", *SCOPE_FIELDS, "submitted_via")
     search_fields = ("id", "title", "incident", "summary")
     inlines = (EvidenceInline,)
 
@@ -34,7 +35,7 @@ class CaseAdmin(ReadOnlyAdmin):
 class SkillAdmin(ReadOnlyAdmin):
     tenant_field = "tenant"
     list_display = ("id", "title", "store", "deployment", "status", "submitted_by")
-    list_filter = ("status", "tenant", "brand", "store", "campaign", "deployment")
+    list_filter = ("status", *SCOPE_FIELDS)
     search_fields = ("id", "title", "when")
 
 
@@ -97,7 +98,7 @@ class LessonCaseInline(ReadOnlyInline):
 class LessonAdmin(ReadOnlyAdmin):
     tenant_field = "tenant"
     list_display = ("id", "title", "lesson_type", "store", "deployment", "status", "submitted_by")
-    list_filter = ("status", "lesson_type", "tenant", "brand", "store", "campaign", "deployment")
+    list_filter = ("status", "lesson_type", *SCOPE_FIELDS)
     search_fields = ("id", "title", "scene_description", "conclusion")
     inlines = (LessonCaseInline,)
 
@@ -141,7 +142,7 @@ class RunFollowUpAdmin(ReadOnlyAdmin):
 @admin.register(IndexScope)
 class IndexScopeAdmin(ReadOnlyAdmin):
     tenant_field = "tenant"
-    list_display = ("tenant", "brand", "store", "campaign", "deployment", "stamp")
+    list_display = (*SCOPE_FIELDS, "stamp")
 
 
 @admin.register(IndexEntry)

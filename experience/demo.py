@@ -3,6 +3,9 @@
 ``load_demo_experience`` imports ``fixtures/experience.json`` and approves what a reviewer would
 approve, leaving the rest in the review queue. ``replays`` runs the four demo replays against
 whatever database is current; the ``experience_demo`` command runs them on a temporary one.
+
+Every loader takes the moment it writes at (``now``) and hands it to each service it calls, so
+a demo is dated as its caller chooses without touching the clock.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from experience.cases import selectors, services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import SkillRunResult, TicketContext, run_skill
 from experience.cases.models import Case
 from experience.cases.schema import evidence_objects
 from experience.core.models import Status
@@ -79,7 +82,9 @@ def _verified_keys(item: dict[str, Any]) -> list[str]:
     return keys
 
 
-def case_check_and_approve(case: Case, *, reviewer: User, reason: str, note: str) -> None:
+def case_check_and_approve(
+    case: Case, *, reviewer: User, reason: str, note: str, now: datetime | None = None
+) -> None:
     """``reviewer`` checks the case's diagnosis evidence, then approves it, if still a candidate.
 
     What a reviewer does before approving: the submitter's own checks (an import's
@@ -90,12 +95,12 @@ def case_check_and_approve(case: Case, *, reviewer: User, reason: str, note: str
         return
     for item in case.evidence_items.filter(section="diagnosis").order_by("position"):
         if not item.checks.filter(checked_by=reviewer).exists():
-            services.evidence_check(case=case, key=item.key, actor=reviewer, note=note)
-    services.case_approve(case=case, actor=reviewer, reason=reason)
+            services.evidence_check(case=case, key=item.key, actor=reviewer, note=note, now=now)
+    services.case_approve(case=case, actor=reviewer, reason=reason, now=now)
 
 
 def load_demo_experience(
-    *, operator: User, reviewer: User, path: Path | None = None
+    *, operator: User, reviewer: User, path: Path | None = None, now: datetime | None = None
 ) -> dict[str, Any]:
     """Import the demo cases and skill as ``operator``; ``reviewer`` checks and approves.
 
@@ -108,7 +113,7 @@ def load_demo_experience(
     raw = read_json_file(str(path or FIXTURE))
     can_verify = holds(operator, VERIFY_EVIDENCE)
     submitted = review_imports.items_import(
-        items=raw if can_verify else _without_verified_flags(raw), actor=operator
+        items=raw if can_verify else _without_verified_flags(raw), actor=operator, now=now
     )
     if not can_verify:
         for item, result in zip(raw, submitted, strict=True):
@@ -123,6 +128,7 @@ def load_demo_experience(
                         key=key,
                         actor=reviewer,
                         note="demo: excerpt compared with the thread",
+                        now=now,
                     )
     approved = []
     for index in APPROVE:
@@ -133,11 +139,14 @@ def load_demo_experience(
                 reviewer=reviewer,
                 reason=APPROVAL_REASON,
                 note=DIAGNOSIS_CHECK_NOTE,
+                now=now,
             )
         else:
             skill = selectors.skill_get(result.id)
             if skill.status == Status.CANDIDATE:
-                services.skill_approve(skill=skill, actor=reviewer, reason=SKILL_APPROVAL_REASON)
+                services.skill_approve(
+                    skill=skill, actor=reviewer, reason=SKILL_APPROVAL_REASON, now=now
+                )
         approved.append(result.id)
     return {
         "items": [
@@ -151,9 +160,8 @@ def load_demo_experience(
     }
 
 
-def load_demo_knowledge(*, operator: User) -> dict[str, Any]:
-
-    result = documents_import(items=read_json_file(str(KNOWLEDGE_FIXTURE)), actor=operator)
+def load_demo_knowledge(*, operator: User, now: datetime | None = None) -> dict[str, Any]:
+    result = documents_import(items=read_json_file(str(KNOWLEDGE_FIXTURE)), actor=operator, now=now)
     return {"created": result.created, "unchanged": result.unchanged}
 
 
@@ -181,29 +189,28 @@ def replays(
     agent: User,
     now: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The four demo replays, run by ``agent``, in order. The last one revokes ``revoke_case_id``."""
+    """The four demo replays, run by ``agent``, in order. The last one revokes ``revoke_case_id``.
+
+    ``now`` is the moment they all happen at (memory read as of it, runs and the revocation
+    stored at it); without it each reads the clock."""
     partial_facts = {k: v for k, v in DEMO_FACTS.items() if k not in ("channel", "product")}
     other_release = {**DEMO_SCOPE, "deployment": OTHER_DEPLOYMENT}
+
+    def replay(scope: dict[str, str], context: TicketContext, run_id: str) -> SkillRunResult:
+        return run_skill(skill_id, scope, context, run_id, now, actor=agent, at=now)
+
     results = [
-        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-1", now, actor=agent),
-        run_skill(skill_id, other_release, demo_context(), "demo-replay-2", now, actor=agent),
-        run_skill(
-            skill_id,
-            DEMO_SCOPE,
-            demo_context(facts=partial_facts),
-            "demo-replay-3",
-            now,
-            actor=agent,
-        ),
+        replay(DEMO_SCOPE, demo_context(), "demo-replay-1"),
+        replay(other_release, demo_context(), "demo-replay-2"),
+        replay(DEMO_SCOPE, demo_context(facts=partial_facts), "demo-replay-3"),
     ]
     revoked = revocation.case_revoke(
         case=selectors.case_get(revoke_case_id),
         actor=reviewer,
         reason="演示：诊断后来被发现证据不足，撤销以停止复用",
+        now=now,
     )
-    results.append(
-        run_skill(skill_id, DEMO_SCOPE, demo_context(), "demo-replay-4", now, actor=agent)
-    )
+    results.append(replay(DEMO_SCOPE, demo_context(), "demo-replay-4"))
     rows = []
     for (label, expected_status, expected_search), result in zip(REPLAYS, results, strict=True):
         searched = result.tool_calls > 0

@@ -31,8 +31,8 @@ from investigations.verification import (
     with_composed_conclusion,
 )
 from knowledge.conclusions import ASK_FOR_FACTS
+from reviewconsole.scopes import SCOPE_FIELDS
 
-SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
 # Arguments the runner binds itself. A model that sends one is refused: it may not choose where
 # or when the tools look.
 BOUND_ARGUMENTS = frozenset(

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from investigations.services import MAX_TEXT
 from knowledge.forms import SearchPreviewForm
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class InvestigationForm(SearchPreviewForm):
@@ -49,10 +50,7 @@ class InvestigationForm(SearchPreviewForm):
                 facts[name] = data[name].strip()
         if data.get("basket_cents") is not None:
             facts["basket_cents"] = data["basket_cents"]
-        scope = {
-            name: (data.get(name) or "").strip() or None
-            for name in ("tenant", "brand", "store", "campaign", "deployment")
-        }
+        scope = {name: (data.get(name) or "").strip() or None for name in SCOPE_FIELDS}
         return {
             "text": data["text"],
             "scope": scope,

@@ -7,7 +7,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-SCOPE_LENGTH = 64
+from experience.core.models import SCOPE_LENGTH, GivenScopeFields
 
 
 class InvestigationStatus(models.TextChoices):
@@ -18,7 +18,7 @@ class InvestigationStatus(models.TextChoices):
     ERROR = "error", _("error")
 
 
-class Investigation(models.Model):
+class Investigation(GivenScopeFields):
     """A ticket's run: every tool call with its full result, the answer and its verification.
 
     The memory it read is recorded as ``experience.Reference`` rows under ``run_id`` (documents
@@ -27,11 +27,6 @@ class Investigation(models.Model):
 
     run_id = models.CharField(max_length=100, unique=True)
     text = models.TextField()
-    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    brand = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    store = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    campaign = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    deployment = models.CharField(max_length=SCOPE_LENGTH, blank=True)
     context = models.JSONField(default=dict)
     provider = models.CharField(max_length=32)
     status = models.CharField(max_length=20, choices=InvestigationStatus.choices)
@@ -58,16 +53,6 @@ class Investigation(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("investigations:investigation-detail", args=[self.pk])
-
-    @property
-    def scope(self) -> dict[str, str]:
-        return {
-            "tenant": self.tenant,
-            "brand": self.brand,
-            "store": self.store,
-            "campaign": self.campaign,
-            "deployment": self.deployment,
-        }
 
     def as_json(self) -> dict[str, object]:
         """The contract's shape (docs/contracts.md, Investigations)."""

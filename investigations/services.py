@@ -15,7 +15,6 @@ from django_tasks import task
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import MAX_QUERY
 from experience.runs.claims import run_claim
-from experience.runs.records import validate_run_id
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
@@ -40,8 +39,10 @@ from reviewconsole.permissions import (
     holds,
     require_scope,
 )
-from reviewconsole.scopes import validate_scope_value
-from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.reasons import reason_clipped
+from reviewconsole.runids import validate_run_id
+from reviewconsole.scopes import SCOPE_FIELDS, validate_scope_value
+from reviewconsole.timeparse import aware_required, to_utc_iso
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -51,10 +52,9 @@ MAX_TEXT = 2_000
 MAX_SCOPE = 64
 MAX_FACTS = 32
 RUN_ID_TAKEN = "already names an investigation; choose another run id"
-TEXT_REQUIRED = "must be a non-empty string of at most 2000 characters"
+TEXT_REQUIRED = f"must be a non-empty string of at most {MAX_TEXT} characters"
 MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
 PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
-NAIVE_TIME = "must be timezone-aware"
 FACT_VALUE = "must be a string, an integer or a boolean"
 
 # The run id of the investigation this thread is running: skill runs stored under it are steps of
@@ -71,11 +71,11 @@ def _clean_scope(scope: Mapping[str, object]) -> dict[str, str | None]:
     """The five fields, each exact (no placeholders) or absent; absent ones end the run early."""
     if not isinstance(scope, Mapping):
         raise ValidationFailure("scope", "must be an object with the five scope fields")
-    unknown = sorted(set(scope) - set(domain.SCOPE_FIELDS))
+    unknown = sorted(set(scope) - set(SCOPE_FIELDS))
     if unknown:
         raise ValidationFailure(f"scope.{unknown[0]}", "is not a scope field")
     cleaned: dict[str, str | None] = {}
-    for name in domain.SCOPE_FIELDS:
+    for name in SCOPE_FIELDS:
         value = scope.get(name)
         given = value is not None and not (isinstance(value, str) and not value.strip())
         cleaned[name] = validate_scope_value(value, field=f"scope.{name}") if given else None
@@ -95,9 +95,7 @@ def _clean_facts(facts: Mapping[str, object] | None) -> dict[str, object]:
 
 
 def _clean_time(value: datetime | None, field: str) -> datetime | None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise ValidationFailure(field, NAIVE_TIME)
-    return value
+    return None if value is None else aware_required(value, field=field)
 
 
 def _ticket(
@@ -130,14 +128,15 @@ def _ticket(
 CONTEXT_BUDGET = 600
 
 
-def context_block(ticket: Ticket, *, run_id: str, actor: User) -> str:
+def context_block(ticket: Ticket, *, run_id: str, actor: User, at: datetime | None = None) -> str:
     """The context block of the ticket's exact scope for the run's instructions, as of the time
-    the ticket became known; every item in it is recorded as read under ``run_id``. Empty for a
-    caller who may not use experience or a ticket whose scope is incomplete."""
+    the ticket became known (else ``at``, the run's moment); every item in it is recorded as read
+    under ``run_id``. Empty for a caller who may not use experience or a ticket whose scope is
+    incomplete."""
     if not holds(actor, USE_EXPERIENCE) or ticket.missing() or not ticket.text.strip():
         return ""
     scope = {name: str(value or "") for name, value in ticket.scope.items()}
-    now = ticket.context.known_at or clock.now()
+    now = ticket.context.known_at or at or clock.now()
     block = experience_context(
         ticket.text.strip()[:MAX_QUERY], scope, now, run_id, CONTEXT_BUDGET, actor=actor
     )
@@ -158,6 +157,7 @@ def investigation_run(
     provider_instance: Provider | None = None,
     on_step: Callable[[dict[str, Any]], object] | None = None,
     queued: bool = False,
+    at: datetime | None = None,
 ) -> Investigation:
     """Run one ticket through the runner as ``actor`` and store it; refusals write nothing.
 
@@ -166,8 +166,11 @@ def investigation_run(
 
     The scope, the times and the facts come from the caller, never from the model; the actor's
     permission and tenant are checked before anything is read. ``on_step`` sees each step as
-    it happens.
+    it happens. ``at`` pins the moment the run is stored at (its start and finish, the reads its
+    tools record); without it the clock is read at the start, at the finish and at each tool
+    call, which are moments of their own.
     """
+    moment: Callable[[], datetime] = (lambda: clock.now()) if at is None else (lambda: at)
     ticket = _ticket(
         actor=actor,
         text=text,
@@ -177,6 +180,7 @@ def investigation_run(
         facts=facts,
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
+    started_at = moment()
     # The run is opened (claimed) before the model runs: a tool refusing another account's run
     # id would only end in a recorded step, and nothing may be written under it.
     with transaction.atomic():
@@ -184,22 +188,21 @@ def investigation_run(
             run_id=run_id,
             actor=actor,
             tenant=ticket.scope.get("tenant"),
-            at=clock.now(),
+            at=started_at,
             queued=queued,
         )
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls, max_seconds=float(settings.INVESTIGATION_MAX_SECONDS))
-    started_at = clock.now()
     running = _RUNNING.set(run_id)
     try:
         outcome = run_ticket(
             ticket,
             model,
             tools=declarations(actor),
-            handlers=bind(ticket, run_id=run_id, actor=actor),
+            handlers=bind(ticket, run_id=run_id, actor=actor, moment=moment, at=at),
             budget=budget,
             instructions=domain.instructions_with(
-                context_block(ticket, run_id=run_id, actor=actor)
+                context_block(ticket, run_id=run_id, actor=actor, at=started_at)
             ),
             revoked=lambda ids: unusable_items(ids, tenant=str(ticket.scope.get("tenant") or "")),
             on_step=on_step,
@@ -214,6 +217,7 @@ def investigation_run(
         budget=budget,
         actor=actor,
         started_at=started_at,
+        finished_at=moment(),
     )
 
 
@@ -268,6 +272,7 @@ def investigation_request(
     provider: str = "scripted",
     run_id: str | None = None,
     max_calls: int | None = None,
+    now: datetime | None = None,
 ) -> InvestigationRequest:
     """Check the ticket as ``investigation_run`` does, then queue its run in the background.
 
@@ -284,7 +289,7 @@ def investigation_request(
         facts=facts,
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
-    now = clock.now()
+    now = now or clock.now()
     with transaction.atomic():
         # Claimed when queued, so no other account can take the id before the worker runs it.
         _open_run(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
@@ -350,7 +355,7 @@ def investigation_request_run(pk: int) -> str:
             )
         except (ValidationFailure, PermissionRefused) as refused:
             # The actor lost the permission or the tenant since; final, not retried.
-            _set(pk, state=RequestState.FAILED, error=str(refused)[:2_000])
+            _set(pk, state=RequestState.FAILED, error=reason_clipped(str(refused)))
             return f"{RequestState.FAILED}: {refused}"
     _set(pk, state=RequestState.FINISHED, steps=stored.steps, investigation=stored)
     return f"{RequestState.FINISHED}: {stored.status}"
@@ -359,7 +364,7 @@ def investigation_request_run(pk: int) -> str:
 def investigation_request_failed(pk: int, reason: str) -> None:
     """The run's last attempt failed: say so, unless it finished meanwhile."""
     InvestigationRequest.objects.filter(pk=pk, investigation__isnull=True).update(
-        state=RequestState.FAILED, error=reason[:2_000], updated_at=clock.now()
+        state=RequestState.FAILED, error=reason_clipped(reason), updated_at=clock.now()
     )
 
 
@@ -377,6 +382,7 @@ def _store(
     budget: Budget,
     actor: User,
     started_at: datetime,
+    finished_at: datetime,
 ) -> Investigation:
     context: dict[str, Any] = {
         "occurred_at": to_utc_iso(ticket.context.occurred_at),
@@ -389,7 +395,7 @@ def _store(
         context=context,
         provider=provider,
         status=outcome.status,
-        reason=outcome.reason[:2_000],
+        reason=reason_clipped(outcome.reason),
         steps=outcome.steps,
         answer=outcome.answer,
         raw_answer=(outcome.raw_answer or "")[:20_000],
@@ -398,9 +404,9 @@ def _store(
         tool_calls=outcome.tool_calls,
         budget=budget.as_json(),
         started_at=started_at,
-        finished_at=clock.now(),
+        finished_at=finished_at,
         actor=actor,
-        **{name: ticket.scope.get(name) or "" for name in domain.SCOPE_FIELDS},
+        **{name: ticket.scope.get(name) or "" for name in SCOPE_FIELDS},
     )
     dispatch(Event.INVESTIGATION_STORED, investigation=investigation)
     event_record(
@@ -415,6 +421,7 @@ def _store(
             "tool_calls": outcome.tool_calls,
             "verification": outcome.verification.reasons,
         },
+        at=finished_at,
     )
     return investigation
 

@@ -9,7 +9,8 @@ returns is recorded as read under the run id, so revoking it reaches this run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -43,8 +44,18 @@ def declarations(actor: User) -> list[ToolDeclaration]:
     return tools
 
 
-def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
-    """The handlers of one run, with the ticket's scope and times bound in."""
+def bind(
+    ticket: Ticket,
+    *,
+    run_id: str,
+    actor: User,
+    moment: Callable[[], datetime] | None = None,
+    at: datetime | None = None,
+) -> dict[str, Handler]:
+    """The handlers of one run, with the ticket's scope and times bound in; ``moment`` is the
+    run's clock (each call records its reads at one reading of it), ``at`` the moment a caller
+    pinned the run at."""
+    moment = moment or (lambda: clock.now())
     scope = {name: str(value or "") for name, value in ticket.scope.items()}
     context = ticket.context
     search = default_registry()[SEARCH_KNOWLEDGE].handler
@@ -56,18 +67,19 @@ def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
         actor=actor,
     )
     # Memory is read as of the time of knowledge, as the replay reads it.
-    now = context.known_at or clock.now()
+    now = context.known_at or moment()
 
     def search_knowledge(arguments: Mapping[str, str]) -> Mapping[str, Any]:
         result = search({"query": arguments["query"]}, call_context)
         documents = [str(item["id"]) for item in result.get("evidence") or [] if item.get("id")]
         if documents:
+            read_at = moment()
             with transaction.atomic():
-                run_claim(run_id=run_id, actor=actor, tenant=scope["tenant"], at=clock.now())
+                run_claim(run_id=run_id, actor=actor, tenant=scope["tenant"], at=read_at)
                 references_record(
                     run_id=run_id,
                     items=[(doc, ItemType.DOCUMENT) for doc in dict.fromkeys(documents)],
-                    at=clock.now(),
+                    at=read_at,
                 )
         return result
 
@@ -79,7 +91,7 @@ def bind(ticket: Ticket, *, run_id: str, actor: User) -> dict[str, Handler]:
             occurred_at=context.occurred_at, known_at=context.known_at, facts=dict(context.facts)
         )
         return run_skill(
-            arguments["skill_id"], scope, skill_context, run_id, now, actor=actor
+            arguments["skill_id"], scope, skill_context, run_id, now, actor=actor, at=at
         ).as_json()
 
     return {SEARCH_KNOWLEDGE: search_knowledge, RETRIEVE_EXPERIENCE: retrieve, RUN_SKILL: skill}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -59,8 +60,10 @@ def document_create(
     content: DocumentContent,
     actor: User,
     lexicon: dict[str, str] | None = None,
+    now: datetime | None = None,
 ) -> Document:
     """Save one new version. Callers hold the transaction and have checked permissions."""
+    now = now or clock.now()
     text = searchable(content.title, content.text)
     # Tokenized under the search index's lexicon, which a lexicon change moves in the background.
     lexicon = indexed_lexicon() if lexicon is None else lexicon
@@ -83,7 +86,7 @@ def document_create(
         raw_tokens=token_text(tokenize(text)),
         expanded_tokens=token_text(tokenize(expand(text, lexicon))),
         created_by=actor,
-        created_at=clock.now(),
+        created_at=now,
     )
     DocumentStore.objects.bulk_create(
         DocumentStore(
@@ -100,6 +103,7 @@ def document_create(
         action=Action.DOCUMENT_CREATE,
         target=document.public_id,
         details={"content_hash": document.content_hash, "stores": list(content.stores)},
+        at=now,
     )
     return document
 
@@ -202,11 +206,16 @@ def _refuse_if_unmet(document: Document, actor: User, reason: str, *, approve: b
 
 
 def _approve(
-    document: Document, actor: User, reason: str, details: dict[str, Any] | None = None
+    document: Document,
+    actor: User,
+    reason: str,
+    details: dict[str, Any] | None = None,
+    *,
+    now: datetime,
 ) -> None:
     document.approved = True
     document.approved_by = actor
-    document.approved_at = clock.now()
+    document.approved_at = now
     document.save(update_fields=["approved", "approved_by", "approved_at"])
     postings.document_indexed(document)
     event_record(
@@ -215,16 +224,22 @@ def _approve(
         target=document.public_id,
         reason=reason,
         details=details,
+        at=now,
     )
 
 
 def _revoke(
-    document: Document, actor: User, reason: str, details: dict[str, Any] | None = None
+    document: Document,
+    actor: User,
+    reason: str,
+    details: dict[str, Any] | None = None,
+    *,
+    now: datetime,
 ) -> dict[str, list[str]]:
     """Revoke ``document``; store and return what the revocation reaches (runs that cited it)."""
     document.revoked = True
     document.revoked_by = actor
-    document.revoked_at = clock.now()
+    document.revoked_at = now
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
     postings.document_unindexed(document)
@@ -236,6 +251,7 @@ def _revoke(
             tenant=document.tenant,
             actor=actor,
             reason=reason,
+            now=now,
         )
     )
     event_record(
@@ -245,25 +261,30 @@ def _revoke(
         reason=reason,
         # The tenant names which ``doc:KEY@N`` this is (keys are per tenant).
         details={**(details or {}), "tenant": document.tenant, "impact": impact},
+        at=now,
     )
     return impact
 
 
 @transaction.atomic
-def document_approve(*, document: Document, actor: User, reason: str) -> DocumentReview:
+def document_approve(
+    *, document: Document, actor: User, reason: str, now: datetime | None = None
+) -> DocumentReview:
     """Approve a draft version: an operator of its tenant, with a reason, not its author."""
     document = Document.objects.select_for_update().get(pk=document.pk)
     _refuse_if_unmet(document, actor, reason, approve=True)
-    _approve(document, actor, reason.strip())
+    _approve(document, actor, reason.strip(), now=now or clock.now())
     return DocumentReview(document)
 
 
 @transaction.atomic
-def document_revoke(*, document: Document, actor: User, reason: str) -> DocumentReview:
+def document_revoke(
+    *, document: Document, actor: User, reason: str, now: datetime | None = None
+) -> DocumentReview:
     """Revoke a version with a reason; the impact (runs that cited it) is stored with it."""
     document = Document.objects.select_for_update().get(pk=document.pk)
     _refuse_if_unmet(document, actor, reason, approve=False)
-    impact = _revoke(document, actor, reason.strip())
+    impact = _revoke(document, actor, reason.strip(), now=now or clock.now())
     return DocumentReview(document, impact)
 
 
@@ -291,7 +312,9 @@ def latest_version(*, tenant: str, doc_key: str) -> int:
 
 
 @transaction.atomic
-def document_save_new_version(*, base: Document, changes: dict[str, Any], actor: User) -> Document:
+def document_save_new_version(
+    *, base: Document, changes: dict[str, Any], actor: User, now: datetime | None = None
+) -> Document:
     """Save ``base`` with ``changes`` applied as the next version of its key (a draft).
 
     The new version's ``published_at`` is the one in ``changes`` (its author's), else the moment
@@ -299,6 +322,7 @@ def document_save_new_version(*, base: Document, changes: dict[str, Any], actor:
     """
     require(actor, ADD_DOCUMENT, base.tenant, message=SAVE_REFUSED)
     require_tenant_kept(base=base, tenant=changes.get("tenant", base.tenant))
+    now = now or clock.now()
     changes = dict(changes)
     published_at = changes.pop("published_at", None)
     latest = latest_version(tenant=base.tenant, doc_key=base.doc_key)
@@ -307,16 +331,20 @@ def document_save_new_version(*, base: Document, changes: dict[str, Any], actor:
         document_content(base, stores),
         version=latest + 1,
         **changes,
-        published_at=published_at or clock.now(),
+        published_at=published_at or now,
     )
     if document_unchanged(base=base, content=content, published_given=published_at is not None):
         raise ValidationFailure("document", NOTHING_CHANGED)
-    return document_create(content=content, actor=actor)
+    return document_create(content=content, actor=actor, now=now)
 
 
 @transaction.atomic
 def document_add(
-    *, content: DocumentContent, actor: User, next_free_version: bool = False
+    *,
+    content: DocumentContent,
+    actor: User,
+    next_free_version: bool = False,
+    now: datetime | None = None,
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
     require(actor, ADD_DOCUMENT, content.tenant, message=SAVE_REFUSED)
@@ -328,7 +356,7 @@ def document_add(
         tenant=content.tenant, doc_key=content.doc_key, version=content.version
     ).exists():
         raise ValidationFailure("version", f"{content.public_id} already exists")
-    return document_create(content=content, actor=actor)
+    return document_create(content=content, actor=actor, now=now)
 
 
 # An imported document may attest a state reached elsewhere; each needs its permission.
@@ -345,9 +373,10 @@ class ImportResult:
 
 
 @transaction.atomic
-def documents_import(*, items: object, actor: User) -> ImportResult:
+def documents_import(*, items: object, actor: User, now: datetime | None = None) -> ImportResult:
     """Import a JSON array of documents: all or nothing, idempotent for identical content."""
     require(actor, ADD_DOCUMENT, message=IMPORT_REFUSED)
+    now = now or clock.now()
     if not isinstance(items, list):
         raise ValidationFailure("$", "must be a JSON array of documents")
     parsed = []
@@ -360,7 +389,9 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
             item = parse_document(raw)
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
-        require_input_tenant(actor, item.content.tenant, field=f"[{index}].tenant", create=True)
+        require_input_tenant(
+            actor, item.content.tenant, field=f"[{index}].tenant", create=True, now=now
+        )
         key = (item.content.tenant, item.content.doc_key, item.content.version)
         if key in seen:
             raise ValidationFailure(f"[{index}]", f"{item.content.public_id} {DUPLICATE_IN_FILE}")
@@ -396,14 +427,18 @@ def documents_import(*, items: object, actor: User) -> ImportResult:
                         )
                 result.unchanged.append(content.public_id)
                 continue
-            document = document_create(content=content, actor=actor, lexicon=lexicon)
+            document = document_create(content=content, actor=actor, lexicon=lexicon, now=now)
             # The file attests a state reached before the import (a migrated, already-approved
             # rulebook); four eyes governs approvals given inside the product, not this.
             attested = {"attested_import": True, "importer": actor.get_username()}
             if item.approved:
-                _approve(document, actor, f"approved in import ({ATTESTED_IMPORT})", attested)
+                _approve(
+                    document, actor, f"approved in import ({ATTESTED_IMPORT})", attested, now=now
+                )
             if item.revoked:
-                _revoke(document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested)
+                _revoke(
+                    document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested, now=now
+                )
             result.created.append(document.public_id)
     return result
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,10 @@ def event_record(
     target: str,
     reason: str = "",
     details: dict[str, Any] | None = None,
+    at: datetime | None = None,
 ) -> Event:
+    """Append one event to the chain, in the caller's transaction; ``at`` is the moment of the
+    write it records (the writer's own ``now``, taken once), else the clock's."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit events must be written inside the transaction they record")
     # Every decision's reason ends here, whichever path it came by: the one cap holds for all.
@@ -86,7 +90,7 @@ def event_record(
     count = (head.count if head is not None else Event.objects.count()) + 1
     # The id is chosen here, under the chain's lock, because the hash covers it.
     event_id = last_id + 1
-    created_at = clock.now()
+    created_at = at if at is not None else clock.now()
     actor_id = real_actor.pk if real_actor is not None else None
     event = Event.objects.create(
         id=event_id,

@@ -23,6 +23,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.timeparse import check_bounds
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -138,7 +139,7 @@ def offer_values(form: forms.Form, values: Callable[[], Mapping[str, Iterable[st
             field.widget.options = of(name)
 
 
-SCOPE_NAMES = ("tenant", "brand", "store", "campaign", "deployment")
+SCOPE_NAMES = SCOPE_FIELDS
 
 # What the shared field partial offers when a form did not set its own values: installed by the
 # project shell (console.apps), as it reads memories this core app knows nothing of.

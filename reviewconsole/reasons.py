@@ -13,6 +13,13 @@ MAX_REASON = 2_000
 REASON_TOO_LONG = f"must be at most {MAX_REASON} characters"
 
 
+def reason_clipped(text: str) -> str:
+    """The start of ``text`` that fits the cap: for an account a system writes of itself (a
+    run's or an investigation's reason, a failure's error), kept whole elsewhere or not at all,
+    never refused for its length."""
+    return text[:MAX_REASON]
+
+
 def reason_within_cap(reason: str, *, field: str = "reason") -> str:
     """``reason`` unchanged, or a refusal naming ``field`` when it is longer than the cap."""
     if len(reason) > MAX_REASON:

@@ -10,6 +10,9 @@ from reviewconsole.errors import ValidationFailure
 PLACEHOLDERS = frozenset({"unknown", "n/a", "na", "none", "null", "*", "any", "all", "-", "?"})
 SCOPE_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
 
+# The five fields of a scope, in the order every key, page and file lists them.
+SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
+
 EMPTY_SCOPE = "must not be empty"
 PLACEHOLDER_SCOPE = "is a placeholder; declare the exact value this applies to"
 BAD_SCOPE = "must be 1-64 letters, digits or . _ : / - starting with a letter or digit"

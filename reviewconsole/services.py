@@ -12,6 +12,7 @@ transaction; passwords never reach the event.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, Group, User
@@ -20,6 +21,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Tenant, TenantMembership
@@ -167,7 +169,9 @@ def user_password_check(*, actor: User, user: User) -> None:
 
 
 @transaction.atomic
-def tenant_create(*, name: str, actor: User | None) -> tuple[Tenant, bool]:
+def tenant_create(
+    *, name: str, actor: User | None, now: datetime | None = None
+) -> tuple[Tenant, bool]:
     """Add ``name`` to the tenant registry (``add_tenant``, the admin); an existing tenant is
     answered as it is. ``actor`` None is the shell's own account (``add_tenant`` without
     ``--as``); a user needs ``ADD_TENANT`` and must be deployment-wide: a tenant-limited admin
@@ -175,7 +179,7 @@ def tenant_create(*, name: str, actor: User | None) -> tuple[Tenant, bool]:
     if actor is not None:
         require(actor, ADD_TENANT, deployment_wide=True, message=TENANT_CREATE_REFUSED)
     clean = validate_scope_value(name, field="tenant")
-    return tenant_ensure(name=clean, actor=actor)
+    return tenant_ensure(name=clean, actor=actor, now=now)
 
 
 @transaction.atomic
@@ -187,6 +191,7 @@ def user_set_role(
     actor: User | None = None,
     check_password_strength: bool = True,
     tenants: Sequence[str] | None = None,
+    now: datetime | None = None,
 ) -> User:
     """Create or update ``username`` in exactly one role: the shell's path (``add_user``).
 
@@ -218,6 +223,7 @@ def user_set_role(
             "password_set": password is not None,
             "tenants": None if tenants is None else sorted(set(tenants)),
         },
+        at=now,
     )
     return user
 
@@ -240,6 +246,7 @@ def user_create(
     tenants: Sequence[str],
     password: str | None = None,
     profile: dict[str, str] | None = None,
+    now: datetime | None = None,
 ) -> User:
     """A new user made in the admin. Without ``password`` the user cannot log in until one is
     set on the shell; a superuser is never made here."""
@@ -265,6 +272,7 @@ def user_create(
         action=Action.USER_CREATE,
         target=_target(user),
         details={"role": role, "tenants": clean_tenants, "password_set": bool(password)},
+        at=now,
     )
     return user
 
@@ -278,11 +286,14 @@ def user_update(
     is_active: bool | None,
     tenants: Sequence[str] | None,
     profile: dict[str, str] | None = None,
+    now: datetime | None = None,
 ) -> User:
-    """Apply an admin's edit of ``user``: one audit event per kind of change made.
+    """Apply an admin's edit of ``user``: one audit event per kind of change made, all at one
+    moment.
 
     ``role``, ``is_active``, ``tenants``: None leaves that part as it is.
     """
+    now = now or clock.now()
     user = User.objects.select_for_update().get(pk=user.pk)
     user_manage_check(actor=actor, user=user)
     before_role = user_role(user)
@@ -308,6 +319,7 @@ def user_update(
             action=Action.USER_CHANGE,
             target=_target(user),
             details={"fields": changed},
+            at=now,
         )
     if is_active != user.is_active:
         user.is_active = is_active
@@ -317,6 +329,7 @@ def user_update(
             action=Action.USER_ACTIVE_SET,
             target=_target(user),
             details={"is_active": is_active},
+            at=now,
         )
     if role is not None and role != before_role:
         _apply_role(user, role)
@@ -325,6 +338,7 @@ def user_update(
             action=Action.USER_ROLE_SET,
             target=_target(user),
             details={"role": role, "from": before_role, "created": False, "password_set": False},
+            at=now,
         )
     if clean_tenants != before_tenants:
         _set_tenants(user, clean_tenants)
@@ -337,19 +351,22 @@ def user_update(
                 "added": sorted(set(clean_tenants) - set(before_tenants)),
                 "removed": sorted(set(before_tenants) - set(clean_tenants)),
             },
+            at=now,
         )
     return user
 
 
 @transaction.atomic
-def user_password_change(*, actor: User, user: User, password: str) -> User:
+def user_password_change(
+    *, actor: User, user: User, password: str, now: datetime | None = None
+) -> User:
     """``actor`` sets their own new password (the form asked for the old one)."""
     user_password_check(actor=actor, user=user)
     user = User.objects.select_for_update().get(pk=user.pk)
     password_strength_check(password=password, user=user)
     user.set_password(password)
     user.save(update_fields=["password"])
-    event_record(actor=actor, action=Action.USER_PASSWORD_CHANGE, target=_target(user))
+    event_record(actor=actor, action=Action.USER_PASSWORD_CHANGE, target=_target(user), at=now)
     return user
 
 

@@ -11,6 +11,7 @@ Memberships only ever name known tenants, so a member's own tenants need no look
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -89,7 +90,9 @@ def require_scope_tenant(
     require_known_tenant(tenant, field=field)
 
 
-def tenant_ensure(*, name: str, actor: User | AnonymousUser | None) -> tuple[Tenant, bool]:
+def tenant_ensure(
+    *, name: str, actor: User | AnonymousUser | None, now: datetime | None = None
+) -> tuple[Tenant, bool]:
     """The tenant ``name``, created (and audited as ``reviewconsole.tenant.create``) when new.
 
     Runs in the caller's transaction, so a refused or failed import creates no tenant; who may
@@ -99,12 +102,11 @@ def tenant_ensure(*, name: str, actor: User | AnonymousUser | None) -> tuple[Ten
     if existing is not None:
         return existing, False
     creator = actor if isinstance(actor, User) else None
+    now = now or clock.now()
     try:
         with transaction.atomic():
-            tenant = Tenant.objects.create(name=name, created_at=clock.now(), created_by=creator)
-            event_record(
-                actor=actor, action=Action.TENANT_CREATE, target=f"tenant:{name}", details={}
-            )
+            tenant = Tenant.objects.create(name=name, created_at=now, created_by=creator)
+            event_record(actor=actor, action=Action.TENANT_CREATE, target=f"tenant:{name}", at=now)
     except IntegrityError:
         # A concurrent transaction created it first (and audited that).
         return Tenant.objects.get(name=name), False
@@ -112,7 +114,12 @@ def tenant_ensure(*, name: str, actor: User | AnonymousUser | None) -> tuple[Ten
 
 
 def require_input_tenant(
-    user: User | AnonymousUser | None, tenant: str, *, field: str, create: bool = False
+    user: User | AnonymousUser | None,
+    tenant: str,
+    *,
+    field: str,
+    create: bool = False,
+    now: datetime | None = None,
 ) -> None:
     """A tenant named in an input (a file, a form) must be one ``user`` may use, and known.
 
@@ -128,7 +135,7 @@ def require_input_tenant(
     if tenant_exists(tenant):
         return
     if create and user is not None and user.is_authenticated:
-        tenant_ensure(name=tenant, actor=user)
+        tenant_ensure(name=tenant, actor=user, now=now)
         return
     raise UnknownTenant(tenant, field=field)
 

@@ -20,6 +20,8 @@ EARLIEST = datetime(EARLIEST_YEAR, 1, 1, tzinfo=UTC) + timedelta(days=1)
 LATEST = datetime(LATEST_YEAR + 1, 1, 1, tzinfo=UTC) - timedelta(days=1, microseconds=1)
 
 NAIVE_DATETIME = "must include a timezone offset (e.g. 2026-09-18T14:00:00+08:00)"
+# A datetime handed to a service by code (not parsed from text) that carries no offset.
+NOT_AWARE = "must be timezone-aware"
 NOT_A_DATETIME = "is not an ISO 8601 datetime"
 OUT_OF_RANGE = (
     f"must be between {EARLIEST:%Y-%m-%dT%H:%M:%S}Z and {LATEST:%Y-%m-%dT%H:%M:%S}Z "
@@ -42,9 +44,21 @@ def parse_aware_datetime(value: object, *, field: str) -> datetime:
     return check_bounds(parsed, field=field)
 
 
+def is_aware(value: datetime) -> bool:
+    return value.tzinfo is not None and value.tzinfo.utcoffset(value) is not None
+
+
+def aware_required(value: datetime, *, field: str) -> datetime:
+    """``value`` unchanged, or a refusal naming ``field`` when it is naive (the instants code
+    passes to a service: a naive one is never read in a local zone)."""
+    if not is_aware(value):
+        raise ValidationFailure(field, NOT_AWARE)
+    return value
+
+
 def check_bounds(value: datetime, *, field: str) -> datetime:
     """``value`` as the same instant in UTC, refused (naming ``field``) outside the bound."""
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+    if not is_aware(value):
         raise ValidationFailure(field, NAIVE_DATETIME)
     try:
         instant = value.astimezone(UTC)

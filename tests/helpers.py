@@ -12,12 +12,32 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from reviewconsole import clock
+
+
+@contextmanager
+def clock_frozen(at: datetime) -> Iterator[None]:
+    """``reviewconsole.clock.now()`` returns ``at`` inside the block; the previous clock is back
+    after it, also when the block raises; blocks nest. For tests only: production code never
+    sets the clock, it passes its moment down."""
+    previous = clock.now
+
+    def frozen_now() -> datetime:
+        return at
+
+    clock.now = frozen_now
+    try:
+        yield
+    finally:
+        clock.now = previous
 
 
 def run_json(*args: str) -> tuple[int, dict[str, Any]]:

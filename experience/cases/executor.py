@@ -8,7 +8,7 @@ observations gathered so far.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -21,13 +21,14 @@ from experience.cases.tools import CallContext, Tool, default_registry, tool_spe
 from experience.core import domain
 from experience.core.models import ItemType, RunStatus
 from experience.runs.claims import run_claim
-from experience.runs.records import references_record, run_store, validate_run_id
+from experience.runs.records import references_record, run_store
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
 from reviewconsole import clock, itemids
 from reviewconsole.errors import UnknownId, ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
+from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access
-from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.timeparse import aware_required, to_utc_iso
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -127,6 +128,8 @@ class _RunState:
     scope: Mapping[str, str | None]
     context: TicketContext
     actor: User
+    # The run's clock: the seam's, or the one moment a caller pins the whole run at (a demo's).
+    moment: Callable[[], datetime]
     started_at: datetime
     steps: list[StepResult] = field(default_factory=list)
     observations: list[dict[str, Any]] = field(default_factory=list)
@@ -137,12 +140,13 @@ class _RunState:
     def read(self, skill: Skill, recipe: tuple[domain.RecipeStep, ...]) -> None:
         """The skill passed the gate: record the reads of it and its cases, list its steps."""
         self.cases = tuple(skill.case_links.order_by("position").values_list("case_id", flat=True))
+        # Read when the run started (its claim's first read, the references' time).
         with transaction.atomic():
-            run_claim(run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=clock.now())
+            run_claim(run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=self.started_at)
             references_record(
                 run_id=self.run_id,
                 items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in self.cases)],
-                at=clock.now(),
+                at=self.started_at,
             )
         self.steps = [StepResult(index, step) for index, step in enumerate(recipe)]
 
@@ -174,7 +178,8 @@ class _RunState:
             reason=reason,
             tool_calls=self.tool_calls,
             started_at=self.started_at,
-            finished_at=clock.now(),
+            # A second reading of the run's clock: a run takes time (tool calls, timeouts).
+            finished_at=self.moment(),
             cited_documents=self.cited,
             actor=self.actor,
         )
@@ -234,11 +239,15 @@ def run_skill(
     actor: User,
     tools: Mapping[str, Tool] | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
+    at: datetime | None = None,
 ) -> SkillRunResult:
+    """Run ``skill_id`` in ``scope`` for one ticket; ``now`` is the instant the memory is read
+    as of (the run's start when not given), ``at`` pins the moment the run is stored at (start
+    and finish alike; the clock otherwise, read at the start and at the finish)."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
-    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
-        raise ValidationFailure("now", "must be timezone-aware")
+    if now is not None:
+        aware_required(now, field="now")
     registry = default_registry() if tools is None else tools
     domain.given_scope_checked(scope)
     tenant = str(scope.get("tenant") or "").strip() or None
@@ -247,7 +256,8 @@ def run_skill(
         # never stored under a tenant the actor may not use or that does not exist.
         require_scope(actor, USE_EXPERIENCE, tenant, message=USE_REFUSED)
     skill_known(skill_id, tenant, actor)
-    run = _RunState(run_id, skill_id, scope, context, actor, started_at=clock.now())
+    moment: Callable[[], datetime] = (lambda: clock.now()) if at is None else (lambda: at)
+    run = _RunState(run_id, skill_id, scope, context, actor, moment, started_at=moment())
 
     missing = domain.missing_scope(scope)
     missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from experience.core.models import ID_LENGTH, ImmutableContentError, ReviewedItem
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class Case(ReviewedItem):
@@ -25,7 +26,7 @@ class Case(ReviewedItem):
         ordering = ["-submitted_at", "id"]
         indexes = [
             models.Index(
-                fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
+                fields=[*SCOPE_FIELDS, "status"],
                 name="case_scope_status",
             ),
             models.Index(fields=["status", "submitted_at"], name="case_queue"),
@@ -101,7 +102,7 @@ class Skill(ReviewedItem):
         ordering = ["-submitted_at", "id"]
         indexes = [
             models.Index(
-                fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
+                fields=[*SCOPE_FIELDS, "status"],
                 name="skill_scope_status",
             ),
             # Outcome tallies follow supersessions back to earlier versions.

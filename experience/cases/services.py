@@ -115,9 +115,13 @@ def item_inserted(item: ReviewedItem) -> bool:
     return True
 
 
-def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, bool]:
+def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -> tuple[Case, bool]:
     require_input_tenant(
-        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+        actor,
+        content.scope["tenant"],
+        field="scope.tenant",
+        create=via == SubmittedVia.IMPORT,
+        now=now,
     )
     # A new version corrects a case of its own tenant, whoever submits it: superseding takes
     # the old version out of retrieval and shows its content in the new version's diff.
@@ -148,7 +152,7 @@ def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, b
         valid_to=content.valid_to,
         submitted_by=actor,
         submitted_via=via,
-        submitted_at=clock.now(),
+        submitted_at=now,
         **content.scope,
     )
     if not item_inserted(case):
@@ -170,14 +174,16 @@ def _store_case(content: CaseContent, *, actor: User, via: str) -> tuple[Case, b
         action=Action.CASE_SUBMIT,
         target=case.id,
         details={"via": via, "incident": case.incident, "supersedes": case.supersedes or None},
+        at=now,
     )
     return case, True
 
 
-def _record_checks(case: Case, keys: Iterable[str], *, actor: User, note: str) -> list[str]:
+def _record_checks(
+    case: Case, keys: Iterable[str], *, actor: User, note: str, now: datetime
+) -> list[str]:
     """Checks by ``actor`` on the named evidence items; an item already checked by them is kept."""
     recorded = []
-    now = clock.now()
     for evidence in Evidence.objects.filter(case=case, key__in=list(keys)).order_by("position"):
         if evidence.checks.filter(checked_by=actor).exists():
             continue
@@ -190,6 +196,7 @@ def _record_checks(case: Case, keys: Iterable[str], *, actor: User, note: str) -
             target=case.id,
             reason=note,
             details={"evidence": recorded},
+            at=now,
         )
     return recorded
 
@@ -213,9 +220,14 @@ def _verified_path(content: CaseContent) -> str:
 
 @transaction.atomic
 def case_submit(
-    *, content: CaseContent, actor: User, via: str = SubmittedVia.CONSOLE
+    *,
+    content: CaseContent,
+    actor: User,
+    via: str = SubmittedVia.CONSOLE,
+    now: datetime | None = None,
 ) -> tuple[Case, bool]:
     """Submit a candidate case as ``actor``. Identical content returns the stored row."""
+    now = now or clock.now()
     if via == SubmittedVia.API:
         require(actor, (PROPOSE_CASE, ADD_CASE), message=PROPOSE_REFUSED)
         # A proposal's evidence is unchecked whatever its body says: only a person checks.
@@ -223,20 +235,28 @@ def case_submit(
         require(actor, ADD_CASE, message=SUBMIT_REFUSED)
         if _verified_keys(content) and not holds(actor, VERIFY_EVIDENCE):
             raise ValidationFailure(_verified_path(content), VERIFIED_NEEDS_PERMISSION)
-    case, created = _store_case(content, actor=actor, via=via)
+    case, created = _store_case(content, actor=actor, via=via, now=now)
     if via != SubmittedVia.API and _verified_keys(content):
-        _record_checks(case, _verified_keys(content), actor=actor, note="verified in import")
+        _record_checks(
+            case, _verified_keys(content), actor=actor, note="verified in import", now=now
+        )
     return case, created
 
 
-def case_propose(*, data: object, actor: User) -> tuple[Case, bool]:
+def case_propose(*, data: object, actor: User, now: datetime | None = None) -> tuple[Case, bool]:
     """An agent's (or API client's) proposal: a candidate whose evidence is never checked."""
-    return case_submit(content=parse_case(data), actor=actor, via=SubmittedVia.API)
+    return case_submit(content=parse_case(data), actor=actor, via=SubmittedVia.API, now=now)
 
 
-def skill_store(content: SkillContent, *, actor: User, via: str) -> tuple[Skill, bool]:
+def skill_store(
+    content: SkillContent, *, actor: User, via: str, now: datetime
+) -> tuple[Skill, bool]:
     require_input_tenant(
-        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+        actor,
+        content.scope["tenant"],
+        field="scope.tenant",
+        create=via == SubmittedVia.IMPORT,
+        now=now,
     )
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
@@ -263,7 +283,7 @@ def skill_store(content: SkillContent, *, actor: User, via: str) -> tuple[Skill,
         valid_to=content.valid_to,
         submitted_by=actor,
         submitted_via=via,
-        submitted_at=clock.now(),
+        submitted_at=now,
         **content.scope,
     )
     if not item_inserted(skill):
@@ -277,22 +297,29 @@ def skill_store(content: SkillContent, *, actor: User, via: str) -> tuple[Skill,
         action=Action.SKILL_SUBMIT,
         target=skill.id,
         details={"via": via, "cases": canonical["cases"]},
+        at=now,
     )
     return skill, True
 
 
 @transaction.atomic
 def skill_submit(
-    *, content: SkillContent, actor: User, via: str = SubmittedVia.CONSOLE
+    *,
+    content: SkillContent,
+    actor: User,
+    via: str = SubmittedVia.CONSOLE,
+    now: datetime | None = None,
 ) -> tuple[Skill, bool]:
     require(actor, ADD_SKILL, message=SUBMIT_SKILL_REFUSED)
     if content.unresolved():
         raise ValidationFailure("cases", "file references (#N) are only meaningful in an import")
-    return skill_store(content, actor=actor, via=via)
+    return skill_store(content, actor=actor, via=via, now=now or clock.now())
 
 
 @transaction.atomic
-def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> EvidenceCheck:
+def evidence_check(
+    *, case: Case, key: str, actor: User, note: str = "", now: datetime | None = None
+) -> EvidenceCheck:
     """Record that ``actor`` checked one evidence item of ``case``."""
     require(actor, VERIFY_EVIDENCE, message=VERIFY_REFUSED, unmet=domain.NOT_REVIEWER)
     require_item_tenant(actor, case)
@@ -301,8 +328,9 @@ def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> Evid
         evidence = Evidence.objects.select_related("case").get(case=case, key=key)
     except Evidence.DoesNotExist:
         raise ValidationFailure("evidence", f"{case.id} has no evidence item {key!r}") from None
+    now = now or clock.now()
     check = EvidenceCheck.objects.create(
-        evidence=evidence, checked_by=actor, checked_at=clock.now(), note=note.strip()
+        evidence=evidence, checked_by=actor, checked_at=now, note=note.strip()
     )
     event_record(
         actor=actor,
@@ -310,6 +338,7 @@ def evidence_check(*, case: Case, key: str, actor: User, note: str = "") -> Evid
         target=case.id,
         reason=note.strip(),
         details={"evidence": [key]},
+        at=now,
     )
     return check
 
@@ -323,10 +352,12 @@ def skill_locked(skill: Skill) -> Skill:
 
 
 @transaction.atomic
-def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
+def case_approve(
+    *, case: Case, actor: User, reason: str, now: datetime | None = None
+) -> ReviewOutcome:
     require_item_tenant(actor, case)
     case = case_locked(case)
-    now = clock.now()
+    now = now or clock.now()
     unmet = case_approval_checklist(case=case, reviewer=actor, reason=reason, now=now)
     if unmet:
         raise ReviewRefused(case.id, case.status, unmet)
@@ -336,7 +367,9 @@ def case_approve(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
     case.approved_reason = reason.strip()
     case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=case)
-    event_record(actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip())
+    event_record(
+        actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip(), at=now
+    )
     if case.supersedes:
         _supersede(case.supersedes, by=case, actor=actor, now=now)
     return ReviewOutcome(case.id, case.status)
@@ -366,6 +399,7 @@ def supersede_version(
         target=old.pk,
         reason=f"superseded by {by.id}",
         details={"superseded_by": by.id},
+        at=now,
     )
     return old
 
@@ -374,32 +408,44 @@ def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
     supersede_version(Case, old_id, by=by, action=Action.CASE_SUPERSEDE, actor=actor, now=now)
 
 
-def item_reject(item: ReviewedItem, *, actor: User, reason: str, action: Action) -> ReviewOutcome:
+def item_reject(
+    item: ReviewedItem, *, actor: User, reason: str, action: Action, now: datetime
+) -> ReviewOutcome:
     """Reject a locked candidate case or skill (the rules are the same for both)."""
     unmet = domain.rejection_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
     if unmet:
         raise ReviewRefused(item.id, item.status, unmet)
     item.status = Status.REJECTED
     item.rejected_by = actor
-    item.rejected_at = clock.now()
+    item.rejected_at = now
     item.rejected_reason = reason.strip()
     item.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=item)
-    event_record(actor=actor, action=action, target=item.id, reason=reason.strip())
+    event_record(actor=actor, action=action, target=item.id, reason=reason.strip(), at=now)
     return ReviewOutcome(item.id, item.status)
 
 
 @transaction.atomic
-def case_reject(*, case: Case, actor: User, reason: str) -> ReviewOutcome:
+def case_reject(
+    *, case: Case, actor: User, reason: str, now: datetime | None = None
+) -> ReviewOutcome:
     require_item_tenant(actor, case)
-    return item_reject(case_locked(case), actor=actor, reason=reason, action=Action.CASE_REJECT)
+    return item_reject(
+        case_locked(case),
+        actor=actor,
+        reason=reason,
+        action=Action.CASE_REJECT,
+        now=now or clock.now(),
+    )
 
 
 @transaction.atomic
-def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
+def skill_approve(
+    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
+) -> ReviewOutcome:
     require_item_tenant(actor, skill)
     skill = skill_locked(skill)
-    now = clock.now()
+    now = now or clock.now()
     unmet = domain.skill_approval_unmet(
         skill_facts(skill), reviewer=reviewer_of(actor), reason=reason, now=now
     )
@@ -411,11 +457,21 @@ def skill_approve(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
     skill.approved_reason = reason.strip()
     skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=skill)
-    event_record(actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip())
+    event_record(
+        actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip(), at=now
+    )
     return ReviewOutcome(skill.id, skill.status)
 
 
 @transaction.atomic
-def skill_reject(*, skill: Skill, actor: User, reason: str) -> ReviewOutcome:
+def skill_reject(
+    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
+) -> ReviewOutcome:
     require_item_tenant(actor, skill)
-    return item_reject(skill_locked(skill), actor=actor, reason=reason, action=Action.SKILL_REJECT)
+    return item_reject(
+        skill_locked(skill),
+        actor=actor,
+        reason=reason,
+        action=Action.SKILL_REJECT,
+        now=now or clock.now(),
+    )

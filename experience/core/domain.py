@@ -20,9 +20,8 @@ from experience.core.availability import CitedCase, GateFields, case_usable
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, sha256_hex, tokenize
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import SCOPE_FIELDS as SCOPE_FIELDS
 from reviewconsole.scopes import validate_scope_value
-
-SCOPE_FIELDS = ("tenant", "brand", "store", "campaign", "deployment")
 
 CASE_PREFIX = itemids.CASE_PREFIX
 SKILL_PREFIX = itemids.SKILL_PREFIX

@@ -13,6 +13,7 @@ from django.db import models
 
 from reviewconsole import itemids
 from reviewconsole.links import item_page
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class ImmutableContentError(RuntimeError):
@@ -70,6 +71,38 @@ ID_LENGTH = 80
 SCOPE_LENGTH = 64
 
 
+class ScopeFields(models.Model):
+    """The five-field scope a row applies to, every field declared (reviewed items, skill
+    proposals, index scopes)."""
+
+    tenant = models.CharField(max_length=SCOPE_LENGTH)
+    brand = models.CharField(max_length=SCOPE_LENGTH)
+    store = models.CharField(max_length=SCOPE_LENGTH)
+    campaign = models.CharField(max_length=SCOPE_LENGTH)
+    deployment = models.CharField(max_length=SCOPE_LENGTH)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in SCOPE_FIELDS}
+
+
+class GivenScopeFields(ScopeFields):
+    """The scope a run or investigation was asked in, as given: a field the caller left out is
+    blank (the run then ends early, and is still stored)."""
+
+    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    brand = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    store = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    campaign = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+    deployment = models.CharField(max_length=SCOPE_LENGTH, blank=True)
+
+    class Meta:
+        abstract = True
+
+
 class ReviewedItemQuerySet(models.QuerySet[Any]):
     def update(self, **kwargs: Any) -> int:
         changed = set(kwargs) - LIFECYCLE_FIELDS
@@ -86,15 +119,10 @@ def _user_fk() -> Any:
     )
 
 
-class ReviewedItem(models.Model):
+class ReviewedItem(ScopeFields):
     """Scope, validity, submission and lifecycle shared by cases and skills."""
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH)
-    tenant = models.CharField(max_length=SCOPE_LENGTH)
-    brand = models.CharField(max_length=SCOPE_LENGTH)
-    store = models.CharField(max_length=SCOPE_LENGTH)
-    campaign = models.CharField(max_length=SCOPE_LENGTH)
-    deployment = models.CharField(max_length=SCOPE_LENGTH)
     title = models.CharField(max_length=300)
     valid_from = models.DateTimeField()
     valid_to = models.DateTimeField()
@@ -143,16 +171,6 @@ class ReviewedItem(models.Model):
 
     def get_absolute_url(self) -> str:
         return item_page(self.item_id)
-
-    @property
-    def scope(self) -> dict[str, str]:
-        return {
-            "tenant": self.tenant,
-            "brand": self.brand,
-            "store": self.store,
-            "campaign": self.campaign,
-            "deployment": self.deployment,
-        }
 
     @property
     def item_id(self) -> itemids.ItemId:

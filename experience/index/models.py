@@ -8,25 +8,21 @@ from __future__ import annotations
 
 from django.db import models
 
-from experience.core.models import ID_LENGTH, SCOPE_LENGTH
+from experience.core.models import ID_LENGTH, ScopeFields
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
-class IndexScope(models.Model):
+class IndexScope(ScopeFields):
     """One exact five-field scope. ``stamp`` is the lexicon stamp its entries' expanded token
     sets (and expanded posting lists) were computed under; retrieval trusts them only while it
     equals the current stamp."""
 
-    tenant = models.CharField(max_length=SCOPE_LENGTH)
-    brand = models.CharField(max_length=SCOPE_LENGTH)
-    store = models.CharField(max_length=SCOPE_LENGTH)
-    campaign = models.CharField(max_length=SCOPE_LENGTH)
-    deployment = models.CharField(max_length=SCOPE_LENGTH)
     stamp = models.CharField(max_length=32, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "brand", "store", "campaign", "deployment"],
+                fields=list(SCOPE_FIELDS),
                 name="experience_index_scope_unique",
             ),
         ]

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from experience.cases.models import Case
 from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ReviewedItem, _user_fk
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class LessonType(models.TextChoices):
@@ -37,7 +38,7 @@ class Lesson(ReviewedItem):
         ordering = ["-submitted_at", "id"]
         indexes = [
             models.Index(
-                fields=["tenant", "brand", "store", "campaign", "deployment", "status"],
+                fields=[*SCOPE_FIELDS, "status"],
                 name="lesson_scope_status",
             ),
             models.Index(fields=["status", "submitted_at"], name="lesson_queue"),

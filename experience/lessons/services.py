@@ -46,6 +46,7 @@ from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import ADD_LESSON, REVIEW_CASE, require
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import require_input_tenant
 
 SUBMIT_LESSON_REFUSED = "submitting lessons needs the operator or reviewer role"
@@ -63,9 +64,15 @@ SUPERSEDES_UNKNOWN = "names no stored lesson of the same tenant"
 NOT_A_MERGE = "is not a proposed merge of this candidate"
 
 
-def lesson_store(content: LessonContent, *, actor: User, via: str) -> tuple[Lesson, bool]:
+def lesson_store(
+    content: LessonContent, *, actor: User, via: str, now: datetime
+) -> tuple[Lesson, bool]:
     require_input_tenant(
-        actor, content.scope["tenant"], field="scope.tenant", create=via == SubmittedVia.IMPORT
+        actor,
+        content.scope["tenant"],
+        field="scope.tenant",
+        create=via == SubmittedVia.IMPORT,
+        now=now,
     )
     tenant = content.scope["tenant"]
     if (
@@ -100,7 +107,7 @@ def lesson_store(content: LessonContent, *, actor: User, via: str) -> tuple[Less
         valid_to=content.valid_to,
         submitted_by=actor,
         submitted_via=via,
-        submitted_at=clock.now(),
+        submitted_at=now,
         **content.scope,
     )
     if not item_inserted(lesson):
@@ -130,19 +137,24 @@ def lesson_store(content: LessonContent, *, actor: User, via: str) -> tuple[Less
             "contradicts": canonical["contradicts"],
             "supersedes": lesson.supersedes or None,
         },
+        at=now,
     )
     return lesson, True
 
 
 @transaction.atomic
 def lesson_submit(
-    *, content: LessonContent, actor: User, via: str = SubmittedVia.CONSOLE
+    *,
+    content: LessonContent,
+    actor: User,
+    via: str = SubmittedVia.CONSOLE,
+    now: datetime | None = None,
 ) -> tuple[Lesson, bool]:
     """Submit a candidate lesson as ``actor``; identical content returns the stored row."""
     require(actor, ADD_LESSON, message=SUBMIT_LESSON_REFUSED)
     if content.unresolved():
         raise ValidationFailure("supports", "file references (#N) are only meaningful in an import")
-    return lesson_store(content, actor=actor, via=via)
+    return lesson_store(content, actor=actor, via=via, now=now or clock.now())
 
 
 def lessons_import(
@@ -150,6 +162,7 @@ def lessons_import(
     parsed: Sequence[Any],
     stored: dict[int, Submitted],
     actor: User,
+    now: datetime,
 ) -> None:
     """Store the lessons of an import (its cases are stored already), resolving ``#N``.
 
@@ -165,7 +178,7 @@ def lessons_import(
                 _resolve(item.supports, "supports", parsed, stored),
                 _resolve(item.contradicts, "contradicts", parsed, stored),
             )
-            lesson, created = lesson_store(resolved, actor=actor, via=SubmittedVia.IMPORT)
+            lesson, created = lesson_store(resolved, actor=actor, via=SubmittedVia.IMPORT, now=now)
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
         stored[index] = Submitted(lesson.id, "lesson", created)
@@ -202,11 +215,13 @@ class LessonReview(ReviewOutcome):
 
 
 @transaction.atomic
-def lesson_approve(*, lesson: Lesson, actor: User, reason: str) -> LessonReview:
+def lesson_approve(
+    *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
+) -> LessonReview:
     """Approve a candidate lesson; supersede the version it replaces; open any conflict it makes."""
     require_item_tenant(actor, lesson)
     lesson = lesson_locked(lesson)
-    now = clock.now()
+    now = now or clock.now()
     unmet = lesson_selectors.lesson_approval_checklist(
         lesson=lesson, reviewer=actor, reason=reason, now=now
     )
@@ -218,7 +233,9 @@ def lesson_approve(*, lesson: Lesson, actor: User, reason: str) -> LessonReview:
     lesson.approved_reason = reason.strip()
     lesson.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=lesson)
-    event_record(actor=actor, action=Action.LESSON_APPROVE, target=lesson.id, reason=reason.strip())
+    event_record(
+        actor=actor, action=Action.LESSON_APPROVE, target=lesson.id, reason=reason.strip(), at=now
+    )
     if lesson.supersedes:
         _supersede(lesson.supersedes, by=lesson, actor=actor, now=now)
     opened = _detect_conflicts(lesson, actor=actor, now=now, on="approval")
@@ -247,10 +264,16 @@ def _supersede(old_id: str, *, by: Lesson, actor: User, now: datetime) -> None:
 
 
 @transaction.atomic
-def lesson_reject(*, lesson: Lesson, actor: User, reason: str) -> ReviewOutcome:
+def lesson_reject(
+    *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
+) -> ReviewOutcome:
     require_item_tenant(actor, lesson)
     return item_reject(
-        lesson_locked(lesson), actor=actor, reason=reason, action=Action.LESSON_REJECT
+        lesson_locked(lesson),
+        actor=actor,
+        reason=reason,
+        action=Action.LESSON_REJECT,
+        now=now or clock.now(),
     )
 
 
@@ -279,6 +302,7 @@ def _open_conflict(
             "found_by": found_by,
             "detected_on": on,
         },
+        at=now,
     )
     return conflict
 
@@ -307,13 +331,11 @@ def conflicts_scan(*, actor: User | None, now: datetime) -> list[LessonConflict]
     only.
     """
     by_scope: dict[tuple[str, ...], list[ld.LessonShape]] = {}
-    for lesson in Lesson.objects.filter(status=Status.APPROVED).only(
-        "tenant", "brand", "store", "campaign", "deployment"
-    ):
+    for lesson in Lesson.objects.filter(status=Status.APPROVED).only(*SCOPE_FIELDS):
         by_scope.setdefault(tuple(lesson.scope.values()), [])
     opened = []
     for key in sorted(by_scope):
-        scope = dict(zip(("tenant", "brand", "store", "campaign", "deployment"), key, strict=True))
+        scope = dict(zip(SCOPE_FIELDS, key, strict=True))
         shapes = lesson_selectors.shapes_in_scope(scope)
         for i, a in enumerate(shapes):
             for b in shapes[i + 1 :]:
@@ -365,6 +387,7 @@ def conflict_close(
             "kept": kept,
             "resolution": resolution,
         },
+        at=now,
     )
 
 
@@ -395,7 +418,9 @@ class MergeOutcome:
 
 
 @transaction.atomic
-def merge_accept(*, candidate: Lesson, target: Lesson, actor: User, reason: str) -> MergeOutcome:
+def merge_accept(
+    *, candidate: Lesson, target: Lesson, actor: User, reason: str, now: datetime | None = None
+) -> MergeOutcome:
     """Accept a proposed merge: a new version of ``target`` that adds the candidate's evidence.
 
     The new version keeps the target's wording and adds the candidate's cases and tags; it is
@@ -404,6 +429,7 @@ def merge_accept(*, candidate: Lesson, target: Lesson, actor: User, reason: str)
     new version too. Nothing is edited in place: both old rows stay, so the diff stays visible.
     """
     require(actor, REVIEW_CASE, candidate.tenant, message=MERGE_REFUSED)
+    now = now or clock.now()
     candidate = lesson_locked(candidate)
     target = lesson_locked(target)
     if target.id not in {p.target for p in lesson_selectors.merge_proposals(candidate)}:
@@ -421,9 +447,10 @@ def merge_accept(*, candidate: Lesson, target: Lesson, actor: User, reason: str)
         tags=tuple(dict.fromkeys((*base.tags, *extra.tags))),
         supersedes=target.id,
     )
-    merged, _ = lesson_store(merged_content, actor=candidate.submitted_by, via=SubmittedVia.CONSOLE)
-    lesson_approve(lesson=merged, actor=actor, reason=reason)
-    now = clock.now()
+    merged, _ = lesson_store(
+        merged_content, actor=candidate.submitted_by, via=SubmittedVia.CONSOLE, now=now
+    )
+    lesson_approve(lesson=merged, actor=actor, reason=reason, now=now)
     candidate.status = Status.SUPERSEDED
     candidate.superseded_by = merged.id
     candidate.superseded_at = now
@@ -435,5 +462,6 @@ def merge_accept(*, candidate: Lesson, target: Lesson, actor: User, reason: str)
         target=merged.id,
         reason=reason.strip(),
         details={"candidate": candidate.id, "target": target.id},
+        at=now,
     )
     return MergeOutcome(merged.id, candidate.id, target.id)

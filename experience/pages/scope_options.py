@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from experience.cases.models import Case
-from experience.core.domain import SCOPE_FIELDS
 from knowledge.scope_options import distinct_values, document_scope_values
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import visible
 
 

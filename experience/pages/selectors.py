@@ -26,6 +26,7 @@ from experience.runs.selectors import references_for, runs_for
 from knowledge.models import Document
 from reviewconsole import itemids
 from reviewconsole.itemids import ItemId
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import may_access, visible
 
 QUEUE_COLUMNS = (
@@ -86,7 +87,7 @@ def _queue_rows(
         rows = rows.filter(tenant__in=sorted(tenants))
     if filters.status:
         rows = rows.filter(status=filters.status)
-    for name in ("tenant", "brand", "store", "campaign", "deployment"):
+    for name in SCOPE_FIELDS:
         value = getattr(filters, name)
         if value:
             rows = rows.filter(**{name: value})

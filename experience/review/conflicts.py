@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -24,6 +25,7 @@ from experience.lessons.schema import LessonContent
 from experience.lessons.services import RESOLVE_REFUSED, lesson_content, lesson_store
 from experience.review.revocation import item_revoke as item_revoke
 from experience.review.revocation import lesson_revoke
+from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
@@ -64,6 +66,7 @@ def conflict_resolve(
     reason: str,
     precondition: str = "",
     tags: Sequence[str] | None = None,
+    now: datetime | None = None,
 ) -> ConflictResolution:
     """A reviewer keeps one lesson and revokes the other, or submits a narrowed version of it.
 
@@ -71,6 +74,7 @@ def conflict_resolve(
     candidate: the conflict stays open until another reviewer approves it.
     """
     require(actor, RESOLVE_LESSON_CONFLICT, conflict.tenant, message=RESOLVE_REFUSED)
+    now = now or clock.now()
     conflict = LessonConflict.objects.select_for_update().get(pk=conflict.pk)
     if conflict.status != ConflictStatus.OPEN:
         raise ValidationFailure("conflict", CONFLICT_CLOSED)
@@ -82,12 +86,12 @@ def conflict_resolve(
         raise ReviewRefused(keep, conflict.status, [domain.REASON_REQUIRED])
     other = Lesson.objects.get(pk=conflict.other(keep))
     if action == "revoke":
-        lesson_revoke(lesson=other, actor=actor, reason=reason)
+        lesson_revoke(lesson=other, actor=actor, reason=reason, now=now)
         # lesson_revoke closed every open conflict of ``other``; this one names who was kept.
         conflict.refresh_from_db()
         return ConflictResolution(conflict.pk, conflict.status, keep, other.id, "revoked")
     narrowed = _narrowed_content(other, precondition=precondition, tags=tags)
-    lesson, _ = lesson_store(narrowed, actor=actor, via=SubmittedVia.CONSOLE)
+    lesson, _ = lesson_store(narrowed, actor=actor, via=SubmittedVia.CONSOLE, now=now)
     conflict.narrowing = lesson.id
     conflict.save(update_fields=["narrowing"])
     event_record(
@@ -101,6 +105,7 @@ def conflict_resolve(
             "resolution": "narrowing",
             "narrowed": lesson.id,
         },
+        at=now,
     )
     return ConflictResolution(conflict.pk, conflict.status, keep, other.id, "narrowing", lesson.id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
@@ -52,7 +53,9 @@ def skills_citing(case_id: str) -> list[str]:
     )
 
 
-def revocation_impact(item_id: str, *, tenant: str | None = None) -> Impact:
+def revocation_impact(
+    item_id: str, *, tenant: str | None = None, now: datetime | None = None
+) -> Impact:
     """What revoking ``item_id`` reaches (skills citing it, runs that read it): the preview.
 
     Only runs of the item's own tenant are listed: a run opened in another tenant never read it
@@ -67,7 +70,7 @@ def revocation_impact(item_id: str, *, tenant: str | None = None) -> Impact:
     tenant = tenant if tenant is not None else item_tenant(item_id)
     if kind == "case":
         skills = skills_citing(item_id)
-        lessons = lessons_losing_support(item_id, clock.now())
+        lessons = lessons_losing_support(item_id, now or clock.now())
         return Impact(
             skills=skills,
             lessons=lessons,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -29,6 +30,7 @@ from experience.cases.tools import tool_specs
 from experience.core.models import SubmittedVia
 from experience.lessons.schema import LessonContent, parse_lesson
 from experience.lessons.services import lessons_import
+from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import (
     ADD_CASE,
@@ -40,8 +42,10 @@ NOT_A_LIST = "must be a JSON array of cases, skills and lessons"
 
 
 @transaction.atomic
-def items_import(*, items: object, actor: User) -> list[Submitted]:
-    """Import a JSON array of cases and skills as candidates: all or nothing."""
+def items_import(*, items: object, actor: User, now: datetime | None = None) -> list[Submitted]:
+    """Import a JSON array of cases and skills as candidates: all or nothing; every item is
+    stored at one moment."""
+    now = now or clock.now()
     if not isinstance(items, list):
         raise ValidationFailure("$", NOT_A_LIST)
     specs = tool_specs()
@@ -65,7 +69,9 @@ def items_import(*, items: object, actor: User) -> list[Submitted]:
     for index, item in enumerate(parsed):
         if isinstance(item, CaseContent):
             try:
-                case, created = case_submit(content=item, actor=actor, via=SubmittedVia.IMPORT)
+                case, created = case_submit(
+                    content=item, actor=actor, via=SubmittedVia.IMPORT, now=now
+                )
             except ValidationFailure as failure:
                 raise failure.at(f"[{index}]") from None
             stored[index] = Submitted(case.id, "case", created)
@@ -73,13 +79,15 @@ def items_import(*, items: object, actor: User) -> list[Submitted]:
         if isinstance(item, SkillContent):
             try:
                 resolved = _resolve_file_references(item, parsed, stored)
-                skill, created = skill_store(resolved, actor=actor, via=SubmittedVia.IMPORT)
+                skill, created = skill_store(
+                    resolved, actor=actor, via=SubmittedVia.IMPORT, now=now
+                )
             except ValidationFailure as failure:
                 raise failure.at(f"[{index}]") from None
             stored[index] = Submitted(skill.id, "skill", created)
     # Lessons last: they cite cases of this file; their module builds on this one.
 
-    lessons_import(parsed=parsed, stored=stored, actor=actor)
+    lessons_import(parsed=parsed, stored=stored, actor=actor, now=now)
     return [stored[index] for index in range(len(parsed))]
 
 

@@ -11,6 +11,7 @@ inputs of the items the run read.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -19,12 +20,13 @@ from experience.cases.models import Case, Skill
 from experience.lessons.models import Lesson
 from experience.runs.claims import run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
-from experience.runs.records import validate_run_id
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
+from reviewconsole.reasons import reason_within_cap
+from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access
 
 if TYPE_CHECKING:
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
 OUTCOMES = tuple(Outcome.values)
 OUTCOME_INVALID = "must be one of " + ", ".join(OUTCOMES)
 NO_READS = "names no run under which memory was read"
-NOTE_TOO_LONG = "must be at most 2000 characters"
-MAX_NOTE = 2_000
 USE_REFUSED = "reporting an outcome needs the agent or reviewer role"
 NOT_OWNER = (
     "only the account that opened this run, or a reviewer of its tenant, may report its outcome"
@@ -72,14 +72,18 @@ def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, 
         note = ""
     if not isinstance(note, str):
         raise ValidationFailure("note", "must be a string")
-    if len(note) > MAX_NOTE:
-        raise ValidationFailure("note", NOTE_TOO_LONG)
-    return run_id, str(outcome), note.strip()
+    # The note is the event's reason: the one cap of every reason.
+    return run_id, str(outcome), reason_within_cap(note, field="note").strip()
 
 
 @transaction.atomic
 def run_outcome_report(
-    *, run_id: str, outcome: str, actor: User, note: str | None = None
+    *,
+    run_id: str,
+    outcome: str,
+    actor: User,
+    note: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
@@ -99,7 +103,7 @@ def run_outcome_report(
     if claim.owner_id != actor.pk:
         # Another account's run of the actor's tenants: only a reviewer reports its outcome.
         require(actor, REVIEW_CASE, message=NOT_OWNER)
-    now = clock.now()
+    now = now or clock.now()
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
     reviewed = holds(actor, REVIEW_CASE)
     previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
@@ -127,6 +131,7 @@ def run_outcome_report(
             "reviewed": reviewed,
             "items": [item_id for item_id, _kind in items],
         },
+        at=now,
     )
     return {
         "run_id": run_id,

@@ -67,7 +67,9 @@ def _run_tenants(run_id: str) -> set[str]:
 
 
 @transaction.atomic
-def run_follow_up(*, run_id: str, actor: User, reason: str = "") -> RunFollowUp:
+def run_follow_up(
+    *, run_id: str, actor: User, reason: str = "", now: datetime | None = None
+) -> RunFollowUp:
     """Mark ``run_id`` followed up: its flag clears until another revocation reaches it."""
     require(actor, REVIEW_CASE, message=FOLLOW_UP_REFUSED)
     reason = (reason or "").strip()
@@ -79,7 +81,8 @@ def run_follow_up(*, run_id: str, actor: User, reason: str = "") -> RunFollowUp:
     if not row.pending:
         raise ValidationFailure("run_id", ALREADY_FOLLOWED_UP)
     row.followed_up_by = actor
-    row.followed_up_at = clock.now()
+    now = now or clock.now()
+    row.followed_up_at = now
     row.reason = reason
     row.save(update_fields=["followed_up_by", "followed_up_at", "reason"])
     event_record(
@@ -91,6 +94,7 @@ def run_follow_up(*, run_id: str, actor: User, reason: str = "") -> RunFollowUp:
             "revoked_items": list(row.revoked_items),
             "flagged_at": row.flagged_at.isoformat(),
         },
+        at=now,
     )
     return row
 

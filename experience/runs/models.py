@@ -8,7 +8,13 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ItemType, RunStatus, _user_fk
+from experience.core.models import (
+    ID_LENGTH,
+    GivenScopeFields,
+    ItemType,
+    RunStatus,
+    _user_fk,
+)
 
 
 class Reference(models.Model):
@@ -31,16 +37,11 @@ class Reference(models.Model):
         return f"{self.run_id} read {self.item_id}"
 
 
-class Run(models.Model):
+class Run(GivenScopeFields):
     """One execution of a skill inside an agent investigation (``run_id``)."""
 
     run_id = models.CharField(max_length=100, db_index=True)
     skill_id = models.CharField(max_length=ID_LENGTH, db_index=True)
-    tenant = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    brand = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    store = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    campaign = models.CharField(max_length=SCOPE_LENGTH, blank=True)
-    deployment = models.CharField(max_length=SCOPE_LENGTH, blank=True)
     context = models.JSONField(default=dict)
     steps = models.JSONField(default=list)
     observations = models.JSONField(default=list)
@@ -60,16 +61,6 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("experience:run-detail", args=[self.run_id])
-
-    @property
-    def scope(self) -> dict[str, str]:
-        return {
-            "tenant": self.tenant,
-            "brand": self.brand,
-            "store": self.store,
-            "campaign": self.campaign,
-            "deployment": self.deployment,
-        }
 
 
 class RunCitation(models.Model):

@@ -14,22 +14,13 @@ from experience.runs.claims import run_claim
 from experience.runs.models import Reference, Run, RunCitation
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
-from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
-from reviewconsole.reasons import MAX_REASON
+from reviewconsole.reasons import reason_clipped
 
-RUN_ID_INVALID = "must be 1-100 characters without spaces"
-
-
-def validate_run_id(run_id: object, *, field: str = "run_id") -> str:
-    if (
-        not isinstance(run_id, str)
-        or not run_id.strip()
-        or len(run_id) > 100
-        or any(ch.isspace() for ch in run_id)
-    ):
-        raise ValidationFailure(field, RUN_ID_INVALID)
-    return run_id
+# The one run-id rule is the core's (reviewconsole.runids: the API's bodies and ticket-set files
+# share it); retrieval and the context block still import it from here with the writers.
+from reviewconsole.runids import RUN_ID_INVALID as RUN_ID_INVALID
+from reviewconsole.runids import validate_run_id as validate_run_id
 
 
 def references_record(*, run_id: str, items: Iterable[tuple[str, str]], at: datetime) -> None:
@@ -85,7 +76,8 @@ def run_store(
         target=skill_id[:200],
         # The run's own account of itself (tool errors, evidence ids) may run long; the run row
         # keeps it whole, the event its start.
-        reason=reason[:MAX_REASON],
+        reason=reason_clipped(reason),
         details={"run_id": run_id, "status": status, "tool_calls": tool_calls},
+        at=finished_at,
     )
     return run

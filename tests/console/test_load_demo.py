@@ -26,8 +26,8 @@ from experience.core.models import Status
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.runs.models import Reference, RevocationImpact, Run
 from investigations.models import Investigation
-from reviewconsole import clock
 from reviewconsole.models import Event
+from tests.helpers import clock_frozen
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ def row_counts() -> dict[str, int]:
 
 def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert not Case.objects.exists() and not User.objects.exists()
-    with clock.frozen(NOW):
+    with clock_frozen(NOW):
         result = load()
     assert set(User.objects.values_list("username", flat=True)) >= {
         "rita",
@@ -93,7 +93,7 @@ def test_a_replay_report_is_stored_once() -> None:
 
 
 def test_everything_is_dated_relative_to_the_day_it_is_loaded() -> None:
-    with clock.frozen(NOW):
+    with clock_frozen(NOW):
         load()
     approved = [c.approved_at for c in Case.objects.exclude(approved_at=None)]
     assert approved and all(at and NOW - timedelta(days=30) < at < NOW for at in approved)
@@ -106,10 +106,10 @@ def test_everything_is_dated_relative_to_the_day_it_is_loaded() -> None:
 
 
 def test_loading_twice_changes_nothing() -> None:
-    with clock.frozen(NOW):
+    with clock_frozen(NOW):
         first = load()
     counts = row_counts()
-    with clock.frozen(NOW + timedelta(days=1)):
+    with clock_frozen(NOW + timedelta(days=1)):
         again = load()
     assert row_counts() == counts
     assert again["runs"]["new"] == [] and not again["thread"]["built"]

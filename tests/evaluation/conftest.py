@@ -13,7 +13,6 @@ from django.contrib.auth.models import User
 
 from evaluation.demo import MEMORY_APPROVED_AT
 from experience.demo import load_demo_experience, load_demo_knowledge
-from reviewconsole import clock
 
 SCOPE = {
     "tenant": "teahouse",
@@ -81,9 +80,8 @@ def write_set(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def demo_memory(operator: User, reviewer: User) -> dict[str, Any]:
     """The demo memory in the test database, approved when the demo timeline says."""
-    with clock.frozen(MEMORY_APPROVED_AT):
-        load_demo_knowledge(operator=operator)
-        return load_demo_experience(operator=operator, reviewer=reviewer)
+    load_demo_knowledge(operator=operator, now=MEMORY_APPROVED_AT)
+    return load_demo_experience(operator=operator, reviewer=reviewer, now=MEMORY_APPROVED_AT)
 
 
 @pytest.fixture(autouse=True)

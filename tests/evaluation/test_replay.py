@@ -17,7 +17,6 @@ from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.review import revocation
 from experience.runs.models import Reference, Run, RunCitation
-from reviewconsole import clock
 from reviewconsole.models import Event
 from tests.evaluation.conftest import FULL_FACTS, SCOPE, ticket, ticket_set
 
@@ -177,10 +176,12 @@ def test_a_timeline_event_applies_before_the_tickets_known_after_it(
     revoked = demo_memory["cases"][0]
 
     def revoke() -> None:
-        with clock.frozen(REVOKED_AT):
-            revocation.case_revoke(
-                case=selectors.case_get(revoked), actor=reviewer, reason="evidence insufficient"
-            )
+        revocation.case_revoke(
+            case=selectors.case_get(revoked),
+            actor=reviewer,
+            reason="evidence insufficient",
+            now=REVOKED_AT,
+        )
 
     before = ticket(1)
     after = ticket(2, context={**before["context"], "known_at": "2026-09-18T14:47:00+08:00"})

@@ -1,7 +1,7 @@
 """Where shared pieces live, so copies and cycles do not come back.
 
 - the demo replay lives with the demo memory; the replay engine knows nothing of the demo;
-- production code pins the clock only through ``clock.frozen``;
+- production code never sets the clock: a write passes its moment down instead;
 - running a command on a temporary database is ``reviewconsole.temporary_database``'s job.
 """
 
@@ -16,10 +16,19 @@ import evaluation.demo
 import evaluation.replay
 from evaluation.management.commands import replay as replay_command
 from experience.management.commands import experience_demo
-from reviewconsole import temporary_database
+from reviewconsole import clock, temporary_database
 
 BASE = Path(settings.BASE_DIR)
-APPS = ("reviewconsole", "knowledge", "experience", "curation", "agentapi", "evaluation")
+APPS = (
+    "reviewconsole",
+    "knowledge",
+    "experience",
+    "curation",
+    "agentapi",
+    "evaluation",
+    "investigations",
+    "console",
+)
 
 
 def production_modules() -> list[Path]:
@@ -44,11 +53,11 @@ def test_the_replay_engine_does_not_import_the_demo() -> None:
     assert replay_command.replay_demo_here is evaluation.demo.replay_demo_here
 
 
-def test_production_code_pins_the_clock_only_through_clock_frozen() -> None:
+def test_production_code_never_sets_the_clock() -> None:
+    """No assignment to ``clock.<name>``, no ``setattr`` on it, no helper that sets it (the
+    demo loaders once froze the process's clock; they pass ``now`` down now)."""
     offenders = []
     for path in production_modules():
-        if path.name == "clock.py":
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets = (
                 node.targets
@@ -64,7 +73,26 @@ def test_production_code_pins_the_clock_only_through_clock_frozen() -> None:
                     and target.value.id == "clock"
                 ):
                     offenders.append(f"{path.relative_to(BASE)}:{target.lineno}")
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "clock"
+                and node.attr != "now"
+            ):
+                offenders.append(f"{path.relative_to(BASE)}:{node.lineno}: clock.{node.attr}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id == "clock"
+            ):
+                offenders.append(f"{path.relative_to(BASE)}:{node.lineno}: setattr(clock, ...)")
+            if isinstance(node, ast.Global) and "now" in node.names:
+                offenders.append(f"{path.relative_to(BASE)}:{node.lineno}: global now")
     assert offenders == []
+    assert not hasattr(clock, "frozen")
     assert not hasattr(evaluation.demo, "clock_at")
 
 

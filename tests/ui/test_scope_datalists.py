@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from experience.cases import services
 from experience.cases.schema import parse_case
-from reviewconsole import clock
 from reviewconsole.services import user_set_role
 from tests.conftest import PASSWORD
 from tests.experience.conftest import SCOPE, case_data
@@ -29,12 +28,12 @@ def options(html: str, name: str) -> list[str]:
 def test_the_queue_filters_offer_existing_values_within_the_user_tenants(
     reviewer: User, client: Client
 ) -> None:
-    with clock.frozen(datetime.fromisoformat("2026-10-01T00:00:00+08:00")):
-        services.case_submit(content=parse_case(case_data()), actor=reviewer)
-        other = {**SCOPE, "tenant": "rival", "store": "rival-store-9", "deployment": "rival-r1"}
-        services.case_submit(
-            content=parse_case(case_data(scope=other, title="别家案例")), actor=reviewer
-        )
+    at = datetime.fromisoformat("2026-10-01T00:00:00+08:00")
+    services.case_submit(content=parse_case(case_data()), actor=reviewer, now=at)
+    other = {**SCOPE, "tenant": "rival", "store": "rival-store-9", "deployment": "rival-r1"}
+    services.case_submit(
+        content=parse_case(case_data(scope=other, title="别家案例")), actor=reviewer, now=at
+    )
     wide = user_set_role(username="wendy", role="reviewer", password=PASSWORD)
     client.force_login(wide)
     html = client.get(reverse("experience:queue")).content.decode()

@@ -24,6 +24,7 @@ from reviewconsole.temporary_database import (
     enter_temporary_database,
     run_on_temporary_database,
 )
+from reviewconsole.timeparse import parse_optional_aware_datetime
 
 CHANGED = "changed while it was being replayed"
 OUT_NOT_DIRECTORY = "is not a directory that can be written to"
@@ -66,6 +67,8 @@ class Command(JsonCommand):
         )
         parser.add_argument(INNER_FLAG, action="store_true", dest="inner", help=argparse.SUPPRESS)
         parser.add_argument("--expect-hash", dest="expect_hash", help=argparse.SUPPRESS)
+        # The moment the report is stored at, for a loader that dates what it loads (the demo).
+        parser.add_argument("--at", dest="at", help=argparse.SUPPRESS)
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
         ticket_set = load_ticket_set(options["file"])
@@ -78,6 +81,7 @@ class Command(JsonCommand):
             return self._replay_here(ticket_set, options.get("expect_hash"), provider)
         memory = options["memory"] or ticket_set.memory
         actor = user_by_name(options["as_user"]) if options.get("as_user") else None
+        at = parse_optional_aware_datetime(options.get("at"), field="--at")
         out = _out_directory(options.get("out"))
         try:
             if memory == DEMO:
@@ -99,7 +103,12 @@ class Command(JsonCommand):
             )
             with transaction.atomic():
                 report = report_store(
-                    ticket_set=ticket_set, memory=memory, result=result, chart=chart, actor=actor
+                    ticket_set=ticket_set,
+                    memory=memory,
+                    result=result,
+                    chart=chart,
+                    actor=actor,
+                    now=at,
                 )
                 payload = {"ok": True, "report": report.pk, **result}
                 if out is not None:

@@ -4,7 +4,6 @@ import argparse
 from argparse import ArgumentParser
 from typing import Any
 
-from reviewconsole import clock
 from reviewconsole.cli import JsonCommand
 from reviewconsole.temporary_database import (
     INNER_FLAG,
@@ -40,18 +39,18 @@ class Command(JsonCommand):
         from reviewconsole.roles import Role
         from reviewconsole.services import user_set_role
 
-        with clock.frozen(demo_now):
-            operator = user_set_role(username="demo-operator", role=Role.OPERATOR)
-            reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER)
-            agent = user_set_role(username="demo-agent", role=Role.AGENT)
-            load_demo_knowledge(operator=operator)
-            loaded = load_demo_experience(operator=operator, reviewer=reviewer)
-            rows = replays(
-                skill_id=loaded["skill"],
-                revoke_case_id=loaded["cases"][0],
-                reviewer=reviewer,
-                agent=agent,
-            )
+        operator = user_set_role(username="demo-operator", role=Role.OPERATOR, now=demo_now)
+        reviewer = user_set_role(username="demo-reviewer", role=Role.REVIEWER, now=demo_now)
+        agent = user_set_role(username="demo-agent", role=Role.AGENT, now=demo_now)
+        load_demo_knowledge(operator=operator, now=demo_now)
+        loaded = load_demo_experience(operator=operator, reviewer=reviewer, now=demo_now)
+        rows = replays(
+            skill_id=loaded["skill"],
+            revoke_case_id=loaded["cases"][0],
+            reviewer=reviewer,
+            agent=agent,
+            now=demo_now,
+        )
         return {
             "ok": all(row["as_expected"] for row in rows),
             "skill": loaded["skill"],

@@ -4,13 +4,13 @@ from argparse import ArgumentParser
 from typing import Any
 
 from experience.cases.services import SYSTEM_AGENT, system_agent
-from experience.core.domain import SCOPE_FIELDS
 from experience.retrieval.block import BUDGET_INVALID, experience_context
 from experience.retrieval.context import MAX_BUDGET
 from experience.retrieval.service import DEFAULT_LIMIT, LIMIT_INVALID, retrieve_experience
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.timeparse import parse_aware_datetime
 
 
