@@ -7,16 +7,18 @@ citing two cases each, 10k lessons citing cases of their scope, and 1M reference
   (10k references), next to the bare indexed reference lookup of the same items measured in the
   same run, as ratios;
 * p50 of ``retrieve_experience`` with ~100 cases in scope, with 10k lessons (~10 per scope, some
-  in open conflicts) against the same call without reading lessons, interleaved, as a ratio;
-* p50/p95 of ``retrieve_experience`` from the retrieval index at ~100 and at 10k cases in one
-  scope (another 10k cases in one store, 110k in all), against the same call ranking every gated
-  item's text (the index switched off) and the bare gated query of the scope;
-* p50/p95 of the context block (``experience_context``) at ~100 in scope, indexed and from texts.
+  in open conflicts) against the same call without recalling lessons, interleaved, as a ratio;
+* at ~100 and at 10k cases in one scope (another 10k cases in one store, 110k in all), in one
+  interleaved loop: p50/p95 of ``retrieve_experience`` with a query that matches most items and
+  with a rare token, of the context block (``experience_context``), of retrieval ranking every
+  gated item's text (the index switched off), and of the bare gated query of the scope through
+  the ORM and as SQL (``cursor.execute``, the same rows); then the ratios between them.
 
 Usage::
 
     python bench/bench_experience.py              # temporary SQLite file
     python bench/bench_experience.py --scale 0.01 # smoke run
+    python bench/bench_experience.py --only-retrieval   # the scope-size arms only
     DATABASE_URL=postgres://... python bench/bench_experience.py
 
 With DATABASE_URL the benchmark writes to that database: point it at a scratch database.
@@ -347,32 +349,30 @@ def measure(
 
     def recall() -> Any:
         store = f"store-{rng.randrange(data['scopes']):04d}"
-        scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": store,
-                 "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
-        return retrieve_experience(QUERY, scope, data["now"], f"bench-{next(counter)}", actor=agent)
+        return retrieve_experience(
+            QUERY, _scope(store), data["now"], f"bench-{next(counter)}", actor=agent
+        )
 
     # With lessons (what retrieval does now) against retrieval as it was before lessons (no
-    # lesson read, no confidence), interleaved call by call over the same scopes.
-    from experience.retrieval import service as retrieval
+    # lesson recalled, no confidence), interleaved call by call over the same scopes.
+    from experience.retrieval import pipeline
 
-    # The baseline switches off everything retrieval does for lessons and confidence: the
-    # lesson read, the guess of which items' outcomes to read with the lessons', and scoring.
+    # The baseline switches off everything retrieval does for lessons and confidence: no lesson
+    # is recallable (so none is scored, and no outcome is read for one) and no item is scored.
     switched_off = {
         "recallable_lessons": lambda scope, now, *_, **__: {},
-        "likely_returned": lambda found, limit: [],
-        "indexed_cases": lambda found, items: {},
         "with_confidence": lambda items, lessons, now, *_: items,
     }
 
     def without_lessons() -> Any:
-        saved = {name: getattr(retrieval, name) for name in switched_off}
+        saved = {name: getattr(pipeline, name) for name in switched_off}
         for name, stand_in in switched_off.items():
-            setattr(retrieval, name, stand_in)
+            setattr(pipeline, name, stand_in)
         try:
             return recall()
         finally:
             for name, original in saved.items():
-                setattr(retrieval, name, original)
+                setattr(pipeline, name, original)
 
     from experience.lessons import outcome_tallies as outcome_selectors
 
@@ -391,7 +391,7 @@ def measure(
         without_lessons()
         without_outcome_tallies()
     with_samples, without_samples, untallied_samples = [], [], []
-    for _ in range(max(20, repeat // 2)):
+    for _ in range(max(20, repeat // 4)):
         with_samples += timed(recall, 1)
         without_samples += timed(without_lessons, 1)
         untallied_samples += timed(without_outcome_tallies, 1)
@@ -416,7 +416,6 @@ def measure(
             percentile(untallied_samples, 0.95),
         )
     )
-    results += by_scope_size(data, rng, repeat, agent)
     return results
 
 
@@ -425,65 +424,133 @@ def _scope(store: str) -> dict[str, str]:
             "campaign": "campaign-b", "deployment": "release-1"}  # fmt: skip
 
 
+# The bare gated query as SQL: what ``gated_cases(scope, now).values_list("id")`` sends.
+GATED_SQL = (
+    'SELECT "id" FROM "experience_case" WHERE "status" = %s AND "approved_at" <= %s'
+    ' AND "valid_from" <= %s AND "valid_to" > %s AND "tenant" = %s AND "brand" = %s'
+    ' AND "store" = %s AND "campaign" = %s AND "deployment" = %s'
+)
+
+
 def by_scope_size(
     data: dict[str, Any], rng: random.Random, repeat: int, agent: Any
-) -> list[tuple[str, float, float]]:
-    """Retrieval and the context block from the index against ranking every gated text (the
-    index switched off: what retrieval did before it) and the bare gated query, interleaved."""
+) -> list[tuple[str, list[float]]]:
+    """Per scope size (~100 and the large scope): retrieval from the index with a query that
+    matches most items and with a rare token, the context block, retrieval ranking every gated
+    text (the index switched off: what retrieval did before it), and the bare gated query
+    through the ORM and as SQL; interleaved arm by arm, round by round, in alternating order."""
+    from django.db import connection
+
     from experience.index import postings
     from experience.retrieval.block import experience_context
-    from experience.retrieval.service import gated_cases, retrieve_experience
+    from experience.retrieval.pipeline import gated_cases
+    from experience.retrieval.service import retrieve_experience
 
     counter = iter(range(10**9))
+    n_scopes, n_big, now = data["scopes"], data["big"], data["now"]
 
     def small() -> str:
-        return f"store-{rng.randrange(data['scopes']):04d}"
+        return f"store-{rng.randrange(n_scopes):04d}"
 
-    def recall(store: Callable[[], str]) -> Callable[[], Any]:
-        return lambda: retrieve_experience(
-            QUERY, _scope(store()), data["now"], f"bench-s-{next(counter)}", actor=agent
-        )
+    def big() -> str:
+        return BIG_STORE
+
+    def rare_small(store: str) -> str:
+        # Case i of the small scopes is in store i % n_scopes and its title ends in "#i".
+        return f"#{int(store.rsplit('-', 1)[1]) + n_scopes * rng.randrange(100)}"
+
+    def rare_big(_store: str) -> str:
+        return f"#{rng.randrange(n_big)}"
+
+    def common(_store: str) -> str:
+        return QUERY
+
+    def recall(store: Callable[[], str], query: Callable[[str], str]) -> Callable[[], Any]:
+        def call() -> Any:
+            chosen = store()
+            return retrieve_experience(
+                query(chosen), _scope(chosen), now, f"bench-s-{next(counter)}", actor=agent
+            )
+
+        return call
 
     def context(store: Callable[[], str]) -> Callable[[], Any]:
         return lambda: experience_context(
-            QUERY, _scope(store()), data["now"], f"bench-c-{next(counter)}", 800, actor=agent
+            QUERY, _scope(store()), now, f"bench-c-{next(counter)}", 800, actor=agent
         )
 
     def from_texts(call: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
-            saved = postings.candidates
-            setattr(postings, "candidates", lambda scope, now, query: None)  # noqa: B010
+            saved = postings.scope_read
+            setattr(postings, "scope_read", lambda scope, query: postings.STALE)  # noqa: B010
             try:
                 return call()
             finally:
-                setattr(postings, "candidates", saved)  # noqa: B010
+                setattr(postings, "scope_read", saved)  # noqa: B010
 
         return run
 
     def bare(store: Callable[[], str]) -> Callable[[], Any]:
-        return lambda: list(gated_cases(_scope(store()), data["now"]).values_list("id", flat=True))
+        return lambda: list(gated_cases(_scope(store()), now).values_list("id", flat=True))
 
-    big = lambda: BIG_STORE  # noqa: E731
-    arms = [
-        ("retrieve_experience, ~100 in scope, indexed", recall(small)),
-        ("  the same ranking every gated text", from_texts(recall(small))),
-        (f"retrieve_experience, {data['big']:,} in scope, indexed", recall(big)),
-        ("  the same ranking every gated text", from_texts(recall(big))),
-        ("  bare gated query of that scope", bare(big)),
-        ("context block, ~100 in scope, indexed", context(small)),
-        ("  the same ranking every gated text", from_texts(context(small))),
-    ]
+    def bare_sql(store: Callable[[], str]) -> Callable[[], Any]:
+        adapt_now = connection.ops.adapt_datetimefield_value(now)
+
+        def run() -> Any:
+            params = ["approved", adapt_now, adapt_now, adapt_now, *_scope(store()).values()]
+            with connection.cursor() as cursor:
+                cursor.execute(GATED_SQL, params)
+                return [row[0] for row in cursor.fetchall()]
+
+        return run
+
+    for name in ("store-0000", BIG_STORE):  # the two baselines read the same rows
+        fixed: Callable[[], str] = lambda name=name: name  # type: ignore[misc]  # noqa: E731
+        assert sorted(bare(fixed)()) == sorted(bare_sql(fixed)()) != []
+
+    arms: list[tuple[str, Callable[[], Any]]] = []
+    for size, where, rare in (("~100", small, rare_small), (f"{n_big:,}", big, rare_big)):
+        arms += [
+            (f"{size} retrieve, common query", recall(where, common)),
+            (f"{size} retrieve, rare token", recall(where, rare)),
+            (f"{size} context block", context(where)),
+            (f"{size} retrieve, ranking every text", from_texts(recall(where, common))),
+            (f"{size} bare gated query (ORM)", bare(where)),
+            (f"{size} bare gated query (SQL)", bare_sql(where)),
+        ]
     for _label, call in arms:
         for _ in range(3):
             call()
     samples: list[list[float]] = [[] for _ in arms]
-    for _ in range(max(20, repeat // 2)):  # interleaved, arm by arm, round by round
-        for index, (_label, call) in enumerate(arms):
+    for round_ in range(max(20, repeat // 2)):
+        turn = list(enumerate(arms))
+        if round_ % 2:
+            turn.reverse()
+        for index, (_label, call) in turn:
             samples[index] += timed(call, 1)
-    return [
-        (label, percentile(taken, 0.5), percentile(taken, 0.95))
-        for (label, _call), taken in zip(arms, samples, strict=True)
-    ]
+    return [(label, taken) for (label, _call), taken in zip(arms, samples, strict=True)]
+
+
+def report_sizes(rows: list[tuple[str, list[float]]], big: str) -> None:
+    p50 = {label: percentile(taken, 0.5) for label, taken in rows}
+    print(f"{'measurement (same run, interleaved)':48} {'p50 ms':>9} {'p95 ms':>9}")
+    for label, taken in rows:
+        print(f"{label:48} {percentile(taken, 0.5):9.3f} {percentile(taken, 0.95):9.3f}")
+    for size in ("~100", big):
+        orm, sql = p50[f"{size} bare gated query (ORM)"], p50[f"{size} bare gated query (SQL)"]
+        common, rare = p50[f"{size} retrieve, common query"], p50[f"{size} retrieve, rare token"]
+        texts = p50[f"{size} retrieve, ranking every text"]
+        block = p50[f"{size} context block"]
+        print(f"{size} in scope, p50 ratios:")
+        print(
+            f"  retrieve (common query) / bare gated ORM x{common / orm:.2f}, / SQL x{common / sql:.2f}"
+        )
+        print(
+            f"  retrieve (rare token) / bare gated ORM x{rare / orm:.2f}, / SQL x{rare / sql:.2f}"
+        )
+        print(f"  retrieve (common query) / ranking every text x{common / texts:.2f}")
+        print(f"  context block / retrieve (common query) x{block / common:.2f} (target <= 1.3)")
+        print(f"  ORM overhead of the bare gated query: {orm - sql:.3f} ms")
 
 
 def main() -> None:
@@ -495,6 +562,9 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=200, help="samples per measurement")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--only-retrieval", action="store_true", help="skip the revocation impact and lessons arms"
+    )
     args = parser.parse_args()
 
     database_url = os.environ.get("DATABASE_URL")
@@ -506,40 +576,33 @@ def main() -> None:
         data = build(args.scale, rng)
         from django.conf import settings
 
+        from experience.cases.services import system_agent
+
         print(
             f"{vendor} (DEBUG={settings.DEBUG}): {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "
             f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s), "
             f"{data['big']:,} more cases in one scope; retrieval index built in {data['index_seconds']:.1f}s"
         )
-        rows = measure(data, rng, args.repeat)
-        print(f"{'measurement':48} {'p50 ms':>9} {'p95 ms':>9}")
-        for label, p50, p95 in rows:
-            print(f"{label:48} {p50:9.3f} {p95:9.3f}")
-        by_label = {label: (p50, p95) for label, p50, p95 in rows}
-        base50 = by_label["retrieve_experience, no lessons (~100 in scope)"][0]
-        lessons50 = by_label["retrieve_experience with lessons"][0]
-        print(f"retrieval with lessons / without: p50 x{lessons50 / base50:.2f} (target <= 1.3)")
-        untallied50 = by_label["  the same without outcome lookups"][0]
-        print(f"  without outcome lookups / without lessons: p50 x{untallied50 / base50:.2f}")
-        for index, (label, p50, _p95) in enumerate(rows):
-            if label == "  the same ranking every gated text":
-                indexed = rows[index - 1]
-                print(f"{indexed[0].strip()} / ranking every text: p50 x{indexed[1] / p50:.2f}")
-        big50 = next(
-            p50
-            for label, p50, _ in rows
-            if label.endswith("in scope, indexed") and "~" not in label
-        )
-        bare50 = by_label["  bare gated query of that scope"][0]
-        print(
-            f"retrieval at {data['big']:,} in scope / bare gated query: p50 x{big50 / bare50:.2f}"
-        )
-        for kind in ("typical", "hot"):
-            bare50, bare95 = by_label[f"bare reference lookup ({kind})"]
-            imp50, imp95 = by_label[f"revocation impact ({kind})"]
+        if not args.only_retrieval:
+            rows = measure(data, rng, args.repeat)
+            print(f"{'measurement':48} {'p50 ms':>9} {'p95 ms':>9}")
+            for label, p50, p95 in rows:
+                print(f"{label:48} {p50:9.3f} {p95:9.3f}")
+            by_label = {label: (p50, p95) for label, p50, p95 in rows}
+            base50 = by_label["retrieve_experience, no lessons (~100 in scope)"][0]
+            lessons50 = by_label["retrieve_experience with lessons"][0]
             print(
-                f"impact / bare lookup ({kind}): p50 x{imp50 / bare50:.2f}, p95 x{imp95 / bare95:.2f}"
+                f"retrieval with lessons / without: p50 x{lessons50 / base50:.2f} (target <= 1.3)"
             )
+            untallied50 = by_label["  the same without outcome lookups"][0]
+            print(f"  without outcome lookups / without lessons: p50 x{untallied50 / base50:.2f}")
+            for kind in ("typical", "hot"):
+                bare50, bare95 = by_label[f"bare reference lookup ({kind})"]
+                imp50, imp95 = by_label[f"revocation impact ({kind})"]
+                print(
+                    f"impact / bare lookup ({kind}): p50 x{imp50 / bare50:.2f}, p95 x{imp95 / bare95:.2f}"
+                )
+        report_sizes(by_scope_size(data, rng, args.repeat, system_agent()), f"{data['big']:,}")
         from django.db import connections
 
         connections.close_all()

@@ -1,7 +1,7 @@
 """The retrieval index of reviewed memory: per exact scope, token → the entries that hold it.
 
 Imported by ``experience.models`` so Django registers these models with the app. What they hold
-and how they are kept is in ``experience.postings``.
+and how they are kept is in ``experience.index.postings``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,15 @@ from reviewconsole.scopes import SCOPE_FIELDS
 class IndexScope(ScopeFields):
     """One exact five-field scope. ``stamp`` is the lexicon stamp its entries' expanded token
     sets (and expanded posting lists) were computed under; retrieval trusts them only while it
-    equals the current stamp."""
+    equals the current stamp.
+
+    ``arrays`` packs the gate times, token-set sizes, kind and tie order of every entry of the
+    scope into one array (``experience.index.postings.ENTRY_DTYPE``, by entry id), kept in step
+    with the entries in the writer's transaction: retrieval reads it with the query's posting
+    lists in one statement. NULL when not packed (retrieval then ranks from the texts)."""
 
     stamp = models.CharField(max_length=32, blank=True)
+    arrays = models.BinaryField(null=True)
 
     class Meta:
         constraints = [
@@ -48,12 +54,20 @@ class IndexEntry(models.Model):
     expanded_size = models.PositiveIntegerField()
     # The expanded set the postings hold for this entry (what a lexicon change compares with).
     expanded_tokens = models.TextField(default="")
-    # A lesson's confidence inputs as JSON (experience.lesson_index), kept in step with its cited
+    # A lesson's confidence inputs as JSON (experience.index.lesson_inputs), kept in step with its cited
     # cases, incident merges and conflicts; empty when not written yet (recall reads the tables).
     evidence = models.TextField(default="", blank=True)
+    # What a context block line shows after the title (a case's summary, else its search text; a
+    # skill's "when"; a lesson's conclusion: ``experience.index.postings.Kind.brief``). Like the
+    # title and the token sets, it is the approved item's and does not change.
+    block_text = models.TextField(default="", blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["scope", "kind"], name="experience_index_entry_kind")]
+        indexes = [
+            models.Index(fields=["scope", "kind"], name="experience_index_entry_kind"),
+            # Where a new entry falls in its scope's id order (the packed array's tie order).
+            models.Index(fields=["scope", "item_id"], name="experience_index_entry_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.item_id} in {self.scope_id}"

@@ -5,31 +5,38 @@ Every approved item of every registered kind (cases, skills and lessons; :data:`
 sizes of its raw and expanded token sets; per scope and token an ``IndexPosting`` holds the
 sorted entry ids whose raw (expanded) set contains the token. The posting lists are written by
 the same machinery as knowledge search's (``knowledge.postings.Changes``/``changes_applied``).
+Each scope also packs its entries' gate times, set sizes, kind and tie order into one array
+(``IndexScope.arrays``, :data:`ENTRY_DTYPE`), so that a retrieval reads what ranking needs for
+the whole scope and the query's posting lists in one statement (:func:`scope_read`).
 
 Written at write time, in the writer's transaction: every review decision publishes the item's
 new status (``reviewconsole.dispatch``, ``ITEM_STATUS_CHANGED``) and
 :func:`item_status_followed` indexes an approved item and takes out one in any other status
-(revoked, superseded, rejected). A lexicon change leaves the expanded postings of every scope
-behind: each scope carries the lexicon stamp they were computed under, and retrieval uses its
-postings only while that stamp is the current one, ranking from the items' texts otherwise
-(correct, only slower). :func:`expanded_refreshed` (a background task queued by every lexicon
-change) brings each scope to the current stamp, one scope per transaction, so searches are never
-blocked.
+(revoked, superseded, rejected). Both lock the scope's row first and rewrite its array with the
+entry added or taken out, so concurrent writers into one scope queue on that row. A lexicon
+change leaves the expanded postings of every scope behind: each scope carries the lexicon stamp
+they were computed under, and retrieval uses its postings only while that stamp is the current
+one, ranking from the items' texts otherwise (correct, only slower). :func:`expanded_refreshed`
+(a background task queued by every lexicon change) brings each scope to the current stamp, one
+scope per transaction, so searches are never blocked; it also packs any scope whose array is
+missing.
 
-:func:`ranked` gives the ids of a scope's items that share a token with the query, ranked
-exactly as ``experience.core.domain.rank_items`` ranks the gated items' texts (raw and expanded
-Jaccard, RRF k=60, ties by id): the gate runs on the candidates only.
+Ranking, the gate and hydration are the retrieval pipeline's (``experience.retrieval.pipeline``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Q
+from django.db.models.functions import Collate
 
 from experience.cases.models import Case, Skill
 from experience.core import domain
@@ -38,14 +45,7 @@ from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson
 from knowledge import postings as kp
-from knowledge.domain import (
-    RRF_K,
-    exact_order,
-    expand,
-    reciprocal_rank_fusion,
-    rrf_fraction,
-    tokenize,
-)
+from knowledge.domain import expand, tokenize
 from knowledge.models import LexiconState
 
 SCOPE_FIELDS = domain.SCOPE_FIELDS
@@ -53,15 +53,23 @@ SCOPE_FIELDS = domain.SCOPE_FIELDS
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of reviewed memory that retrieval ranks: its model and the text it is ranked by."""
+    """A kind of reviewed memory that retrieval ranks: its model, the text it is ranked by, and
+    the text a context block shows for it."""
 
     name: str
     model: Callable[[], Any]
     text: Callable[[Any], str]
     # The text's columns, for reading many items without their other fields.
     columns: tuple[str, ...]
+    # What a context block line shows after the title, and its columns (kept on the entry).
+    brief: Callable[[Any], str]
+    brief_columns: tuple[str, ...]
     # Called with the ids of items just indexed (live models only): what else their entries keep.
     indexed: Callable[[list[str]], Any] | None = None
+
+    def brief_of(self, values: Sequence[Any]) -> str:
+        """:attr:`brief` of an item read as the values of its :attr:`brief_columns`."""
+        return self.brief(_Row(self.brief_columns, values))
 
 
 def _case_model() -> Any:
@@ -89,15 +97,29 @@ def skill_text(title: str, when: str) -> str:
 
 
 KINDS: dict[str, Kind] = {
-    "case": Kind("case", _case_model, lambda item: item.search_text, ("search_text",)),
+    "case": Kind(
+        "case",
+        _case_model,
+        lambda item: item.search_text,
+        ("search_text",),
+        brief=lambda item: item.summary or item.search_text,
+        brief_columns=("summary", "search_text"),
+    ),
     "skill": Kind(
-        "skill", _skill_model, lambda item: skill_text(item.title, item.when), ("title", "when")
+        "skill",
+        _skill_model,
+        lambda item: skill_text(item.title, item.when),
+        ("title", "when"),
+        brief=lambda item: item.when,
+        brief_columns=("when",),
     ),
     "lesson": Kind(
         "lesson",
         _lesson_model,
         lambda item: item.search_text,
         ("search_text",),
+        brief=lambda item: item.conclusion,
+        brief_columns=("conclusion",),
         indexed=_lesson_evidence_refreshed,
     ),
 }
@@ -137,8 +159,10 @@ def _stamp_text(stamp: str | None) -> str:
     return stamp or ""
 
 
-def _entry(kind: str, item: Any, raw: frozenset[str], expanded: frozenset[str]) -> dict[str, Any]:
-    return {
+def _entry(
+    kind: str, item: Any, raw: frozenset[str], expanded: frozenset[str], models: Models
+) -> dict[str, Any]:
+    fields = {
         "kind": kind,
         "item_id": item.pk,
         "title": item.title,
@@ -148,7 +172,145 @@ def _entry(kind: str, item: Any, raw: frozenset[str], expanded: frozenset[str]) 
         "raw_size": len(raw),
         "expanded_size": len(expanded),
         "expanded_tokens": " ".join(sorted(expanded)),
+        "block_text": KINDS[kind].brief(item),
     }
+    # (A migration's model older than a column is written without it.)
+    columns = {f.name for f in models.entry._meta.get_fields()}
+    return {name: value for name, value in fields.items() if name in columns}
+
+
+# --- the packed arrays -------------------------------------------------------------------------
+
+# Positions in KINDS (append new kinds at the end: the packed arrays store these codes).
+KIND_CODES: dict[str, int] = {name: code for code, name in enumerate(KINDS)}
+KIND_NAMES: tuple[str, ...] = tuple(KINDS)
+
+# One record per entry of a scope, ordered by entry id. Times are microseconds since the epoch
+# (``knowledge.postings.micros``; valid_to NEVER when open, approved_at NEVER when unknown);
+# ``order`` is the rank of the entry's item id among the scope's item ids (ties are ordered by
+# id); ``kind`` a code of :data:`KIND_CODES`.
+ENTRY_DTYPE = np.dtype(
+    [
+        ("id", "<i8"),
+        ("valid_from", "<i8"),
+        ("valid_to", "<i8"),
+        ("approved_at", "<i8"),
+        ("raw_size", "<i4"),
+        ("expanded_size", "<i4"),
+        ("order", "<i4"),
+        ("kind", "i1"),
+    ]
+)
+_PACKED_FIELDS = (
+    "pk",
+    "kind",
+    "item_id",
+    "valid_from",
+    "valid_to",
+    "approved_at",
+    "raw_size",
+    "expanded_size",
+)
+
+
+def entries_of(blob: bytes | memoryview | None) -> np.ndarray:
+    if not blob:
+        return np.empty(0, dtype=ENTRY_DTYPE)
+    return np.frombuffer(bytes(blob), dtype=ENTRY_DTYPE)
+
+
+def _records(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:
+    """``rows`` (:data:`_PACKED_FIELDS`, by entry id) as records, ``order`` left at zero."""
+    packed = np.zeros(len(rows), dtype=ENTRY_DTYPE)
+    for i, (pk, kind, _item, start, end, approved, raw, expanded) in enumerate(rows):
+        packed[i] = (pk, start, end, approved, raw, expanded, 0, KIND_CODES[kind])
+    return packed
+
+
+def _packed(rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """The array of a scope whose entries are ``rows`` (:data:`_PACKED_FIELDS`, by entry id)."""
+    packed = _records(rows)
+    by_item = sorted(range(len(rows)), key=lambda i: rows[i][2])
+    packed["order"][by_item] = np.arange(len(rows), dtype=np.int32)
+    return packed.tobytes()
+
+
+def arrays_packed(scope_ids: Iterable[int] | None = None, models: Models | None = None) -> int:
+    """Pack the arrays of ``scope_ids`` (default: every scope) from their entries; returns the
+    scopes packed. What a rebuild, a lexicon refresh and the migration that added the arrays
+    call; a single approval or revocation changes its scope's array in place instead."""
+    models = models or live()
+    scopes = models.scope.objects.all()
+    if scope_ids is not None:
+        scopes = scopes.filter(pk__in=list(scope_ids))
+    wanted = list(scopes.values_list("pk", flat=True))
+    by_scope: dict[int, list[tuple[Any, ...]]] = {pk: [] for pk in wanted}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        for scope_id, *row in (
+            models.entry.objects.filter(scope_id__in=chunk)
+            .order_by("scope_id", "pk")
+            .values_list("scope_id", *_PACKED_FIELDS)
+            .iterator(chunk_size=5000)
+        ):
+            by_scope[scope_id].append(tuple(row))
+    for scope_id, rows in by_scope.items():
+        models.scope.objects.filter(pk=scope_id).update(arrays=_packed(rows))
+    return len(by_scope)
+
+
+def _scope_locked(scope_id: int, models: Models) -> None:
+    """Lock the scope's row until the transaction ends: every writer of a scope's entries takes
+    this lock first, so its array is rewritten by one writer at a time."""
+    models.scope.objects.select_for_update().filter(pk=scope_id).values_list("pk").get()
+
+
+def _stored_arrays(scope_id: int, models: Models) -> np.ndarray | None:
+    """The scope's array as stored (a copy; None: not packed)."""
+    blob = models.scope.objects.filter(pk=scope_id).values_list("arrays", flat=True).get()
+    return None if blob is None else entries_of(blob).copy()
+
+
+def _order_of(scope_id: int, item_id: str, models: Models) -> int:
+    """How many of the scope's entries have an item id before ``item_id`` (code point order, as
+    Python compares them, whatever the database's collation)."""
+    binary = "C" if connection.vendor == "postgresql" else "BINARY"
+    return (
+        models.entry.objects.filter(scope_id=scope_id)
+        .annotate(binary_id=Collate("item_id", binary))
+        .filter(binary_id__lt=item_id)
+        .count()
+    )
+
+
+def _array_with(scope_id: int, entry: Any, models: Models) -> None:
+    """Write the scope's array with ``entry`` (just created) added; the row is locked."""
+    packed = _stored_arrays(scope_id, models)
+    if packed is None:
+        arrays_packed([scope_id], models)
+        return
+    record = _records([tuple(getattr(entry, name) for name in _PACKED_FIELDS)])
+    record["order"] = _order_of(scope_id, entry.item_id, models)
+    packed["order"][packed["order"] >= record["order"][0]] += 1
+    at = int(np.searchsorted(packed["id"], entry.pk))
+    packed = np.concatenate([packed[:at], record, packed[at:]])
+    models.scope.objects.filter(pk=scope_id).update(arrays=packed.tobytes())
+
+
+def _array_without(scope_id: int, entry_id: int, models: Models) -> None:
+    """Write the scope's array with the entry ``entry_id`` taken out; the row is locked."""
+    packed = _stored_arrays(scope_id, models)
+    at = int(np.searchsorted(packed["id"], entry_id)) if packed is not None else 0
+    if packed is None or at >= len(packed) or packed["id"][at] != entry_id:
+        arrays_packed([scope_id], models)  # not packed, or not as the entries are: repack
+        return
+    order = packed["order"][at]
+    packed = np.delete(packed, at)
+    packed["order"][packed["order"] > order] -= 1
+    models.scope.objects.filter(pk=scope_id).update(arrays=packed.tobytes())
+
+
+# --- writing entries ----------------------------------------------------------------------------
 
 
 def _stale_scope_refreshed(scope_id: int, models: Models) -> None:
@@ -166,6 +328,7 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
         return
     created: set[int] = set()
     (scope_id,) = kp.scope_ids([_key(item)], models.knowledge(), created).values()
+    _scope_locked(scope_id, models)  # writers into one scope queue here, before any change
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if scope_id in created:
         models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
@@ -173,10 +336,13 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
         _stale_scope_refreshed(scope_id, models)
     text = KINDS[kind].text(item)
     raw, expanded = tokenize(text), tokenize(expand(text, lexicon))
-    entry = models.entry.objects.create(scope_id=scope_id, **_entry(kind, item, raw, expanded))
+    entry = models.entry.objects.create(
+        scope_id=scope_id, **_entry(kind, item, raw, expanded, models)
+    )
     changes = kp.Changes()
     changes.add(scope_id, entry.pk, raw, expanded)
     kp.changes_applied(changes, models.knowledge())
+    _array_with(scope_id, entry, models)
     hook = KINDS[kind].indexed
     if hook is not None and models.entry is live().entry:
         hook([item.pk])
@@ -193,10 +359,12 @@ def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
     if row is None:
         return
     pk, scope_id, expanded = row
+    _scope_locked(scope_id, models)
     changes = kp.Changes()
     changes.remove(scope_id, pk, tokenize(KINDS[kind].text(item)), expanded.split())
     kp.changes_applied(changes, models.knowledge())
     models.entry.objects.filter(pk=pk).delete()
+    _array_without(scope_id, pk, models)
 
 
 def item_status_followed(*, item: Any) -> None:
@@ -217,7 +385,9 @@ def item_status_followed(*, item: Any) -> None:
 
 def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
     """Recompute the expanded sets of one scope's entries under the current lexicon and move
-    their postings; stamps the scope. Returns the entries whose set changed."""
+    their postings; stamps the scope and packs its array again. Returns the entries whose set
+    changed."""
+    _scope_locked(scope_id, models)
     stamp, lexicon = kp.consistent_lexicon()
     entries = list(
         models.entry.objects.select_for_update().filter(scope_id=scope_id).order_by("pk")
@@ -250,7 +420,37 @@ def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
     kp.changes_applied(changes, models.knowledge())
     models.entry.objects.bulk_update(touched, ["expanded_tokens", "expanded_size"], batch_size=1000)
     models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
+    arrays_packed([scope_id], models)
     return len(touched)
+
+
+def _has(model: Any, column: str) -> bool:
+    """Whether ``model`` (a migration's model, maybe older than ``column``) has the column."""
+    return any(f.name == column for f in model._meta.get_fields())
+
+
+def block_texts_filled(
+    models: Models | None = None, *, historical: Mapping[str, Any] | None = None
+) -> int:
+    """Write each entry's ``block_text`` from its item (the migration that added the column);
+    returns the entries written. ``historical`` maps kind names to a migration's models."""
+    models = models or live()
+    written = 0
+    for kind in KINDS.values():
+        model = (historical or {}).get(kind.name) or kind.model()
+        entries = list(models.entry.objects.filter(kind=kind.name).only("pk", "item_id"))
+        for start in range(0, len(entries), 900):
+            chunk = entries[start : start + 900]
+            rows = model.objects.filter(pk__in=[e.item_id for e in chunk])
+            texts = {
+                row[0]: kind.brief_of(row[1:])
+                for row in rows.values_list("pk", *kind.brief_columns)
+            }
+            for entry in chunk:
+                entry.block_text = texts.get(entry.item_id, "")
+            models.entry.objects.bulk_update(chunk, ["block_text"], batch_size=900)
+            written += len(chunk)
+    return written
 
 
 class _Row:
@@ -263,13 +463,15 @@ class _Row:
 
 def expanded_refreshed(models: Models | None = None) -> int:
     """Bring every scope whose expanded postings are behind the lexicon to the current stamp,
-    one scope per transaction; returns the scopes refreshed."""
+    or whose array is not packed, one scope per transaction; returns the scopes refreshed."""
     models = models or live()
     refreshed = 0
     while True:
         current = _stamp_text(kp.lexicon_stamp())
         behind = list(
-            models.scope.objects.exclude(stamp=current).values_list("pk", flat=True)[:500]
+            models.scope.objects.filter(~Q(stamp=current) | Q(arrays__isnull=True)).values_list(
+                "pk", flat=True
+            )[:500]
         )
         if not behind:
             return refreshed
@@ -290,15 +492,10 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
     items: list[tuple[str, tuple[str, ...], Any, frozenset[str], frozenset[str]]] = []
     for kind in KINDS.values():
         model = (historical or {}).get(kind.name) or kind.model()
-        fields = (
-            "pk",
-            *SCOPE_FIELDS,
-            "title",
-            "valid_from",
-            "valid_to",
-            "approved_at",
-            *(c for c in kind.columns if c != "title"),
+        texts = dict.fromkeys(
+            c for c in (*kind.columns, *kind.brief_columns) if c != "title" and _has(model, c)
         )
+        fields = ("pk", *SCOPE_FIELDS, "title", "valid_from", "valid_to", "approved_at", *texts)
         for values in (
             model.objects.filter(status="approved").values_list(*fields).iterator(chunk_size=2000)
         ):
@@ -311,7 +508,7 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
     ids = kp.scope_ids({key for _, key, _, _, _ in items}, models.knowledge(), created)
     models.scope.objects.all().update(stamp=_stamp_text(stamp))
     entries = [
-        models.entry(scope_id=ids[key], **_entry(kind, row, raw, expanded))
+        models.entry(scope_id=ids[key], **_entry(kind, row, raw, expanded, models))
         for kind, key, row, raw, expanded in items
     ]
     models.entry.objects.bulk_create(entries, batch_size=2000)
@@ -323,6 +520,8 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
     for entry, (_, _, _, raw, expanded) in zip(entries, items, strict=True):
         changes.add(entry.scope_id, entry.pk, raw, expanded)
     kp.changes_applied(changes, models.knowledge(), fresh=created)
+    if _has(models.scope, "arrays"):
+        arrays_packed(None, models)  # (a migration older than the arrays has none to pack)
     if historical is None:
         for kind in KINDS.values():
             if kind.indexed is not None:
@@ -330,248 +529,127 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
     return len(entries)
 
 
-# --- retrieval --------------------------------------------------------------------------------
+# --- the read of one retrieval ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """An indexed item sharing a token with the query, with its intersection counts."""
+class ScopeRead:
+    """What one statement read for a query: the scope's packed entries and, per query token,
+    the entry ids of its raw and of its expanded posting list."""
 
-    entry: int
-    kind: str
-    item_id: str
-    title: str
-    raw_size: int
+    scope_id: int
+    entries: np.ndarray
+    raw: list[np.ndarray]
+    expanded: list[np.ndarray]
+    raw_size: int  # of the query's token sets
     expanded_size: int
-    raw_hits: int
-    expanded_hits: int
-    # The gate times the entry holds (microseconds since the epoch; valid_to NEVER when open).
-    valid_from: int = 0
-    valid_to: int = int(kp.NEVER)
-    approved_at: int = 0
-    # A lesson's confidence inputs (experience.lesson_index); empty when not written.
-    evidence: str = ""
-
-    def gate_times(self) -> tuple[datetime, datetime, datetime]:
-        """``(valid_from, valid_to, approved_at)`` as the item's aware datetimes."""
-        return kp.moment(self.valid_from), kp.moment(self.valid_to), kp.moment(self.approved_at)
 
 
-STALE = None  # what :func:`candidates` answers when the scope's postings cannot be trusted
+STALE = None  # what :func:`scope_read` answers when the scope's index cannot answer the query
 
 
-def _posting_rows(scope: Mapping[str, str], keys: Sequence[str]) -> list[tuple[Any, ...]]:
+def _placeholders(count: int) -> str:
+    # An empty IN () is not SQL; a space is never a token, so it matches nothing.
+    return ", ".join(["%s"] * count) if count else "%s"
 
-    quote = connection.ops.quote_name
-    scope_table = quote(IndexScope._meta.db_table)
-    posting_table = quote(IndexPosting._meta.db_table)
-    lexicon_table = quote(LexiconState._meta.db_table)
-    where = " AND ".join(f"s.{quote(name)} = %s" for name in SCOPE_FIELDS)
-    tokens = ", ".join(["%s"] * len(keys)) or "NULL"
-    # One statement, so the scope's stamp, the lexicon's stamp and the lists are one snapshot.
-    sql = (
-        f"SELECT s.{quote('id')}, s.{quote('stamp')},"  # noqa: S608 (quoted names only)
-        f" (SELECT l.{quote('stamp')} FROM {lexicon_table} l WHERE l.{quote('id')} = 1),"
-        f" p.{quote('token')}, p.{quote('raw')}, p.{quote('expanded')}"
-        f" FROM {scope_table} s LEFT JOIN {posting_table} p"
-        f" ON p.{quote('scope_id')} = s.{quote('id')} AND p.{quote('token')} IN ({tokens})"
-        f" WHERE {where}"
+
+def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
+    q = connection.ops.quote_name
+    scope, posting, lexicon = (
+        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*keys, *(scope[name] for name in SCOPE_FIELDS)])
-        return list(cursor.fetchall())
-
-
-def _counts(lists: Iterable[Any]) -> dict[int, int]:
-    arrays = [kp.ids_of(blob) for blob in lists if blob]
-    if not arrays:
-        return {}
-    ids, counts = np.unique(np.concatenate(arrays), return_counts=True)
-    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
-
-
-def _entries(scope_id: int, ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The entries ``ids`` of one scope, each with the scope's stamp; read by id when they are
-    few, else as the whole scope in one statement (filtered here)."""
-
-    quote = connection.ops.quote_name
-    columns = ", ".join(
-        f"e.{quote(name)}"
-        for name in (
-            "id",
-            "kind",
-            "item_id",
-            "title",
-            "raw_size",
-            "expanded_size",
-            "valid_from",
-            "valid_to",
-            "approved_at",
-            "evidence",
-        )
+    where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
+    version = _ROW_VERSION if versioned else "NULL"
+    arrays = (
+        f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.{q('arrays')} END"
+        if versioned
+        else f"s.{q('arrays')}"
     )
-    sql = (
-        f"SELECT {columns}, s.{quote('stamp')}"  # noqa: S608 (quoted names only)
-        f" FROM {quote(IndexEntry._meta.db_table)} e JOIN {quote(IndexScope._meta.db_table)} s"
-        f" ON s.{quote('id')} = e.{quote('scope_id')} WHERE e.{quote('scope_id')} = %s"
+    # One statement, so one snapshot: the scope's stamps and array, and the query's lists (raw
+    # lists for raw tokens, expanded for expanded ones). Only quoted names are formatted in.
+    return (
+        f"SELECT 0, s.{q('id')}, s.{q('stamp')},"  # noqa: S608
+        f" (SELECT l.{q('stamp')} FROM {lexicon} l WHERE l.{q('id')} = 1), {version},"
+        f" {arrays}, NULL"
+        f" FROM {scope} s WHERE {where}"
+        f" UNION ALL SELECT 1, NULL, p.{q('token')}, NULL, NULL,"
+        f" CASE WHEN p.{q('token')} IN ({_placeholders(raw)}) THEN p.{q('raw')} END,"
+        f" CASE WHEN p.{q('token')} IN ({_placeholders(expanded)}) THEN p.{q('expanded')} END"
+        f" FROM {posting} p JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
+        f" WHERE {where} AND p.{q('token')} IN ({_placeholders(every)})"
     )
-    few = len(ids) <= _BY_ID
-    if few:
-        sql += f" AND e.{quote('id')} IN ({', '.join(['%s'] * len(ids)) or 'NULL'})"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [scope_id, *ids] if few else [scope_id])
-        rows = cursor.fetchall()
-    if few:
-        return list(rows)
-    wanted = set(ids)
-    return [row for row in rows if row[0] in wanted]
 
 
-# Candidates up to this many are read by id; more, with their whole scope.
-_BY_ID = 500
+# PostgreSQL: a scope's array is sent only when it differs from the one this process kept (as
+# knowledge search does: every update of the row writes a new row version, named by the
+# transaction that wrote it and its place, so an unchanged pair means an unchanged array).
+# SQLite reads the blob in process memory and needs no such cache.
+_ROW_VERSION = "(s.xmin::text || ':' || s.ctid::text)"
+_arrays_cache: OrderedDict[tuple[str, ...], tuple[str, np.ndarray]] = OrderedDict()
+_arrays_lock = threading.Lock()
+ARRAYS_CACHE_BYTES = 32 * 1024 * 1024
 
 
-@dataclass
-class Found:
-    """What :func:`candidates` read: the query's token counts and the candidates."""
-
-    raw_size: int
-    expanded_size: int
-    items: list[Candidate]
-    _branches: tuple[list[str], list[str]] | None = field(default=None, repr=False)
-
-    def ranked(self, admitted: Collection[str], limit: int | None = None) -> list[str]:
-        """:func:`ranked_candidates` of the ``admitted`` items: the branches are ordered once
-        per call however many subsets are ranked."""
-        raw, expanded = self.branches()
-        return _fused(
-            [i for i in raw if i in admitted], [i for i in expanded if i in admitted], limit
-        )
-
-    def leading(self, admitted: Collection[str], n: int) -> list[str]:
-        """The first ``n`` admitted items of each branch, without fusing them: where the first
-        of the ranking almost always are, for a caller that only guesses."""
-        raw, expanded = self.branches()
-        first = [i for i in raw if i in admitted][:n]
-        return list(dict.fromkeys([*first, *[i for i in expanded if i in admitted][:n]]))
-
-    def branches(self) -> tuple[list[str], list[str]]:
-        if self._branches is None:
-            self._branches = _branches(self.items, self.raw_size, self.expanded_size)
-        return self._branches
+def _cached_arrays(key: tuple[str, ...]) -> tuple[str, np.ndarray] | None:
+    with _arrays_lock:
+        cached = _arrays_cache.get(key)
+        if cached is not None:
+            _arrays_cache.move_to_end(key)
+        return cached
 
 
-def candidates(scope: Mapping[str, str], now: datetime, query: str) -> Found | None:
-    """The scope's indexed items sharing a token with ``query``, past the time gate at ``now``;
-    None when the scope has no index or its expanded postings are behind the lexicon (the
-    caller ranks from the texts then)."""
+def _keep_arrays(key: tuple[str, ...], version: str, entries: np.ndarray) -> None:
+    with _arrays_lock:
+        _arrays_cache[key] = (version, entries)
+        _arrays_cache.move_to_end(key)
+        while sum(e.nbytes for _, e in _arrays_cache.values()) > ARRAYS_CACHE_BYTES:
+            _arrays_cache.popitem(last=False)
+
+
+def scope_read(scope: Mapping[str, str], query: str) -> ScopeRead | None:
+    """The scope's packed entries and the posting lists of ``query``'s tokens, in one statement;
+    STALE (None) when the scope has no index, its array is not packed or its expanded postings
+    are behind the lexicon (the caller ranks from the texts then)."""
+    key = tuple(scope[name] for name in SCOPE_FIELDS)
+    versioned = connection.vendor == "postgresql"
     stamp = kp.last_known_stamp()
     for _attempt in range(4):
         raw_query, expanded_query, used = query_tokens(query, stamp)
-        raw_keys = {kp.token_key(t) for t in raw_query}
-        expanded_keys = {kp.token_key(t) for t in expanded_query}
-        rows = _posting_rows(scope, sorted(raw_keys | expanded_keys))
-        if not rows:
+        raw = sorted({kp.token_key(t) for t in raw_query})
+        expanded = sorted({kp.token_key(t) for t in expanded_query})
+        every = sorted({*raw, *expanded})
+        cached = _cached_arrays(key) if versioned else None
+        params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
+        params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
+        with connection.cursor() as cursor:
+            cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
+            rows = cursor.fetchall()
+        head = next((row for row in rows if row[0] == 0), None)
+        if head is None:
             return STALE
-        scope_id, scope_stamp, lexicon_stamp, *_ = rows[0]
+        _, scope_id, scope_stamp, lexicon_stamp, version, blob, _ = head
         if scope_stamp != _stamp_text(lexicon_stamp):
             return STALE
         if lexicon_stamp != used:
             stamp = lexicon_stamp  # the query was expanded under another lexicon: again
             continue
-        raw = _counts(row[4] for row in rows if row[3] in raw_keys)
-        expanded = _counts(row[5] for row in rows if row[3] in expanded_keys)
-        entries = _entries(scope_id, sorted(set(raw) | set(expanded)))
-        if any(entry[10] != scope_stamp for entry in entries):
-            continue  # the scope's postings moved between the two reads: read again
-        at = kp.micros(now)
-        return Found(
+        if blob is None and cached is not None and version == cached[0]:
+            entries = cached[1]
+        elif blob is None:
+            return STALE
+        else:
+            entries = entries_of(blob)
+            if versioned:
+                _keep_arrays(key, version, entries)
+        return ScopeRead(
+            scope_id,
+            entries,
+            [kp.ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None],
+            [kp.ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None],
             len(raw_query),
             len(expanded_query),
-            [
-                Candidate(
-                    pk,
-                    kind,
-                    item,
-                    title,
-                    raw_size,
-                    expanded_size,
-                    raw.get(pk, 0),
-                    expanded.get(pk, 0),
-                    start,
-                    end,
-                    approved,
-                    evidence,
-                )
-                for (
-                    pk,
-                    kind,
-                    item,
-                    title,
-                    raw_size,
-                    expanded_size,
-                    start,
-                    end,
-                    approved,
-                    evidence,
-                    _,
-                ) in entries
-                if start <= at < end and approved <= at
-            ],
         )
     return STALE
-
-
-def ranked_candidates(
-    found: Sequence[Candidate],
-    raw_size: int,
-    expanded_size: int,
-    limit: int | None = None,
-    k: int = RRF_K,
-) -> list[str]:
-    """Item ids of ``found`` (all past the gate) ranked as ``rank_items`` ranks their texts; the
-    first ``limit`` of them when given."""
-    raw, expanded = _branches(found, raw_size, expanded_size)
-    return _fused(raw, expanded, limit, k)
-
-
-def _branches(
-    found: Sequence[Candidate], raw_size: int, expanded_size: int
-) -> tuple[list[str], list[str]]:
-    """The raw and the expanded branch of ``found``, each best first (exact Jaccard, ties by id).
-    Each item's place depends on its own counts only, so a subset's branch is this one with the
-    others left out."""
-    raw = exact_order(
-        (c.raw_hits, raw_size + c.raw_size - c.raw_hits, c.item_id) for c in found if c.raw_hits
-    )
-    expanded = exact_order(
-        (c.expanded_hits, expanded_size + c.expanded_size - c.expanded_hits, c.item_id)
-        for c in found
-        if c.expanded_hits
-    )
-    return raw, expanded
-
-
-def _fused(raw: list[str], expanded: list[str], limit: int | None, k: int = RRF_K) -> list[str]:
-    """The two branches fused by RRF (ties by id); the first ``limit`` when given.
-
-    With a limit, only items ranked within ``k + 2 * limit`` in either branch are fused: the
-    first ``limit`` of one branch score at least 1/(k + limit) each, an item ranked below that
-    bound in both branches at most 2/(k + bound + 1), which is less, so it cannot be among them.
-    """
-    if limit is None:
-        return reciprocal_rank_fusion([raw, expanded], k)
-    bound = k + 2 * limit
-    ranks: dict[str, list[int]] = {}
-    for ranking in (raw, expanded):
-        for item_id in ranking[:bound]:
-            ranks.setdefault(item_id, [])
-    for ranking in (raw, expanded):
-        for rank, item_id in enumerate(ranking, start=1):
-            if item_id in ranks:
-                ranks[item_id].append(rank)
-    fused = exact_order((*rrf_fraction(parts, k), item_id) for item_id, parts in ranks.items())
-    return fused[:limit]
 
 
 def query_tokens(
@@ -580,3 +658,58 @@ def query_tokens(
     """The query's raw and expanded token sets, and the lexicon stamp they were expanded under."""
     current, lexicon = kp.lexicon_for(stamp)
     return tokenize(query), tokenize(expand(query, lexicon)), current
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """What an entry keeps beyond its packed record: the item's id and title, and a lesson's
+    confidence inputs (``experience.index.lesson_inputs``; empty when not written)."""
+
+    entry: int
+    scope_id: int
+    kind: str
+    item_id: str
+    title: str
+    valid_from: int
+    valid_to: int
+    approved_at: int
+    evidence: str
+    block_text: str  # what a context block shows after the title (``Kind.brief``)
+
+    def gate_times(self) -> tuple[datetime, datetime, datetime]:
+        """``(valid_from, valid_to, approved_at)`` as the item's aware datetimes."""
+        return kp.moment(self.valid_from), kp.moment(self.valid_to), kp.moment(self.approved_at)
+
+
+def entry_rows(entry_ids: Iterable[int]) -> dict[int, EntryRow]:
+    """The rows of the entries ``entry_ids`` that exist, by entry id (one statement)."""
+    wanted = sorted(set(entry_ids))
+    found: dict[int, EntryRow] = {}
+    q = connection.ops.quote_name
+    columns = ", ".join(q(name) for name in _ROW_COLUMNS)
+    table = q(IndexEntry._meta.db_table)
+    with connection.cursor() as cursor:
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            cursor.execute(
+                f"SELECT {columns} FROM {table}"  # noqa: S608 (quoted names only)
+                f" WHERE {q('id')} IN ({_placeholders(len(chunk))})",
+                chunk,
+            )
+            for row in cursor.fetchall():
+                found[row[0]] = EntryRow(*row)
+    return found
+
+
+_ROW_COLUMNS = (
+    "id",
+    "scope_id",
+    "kind",
+    "item_id",
+    "title",
+    "valid_from",
+    "valid_to",
+    "approved_at",
+    "evidence",
+    "block_text",
+)

@@ -1,8 +1,9 @@
 """``experience_context``: the prompt-ready block of reviewed experience for one exact scope.
 
-Ranks the scope's approved cases, skills and lessons against the query as recall does (from
-the retrieval index: only items sharing a token with the query are read), gives each its confidence, and hands them best first to the pure builder
-(``experience.context``), which keeps only eligible items and cuts to the caller's token budget.
+Runs the retrieval pipeline (``experience.retrieval.pipeline``: gate, candidates, ranking) as
+``retrieve_experience`` does, then reads and scores the ranked items a chunk at a time and hands
+them best first to the pure builder (``experience.retrieval.context``), which keeps only eligible
+items and cuts to the caller's token budget; ranking goes no deeper than the chunks it takes.
 Every item the block includes is recorded as read under the run id (one ``Reference`` each), and
 the caller is recorded as a reader of that run, which lets them report its outcome.
 """
@@ -10,22 +11,19 @@ the caller is recorded as a reader of that run, which lets them report its outco
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 
-from experience.cases.models import Case, Skill
-from experience.cases.selectors import gate_fields
 from experience.core import domain
 from experience.core.models import ItemType, Status
-from experience.index import postings as experience_postings
-from experience.lessons.models import Lesson
-from experience.lessons.outcome_tallies import OutcomeBatch
-from experience.retrieval import context
-from experience.retrieval.recall import recallable_lessons, with_confidence
-from experience.retrieval.service import MAX_QUERY, candidate_lessons, likely_returned, ranked_from
+from experience.index import postings
+from experience.retrieval import context, pipeline
+from experience.retrieval.recall import with_confidence
+from experience.retrieval.service import MAX_QUERY
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record, validate_run_id
 from reviewconsole import clock
@@ -64,74 +62,94 @@ def _validate(query: object, budget: object, now: datetime) -> None:
         raise ValidationFailure("now", "must be timezone-aware")
 
 
-# The columns the block and the gate read, by kind (the JSON content columns stay unread).
-_GATE = ("status", *domain.SCOPE_FIELDS, "valid_from", "valid_to", "approved_at", "title")
-_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {
-    ItemType.CASE: (Case, (*_GATE, "summary", "search_text")),
-    ItemType.SKILL: (Skill, (*_GATE, "when")),
-    ItemType.LESSON: (Lesson, (*_GATE, "conclusion")),
-}
 # Ranked items are read and scored this many at a time, until the block is full.
 CHUNK = 16
 
 
-def _rows(ranked: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
-    """``{id: (kind, item, title, text)}`` of the ranked items, read by kind."""
-    read: dict[str, Any] = {}
-    for kind, (model, columns) in _COLUMNS.items():
-        ids = [item_id for item_id, item_kind, _title in ranked if item_kind == kind]
-        if ids:
-            read.update({item.pk: item for item in model.objects.filter(pk__in=ids).only(*columns)})
-    rows: dict[str, Any] = {}
-    for item_id, kind, _title in ranked:
-        item = read[item_id]
-        if kind == ItemType.CASE:
-            rows[item_id] = (ItemType.CASE, item, item.title, item.summary or item.search_text)
-        elif kind == ItemType.SKILL:
-            rows[item_id] = (ItemType.SKILL, item, item.title, item.when)
-        else:
-            rows[item_id] = (ItemType.LESSON, item, item.title, item.conclusion)
-    return rows
+@dataclass(frozen=True)
+class _Item:
+    gate: domain.GateFields
+    title: str
+    text: str
+
+
+def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, _Item]:
+    """The gate fields, title and text of each hit: from the index entry that ranked it (an
+    indexed item is approved, of the scope's index, with the entry's gate times), else read from
+    the items (one statement per kind)."""
+    read: dict[str, _Item] = {}
+    for hit in hits:
+        if hit.entry is not None:
+            valid_from, valid_to, approved_at = hit.entry.gate_times()
+            gate = domain.GateFields(
+                Status.APPROVED, dict(scope), valid_from, valid_to, approved_at
+            )
+            read[hit.item_id] = _Item(gate, hit.entry.title, hit.entry.block_text)
+    for kind in postings.KINDS.values():
+        ids = [hit.item_id for hit in hits if hit.kind == kind.name and hit.item_id not in read]
+        if not ids:
+            continue
+        columns = ("status", *domain.SCOPE_FIELDS, "valid_from", "valid_to", "approved_at")
+        rows = kind.model().objects.filter(pk__in=ids)
+        for item_id, status, *rest in rows.values_list(
+            "pk", *columns, "title", *kind.brief_columns
+        ):
+            scope_row = rest[: len(domain.SCOPE_FIELDS)]
+            valid_from, valid_to, approved_at, title = rest[len(scope_row) : len(scope_row) + 4]
+            gate = domain.GateFields(
+                status,
+                dict(zip(domain.SCOPE_FIELDS, scope_row, strict=True)),
+                valid_from,
+                valid_to,
+                approved_at,
+            )
+            read[item_id] = _Item(gate, title, kind.brief_of(rest[len(scope_row) + 4 :]))
+    return read
 
 
 def _candidates(
-    ranked: Sequence[tuple[str, str, str]],
-    lessons: Mapping[str, Any],
-    now: datetime,
-    outcomes: OutcomeBatch,
+    ranked: pipeline.Ranked, scope: Mapping[str, str], now: datetime
 ) -> Iterator[context.Candidate]:
     """The ranked items as the builder's candidates, best first, read and scored a chunk at a
-    time: the builder stops taking them when the budget is spent, and the rest is never read."""
-    for start in range(0, len(ranked), CHUNK):
-        chunk = ranked[start : start + CHUNK]
-        rows = _rows(chunk)
+    time: the builder stops taking them when the budget is spent, and the rest is never read
+    (nor ranked further than the chunks taken)."""
+    taken = 0
+    while True:
+        chunk = ranked.head(taken + CHUNK)[taken:]
+        if not chunk:
+            return
+        taken += len(chunk)
+        read = _items(chunk, scope)
         # The case rows just read hold what a case's confidence needs: no second read.
         read_cases = {
-            i: (row[1].valid_from, row[1].valid_to, row[1].approved_at)
-            for i, row in rows.items()
-            if row[0] == ItemType.CASE and row[1].status == Status.APPROVED
+            hit.item_id: (row.gate.valid_from, row.gate.valid_to, row.gate.approved_at)
+            for hit in chunk
+            if hit.kind == ItemType.CASE
+            and (row := read[hit.item_id]).gate.status == Status.APPROVED
         }
         scored = with_confidence(
-            [{"id": i, "type": str(rows[i][0])} for i, _, _ in chunk],
-            lessons,
+            [{"id": hit.item_id, "type": hit.kind} for hit in chunk],
+            ranked.lessons,
             now,
-            outcomes,
+            ranked.outcomes,
             read_cases,
         )
-        for item in scored:
-            _kind, read, title, text = rows[item["id"]]
+        for hit, item in zip(chunk, scored, strict=True):
+            row = read[hit.item_id]
             yield context.Candidate(
                 id=item["id"],
                 type=item["type"],
-                title=title,
-                text=text,
-                gate=gate_fields(read),
+                title=row.title,
+                text=row.text,
+                gate=row.gate,
                 # The ranking kept only available items (a skill whose cited cases are usable,
                 # a lesson with usable support); the builder checks the gate again.
                 available=True,
                 confidence=item["confidence"],
                 conflict=bool(item.get("conflict")),
             )
+        if len(chunk) < CHUNK:
+            return
 
 
 def experience_context(
@@ -154,13 +172,19 @@ def experience_context(
     exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
     require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
 
-    found = experience_postings.candidates(exact, now, query)
-    outcomes = OutcomeBatch(now, likely_returned(found, CHUNK))
-    lessons = recallable_lessons(exact, now, outcomes, candidate_lessons(found))
-    ranked = ranked_from(found, query, exact, now, lessons)
-    candidates = _candidates(ranked, lessons, now, outcomes)
-    block = context.build_block(
-        candidates, scope=exact, now=now, budget=budget, threshold=context_threshold()
+    threshold = context_threshold()
+    block = pipeline.answered(
+        query,
+        exact,
+        now,
+        lambda ranked: context.build_block(
+            _candidates(ranked, exact, now),
+            scope=exact,
+            now=now,
+            budget=budget,
+            threshold=threshold,
+        ),
+        ahead=CHUNK,
     )
     with transaction.atomic():
         run_claim(run_id=run_id, actor=actor, tenant=exact["tenant"], at=clock.now())

@@ -28,7 +28,6 @@ top item is cut rather than skipped, and no lower item ever stands in for a high
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -57,16 +56,19 @@ _CJK = (
     "\uac00-\ud7af"  # Hangul syllables
     "\uff00-\uffef"  # full-width forms
 )
-_TOKEN = re.compile(rf"(?P<word>[^\W_{_CJK}]+)|[^\s]")
+_WORD = rf"[^\W_{_CJK}]"  # a character of a word
+_TOKEN = re.compile(rf"{_WORD}+|[^\s]")
+# The same matches, words told apart from single other characters.
+_MATCHES = re.compile(rf"(?P<word>{_WORD}+)|[^\s]")
+# The words of more than four characters (maximal runs, as _TOKEN finds them).
+_LONG_WORD = re.compile(rf"{_WORD}{{5,}}")
 
 
 def count_tokens(text: str) -> int:
     """Tokens of ``text`` under :data:`TOKENIZER` (see the module docstring)."""
-    total = 0
-    for match in _TOKEN.finditer(text):
-        word = match.group("word")
-        total += math.ceil(len(word) / 4) if word else 1
-    return total
+    # One per match (a word, or any other visible character), plus one per further started four
+    # characters of each long word.
+    return len(_TOKEN.findall(text)) + sum((len(w) - 1) // 4 for w in _LONG_WORD.findall(text))
 
 
 @dataclass(frozen=True)
@@ -133,25 +135,44 @@ def item_head(position: int, candidate: Candidate) -> str:
     return " ".join(parts)
 
 
-def _line(head: str, body: str) -> str:
-    return f"{head} {body}" if body else head
-
-
-def _fitted_line(head: str, body: str, room: int) -> str | None:
-    """The line with as much of ``body`` as fits in ``room`` tokens; None when the head does not."""
-    if count_tokens(head) > room:
+def _fitted_line(head: str, body: str, room: int) -> tuple[str, int, bool] | None:
+    """``(line, its tokens, whether the body was cut)``: the line with as much of ``body`` as
+    fits in ``room`` tokens; None when the head does not fit. Counts are additive over the space
+    that joins head and body, so each part is counted once (and the head only once)."""
+    head_tokens = count_tokens(head)
+    if head_tokens > room:
         return None
-    full = _line(head, body)
-    if count_tokens(full) <= room:
-        return full
-    low, high = 0, len(body)  # the longest prefix that fits, by bisection (counts are monotone)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count_tokens(_line(head, body[:middle].rstrip() + ELLIPSIS)) <= room:
-            low = middle
-        else:
-            high = middle - 1
-    return _line(head, body[:low].rstrip() + ELLIPSIS) if low else head
+    if not body:
+        return head, head_tokens, False
+    body_tokens = count_tokens(body)
+    if head_tokens + body_tokens <= room:
+        return f"{head} {body}", head_tokens + body_tokens, False
+    low = longest_prefix(body, room - head_tokens - count_tokens(ELLIPSIS))
+    if not low:
+        return head, head_tokens, True
+    cut = body[:low].rstrip() + ELLIPSIS
+    return f"{head} {cut}", head_tokens + count_tokens(cut), True
+
+
+def longest_prefix(text: str, room: int) -> int:
+    """The length of the longest prefix of ``text`` that counts at most ``room`` tokens (0 when
+    none does).
+
+    Counts grow with the prefix: a prefix holds the tokens of the matches it holds whole, and
+    one per started four characters of a word it cuts; whitespace between matches is free."""
+    if room < 0:
+        return 0
+    used = 0
+    for match in _MATCHES.finditer(text):
+        start, end = match.span()
+        word = match.lastgroup == "word"
+        cost = (end - start + 3) // 4 if word else 1
+        if used + cost > room:
+            # A word is cut after as many started four characters as are left; anything else
+            # is left out whole.
+            return start + 4 * (room - used) if word else start
+        used += cost
+    return len(text)
 
 
 def build_block(
@@ -180,15 +201,16 @@ def build_block(
             used = header
         head = item_head(len(taken) + 1, candidate)
         body = _flat(f"{candidate.title}: {candidate.text}" if candidate.text else candidate.title)
-        line = _fitted_line(head, body, budget - used)
-        if line is None:
+        fitted = _fitted_line(head, body, budget - used)
+        if fitted is None:
             break
+        line, tokens, cut = fitted
         lines.append(line)
         taken.append(candidate)
-        used += count_tokens(line)
-        if line != _line(head, body):
+        used += tokens
+        if cut:
             break  # the text was cut: the budget is spent
     if not taken:
         return Block(text="", items=(), tokens=0, budget=budget)
-    text = "\n".join(lines)
-    return Block(text=text, items=tuple(taken), tokens=count_tokens(text), budget=budget)
+    # Counts are additive over lines: the block's is the sum of its lines'.
+    return Block(text="\n".join(lines), items=tuple(taken), tokens=used, budget=budget)

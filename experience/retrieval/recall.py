@@ -31,7 +31,7 @@ from knowledge import postings as kp
 from reviewconsole.statements import DATETIME, Param, Statement
 
 if TYPE_CHECKING:
-    from experience.index.postings import Candidate
+    from experience.index.postings import EntryRow
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def _inputs_from_rows(rows: list[tuple[Any, ...]], scope: Mapping[str, str]) -> 
     return inputs
 
 
-def _inputs_from_entry(entry: Candidate, scope: dict[str, str]) -> _Inputs:
+def _inputs_from_entry(entry: EntryRow, scope: dict[str, str]) -> _Inputs:
     evidence = lesson_index.decode(entry.evidence or "", scope)
     lesson = _Inputs(
         title=entry.title,
@@ -156,13 +156,13 @@ def recallable_lessons(
     scope: Mapping[str, str],
     now: datetime,
     outcomes: OutcomeBatch | None = None,
-    among: Mapping[str, Candidate] | None = None,
+    among: Mapping[str, EntryRow] | None = None,
 ) -> dict[str, Recallable]:
     """Lessons retrieval may return: past the gate, available, and at or above the confidence
     threshold, or below it but in an unresolved conflict (returned flagged, never settled).
 
     ``among``: only the lessons the index found for the query are asked about, each scored from
-    the confidence inputs its entry keeps (``experience.lesson_index``); those whose entry has
+    the confidence inputs its entry keeps (``experience.index.lesson_inputs``); those whose entry has
     none yet, and every lesson of the scope when ``among`` is None, are read in one query: the
     cited cases of the gated lessons, each row with its lesson's fields and whether it is in an
     open conflict. Outcomes come through ``outcomes`` when the caller batches them with the

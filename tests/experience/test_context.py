@@ -17,6 +17,7 @@ from experience.retrieval.context import (
     build_block,
     count_tokens,
     item_head,
+    longest_prefix,
 )
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 
@@ -72,6 +73,34 @@ def candidate(n: int, **changes: object) -> Candidate:
 )
 def test_count_tokens(text: str, tokens: int) -> None:
     assert count_tokens(text) == tokens
+
+
+def _reference_count(text: str) -> int:
+    """The tokenizer as its definition reads: per match of a word or another visible
+    character, one per started four characters of a word, else one."""
+    import math
+    import re
+
+    from experience.retrieval.context import _CJK
+
+    total = 0
+    for match in re.finditer(rf"(?P<word>[^\W_{_CJK}]+)|[^\s]", text):
+        word = match.group("word")
+        total += math.ceil(len(word) / 4) if word else 1
+    return total
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="ab1_ :，。历史案例-é가xZ\t\n5", max_size=60))
+def test_count_tokens_is_its_definition(text: str) -> None:
+    assert count_tokens(text) == _reference_count(text)
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="ab1_ :，。历史案例-é가xZ\t5", max_size=40), st.integers(-1, 30))
+def test_longest_prefix_is_the_longest_within_room(text: str, room: int) -> None:
+    expected = max([m for m in range(len(text) + 1) if count_tokens(text[:m]) <= room], default=0)
+    assert longest_prefix(text, room) == expected
 
 
 def test_lines_are_additive() -> None:

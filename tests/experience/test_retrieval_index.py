@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -33,8 +34,10 @@ from experience.index import postings
 from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.retrieval import ranking
+from experience.retrieval.pipeline import gated_cases, gated_skills
 from experience.retrieval.recall import recallable_lessons
-from experience.retrieval.service import gated_cases, gated_skills, ranked_items
+from experience.retrieval.service import ranked_items
 from experience.review.revocation import case_revoke
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
@@ -187,7 +190,7 @@ def assert_same(queries: list[str]) -> int:
             assert indexed(query, scope) == expected, (query, scope)
             if IndexScope.objects.filter(store=scope["store"]).exists():
                 # The answer came from the index, not from ranking the texts.
-                assert postings.candidates(scope, NOW, query) is not None
+                assert postings.scope_read(scope, query) is not postings.STALE
             answered += bool(expected)
     return answered
 
@@ -272,10 +275,10 @@ def test_a_scope_behind_the_lexicon_ranks_from_the_texts_until_refreshed(operato
     assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE) == [first.id]
     # The lexicon changes and no refresh has run yet (as when the task waits for a worker).
     IndexScope.objects.update(stamp="an-older-stamp")
-    assert postings.candidates(SCOPE, NOW, "优惠券") is None
+    assert postings.scope_read(SCOPE, "优惠券") is postings.STALE
     assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE)
     assert postings.expanded_refreshed() == 1
-    assert postings.candidates(SCOPE, NOW, "优惠券") is not None
+    assert postings.scope_read(SCOPE, "优惠券") is not postings.STALE
     assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE)
 
 
@@ -293,9 +296,23 @@ def test_candidates_are_only_the_items_sharing_a_token(operator: User) -> None:
     coupon = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
     make_case(2, Spec("打印机 断电", 0, "now", True), operator)
     make_case(3, Spec("水果茶", 1, "now", True), operator)  # another scope
-    found = postings.candidates(SCOPE, NOW, "优惠券")
-    assert found is not None
-    assert [c.item_id for c in found.items] == [coupon.id]
+    read = postings.scope_read(SCOPE, "优惠券")
+    assert read is not postings.STALE
+    assert len(read.entries) == 2  # the scope's packed array: its two cases only
+    listed = {int(i) for ids in [*read.raw, *read.expanded] for i in ids}
+    assert [row.item_id for row in postings.entry_rows(listed).values()] == [coupon.id]
+
+
+def test_a_scope_without_its_array_ranks_from_the_texts_until_packed(operator: User) -> None:
+    """Entries written before the arrays existed: the refresh packs them."""
+    coupon = make_case(1, Spec("优惠券 无法使用", 0, "now", True), operator)
+    make_case(2, Spec("打印机 断电", 0, "now", True), operator)
+    IndexScope.objects.update(arrays=None)
+    assert postings.scope_read(SCOPE, "优惠券") is postings.STALE
+    assert indexed("优惠券", SCOPE) == reference("优惠券", SCOPE) == [coupon.id]
+    assert postings.expanded_refreshed() == 1
+    assert postings.scope_read(SCOPE, "优惠券") is not postings.STALE
+    assert indexed("优惠券", SCOPE) == [coupon.id]
 
 
 def test_the_index_follows_approval_revocation_and_supersession(
@@ -333,9 +350,17 @@ def test_a_rebuild_writes_what_approvals_wrote(operator: User) -> None:
     assert snapshot() == before
 
 
-def snapshot() -> tuple[Any, Any]:
+def snapshot() -> tuple[Any, Any, Any]:
     scopes = dict(IndexScope.objects.values_list("pk", "store"))
     entries = dict(IndexEntry.objects.values_list("pk", "item_id"))
+    # Each scope's packed array by item id (entry ids differ between a rebuild and approvals).
+    arrays = {
+        scopes[pk]: sorted(
+            (entries[int(record["id"])], *(record[name].item() for name in record.dtype.names[1:]))
+            for record in postings.entries_of(blob)
+        )
+        for pk, blob in IndexScope.objects.values_list("pk", "arrays")
+    }
     lists = {
         (scopes[scope], token): (
             sorted(entries[i] for i in postings.kp.ids_of(raw)),
@@ -357,44 +382,113 @@ def snapshot() -> tuple[Any, Any]:
             "evidence",
         )
     )
-    return lists, rows
+    return lists, rows, arrays
 
 
 LEXICON = {"代金券": "优惠券", "用不了": "无法使用", "coupon": "优惠券", "cache": "缓存"}
 
 
+# What ranking is told about an entry: gated or not, and admitted without asking (a case), when
+# asked (a usable skill, a recallable lesson) or refused when asked.
+VERDICTS = ("known", "admitted", "refused")
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     texts=st.lists(
-        st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join), max_size=30
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join),
+            st.booleans(),
+            st.sampled_from(VERDICTS),
+        ),
+        max_size=30,
     ),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map("".join),
 )
-def test_ranking_from_intersection_counts_equals_rank_items(texts: list[str], query: str) -> None:
-    """What the index stores (set sizes) and reads (hits per query token) ranks as the texts do."""
+def test_ranking_from_intersection_counts_equals_rank_items(
+    texts: list[tuple[str, bool, str]], query: str
+) -> None:
+    """What the index stores (set sizes, tie order) and reads (hits per query token) ranks the
+    admitted items as their texts rank, however deep it is asked, asking about each entry it
+    does not know at most once."""
     from knowledge.domain import RRF_K, expand, rank_branch, reciprocal_rank_fusion, tokenize
 
-    items = [(f"case:{sha256_hex([n, text])}", text) for n, text in enumerate(texts)]
+    items = [(f"case:{sha256_hex([n, text])}", text) for n, (text, _, _) in enumerate(texts)]
+    kept = [
+        item for item, (_, gated, verdict) in zip(items, texts, strict=True)
+        if gated and verdict != "refused"
+    ]  # fmt: skip
     raw_query, expanded_query = tokenize(query), tokenize(expand(query, LEXICON))
-    found = []
-    for n, (item_id, text) in enumerate(items):
-        raw, expanded = tokenize(text), tokenize(expand(text, LEXICON))
-        hits = len(raw & raw_query), len(expanded & expanded_query)
-        if any(hits):
-            found.append(postings.Candidate(n, "case", item_id, "", len(raw), len(expanded), *hits))
-    expected = domain.rank_items(query, items, LEXICON)
-    assert postings.ranked_candidates(found, len(raw_query), len(expanded_query)) == expected
-    # Only the first ``limit`` fused: the same first ``limit``, also with a small fusion
-    # constant, where the bound (k + 2 * limit) leaves most candidates out.
+    raw_sets = [tokenize(text) for _, text in items]
+    expanded_sets = [tokenize(expand(text, LEXICON)) for _, text in items]
+    raw_hits = np.array([len(t & raw_query) for t in raw_sets], dtype=np.int64)
+    expanded_hits = np.array([len(t & expanded_query) for t in expanded_sets], dtype=np.int64)
+    by_id = sorted(range(len(items)), key=lambda i: items[i][0])
+    order = np.zeros(len(items), dtype=np.int64)
+    order[by_id] = np.arange(len(items))
+    gated = np.array([g for _, g, _ in texts], dtype=bool)
+
+    def ranking_of(k: int) -> tuple[ranking.Ranking, list[int]]:
+        asked: list[int] = []
+
+        def decide(positions: np.ndarray) -> np.ndarray:
+            asked.extend(positions.tolist())
+            return np.array([texts[p][2] == "admitted" for p in positions], dtype=bool)
+
+        ranked = ranking.Ranking(
+            raw_hits=raw_hits,
+            expanded_hits=expanded_hits,
+            raw_size=len(raw_query),
+            expanded_size=len(expanded_query),
+            raw_sizes=np.array([len(t) for t in raw_sets], dtype=np.int64),
+            expanded_sizes=np.array([len(t) for t in expanded_sets], dtype=np.int64),
+            order=order,
+            candidates=gated & ((raw_hits > 0) | (expanded_hits > 0)),
+            known=np.array([verdict == "known" for _, _, verdict in texts], dtype=bool),
+            decide=decide,
+            k=k,
+        )
+        return ranked, asked
+
+    def ids(positions: np.ndarray) -> list[str]:
+        return [items[p][0] for p in positions]
+
+    expected = domain.rank_items(query, kept, LEXICON)
+    whole, asked = ranking_of(RRF_K)
+    assert ids(whole.head(len(items) + 1)) == expected
+    assert len(asked) == len(set(asked))
+    # Only the first ``limit``: the same first ``limit``, also with a small fusion constant,
+    # where the bound (k + 2 * limit) leaves most candidates out; asked deeper, it goes on.
     branches = [
-        rank_branch(raw_query, [(i, tokenize(text)) for i, text in items]),
-        rank_branch(expanded_query, [(i, tokenize(expand(text, LEXICON))) for i, text in items]),
+        rank_branch(raw_query, [(i, tokenize(text)) for i, text in kept]),
+        rank_branch(expanded_query, [(i, tokenize(expand(text, LEXICON))) for i, text in kept]),
     ]
     for k in (1, 3, RRF_K):
         fused = reciprocal_rank_fusion(branches, k)
         for limit in (1, 2, 5):
-            top = postings.ranked_candidates(found, len(raw_query), len(expanded_query), limit, k)
-            assert top == fused[:limit], (k, limit)
+            ranked, asked = ranking_of(k)
+            assert ids(ranked.head(limit)) == fused[:limit], (k, limit)
+            assert ids(ranked.head(limit + 3)) == fused[: limit + 3], (k, limit)
+            assert len(asked) == len(set(asked))
+
+
+def test_fused_order_is_exact_where_distinct_scores_share_a_float() -> None:
+    """1/a + 1/b and 1/c + 1/d that differ but round to one double are ordered as the exact
+    values, not by the tie order the floats would leave them to."""
+    from fractions import Fraction
+
+    k = 60
+    (a, b), (c, d) = (65_044_081, 50_959_385), (53_209_249, 61_713_406)
+    assert (a + b) / (a * b) == (c + d) / (c * d)
+    assert Fraction(1, a) + Fraction(1, b) > Fraction(1, c) + Fraction(1, d)
+    first = np.array([a - k, 1, c - k], dtype=np.int64)
+    second = np.array([b - k, 1, d - k], dtype=np.int64)
+    order = np.array([2, 0, 1], dtype=np.int64)  # ties would put the third before the first
+    positions = np.array([0, 1, 2], dtype=np.int64)
+    assert ranking.fused_order(positions, first, second, order, k).tolist() == [1, 0, 2]
+    # Equal floats that are equal scores keep the tie order.
+    first, second = np.array([5, 0, 3]), np.array([0, 5, 0])
+    assert ranking.fused_order(positions, first, second, order, k).tolist() == [2, 1, 0]
 
 
 def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
@@ -433,7 +527,7 @@ def test_a_retrieval_reads_outcomes_in_one_statement(operator: User, agent: User
 
 
 def _from_texts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(postings, "candidates", lambda scope, now, query: postings.STALE)
+    monkeypatch.setattr(postings, "scope_read", lambda scope, query: postings.STALE)
 
 
 def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:

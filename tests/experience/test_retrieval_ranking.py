@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from experience.core import domain
-from experience.retrieval.service import _ranked
+from experience.retrieval.pipeline import _ranked
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
 from knowledge.services import synonym_set

@@ -1,0 +1,353 @@
+"""The request path of retrieval and of the context block, as one pipeline.
+
+    gate → candidates → rank → hydrate the returned items → record the reads
+
+1. **Read.** One statement (``experience.index.postings.scope_read``) reads the scope's packed
+   entries (gate times, token-set sizes, kind, tie order of every entry) and the posting lists
+   of the query's tokens.
+2. **Gate.** :func:`available` over the packed entries: approved (the index holds only
+   approved items), approved by ``now``, in force at ``now``. The scope is exact by
+   construction (one index scope per exact scope).
+3. **Candidates.** Gated entries sharing a token with the query; intersections are counted from
+   the posting lists. Cases are admitted as they are; a skill only while its cited cases are
+   usable, a lesson only while it is recallable (usable support, confidence at the threshold or
+   an open conflict): those are decided by reads, and only for the entries that can reach the
+   head asked for (``experience.retrieval.ranking.Ranking``).
+4. **Rank.** Both Jaccard branches and their fusion, as vector operations, exactly as
+   ``experience.core.domain.rank_items`` ranks the gated texts.
+5. **Hydrate.** Only the returned items' rows are read (ids and titles from their index entries;
+   the context block's texts from the items), and only they get a confidence.
+6. **Record.** The service claims the run and records one ``Reference`` per returned item.
+
+While a scope's index cannot answer (never indexed, not packed, or behind the lexicon) the same
+stages run over every gated item's text instead (:class:`TextRanking`): correct, only slower.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+from django.db.models import Q
+
+from experience.cases.models import Case, Skill
+from experience.core import domain
+from experience.core.models import ItemType, Status
+from experience.index import postings
+from experience.lessons.outcome_tallies import OutcomeBatch
+from experience.lessons.selectors import CaseTimes, skill_evidence_rows
+from experience.retrieval import ranking
+from experience.retrieval.recall import Recallable, recallable_lessons, with_confidence
+from knowledge import postings as kp
+from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
+
+# How many more cases and skills than asked for have their outcomes read with the lessons'.
+OUTCOMES_MARGIN = 2
+# Attempts at an answer from the index when entries move between its two reads.
+ATTEMPTS = 3
+
+
+# --- 2. the gate ---------------------------------------------------------------------------------
+
+
+def available(entries: np.ndarray, now: datetime) -> np.ndarray:
+    """The availability gate over packed index entries (one bool per entry): approved (every
+    indexed item is), ``approved_at <= now`` and ``valid_from <= now < valid_to``."""
+    at = kp.micros(now)
+    return (
+        (entries["approved_at"] <= at) & (entries["valid_from"] <= at) & (at < entries["valid_to"])
+    )
+
+
+def _gated(scope: Mapping[str, str], now: datetime) -> Q:
+    """:func:`available` as a query filter, for ranking from the texts."""
+    return Q(
+        status=Status.APPROVED,
+        approved_at__lte=now,
+        valid_from__lte=now,
+        valid_to__gt=now,
+        **{name: scope[name] for name in domain.SCOPE_FIELDS},
+    )
+
+
+def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
+    return Case.objects.filter(_gated(scope, now))
+
+
+def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str, str]]:
+    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now."""
+    skills = list(Skill.objects.filter(_gated(scope, now)).values_list("id", "title", "when"))
+    if not skills:
+        return []
+    usable = usable_skills([s[0] for s in skills], now)
+    return [s for s in skills if s[0] in usable]
+
+
+def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
+    """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
+    statement, the one their confidence is read from)."""
+    cited: dict[str, bool] = {}
+    for skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at in skill_evidence_rows(
+        skill_ids
+    ):
+        usable = status == Status.APPROVED and valid_from <= now < valid_to
+        cited[skill_id] = cited.get(skill_id, True) and usable
+    return {skill_id for skill_id, usable in cited.items() if usable}
+
+
+# --- 3, 4. candidates and their ranking ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked item: its id, kind and title, and its index entry when the index ranked it."""
+
+    item_id: str
+    kind: str
+    title: str
+    entry: postings.EntryRow | None = None
+
+    @property
+    def times(self) -> CaseTimes | None:
+        """The item's gate times as its index entry holds them (None: ranked from the texts)."""
+        return None if self.entry is None else self.entry.gate_times()
+
+
+class Ranked(Protocol):
+    """The ranking of one call, asked for its head as deep as the caller needs."""
+
+    @property
+    def lessons(self) -> Mapping[str, Recallable]: ...
+
+    @property
+    def outcomes(self) -> OutcomeBatch: ...
+
+    def head(self, n: int) -> list[Hit]: ...
+
+
+class Moved(Exception):
+    """The index changed between the read of a scope's array and of its entries' rows."""
+
+
+_CASE = postings.KIND_CODES[ItemType.CASE]
+
+
+class IndexRanking:
+    """The pipeline over one :class:`~experience.index.postings.ScopeRead`."""
+
+    def __init__(
+        self,
+        read: postings.ScopeRead,
+        scope: Mapping[str, str],
+        now: datetime,
+        *,
+        ahead: int,
+        lessons: Mapping[str, Recallable] | None = None,
+    ) -> None:
+        entries = read.entries
+        raw_hits = ranking.intersections(entries["id"], read.raw)
+        expanded_hits = ranking.intersections(entries["id"], read.expanded)
+        if raw_hits is None or expanded_hits is None:
+            raise Moved
+        candidates = available(entries, now) & ((raw_hits > 0) | (expanded_hits > 0))
+        self._read = read
+        self._scope = scope
+        self._now = now
+        self._ahead = ahead
+        self._given = lessons
+        self._rows: dict[int, postings.EntryRow] = {}
+        self._lessons: dict[str, Recallable] = {}
+        self._outcomes: OutcomeBatch | None = None
+        self._ranking = ranking.Ranking(
+            raw_hits=raw_hits,
+            expanded_hits=expanded_hits,
+            raw_size=read.raw_size,
+            expanded_size=read.expanded_size,
+            raw_sizes=entries["raw_size"],
+            expanded_sizes=entries["expanded_size"],
+            order=entries["order"],
+            candidates=candidates,
+            known=entries["kind"] == _CASE,
+            decide=self._admitted,
+        )
+
+    @property
+    def lessons(self) -> Mapping[str, Recallable]:
+        return self._lessons
+
+    @property
+    def outcomes(self) -> OutcomeBatch:
+        if self._outcomes is None:
+            self._outcomes = OutcomeBatch(self._now)
+        return self._outcomes
+
+    def head(self, n: int) -> list[Hit]:
+        positions = [int(p) for p in self._ranking.head(n)]
+        rows = self._rows_of(positions)
+        return [Hit(rows[p].item_id, rows[p].kind, rows[p].title, rows[p]) for p in positions]
+
+    def _admitted(self, positions: np.ndarray) -> np.ndarray:
+        """Which skills and lessons at ``positions`` may be returned: the skills whose cited
+        cases are usable, the recallable lessons. The first call also reads the rows of the
+        leading items and has their outcomes read with the lessons' (one statement)."""
+        asked = [int(p) for p in positions]
+        likely: list[int] = []
+        if self._outcomes is None:
+            likely = [int(p) for p in self._ranking.leading(self._ahead + OUTCOMES_MARGIN)]
+        rows = self._rows_of([*asked, *likely])
+        if self._outcomes is None:
+            ahead = [rows[p].item_id for p in likely if rows[p].kind != ItemType.LESSON]
+            self._outcomes = OutcomeBatch(self._now, ahead)
+        skills = [rows[p].item_id for p in asked if rows[p].kind == ItemType.SKILL]
+        usable = usable_skills(skills, self._now) if skills else set()
+        among = {rows[p].item_id: rows[p] for p in asked if rows[p].kind == ItemType.LESSON}
+        if not among:
+            recalled: Mapping[str, Recallable] = {}
+        elif self._given is None:
+            recalled = recallable_lessons(self._scope, self._now, self._outcomes, among)
+        else:
+            recalled = {i: self._given[i] for i in among if i in self._given}
+        self._lessons.update(recalled)
+        return np.array([rows[p].item_id in usable or rows[p].item_id in recalled for p in asked])
+
+    def _rows_of(self, positions: Sequence[int]) -> dict[int, postings.EntryRow]:
+        """The entry rows at ``positions``, read once per call; :class:`Moved` when one is gone
+        or is no longer what the array read (the item was taken out meanwhile)."""
+        ids = self._read.entries["id"]
+        missing = {int(ids[p]): p for p in positions if p not in self._rows}
+        if missing:
+            read = postings.entry_rows(missing)
+            for entry_id, p in missing.items():
+                row = read.get(entry_id)
+                if row is None or row.scope_id != self._read.scope_id:
+                    raise Moved
+                self._rows[p] = row
+        return {p: self._rows[p] for p in positions}
+
+
+class TextRanking:
+    """The same ranking read from every gated item's text (the reference the index is tested
+    against, and what answers while a scope's index cannot)."""
+
+    def __init__(
+        self,
+        query: str,
+        scope: Mapping[str, str],
+        now: datetime,
+        lessons: Mapping[str, Recallable] | None = None,
+    ) -> None:
+        self._outcomes = OutcomeBatch(now)
+        if lessons is None:
+            lessons = recallable_lessons(scope, now, self._outcomes, None)
+        self._lessons = lessons
+        self._ranked = _ranked_from_texts(query, scope, now, lessons)
+
+    @property
+    def lessons(self) -> Mapping[str, Recallable]:
+        return self._lessons
+
+    @property
+    def outcomes(self) -> OutcomeBatch:
+        return self._outcomes
+
+    def head(self, n: int) -> list[Hit]:
+        return self._ranked[:n]
+
+
+Answer = TypeVar("Answer")
+
+
+def answered(
+    query: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    use: Callable[[Ranked], Answer],
+    *,
+    ahead: int,
+    lessons: Mapping[str, Recallable] | None = None,
+) -> Answer:
+    """``use`` applied to the ranking of ``query`` in ``scope`` at ``now``: from the index when
+    it can answer (read again when entries moved between its reads), else from the texts.
+    ``ahead``: how deep the caller will most likely ask (outcomes of that many leading items are
+    read with the lessons'); ``lessons``: the recallable lessons when the caller knows them."""
+    for _attempt in range(ATTEMPTS):
+        read = postings.scope_read(scope, query)
+        if read is postings.STALE:
+            break
+        try:
+            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons))
+        except Moved:
+            continue
+    return use(TextRanking(query, scope, now, lessons))
+
+
+# --- 5. hydrating the returned items ---------------------------------------------------------------
+
+
+def scored(hits: Sequence[Hit], ranked: Ranked, now: datetime) -> list[dict[str, Any]]:
+    """The returned items with their confidence: lessons as recall scored them; cases from the
+    gate times the index gave (their rows are not read), skills from their cited cases."""
+    items = [{"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits]
+    cases = {
+        hit.item_id: hit.entry.gate_times()
+        for hit in hits
+        if hit.kind == ItemType.CASE and hit.entry is not None
+    }
+    return with_confidence(items, ranked.lessons, now, ranked.outcomes, cases)
+
+
+# --- ranking from the texts ---------------------------------------------------------------------
+
+
+def _ranked_from_texts(
+    query: str, scope: Mapping[str, str], now: datetime, lessons: Mapping[str, Recallable]
+) -> list[Hit]:
+    titles: dict[str, tuple[str, str]] = {}
+    texts: list[tuple[str, str]] = []
+    for case_id, title, text in gated_cases(scope, now).values_list("id", "title", "search_text"):
+        titles[case_id] = (ItemType.CASE, title)
+        texts.append((case_id, text))
+    for skill_id, title, when in gated_skills(scope, now):
+        titles[skill_id] = (ItemType.SKILL, title)
+        texts.append((skill_id, postings.skill_text(title, when)))
+    for lesson in lessons.values():
+        titles[lesson.id] = (ItemType.LESSON, lesson.title)
+        texts.append((lesson.id, lesson.search_text))
+    ranked = _ranked(query, texts) if texts else []
+    return [Hit(i, str(titles[i][0]), titles[i][1]) for i in ranked]
+
+
+# Case and skill ids hash their content, so an id's token sets never change; only a lexicon
+# change (a new stamp) changes the expanded ones. Each query then tokenizes only itself and the
+# items it has not met before. Bounded, so a long-running process keeps a steady footprint.
+_TOKEN_CACHE_SIZE = 50_000
+_tokens: OrderedDict[str, tuple[frozenset[str], frozenset[str]]] = OrderedDict()
+_tokens_stamp: list[str | None] = [None]
+
+
+def _item_tokens(
+    item_id: str, text: str, lexicon: Mapping[str, str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    cached = _tokens.get(item_id)
+    if cached is None:
+        cached = (tokenize(text), tokenize(expand(text, lexicon)))
+        _tokens[item_id] = cached
+        if len(_tokens) > _TOKEN_CACHE_SIZE:
+            _tokens.popitem(last=False)
+    return cached
+
+
+def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
+    """Ids ranked as ``experience.core.domain.rank_items`` ranks them (raw + expanded, RRF)."""
+    stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
+    if stamp is None or stamp != _tokens_stamp[0]:
+        _tokens.clear()
+        _tokens_stamp[0] = stamp
+    sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
+    raw = rank_branch(tokenize(query), ((i, t[0]) for i, t in sets))
+    expanded = rank_branch(tokenize(expand(query, lexicon)), ((i, t[1]) for i, t in sets))
+    return reciprocal_rank_fusion([raw, expanded])

@@ -1,0 +1,243 @@
+"""Exact lexical ranking over a scope's packed entries, as vector operations (numpy).
+
+Orders items exactly as ``knowledge.domain`` does for texts: each branch (raw and expanded tokens)
+by Jaccard |q ∩ d| / |q ∪ d| descending (``rank_branch``), the branches fused by reciprocal rank
+fusion, Σ 1/(k + rank) descending (``reciprocal_rank_fusion``), ties by item id. No fraction is
+built per item: the few distinct (intersection, union) pairs of a branch are ordered exactly in
+Python, and fused scores are sorted as floats (correctly rounded, so monotone) with any run of
+equal floats checked by integer cross-multiplication.
+
+An item's rank counts only the *admitted* items before it, and whether a skill or a lesson is
+admitted takes reads (its cited cases; a lesson's confidence against the threshold). So
+:class:`Ranking` asks ``decide`` only about the items that can reach the head it is asked for:
+the first ``k + 2n`` admitted items of each branch (an item ranked below that in both branches
+scores at most 2/(k + k + 2n + 1) < 1/(k + n), the least of the first n of a branch, so it
+cannot be among the first n), and whatever precedes those in either branch (their ranks).
+
+Pure: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from knowledge.domain import RRF_K, exact_order, rrf_fraction
+
+# A position table is built when a scope's entry ids span at most this many times their count
+# (else the ids are searched).
+_TABLE_SPAN = 64
+# Below this (k + rank), a fused score's numerator and denominator are exact in a double, so
+# its float is correctly rounded (and floats order as the scores, but for equal floats).
+_EXACT_FLOAT = 1 << 26
+# Below this, the cross-multiplication of two fused scores fits an int64.
+_EXACT_INT64 = 1 << 20
+
+
+def intersections(ids: np.ndarray, lists: list[np.ndarray]) -> np.ndarray | None:
+    """|query ∩ item| per entry of ``ids`` (sorted): how many of the query's posting lists hold
+    each. None when a list names an entry ``ids`` does not hold (the array and the lists
+    disagree: the caller does not trust them)."""
+    count = len(ids)
+    if not lists:
+        return np.zeros(count, dtype=np.int64)
+    listed = np.concatenate(lists)
+    if count == 0:
+        return None if len(listed) else np.zeros(0, dtype=np.int64)
+    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
+    if span <= _TABLE_SPAN * count:
+        # A table from entry id to position (ids of one scope are spread thinly enough).
+        table = np.full(span, -1, dtype=np.int64)
+        table[ids - low] = np.arange(count)
+        inside = (listed >= low) & (listed < low + span)
+        if not inside.all():
+            return None
+        at = table[listed - low]
+        if (at < 0).any():
+            return None
+    else:
+        at = np.searchsorted(ids, listed)
+        if (at >= count).any() or (ids[np.minimum(at, count - 1)] != listed).any():
+            return None
+    return np.bincount(at, minlength=count).astype(np.int64)
+
+
+def branch_order(
+    hits: np.ndarray, query_size: int, sizes: np.ndarray, order: np.ndarray, among: np.ndarray
+) -> np.ndarray:
+    """Positions of the ``among`` entries sharing a token with the query (``hits`` > 0), by
+    Jaccard descending, then by ``order`` (the item ids' order)."""
+    positions = np.nonzero(among & (hits > 0))[0]
+    if len(positions) == 0:
+        return positions
+    common = hits[positions]
+    union = query_size + sizes[positions].astype(np.int64) - common
+    width = int(union.max()) + 1
+    pairs, inverse = np.unique(common * width + union, return_inverse=True)
+    ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
+    dense = np.zeros(len(pairs), dtype=np.int64)
+    where = {int(code): i for i, code in enumerate(pairs)}
+    previous: tuple[int, int] | None = None
+    rank = -1
+    for code in ranked:
+        value = (code // width, code % width)
+        if previous is None or value[0] * previous[1] != previous[0] * value[1]:
+            rank += 1
+        dense[where[code]] = rank
+        previous = value
+    ties = order[positions].astype(np.int64)
+    key = dense[inverse.reshape(-1)] * (int(ties.max()) + 1) + ties
+    return positions[np.argsort(key, kind="stable")]
+
+
+def ranks(branch: np.ndarray, admitted: np.ndarray) -> np.ndarray:
+    """Per entry, its rank (from 1) among the admitted entries of ``branch``; 0 when absent."""
+    kept = branch[admitted[branch]]
+    rank = np.zeros(len(admitted), dtype=np.int64)
+    rank[kept] = np.arange(1, len(kept) + 1)
+    return rank
+
+
+def fused_order(
+    positions: np.ndarray, first: np.ndarray, second: np.ndarray, order: np.ndarray, k: int
+) -> np.ndarray:
+    """``positions`` by Σ 1/(k + rank) over the branches that rank them, descending, ties by
+    ``order``: exactly."""
+    if len(positions) == 0:
+        return positions
+    top = k + int(max(first[positions].max(), second[positions].max()))
+    if top >= _EXACT_FLOAT:  # (ranks this deep: ordered in Python integers)
+        at = {int(order[p]): p for p in positions}
+        exact = exact_order(
+            (*rrf_fraction([r for r in (int(first[p]), int(second[p])) if r], k), int(order[p]))
+            for p in positions
+        )
+        return np.array([at[tie] for tie in exact], dtype=positions.dtype)
+    a = np.where(first[positions] > 0, k + first[positions], 0)
+    b = np.where(second[positions] > 0, k + second[positions], 0)
+    both = (a > 0) & (b > 0)
+    # As one fraction: 1/a, 1/b or (a + b)/(a·b); the float of it is correctly rounded.
+    numerator = np.where(both, a + b, 1)
+    denominator = np.where(both, a * b, np.maximum(a, b))
+    value = numerator / denominator
+    ties = order[positions]
+    by_float = np.lexsort((ties, -value))
+    ordered = positions[by_float]
+    same = np.nonzero(value[by_float][1:] == value[by_float][:-1])[0]
+    if len(same) == 0:
+        return ordered
+    n, d = numerator[by_float], denominator[by_float]
+    if top < _EXACT_INT64:
+        unequal = same[n[same + 1] * d[same] != n[same] * d[same + 1]]
+    else:
+        unequal = np.array(
+            [i for i in same if int(n[i + 1]) * int(d[i]) != int(n[i]) * int(d[i + 1])],
+            dtype=np.int64,
+        )
+    if len(unequal) == 0:
+        return ordered  # equal floats are equal scores here: ``order`` already breaks the ties
+    # Distinct scores that round to one float (rare): order each such run exactly.
+    floats, tied = value[by_float], ties[by_float]
+    result = ordered.copy()
+    done: set[int] = set()
+    for i in unequal.tolist():
+        start = i
+        while start > 0 and floats[start - 1] == floats[i]:
+            start -= 1
+        if start in done:
+            continue
+        done.add(start)
+        end = i + 1
+        while end < len(floats) and floats[end] == floats[i]:
+            end += 1
+        at = {int(tied[j]): j for j in range(start, end)}
+        exact = exact_order((int(n[j]), int(d[j]), int(tied[j])) for j in range(start, end))
+        result[start:end] = ordered[[at[tie] for tie in exact]]
+    return result
+
+
+Decide = Callable[[np.ndarray], np.ndarray]
+
+
+class Ranking:
+    """The fused ranking of a scope's candidates, worked out only as deep as it is asked.
+
+    ``candidates``: entries past the gate that share a token with the query; ``known``: those
+    admitted without asking (cases); ``decide(positions)`` says which of the other candidates
+    at ``positions`` are admitted (called only once per entry, with every entry it is asked
+    about in one call, so it can read them together).
+    """
+
+    def __init__(
+        self,
+        *,
+        raw_hits: np.ndarray,
+        expanded_hits: np.ndarray,
+        raw_size: int,
+        expanded_size: int,
+        raw_sizes: np.ndarray,
+        expanded_sizes: np.ndarray,
+        order: np.ndarray,
+        candidates: np.ndarray,
+        known: np.ndarray,
+        decide: Decide,
+        k: int = RRF_K,
+    ) -> None:
+        self._order = order.astype(np.int64)
+        self._branches = (
+            branch_order(raw_hits, raw_size, raw_sizes, self._order, candidates),
+            branch_order(expanded_hits, expanded_size, expanded_sizes, self._order, candidates),
+        )
+        self._candidates = candidates
+        self._admitted = candidates & known
+        self._decided = known | ~candidates
+        self._decide = decide
+        self._k = k
+
+    def leading(self, n: int) -> np.ndarray:
+        """The first ``n`` of the fused ranking were every candidate admitted: where the head
+        almost always is, known before anything is decided (for a caller that reads ahead)."""
+        return self._fused(self._candidates, n)
+
+    def head(self, n: int) -> np.ndarray:
+        """Positions of the first ``n`` admitted candidates of the fused ranking, in order."""
+        bound = self._k + 2 * n
+        while not self._decided.all():
+            # Every entry that could rank within ``bound`` in a branch (undecided ones counted
+            # as admitted), and whatever precedes those in either branch (their ranks there),
+            # decided together; again when refusals moved the bound deeper.
+            reach = np.concatenate(
+                [branch[: self._holding(branch, bound)] for branch in self._branches]
+            )
+            before = [branch[: _last_of(branch, reach)] for branch in self._branches]
+            pending = np.unique(np.concatenate(before))
+            pending = pending[~self._decided[pending]]
+            if len(pending) == 0:
+                break
+            self._admitted[pending] = np.asarray(self._decide(pending), dtype=bool)
+            self._decided[pending] = True
+        return self._fused(self._admitted, n)
+
+    def _fused(self, admitted: np.ndarray, n: int) -> np.ndarray:
+        """The first ``n`` of the fusion of the ``admitted`` entries (each branch decided as
+        deep as :meth:`head` makes sure of)."""
+        bound = self._k + 2 * n
+        first, second = (ranks(branch, admitted) for branch in self._branches)
+        contenders = np.nonzero(
+            ((first > 0) & (first <= bound)) | ((second > 0) & (second <= bound))
+        )[0]
+        return fused_order(contenders, first, second, self._order, self._k)[:n]
+
+    def _holding(self, branch: np.ndarray, count: int) -> int:
+        """The length of the shortest prefix of ``branch`` holding ``count`` entries that are
+        admitted or not yet decided (the whole branch when it holds fewer)."""
+        maybe = np.cumsum(self._admitted[branch] | ~self._decided[branch])
+        return min(len(branch), int(np.searchsorted(maybe, count)) + 1)
+
+
+def _last_of(branch: np.ndarray, entries: np.ndarray) -> int:
+    """The length of the shortest prefix of ``branch`` holding every one of ``entries`` it
+    holds."""
+    inside = np.nonzero(np.isin(branch, entries))[0]
+    return int(inside[-1]) + 1 if len(inside) else 0
