@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -11,6 +13,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from reviewconsole import clock
 from reviewconsole.roles import Role
@@ -19,11 +23,20 @@ from tests.helpers import (
     FIXTURE_TENANTS,
     audit_guards_lifted,
     copy_database,
+    json_made_once,
     migrated_sqlite_template,
     tenants_exist,
 )
 
 PASSWORD = "correct-horse-battery-staple"
+
+# Hypothesis fails an example that runs longer than its deadline (200 ms) and a test whose data
+# is slow to generate: both measure the machine, not the code, and on a loaded machine they fail
+# property tests whose code is right. The suite's property tests check behaviour only.
+hypothesis_settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("suite")
 
 
 def restore_migrated_rows() -> None:
@@ -146,17 +159,46 @@ def fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run that its pytest-xdist workers share (``made_once`` files)."""
+    folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = folder.parent
+    return folder
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(shared_folder: Path) -> Path:
     """A migrated SQLite file, made once per test run, for tests that run ``manage.py`` processes.
 
     Tests copy it (``sqlite_database``) rather than migrate a file of their own, which takes
     seconds each time; tests of the migrations themselves still migrate. Under pytest-xdist the
     workers share one file, in the run's common temporary folder.
     """
-    folder = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        folder = folder.parent
-    return migrated_sqlite_template(folder)
+    return migrated_sqlite_template(shared_folder)
+
+
+@pytest.fixture
+def shared_demo_replay(shared_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay --memory demo`` runs in a process of its own on a temporary database that it
+    migrates first (half a minute, more on a loaded machine). For tests that need a demo world
+    with its stored replay report, the first such test of the run makes that process's answer
+    and the others reuse it; each still stores the report in its own database. The replay on a
+    temporary database itself is tested where it is the subject
+    (tests/evaluation/test_commands.py, tests/experience/test_commands.py), every time."""
+    from evaluation.management.commands import replay
+
+    run = replay.run_on_temporary_database
+
+    def shared(command: str, *arguments: str, timeout: int) -> dict[str, Any]:
+        key = hashlib.sha256(json.dumps([command, *arguments]).encode()).hexdigest()[:16]
+        answer: dict[str, Any] = json_made_once(
+            shared_folder / f"temporary-database-{command}-{key}.json",
+            lambda: run(command, *arguments, timeout=timeout),
+        )
+        return answer
+
+    monkeypatch.setattr(replay, "run_on_temporary_database", shared)
 
 
 @pytest.fixture

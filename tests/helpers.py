@@ -10,8 +10,8 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -99,25 +99,44 @@ def manage_on_sqlite(db: Path, *args: str, **extra_env: str) -> subprocess.Compl
     )
 
 
-def migrated_sqlite_template(folder: Path) -> Path:
-    """A SQLite file that ``manage.py migrate`` made, built once in ``folder`` and reused.
+def made_once(path: Path, make: Callable[[Path], None]) -> Path:
+    """``path``, which ``make(building)`` writes at ``building`` the first time it is asked for.
 
-    Processes that share ``folder`` (pytest-xdist workers) take turns under a file lock, so the
-    first builds the file and the others find it.
+    Processes that share ``path``'s folder (pytest-xdist workers) take turns under a file lock,
+    so the first makes the file and the others find it; a ``make`` that fails leaves nothing, and
+    the next process to ask tries again.
     """
-    template = folder / "migrated.sqlite3"
-    with (folder / "migrated.lock").open("w") as lock:
+    with path.with_name(path.name + ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not template.exists():
-            building = folder / "migrating.sqlite3"
-            result = manage_on_sqlite(building, "migrate", "--noinput", "--verbosity", "0")
-            assert result.returncode == 0, result.stderr + result.stdout
-            # Fold the write-ahead log into the file, so the file alone is the whole database.
-            with sqlite3.connect(building) as conn:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.close()
-            building.rename(template)
-    return template
+        if not path.exists():
+            building = path.with_name(path.name + ".building")
+            building.unlink(missing_ok=True)
+            make(building)
+            building.rename(path)
+    return path
+
+
+def migrated_sqlite_template(folder: Path) -> Path:
+    """A SQLite file that ``manage.py migrate`` made, built once in ``folder`` and reused."""
+
+    def migrate(building: Path) -> None:
+        result = manage_on_sqlite(building, "migrate", "--noinput", "--verbosity", "0")
+        assert result.returncode == 0, result.stderr + result.stdout
+        # Fold the write-ahead log into the file, so the file alone is the whole database.
+        with closing(sqlite3.connect(building)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    return made_once(folder / "migrated.sqlite3", migrate)
+
+
+def json_made_once(path: Path, make: Callable[[], Any]) -> Any:
+    """What ``make()`` returns, JSON-encoded once at ``path`` (see ``made_once``) and read back."""
+
+    def write(building: Path) -> None:
+        building.write_text(json.dumps(make()), encoding="utf-8")
+
+    made_once(path, write)
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def copy_database(template: Path, db: Path) -> Path:

@@ -84,7 +84,7 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert result["url"] is None
 
 
-def test_a_replay_report_is_stored_once() -> None:
+def test_a_replay_report_is_stored_once(shared_demo_replay: None) -> None:
     load()
     first = demo_replay_report()
     report = ReplayReport.objects.get()

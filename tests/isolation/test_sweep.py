@@ -70,7 +70,7 @@ class Probe:
 
 
 @pytest.fixture
-def world() -> Iterator[dict[str, Any]]:
+def world(shared_demo_replay: None) -> Iterator[dict[str, Any]]:
     call_command("load_demo", "--json", stdout=StringIO())
     tenants_exist(B)
     yield {}

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
+import socket
 
 from django.db import transaction
 from django_tasks import task
@@ -18,16 +17,27 @@ TARGET = "background-test:{marker}"
 
 @task()
 def slow_write(marker: str, hold: str, attempt: int = 1) -> str:
-    """Write one event for ``marker``; while the file ``hold`` exists, wait before committing."""
+    """Write one event for ``marker``; before committing, wait on the test at ``hold``."""
     with retrying(slow_write, attempt, marker, hold), transaction.atomic():
         target = TARGET.format(marker=marker)
         if Event.objects.filter(target=target).exists():
             return "already written"
         event_record(actor=None, action=Action.CURATION_SCAN, target=target)
-        Path(hold + ".started").write_text(str(attempt))
-        while Path(hold).exists():
-            time.sleep(0.05)
+        held(hold, attempt)
         return "written"
+
+
+def held(hold: str, attempt: int) -> None:
+    """Tell the test listening on the Unix socket ``hold`` that this attempt is inside its
+    transaction, then wait until the test answers or hangs up (or kills this process). When no
+    test listens there any more, go straight on."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        try:
+            connection.connect(hold)
+        except (FileNotFoundError, ConnectionRefusedError):
+            return
+        connection.sendall(f"{attempt}\n".encode())
+        connection.recv(1)
 
 
 @task()

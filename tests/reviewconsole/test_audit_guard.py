@@ -190,10 +190,18 @@ def live_state(db: Path) -> list[tuple[object, ...]]:
     return found
 
 
+@pytest.fixture(scope="module")
+def with_an_operator(migrated_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated file in which ``add_user`` made an operator, made once for this module."""
+    db = copy_database(migrated_sqlite, tmp_path_factory.mktemp("operator") / "console.sqlite3")
+    manage_ok(db, "add_user", "olivia", "--role", "operator")
+    return db
+
+
 @pytest.fixture
-def live(sqlite_database: Path) -> Path:
-    manage_ok(sqlite_database, "add_user", "olivia", "--role", "operator")
-    return sqlite_database
+def live(with_an_operator: Path, tmp_path: Path) -> Path:
+    """This test's own copy of ``with_an_operator``."""
+    return copy_database(with_an_operator, tmp_path / "live" / "console.sqlite3")
 
 
 def test_restore_refuses_a_backup_whose_audit_log_was_emptied(live: Path, tmp_path: Path) -> None:

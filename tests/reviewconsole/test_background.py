@@ -4,13 +4,18 @@ and every failure stays visible."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
-import time
-from datetime import timedelta
+from collections.abc import Iterator
+from contextlib import closing, suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django_tasks import TaskResultStatus
@@ -19,30 +24,57 @@ from reviewconsole.background import retry_delay
 from tests.helpers import ROOT, manage_on_sqlite
 
 DB_BACKEND = {"CONSOLE_TASKS_BACKEND": "django_tasks_db.DatabaseBackend"}
+TASKS = "django_tasks_database_dbtaskresult"
+# How long a worker may take to reach the held task before the test fails; the wait ends when it
+# gets there.
+DEADLINE_SECONDS = 120
 
 
-def shell(db: Path, code: str) -> str:
+def enqueue(db: Path, code: str) -> None:
+    """Enqueue a task on ``db`` from a shell process, as a deployment's code would."""
     result = manage_on_sqlite(db, "shell", "--no-imports", "-c", code, **DB_BACKEND)
     assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
 
 
-def wait_for(path: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+def rows(db: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """What ``db`` holds, read as any program reads the file once the workers have exited."""
+    with closing(sqlite3.connect(db)) as connection:
+        return connection.execute(sql, params).fetchall()
+
+
+def events(db: Path, marker: str) -> int:
+    return int(rows(db, "SELECT count(*) FROM reviewconsole_event WHERE target = ?", marker)[0][0])
+
+
+def task_status(db: Path, task_name: str) -> str:
+    [(status,)] = rows(db, f"SELECT status FROM {TASKS} WHERE task_path LIKE ?", f"%.{task_name}")  # noqa: S608
+    return str(status)
+
+
+def killed(worker: subprocess.Popen[bytes]) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+
+
+@pytest.fixture
+def hold(tmp_path: Path) -> Iterator[socket.socket]:
+    """The socket a held task reports to (background_tasks.held), at ``hold.sock``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(tmp_path / "hold.sock"))
+        listener.listen(1)
+        listener.settimeout(DEADLINE_SECONDS)
+        yield listener
 
 
 def test_a_killed_worker_leaves_the_task_to_run_again_and_it_writes_once(
-    sqlite_database: Path, tmp_path: Path
+    sqlite_database: Path, hold: socket.socket
 ) -> None:
-    hold = tmp_path / "hold"
-    hold.write_text("")
-    shell(
+    address = hold.getsockname()
+    enqueue(
         sqlite_database,
         "from tests.reviewconsole.background_tasks import slow_write; "
-        f"slow_write.enqueue('m1', {str(hold)!r})",
+        f"slow_write.enqueue('m1', {address!r})",
     )
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "worker", "--interval", "0.1", "--no-startup-delay"],
@@ -53,37 +85,33 @@ def test_a_killed_worker_leaves_the_task_to_run_again_and_it_writes_once(
         start_new_session=True,
     )
     try:
-        wait_for(Path(f"{hold}.started"))  # the task is inside its transaction
+        task, _ = hold.accept()  # the task is inside its transaction, waiting on us
+        with task:
+            task.settimeout(DEADLINE_SECONDS)
+            assert task.recv(16) == b"1\n"
+            killed(worker)  # while its task still waits on this connection
     finally:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=30)
-    count = (
-        "from reviewconsole.models import Event; "
-        "print(Event.objects.filter(target='background-test:m1').count())"
-    )
-    assert shell(sqlite_database, count) == "0"  # nothing of the killed attempt was committed
-    status = (
-        "from django_tasks_db.models import DBTaskResult; "
-        "print(DBTaskResult.objects.get(task_path__endswith='.slow_write').status)"
-    )
-    assert shell(sqlite_database, status) == TaskResultStatus.RUNNING
-    hold.unlink()
+        killed(worker)
+    assert events(sqlite_database, "background-test:m1") == 0  # nothing of it was committed
+    assert task_status(sqlite_database, "slow_write") == TaskResultStatus.RUNNING
+    hold.close()
+    Path(address).unlink()  # the second attempt finds no one to wait on
     result = manage_on_sqlite(
         sqlite_database, "worker", "--batch", "--lease", "0", "--no-startup-delay", **DB_BACKEND
     )
     assert result.returncode == 0, result.stderr
     assert "re-queued 1 task" in result.stdout
-    assert shell(sqlite_database, status) == TaskResultStatus.SUCCESSFUL
-    assert shell(sqlite_database, count) == "1"
+    assert task_status(sqlite_database, "slow_write") == TaskResultStatus.SUCCESSFUL
+    assert events(sqlite_database, "background-test:m1") == 1
     # Running the queue again finds nothing to do and writes nothing more.
     manage_on_sqlite(sqlite_database, "worker", "--batch", "--no-startup-delay", **DB_BACKEND)
-    assert shell(sqlite_database, count) == "1"
+    assert events(sqlite_database, "background-test:m1") == 1
 
 
 def test_a_failing_task_retries_with_backoff_and_its_failures_stay_visible(
     sqlite_database: Path,
 ) -> None:
-    shell(
+    enqueue(
         sqlite_database,
         "from tests.reviewconsole.background_tasks import flaky; flaky.enqueue('m2', 2)",
     )
@@ -91,20 +119,19 @@ def test_a_failing_task_retries_with_backoff_and_its_failures_stay_visible(
     for _ in range(3):
         result = manage_on_sqlite(sqlite_database, "worker", "--batch", "--no-startup-delay", **env)
         assert result.returncode == 0, result.stderr
-    rows = shell(
+    attempts = rows(
         sqlite_database,
-        "from django_tasks_db.models import DBTaskResult; "
-        "print(sorted((r.args_kwargs['kwargs'].get('attempt', 1), r.status, "
-        "r.exception_class_path) for r in "
-        "DBTaskResult.objects.filter(task_path__endswith='.flaky')))",
+        f"SELECT args_kwargs, status, exception_class_path FROM {TASKS} WHERE task_path LIKE ?",  # noqa: S608
+        "%.flaky",
     )
-    assert rows == str(
-        [
-            (1, "FAILED", "builtins.RuntimeError"),
-            (2, "FAILED", "builtins.RuntimeError"),
-            (3, "SUCCESSFUL", ""),
-        ]
-    )
+    assert sorted(
+        (json.loads(arguments)["kwargs"].get("attempt", 1), status, exception)
+        for arguments, status, exception in attempts
+    ) == [
+        (1, "FAILED", "builtins.RuntimeError"),
+        (2, "FAILED", "builtins.RuntimeError"),
+        (3, "SUCCESSFUL", ""),
+    ]
 
 
 @pytest.mark.parametrize(("attempt", "seconds"), [(1, 10), (2, 20), (3, 40)])
@@ -113,16 +140,20 @@ def test_backoff_doubles(attempt: int, seconds: int) -> None:
 
 
 def test_a_worker_keeps_one_curation_scan_queued(sqlite_database: Path) -> None:
-    waiting = (
-        "from django_tasks_db.models import DBTaskResult; from django.utils import timezone; "
-        "rows = DBTaskResult.objects.filter(task_path='curation.tasks.curation_scan_task'); "
-        "print(sorted((r.status, r.run_after <= timezone.now()) for r in rows))"
-    )
     for _ in range(2):
         result = manage_on_sqlite(
             sqlite_database, "worker", "--batch", "--no-startup-delay", **DB_BACKEND
         )
         assert result.returncode == 0, result.stderr
+    now = datetime.now(UTC)
+    scans = rows(
+        sqlite_database,
+        f"SELECT status, run_after FROM {TASKS} WHERE task_path = ?",  # noqa: S608
+        "curation.tasks.curation_scan_task",
+    )
     # The first worker queued a scan due now and ran it, which queued the next one an interval
     # later; the second worker found that one waiting and queued no other.
-    assert shell(sqlite_database, waiting) == str([("READY", False), ("SUCCESSFUL", True)])
+    assert sorted(
+        (status, datetime.fromisoformat(run_after).replace(tzinfo=UTC) <= now)
+        for status, run_after in scans
+    ) == [("READY", False), ("SUCCESSFUL", True)]

@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT, manage_on_sqlite
+from tests.reviewconsole.held_command import WRITING
+
+# The killed import: its write-ahead log gets uncommitted pages once its changes outgrow SQLite's
+# page cache (about 650 of these documents), and passes WAL_BYTES some 100 documents later.
+IMPORTED = 2_000
+WAL_BYTES = 256 * 1024
+DEADLINE_SECONDS = 300
+HELD = [sys.executable, "-m", "tests.reviewconsole.held_command"]
 
 
 def manage(db: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -66,25 +74,30 @@ def big_import(tmp_path: Path, n: int) -> Path:
 
 
 def test_a_killed_import_leaves_nothing_behind(database: Path, tmp_path: Path) -> None:
-    path = big_import(tmp_path, 20_000)
+    path = big_import(tmp_path, IMPORTED)
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
+    # The import stops once its write-ahead log holds WAL_BYTES of uncommitted pages and says
+    # so; it is killed outright there.
     process = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "import_knowledge", str(path), "--as", "olivia"],
+        [*HELD, str(WAL_BYTES), "import_knowledge", str(path), "--as", "olivia"],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
-    wal = Path(f"{database}-wal")
-    deadline = time.monotonic() + 120
-    # Wait until the import is writing (its write-ahead log grows), then kill it outright.
-    while time.monotonic() < deadline and process.poll() is None:
-        if wal.exists() and wal.stat().st_size > 2_000_000:
-            break
-        time.sleep(0.05)
-    assert process.poll() is None, "the import finished before it could be interrupted"
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
+    assert process.stdout is not None
+    try:
+        # A deadline for a hang only: the wait ends when the import says it is writing, or ends.
+        ready, _, _ = select.select([process.stdout], [], [], DEADLINE_SECONDS)
+        said = process.stdout.readline() if ready else ""
+        assert said.strip() == WRITING, "the import finished before it could be interrupted"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stdout.close()
+        process.stdin.close()  # type: ignore[union-attr]
 
     assert count(database, "knowledge_document") == 0
     assert count(database, "knowledge_documentstore") == 0
