@@ -226,7 +226,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
     form = EventFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
     with refusal_as_403():
-        events_all = events_filtered(viewer=request.user, **filters)
+        found = events_filtered(viewer=request.user, **filters)
     if form.is_bound and not form.is_valid():
         # Filters that cannot hold (a reversed date range) list nothing, beside their errors.
         return render_page(
@@ -235,7 +235,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
             {"form": form, "page_obj": None, "events": [], "rows": [], "invalid": True},
             partial="event-results",
         )
-    page = paginate(request, events_all, EVENTS_PER_PAGE)
+    page = paginate(request, found, EVENTS_PER_PAGE)
     events = list(page.object_list)
     return render_page(
         request,
