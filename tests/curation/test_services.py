@@ -626,7 +626,7 @@ def test_the_scan_closes_entries_whose_item_changed_by_other_means(
 ) -> None:
     case = approve(case_data(incident="INC-1"))
     (entry,) = scan.curation_scan(now=NOW + 100 * DAY, days=90).queued
-    Case.objects.filter(pk=case.pk).update(status=Status.REVOKED)  # bypasses the signal
+    Case.objects.filter(pk=case.pk).update(status=Status.REVOKED)  # bypasses the services
     report = scan.curation_scan(now=NOW + 100 * DAY, days=90)
     assert [e.pk for e in report.closed] == [entry.pk]
 
