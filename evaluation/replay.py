@@ -38,7 +38,8 @@ from experience.cases.executor import TicketContext, run_skill
 from experience.cases.models import Case
 from experience.cases.services import system_agent
 from experience.retrieval.block import experience_context
-from experience.retrieval.service import MAX_QUERY, retrieve_experience
+from experience.retrieval.request import MAX_QUERY
+from experience.retrieval.service import retrieve_experience
 from investigations.domain import Provider
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file

@@ -13,7 +13,7 @@ from django.db import transaction
 from django_tasks import task
 
 from experience.retrieval.block import experience_context
-from experience.retrieval.service import MAX_QUERY
+from experience.retrieval.request import MAX_QUERY
 from experience.runs.claims import run_claim
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket

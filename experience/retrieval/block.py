@@ -16,19 +16,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
 
 from experience.core import domain
 from experience.core.models import ItemType, Status
 from experience.index import postings
 from experience.retrieval import context, pipeline
 from experience.retrieval.recall import with_confidence
-from experience.retrieval.service import MAX_QUERY
-from experience.runs.claims import run_claim
-from experience.runs.records import references_record, validate_run_id
-from reviewconsole import clock
-from reviewconsole.errors import ValidationFailure
-from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
+from experience.retrieval.request import Size, read_request_open, read_request_record
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -45,21 +39,6 @@ DEFAULT_THRESHOLD = 0.3
 
 def context_threshold() -> float:
     return float(getattr(settings, "CONTEXT_CONFIDENCE_THRESHOLD", DEFAULT_THRESHOLD))
-
-
-def _validate(query: object, budget: object, now: datetime) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise ValidationFailure("query", "must be a non-empty string")
-    if len(query) > MAX_QUERY:
-        raise ValidationFailure("query", f"must be at most {MAX_QUERY} characters")
-    if (
-        isinstance(budget, bool)
-        or not isinstance(budget, int)
-        or not context.MIN_BUDGET <= budget <= context.MAX_BUDGET
-    ):
-        raise ValidationFailure("budget", BUDGET_INVALID)
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValidationFailure("now", "must be timezone-aware")
 
 
 # Ranked items are read and scored this many at a time, until the block is full.
@@ -161,37 +140,33 @@ def experience_context(
     *,
     actor: User,
 ) -> dict[str, Any]:
-    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
-    _validate(query, budget, now)
-    run_id = validate_run_id(run_id)
-    domain.given_scope_checked(scope)
-    missing = domain.missing_scope(scope)
-    if missing:
-        empty = context.Block(text="", items=(), tokens=0, budget=budget).as_json()
-        return {"status": FALLBACK, "missing": missing, **empty}
-    exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
-    require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
+    request = read_request_open(
+        actor=actor,
+        query=query,
+        scope=scope,
+        now=now,
+        run_id=run_id,
+        size=Size("budget", budget, context.MIN_BUDGET, context.MAX_BUDGET, BUDGET_INVALID),
+        refused=USE_REFUSED,
+    )
+    if not request.complete:
+        empty = context.Block(text="", items=(), tokens=0, budget=request.size).as_json()
+        return {"status": FALLBACK, "missing": list(request.missing), **empty}
+    exact = dict(request.scope)
 
     threshold = context_threshold()
     block = pipeline.answered(
-        query,
+        request.query,
         exact,
         now,
         lambda ranked: context.build_block(
             _candidates(ranked, exact, now),
             scope=exact,
             now=now,
-            budget=budget,
+            budget=request.size,
             threshold=threshold,
         ),
         ahead=CHUNK,
     )
-    with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=exact["tenant"], at=clock.now())
-        if block.items:
-            references_record(
-                run_id=run_id,
-                items=[(item.id, ItemType(item.type)) for item in block.items],
-                at=clock.now(),
-            )
+    read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
     return {"status": OK, "missing": [], **block.as_json()}

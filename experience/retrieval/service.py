@@ -7,17 +7,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-
-from experience.core import domain
 from experience.core.models import ItemType
 from experience.retrieval import pipeline
 from experience.retrieval.recall import Recallable
-from experience.runs.claims import run_claim
-from experience.runs.records import references_record, validate_run_id
-from reviewconsole import clock
-from reviewconsole.errors import ValidationFailure
-from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
+from experience.retrieval.request import Size, read_request_open, read_request_record
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -26,20 +19,8 @@ OK = "ok"
 FALLBACK = "fallback"
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 20
-MAX_QUERY = 2_000
 USE_REFUSED = "retrieving experience needs the agent or reviewer role"
 LIMIT_INVALID = f"must be an integer from 1 to {MAX_LIMIT}"
-
-
-def _validate(query: object, limit: object, now: datetime) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise ValidationFailure("query", "must be a non-empty string")
-    if len(query) > MAX_QUERY:
-        raise ValidationFailure("query", f"must be at most {MAX_QUERY} characters")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationFailure("limit", LIMIT_INVALID)
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValidationFailure("now", "must be timezone-aware")
 
 
 def retrieve_experience(
@@ -51,33 +32,27 @@ def retrieve_experience(
     *,
     actor: User,
 ) -> dict[str, Any]:
-    require(actor, USE_EXPERIENCE, message=USE_REFUSED)
-    _validate(query, limit, now)
-    run_id = validate_run_id(run_id)
-    domain.given_scope_checked(scope)
-    missing = domain.missing_scope(scope)
-    if missing:
-        return {"status": FALLBACK, "missing": missing, "items": []}
-    exact = {name: str(scope[name]).strip() for name in domain.SCOPE_FIELDS}
-    # The tenant is checked here, as the context block checks it, whoever calls.
-    require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=USE_REFUSED)
-
+    request = read_request_open(
+        actor=actor,
+        query=query,
+        scope=scope,
+        now=now,
+        run_id=run_id,
+        size=Size("limit", limit, 1, MAX_LIMIT, LIMIT_INVALID),
+        refused=USE_REFUSED,
+    )
+    if not request.complete:
+        return {"status": FALLBACK, "missing": list(request.missing), "items": []}
+    exact = dict(request.scope)
     items = pipeline.answered(
-        query,
+        request.query,
         exact,
         now,
-        lambda ranked: pipeline.scored(ranked.head(limit), ranked, now),
-        ahead=limit,
+        lambda ranked: pipeline.scored(ranked.head(request.size), ranked, now),
+        ahead=request.size,
     )
     # Claimed whatever was found, so a refusal never depends on what the scope holds.
-    with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=exact["tenant"], at=clock.now())
-        if items:
-            references_record(
-                run_id=run_id,
-                items=[(item["id"], ItemType(item["type"])) for item in items],
-                at=clock.now(),
-            )
+    read_request_record(request, [(item["id"], ItemType(item["type"])) for item in items])
     return {"status": OK, "missing": [], "items": items}
 
 
