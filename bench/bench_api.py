@@ -8,6 +8,12 @@ loopback load from a few threads to ``POST /api/v1/knowledge/search`` and ``GET 
 so a busy machine slows both alike. Prints
 requests/s, p50/p99 latency and errors for both, and the throughput ratio search/ping.
 
+The load generator is ``wrk`` when it is installed (``apt-get install wrk``): one native client
+thread holding ``--threads`` connections, so the client takes little of the cores the server
+runs on. Without it (or with ``--generator python``) the load comes from Python threads in this
+process, which compete with the server for the same cores and understate both rates. The report
+names the generator it used.
+
 Targets: ratio >= 0.5 and zero errors. It reports; it never fails on a missed target.
 The server it starts is stopped before it exits, whatever happens.
 
@@ -17,6 +23,7 @@ Usage::
     python bench/bench_api.py --requests 200 --rounds 1 --threads 2
     python bench/bench_api.py --database postgres     # created and dropped by the script
     python bench/bench_api.py --scope-documents 10000 # + 10k documents in the searched scope
+    python bench/bench_api.py --generator python      # Python threads even when wrk is there
 
 With ``--scope-documents N`` the database also holds N documents that pass the gate in one scope
 (plus ~20% the gate rejects), built as ``bench_knowledge.py`` builds its measured scopes and
@@ -42,6 +49,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -153,6 +161,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=4, help="concurrent client threads")
     parser.add_argument("--time-cap", type=float, default=60.0, help="seconds per phase, at most")
     parser.add_argument("--warmup", type=int, default=50, help="unmeasured requests per endpoint")
+    parser.add_argument(
+        "--generator",
+        choices=("auto", "wrk", "python"),
+        default="auto",
+        help="the load generator: wrk when installed (auto), or Python threads",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=3.0,
+        help="seconds per endpoint and round under wrk (it runs for a time, not a count)",
+    )
     parser.add_argument(
         "--database",
         choices=("sqlite", "postgres"),
@@ -293,6 +313,139 @@ def run_phase(
     return measurement
 
 
+WRK_SCRIPT = """
+local bodies = {%(bodies)s}
+local headers = {%(headers)s}
+local prepared = {}
+local turn = 0
+
+function init(args)
+  for i, name in ipairs(bodies) do
+    local file = assert(io.open(name, "rb"))
+    prepared[i] = wrk.format("%(method)s", "%(path)s", headers, file:read("*a"))
+    file:close()
+  end
+  if #prepared == 0 then
+    prepared[1] = wrk.format("%(method)s", "%(path)s", headers, nil)
+  end
+end
+
+function request()
+  turn = turn %% #prepared + 1
+  return prepared[turn]
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "WRK %%d %%d %%d %%d %%d %%d %%d %%d %%d\\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+@dataclass
+class WrkMeasurement:
+    """What one or more ``wrk`` runs report: counts and per-run latency percentiles."""
+
+    requests: int = 0
+    errors: int = 0
+    elapsed: float = 0.0
+    first_error: str = ""
+    p50s: list[float] = field(default_factory=list)
+    p99s: list[float] = field(default_factory=list)
+
+    @property
+    def completed(self) -> int:
+        return self.requests
+
+    def rate(self) -> float:
+        return (self.requests - self.errors) / self.elapsed if self.elapsed else 0.0
+
+    def percentile(self, p: float) -> float:
+        """The median over runs of each run's own p50 or p99 (wrk keeps no raw samples)."""
+        runs = self.p50s if p == 50 else self.p99s
+        if not runs:
+            return float("nan")
+        ordered = sorted(runs)
+        return ordered[len(ordered) // 2]
+
+
+def lua_string(text: str) -> str:
+    """``text`` as a Lua string literal (ASCII: paths, a token, header names)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def wrk_script(workdir: Path, endpoint: Endpoint, headers: dict[str, str]) -> Path:
+    """A wrk Lua script sending ``endpoint`` (rotating its bodies) and printing one WRK line."""
+    bodies = _bodies.get(endpoint.label) or ([endpoint.body] if endpoint.body else [])
+    names = []
+    for number, body in enumerate(bodies):
+        name = workdir / f"{endpoint.method.lower()}-{number}.body"
+        name.write_bytes(body)
+        names.append(lua_string(str(name)))
+    sent = {key: value for key, value in headers.items() if key != "Connection"}
+    script = workdir / f"{endpoint.method.lower()}-{endpoint.path.strip('/').replace('/', '-')}.lua"
+    script.write_text(
+        WRK_SCRIPT
+        % {
+            "bodies": ", ".join(names),
+            "headers": ", ".join(f"[{lua_string(k)}] = {lua_string(v)}" for k, v in sent.items()),
+            "method": endpoint.method,
+            "path": endpoint.path,
+        }
+    )
+    return script
+
+
+def run_wrk(port: int, script: Path, connections: int, seconds: float) -> WrkMeasurement:
+    """One ``wrk`` run of ``seconds`` with one client thread holding ``connections``."""
+    done = subprocess.run(  # noqa: S603 - wrk from PATH, fixed arguments
+        [
+            str(shutil.which("wrk")),
+            "-t1",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "30s",
+            "-s",
+            str(script),
+            f"http://{HOST}:{port}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+    )
+    line = next((row for row in done.stdout.splitlines() if row.startswith("WRK ")), "")
+    if done.returncode != 0 or not line:
+        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    total, micros, connect, read, write, status, timeout, p50, p99 = map(int, line.split()[1:])
+    errors = connect + read + write + status + timeout
+    kinds = {"connect": connect, "read": read, "write": write, "HTTP non-2xx": status}
+    kinds["timeout"] = timeout
+    return WrkMeasurement(
+        requests=total,
+        errors=errors,
+        elapsed=micros / 1e6,
+        first_error=", ".join(f"{kind} {n}" for kind, n in kinds.items() if n),
+        p50s=[p50 / 1000],
+        p99s=[p99 / 1000],
+    )
+
+
+def merge_wrk(parts: list[WrkMeasurement]) -> WrkMeasurement:
+    total = WrkMeasurement()
+    for part in parts:
+        total.requests += part.requests
+        total.errors += part.errors
+        total.elapsed += part.elapsed
+        total.first_error = total.first_error or part.first_error
+        total.p50s.extend(part.p50s)
+        total.p99s.extend(part.p99s)
+    return total
+
+
 def merge(parts: list[Measurement]) -> Measurement:
     total = Measurement()
     for part in parts:
@@ -328,7 +481,7 @@ def stop(server: subprocess.Popen[bytes]) -> None:
         server.wait(timeout=10)
 
 
-def report(label: str, result: Measurement) -> None:
+def report(label: str, result: Measurement | WrkMeasurement) -> None:
     print(
         f"{label:<32} {result.completed:>6} req  {result.rate():>8.1f} req/s  "
         f"p50 {result.percentile(50):>7.2f} ms  p99 {result.percentile(99):>7.2f} ms  "
@@ -340,15 +493,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.load_scope:
         return load_scope(args.load_scope)
+    if args.generator == "wrk" and not shutil.which("wrk"):
+        raise SystemExit("--generator wrk: wrk is not installed (apt-get install wrk)")
+    generator = "wrk" if args.generator != "python" and shutil.which("wrk") else "python"
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     try:
         with scratch_database(args, workdir) as database_url:
-            results = measure(args, database_url)
+            results = measure(args, database_url, generator, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    ping, search = merge(results[PING.label]), merge(results[SEARCH.label])
+    ping: Measurement | WrkMeasurement
+    search: Measurement | WrkMeasurement
+    if generator == "wrk":
+        ping, search = merge_wrk(results[PING.label]), merge_wrk(results[SEARCH.label])
+    else:
+        ping, search = merge(results[PING.label]), merge(results[SEARCH.label])
     print()
+    print(
+        "load generator: "
+        + (
+            f"wrk (1 thread, {args.threads} connections, {args.rounds} x {args.duration:g} s "
+            "per endpoint; p50/p99 are the median of each round's own)"
+            if generator == "wrk"
+            else f"Python threads in this process ({args.threads}); they share the server's cores"
+        )
+    )
     report(PING.label, ping)
     report(SEARCH.label, search)
     ratio = search.rate() / ping.rate() if ping.rate() else float("nan")
@@ -361,7 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measurement]]:
+def measure(
+    args: argparse.Namespace, database_url: str, generator: str, workdir: Path
+) -> dict[str, list[Any]]:
     # The per-account rate limit is off: the benchmark measures the server, not the limit.
     env = {
         **os.environ,
@@ -426,6 +598,22 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measu
         wait_until_serving(port, headers, server)
         if _bodies.get(SEARCH.label):
             print("statuses of the scope's queries:", answered(port, headers), flush=True)
+        results: dict[str, list[Any]] = {PING.label: [], SEARCH.label: []}
+        if generator == "wrk":
+            print(
+                f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: wrk, "
+                f"{args.threads} connections, {args.rounds} x {args.duration:g} s per endpoint",
+                flush=True,
+            )
+            scripts = {e.label: wrk_script(workdir, e, headers) for e in (PING, SEARCH)}
+            for endpoint in (PING, SEARCH):
+                run_wrk(port, scripts[endpoint.label], args.threads, 1)
+            for _ in range(args.rounds):
+                for endpoint in (PING, SEARCH):
+                    results[endpoint.label].append(
+                        run_wrk(port, scripts[endpoint.label], args.threads, args.duration)
+                    )
+            return results
         print(
             f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: {args.threads} threads, "
             f"{args.rounds} x {args.requests} requests per endpoint, "
@@ -438,7 +626,6 @@ def measure(args: argparse.Namespace, database_url: str) -> dict[str, list[Measu
 
         for endpoint in (PING, SEARCH):
             phase(endpoint, args.warmup)
-        results: dict[str, list[Measurement]] = {PING.label: [], SEARCH.label: []}
         for _ in range(args.rounds):
             for endpoint in (PING, SEARCH):
                 results[endpoint.label].append(phase(endpoint, args.requests))

@@ -32,7 +32,7 @@ from knowledge.models import Document, DocumentStore
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
-from reviewconsole.timeparse import to_utc_iso
+from reviewconsole.timeparse import aware_required, to_utc_iso
 
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
@@ -42,7 +42,8 @@ NO_MATCH = "no_match"
 DEFAULT_LIMIT = 4
 MAX_LIMIT = 50
 MAX_QUERY_LENGTH = 2_000
-SCOPE_FIELDS = ("tenant", "brand", "store", "campaign")
+# What a ticket must name for a search (knowledge has no deployment column).
+CONTEXT_FIELDS = ("tenant", "brand", "store", "campaign")
 SEARCH_REFUSED = f"searching the knowledge base needs the permission {SEARCH_KNOWLEDGE}"
 
 
@@ -101,8 +102,8 @@ def _validate(query: str, context: KnowledgeContext) -> None:
         raise ValidationFailure("limit", f"must be an integer from 1 to {MAX_LIMIT}")
     for name in ("occurred_at", "known_at"):
         value = getattr(context, name)
-        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-            raise ValidationFailure(name, "must be timezone-aware")
+        if value is not None:
+            aware_required(value, field=name)
 
 
 def search_knowledge(
@@ -114,7 +115,7 @@ def search_knowledge(
     # A scope without a tenant is answered needs_context below; nothing of a tenant is read.
     require_scope(actor, SEARCH_KNOWLEDGE, context.tenant or None, message=SEARCH_REFUSED)
     _validate(query, context)
-    missing = [name for name in SCOPE_FIELDS if not getattr(context, name)]
+    missing = [name for name in CONTEXT_FIELDS if not getattr(context, name)]
     missing += [name for name in ("occurred_at", "known_at") if getattr(context, name) is None]
     if missing:
         # Never widen: without the full scope nothing is searched.

@@ -39,7 +39,6 @@ from django.db.models import Q
 from django.db.models.functions import Collate
 
 from experience.cases.models import Case, Skill
-from experience.core import domain
 from experience.core.models import Status
 from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
@@ -47,8 +46,7 @@ from experience.lessons.models import Lesson
 from knowledge import postings as kp
 from knowledge.domain import expand, tokenize
 from knowledge.models import LexiconState
-
-SCOPE_FIELDS = domain.SCOPE_FIELDS
+from reviewconsole.scopes import SCOPE_FIELDS
 
 
 @dataclass(frozen=True)

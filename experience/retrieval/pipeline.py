@@ -32,11 +32,11 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from django.db.models import Q
 
 from experience.cases.models import Case, Skill
-from experience.core import domain
-from experience.core.models import ItemType, Status
+from experience.core import availability
+from experience.core.gate import admitted_q
+from experience.core.models import ItemType
 from experience.index import postings
 from experience.lessons.outcome_tallies import OutcomeBatch
 from experience.lessons.selectors import CaseTimes, skill_evidence_rows
@@ -56,31 +56,17 @@ ATTEMPTS = 3
 
 def available(entries: np.ndarray, now: datetime) -> np.ndarray:
     """The availability gate over packed index entries (one bool per entry): approved (every
-    indexed item is), ``approved_at <= now`` and ``valid_from <= now < valid_to``."""
-    at = kp.micros(now)
-    return (
-        (entries["approved_at"] <= at) & (entries["valid_from"] <= at) & (at < entries["valid_to"])
-    )
-
-
-def _gated(scope: Mapping[str, str], now: datetime) -> Q:
-    """:func:`available` as a query filter, for ranking from the texts."""
-    return Q(
-        status=Status.APPROVED,
-        approved_at__lte=now,
-        valid_from__lte=now,
-        valid_to__gt=now,
-        **{name: scope[name] for name in domain.SCOPE_FIELDS},
-    )
+    indexed item is) and the time terms of ``availability.TIME_GATE``."""
+    return np.asarray(availability.times_admit_columns(entries, kp.micros(now)), dtype=bool)
 
 
 def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
-    return Case.objects.filter(_gated(scope, now))
+    return Case.objects.filter(admitted_q(scope, now))
 
 
 def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str, str]]:
     """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now."""
-    skills = list(Skill.objects.filter(_gated(scope, now)).values_list("id", "title", "when"))
+    skills = list(Skill.objects.filter(admitted_q(scope, now)).values_list("id", "title", "when"))
     if not skills:
         return []
     usable = usable_skills([s[0] for s in skills], now)
@@ -91,10 +77,12 @@ def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
     """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
     statement, the one their confidence is read from)."""
     cited: dict[str, bool] = {}
-    for skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at in skill_evidence_rows(
+    for skill_id, _approved, case, status, inc, valid_from, valid_to, _at in skill_evidence_rows(
         skill_ids
     ):
-        usable = status == Status.APPROVED and valid_from <= now < valid_to
+        usable = availability.case_usable(
+            availability.CitedCase(case, status, {}, inc, valid_from, valid_to), now
+        )
         cited[skill_id] = cited.get(skill_id, True) and usable
     return {skill_id for skill_id, usable in cited.items() if usable}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from django.utils import translation
 from hypothesis import given
@@ -22,7 +23,9 @@ from experience.core.availability import (
     lesson_availability,
     skill_availability,
 )
+from experience.index.postings import ENTRY_DTYPE
 from experience.pages.items import AvailabilityView, availability_view
+from experience.retrieval import pipeline
 from knowledge import postings as kp
 
 SCOPE = {"tenant": "t", "brand": "b", "store": "s", "campaign": "c", "deployment": "d"}
@@ -255,3 +258,23 @@ def test_the_index_time_gate_over_microseconds_agrees(item: GateFields, now: dat
         valid_from=item.valid_from, valid_to=item.valid_to, approved_at=item.approved_at
     )
     assert in_micros == item_available(as_approved, now)
+
+
+@given(items=st.lists(gates(), min_size=1, max_size=12), now=HOURS)
+def test_the_packed_gate_of_the_pipeline_agrees_item_by_item(
+    items: list[GateFields], now: datetime
+) -> None:
+    """Retrieval gates a scope's packed entries as whole columns; entry by entry it admits
+    exactly the approved items the pure predicate admits."""
+    entries = np.zeros(len(items), dtype=ENTRY_DTYPE)
+    for row, item in zip(entries, items, strict=True):
+        row["valid_from"] = kp.micros(item.valid_from)
+        row["valid_to"] = kp.micros(item.valid_to)
+        row["approved_at"] = kp.micros(item.approved_at)
+    expected = [
+        item_available(
+            gate(valid_from=i.valid_from, valid_to=i.valid_to, approved_at=i.approved_at), now
+        )
+        for i in items
+    ]
+    assert pipeline.available(entries, now).tolist() == expected
