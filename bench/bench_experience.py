@@ -12,7 +12,11 @@ citing two cases each, 10k lessons citing cases of their scope, and 1M reference
   interleaved loop: p50/p95 of ``retrieve_experience`` with a query that matches most items and
   with a rare token, of the context block (``experience_context``), of retrieval ranking every
   gated item's text (the index switched off), and of the bare gated query of the scope through
-  the ORM and as SQL (``cursor.execute``, the same rows); then the ratios between them.
+  the ORM and as SQL (``cursor.execute``, the same rows); then the ratios between them;
+* each compiled statement (``reviewconsole.statements``) next to building the same queryset
+  through the ORM on every call, and the recording of 11 reads as one INSERT
+  (``references_record``) next to ``bulk_create``, with the same values, interleaved, and the
+  gain.
 
 Usage::
 
@@ -531,6 +535,97 @@ def by_scope_size(
     return [(label, taken) for (label, _call), taken in zip(arms, samples, strict=True)]
 
 
+def statements_gain(data: dict[str, Any], repeat: int) -> list[tuple[str, float, float]]:
+    """Each compiled statement (``reviewconsole.statements``) next to building its queryset
+    through the ORM on every call, the same values, interleaved: ``(label, statement p50 ms,
+    ORM p50 ms)``. The rows must agree (datetimes compared as the statement's caller reads
+    them)."""
+    from experience.cases.models import Skill
+    from experience.lessons.models import Lesson
+    from experience.lessons.selectors import (
+        _SKILL_EVIDENCE,
+        _skill_evidence_queryset,
+        incident_key,
+        skill_evidence_rows,
+    )
+    from experience.retrieval import recall
+
+    now, scope = data["now"], _scope("store-0001")
+    skill_ids = list(
+        Skill.objects.filter(store=scope["store"]).values_list("id", flat=True)[:8]
+    ) or list(Skill.objects.values_list("id", flat=True)[:8])
+    lesson_ids = sorted(Lesson.objects.filter(store=scope["store"]).values_list("id", flat=True))
+    key = incident_key()
+    arms: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+        (
+            f"skill evidence of {len(skill_ids)} skills",
+            lambda: _SKILL_EVIDENCE.rows(key, skill_ids=skill_ids),
+            lambda: list(_skill_evidence_queryset(skill_ids)),
+        ),
+        (
+            "lessons recalled in a scope",
+            lambda: recall._RECALL_IN_SCOPE.rows(key, now=now, **scope),
+            lambda: list(recall._recall_queryset(now, **scope)),
+        ),
+        (
+            f"lessons recalled among {len(lesson_ids)}",
+            lambda: recall._RECALL_AMONG.rows(key, now=now, lesson_ids=lesson_ids, **scope),
+            lambda: list(recall._recall_queryset(now, lesson_ids, **scope)),
+        ),
+    ]
+    assert sorted(skill_evidence_rows(skill_ids)) == sorted(_skill_evidence_queryset(skill_ids))
+    from django.db import transaction
+
+    from experience.runs.models import Reference
+    from experience.runs.records import references_record
+
+    reads = [(f"case:{'0' * 63}{i:x}", "case") for i in range(11)]
+    counter = iter(range(10**9))
+
+    def rolled_back(write: Callable[[str], Any]) -> Callable[[], int]:
+        def run() -> int:
+            with transaction.atomic():
+                run_id = f"bench-w-{next(counter)}"
+                write(run_id)
+                transaction.set_rollback(True)
+            return len(reads)
+
+        return run
+
+    arms.append(
+        (
+            f"{len(reads)} reads recorded (one INSERT)",
+            rolled_back(lambda run_id: references_record(run_id=run_id, items=reads, at=now)),
+            rolled_back(
+                lambda run_id: Reference.objects.bulk_create(
+                    Reference(run_id=run_id, item_id=i, item_type=k, read_at=now) for i, k in reads
+                )
+            ),
+        )
+    )
+    out = []
+    for label, compiled, built in arms:
+        assert len(compiled()) == len(built())
+        for _ in range(3):
+            compiled(), built()
+        a: list[float] = []
+        b: list[float] = []
+        for round_ in range(max(40, repeat)):
+            first, second = (compiled, built) if round_ % 2 else (built, compiled)
+            taken = timed(first, 1) + timed(second, 1)
+            (a, b)[first is built].append(taken[0])
+            (a, b)[second is built].append(taken[1])
+        out.append((label, percentile(a, 0.5), percentile(b, 0.5)))
+    return out
+
+
+def report_statements(rows: list[tuple[str, float, float]]) -> None:
+    print()
+    print(f"{'hand-written statement vs the ORM (same values)':48} {'stmt ms':>9} {'ORM ms':>9}")
+    for label, compiled, built in rows:
+        print(f"{label:48} {compiled:9.3f} {built:9.3f}  gain x{built / compiled:.2f}")
+
+
 def report_sizes(rows: list[tuple[str, list[float]]], big: str) -> None:
     p50 = {label: percentile(taken, 0.5) for label, taken in rows}
     print(f"{'measurement (same run, interleaved)':48} {'p50 ms':>9} {'p95 ms':>9}")
@@ -603,6 +698,7 @@ def main() -> None:
                     f"impact / bare lookup ({kind}): p50 x{imp50 / bare50:.2f}, p95 x{imp95 / bare95:.2f}"
                 )
         report_sizes(by_scope_size(data, rng, args.repeat, system_agent()), f"{data['big']:,}")
+        report_statements(statements_gain(data, args.repeat))
         from django.db import connections
 
         connections.close_all()

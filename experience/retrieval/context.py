@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from experience.core.availability import GateFields
@@ -64,8 +65,10 @@ _MATCHES = re.compile(rf"(?P<word>{_WORD}+)|[^\s]")
 _LONG_WORD = re.compile(rf"{_WORD}{{5,}}")
 
 
+@lru_cache(maxsize=2048)
 def count_tokens(text: str) -> int:
-    """Tokens of ``text`` under :data:`TOKENIZER` (see the module docstring)."""
+    """Tokens of ``text`` under :data:`TOKENIZER` (see the module docstring). Cached: the same
+    items' texts and heads are counted for block after block."""
     # One per match (a word, or any other visible character), plus one per further started four
     # characters of each long word.
     return len(_TOKEN.findall(text)) + sum((len(w) - 1) // 4 for w in _LONG_WORD.findall(text))

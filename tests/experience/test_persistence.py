@@ -6,10 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.conf import settings
 
 from tests.experience.conftest import case_data
@@ -72,3 +73,20 @@ def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> Non
         database, "recall", "优惠券无法使用", *SCOPE_FLAGS, "--run-id", "run-2", "--json"
     )
     assert after["items"] == []
+
+
+@pytest.mark.django_db
+def test_recorded_reads_are_the_rows_the_model_reads_back() -> None:
+    """Reads are recorded with one hand-written INSERT; the model reads back each
+    ``(item, kind)`` once, at the instant given (an offset other than UTC kept as the same
+    instant), and an empty read records nothing."""
+    from experience.runs.models import Reference
+    from experience.runs.records import references_record
+
+    at = datetime(2026, 9, 18, 14, 0, 7, 250_000, tzinfo=timezone(timedelta(hours=8)))
+    reads = [("case:" + "a" * 64, "case"), ("skill:" + "b" * 64, "skill")]
+    references_record(run_id="run-rows", items=iter(reads), at=at)
+    references_record(run_id="run-empty", items=[], at=at)
+    stored = Reference.objects.filter(run_id="run-rows").order_by("item_id")
+    assert [(r.item_id, r.item_type, r.read_at) for r in stored] == [(i, k, at) for i, k in reads]
+    assert not Reference.objects.filter(run_id="run-empty").exists()
