@@ -582,13 +582,13 @@ def statements_gain(data: dict[str, Any], repeat: int) -> list[tuple[str, float,
     reads = [(f"case:{'0' * 63}{i:x}", "case") for i in range(11)]
     counter = iter(range(10**9))
 
-    def rolled_back(write: Callable[[str], Any]) -> Callable[[], int]:
-        def run() -> int:
+    def rolled_back(write: Callable[[str], Any]) -> Callable[[], list[tuple[str, str]]]:
+        def run() -> list[tuple[str, str]]:
             with transaction.atomic():
                 run_id = f"bench-w-{next(counter)}"
                 write(run_id)
                 transaction.set_rollback(True)
-            return len(reads)
+            return reads
 
         return run
 

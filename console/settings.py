@@ -76,7 +76,8 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     "reviewconsole.auth_backends.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, with permissions and memberships read in one statement.
+    "reviewconsole.access.AccessBackend",
 ]
 
 # Login throttling: five failures for one username from one address lock it for 15 minutes.

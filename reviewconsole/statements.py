@@ -24,13 +24,17 @@ from django.db.models import QuerySet
 
 TEXT = "text"
 DATETIME = "datetime"
+INTEGER = "integer"
+# Integers no primary key or count takes, inside every database's 32-bit integer column (a
+# lookup out of a column's range is compiled as matching nothing, losing the parameter).
+_SENTINEL_INTEGER = -2_147_483_000
 MAX_LIST = 512
 _SENTINEL_EPOCH = datetime(1901, 2, 3, 4, 5, 6, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
 class Param:
-    """A value a statement is run with: a text or a datetime, or a list of texts."""
+    """A value a statement is run with: a text, an integer or a datetime, or a list of texts."""
 
     name: str
     kind: str = TEXT
@@ -57,6 +61,8 @@ class Statement:
         for index, param in enumerate(self.params):
             if param.kind == DATETIME:
                 values[param.name] = _SENTINEL_EPOCH + timedelta(seconds=index)
+            elif param.kind == INTEGER:
+                values[param.name] = _SENTINEL_INTEGER - index
             elif param.many:
                 values[param.name] = [f"\x00{param.name}:{i}" for i in range(size)]
             else:

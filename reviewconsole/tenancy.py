@@ -19,14 +19,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Model, QuerySet
 
 from reviewconsole import clock
+from reviewconsole.access import access_of
+from reviewconsole.access import forget as access_forget
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.models import Action, Tenant, TenantMembership
+from reviewconsole.models import Action, Tenant
+from reviewconsole.statements import Param, Statement
 
 NOT_IN_TENANT = "not_in_tenant"
 NOT_IN_TENANT_MESSAGE = "is a tenant this user is not a member of"
 UNKNOWN_TENANT_MESSAGE = "is not a tenant of this deployment"
-_CACHE_ATTRIBUTE = "_console_tenants"
 
 M = TypeVar("M", bound=Model)
 
@@ -35,15 +37,8 @@ def tenants_of(user: User | AnonymousUser | None) -> frozenset[str] | None:
     """The tenants ``user`` is limited to, or None when the user is deployment-wide."""
     if user is None or not user.is_authenticated:
         return frozenset()
-    if hasattr(user, _CACHE_ATTRIBUTE):
-        cached: frozenset[str] | None = getattr(user, _CACHE_ATTRIBUTE)
-        return cached
-    tenants = frozenset(
-        TenantMembership.objects.filter(user_id=user.pk).values_list("tenant", flat=True)
-    )
-    result = tenants or None
-    setattr(user, _CACHE_ATTRIBUTE, result)
-    return result
+    # Read with the user's permissions, in one statement, once per user object.
+    return access_of(user).tenants or None
 
 
 def may_access(user: User | AnonymousUser | None, tenant: str) -> bool:
@@ -69,8 +64,15 @@ class UnknownTenant(ValidationFailure):
         self.tenant = tenant
 
 
+# Asked on every request whose scope names a tenant by a deployment-wide user (an agent).
+_TENANT_NAMED = Statement(
+    lambda name: Tenant.objects.filter(name=name).order_by().values_list("pk")[:1],
+    [Param("name")],
+)
+
+
 def tenant_exists(name: str) -> bool:
-    return Tenant.objects.filter(name=name).exists()
+    return bool(_TENANT_NAMED.rows(name=name))
 
 
 def require_known_tenant(name: str, *, field: str = "tenant") -> None:
@@ -164,6 +166,5 @@ def default_tenant(user: User | AnonymousUser | None, default: str) -> str:
 
 
 def forget(user: Any) -> None:
-    """Drop the cached answer after memberships change."""
-    if hasattr(user, _CACHE_ATTRIBUTE):
-        delattr(user, _CACHE_ATTRIBUTE)
+    """Drop the kept answer (and the user's kept permissions) after memberships change."""
+    access_forget(user)

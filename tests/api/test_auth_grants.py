@@ -41,8 +41,9 @@ def test_authentication_is_one_statement_and_the_checks_are_djangos(agent: User)
         assert holds(user, SEARCH_KNOWLEDGE) and may_access(user, "teahouse")
 
     assert len(loading) == 1
-    # ModelBackend reads the user's own and the groups' permissions; tenancy the memberships.
-    assert len(checking) == 3
+    # The user's own and the groups' permissions and the memberships, in one statement
+    # (reviewconsole.access.AccessBackend: ModelBackend's rule, one read).
+    assert len(checking) == 1
     assert len(again) == 0  # read once per user object, which each request loads afresh
     assert (allowed, refused, member, stranger) == (True, False, True, False)
     assert user.pk == agent.pk
@@ -161,13 +162,13 @@ def test_a_withdrawn_permission_is_refused_at_the_next_search(
     assert searching() == 403
 
 
-def test_a_search_reads_identity_permissions_and_tenants_in_four_statements(
+def test_a_search_reads_identity_permissions_and_tenants_in_two_statements(
     agent: User, searching: Callable[[], int]
 ) -> None:
-    """The token with its user (one statement), then Django's two permission reads and the
-    memberships, each once per request however many checks the request makes."""
+    """The token with its user (one statement), then the permissions with the memberships (one
+    statement), each once per request however many checks the request makes."""
     with CaptureQueriesContext(connection) as queries:
         assert searching() == 200
     statements = [query["sql"] for query in queries.captured_queries]
     touching_auth = [sql for sql in statements if "auth_" in sql or "tenantmembership" in sql]
-    assert len(touching_auth) == 4, statements
+    assert len(touching_auth) == 2, statements

@@ -210,10 +210,11 @@ def test_a_superuser_holds_every_permission(db: None) -> None:
 def test_the_permission_check_reads_djangos_permissions_once_per_user(
     agent: User, django_assert_num_queries: Callable[[int], Any]
 ) -> None:
-    """Django's ``ModelBackend`` answers: the user's own and its groups' permissions, read once
-    per user object (a request loads its user afresh, so a change acts at the next request)."""
+    """Django's ``ModelBackend`` rule answers (``reviewconsole.access.AccessBackend``): the
+    user's own and its groups' permissions, with the memberships, in one statement read once per
+    user object (a request loads its user afresh, so a change acts at the next request)."""
     user = User.objects.get(pk=agent.pk)
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         require(user, (P.USE_EXPERIENCE,))
     with django_assert_num_queries(0):
         require(user, P.SEARCH_KNOWLEDGE, None)
