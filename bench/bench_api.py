@@ -14,7 +14,8 @@ runs on. Without it (or with ``--generator python``) the load comes from Python 
 process, which compete with the server for the same cores and understate both rates. The report
 names the generator it used.
 
-Targets: ratio >= 0.5 and zero errors. It reports; it never fails on a missed target.
+Targets: ratio >= 0.5 with the fixtures, >= 0.3 with ``--scope-documents`` (10k documents in the
+searched scope), and zero errors. It reports; it never fails on a missed target.
 The server it starts is stopped before it exits, whatever happens.
 
 Usage::
@@ -53,7 +54,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.5  # the shipped fixtures
+TARGET_RATIO_IN_SCOPE = 0.3  # with --scope-documents (10k in the searched scope)
 WORKERS = 2
 
 SEARCH_BODY = json.dumps(
@@ -523,10 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     report(SEARCH.label, search)
     ratio = search.rate() / ping.rate() if ping.rate() else float("nan")
     errors = ping.errors + search.errors
+    target = TARGET_RATIO_IN_SCOPE if args.scope_documents else TARGET_RATIO
     print()
-    print(f"throughput ratio search/ping: {ratio:.2f} (target >= {TARGET_RATIO})")
+    print(f"throughput ratio search/ping: {ratio:.2f} (target >= {target})")
     print(f"errors: {errors} (target 0)")
-    verdict = "met" if ratio >= TARGET_RATIO and errors == 0 else "MISSED"
+    verdict = "met" if ratio >= target and errors == 0 else "MISSED"
     print(f"targets {verdict}")
     return 0
 

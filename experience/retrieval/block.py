@@ -41,8 +41,17 @@ def context_threshold() -> float:
     return float(getattr(settings, "CONTEXT_CONFIDENCE_THRESHOLD", DEFAULT_THRESHOLD))
 
 
-# Ranked items are read and scored this many at a time, until the block is full.
-CHUNK = 16
+# Ranked items are read and scored a chunk at a time, until the block is full: as many as the
+# budget holds at a short line (an item's head alone, its id and confidence, is about 25
+# tokens), from MIN_CHUNK to MAX_CHUNK. Reading fewer costs a statement more per chunk; more,
+# items ranked, read and scored for nothing.
+SHORT_LINE_TOKENS = 64
+MIN_CHUNK = 4
+MAX_CHUNK = 32
+
+
+def chunk_size(budget: int) -> int:
+    return max(MIN_CHUNK, min(MAX_CHUNK, budget // SHORT_LINE_TOKENS))
 
 
 @dataclass(frozen=True)
@@ -87,14 +96,14 @@ def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, 
 
 
 def _candidates(
-    ranked: pipeline.Ranked, scope: Mapping[str, str], now: datetime
+    ranked: pipeline.Ranked, scope: Mapping[str, str], now: datetime, chunk_of: int
 ) -> Iterator[context.Candidate]:
     """The ranked items as the builder's candidates, best first, read and scored a chunk at a
     time: the builder stops taking them when the budget is spent, and the rest is never read
     (nor ranked further than the chunks taken)."""
     taken = 0
     while True:
-        chunk = ranked.head(taken + CHUNK)[taken:]
+        chunk = ranked.head(taken + chunk_of)[taken:]
         if not chunk:
             return
         taken += len(chunk)
@@ -112,6 +121,7 @@ def _candidates(
             now,
             ranked.outcomes,
             read_cases,
+            explain=False,
         )
         for hit, item in zip(chunk, scored, strict=True):
             row = read[hit.item_id]
@@ -127,7 +137,7 @@ def _candidates(
                 confidence=item["confidence"],
                 conflict=bool(item.get("conflict")),
             )
-        if len(chunk) < CHUNK:
+        if len(chunk) < chunk_of:
             return
 
 
@@ -155,18 +165,19 @@ def experience_context(
     exact = dict(request.scope)
 
     threshold = context_threshold()
+    chunk_of = chunk_size(request.size)
     block = pipeline.answered(
         request.query,
         exact,
         now,
         lambda ranked: context.build_block(
-            _candidates(ranked, exact, now),
+            _candidates(ranked, exact, now, chunk_of),
             scope=exact,
             now=now,
             budget=request.size,
             threshold=threshold,
         ),
-        ahead=CHUNK,
+        ahead=chunk_of,
     )
     read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
     return {"status": OK, "missing": [], **block.as_json()}

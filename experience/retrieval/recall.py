@@ -212,11 +212,14 @@ def with_confidence(
     now: datetime,
     outcomes: OutcomeBatch | None = None,
     approved_cases: Mapping[str, CaseTimes] | None = None,
+    *,
+    explain: bool = True,
 ) -> list[dict[str, Any]]:
     """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
     ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
     cases' distinct incidents (docs/contracts.md, Lessons). ``approved_cases``: cases whose gate
-    times the caller read already (from the retrieval index), which are not read again."""
+    times the caller read already (from the retrieval index), which are not read again.
+    ``explain=False`` leaves ``why`` empty (the context block shows no explanation)."""
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
     scores = item_confidences(case_ids, skill_ids, now, outcomes, approved_cases)
@@ -226,7 +229,7 @@ def with_confidence(
         score = lesson.confidence if lesson else scores.get(item["id"])
         extra: dict[str, Any] = {
             "confidence": score.value if score else None,
-            "why": score.why() if score else "",
+            "why": score.why() if score and explain else "",
             "conflict": bool(lesson and lesson.conflict),
         }
         if lesson:

@@ -18,8 +18,8 @@ from experience.cases.models import Case
 from experience.core.models import Status
 from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from reviewconsole.models import TenantMembership
 from reviewconsole.services import user_set_role
-from reviewconsole.tenancy import TenantMembership
 from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,

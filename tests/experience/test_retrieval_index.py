@@ -500,7 +500,7 @@ def test_the_context_block_reads_ranked_items_a_chunk_at_a_time(
         make_case(n, Spec(f"优惠券 无法使用 门店 {'coupon ' * n}", 0, "now", True), operator)
     blocks = []
     for chunk in (1, 2, 100):
-        monkeypatch.setattr(context_service, "CHUNK", chunk)
+        monkeypatch.setattr(context_service, "chunk_size", lambda budget, chunk=chunk: chunk)
         result = context_service.experience_context(
             "优惠券无法使用", SCOPE, NOW, f"run-chunk-{chunk}", 2_000, actor=agent
         )
