@@ -417,6 +417,10 @@ def _intersections(
     return np.bincount(positions[listed - ids[0]], minlength=count).astype(np.int64)
 
 
+# Below this union size the double common/union orders the Jaccard ratios exactly.
+EXACT_RATIO_BOUND = 2**26
+
+
 def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The permutation ordering entries by common/union descending, then by ``order``: exactly.
 
@@ -425,6 +429,11 @@ def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> 
     """
     if len(common) == 0:
         return np.zeros(0, dtype=np.int64)
+    if int(union.max()) < EXACT_RATIO_BOUND:
+        # 0 < common <= union < 2**26: two different ratios a/b != c/d differ by at least
+        # 1/(b*d) > 2**-52, while each correctly rounded quotient (at most 1) is off by at most
+        # 2**-54; so the doubles order exactly as the ratios and are equal exactly when they are.
+        return np.lexsort((order, -(common / union)))
     width = int(union.max()) + 1
     pairs, inverse = np.unique(common * width + union, return_inverse=True)
     ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)

@@ -133,3 +133,36 @@ def test_jaccard_order_is_exact_with_ties_by_order(pairs: list[tuple[int, int]])
         range(len(pairs)), key=lambda i: (-Fraction(int(common[i]), int(union[i])), order[i])
     )
     assert got == expected
+
+
+BOUND = 2**26
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=BOUND // 2, max_value=BOUND - 2),
+            st.integers(min_value=0, max_value=3),
+        ),
+        min_size=2,
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_jaccard_order_is_exact_for_neighbouring_ratios_at_both_sides_of_the_bound(
+    pairs: list[tuple[int, int]], above: bool
+) -> None:
+    """Ratios as close as ratios of such sizes get (a/b beside (a+1)/(b+1)), just under the
+    size where the double ordering is exact and, with ``above``, past it (the integer path)."""
+    rows = [(n - k, n + (BOUND if above else 0)) for n, k in pairs]
+    rows += [(c + 1, u + 1) for c, u in rows if u + 1 < BOUND or above]
+    common = np.array([c for c, _ in rows], dtype=np.int64)
+    union = np.array([u for _, u in rows], dtype=np.int64)
+    order = np.random.default_rng(len(rows)).permutation(len(rows)).astype(np.int64)
+
+    got = list(_jaccard_order(common, union, order))
+
+    expected = sorted(
+        range(len(rows)), key=lambda i: (-Fraction(int(common[i]), int(union[i])), order[i])
+    )
+    assert got == expected
