@@ -200,18 +200,27 @@ FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 UNION ALL
 SELECT 1, p.token,
-       CASE WHEN p.token IN ({raw}) THEN p.raw END,
-       CASE WHEN p.token IN ({expanded}) THEN p.expanded END,
+       CASE WHEN p.token {raw} THEN p.raw END,
+       CASE WHEN p.token {expanded} THEN p.expanded END,
        NULL, NULL
 FROM knowledge_postinglist p JOIN knowledge_searchscope s ON s.id = p.scope_id
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
-  AND p.token IN ({every})
+  AND p.token {every}
 """
 
 
 def _placeholders(values: list[str]) -> str:
     # An empty IN () is not SQL; a space is never part of a token, so it matches nothing.
     return ", ".join(["%s"] * len(values)) if values else "%s"
+
+
+def _token_test(values: list[str], *, array: bool) -> tuple[str, list[Any]]:
+    """``p.token`` among ``values``: on PostgreSQL one array parameter, so the statement's text
+    is the same for every query (the driver parses a new text each time, which cost more than
+    the database's answer); elsewhere an ``IN`` list."""
+    if array:
+        return "= ANY(%s)", [values]
+    return f"IN ({_placeholders(values)})", values or [" "]
 
 
 @dataclass
@@ -260,16 +269,19 @@ def _read(
     key = tuple(scope)
     versioned = connection.vendor == "postgresql"
     cached = _cached_arrays(key) if versioned else None
+    raw_test, raw_params = _token_test(raw, array=versioned)
+    expanded_test, expanded_params = _token_test(expanded, array=versioned)
+    every_test, every_params = _token_test(every, array=versioned)
     sql = _POSTINGS_SQL.format(
         version=_ROW_VERSION if versioned else "NULL",
         arrays=f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.arrays END"
         if versioned
         else "s.arrays",
-        raw=_placeholders(raw),
-        expanded=_placeholders(expanded),
-        every=_placeholders(every),
+        raw=raw_test,
+        expanded=expanded_test,
+        every=every_test,
     )
-    params = [*scope, *(raw or [" "]), *(expanded or [" "]), *scope, *(every or [" "])]
+    params = [*scope, *raw_params, *expanded_params, *scope, *every_params]
     if versioned:
         params.insert(0, cached[0] if cached is not None else "")
     read = _Read(False, None, postings.entries_of(None), False, [], [])
@@ -327,7 +339,9 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
     if read.multi_version:
         # Only the newest gated version of each doc_key goes on to ranking.
         index = np.nonzero(gated)[0]
-        groups, versions = entries["group"][index], entries["version"][index]
+        # ufunc.at takes its fast path only for native index and matching value types.
+        groups = entries["group"][index].astype(np.intp)
+        versions = entries["version"][index].astype(np.int64)
         newest = np.zeros(int(entries["group"].max()) + 1, dtype=np.int64)
         np.maximum.at(newest, groups, versions)
         gated[index[versions < newest[groups]]] = False
@@ -433,7 +447,16 @@ def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> 
         # 0 < common <= union < 2**26: two different ratios a/b != c/d differ by at least
         # 1/(b*d) > 2**-52, while each correctly rounded quotient (at most 1) is off by at most
         # 2**-54; so the doubles order exactly as the ratios and are equal exactly when they are.
-        return np.lexsort((order, -(common / union)))
+        # Sorted by the double (ties in any order), then by (run of equal ratios, order): two
+        # quicksorts cost less than one lexsort. ``order`` is unique per entry (a rank), so the
+        # integer keys are unique and no stable sort is needed.
+        ratio = common / union
+        by_ratio = np.argsort(-ratio)
+        ordered = ratio[by_ratio]
+        runs = np.zeros(len(ordered), dtype=np.int64)
+        np.cumsum(ordered[1:] != ordered[:-1], out=runs[1:])
+        key = runs * (int(order.max()) + 1) + order[by_ratio]
+        return by_ratio[np.argsort(key)]
     width = int(union.max()) + 1
     pairs, inverse = np.unique(common * width + union, return_inverse=True)
     ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
