@@ -21,13 +21,16 @@ from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import CharField, F, QuerySet, Value
 from django.db.models.functions import Concat
 
-from reviewconsole.models import TenantMembership
+from reviewconsole.models import Tenant, TenantMembership
 from reviewconsole.statements import INTEGER, Param, Statement
 
 # The attribute a user object keeps its access on (this module's own, not Django's caches).
 _ATTRIBUTE = "_console_access"
 _PERMISSION = "p"
 _TENANT = "t"
+_NAMED_TENANT = "k"
+# No tenant is named this (names are non-empty): what the statement asks when none is named.
+_NO_TENANT = ""
 
 
 @dataclass(frozen=True)
@@ -50,18 +53,26 @@ def _permission_rows(permissions: QuerySet[Permission]) -> QuerySet[Any]:
     )
 
 
-def _access_queryset(user_id: int, *, active: bool, superuser: bool) -> QuerySet[Any]:
+def _access_queryset(user_id: int, tenant: str, *, active: bool, superuser: bool) -> QuerySet[Any]:
     memberships = (
         TenantMembership.objects.filter(user_id=user_id)
         .order_by()
         .annotate(_kind=Value(_TENANT), _value=F("tenant"))
         .values_list("_kind", "_value")
     )
+    # Whether the tenant a request's scope names exists, read in the same round trip.
+    named = (
+        Tenant.objects.filter(name=tenant)
+        .order_by()
+        .annotate(_kind=Value(_NAMED_TENANT), _value=F("name"))
+        .values_list("_kind", "_value")
+    )
     if not active:
-        return memberships
+        return memberships.union(named, all=True)
     if superuser:
-        return memberships.union(_permission_rows(Permission.objects.all()), all=True)
+        return memberships.union(named, _permission_rows(Permission.objects.all()), all=True)
     return memberships.union(
+        named,
         _permission_rows(Permission.objects.filter(user__id=user_id)),
         _permission_rows(Permission.objects.filter(group__user__id=user_id)),
         all=True,
@@ -72,14 +83,31 @@ def _access_queryset(user_id: int, *, active: bool, superuser: bool) -> QuerySet
 # answer it, on every request); one per kind of user, as ModelBackend distinguishes them.
 _ACCESS = {
     (active, superuser): Statement(
-        lambda user_id, active=active, superuser=superuser: _access_queryset(
-            user_id, active=active, superuser=superuser
+        lambda user_id, tenant, active=active, superuser=superuser: _access_queryset(
+            user_id, tenant, active=active, superuser=superuser
         ),
-        [Param("user_id", INTEGER)],
+        [Param("user_id", INTEGER), Param("tenant")],
     )
     for active in (True, False)
     for superuser in (True, False)
 }
+
+
+def _read(user: User, tenant: str) -> tuple[Access, bool]:
+    statement = _ACCESS[(bool(user.is_active), bool(user.is_superuser))]
+    permissions: set[str] = set()
+    tenants: set[str] = set()
+    named = False
+    for kind, value in statement.rows(user_id=user.pk, tenant=tenant):
+        if kind == _PERMISSION:
+            permissions.add(value)
+        elif kind == _TENANT:
+            tenants.add(value)
+        else:
+            named = True
+    access = Access(frozenset(permissions), frozenset(tenants))
+    setattr(user, _ATTRIBUTE, access)
+    return access, named
 
 
 def access_of(user: User | AnonymousUser | None) -> Access:
@@ -89,14 +117,18 @@ def access_of(user: User | AnonymousUser | None) -> Access:
     cached: Access | None = getattr(user, _ATTRIBUTE, None)
     if cached is not None:
         return cached
-    statement = _ACCESS[(bool(user.is_active), bool(user.is_superuser))]
-    permissions: set[str] = set()
-    tenants: set[str] = set()
-    for kind, value in statement.rows(user_id=user.pk):
-        (permissions if kind == _PERMISSION else tenants).add(value)
-    access = Access(frozenset(permissions), frozenset(tenants))
-    setattr(user, _ATTRIBUTE, access)
-    return access
+    assert isinstance(user, User)
+    return _read(user, _NO_TENANT)[0]
+
+
+def tenant_read_with_access(user: User | AnonymousUser | None, tenant: str) -> bool | None:
+    """Whether ``tenant`` exists, read with the access of ``user`` when that is not read yet
+    (one round trip for both, as a request's first scope check needs); None when the access was
+    read before (or there is no user), and the caller asks for the tenant itself."""
+    if user is None or not user.is_authenticated or hasattr(user, _ATTRIBUTE) or not tenant:
+        return None
+    assert isinstance(user, User)
+    return _read(user, tenant)[1]
 
 
 def forget(user: Any) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from django.contrib.auth.models import AnonymousUser, User
 
+from reviewconsole.access import tenant_read_with_access
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.tenancy import (
     NOT_IN_TENANT,
@@ -163,6 +164,9 @@ def require_scope(
     (``tenancy.UnknownTenant`` naming ``field``; the API and MCP answer that as ``require``'s
     refusal, so an unknown tenant and a forbidden one look the same to an agent). A scope
     without a tenant is not checked: its answer is ``fallback``/``needs_context``, nothing read."""
+    # A request's first check reads the actor's access and the tenant in one round trip; the
+    # refusals keep their order (the permission, the tenant's use, then its existence).
+    exists = tenant_read_with_access(actor, tenant) if tenant is not None else None
     require(actor, permission, tenant, message=message)
     if tenant is not None:
-        require_scope_tenant(actor, tenant, field=field)
+        require_scope_tenant(actor, tenant, field=field, exists=exists)

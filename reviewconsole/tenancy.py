@@ -81,15 +81,23 @@ def require_known_tenant(name: str, *, field: str = "tenant") -> None:
 
 
 def require_scope_tenant(
-    user: User | AnonymousUser | None, tenant: str, *, field: str = "tenant"
+    user: User | AnonymousUser | None,
+    tenant: str,
+    *,
+    field: str = "tenant",
+    exists: bool | None = None,
 ) -> None:
     """The tenant of a request's scope (recall, research, a skill run, an investigation) must
     exist. Called after the user's permission for it was checked; a member's own tenants are
-    known, so only a deployment-wide user's request costs a lookup."""
+    known, so only a deployment-wide user's request costs a lookup. ``exists``: the answer the
+    caller read already (``access.tenant_read_with_access``), if any."""
     allowed = tenants_of(user)
     if allowed is not None and tenant in allowed:
         return
-    require_known_tenant(tenant, field=field)
+    if exists is None:
+        exists = tenant_exists(tenant)
+    if not exists:
+        raise UnknownTenant(tenant, field=field)
 
 
 def tenant_ensure(

@@ -101,3 +101,32 @@ def test_no_one_has_access() -> None:
 
     assert access_of(None).permissions == frozenset()
     assert access_of(AnonymousUser()).tenants == frozenset()
+
+
+@pytest.mark.django_db
+def test_a_scope_check_reads_access_and_the_tenant_in_one_statement() -> None:
+    """A request's first scope check (a deployment-wide agent's search) reads the permissions,
+    the memberships and whether the named tenant exists in one round trip; the refusals keep
+    their order: the permission first, then an unknown tenant."""
+    from django.utils import timezone
+
+    from reviewconsole.models import Tenant
+    from reviewconsole.tenancy import UnknownTenant
+
+    Tenant.objects.get_or_create(name="teahouse", defaults={"created_at": timezone.now()})
+    agent = User.objects.create(username="wide-agent")
+    agent.user_permissions.add(Permission.objects.get(codename="view_case"))
+
+    fresh = User.objects.get(pk=agent.pk)
+    with CaptureQueriesContext(connection) as read:
+        P.require_scope(fresh, "experience.view_case", "teahouse")
+    assert len(read.captured_queries) == 1
+
+    fresh = User.objects.get(pk=agent.pk)
+    with pytest.raises(UnknownTenant) as unknown:
+        P.require_scope(fresh, "experience.view_case", "nowhere")
+    assert unknown.value.field == "tenant"
+
+    fresh = User.objects.get(pk=agent.pk)
+    with pytest.raises(P.PermissionRefused):
+        P.require_scope(fresh, "experience.change_case", "nowhere")
