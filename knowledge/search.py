@@ -348,20 +348,28 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
     order = entries["order"].astype(np.int64)
     ids = entries["id"]
     positions = _positions(ids)
-    ranks = []
+    branches = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
         inter = _intersections(ids, positions, lists, count)
         candidates = np.nonzero(gated & (inter > 0))[0]
-        by_rank = candidates[
-            _jaccard_order(
-                inter[candidates],
-                query_size + sizes[candidates] - inter[candidates],
-                order[candidates],
+        common = inter[candidates]
+        branches.append((candidates, common, query_size + sizes[candidates] - common))
+    if max(len(candidates) for candidates, _, _ in branches) >= PARTIAL_FROM:
+        partial = _partial_head(branches, order, count, context.limit)
+        if partial is not None:
+            picked_head, matched = partial
+            return Ranked(
+                chosen=[int(entries["document_id"][i]) for i in picked_head],
+                matched=matched,
+                conflicts=[_in_conflict(entries, gated, i) for i in picked_head],
+                versions=[int(entries["version"][i]) for i in picked_head],
             )
-        ]
+    ranks = []
+    for candidates, common, union in branches:
+        by_rank = candidates[_jaccard_order(common, union, order[candidates])]
         rank = np.zeros(count, dtype=np.int64)
         rank[by_rank] = np.arange(1, len(by_rank) + 1)
         ranks.append(rank)
@@ -397,6 +405,111 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
         conflicts=[_in_conflict(entries, gated, i) for i in chosen],
         versions=[int(entries["version"][i]) for i in chosen],
     )
+
+
+# From this many candidates in a branch, the head is first sought from each branch's best
+# (:func:`_partial_head`) rather than from both branches ranked whole.
+PARTIAL_FROM = 2_048
+# A head the bounds leave this many rows or more undecided is found by the full ranking.
+MAX_CONTENDERS = 64
+
+
+def _depth(limit: int) -> int:
+    """How many of each branch's best are ranked: enough that an entry outside both (its fused
+    score at most 2/(k+depth+1)) falls below the ``limit``-th of a branch's own first ``limit``
+    (each at least 1/(k+limit)): depth > k + 2*limit - 1, with room to spare."""
+    return 4 * (RRF_K + 2 * limit)
+
+
+def _partial_head(
+    branches: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    order: np.ndarray,
+    count: int,
+    limit: int,
+) -> tuple[list[int], int] | None:
+    """The first ``limit`` entries of the fused ranking, exactly as the full ranking orders
+    them, and how many entries matched, from each branch's best only; None when the bounds do
+    not decide the head (the caller then ranks every candidate).
+
+    Each branch ranks exactly its candidates with a Jaccard ratio at least its ``depth``-th best
+    (ties at that ratio included, so those ranks are the full ranking's); every other candidate
+    of the branch ranks below them. An entry's fused score is then known, or known within the
+    bound 1/(k+m+1) of the branch whose rank it lacks (m the ranks known there). The entries
+    whose upper bound reaches the ``limit``-th best lower bound are the only ones that can be in
+    the head; their missing ranks are counted exactly, and the head is ordered exactly by
+    ``_exact_head`` over all of them.
+    """
+    depth = _depth(limit)
+    known: list[np.ndarray] = []  # per branch: rank (1..m) of the entries ranked, else 0
+    in_branch: list[np.ndarray] = []  # per branch: whether an entry is a candidate at all
+    ratios: list[np.ndarray] = []  # per branch: each entry's ratio (0 when not a candidate)
+    bounds: list[float] = []  # per branch: the most an unranked candidate adds
+    for candidates, common, union in branches:
+        member = np.zeros(count, dtype=bool)
+        member[candidates] = True
+        rank = np.zeros(count, dtype=np.int64)
+        ratio = np.zeros(count, dtype=np.float64)
+        if len(candidates):
+            if int(union.max()) >= EXACT_RATIO_BOUND:
+                return None
+            values = common / union
+            ratio[candidates] = values
+            if len(candidates) > depth:
+                threshold = -np.partition(-values, depth - 1)[depth - 1]
+                best = values >= threshold
+                if np.count_nonzero(best) > 4 * depth:
+                    return None  # a tie of many at the boundary: rank them all instead
+            else:
+                best = np.ones(len(candidates), dtype=bool)
+            ranked = candidates[best][
+                _jaccard_order(common[best], union[best], order[candidates[best]])
+            ]
+            rank[ranked] = np.arange(1, len(ranked) + 1)
+            unranked = len(candidates) - len(ranked)
+        else:
+            unranked = 0
+        known.append(rank)
+        in_branch.append(member)
+        ratios.append(ratio)
+        bounds.append(1.0 / (RRF_K + int(rank.max()) + 1) if unranked else 0.0)
+    matched = int(np.count_nonzero(in_branch[0] | in_branch[1]))
+    ranked_any = np.nonzero((known[0] > 0) | (known[1] > 0))[0]
+    lower = np.zeros(len(ranked_any), dtype=np.float64)
+    upper = np.zeros(len(ranked_any), dtype=np.float64)
+    for rank, member, bound in zip(known, in_branch, bounds, strict=True):
+        r = rank[ranked_any]
+        part = np.where(r > 0, 1.0 / (RRF_K + np.maximum(r, 1)), 0.0)
+        lower += part
+        upper += part + np.where((r == 0) & member[ranked_any], bound, 0.0)
+    if len(ranked_any) < limit:
+        return None
+    # Floats with a margin far above their rounding, in the direction that keeps more rows.
+    floor = float(-np.partition(-lower, limit - 1)[limit - 1]) * (1 - 1e-9)
+    if not sum(bounds) < floor:
+        return None
+    contenders = ranked_any[upper >= floor]
+    if len(contenders) > MAX_CONTENDERS:
+        return None
+    rows = []
+    for index in (int(i) for i in contenders):
+        ranks: list[int | None] = []
+        for rank, member, ratio in zip(known, in_branch, ratios, strict=True):
+            if rank[index] > 0:
+                ranks.append(int(rank[index]))
+            elif member[index]:
+                ranks.append(_rank_of(index, ratio, member, order))
+            else:
+                ranks.append(None)
+        rows.append((int(order[index]), ranks[0], ranks[1], index))
+    head = _exact_head(rows, limit, complete=True)
+    return (head, matched) if head is not None else None
+
+
+def _rank_of(index: int, ratio: np.ndarray, member: np.ndarray, order: np.ndarray) -> int:
+    """The rank of candidate ``index`` in its branch's full ranking (ratio descending, then
+    ``order``): the candidates before it, plus one."""
+    better = (ratio > ratio[index]) | ((ratio == ratio[index]) & (order < order[index]))
+    return int(np.count_nonzero(better & member)) + 1
 
 
 def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:
