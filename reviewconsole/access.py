@@ -13,13 +13,14 @@ changed since is seen by the next request, or after :func:`forget`).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import AnonymousUser, Permission, User
+from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import CharField, F, QuerySet, Value
-from django.db.models.functions import Concat
+from django.db.models.functions import Cast
 
 from reviewconsole.models import Tenant, TenantMembership
 from reviewconsole.statements import INTEGER, Param, Statement
@@ -44,13 +45,37 @@ class Access:
 NO_ACCESS = Access(frozenset(), frozenset())
 
 
-def _permission_rows(permissions: QuerySet[Permission]) -> QuerySet[Any]:
-    name = Concat("content_type__app_label", Value("."), "codename", output_field=CharField())
+def _permission_rows(ids: QuerySet[Any], column: str) -> QuerySet[Any]:
+    """``(kind, permission id as text)`` rows: ids, not names, so the statement joins nothing
+    (the names come from :func:`_names`)."""
     return (
-        permissions.order_by()
-        .annotate(_kind=Value(_PERMISSION), _value=name)
+        ids.order_by()
+        .annotate(_kind=Value(_PERMISSION), _value=Cast(column, CharField()))
         .values_list("_kind", "_value")
     )
+
+
+# Every permission's ``app_label.codename`` by id, read once per process and again when a
+# statement names an id not read yet (a permission a migration added since). Permissions are
+# rows migrations write, as Django's content types are, which Django keeps the same way; their
+# ids are never reused (a flush or a restore gives new ones, which are read when met).
+_names_by_id: dict[int, str] = {}
+_names_lock = threading.Lock()
+
+
+def _names(ids: set[int]) -> frozenset[str]:
+    if not ids <= _names_by_id.keys():
+        with _names_lock:
+            rows = Permission.objects.values_list("id", "content_type__app_label", "codename")
+            _names_by_id.clear()
+            _names_by_id.update({pk: f"{app}.{codename}" for pk, app, codename in rows})
+    return frozenset(_names_by_id[pk] for pk in ids if pk in _names_by_id)
+
+
+def names_forget() -> None:
+    """Read the names again at the next check."""
+    with _names_lock:
+        _names_by_id.clear()
 
 
 def _access_queryset(user_id: int, tenant: str, *, active: bool, superuser: bool) -> QuerySet[Any]:
@@ -70,11 +95,14 @@ def _access_queryset(user_id: int, tenant: str, *, active: bool, superuser: bool
     if not active:
         return memberships.union(named, all=True)
     if superuser:
-        return memberships.union(named, _permission_rows(Permission.objects.all()), all=True)
+        return memberships.union(named, _permission_rows(Permission.objects.all(), "id"), all=True)
+    direct = User.user_permissions.through.objects.filter(user_id=user_id)
+    groups = User.groups.through.objects.filter(user_id=user_id).values("group_id")
+    grouped = Group.permissions.through.objects.filter(group_id__in=groups)
     return memberships.union(
         named,
-        _permission_rows(Permission.objects.filter(user__id=user_id)),
-        _permission_rows(Permission.objects.filter(group__user__id=user_id)),
+        _permission_rows(direct, "permission_id"),
+        _permission_rows(grouped, "permission_id"),
         all=True,
     )
 
@@ -95,17 +123,17 @@ _ACCESS = {
 
 def _read(user: User, tenant: str) -> tuple[Access, bool]:
     statement = _ACCESS[(bool(user.is_active), bool(user.is_superuser))]
-    permissions: set[str] = set()
+    permissions: set[int] = set()
     tenants: set[str] = set()
     named = False
     for kind, value in statement.rows(user_id=user.pk, tenant=tenant):
         if kind == _PERMISSION:
-            permissions.add(value)
+            permissions.add(int(value))
         elif kind == _TENANT:
             tenants.add(value)
         else:
             named = True
-    access = Access(frozenset(permissions), frozenset(tenants))
+    access = Access(_names(permissions), frozenset(tenants))
     setattr(user, _ATTRIBUTE, access)
     return access, named
 

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db
 def test_authentication_is_one_statement_and_the_checks_are_djangos(agent: User) -> None:
     TenantMembership.objects.create(user=agent, tenant="teahouse")
     issued = token_create(user=agent)
-    token_user(issued.text)  # the first use also records last_used_at
+    # The first use also records last_used_at; the first check reads the permissions' names,
+    # once per process.
+    holds(token_user(issued.text), SEARCH_KNOWLEDGE)
 
     with CaptureQueriesContext(connection) as loading:
         user = token_user(issued.text)

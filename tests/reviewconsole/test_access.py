@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from reviewconsole import permissions as P
 from reviewconsole.access import AccessBackend, access_of, forget
+from reviewconsole.access import names_forget as forget_names
 from reviewconsole.models import TenantMembership
 from reviewconsole.tenancy import may_access, tenants_of
 
@@ -76,6 +77,7 @@ def test_a_request_reads_permissions_and_memberships_once() -> None:
     user = User.objects.create(username="member")
     user.user_permissions.add(Permission.objects.get(codename="view_case"))
     TenantMembership.objects.create(user=user, tenant="teahouse")
+    P.holds(User.objects.get(pk=user.pk), "experience.view_case")  # names: once per process
     fresh = User.objects.get(pk=user.pk)
     with CaptureQueriesContext(connection) as read:
         assert P.holds(fresh, "experience.view_case")
@@ -116,6 +118,7 @@ def test_a_scope_check_reads_access_and_the_tenant_in_one_statement() -> None:
     Tenant.objects.get_or_create(name="teahouse", defaults={"created_at": timezone.now()})
     agent = User.objects.create(username="wide-agent")
     agent.user_permissions.add(Permission.objects.get(codename="view_case"))
+    P.holds(User.objects.get(pk=agent.pk), "experience.view_case")  # names: once per process
 
     fresh = User.objects.get(pk=agent.pk)
     with CaptureQueriesContext(connection) as read:
@@ -130,3 +133,23 @@ def test_a_scope_check_reads_access_and_the_tenant_in_one_statement() -> None:
     fresh = User.objects.get(pk=agent.pk)
     with pytest.raises(P.PermissionRefused):
         P.require_scope(fresh, "experience.change_case", "nowhere")
+
+
+@pytest.mark.django_db
+def test_a_permission_added_after_the_names_were_read_is_named() -> None:
+    """The names of permissions are read once per process; a permission created since (a
+    migration in another process) is named at the first check that meets its id."""
+    from django.contrib.contenttypes.models import ContentType
+
+    user = User.objects.create(username="member")
+    user.user_permissions.add(Permission.objects.get(codename="view_case"))
+    assert P.holds(User.objects.get(pk=user.pk), "experience.view_case")
+    added = Permission.objects.create(
+        codename="audit_widgets",
+        name="Can audit widgets",
+        content_type=ContentType.objects.get(app_label="experience", model="case"),
+    )
+    user.user_permissions.add(added)
+    assert P.holds(User.objects.get(pk=user.pk), "experience.audit_widgets")
+    forget_names()
+    assert P.holds(User.objects.get(pk=user.pk), "experience.audit_widgets")

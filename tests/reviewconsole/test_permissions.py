@@ -213,6 +213,7 @@ def test_the_permission_check_reads_djangos_permissions_once_per_user(
     """Django's ``ModelBackend`` rule answers (``reviewconsole.access.AccessBackend``): the
     user's own and its groups' permissions, with the memberships, in one statement read once per
     user object (a request loads its user afresh, so a change acts at the next request)."""
+    P.holds(User.objects.get(pk=agent.pk), P.USE_EXPERIENCE)  # the process reads the names once
     user = User.objects.get(pk=agent.pk)
     with django_assert_num_queries(1):
         require(user, (P.USE_EXPERIENCE,))
