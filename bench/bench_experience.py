@@ -23,6 +23,7 @@ Usage::
     python bench/bench_experience.py              # temporary SQLite file
     python bench/bench_experience.py --scale 0.01 # smoke run
     python bench/bench_experience.py --only-retrieval   # the scope-size arms only
+    python bench/bench_experience.py --scale 0.05 --only-statements  # statements vs the ORM
     DATABASE_URL=postgres://... python bench/bench_experience.py
 
 With DATABASE_URL the benchmark writes to that database: point it at a scratch database.
@@ -592,6 +593,25 @@ def statements_gain(data: dict[str, Any], repeat: int) -> list[tuple[str, float,
 
         return run
 
+    from experience.cases.services import system_agent
+    from reviewconsole import access, tenancy
+    from reviewconsole.models import Tenant
+
+    agent = system_agent()
+    arms += [
+        (
+            "a user's access and a named tenant",
+            lambda: access._ACCESS[(True, False)].rows(user_id=agent.pk, tenant="teahouse"),
+            lambda: list(
+                access._access_queryset(agent.pk, "teahouse", active=True, superuser=False)
+            ),
+        ),
+        (
+            "whether a tenant exists",
+            lambda: tenancy._TENANT_NAMED.rows(name="teahouse"),
+            lambda: list(Tenant.objects.filter(name="teahouse").order_by().values_list("pk")[:1]),
+        ),
+    ]
     arms.append(
         (
             f"{len(reads)} reads recorded (one INSERT)",
@@ -660,6 +680,11 @@ def main() -> None:
     parser.add_argument(
         "--only-retrieval", action="store_true", help="skip the revocation impact and lessons arms"
     )
+    parser.add_argument(
+        "--only-statements",
+        action="store_true",
+        help="only the hand-written statements against the ORM",
+    )
     args = parser.parse_args()
 
     database_url = os.environ.get("DATABASE_URL")
@@ -678,6 +703,9 @@ def main() -> None:
             f"{data['lessons']:,} lessons, {data['references']:,} references (built in {data['build_seconds']:.1f}s), "
             f"{data['big']:,} more cases in one scope; retrieval index built in {data['index_seconds']:.1f}s"
         )
+        if args.only_statements:
+            report_statements(statements_gain(data, args.repeat))
+            return
         if not args.only_retrieval:
             rows = measure(data, rng, args.repeat)
             print(f"{'measurement':48} {'p50 ms':>9} {'p95 ms':>9}")
