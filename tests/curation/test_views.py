@@ -70,17 +70,17 @@ def pages(world: dict[str, Any]) -> dict[str, str]:
 
 # (page, full-page queries, fragment queries or None when the page has no fragment, text)
 PAGES = [
-    ("home", 10, None, "Possibly the same incident"),
-    ("threads", 8, 7, "二号店小程序优惠券无法使用"),
+    ("home", 8, None, "Possibly the same incident"),
+    ("threads", 6, 5, "二号店小程序优惠券无法使用"),
     # +2: the scope values offered in datalists (documents' and cases', one query each)
-    ("thread", 13, None, "Submit candidate for review"),
-    ("similar", 11, 10, "machine-proposed"),
-    ("links", 8, 7, "Compare and decide"),
-    ("incidents", 9, 6, "No incident ids merged yet."),  # +2: scope values (tenant, brand)
-    ("rereview", 8, 7, "unused for too long"),
-    ("recertify", 8, None, "Submit new version for review"),
-    ("proposals", 8, 7, "缓存未刷新"),
-    ("proposal", 9, None, "distinct incidents"),
+    ("thread", 11, None, "Submit candidate for review"),
+    ("similar", 9, 8, "machine-proposed"),
+    ("links", 6, 5, "Compare and decide"),
+    ("incidents", 7, 4, "No incident ids merged yet."),  # +2: scope values (tenant, brand)
+    ("rereview", 6, 5, "unused for too long"),
+    ("recertify", 6, None, "Submit new version for review"),
+    ("proposals", 6, 5, "缓存未刷新"),
+    ("proposal", 7, None, "distinct incidents"),
 ]
 
 

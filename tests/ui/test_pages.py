@@ -47,37 +47,38 @@ SEARCH_QUERY = (
 )
 
 # (page, role, full-page queries, fragment queries, text the fragment must hold); every page
-# reads the user's tenant memberships once.
+# reads the user's permissions and tenant memberships once, in one statement
+# (reviewconsole.access).
 CASES = [
-    ("dashboard", "reviewer", 11, 11, "Candidates waiting"),  # +1: runs to follow up
+    ("dashboard", "reviewer", 9, 9, "Candidates waiting"),  # +1: runs to follow up
     # The queue: +3, the availability of the approved rows on the page (cases; skills and their
     # cited cases), read in bulk.
-    ("queue", "reviewer", 13, 10, "Coupon refused"),  # +2: scope values for the filters
+    ("queue", "reviewer", 11, 8, "Coupon refused"),  # +2: scope values for the filters
     # Item pages: +1 the neighbours in the queue (j/k, "Approve and next"), +2 the computed
     # confidence (the item's evidence, run outcomes); a case also +2 the availability of the
     # skills citing it.
-    ("case", "reviewer", 22, 21, "Diagnosis"),  # +1: the runs it was drafted from
-    ("candidate", "reviewer", 19, 18, "Approval checklist"),
-    ("skill", "reviewer", 14, 13, "Cited cases"),
-    ("case_revoke", "reviewer", 13, 12, "Impact preview"),  # +1: the item's tenant (impact)
+    ("case", "reviewer", 20, 19, "Diagnosis"),  # +1: the runs it was drafted from
+    ("candidate", "reviewer", 17, 16, "Approval checklist"),
+    ("skill", "reviewer", 12, 11, "Cited cases"),
+    ("case_revoke", "reviewer", 11, 10, "Impact preview"),  # +1: the item's tenant (impact)
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
-    ("runs", "reviewer", 10, 9, "run-ui-1"),
+    ("runs", "reviewer", 8, 7, "run-ui-1"),
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind
-    ("run", "reviewer", 15, 14, "doc:rule-b@1"),  # +1: the run's owner and tenant
-    ("documents", "operator", 11, 8, "doc:rule-a@2"),  # +2: scope values for the filters
+    ("run", "reviewer", 13, 12, "doc:rule-b@1"),  # +1: the run's owner and tenant
+    ("documents", "operator", 9, 6, "doc:rule-a@2"),  # +2: scope values for the filters
     (
         "document",
         "operator",
-        13,
-        12,
+        11,
+        10,
         "Compare with version",
     ),  # +2: stored revocation impacts, and which tenant older ones belong to
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.
     # +2: scope values for the context fields; +1: the scope's tenant must exist
-    ("search", "operator", 11, 7, "conditions"),
-    ("audit", "admin", 9, 8, "experience.case.approve"),  # +1: the titles of the cases named
+    ("search", "operator", 9, 5, "conditions"),
+    ("audit", "admin", 7, 6, "experience.case.approve"),  # +1: the titles of the cases named
 ]
 
 
