@@ -128,7 +128,8 @@ def test_the_address_is_printed_only_when_given() -> None:
 
 
 def readme_demo_commands() -> list[list[str]]:
-    """The ``python manage.py`` commands of the README's demo block, as argument lists."""
+    """The ``.venv/bin/python manage.py`` commands of the README's demo block, as argument
+    lists."""
     text = README.read_text(encoding="utf-8")
     start = text.index("**The demo data**")
     block = text[start:].split("```sh\n", 1)[1].split("```", 1)[0]
@@ -136,7 +137,7 @@ def readme_demo_commands() -> list[list[str]]:
     commands = []
     for line in joined.splitlines():
         words = shlex.split(line, comments=True)
-        if words[:3] == ["python", "manage.py"] or words[:2] == ["python", "manage.py"]:
+        if words[:2] == [".venv/bin/python", "manage.py"]:
             commands.append(words[2:])
     return commands
 
