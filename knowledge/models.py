@@ -229,6 +229,7 @@ class SearchEntry(models.Model):
     rule_contested = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name_plural = "search entries"
         constraints = [
             models.UniqueConstraint(fields=["scope", "document"], name="search_entry_unique"),
         ]
