@@ -74,6 +74,13 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text)) + sum((len(w) - 1) // 4 for w in _LONG_WORD.findall(text))
 
 
+def smallest_block() -> int:
+    """The fewest tokens a block holding one item takes: the header and an item's first line
+    with nothing of its text (the shortest an item's line can be)."""
+    head = f"[1] case case:{'0' * 64} confidence=0.000"
+    return count_tokens(HEADER) + count_tokens(head)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One approved item of the scope as the service read it, with what the gate looks at."""

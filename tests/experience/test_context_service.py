@@ -122,3 +122,40 @@ def test_recall_format_context(approved_case: Callable[..., Case]) -> None:
 def test_recall_format_context_needs_a_budget(approved_case: Callable[..., Case]) -> None:
     result, ok = recall(QUERY, *SCOPE_FLAGS, "--run-id", "r", "--format", "context")
     assert not ok and result["field"] == "--budget"
+
+
+def recall_text(*args: str) -> str:
+    out = StringIO()
+    call_command("recall", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_text_of_an_empty_block_says_why(approved_case: Callable[..., Case]) -> None:
+    """A budget too small for any item is named with the budget that would hold one; with room
+    enough, an empty block means nothing of the scope is eligible."""
+    from experience.retrieval.context import smallest_block
+
+    approved_case()
+    common = [QUERY, *SCOPE_FLAGS, f"--now={NOW.isoformat()}", "--format", "context"]
+    small = recall_text(*common, "--run-id", "run-small", "--budget", "20")
+    assert "tokens: 0 of 20" in small
+    assert f"give --budget {smallest_block()} or more" in small
+    roomy = recall_text(*common, "--run-id", "run-roomy", "--budget", str(smallest_block() + 400))
+    assert "nothing fits" not in roomy and "confidence=" in roomy
+    elsewhere = [QUERY, *[f for f in SCOPE_FLAGS if "--store=" not in f], "--store=store-999"]
+    empty = recall_text(
+        *elsewhere, f"--now={NOW.isoformat()}", "--format", "context", "--run-id", "run-none",
+        "--budget", "2000",
+    )  # fmt: skip
+    assert "no reviewed item of this scope is eligible now" in empty
+
+
+def test_the_text_of_recalled_items_shows_their_confidence(
+    approved_case: Callable[..., Case],
+) -> None:
+    case = approved_case()
+    text = recall_text(QUERY, *SCOPE_FLAGS, f"--now={NOW.isoformat()}", "--run-id", "run-t")
+    assert case.id in text
+    assert (
+        "confidence 0.500" in text
+    )  # one reviewed incident, nothing against it (the Wilson bound)

@@ -4,8 +4,8 @@ from argparse import ArgumentParser
 from typing import Any
 
 from experience.cases.services import SYSTEM_AGENT, system_agent
-from experience.retrieval.block import BUDGET_INVALID, experience_context
-from experience.retrieval.context import MAX_BUDGET
+from experience.retrieval.block import BUDGET_INVALID, OK, experience_context
+from experience.retrieval.context import MAX_BUDGET, smallest_block
 from experience.retrieval.service import DEFAULT_LIMIT, LIMIT_INVALID, retrieve_experience
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, integer_option, user_by_name
@@ -91,7 +91,29 @@ class Command(JsonCommand):
             )
             if result["block"]:
                 lines.append(result["block"])
+            elif result["status"] == OK:
+                lines.append(_empty_block_reason(result["budget"]))
             return "\n".join(lines)
         for item in result["items"]:
-            lines.append(f"- {item['type']:5} {item['id']}  {item['title']}")
+            lines.append(f"- {item['type']:6} {item['id']}  {item['title']}")
+            confidence = item.get("confidence")
+            about = [f"confidence {confidence:.3f}" if confidence is not None else "no confidence"]
+            if item.get("lesson_type"):
+                about.append(f"{item['lesson_type']}: {item.get('conclusion', '')}")
+            if item.get("conflict"):
+                about.append("in an open conflict")
+            lines.append("         " + "; ".join(about))
         return "\n".join(lines)
+
+
+def _empty_block_reason(budget: int) -> str:
+    smallest = smallest_block()
+    if budget < smallest:
+        return (
+            f"nothing fits: the header and one item's first line take {smallest} tokens; "
+            f"give --budget {smallest} or more"
+        )
+    return (
+        "no reviewed item of this scope is eligible now (approved, in force, with usable "
+        "support and enough confidence)"
+    )
