@@ -12,6 +12,7 @@ marked as unverified.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
@@ -75,7 +76,34 @@ def presented(investigation: Investigation, user: User | AnonymousUser) -> dict[
 
 
 def presented_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**step, "evidence": _evidence_of(step.get("result"))} for step in steps]
+    """The steps as a page shows them: the evidence a result returned, the arguments as
+    ``name: value`` pairs and the full result as indented JSON (never Python's notation)."""
+    return [
+        {
+            **step,
+            "evidence": _evidence_of(step.get("result")),
+            "argument_items": _argument_items(step.get("arguments")),
+            "result_text": _json_text(step["result"], indent=2) if step.get("result") else "",
+        }
+        for step in steps
+    ]
+
+
+def _json_text(value: Any, *, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=True, default=str)
+
+
+def _argument_items(arguments: Any) -> list[tuple[str, str]]:
+    """``(name, value)`` of a step's arguments, a text shown as it is and anything else as
+    JSON; arguments that are not an object (a model's malformed call) as one unnamed value."""
+    if isinstance(arguments, dict):
+        return [
+            (str(name), value if isinstance(value, str) else _json_text(value))
+            for name, value in arguments.items()
+        ]
+    if arguments in (None, ""):
+        return []
+    return [("", arguments if isinstance(arguments, str) else _json_text(arguments))]
 
 
 def _titles(

@@ -366,3 +366,16 @@ def test_an_answer_stored_before_composition_shows_its_prose_as_the_models_words
     page = signed_in(reviewer).get(investigation.get_absolute_url()).content.decode()
     assert "fixed" not in _between(page, 'class="conclusion"', "</dd>")
     assert "tell the customer it is fixed" in _between(page, 'class="model-text"', "</dd>")
+
+
+def test_the_steps_show_arguments_and_results_as_text_not_python(
+    knowledge_base: None, reviewer: User
+) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    investigation = Investigation.objects.get()
+    page = client.get(investigation.get_absolute_url()).content.decode()
+    query = investigation.steps[0]["arguments"]["query"]
+    assert f"query: {query}" in page
+    assert "{&#x27;" not in page and "{'" not in page  # no dict in Python's notation
+    assert "&quot;status&quot;:" in page  # the full result as JSON
