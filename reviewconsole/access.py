@@ -7,8 +7,9 @@ memberships took a third, so an API request, which loads its user afresh, paid t
 trips before doing anything. :class:`AccessBackend` is ``ModelBackend`` with the same rule
 (an inactive user holds nothing; an active superuser every permission; anyone else the
 permissions given directly or through a group) read by :func:`access_of` in one statement, a
-union of the three compiled once (``reviewconsole.statements``), kept on the user object as Django keeps its own (so a role or membership
-changed since is seen by the next request, or after :func:`forget`).
+union of the three compiled once (``reviewconsole.statements``), kept on the user object as
+Django keeps its own (so a role or membership changed since is seen by the next request, or
+after :func:`forget`).
 """
 
 from __future__ import annotations
@@ -59,23 +60,27 @@ def _permission_rows(ids: QuerySet[Any], column: str) -> QuerySet[Any]:
 # statement names an id not read yet (a permission a migration added since). Permissions are
 # rows migrations write, as Django's content types are, which Django keeps the same way; their
 # ids are never reused (a flush or a restore gives new ones, which are read when met).
+# A new map replaces the old one whole, so a thread reading it never sees it half filled.
 _names_by_id: dict[int, str] = {}
 _names_lock = threading.Lock()
 
 
 def _names(ids: set[int]) -> frozenset[str]:
-    if not ids <= _names_by_id.keys():
+    global _names_by_id
+    names = _names_by_id
+    if not ids <= names.keys():
         with _names_lock:
             rows = Permission.objects.values_list("id", "content_type__app_label", "codename")
-            _names_by_id.clear()
-            _names_by_id.update({pk: f"{app}.{codename}" for pk, app, codename in rows})
-    return frozenset(_names_by_id[pk] for pk in ids if pk in _names_by_id)
+            names = {pk: f"{app}.{codename}" for pk, app, codename in rows}
+            _names_by_id = names
+    return frozenset(names[pk] for pk in ids if pk in names)
 
 
 def names_forget() -> None:
     """Read the names again at the next check."""
+    global _names_by_id
     with _names_lock:
-        _names_by_id.clear()
+        _names_by_id = {}
 
 
 def _access_queryset(user_id: int, tenant: str, *, active: bool, superuser: bool) -> QuerySet[Any]:
