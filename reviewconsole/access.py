@@ -23,7 +23,7 @@ from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import CharField, F, QuerySet, Value
 from django.db.models.functions import Cast
 
-from reviewconsole.models import Tenant, TenantMembership
+from reviewconsole.models import TenantMembership, tenant_named
 from reviewconsole.statements import INTEGER, Param, Statement
 
 # The attribute a user object keeps its access on (this module's own, not Django's caches).
@@ -92,8 +92,7 @@ def _access_queryset(user_id: int, tenant: str, *, active: bool, superuser: bool
     )
     # Whether the tenant a request's scope names exists, read in the same round trip.
     named = (
-        Tenant.objects.filter(name=tenant)
-        .order_by()
+        tenant_named(tenant)
         .annotate(_kind=Value(_NAMED_TENANT), _value=F("name"))
         .values_list("_kind", "_value")
     )

@@ -198,3 +198,8 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+def tenant_named(name: str) -> models.QuerySet[Tenant]:
+    """The tenant called ``name`` (none or one row): what every "does this tenant exist" asks."""
+    return Tenant.objects.filter(name=name).order_by()

@@ -23,7 +23,7 @@ from reviewconsole.access import access_of
 from reviewconsole.access import forget as access_forget
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.models import Action, Tenant
+from reviewconsole.models import Action, Tenant, tenant_named
 from reviewconsole.statements import Param, Statement
 
 NOT_IN_TENANT = "not_in_tenant"
@@ -66,7 +66,7 @@ class UnknownTenant(ValidationFailure):
 
 # Asked on every request whose scope names a tenant by a deployment-wide user (an agent).
 _TENANT_NAMED = Statement(
-    lambda name: Tenant.objects.filter(name=name).order_by().values_list("pk")[:1],
+    lambda name: tenant_named(name).values_list("pk")[:1],
     [Param("name")],
 )
 
