@@ -166,18 +166,21 @@ def experience_context(
 
     threshold = context_threshold()
     chunk_of = chunk_size(request.size)
-    block = pipeline.answered(
+    block, semantic = pipeline.answered(
         request.query,
         exact,
         now,
-        lambda ranked: context.build_block(
-            _candidates(ranked, exact, now, chunk_of),
-            scope=exact,
-            now=now,
-            budget=request.size,
-            threshold=threshold,
+        lambda ranked: (
+            context.build_block(
+                _candidates(ranked, exact, now, chunk_of),
+                scope=exact,
+                now=now,
+                budget=request.size,
+                threshold=threshold,
+            ),
+            ranked.semantic,
         ),
         ahead=chunk_of,
     )
     read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
-    return {"status": OK, "missing": [], **block.as_json()}
+    return {"status": OK, "missing": [], **block.as_json(), **pipeline.semantic_note(semantic)}

@@ -44,6 +44,8 @@ from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons, with_confidence
 from knowledge import postings as kp
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
+from semantic import embedders
+from semantic.branch import NOT_INDEXED, OFF, vector_branch
 
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
@@ -98,6 +100,8 @@ class Hit:
     kind: str
     title: str
     entry: postings.EntryRow | None = None
+    # The branches that found it (``raw``, ``expanded``, ``vector``).
+    found_by: tuple[str, ...] = ()
 
     @property
     def times(self) -> CaseTimes | None:
@@ -114,6 +118,9 @@ class Ranked(Protocol):
     @property
     def outcomes(self) -> OutcomeBatch: ...
 
+    @property
+    def semantic(self) -> str: ...
+
     def head(self, n: int) -> list[Hit]: ...
 
 
@@ -122,6 +129,8 @@ class Moved(Exception):
 
 
 _CASE = postings.KIND_CODES[ItemType.CASE]
+# The branches a hit names in ``found_by``, in the order ``ranking.Ranking`` holds them.
+BRANCHES = ("raw", "expanded", "vector")
 
 
 class IndexRanking:
@@ -135,13 +144,24 @@ class IndexRanking:
         *,
         ahead: int,
         lessons: Mapping[str, Recallable] | None = None,
+        query: str = "",
     ) -> None:
         entries = read.entries
         raw_hits = ranking.intersections(entries["id"], read.raw)
         expanded_hits = ranking.intersections(entries["id"], read.expanded)
         if raw_hits is None or expanded_hits is None:
             raise Moved
-        candidates = available(entries, now) & ((raw_hits > 0) | (expanded_hits > 0))
+        gated = available(entries, now)
+        # The vector branch, over exactly the entries past the gate (semantic.branch).
+        vector = vector_branch(
+            postings.VECTOR_SPACE, read.scope_id, entries["id"], gated, entries["order"], query
+        )
+        self._semantic = vector.status
+        found = (raw_hits > 0) | (expanded_hits > 0)
+        if vector.ranked:
+            assert vector.ranks is not None
+            found |= vector.ranks > 0
+        candidates = gated & found
         self._read = read
         self._scope = scope
         self._now = now
@@ -161,6 +181,7 @@ class IndexRanking:
             candidates=candidates,
             known=entries["kind"] == _CASE,
             decide=self._admitted,
+            vector=vector.ranks if vector.ranked else None,
         )
 
     @property
@@ -173,10 +194,23 @@ class IndexRanking:
             self._outcomes = OutcomeBatch(self._now)
         return self._outcomes
 
+    @property
+    def semantic(self) -> str:
+        return self._semantic
+
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
         rows = self._rows_of(positions)
-        return [Hit(rows[p].item_id, rows[p].kind, rows[p].title, rows[p]) for p in positions]
+        return [
+            Hit(
+                rows[p].item_id,
+                rows[p].kind,
+                rows[p].title,
+                rows[p],
+                tuple(BRANCHES[i] for i in self._ranking.branches_of(p)),
+            )
+            for p in positions
+        ]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited
@@ -242,6 +276,12 @@ class TextRanking:
     def outcomes(self) -> OutcomeBatch:
         return self._outcomes
 
+    @property
+    def semantic(self) -> str:
+        # Ranked from the texts while the scope's index cannot answer: the vector branch
+        # needs the index's entries, so this answer is lexical.
+        return NOT_INDEXED if embedders.enabled() else OFF
+
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
 
@@ -267,10 +307,16 @@ def answered(
         if read is postings.STALE:
             break
         try:
-            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons))
+            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons, query=query))
         except Moved:
             continue
     return use(TextRanking(query, scope, now, lessons))
+
+
+def semantic_note(status: str) -> dict[str, str]:
+    """What the vector branch did, as answers carry it (``semantic``): absent while it is off,
+    so a lexical deployment's answers keep their shape."""
+    return {} if status == OFF else {"semantic": status}
 
 
 # --- 5. hydrating the returned items ---------------------------------------------------------------
@@ -279,7 +325,12 @@ def answered(
 def scored(hits: Sequence[Hit], ranked: Ranked, now: datetime) -> list[dict[str, Any]]:
     """The returned items with their confidence: lessons as recall scored them; cases from the
     gate times the index gave (their rows are not read), skills from their cited cases."""
-    items = [{"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits]
+    items: list[dict[str, Any]] = [
+        {"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits
+    ]
+    for item, hit in zip(items, hits, strict=True):
+        if hit.found_by:
+            item["found_by"] = list(hit.found_by)
     cases = {
         hit.item_id: hit.entry.gate_times()
         for hit in hits
@@ -305,8 +356,20 @@ def _ranked_from_texts(
     for lesson in lessons.values():
         titles[lesson.id] = (ItemType.LESSON, lesson.title)
         texts.append((lesson.id, lesson.search_text))
-    ranked = _ranked(query, texts) if texts else []
-    return [Hit(i, str(titles[i][0]), titles[i][1]) for i in ranked]
+    if not texts:
+        return []
+    raw, expanded = _branches(query, texts)
+    found = (set(raw), set(expanded))
+    return [
+        Hit(
+            i,
+            str(titles[i][0]),
+            titles[i][1],
+            None,
+            tuple(name for name, ids in zip(BRANCHES, found, strict=False) if i in ids),
+        )
+        for i in reciprocal_rank_fusion([raw, expanded])
+    ]
 
 
 # Case and skill ids hash their content, so an id's token sets never change; only a lexicon
@@ -331,6 +394,11 @@ def _item_tokens(
 
 def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
     """Ids ranked as ``experience.core.domain.rank_items`` ranks them (raw + expanded, RRF)."""
+    return reciprocal_rank_fusion(list(_branches(query, texts)))
+
+
+def _branches(query: str, texts: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The raw and the expanded branch's ranked ids."""
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if stamp is None or stamp != _tokens_stamp[0]:
         _tokens.clear()
@@ -338,4 +406,4 @@ def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
     sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
     raw = rank_branch(tokenize(query), ((i, t[0]) for i, t in sets))
     expanded = rank_branch(tokenize(expand(query, lexicon)), ((i, t[1]) for i, t in sets))
-    return reciprocal_rank_fusion([raw, expanded])
+    return raw, expanded
