@@ -219,7 +219,6 @@ def incident_key() -> int:
 
 
 def _case_confidence(
-    case_id: str,
     status: str,
     times: CaseTimes,
     now: datetime,
@@ -227,9 +226,19 @@ def _case_confidence(
     outcomes: Tally,
 ) -> ld.Confidence:
     valid_from, valid_to, approved_at = times
-    # A case is one incident whatever incident merges say, so its own id stands for it.
-    cited = CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
-    return confidence_of([cited], [], [approved_at], now, config, outcomes)
+    # A case is one incident whatever incident merges say: one supporting incident while it is
+    # usable (ld.case_confidence is confidence_of for that one case, without its lists).
+    usable = availability.case_usable_values(
+        status=status, valid_from=valid_from, valid_to=valid_to, now=now
+    )
+    return ld.case_confidence(
+        usable=usable,
+        approved_at=approved_at,
+        now=now,
+        outcomes=outcomes.counted(),
+        z=config.z,
+        half_life_days=config.half_life_days,
+    )
 
 
 def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
@@ -276,9 +285,7 @@ def item_confidences(
     for case_id in case_ids:
         if case_id in known:
             tally = outcomes.get(case_id, NO_OUTCOMES)
-            scores[case_id] = _case_confidence(
-                case_id, Status.APPROVED, known[case_id], now, config, tally
-            )
+            scores[case_id] = _case_confidence(Status.APPROVED, known[case_id], now, config, tally)
     unknown = [case_id for case_id in case_ids if case_id not in known]
     for case_id, status, valid_from, valid_to, approved_at in (
         Case.objects.filter(pk__in=unknown)
@@ -288,7 +295,6 @@ def item_confidences(
         else ()
     ):
         scores[case_id] = _case_confidence(
-            case_id,
             status,
             (valid_from, valid_to, approved_at),
             now,
