@@ -257,6 +257,10 @@ _SKILL_EVIDENCE = Statement(_skill_evidence_queryset, [Param("skill_ids", many=T
 _SKILL_EVIDENCE_DATETIMES = (1, 5, 6, 7)
 
 
+# A skill's rows of ``skill_evidence_rows`` by skill id (a skill citing no case: none).
+SkillEvidence = Mapping[str, Sequence[tuple[Any, ...]]]
+
+
 def skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
     """``(skill, skill approved_at, case, status, canonical incident, valid_from, valid_to,
     case approved_at)`` of every case the skills cite."""
@@ -275,9 +279,12 @@ def item_confidences(
     now: datetime,
     batch: OutcomeBatch | None = None,
     approved_cases: Mapping[str, CaseTimes] | None = None,
+    skill_evidence: SkillEvidence | None = None,
 ) -> dict[str, ld.Confidence]:
     """The confidence of each case and skill (the console shows it with its inputs); the cases
-    in ``approved_cases`` from the times given there instead of their rows."""
+    in ``approved_cases`` from the times given there instead of their rows, the skills in
+    ``skill_evidence`` from the rows given there (read by the same call a moment before, to
+    decide whether the skill may be returned) instead of reading them again."""
     config = confidence_settings()
     scores: dict[str, ld.Confidence] = {}
     outcomes = (batch or OutcomeBatch(now)).tallies([*case_ids, *skill_ids])
@@ -304,6 +311,11 @@ def item_confidences(
     if skill_ids:
         by_skill: dict[str, list[CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
+        given = skill_evidence or {}
+        rows = [row for skill_id in skill_ids for row in given.get(skill_id, ())]
+        unread = [skill_id for skill_id in skill_ids if skill_id not in given]
+        if unread:
+            rows += skill_evidence_rows(unread)
         for (
             skill_id,
             skill_approved,
@@ -313,7 +325,7 @@ def item_confidences(
             valid_from,
             valid_to,
             approved,
-        ) in skill_evidence_rows(skill_ids):
+        ) in rows:
             # A skill cites only cases of its own scope (approval refuses any other).
             by_skill[skill_id].append(
                 CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)

@@ -122,6 +122,7 @@ def _candidates(
             ranked.outcomes,
             read_cases,
             explain=False,
+            skill_evidence=ranked.skill_evidence,
         )
         for hit, item in zip(chunk, scored, strict=True):
             row = read[hit.item_id]
