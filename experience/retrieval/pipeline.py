@@ -39,7 +39,7 @@ from experience.core.gate import admitted_q
 from experience.core.models import ItemType
 from experience.index import postings
 from experience.lessons.outcome_tallies import OutcomeBatch
-from experience.lessons.selectors import CaseTimes, skill_evidence_rows
+from experience.lessons.selectors import CaseTimes, SkillEvidence, skill_evidence_rows
 from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons, with_confidence
 from knowledge import postings as kp
@@ -66,24 +66,37 @@ def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
     return Case.objects.filter(admitted_q(scope, now))
 
 
-def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str, str]]:
-    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now."""
+def gated_skills(
+    scope: Mapping[str, str],
+    now: datetime,
+    evidence: dict[str, list[tuple[Any, ...]]] | None = None,
+) -> list[tuple[str, str, str]]:
+    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now
+    (``evidence``: as :func:`usable_skills` fills it)."""
     skills = list(Skill.objects.filter(admitted_q(scope, now)).values_list("id", "title", "when"))
     if not skills:
         return []
-    usable = usable_skills([s[0] for s in skills], now)
+    usable = usable_skills([s[0] for s in skills], now, evidence)
     return [s for s in skills if s[0] in usable]
 
 
-def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
+def usable_skills(
+    skill_ids: list[str], now: datetime, evidence: dict[str, list[tuple[Any, ...]]] | None = None
+) -> set[str]:
     """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
-    statement, the one their confidence is read from)."""
+    statement, the one their confidence is read from). ``evidence``, when given, receives each
+    skill's rows, so a returned skill's confidence is worked out from them without a second
+    read."""
     cited: dict[str, bool] = {}
-    for skill_id, _approved, case, status, inc, valid_from, valid_to, _at in skill_evidence_rows(
-        skill_ids
-    ):
-        usable = availability.case_usable(
-            availability.CitedCase(case, status, {}, inc, valid_from, valid_to), now
+    if evidence is not None:
+        for skill_id in skill_ids:
+            evidence[skill_id] = []
+    for row in skill_evidence_rows(skill_ids):
+        skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at = row
+        if evidence is not None:
+            evidence[skill_id].append(row)
+        usable = availability.case_usable_values(
+            status=status, valid_from=valid_from, valid_to=valid_to, now=now
         )
         cited[skill_id] = cited.get(skill_id, True) and usable
     return {skill_id for skill_id, usable in cited.items() if usable}
@@ -120,6 +133,12 @@ class Ranked(Protocol):
 
     @property
     def semantic(self) -> str: ...
+
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        """The cited-case rows of the skills the ranking decided on (their confidence needs
+        the same rows)."""
+        ...
 
     def head(self, n: int) -> list[Hit]: ...
 
@@ -169,6 +188,7 @@ class IndexRanking:
         self._given = lessons
         self._rows: dict[int, postings.EntryRow] = {}
         self._lessons: dict[str, Recallable] = {}
+        self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
         self._outcomes: OutcomeBatch | None = None
         self._ranking = ranking.Ranking(
             raw_hits=raw_hits,
@@ -198,6 +218,10 @@ class IndexRanking:
     def semantic(self) -> str:
         return self._semantic
 
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        return self._skill_evidence
+
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
         rows = self._rows_of(positions)
@@ -225,7 +249,7 @@ class IndexRanking:
             ahead = [rows[p].item_id for p in likely if rows[p].kind != ItemType.LESSON]
             self._outcomes = OutcomeBatch(self._now, ahead)
         skills = [rows[p].item_id for p in asked if rows[p].kind == ItemType.SKILL]
-        usable = usable_skills(skills, self._now) if skills else set()
+        usable = usable_skills(skills, self._now, self._skill_evidence) if skills else set()
         among = {rows[p].item_id: rows[p] for p in asked if rows[p].kind == ItemType.LESSON}
         if not among:
             recalled: Mapping[str, Recallable] = {}
@@ -266,7 +290,8 @@ class TextRanking:
         if lessons is None:
             lessons = recallable_lessons(scope, now, self._outcomes, None)
         self._lessons = lessons
-        self._ranked = _ranked_from_texts(query, scope, now, lessons)
+        self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
+        self._ranked = _ranked_from_texts(query, scope, now, lessons, self._skill_evidence)
 
     @property
     def lessons(self) -> Mapping[str, Recallable]:
@@ -281,6 +306,10 @@ class TextRanking:
         # Ranked from the texts while the scope's index cannot answer: the vector branch
         # needs the index's entries, so this answer is lexical.
         return NOT_INDEXED if embedders.enabled() else OFF
+
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        return self._skill_evidence
 
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
@@ -336,21 +365,27 @@ def scored(hits: Sequence[Hit], ranked: Ranked, now: datetime) -> list[dict[str,
         for hit in hits
         if hit.kind == ItemType.CASE and hit.entry is not None
     }
-    return with_confidence(items, ranked.lessons, now, ranked.outcomes, cases)
+    return with_confidence(
+        items, ranked.lessons, now, ranked.outcomes, cases, skill_evidence=ranked.skill_evidence
+    )
 
 
 # --- ranking from the texts ---------------------------------------------------------------------
 
 
 def _ranked_from_texts(
-    query: str, scope: Mapping[str, str], now: datetime, lessons: Mapping[str, Recallable]
+    query: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    lessons: Mapping[str, Recallable],
+    skill_evidence: dict[str, list[tuple[Any, ...]]],
 ) -> list[Hit]:
     titles: dict[str, tuple[str, str]] = {}
     texts: list[tuple[str, str]] = []
     for case_id, title, text in gated_cases(scope, now).values_list("id", "title", "search_text"):
         titles[case_id] = (ItemType.CASE, title)
         texts.append((case_id, text))
-    for skill_id, title, when in gated_skills(scope, now):
+    for skill_id, title, when in gated_skills(scope, now, skill_evidence):
         titles[skill_id] = (ItemType.SKILL, title)
         texts.append((skill_id, postings.skill_text(title, when)))
     for lesson in lessons.values():
