@@ -64,6 +64,43 @@ RUN_REASONS: dict[str, Promise] = {
     ),
 }
 
+# Why two lessons were found in conflict (``LessonConflict.found_by``).
+CONFLICT_REASONS: dict[str, Promise] = {
+    lesson_domain.TYPE_OPPOSITION: _(
+        "One is a success pattern and the other a failure lesson for overlapping scenes of one "
+        "scope: they advise opposite things."
+    ),
+    lesson_domain.EXPLICIT_LINK: _(
+        "A case one lesson cites as support, the other cites as contradicting it."
+    ),
+}
+
+# When a conflict was found (``LessonConflict.detected_on``).
+CONFLICT_FOUND_ON: dict[str, Promise] = {
+    "approval": _("Found when the second of them was approved"),
+    "scan": _("Found by the periodic curation scan"),
+}
+
+# A lesson's type as people name it.
+LESSON_TYPE_NAMES: dict[str, Promise] = {
+    lesson_domain.SUCCESS_PATTERN: _("success pattern"),
+    lesson_domain.FAILURE_LESSON: _("failure lesson"),
+    lesson_domain.TOOL_USAGE: _("tool usage"),
+    lesson_domain.DOMAIN_KNOWLEDGE: _("domain knowledge"),
+}
+
+
+def conflict_reason_sentence(code: str) -> CodeSentence:
+    """Why a conflict was found, as a sentence; an unknown code shows as itself."""
+    sentence = CONFLICT_REASONS.get(code)
+    return CodeSentence(code, code, str(sentence) if sentence is not None else code)
+
+
+def lesson_type_name(code: str) -> str:
+    name = LESSON_TYPE_NAMES.get(code)
+    return str(name) if name is not None else code.replace("_", " ")
+
+
 # Reasons whose detail adds nothing for a person once the sentence is shown.
 SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED})
 
