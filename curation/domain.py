@@ -571,6 +571,12 @@ MIN_PROPOSAL_INCIDENTS = 2
 MAX_QUERY = 200
 
 
+def enough_support(incidents: int) -> bool:
+    """Whether a shared pattern (or a proposal drafted from one) has the distinct incidents a
+    skill proposal needs; the scan drafts by it and adoption refuses a proposal below it."""
+    return incidents >= MIN_PROPOSAL_INCIDENTS
+
+
 def normalize_hypothesis(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in folded if not (ch.isspace() or unicodedata.category(ch)[0] == "P"))
@@ -618,7 +624,7 @@ def shared_patterns(cases: Iterable[PatternCase]) -> list[ProposalDraft]:
     drafts = []
     for (scope, pattern), members in groups.items():
         incidents = sorted({case.incident for case in members})
-        if len(incidents) >= MIN_PROPOSAL_INCIDENTS:
+        if enough_support(len(incidents)):
             drafts.append(
                 ProposalDraft(
                     scope=scope,

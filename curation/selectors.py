@@ -430,6 +430,33 @@ def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
     return [found[i] for i in case_ids if i in found]
 
 
+@dataclass(frozen=True)
+class ProposalSupport:
+    """A proposal's cases and what still supports it: the distinct incidents of its usable
+    cases (approved and valid now), against the minimum a proposal is drafted with."""
+
+    cases: list[Case]
+    support: IncidentSupport
+    usable: frozenset[str]
+
+    @property
+    def enough(self) -> bool:
+        return domain.enough_support(self.support.incidents)
+
+    @property
+    def minimum(self) -> int:
+        return domain.MIN_PROPOSAL_INCIDENTS
+
+
+def proposal_support(proposal: SkillProposal, now: datetime | None = None) -> ProposalSupport:
+    """What supports ``proposal`` now: a case revoked or expired since the scan drafted it
+    supports nothing, as it would support nothing in the skill (``skill_support``)."""
+    now = now or clock.now()
+    cases = cases_by_id(proposal.case_ids)
+    usable = [c for c in cases if case_usable(cited_case(c), now)]
+    return ProposalSupport(cases, incident_support(usable), frozenset(c.id for c in usable))
+
+
 def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], IncidentSupport]:
     """The cases a skill cites that ``user`` may see, and the incidents the usable ones count
     (approved and valid now: a revoked or expired case supports nothing, as the skill's own

@@ -585,12 +585,17 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[str, Any]:
     proposal = or_404(selectors.proposal_get_visible(pk, request.user))
-    cases = selectors.cases_by_id(proposal.case_ids)
+    backing = selectors.proposal_support(proposal)
     queries = [str(step["arguments"]["query"]) for step in proposal.recipe]
     context = {
         "proposal": proposal,
-        "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
-        "support": selectors.incident_support(cases),
+        "cases": [
+            {"case": c, "url": c.get_absolute_url(), "usable": c.id in backing.usable}
+            for c in backing.cases
+        ],
+        "support": backing.support,
+        "enough_support": backing.enough,
+        "minimum_support": backing.minimum,
         "adopt_form": ProposalAdoptForm(
             initial={
                 "title": proposal.title,
