@@ -173,6 +173,14 @@ class Confidence:
             **self.inputs.as_json(),
         }
 
+    @property
+    def successes(self) -> int:
+        return self.inputs.supporting_incidents + self.inputs.confirming_outcomes
+
+    @property
+    def failures(self) -> int:
+        return self.inputs.contradicting_incidents + self.inputs.refuting_outcomes
+
     def why(self) -> str:
         i = self.inputs
         parts = [
@@ -222,9 +230,11 @@ def confidence(
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
 ) -> Confidence:
     """The estimator of this module's docstring, rounded to three places for display."""
-    successes = inputs.supporting_incidents + inputs.confirming_outcomes
-    failures = inputs.contradicting_incidents + inputs.refuting_outcomes
-    wilson = wilson_lower_bound(successes, failures, z)
+    wilson = wilson_lower_bound(
+        inputs.supporting_incidents + inputs.confirming_outcomes,
+        inputs.contradicting_incidents + inputs.refuting_outcomes,
+        z,
+    )
     decay = decay_factor(inputs.last_confirmed, now, half_life_days)
     days = (
         max(0.0, (now - inputs.last_confirmed).total_seconds() / SECONDS_PER_DAY)

@@ -196,6 +196,8 @@ def _detail_context(
         "can_review": holds(user, REVIEW_CASE),
         "expired": lesson.valid_to <= now,
         "impacts": stored_impacts(lesson.id),
+        # What revoking it would reach, as every revocation previews it.
+        "preview": impact_preview(lesson.id) if lesson.status == Status.APPROVED else None,
         "errors": errors or [],
         "reason": reason,
         **queue_context(request, lesson.id),

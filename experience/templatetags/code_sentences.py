@@ -7,8 +7,14 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from experience.pages.sentences import CodeSentence, conflict_reason_sentence, lesson_type_name
+from experience.lessons.domain import Confidence
+from experience.pages.sentences import (
+    CodeSentence,
+    conflict_reason_sentence,
+    lesson_type_name,
+)
 from experience.pages.sentences import code_sentence as sentence_of
+from experience.pages.sentences import confidence_sentence as sentence_of_confidence
 
 register = template.Library()
 
@@ -48,3 +54,9 @@ def lesson_type(value: object) -> SafeString:
     return format_html(
         '<span class="badge badge-lesson" title="{}">{}</span>', code, lesson_type_name(code)
     )
+
+
+@register.filter
+def confidence_sentence(value: Confidence | None) -> str:
+    """A confidence's inputs as one plain sentence (``experience.pages.sentences``)."""
+    return sentence_of_confidence(value) if value is not None else ""

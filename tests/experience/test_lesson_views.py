@@ -52,7 +52,7 @@ def test_lesson_page_shows_scene_precondition_conclusion_evidence_and_confidence
     for part in ("Scene", "Precondition", "Conclusion", "Evidence for", "Evidence against"):
         assert part in text
     assert lesson.conclusion in text and two_cases[0].title in text
-    assert "0.667" in text and "Supporting incidents" in text
+    assert "0.667" in text and "2 incidents support it" in text
     fragment = client.get(lesson.get_absolute_url(), HTTP_HX_REQUEST="true")
     assert fragment.status_code == 200 and "<html" not in fragment.content.decode()
 
@@ -230,3 +230,26 @@ def test_a_conflict_reason_reads_as_a_sentence_in_chinese(
         html = client.get(url, headers={"Accept-Language": "zh-hans"}).content.decode()
         assert "建议相反" in html, url
         assert "<code>type_opposition</code>" not in html
+
+
+def test_revoking_a_lesson_from_its_page_previews_the_runs_it_reaches(
+    approved_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    make_user: Callable[[str, str], User],
+) -> None:
+    from experience.runs.models import Reference, RevocationImpact
+    from reviewconsole import clock
+
+    lesson = approved_lesson(lesson_data([c.id for c in two_cases]))
+    Reference.objects.create(
+        run_id="recall-read-it", item_id=lesson.id, item_type="lesson", read_at=clock.now()
+    )
+    client = client_for(make_user("rhea", "reviewer"))
+    html = client.get(lesson.get_absolute_url()).content.decode()
+    panel = html.split('id="lesson-revoke"', 1)[1].split("</section>", 2)
+    assert "Impact preview" in panel[0] and "recall-read-it" in panel[0] + panel[1]
+    client.post(
+        reverse("experience:lesson-review", args=[lesson.digest]),
+        {"decision": "revoke", "reason": "wrong"},
+    )
+    assert RevocationImpact.objects.get(item_id=lesson.id).runs == ["recall-read-it"]
