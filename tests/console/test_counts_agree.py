@@ -18,12 +18,14 @@ from django.test import Client
 from django.urls import reverse
 
 from console.demo import RECALL_RUN, SECOND_SKILL_RUN
+from console.selectors import dashboard_counts
 from curation.domain import MIN_PROPOSAL_INCIDENTS
 from curation.models import ReReview, ReReviewStatus, SkillProposal
 from curation.proposals import SUPPORT_TOO_LOW, proposal_adopt
 from experience.cases.models import Case
 from experience.core.models import Status
 from experience.review.revocation import case_revoke
+from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 
 pytestmark = pytest.mark.django_db
@@ -73,6 +75,8 @@ def test_the_due_for_rereview_card_counts_the_rereview_queue(demo: dict[str, Any
     active = ReReview.objects.filter(status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING])
     assert count == active.count() == 2
     assert client.get(queue).context["page_obj"].paginator.count == count
+    rita = User.objects.get(username="rita")
+    assert dashboard_counts(now=clock.now(), with_documents=False, user=rita).due_for_rereview == 2
 
 
 def test_a_proposal_whose_support_fell_below_the_rule_offers_no_submit_and_says_why(
