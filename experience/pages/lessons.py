@@ -7,6 +7,7 @@ Every decision is made by ``experience.lessons``; every read by ``experience.les
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -331,7 +332,7 @@ def _conflict_refusal(error: Exception) -> list[dict[str, str]]:
     return [{"name": error.field, "label": f"{field}: {message}"}]
 
 
-def _conflict_side(lesson: Lesson, other: Lesson, now: Any) -> dict[str, Any]:
+def _conflict_side(lesson: Lesson, other: Lesson, now: datetime) -> dict[str, Any]:
     """One lesson of a conflict, and what keeping it does: revoking the other reaches the runs
     that read the other (the preview every revocation shows)."""
     return {

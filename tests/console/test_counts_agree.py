@@ -111,3 +111,19 @@ def test_a_proposal_whose_support_fell_below_the_rule_offers_no_submit_and_says_
     )
     assert refused_post.status_code == 422
     assert SkillProposal.objects.get().status == "open"
+
+
+def test_another_tenants_runs_to_follow_up_are_neither_counted_nor_listed(
+    demo: dict[str, Any],
+) -> None:
+    from reviewconsole.services import user_set_role
+    from tests.helpers import tenants_exist
+
+    tenants_exist("riverside")
+    outsider = user_set_role(username="otto", role="reviewer", tenants=["riverside"])
+    client = Client()
+    client.force_login(outsider)
+    listing = reverse("experience:run-list") + "?follow_up=pending"
+    assert card_count(client.get(reverse("home")).content.decode(), listing) == 0
+    page = client.get(listing).content.decode()
+    assert RECALL_RUN not in page and SECOND_SKILL_RUN not in page
