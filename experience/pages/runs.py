@@ -18,7 +18,13 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from experience.pages.forms import RunFilterForm
-from experience.pages.selectors import references_visible_to, run_traces, run_visible, runs_visible
+from experience.pages.selectors import (
+    references_visible_to,
+    run_traces,
+    run_visible,
+    runs_visible,
+    skill_runs_by_id,
+)
 from experience.pages.sentences import run_reason
 from experience.runs.followups import (
     FOLLOW_UP_DONE,
@@ -94,19 +100,9 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 def _follow_up_list(
     request: HtmxHttpRequest, form: RunFilterForm, state: str, filters: dict[str, str]
 ) -> HttpResponse:
-    rows = follow_ups_visible(request.user, state)
-    if filters.get("run_id"):
-        rows = rows.filter(run_id__icontains=filters["run_id"])
-    if filters.get("status") or filters.get("skill_id"):
-        matching = runs_visible(
-            request.user, status=filters["status"], skill_id=filters["skill_id"]
-        ).values("run_id")
-        rows = rows.filter(run_id__in=matching)
-    page = paginate(request, rows, RUNS_PER_PAGE)
+    page = paginate(request, follow_ups_visible(request.user, state, **filters), RUNS_PER_PAGE)
     shown = list(page.object_list)
-    skill_runs: dict[str, list[Run]] = {}
-    for run in runs_visible(request.user).filter(run_id__in=[row.run_id for row in shown]):
-        skill_runs.setdefault(run.run_id, []).append(run)
+    skill_runs = skill_runs_by_id((row.run_id for row in shown), request.user)
     mentions = [item for row in shown for item in row.revoked_items]
     mentions += [run.skill_id for runs in skill_runs.values() for run in runs]
     return render_page(

@@ -122,17 +122,31 @@ FOLLOW_UP_DONE = "done"
 
 
 def follow_ups_visible(
-    user: User | AnonymousUser, state: str = FOLLOW_UP_PENDING
+    user: User | AnonymousUser,
+    state: str = FOLLOW_UP_PENDING,
+    *,
+    run_id: str = "",
+    status: str = "",
+    skill_id: str = "",
 ) -> QuerySet[RunFollowUp]:
     """The flagged run ids ``user`` may see, still to follow up (``FOLLOW_UP_PENDING``) or
     followed up (``FOLLOW_UP_DONE``), newest flag first: every run id a revocation reached, a
     skill run or an agent's recall, context block or investigation reads alike. The dashboard's
-    card counts this and the runs list's follow-up filter lists it.
+    card counts this and the runs list's follow-up filter lists it (``run_id`` contained in the
+    id, ``status`` and ``skill_id`` of a skill run under it: the list's other filters).
 
     A run id is seen by the users of the tenant that opened it (``RunOwner``); one opened before
     runs had owners, by the users of its skill runs' tenant."""
     rows = RunFollowUp.objects.filter(followed_up_at__isnull=state == FOLLOW_UP_PENDING)
     tenants = tenants_of(user)
+    if run_id:
+        rows = rows.filter(run_id__icontains=run_id)
+    if status or skill_id:
+        # The runs list's skill-run filters narrow to run ids with such a skill run.
+        runs = Run.objects.all()
+        runs = runs.filter(status=status) if status else runs
+        runs = runs.filter(skill_id=skill_id) if skill_id else runs
+        rows = rows.filter(run_id__in=runs.values("run_id"))
     if tenants is not None:
         allowed = sorted(tenants)
         owned = RunOwner.objects.filter(tenant__in=allowed).values("run_id")
