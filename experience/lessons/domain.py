@@ -173,6 +173,14 @@ class Confidence:
             **self.inputs.as_json(),
         }
 
+    @property
+    def successes(self) -> int:
+        return self.inputs.supporting_incidents + self.inputs.confirming_outcomes
+
+    @property
+    def failures(self) -> int:
+        return self.inputs.contradicting_incidents + self.inputs.refuting_outcomes
+
     def why(self) -> str:
         i = self.inputs
         parts = [

@@ -376,10 +376,10 @@ def test_the_case_page_shows_an_agents_confirmation_as_awaiting_a_reviewer(
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=agent)
     client.force_login(reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Awaiting a reviewer" in page
+    assert "1 agent&#x27;s confirmation waits for a reviewer and does not count yet." in page
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Awaiting a reviewer" not in page
+    assert "waits for a reviewer" not in page and "confirmed by 1 reviewer" in page
 
 
 @pytest.mark.parametrize("in_open_conflict", [False, True])
