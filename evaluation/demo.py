@@ -22,6 +22,7 @@ from investigations.domain import Provider
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from reviewconsole.timeparse import parse_aware_datetime
+from semantic.packing import every_scope_packed
 
 MEMORY_APPROVED_AT = parse_aware_datetime("2026-09-18T14:30:00+08:00", field="MEMORY_APPROVED_AT")
 REVOKED_AT = parse_aware_datetime("2026-09-18T14:45:00+08:00", field="REVOKED_AT")
@@ -36,6 +37,9 @@ def prepare_demo_memory() -> list[MemoryEvent]:
     load_demo_knowledge(operator=operator, now=at)
     loaded = load_demo_experience(operator=operator, reviewer=reviewer, now=at)
     revoked_case = loaded["cases"][0]
+    # What a deployment's worker does after the approvals: the vector branch's vectors (nothing
+    # while it is off), so a replay compares the arms with the search its deployment runs.
+    every_scope_packed()
 
     def revoke() -> None:
         revocation.case_revoke(

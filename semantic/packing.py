@@ -173,7 +173,10 @@ def status() -> dict[str, dict[str, int | str]]:
 
 def every_scope_packed(progress: Callable[[str, int, int, int], None] | None = None) -> int:
     """Mark every scope of every space dirty and pack each (``reembed``); returns the items
-    embedded. ``progress(space, scopes done, scopes, items embedded so far)`` after each."""
+    embedded. ``progress(space, scopes done, scopes, items embedded so far)`` after each.
+    Nothing while the vector branch is off."""
+    if not embedders.enabled():
+        return 0
     made = 0
     for space in spaces.every_space():
         scopes = scopes_marked(space.name, list(space.scopes()))
