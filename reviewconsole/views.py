@@ -49,6 +49,8 @@ def target_parts(target: str) -> list[str]:
     """The items an event's target names: both of a pair, else the target itself."""
     parts = target.split(PAIR_SEPARATOR)
     return parts if len(parts) == 2 and all(item_of(part) for part in parts) else [target]
+
+
 RUN_PAGE = "experience:run-detail"
 
 
