@@ -73,17 +73,24 @@ def _refusal(error: Exception) -> list[dict[str, str]]:
     return [{"name": name, "label": str(CONDITION_LABELS.get(name, name))} for name in names]
 
 
+ANY_STATUS = "all"
+
+
 @require_GET
 @console_view(VIEW_LESSON)
 def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
-    status = request.GET.get("status", Status.CANDIDATE)
+    # Every status by default: approved lessons and those in conflict are what a newcomer looks
+    # for first; the filter narrows to candidates.
+    status = request.GET.get("status", ANY_STATUS)
     lesson_type = request.GET.get("lesson_type", "")
-    rows = lesson_selectors.visible_lessons(acting_user(request)).select_related("submitted_by")
+    visible = lesson_selectors.visible_lessons(acting_user(request))
+    rows = visible.select_related("submitted_by")
     if status in Status.values:
         rows = rows.filter(status=status)
     if lesson_type in LESSON_TYPES:
         rows = rows.filter(lesson_type=lesson_type)
     page = paginate(request, rows.order_by("-submitted_at", "id"), LESSONS_PER_PAGE)
+    filtered = status in Status.values or lesson_type in LESSON_TYPES
     # The same availability state as the lesson's page and the queue show.
     page.object_list = list(page.object_list)
     states = availability_views(
@@ -101,6 +108,8 @@ def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
             "statuses": Status.values,
             "lesson_types": LESSON_TYPES,
             "open_conflicts": lesson_selectors.open_conflicts(acting_user(request)).count(),
+            # An empty filtered list says how many lessons the filters hide.
+            "hidden": visible.count() if filtered and not page.object_list else 0,
         },
         partial="lesson-rows",
     )
