@@ -80,3 +80,22 @@ def connect_unshowable_markers() -> None:
                 weak=False,
                 dispatch_uid=f"reviewconsole.unshowable.{model._meta.label_lower}",
             )
+
+
+def local_text(value: object) -> str:
+    """An ISO time held in stored content (``2026-09-01T00:00:00+00:00``) as the page shows
+    times: in the active zone, named by its abbreviation at that instant (CEST in a Berlin
+    September, CET in its January). Anything else, or a time without a local form, as it is."""
+    if not isinstance(value, str):
+        return "—" if value is None else str(value)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if timezone.is_naive(parsed):
+        return value
+    try:
+        local = timezone.localtime(parsed)
+    except OverflowError:
+        return value
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -279,7 +279,7 @@ def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpRespon
     form = EventFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
     with refusal_as_403():
-        lines = events_csv_rows(viewer=request.user, **filters)
+        lines = events_csv_rows(viewer=request.user, zone=chosen_zone(request), **filters)
     if form.is_bound and not form.is_valid():
         return render_page(
             request, "reviewconsole/event_list.html", {"form": form, "events": []}, status=400
