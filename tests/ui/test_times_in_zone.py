@@ -73,3 +73,26 @@ def test_a_replay_note_shows_its_times_in_the_zone() -> None:
             Context({"note": note})
         )
     assert shown == "demo memory approved at 2026-09-18 08:30:00 CEST: a reviewer revokes"
+
+
+@pytest.mark.parametrize(
+    "page", ["knowledge:search-preview", "investigations:investigation-new"]
+)
+def test_a_form_starts_in_the_chosen_zone(page: str, reviewer: User, client: Client) -> None:
+    html = in_berlin(client, reviewer).get(reverse(page)).content.decode()
+    field = re.search(r'<input[^>]*name="timezone"[^>]*>', html)
+    assert field and f'value="{BERLIN}"' in field.group(0)
+
+
+def test_a_time_typed_in_a_form_is_read_in_the_chosen_zone(
+    knowledge: None, reviewer: User, client: Client
+) -> None:
+    from knowledge.forms import SearchPreviewForm
+
+    in_berlin(client, reviewer)
+    with timezone.override(BERLIN_ZONE):
+        form = SearchPreviewForm(
+            SearchPreviewForm.initial_values(timezone.now(), reviewer) | {"query": "券"}
+        )
+        assert form.is_valid(), form.errors
+    assert form.cleaned_data["timezone"] == BERLIN_ZONE
