@@ -23,9 +23,7 @@ REASON = "the store list of campaign B misses store-002; checked against the cha
 @pytest.fixture
 def long_events(admin_user: User) -> None:
     with transaction.atomic():
-        event_record(
-            actor=admin_user, action=Action.RUN_FOLLOW_UP, target=LONG_RUN, reason=REASON
-        )
+        event_record(actor=admin_user, action=Action.RUN_FOLLOW_UP, target=LONG_RUN, reason=REASON)
         event_record(
             actor=admin_user, action=Action.THREAD_IMPORT, target=LONG_THREAD, reason=REASON
         )

@@ -75,9 +75,7 @@ def test_a_replay_note_shows_its_times_in_the_zone() -> None:
     assert shown == "demo memory approved at 2026-09-18 08:30:00 CEST: a reviewer revokes"
 
 
-@pytest.mark.parametrize(
-    "page", ["knowledge:search-preview", "investigations:investigation-new"]
-)
+@pytest.mark.parametrize("page", ["knowledge:search-preview", "investigations:investigation-new"])
 def test_a_form_starts_in_the_chosen_zone(page: str, reviewer: User, client: Client) -> None:
     html = in_berlin(client, reviewer).get(reverse(page)).content.decode()
     field = re.search(r'<input[^>]*name="timezone"[^>]*>', html)
