@@ -9,6 +9,7 @@ instead: Django's template and admin display leave a datetime alone when it says
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -99,3 +100,11 @@ def local_text(value: object) -> str:
     except OverflowError:
         return value
     return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def local_times_in(text: str) -> str:
+    """``text`` with each ISO time in it shown as ``local_text`` shows it."""
+    return ISO_TIME.sub(lambda match: local_text(match.group(0)), text)

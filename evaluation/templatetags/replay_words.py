@@ -6,17 +6,14 @@ says them in words.
 
 from __future__ import annotations
 
-import re
-
 from django import template
 from django.utils.translation import gettext_lazy as _
 
 from evaluation.domain import AWAITING_CUSTOMER, CLAIMED, ESCALATED, RESOLVED_UNEXPLAINED
-from reviewconsole.display import local_text
+from reviewconsole.display import local_times_in
 
 register = template.Library()
 
-ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 
 CHECK_KINDS = {
     "knowledge": _("check the knowledge base: %(name)s"),
@@ -58,4 +55,4 @@ def cause_words(code: object) -> str:
 def local_times(text: object) -> str:
     """A stored note's ISO times (``approved at 2026-09-18T06:30:00+00:00``) in the viewer's
     zone, as every other time on the page."""
-    return ISO_TIME.sub(lambda match: local_text(match.group(0)), str(text))
+    return local_times_in(str(text))

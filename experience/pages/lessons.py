@@ -39,6 +39,7 @@ from experience.pages.items import (
 from experience.review import conflicts, revocation
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
+from reviewconsole.display import local_times_in
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.permissions import (
@@ -117,7 +118,9 @@ def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _lines(content: dict[str, Any]) -> list[str]:
     """A lesson's canonical content as lines, so a diff shows what changed between versions."""
-    return json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    text = json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True)
+    # Times in the viewer's zone, like every time on the page (the content holds UTC).
+    return local_times_in(text).splitlines()
 
 
 def _diff(old: Lesson, new: Lesson) -> list[Any]:

@@ -94,3 +94,11 @@ def test_a_time_typed_in_a_form_is_read_in_the_chosen_zone(
         )
         assert form.is_valid(), form.errors
     assert form.cleaned_data["timezone"] == BERLIN_ZONE
+
+
+def test_a_lesson_diff_line_shows_its_time_in_the_zone() -> None:
+    from experience.pages.lessons import _lines
+
+    with timezone.override(BERLIN_ZONE):
+        lines = _lines({"valid_from": "2026-09-01T00:00:00+00:00"})
+    assert '  "valid_from": "2026-09-01 02:00:00 CEST"' in lines
