@@ -112,6 +112,8 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "evaluation/report_detail.html",
         {
             "report": report,
+            # The ticket set's hash in little room; the whole on hover.
+            "set_hash_short": report.set_hash[:12],
             "result": result,
             "totals": pairs(report.with_memory, report.without_memory),
             "situations": situations,
