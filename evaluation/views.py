@@ -103,7 +103,7 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     chosen = request.GET.get("situation", "")
     tickets = [
         # Each ticket reads as two rows, with memory and without.
-        {**ticket, "arms": [ticket[WITH], ticket[WITHOUT]]}
+        {**ticket, "arms": [ticket.get(WITH) or {}, ticket.get(WITHOUT) or {}]}
         for ticket in result.get("tickets", [])
         if chosen not in names or ticket["situation"] == chosen
     ]
