@@ -62,18 +62,32 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def spoken(code: str) -> str:
+    """A status code as words (``needs_review`` -> ``needs review``)."""
+    return code.replace("_", " ")
+
+
 def _arguments(arguments: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in sorted(arguments.items()))
+    return ", ".join(f"{name}: {value}" for name, value in sorted(arguments.items()))
 
 
 def _decision(step: TraceStep) -> str:
-    return f"{step.index}. {step.tool}({_arguments(step.arguments)}) → {step.status}"
+    # Steps are counted from 1, as people count them.
+    return (
+        f"step {step.index + 1}, {step.tool} ({_arguments(step.arguments)}): {spoken(step.status)}"
+    )
+
+
+def _reason(reason: str) -> str:
+    """A run's reason without its leading code (``all_steps_passed: every step …``)."""
+    code, separator, sentence = reason.partition(": ")
+    return sentence if separator and code.isidentifier() else reason
 
 
 def result_line(trace: Trace) -> str:
-    parts = [trace.status]
+    parts = [f"ended {spoken(trace.status)}"]
     if trace.reason:
-        parts.append(trace.reason)
+        parts.append(_reason(trace.reason))
     if trace.answer:
         parts.append(f"answer: {trace.answer}")
     return "; ".join(parts)
@@ -82,19 +96,26 @@ def result_line(trace: Trace) -> str:
 def draft_case(trace: Trace) -> dict[str, Any]:
     """The candidate case (import format) drafted from ``trace``."""
     decisions = [_decision(step) for step in trace.steps] or ["no step ran"]
-    why = [f"{step.index}. {finding}" for step in trace.steps for finding in step.findings]
+    why = [
+        f"step {step.index + 1} found {finding}"
+        for step in trace.steps
+        for finding in step.findings
+    ]
     reusable = [
-        f"{step.tool}({_arguments(step.arguments)})"
+        f"{step.tool} ({_arguments(step.arguments)})"
         for step in trace.steps
         if step.status not in MISSES
     ]
+    # One sentence a line; the case page keeps the lines.
     summary = "\n".join(
         [
-            f"Goal: {trace.goal}",
-            f"Result: {result_line(trace)}",
-            "Key decisions: " + "; ".join(decisions),
-            "Why: " + ("; ".join(why) if why else "no observation recorded"),
-            "Reusable: " + ("; ".join(reusable) if reusable else "nothing yet: no step found"),
+            f"Goal: {trace.goal}.",
+            f"Result: the {trace.kind} {result_line(trace)}.",
+            "Key decisions: " + "; ".join(decisions) + ".",
+            "Why: " + ("; ".join(why) if why else "no observation recorded") + ".",
+            "Reusable: "
+            + ("; ".join(reusable) if reusable else "nothing yet: no step found anything")
+            + ".",
         ]
     )
     observations = [
@@ -108,7 +129,7 @@ def draft_case(trace: Trace) -> dict[str, Any]:
     counter = [
         {
             "hypothesis": "the lead alone is the cause",
-            "statement": f"the {trace.kind} ended {trace.status}; it does not confirm a cause",
+            "statement": f"the {trace.kind} ended {spoken(trace.status)}; it does not confirm a cause",
             "refutes": "a historical lead is never a confirmed cause; the current evidence decides",
             "evidence": [
                 {
@@ -122,8 +143,8 @@ def draft_case(trace: Trace) -> dict[str, Any]:
         if step.status in MISSES and len(counter) < 3:
             counter.append(
                 {
-                    "hypothesis": f"{step.tool}({_arguments(step.arguments)}) explains the ticket",
-                    "statement": f"step {step.index} ended {step.status}",
+                    "hypothesis": f"{step.tool} ({_arguments(step.arguments)}) explains the ticket",
+                    "statement": f"step {step.index + 1} ended {spoken(step.status)}",
                     "refutes": "this check found nothing that explains the ticket",
                     "evidence": [
                         {
@@ -141,7 +162,8 @@ def draft_case(trace: Trace) -> dict[str, Any]:
         "summary": summary,
         "observations": observations,
         "diagnosis": {
-            "statement": trace.answer or f"Run ended {trace.status}: {trace.reason or 'no reason'}",
+            "statement": trace.answer
+            or f"The run ended {spoken(trace.status)}: {_reason(trace.reason) or 'no reason given'}",
             "evidence": [
                 {
                     "source_id": source(trace.run_id),

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from curation import aar
 from curation.models import RunDraft
-from experience.cases.models import Case
+from experience.cases.models import Case, Skill
 from experience.cases.services import case_propose
 from experience.core.models import Status
 from experience.runs.models import Run
@@ -29,6 +29,7 @@ from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE, holds
 from reviewconsole.roles import Role
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.services import user_set_role
+from reviewconsole.templatetags.ids import shortened
 
 DRAFTER = "aar-drafter"
 DRAFTER_IS_CALLER = "the drafter never reviews its own run"
@@ -53,9 +54,11 @@ def _findings(evidence: list[dict[str, Any]] | None, status: str | None) -> tupl
     for item in evidence or []:
         conditions = (item.get("conditions") or {}).get("status")
         text = item.get("quote") or item.get("title") or ""
-        found.append(f"{item.get('id')} {conditions or ''} {text}".strip())
+        if conditions and "conditions:" not in text:
+            text = f"{text}; conditions: {conditions}"
+        found.append(f"{item.get('id')}: {text}".strip())
     if not found and status:
-        found.append(f"status {status}")
+        found.append(f"status {aar.spoken(status)}")
     return tuple(found)
 
 
@@ -76,8 +79,11 @@ def trace_of_run(run: Run) -> aar.Trace:
             )
         )
     facts = (run.context or {}).get("facts") or {}
-    goal = f"skill {run.skill_id}" + (
-        " for " + ", ".join(f"{k}={v}" for k, v in sorted(facts.items())) if facts else ""
+    # People read the draft: the skill by its title and short id, never a 64-digit hash.
+    title = Skill.objects.filter(id=run.skill_id).values_list("title", flat=True).first()
+    skill = f"“{title}” ({shortened(run.skill_id)})" if title else shortened(run.skill_id)
+    goal = f"run the skill {skill}" + (
+        " for " + ", ".join(f"{k}: {v}" for k, v in sorted(facts.items())) if facts else ""
     )
     return aar.Trace(
         kind=aar.SKILL_RUN,

@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.utils.functional import lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from curation import domain
@@ -17,14 +19,19 @@ from reviewconsole.formfields import ZonedDateTimeField
 from reviewconsole.reasons import MAX_REASON
 from reviewconsole.scopes import SCOPE_FIELDS
 
+
+def _counter_label(n: int) -> str:
+    return gettext("Counterevidence %(n)s") % {"n": n}
+
+
+# Translated when shown, not when imported: "%" on a lazy message would fix it in English.
+counter_label = lazy(_counter_label, str)
+
 USE_CHOICES = [
     ("", _("— not used")),
     (domain.OBSERVATION, _("Observation")),
     (domain.DIAGNOSIS, _("Diagnosis evidence")),
-    *(
-        (use, _("Counterevidence %(n)s") % {"n": n})
-        for n, use in enumerate(domain.COUNTER_USES, start=1)
-    ),
+    *((use, counter_label(n)) for n, use in enumerate(domain.COUNTER_USES, start=1)),
     (domain.OUTCOME, _("Outcome evidence")),
 ]
 

@@ -11,6 +11,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from experience.cases.models import Case
 from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ScopeFields
@@ -62,12 +63,12 @@ class Thread(models.Model):
 
 
 class MessageRole(models.TextChoices):
-    CUSTOMER = "customer", "customer"
-    SUPPORT = "support", "support"
-    ENGINEER = "engineer", "engineer"
-    OPERATIONS = "operations", "operations"
-    AGENT = "agent", "agent"
-    SYSTEM = "system", "system"
+    CUSTOMER = "customer", _("customer")
+    SUPPORT = "support", _("support")
+    ENGINEER = "engineer", _("engineer")
+    OPERATIONS = "operations", _("operations")
+    AGENT = "agent", _("agent")
+    SYSTEM = "system", _("system")
 
 
 class ThreadMessage(models.Model):
@@ -120,9 +121,9 @@ class CaseBand(models.Model):
 
 
 class LinkStatus(models.TextChoices):
-    OPEN = "open", "open"
-    SAME_INCIDENT = "same_incident", "same incident"
-    DIFFERENT = "different", "different incidents"
+    OPEN = "open", _("open")
+    SAME_INCIDENT = "same_incident", _("same incident")
+    DIFFERENT = "different", _("different incidents")
 
 
 class NearDuplicate(models.Model):
@@ -193,23 +194,23 @@ class IncidentMerge(models.Model):
 
 
 class ReReviewReason(models.TextChoices):
-    UNUSED = "unused", "unused for too long"
-    DOCUMENT_NEW_VERSION = "document_new_version", "cited document has a new version"
-    DOCUMENT_REVOKED = "document_revoked", "cited document was revoked"
+    UNUSED = "unused", _("unused for too long")
+    DOCUMENT_NEW_VERSION = "document_new_version", _("cited document has a new version")
+    DOCUMENT_REVOKED = "document_revoked", _("cited document was revoked")
 
 
 class ReReviewStatus(models.TextChoices):
-    OPEN = "open", "open"
-    PENDING = "pending", "new version waiting for review"
-    CLOSED = "closed", "closed"
+    OPEN = "open", _("open")
+    PENDING = "pending", _("new version waiting for review")
+    CLOSED = "closed", _("closed")
 
 
 class ReReviewResolution(models.TextChoices):
-    NONE = "", "—"
-    SUPERSEDED = "superseded", "superseded by a reviewed new version"
-    REVOKED = "revoked", "revoked"
-    CONFIRMED = "confirmed", "confirmed by a reviewer"
-    GONE = "gone", "no longer approved"
+    NONE = "", _("—")
+    SUPERSEDED = "superseded", _("superseded by a reviewed new version")
+    REVOKED = "revoked", _("revoked")
+    CONFIRMED = "confirmed", _("confirmed by a reviewer")
+    GONE = "gone", _("no longer approved")
 
 
 class ReReview(models.Model):
@@ -243,9 +244,9 @@ class ReReview(models.Model):
 
 
 class ProposalStatus(models.TextChoices):
-    OPEN = "open", "open"
-    ADOPTED = "adopted", "submitted as a candidate"
-    DISMISSED = "dismissed", "dismissed"
+    OPEN = "open", _("open")
+    ADOPTED = "adopted", _("submitted as a candidate")
+    DISMISSED = "dismissed", _("dismissed")
 
 
 class SkillProposal(ScopeFields):

@@ -58,6 +58,8 @@ def render_chart(
     _bars(quality, QUALITY, with_memory, without_memory)
     _bars(cost, COST, with_memory, without_memory)
     quality.set_ylabel("count over all tickets")
+    quality.set_title("lower is better, except correct causes", fontsize=8, loc="left")
+    cost.set_title("lower is better", fontsize=8, loc="left")
     figure.legend(
         *quality.get_legend_handles_labels(), loc="outside upper right", frameon=False, fontsize=8
     )

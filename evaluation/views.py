@@ -11,6 +11,7 @@ from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from django.views.decorators.http import require_GET
 
 from evaluation.domain import METRICS, WITH, WITHOUT
@@ -28,6 +29,17 @@ METRIC_LABELS = {
     "calls_to_cause": _("Calls to the true cause"),
 }
 
+LOWER, HIGHER = pgettext_lazy("better", "lower"), pgettext_lazy("better", "higher")
+# Necessary questions are the ones a ticket needed: neither direction is better.
+BETTER = {
+    "missed_checks": LOWER,
+    "wrong_causes": LOWER,
+    "correct_causes": HIGHER,
+    "unnecessary_followups": LOWER,
+    "tool_calls": LOWER,
+    "calls_to_cause": LOWER,
+}
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -37,6 +49,11 @@ class Pair:
     label: str
     with_memory: int
     without_memory: int
+
+    @property
+    def better(self) -> str:
+        """Which way the count is better: correct causes up, every cost and miss down."""
+        return str(BETTER.get(self.name, ""))
 
 
 def pairs(with_memory: dict[str, Any], without_memory: dict[str, Any]) -> list[Pair]:
@@ -85,7 +102,8 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     names = [group["situation"] for group in situations]
     chosen = request.GET.get("situation", "")
     tickets = [
-        ticket
+        # Each ticket reads as two rows, with memory and without.
+        {**ticket, "arms": [ticket.get(WITH) or {}, ticket.get(WITHOUT) or {}]}
         for ticket in result.get("tickets", [])
         if chosen not in names or ticket["situation"] == chosen
     ]
@@ -94,6 +112,8 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "evaluation/report_detail.html",
         {
             "report": report,
+            # The ticket set's hash in little room; the whole on hover.
+            "set_hash_short": report.set_hash[:12],
             "result": result,
             "totals": pairs(report.with_memory, report.without_memory),
             "situations": situations,

@@ -72,7 +72,14 @@ def presented(investigation: Investigation, user: User | AnonymousUser) -> dict[
         "model_text": answer.get("model_text", answer.get("conclusion")),
         "steps": steps,
         "item_titles": _titles(citations, steps, user),
+        "missing_labels": missing_labels(investigation.missing),
     }
+
+
+def missing_labels(missing: list[str]) -> list[str]:
+    """What a ticket left out, named as the form labels it (``deployment`` is *Release*)."""
+    fields = InvestigationForm.base_fields
+    return [str(fields[name].label) if name in fields else name for name in missing]
 
 
 def presented_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -134,13 +134,15 @@ class SearchPreviewForm(forms.Form):
     def initial_values(
         cls, now: datetime, user: User | AnonymousUser | None = None
     ) -> dict[str, Any]:
-        local = now.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m-%dT%H:%M:%S")
+        # The viewer's zone (the one every page shows times in), not the deployment's.
+        zone = timezone.get_current_timezone_name()
+        local = now.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M:%S")
         tenant = default_tenant(user, settings.DEMO_TENANT)
         return {
             "tenant": tenant,
             # The demo brand belongs to the demo tenant; another tenant's user names their own.
             "brand": settings.DEMO_BRAND if tenant == settings.DEMO_TENANT else "",
-            "timezone": settings.TIME_ZONE,
+            "timezone": zone,
             "occurred_at": local,
             "known_at": local,
             "limit": DEFAULT_LIMIT,

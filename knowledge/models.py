@@ -6,13 +6,14 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.itemids import ItemId
 
 
 class DocumentKind(models.TextChoices):
-    RULE = "rule", "rule"
-    CASE = "case", "historical case"
+    RULE = "rule", _("rule")
+    CASE = "case", _("historical case")
 
 
 class ImmutableContentError(RuntimeError):

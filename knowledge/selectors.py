@@ -10,6 +10,7 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
+from reviewconsole.display import local_text
 from reviewconsole.models import Action, Event
 from reviewconsole.tenancy import may_access, visible
 
@@ -104,6 +105,10 @@ def document_content(document: Document, stores: Sequence[str] | None = None) ->
     )
 
 
+# Shown in the viewer's zone, like every time on the page (the content holds UTC).
+TIME_FIELDS = frozenset({"valid_from", "valid_to", "published_at"})
+
+
 def document_lines(document: Document) -> list[str]:
     """The content of a version as lines of text, in a stable order, for a line diff."""
     canonical = document_content(document).canonical()
@@ -122,7 +127,12 @@ def document_lines(document: Document) -> list[str]:
         "source",
     ):
         value = canonical[name]
-        shown = ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
+        if name in TIME_FIELDS:
+            shown = local_text(value)
+        else:
+            shown = (
+                ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
+            )
         lines.append(f"{name}: {shown}")
     lines.append("requirements:")
     lines += json.dumps(

@@ -13,6 +13,7 @@ import logging
 import re
 import sys
 from argparse import ArgumentParser
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -25,6 +26,11 @@ from reviewconsole.errors import PermissionRefused, ValidationFailure
 UNEXPECTED = "failed unexpectedly ({kind}); the details are in the log"
 
 logger = logging.getLogger(__name__)
+
+
+def arguments_text(arguments: Mapping[str, object]) -> str:
+    """A tool call's arguments as people read them: ``query: 优惠券``, never a Python dict."""
+    return ", ".join(f"{name}: {value}" for name, value in arguments.items())
 
 
 class CommandRefused(Exception):

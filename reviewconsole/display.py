@@ -9,6 +9,7 @@ instead: Django's template and admin display leave a datetime alone when it says
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -80,3 +81,30 @@ def connect_unshowable_markers() -> None:
                 weak=False,
                 dispatch_uid=f"reviewconsole.unshowable.{model._meta.label_lower}",
             )
+
+
+def local_text(value: object) -> str:
+    """An ISO time held in stored content (``2026-09-01T00:00:00+00:00``) as the page shows
+    times: in the active zone, named by its abbreviation at that instant (CEST in a Berlin
+    September, CET in its January). Anything else, or a time without a local form, as it is."""
+    if not isinstance(value, str):
+        return "—" if value is None else str(value)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if timezone.is_naive(parsed):
+        return value
+    try:
+        local = timezone.localtime(parsed)
+    except OverflowError:
+        return value
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def local_times_in(text: str) -> str:
+    """``text`` with each ISO time in it shown as ``local_text`` shows it."""
+    return ISO_TIME.sub(lambda match: local_text(match.group(0)), text)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from django.urls import NoReverseMatch, reverse
+from django.contrib.auth.models import AnonymousUser, User
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
@@ -52,3 +53,16 @@ def source_url(text: str) -> str | None:
     except NoReverseMatch:
         return None
     return None
+
+
+def may_open(user: User | AnonymousUser | None, url: str) -> bool:
+    """Whether ``user`` may open the console page at ``url``: what its view's ``console_view``
+    asks (the one home of a page's permissions), so a page links only where the link opens."""
+    if user is None:
+        return True
+    try:
+        view = resolve(url.split("#", 1)[0]).func
+    except Resolver404:
+        return False
+    needs = getattr(view, "console_permissions", None)
+    return needs is None or (user.is_staff and user.has_perms(needs))

@@ -4,59 +4,72 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_noop
 
 
 class Action(models.TextChoices):
     """Every audited operation, namespaced ``<app>.<entity>.<verb>``."""
 
-    USER_ROLE_SET = "auth.user.role_set", "user role set"
-    USER_CREATE = "auth.user.create", "user created"
-    USER_CHANGE = "auth.user.change", "user details changed"
-    USER_ACTIVE_SET = "auth.user.active_set", "user activated or deactivated"
-    USER_TENANTS_SET = "auth.user.tenants_set", "user tenant memberships changed"
-    USER_PASSWORD_CHANGE = "auth.user.password_change", "user password changed"
-    DOCUMENT_CREATE = "knowledge.document.create", "knowledge document created"
-    DOCUMENT_APPROVE = "knowledge.document.approve", "knowledge document approved"
-    DOCUMENT_REVOKE = "knowledge.document.revoke", "knowledge document revoked"
-    LEXICON_CHANGE = "knowledge.lexicon.change", "synonym lexicon changed"
-    CASE_SUBMIT = "experience.case.submit", "case submitted"
-    CASE_VERIFY = "experience.case.verify", "case evidence checked"
-    CASE_APPROVE = "experience.case.approve", "case approved"
-    CASE_REJECT = "experience.case.reject", "case rejected"
-    CASE_REVOKE = "experience.case.revoke", "case revoked"
-    CASE_SUPERSEDE = "experience.case.supersede", "case superseded"
-    SKILL_SUBMIT = "experience.skill.submit", "skill submitted"
-    SKILL_APPROVE = "experience.skill.approve", "skill approved"
-    SKILL_REJECT = "experience.skill.reject", "skill rejected"
-    SKILL_REVOKE = "experience.skill.revoke", "skill revoked"
-    SKILL_RUN = "experience.skill.run", "skill run"
-    RUN_OUTCOME = "experience.run.outcome", "run outcome reported"
-    RUN_FOLLOW_UP = "experience.run.follow_up", "run followed up after a revocation"
-    LESSON_SUBMIT = "experience.lesson.submit", "lesson submitted"
-    LESSON_APPROVE = "experience.lesson.approve", "lesson approved"
-    LESSON_REJECT = "experience.lesson.reject", "lesson rejected"
-    LESSON_REVOKE = "experience.lesson.revoke", "lesson revoked"
-    LESSON_SUPERSEDE = "experience.lesson.supersede", "lesson superseded"
-    LESSON_MERGE = "experience.lesson.merge", "lesson merge accepted"
-    LESSON_CONFLICT_OPEN = "experience.lesson_conflict.open", "lesson conflict detected"
-    LESSON_CONFLICT_RESOLVE = "experience.lesson_conflict.resolve", "lesson conflict resolved"
-    AGENT_TOKEN_CREATE = "agentapi.token.create", "agent API token created"
-    AGENT_TOKEN_REVOKE = "agentapi.token.revoke", "agent API token revoked"
-    THREAD_IMPORT = "curation.thread.import", "investigation thread imported"
-    THREAD_BUILD = "curation.thread.build", "candidate built from a thread"
-    NEAR_DUPLICATE_RESOLVE = "curation.near_duplicate.resolve", "near-duplicate resolved"
-    INCIDENT_MERGE = "curation.incident.merge", "incidents merged"
-    CURATION_SCAN = "curation.scan.run", "curation scan queued items"
-    AAR_DRAFT = "curation.aar.draft", "after-action review drafted from a run"
-    REREVIEW_RECERTIFY = "curation.rereview.recertify", "re-certification submitted"
-    REREVIEW_CONFIRM = "curation.rereview.confirm", "re-review confirmed"
-    PROPOSAL_ADOPT = "curation.proposal.adopt", "skill proposal submitted as candidate"
-    PROPOSAL_DISMISS = "curation.proposal.dismiss", "skill proposal dismissed"
-    HELDOUT_REGISTER = "evaluation.heldout.register", "held-out tickets registered"
-    EVALUATION_REPLAY = "evaluation.replay.run", "replay evaluation run"
-    INVESTIGATION_RUN = "investigations.investigation.run", "ticket investigated"
-    BACKUP_RESTORE = "reviewconsole.backup.restore", "database restored from a backup"
-    TENANT_CREATE = "reviewconsole.tenant.create", "tenant created"
+    USER_ROLE_SET = "auth.user.role_set", gettext_noop("user role set")
+    USER_CREATE = "auth.user.create", gettext_noop("user created")
+    USER_CHANGE = "auth.user.change", gettext_noop("user details changed")
+    USER_ACTIVE_SET = "auth.user.active_set", gettext_noop("user activated or deactivated")
+    USER_TENANTS_SET = "auth.user.tenants_set", gettext_noop("user tenant memberships changed")
+    USER_PASSWORD_CHANGE = "auth.user.password_change", gettext_noop("user password changed")
+    DOCUMENT_CREATE = "knowledge.document.create", gettext_noop("knowledge document created")
+    DOCUMENT_APPROVE = "knowledge.document.approve", gettext_noop("knowledge document approved")
+    DOCUMENT_REVOKE = "knowledge.document.revoke", gettext_noop("knowledge document revoked")
+    LEXICON_CHANGE = "knowledge.lexicon.change", gettext_noop("synonym lexicon changed")
+    CASE_SUBMIT = "experience.case.submit", gettext_noop("case submitted")
+    CASE_VERIFY = "experience.case.verify", gettext_noop("case evidence checked")
+    CASE_APPROVE = "experience.case.approve", gettext_noop("case approved")
+    CASE_REJECT = "experience.case.reject", gettext_noop("case rejected")
+    CASE_REVOKE = "experience.case.revoke", gettext_noop("case revoked")
+    CASE_SUPERSEDE = "experience.case.supersede", gettext_noop("case superseded")
+    SKILL_SUBMIT = "experience.skill.submit", gettext_noop("skill submitted")
+    SKILL_APPROVE = "experience.skill.approve", gettext_noop("skill approved")
+    SKILL_REJECT = "experience.skill.reject", gettext_noop("skill rejected")
+    SKILL_REVOKE = "experience.skill.revoke", gettext_noop("skill revoked")
+    SKILL_RUN = "experience.skill.run", gettext_noop("skill run")
+    RUN_OUTCOME = "experience.run.outcome", gettext_noop("run outcome reported")
+    RUN_FOLLOW_UP = "experience.run.follow_up", gettext_noop("run followed up after a revocation")
+    LESSON_SUBMIT = "experience.lesson.submit", gettext_noop("lesson submitted")
+    LESSON_APPROVE = "experience.lesson.approve", gettext_noop("lesson approved")
+    LESSON_REJECT = "experience.lesson.reject", gettext_noop("lesson rejected")
+    LESSON_REVOKE = "experience.lesson.revoke", gettext_noop("lesson revoked")
+    LESSON_SUPERSEDE = "experience.lesson.supersede", gettext_noop("lesson superseded")
+    LESSON_MERGE = "experience.lesson.merge", gettext_noop("lesson merge accepted")
+    LESSON_CONFLICT_OPEN = (
+        "experience.lesson_conflict.open",
+        gettext_noop("lesson conflict detected"),
+    )
+    LESSON_CONFLICT_RESOLVE = (
+        "experience.lesson_conflict.resolve",
+        gettext_noop("lesson conflict resolved"),
+    )
+    AGENT_TOKEN_CREATE = "agentapi.token.create", gettext_noop("agent API token created")
+    AGENT_TOKEN_REVOKE = "agentapi.token.revoke", gettext_noop("agent API token revoked")
+    THREAD_IMPORT = "curation.thread.import", gettext_noop("investigation thread imported")
+    THREAD_BUILD = "curation.thread.build", gettext_noop("candidate built from a thread")
+    NEAR_DUPLICATE_RESOLVE = (
+        "curation.near_duplicate.resolve",
+        gettext_noop("near-duplicate resolved"),
+    )
+    INCIDENT_MERGE = "curation.incident.merge", gettext_noop("incidents merged")
+    CURATION_SCAN = "curation.scan.run", gettext_noop("curation scan queued items")
+    AAR_DRAFT = "curation.aar.draft", gettext_noop("after-action review drafted from a run")
+    REREVIEW_RECERTIFY = "curation.rereview.recertify", gettext_noop("re-certification submitted")
+    REREVIEW_CONFIRM = "curation.rereview.confirm", gettext_noop("re-review confirmed")
+    PROPOSAL_ADOPT = (
+        "curation.proposal.adopt",
+        gettext_noop("skill proposal submitted as candidate"),
+    )
+    PROPOSAL_DISMISS = "curation.proposal.dismiss", gettext_noop("skill proposal dismissed")
+    HELDOUT_REGISTER = "evaluation.heldout.register", gettext_noop("held-out tickets registered")
+    EVALUATION_REPLAY = "evaluation.replay.run", gettext_noop("replay evaluation run")
+    INVESTIGATION_RUN = "investigations.investigation.run", gettext_noop("ticket investigated")
+    BACKUP_RESTORE = "reviewconsole.backup.restore", gettext_noop("database restored from a backup")
+    TENANT_CREATE = "reviewconsole.tenant.create", gettext_noop("tenant created")
 
 
 class AppendOnlyError(RuntimeError):

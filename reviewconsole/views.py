@@ -32,7 +32,7 @@ from django_htmx.middleware import HtmxDetails
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.forms import EventFilterForm, TimeZoneForm, action_label
-from reviewconsole.itemrefs import item_titles
+from reviewconsole.itemrefs import item_of, item_titles
 from reviewconsole.models import Action
 from reviewconsole.permissions import VIEW_EVENT
 from reviewconsole.selectors import events_csv_rows, events_filtered
@@ -41,6 +41,16 @@ from reviewconsole.timezones import chosen_zone
 
 # Audit targets that are run ids, linked to the run's page (its URL name; the app is above this one).
 RUN_TARGET_ACTIONS = frozenset({Action.RUN_OUTCOME.value, Action.RUN_FOLLOW_UP.value})
+# A pair target (a near-duplicate pair: ``case:A~case:B``) names two items.
+PAIR_SEPARATOR = "~"
+
+
+def target_parts(target: str) -> list[str]:
+    """The items an event's target names: both of a pair, else the target itself."""
+    parts = target.split(PAIR_SEPARATOR)
+    return parts if len(parts) == 2 and all(item_of(part) for part in parts) else [target]
+
+
 RUN_PAGE = "experience:run-detail"
 
 
@@ -251,10 +261,13 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
                     "run_url": reverse(RUN_PAGE, args=[event.target])
                     if event.action in RUN_TARGET_ACTIONS and event.target
                     else "",
+                    "targets": target_parts(event.target),
                 }
                 for event in events
             ],
-            "item_titles": item_titles((event.target for event in events), request.user),
+            "item_titles": item_titles(
+                (part for event in events for part in target_parts(event.target)), request.user
+            ),
         },
         partial="event-results",
     )
@@ -266,7 +279,7 @@ def event_export(request: HtmxHttpRequest) -> StreamingHttpResponse | HttpRespon
     form = EventFilterForm(request.GET or None)
     filters = form.filters() if form.is_bound and form.is_valid() else {}
     with refusal_as_403():
-        lines = events_csv_rows(viewer=request.user, **filters)
+        lines = events_csv_rows(viewer=request.user, zone=chosen_zone(request), **filters)
     if form.is_bound and not form.is_valid():
         return render_page(
             request, "reviewconsole/event_list.html", {"form": form, "events": []}, status=400

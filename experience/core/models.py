@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from reviewconsole import itemids
 from reviewconsole.links import item_page
@@ -21,11 +22,11 @@ class ImmutableContentError(RuntimeError):
 
 
 class Status(models.TextChoices):
-    CANDIDATE = "candidate", "candidate"
-    APPROVED = "approved", "approved"
-    REJECTED = "rejected", "rejected"
-    REVOKED = "revoked", "revoked"
-    SUPERSEDED = "superseded", "superseded"
+    CANDIDATE = "candidate", _("candidate")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
+    REVOKED = "revoked", _("revoked")
+    SUPERSEDED = "superseded", _("superseded")
 
 
 class SubmittedVia(models.TextChoices):
@@ -35,15 +36,15 @@ class SubmittedVia(models.TextChoices):
 
 
 class ItemType(models.TextChoices):
-    CASE = "case", "case"
-    SKILL = "skill", "skill"
-    LESSON = "lesson", "lesson"
-    DOCUMENT = "document", "knowledge document"
+    CASE = "case", _("case")
+    SKILL = "skill", _("skill")
+    LESSON = "lesson", _("lesson")
+    DOCUMENT = "document", _("knowledge document")
 
 
 class RunStatus(models.TextChoices):
-    NEEDS_REVIEW = "needs_review", "needs review"
-    FALLBACK = "fallback", "fallback"
+    NEEDS_REVIEW = "needs_review", _("needs review")
+    FALLBACK = "fallback", _("fallback")
 
 
 # Columns that may change once a case or skill is saved.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from experience.cases.models import Case
 from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ReviewedItem, _user_fk
@@ -11,10 +12,10 @@ from reviewconsole.scopes import SCOPE_FIELDS
 
 
 class LessonType(models.TextChoices):
-    SUCCESS_PATTERN = "success_pattern", "success pattern"
-    FAILURE_LESSON = "failure_lesson", "failure lesson"
-    TOOL_USAGE = "tool_usage", "tool usage"
-    DOMAIN_KNOWLEDGE = "domain_knowledge", "domain knowledge"
+    SUCCESS_PATTERN = "success_pattern", _("success pattern")
+    FAILURE_LESSON = "failure_lesson", _("failure lesson")
+    TOOL_USAGE = "tool_usage", _("tool usage")
+    DOMAIN_KNOWLEDGE = "domain_knowledge", _("domain knowledge")
 
 
 class Lesson(ReviewedItem):
@@ -58,8 +59,8 @@ class Lesson(ReviewedItem):
 
 
 class LessonRelation(models.TextChoices):
-    SUPPORTS = "supports", "supports"
-    CONTRADICTS = "contradicts", "contradicts"
+    SUPPORTS = "supports", _("supports")
+    CONTRADICTS = "contradicts", _("contradicts")
 
 
 class LessonCase(models.Model):
@@ -82,8 +83,8 @@ class LessonCase(models.Model):
 
 
 class ConflictStatus(models.TextChoices):
-    OPEN = "open", "open"
-    RESOLVED = "resolved", "resolved"
+    OPEN = "open", _("open")
+    RESOLVED = "resolved", _("resolved")
 
 
 class LessonConflict(models.Model):

@@ -579,10 +579,12 @@ def _decision(
         return None, [Condition(failure.field, failure.message, False)]
 
 
+# The decided item is named by its title: after "Approve and next" the message stands above
+# the next item, which is still a candidate.
 DECIDED = {
-    "case": _("The case is now %(status)s."),
-    "skill": _("The skill is now %(status)s."),
-    "lesson": _("The lesson is now %(status)s."),
+    "case": _("The case “%(title)s” is now %(status)s."),
+    "skill": _("The skill “%(title)s” is now %(status)s."),
+    "lesson": _("The lesson “%(title)s” is now %(status)s."),
 }
 
 
@@ -619,7 +621,10 @@ def review(request: HtmxHttpRequest, item: Case | Skill | Lesson, kind: ReviewKi
         request, partial(kind.approve, **subject), partial(kind.reject, **subject)
     )
     if outcome is not None:
-        messages.success(request, str(DECIDED[kind.name]) % {"status": gettext(outcome.status)})
+        messages.success(
+            request,
+            str(DECIDED[kind.name]) % {"title": item.title, "status": gettext(outcome.status)},
+        )
         if not then_next:
             return finish(request, in_queue(item.get_absolute_url(), queue))
         if following is None:

@@ -48,6 +48,7 @@ from experience.pages.sentences import (
 from experience.review import conflicts, revocation
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
+from reviewconsole.display import local_times_in
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.permissions import (
@@ -82,17 +83,24 @@ def _refusal(error: Exception) -> list[dict[str, str]]:
     return [{"name": name, "label": str(CONDITION_LABELS.get(name, name))} for name in names]
 
 
+ANY_STATUS = "all"
+
+
 @require_GET
 @console_view(VIEW_LESSON)
 def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
-    status = request.GET.get("status", Status.CANDIDATE)
+    # Every status by default: approved lessons and those in conflict are what a newcomer looks
+    # for first; the filter narrows to candidates.
+    status = request.GET.get("status", ANY_STATUS)
     lesson_type = request.GET.get("lesson_type", "")
-    rows = lesson_selectors.visible_lessons(acting_user(request)).select_related("submitted_by")
+    visible = lesson_selectors.visible_lessons(acting_user(request))
+    rows = visible.select_related("submitted_by")
     if status in Status.values:
         rows = rows.filter(status=status)
     if lesson_type in LESSON_TYPES:
         rows = rows.filter(lesson_type=lesson_type)
     page = paginate(request, rows.order_by("-submitted_at", "id"), LESSONS_PER_PAGE)
+    filtered = status in Status.values or lesson_type in LESSON_TYPES
     # The same availability state as the lesson's page and the queue show.
     page.object_list = list(page.object_list)
     states = availability_views(
@@ -110,6 +118,8 @@ def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
             "statuses": Status.values,
             "lesson_types": LESSON_TYPES,
             "open_conflicts": lesson_selectors.open_conflicts(acting_user(request)).count(),
+            # An empty filtered list says how many lessons the filters hide.
+            "hidden": visible.count() if filtered and not page.object_list else 0,
         },
         partial="lesson-rows",
     )
@@ -117,7 +127,9 @@ def lesson_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _lines(content: dict[str, Any]) -> list[str]:
     """A lesson's canonical content as lines, so a diff shows what changed between versions."""
-    return json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    text = json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True)
+    # Times in the viewer's zone, like every time on the page (the content holds UTC).
+    return local_times_in(text).splitlines()
 
 
 def _diff(old: Lesson, new: Lesson) -> list[Any]:

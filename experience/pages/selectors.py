@@ -25,6 +25,7 @@ from experience.runs.models import Reference, Run
 from experience.runs.selectors import references_for, runs_for
 from knowledge.models import Document
 from reviewconsole import itemids
+from reviewconsole.display import local_text
 from reviewconsole.itemids import ItemId
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import may_access, visible
@@ -288,7 +289,8 @@ def case_lines(case: Case) -> list[str]:
         f"title: {content.get('title', '')}",
         f"incident: {content.get('incident', '')}",
         "scope: " + ", ".join(f"{k}={v}" for k, v in (content.get("scope") or {}).items()),
-        f"validity: {content.get('valid_from')} → {content.get('valid_to')}",
+        # In the viewer's zone, like every time on the page (the content holds UTC).
+        f"validity: {local_text(content.get('valid_from'))} → {local_text(content.get('valid_to'))}",
         f"summary: {content.get('summary', '')}",
         "observations:",
         *_evidence_lines("  ", content.get("observations") or []),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from experience.core.models import (
     ID_LENGTH,
@@ -102,9 +103,9 @@ class RevocationImpact(models.Model):
 
 
 class Outcome(models.TextChoices):
-    RESOLVED_BY_LEAD = "resolved_by_lead", "resolved by the lead"
-    LEAD_WAS_WRONG = "lead_was_wrong", "the lead was wrong"
-    UNRESOLVED = "unresolved", "unresolved"
+    RESOLVED_BY_LEAD = "resolved_by_lead", _("resolved by the lead")
+    LEAD_WAS_WRONG = "lead_was_wrong", _("the lead was wrong")
+    UNRESOLVED = "unresolved", _("unresolved")
 
 
 class RunOwner(models.Model):

@@ -16,12 +16,19 @@ register = template.Library()
 
 
 @register.filter
+def code_text(value: object) -> str:
+    """A code as people read it: its translation, else its words (``needs review``)."""
+    text = str(value)
+    shown = gettext(text)
+    return text.replace("_", " ") if shown == text else shown
+
+
+@register.filter
 def badge(value: object) -> SafeString:
     text = str(value)
     if "_" not in text:
         return format_html('<span class="badge badge-{}">{}</span>', text, gettext(text))
     # A machine code (``needs_review``): words for people, the code on hover.
-    shown = gettext(text)
-    if shown == text:
-        shown = text.replace("_", " ")
-    return format_html('<span class="badge badge-{}" title="{}">{}</span>', text, text, shown)
+    return format_html(
+        '<span class="badge badge-{}" title="{}">{}</span>', text, text, code_text(text)
+    )

@@ -8,6 +8,7 @@ short already (``doc:KEY@N``) or that names no item shows whole.
 from __future__ import annotations
 
 from django import template
+from django.contrib.auth.models import AnonymousUser, User
 from django.template import Context
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -17,7 +18,7 @@ from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import Shape
 from reviewconsole.itemrefs import CONTEXT_NAME, ItemTitles, item_of
-from reviewconsole.links import item_page, source_url
+from reviewconsole.links import item_page, may_open, source_url
 
 register = template.Library()
 
@@ -125,13 +126,19 @@ def copy_button(value: object) -> SafeString | str:
     return copy_button_html(str(value))
 
 
-@register.simple_tag
-def run_ref(run_id: object, url: str = "") -> SafeString | str:
-    """``{% run_ref run_id url %}``: a run id that never wraps mid-word, linked, with a copy button."""
+def _viewer(context: Context) -> User | AnonymousUser | None:
+    request = context.get("request")
+    return getattr(request, "user", None)
+
+
+@register.simple_tag(takes_context=True)
+def run_ref(context: Context, run_id: object, url: str = "") -> SafeString | str:
+    """``{% run_ref run_id url %}``: a run id that never wraps mid-word, linked (where the viewer
+    may open the page), with a copy button."""
     if run_id is None or run_id == "":
         return ""
     text = str(run_id)
-    if url:
+    if url and may_open(_viewer(context), url):
         return format_html(
             '<span class="run-ref"><a class="run-id" href="{}">{}</a>{}</span>',
             url,
@@ -156,6 +163,6 @@ def source_ref(context: Context, value: object) -> SafeString | str:
     if item_of(text) is not None:
         return item_ref_html(text, context.get(CONTEXT_NAME))
     url = source_url(text)
-    if url is None:
+    if url is None or not may_open(_viewer(context), url):
         return format_html('<span class="mono source-id">{}</span>', text)
     return format_html('<a class="mono source-id" href="{}">{}</a>', url, text)

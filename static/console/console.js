@@ -122,6 +122,10 @@
       var help = document.getElementById("shortcut-help");
       if (help) {
         help.open = !help.open;
+        // The help sits below the queue links, often under the fold: bring it into view.
+        if (help.open) {
+          help.scrollIntoView({ block: "nearest" });
+        }
         event.preventDefault();
       }
       return;
@@ -145,6 +149,15 @@
       if (form) {
         event.preventDefault();
         form.requestSubmit();
+      } else if (!evidence) {
+        // Nothing focused yet: the first press goes to the first unchecked evidence item, the
+        // next marks it (a check is a write, so the reviewer sees which item first).
+        var first = document.querySelector("[data-checkable]");
+        if (first) {
+          event.preventDefault();
+          first.scrollIntoView({ block: "nearest" });
+          first.focus();
+        }
       }
     } else if (key === "a" || key === "r") {
       var button = document.querySelector('[data-shortcut-target="' + key + '"]');

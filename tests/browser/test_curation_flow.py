@@ -96,7 +96,7 @@ def test_thread_to_candidate_to_approval_by_another_reviewer(
     expect(page.locator("#ev-diagnosis-0 .badge-checked")).to_be_visible()
     page.fill("#review-reason", "配置截图与消息 m8 一致；刷新假设已排除到客户端为止")
     page.get_by_role("button", name="Approve", exact=True).click()
-    expect(page.locator(".messages")).to_contain_text("The case is now approved.")
+    expect(page.locator(".messages")).to_contain_text("” is now approved.")
     case.refresh_from_db()
     assert case.status == Status.APPROVED and case.approved_by == reviewer
 

@@ -68,7 +68,7 @@ def test_reviewer_checks_evidence_and_approves_with_a_reason(
         page.fill("#review-reason", "diagnosis evidence checked; the refresh hypothesis is refuted")
     expect(page.locator("#approval-checklist")).to_contain_text("Every condition is met.")
     page.get_by_role("button", name="Approve", exact=True).click()
-    expect(page.locator(".messages")).to_contain_text("The case is now approved.")
+    expect(page.locator(".messages")).to_contain_text("” is now approved.")
     expect(page.locator(".page-head .badge-approved")).to_be_visible()
     screen(page, "case-approved")
 

@@ -108,6 +108,12 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     _loaded(page, first)
     expect(page.locator("h1")).to_have_text(first.title)
 
+    # c with no evidence focused goes to the first unchecked item, without a click first (Tab
+    # reaches the items too); a second c would mark it. A click focuses another item.
+    page.keyboard.press("c")
+    expect(page.locator("[data-checkable]").first).to_be_focused()
+    expect(page.locator("[data-checkable]").first).to_be_in_viewport()
+
     # Typing in the reason never fires a shortcut; a modifier neither.
     page.locator("#review-reason").fill("")
     page.locator("#review-reason").press_sequentially("jack")
@@ -134,6 +140,8 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
 
     page.keyboard.press("?")
     expect(page.locator("#shortcut-help dl")).to_be_visible()
+    # The help opens where the reviewer can read it, not below the fold.
+    expect(page.locator("#shortcut-help dl")).to_be_in_viewport()
     screen(page, "case-shortcut-help")
 
     with htmx_settled(page, "/checklist/"):
@@ -141,7 +149,8 @@ def test_approve_and_next_and_the_keyboard_walk_through_the_queue(
     expect(page.locator("#approval-checklist")).to_contain_text("Every condition is met.")
     page.get_by_role("button", name="Approve and next").click()
     _loaded(page, second)
-    expect(page.locator(".messages")).to_contain_text("The case is now approved.")
+    # The message names the case approved, above the next one (still a candidate).
+    expect(page.locator(".messages")).to_contain_text(f"The case “{first.title}” is now approved.")
     expect(page.locator("h1")).to_have_text(second.title)
     assert "queue=" in page.url
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -76,7 +77,7 @@ def test_drafts_from_each_run_status(
     finished = run(skill, agent, f"aar-{status}", facts)
     assert finished.status == status
     case = Case.objects.get(pk=RunDraft.objects.get(run_id=f"aar-{status}").case_id)
-    assert status in case.summary
+    assert aar.spoken(status) in case.summary
 
 
 def test_a_near_duplicate_run_is_attached_not_drafted_again(skill: Skill, agent: User) -> None:
@@ -126,6 +127,32 @@ def test_the_case_page_says_drafted_from_run(skill: Skill, agent: User, reviewer
     html = client.get(case.get_absolute_url()).content.decode()
     assert "drafted from" in html
     assert reverse("experience:run-detail", args=["aar-page"]) in html
+    # The summary keeps its lines: one sentence each, not one wall of text.
+    assert "Goal: run the skill" in html and ".<br>Result: the skill run ended needs review" in html
+
+
+def test_a_draft_names_the_skill_by_title_in_sentences_never_by_hash(
+    skill: Skill, agent: User
+) -> None:
+    run(skill, agent, "aar-words")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-words").case_id)
+    hashes = re.compile(r"[0-9a-f]{64}")
+    assert not hashes.search(case.title) and not hashes.search(case.summary)
+    assert f"“{skill.title}” (skill:{skill.id.split(':')[1][:12]}…)" in case.title
+    assert "basket_cents: 3200" in case.title and "=" not in case.summary
+    lines = case.summary.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "Goal",
+        "Result",
+        "Key decisions",
+        "Why",
+        "Reusable",
+    ]
+    assert all(line.endswith(".") for line in lines)
+    # The run's reason as its sentence, without the machine code in front of it.
+    assert "all_steps_passed" not in case.summary and "step 1, search_knowledge (query: " in (
+        case.summary
+    )
 
 
 def test_an_investigation_drafts_its_review(skill: Skill, agent: User) -> None:

@@ -157,3 +157,17 @@ def test_later_counterevidence_entries_fold_away_until_they_hold_something(
     html = client.post(preview, build_post(**{"counter-3-hypothesis": "券已过期"})).content.decode()
     entries = re.findall(r'<details class="counter-entry"( open)?>', html)
     assert entries == [" open", "", " open"]
+
+
+def test_a_missing_field_is_named_by_its_label_and_marked_required(
+    operator: User, client: Client, at_now: datetime
+) -> None:
+    threads.thread_import(data=thread_json(), actor=operator)
+    client.force_login(operator)
+    html = client.get(reverse("curation:thread-detail", args=[THREAD_ID])).content.decode()
+    label = re.search(r'<label for="id_valid_to">(.*?)</label>', html, flags=re.S)
+    assert label and 'class="required-mark"' in label.group(1)
+    preview = reverse("curation:thread-preview", args=[THREAD_ID])
+    html = client.post(preview, build_post(valid_to="")).content.decode()
+    assert '<a href="#id_valid_to">Valid to</a>: This field is required.' in html
+    assert "<code>valid_to</code>" not in html and "valid_to:" not in html

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -123,9 +124,11 @@ def test_the_detail_page_shows_calls_to_the_true_cause(
     client.force_login(reviewer)
     body = client.get(_url("detail", report)).content.decode()
     # Ticket 1: memory's lead finds the store list at the third call; without, never (counted
-    # at the budget in the totals, a dash in the ticket's row). Ticket 2: neither arm finds it.
+    # at the budget in the totals, "never found" in the ticket's row). Ticket 2: neither arm
+    # finds it.
     assert "Calls to the true cause" in body
-    assert "<td>3 / —</td>" in body and "<td>— / —</td>" in body
+    calls = re.findall(r"<td>(\d+|never found)</td>\s*</tr>", body.split('id="ticket-results"')[1])
+    assert calls == ["3", "never found", "never found", "never found"]
     budget = report.result["calls_to_cause"]["unfound_counts_as"]
     assert f"<td>{3 + budget}</td><td>{2 * budget}</td>" in body
     assert "On the 0 tickets whose cause both arms established" in body
@@ -167,3 +170,22 @@ def test_agents_are_refused_and_strangers_sent_to_log_in(
 def test_pages_only_answer_get(client: Client, report: ReplayReport, reviewer: User) -> None:
     client.force_login(reviewer)
     assert client.post(_url("list", report)).status_code == 405
+
+
+def test_the_ticket_rows_say_checks_endings_and_directions_in_words(
+    client: Client, report: ReplayReport, reviewer: User
+) -> None:
+    client.force_login(reviewer)
+    body = client.get(_url("detail", report)).content.decode()
+    tickets = body.split('id="ticket-results"')[1]
+    text = re.sub(r"<[^>]+>", " ", tickets)
+    # No machine codes and no "with / without" pairs: a row for each arm, labelled.
+    assert not re.search(r"\b(?:config|knowledge|confirm):[a-z]", text), text
+    assert not re.search(r"\b[a-z]+_[a-z_]+\b", text), text
+    assert " / " not in text and "—" not in text
+    assert "check the live configuration: store scope" in text
+    assert "no cause claimed" in text and "escalated to a person" in text
+    # The totals say which way is better, and the chart says it too.
+    assert "<td>higher</td>" in body and "<td>lower</td>" in body
+    assert "Lower bars are better" in body
+    assert report.set_hash not in re.sub(r'title="[^"]*"', "", body)

@@ -253,3 +253,19 @@ def test_revoking_a_lesson_from_its_page_previews_the_runs_it_reaches(
         {"decision": "revoke", "reason": "wrong"},
     )
     assert RevocationImpact.objects.get(item_id=lesson.id).runs == ["recall-read-it"]
+
+
+def test_the_lesson_list_shows_every_status_by_default_and_says_what_a_filter_hides(
+    approved_lesson: Callable[..., Lesson], two_cases: list[Case], reviewer: User
+) -> None:
+    lesson = approved_lesson(lesson_data([c.id for c in two_cases]))
+    client = client_for(reviewer)
+    html = client.get(reverse("experience:lesson-list")).content.decode()
+    assert lesson.get_absolute_url() in html
+    assert '<option value="all" selected>' in html
+    # The type options read as words, not codes.
+    assert ">success pattern</option>" in html and ">success_pattern<" not in html
+    candidates = client.get(reverse("experience:lesson-list") + "?status=candidate")
+    text = candidates.content.decode()
+    assert "No lesson matches these filters; they hide 1 lesson." in text
+    assert f'href="{reverse("experience:lesson-list")}">Show every lesson</a>' in text

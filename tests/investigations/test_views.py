@@ -379,3 +379,15 @@ def test_the_steps_show_arguments_and_results_as_text_not_python(
     assert f"query: {query}" in page
     assert "{&#x27;" not in page and "{'" not in page  # no dict in Python's notation
     assert "&quot;status&quot;:" in page  # the full result as JSON
+
+
+def test_a_missing_scope_field_is_named_as_the_form_labels_it(
+    knowledge_base: None, reviewer: User
+) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form(deployment=""))
+    investigation = Investigation.objects.get()
+    assert investigation.missing == ["deployment"]
+    page = client.get(investigation.get_absolute_url()).content.decode()
+    assert "Missing: Release" in page
+    assert "<code>deployment</code>" not in page

@@ -85,12 +85,37 @@ def test_a_run_target_links_to_the_run(admin_user: User, client: Client) -> None
     assert f'href="{reverse("experience:run-detail", args=["run-audit-1"])}"' in html
 
 
-def test_a_thread_target_links_to_the_thread(admin_user: User, client: Client) -> None:
+def test_a_pair_target_names_both_items_by_title_never_two_full_hashes(
+    cases: list[Case], admin_user: User, client: Client
+) -> None:
+    first, second = cases[:2]
+    with transaction.atomic():
+        event_record(
+            actor=admin_user,
+            action=Action.NEAR_DUPLICATE_RESOLVE,
+            target=f"{first.id}~{second.id}",
+        )
+    client.force_login(admin_user)
+    html = client.get(LIST + "?action=" + Action.NEAR_DUPLICATE_RESOLVE.value).content.decode()
+    [cell] = _cells(html, 3)
+    text = unescape(re.sub(r"<[^>]+>", " ", cell))
+    assert not re.search(r"[0-9a-f]{64}", text), text
+    for case in (first, second):
+        assert f'href="{case.get_absolute_url()}" title="{case.id}">{case.title}</a>' in cell
+    assert " and " in text
+
+
+def test_a_thread_target_is_named_but_not_linked_for_an_admin_who_may_not_open_it(
+    admin_user: User, client: Client
+) -> None:
+    # The thread page is the candidate builder (operators and reviewers): a link there would
+    # answer an admin 403.
     with transaction.atomic():
         event_record(actor=admin_user, action=Action.THREAD_IMPORT, target="thread:T-audit")
     client.force_login(admin_user)
     html = client.get(LIST).content.decode()
-    assert f'href="{reverse("curation:thread-detail", args=["T-audit"])}"' in html
+    assert reverse("curation:thread-detail", args=["T-audit"]) not in html
+    assert '<span class="mono source-id">thread:T-audit</span>' in html
 
 
 def test_the_page_costs_the_same_queries_for_few_events_or_many(

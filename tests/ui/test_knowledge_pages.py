@@ -111,7 +111,9 @@ def test_search_preview_without_campaign_needs_context(
 ) -> None:
     client.force_login(operator)
     html = _search(client, campaign="").content.decode()
-    assert "badge-needs_context" in html and "<code>campaign</code>" in html
+    # The missing field named as the form labels it, not by its code.
+    assert "badge-needs_context" in html and "Missing: Campaign</p>" in html
+    assert "<code>campaign</code>" not in html
 
 
 def test_search_preview_conflicting_sources(

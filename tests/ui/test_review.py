@@ -80,7 +80,8 @@ def test_approve_with_reason_after_a_check(candidate: Case, reviewer: User, clie
     candidate.refresh_from_db()
     assert candidate.status == Status.APPROVED and candidate.approved_by == reviewer
     assert candidate.approved_reason == "matches the thread"
-    assert "The case is now approved." in client.get(response["Location"]).content.decode()
+    page = client.get(response["Location"]).content.decode()
+    assert f"The case “{candidate.title}” is now approved." in page
 
 
 def test_approve_with_htmx_reloads_the_page(

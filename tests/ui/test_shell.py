@@ -132,7 +132,9 @@ def test_audit_csv_export_streams_filtered_rows(
     assert response["Content-Disposition"].startswith('attachment; filename="audit-')
     body = b"".join(cast(StreamingHttpResponse, response).streaming_content)  # type: ignore[arg-type]
     rows = list(csv.reader(io.StringIO(body.decode())))
-    assert rows[0] == ["time", "actor", "action", "target", "reason", "details"]
+    # Times in the zone the page shows (the deployment's here), named in the header.
+    assert rows[0] == ["time (Asia/Shanghai)", "actor", "action", "target", "reason", "details"]
+    assert all(row[0].endswith("+08:00") for row in rows[1:])
     assert len(rows) == 5
     assert rows[1][4] == "'=HYPERLINK(1)"  # a spreadsheet must not run user text as a formula
     assert {row[2] for row in rows[1:]} == {"knowledge.lexicon.change"}
@@ -165,3 +167,16 @@ def test_case_page_in_chinese_names_the_unmet_conditions(
         HTTP_ACCEPT_LANGUAGE="zh-hans",
     ).content.decode()
     assert "审批清单" in html and "no_checked_diagnosis_evidence" in html
+
+
+def test_audit_csv_export_uses_the_users_chosen_zone(
+    admin_user: User, operator: User, client: Client
+) -> None:
+    _events(operator, 1)
+    client.force_login(admin_user)
+    client.post(reverse("time-zone"), {"zone": "Europe/Berlin"})
+    response = client.get(reverse("event-export"))
+    body = b"".join(cast(StreamingHttpResponse, response).streaming_content)  # type: ignore[arg-type]
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    assert rows[0][0] == "time (Europe/Berlin)"
+    assert rows[1][0].endswith(("+01:00", "+02:00"))

@@ -95,7 +95,9 @@ def test_the_filter_form_renders_fields_errors_submit_and_reset() -> None:
     assert 'hx-get="/list/"' in html
     assert 'hx-target="#list-results"' in html
     assert 'hx-trigger="submit, input delay:400ms"' in html
-    assert '<label for="id_status">Status</label>' in html
+    # A required field carries its mark (and says so to a screen reader).
+    assert '<label for="id_status">Status <span class="required-mark"' in html
+    assert '<label for="id_title">Title</label>' in html
     assert '<span class="help" id="id_title_helptext">Part of the title</span>' in html
     assert 'aria-describedby="id_title_helptext"' in html
     assert 'class="errorlist' in html

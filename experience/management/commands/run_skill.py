@@ -8,7 +8,7 @@ from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
-from reviewconsole.cli import JsonCommand, user_by_name
+from reviewconsole.cli import JsonCommand, arguments_text, user_by_name
 from reviewconsole.timeparse import parse_aware_datetime
 
 
@@ -60,7 +60,8 @@ class Command(JsonCommand):
         ]
         for step in result["steps"]:
             lines.append(
-                f"step {step['index']}: {step['tool']} {step['arguments']} → {step['status']}"
+                f"step {step['index']}: {step['tool']} {arguments_text(step['arguments'])} "
+                f"→ {step['status']}"
             )
         for observation in result["observations"]:
             lines.append(f"observed (step {observation['step']}): {observation['status']}")

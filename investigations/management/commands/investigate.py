@@ -9,7 +9,8 @@ from investigations.domain import MAX_CALLS_LIMIT
 from investigations.providers import PROVIDERS, SCRIPTED
 from investigations.services import MAX_CALLS_RANGE, investigation_run
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
-from reviewconsole.cli import JsonCommand, integer_option, user_by_name
+from reviewconsole import clock
+from reviewconsole.cli import JsonCommand, arguments_text, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -43,7 +44,12 @@ class Command(JsonCommand):
         # A missing scope field is an answer (needs_context naming it), not a usage error.
         add_scope_arguments(parser)
         parser.add_argument("--at", required=True, metavar="ISO", help="when the problem occurred")
-        parser.add_argument("--known-at", required=True, metavar="ISO", dest="known_at")
+        parser.add_argument(
+            "--known-at",
+            metavar="ISO",
+            dest="known_at",
+            help="when the ticket became known; memory is read as of then (default: now)",
+        )
         add_fact_arguments(parser)
         parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED)
         parser.add_argument("--run-id", dest="run_id", metavar="R", help="default: a new id")
@@ -60,7 +66,11 @@ class Command(JsonCommand):
     def execute_json(self, **options: Any) -> dict[str, Any]:
         actor = user_by_name(options["as_user"]) if options.get("as_user") else system_agent()
         occurred_at = parse_aware_datetime(options["at"], field="--at")
-        known_at = parse_aware_datetime(options["known_at"], field="--known-at")
+        known_at = (
+            parse_aware_datetime(options["known_at"], field="--known-at")
+            if options.get("known_at")
+            else clock.now()
+        )
         try:
             max_calls = integer_option(
                 options.get("max_calls"), field="max_calls", message=MAX_CALLS_RANGE
@@ -85,7 +95,9 @@ class Command(JsonCommand):
         if result["missing"]:
             lines.append("missing: " + ", ".join(result["missing"]))
         for step in result["steps"]:
-            lines.append(f"- {step['tool']} {step['arguments']} -> {step['outcome']}")
+            lines.append(
+                f"- {step['tool']} {arguments_text(step['arguments'])} -> {step['outcome']}"
+            )
         answer = result["answer"]
         if answer:
             lines.append(f"conclusion ({answer['conclusion_code']}): {answer['conclusion']}")

@@ -1,0 +1,119 @@
+"""Every ``.venv/bin/python manage.py`` command of the README's shell blocks works when pasted
+after ``load_demo``, on whatever day the demo was loaded, and prints what its comment says.
+
+The commands run in-process (``call_command``) against one demo database, in the README's order,
+with the clock set months after the README's ticket dates: the demo's memory is dated relative
+to the load day, so a command whose times only work on the README's own day fails here.
+A command written as a template (``case:…``, an upper-case placeholder such as ``NAME``, an
+optional ``[part]``, a file the reader brings) is not run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from tests.helpers import clock_frozen
+
+pytestmark = pytest.mark.django_db
+
+README = Path(settings.BASE_DIR) / "README.md"
+PREFIX = [".venv/bin/python", "manage.py"]
+LOAD_DAY = datetime.fromisoformat("2027-03-02T10:00:00+08:00")
+# Commands a test elsewhere runs: experience_demo replays on a temporary database of its own
+# (tests/experience/test_commands.py), not on the demo loaded here.
+RUN_ELSEWHERE = {"experience_demo"}
+# Words a comment may open with that the command prints (`# retrieved: rule + case`).
+PRINTED_WORD = re.compile(r"^([a-z_]+)[:,]")
+CODE = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
+PLACEHOLDER = re.compile(r"…|^\[|^[A-Z][A-Z_]+$|\|")
+
+
+def shell_blocks(text: str) -> list[str]:
+    return re.findall(r"```(?:sh|bash)\n(.*?)```", text, flags=re.S)
+
+
+def readme_commands() -> list[tuple[list[str], str]]:
+    """(arguments after ``manage.py``, the comment after the command), in README order."""
+    commands = []
+    for block in shell_blocks(README.read_text(encoding="utf-8")):
+        for line in block.replace("\\\n", " ").splitlines():
+            if " ".join(PREFIX) not in line:
+                continue
+            code, _, comment = line.partition(" # ")
+            inner = re.search(r"\$\((.*)\)", code)
+            words = shlex.split(inner.group(1) if inner else code)
+            if words[:2] == PREFIX:
+                commands.append((words[2:], comment.strip()))
+    return commands
+
+
+def is_template(arguments: list[str]) -> bool:
+    return any(PLACEHOLDER.search(word) for word in arguments) or any(
+        word.endswith(".json") and not (Path(settings.BASE_DIR) / word).exists()
+        for word in arguments
+    )
+
+
+def printed_words(comment: str) -> list[str]:
+    """What the comment says the command prints: its machine words (``needs_review``), and the
+    word it opens with before a colon or comma (``retrieved:``, ``verified``)."""
+    words = CODE.findall(comment)
+    first = PRINTED_WORD.match(comment)
+    if first:
+        words.append(first.group(1))
+    words += [word for word in ("verified", "approved") if re.search(rf"\b{word}$", comment)]
+    return sorted(set(words))
+
+
+def test_the_readme_names_runnable_commands_and_templates_apart() -> None:
+    commands = readme_commands()
+    runnable = [args for args, _ in commands if not is_template(args)]
+    assert len(runnable) >= 10
+    assert {args[0] for args in runnable} >= {
+        "review",
+        "recall",
+        "run_skill",
+        "run_outcome",
+        "research",
+        "investigate",
+        "add_user",
+        "create_token",
+    }
+    assert printed_words("rules_exclude_purchase, verified") == [
+        "rules_exclude_purchase",
+        "verified",
+    ]
+    assert printed_words("retrieved: rule + case, product mismatch") == ["retrieved"]
+
+
+def test_every_readme_command_works_after_the_demo_is_loaded_on_any_day() -> None:
+    failures = []
+    with clock_frozen(LOAD_DAY):
+        call_command("load_demo", "--no-replay", stdout=StringIO())
+        for arguments, comment in readme_commands():
+            if is_template(arguments) or arguments[0] in RUN_ELSEWHERE:
+                continue
+            out = StringIO()
+            try:
+                call_command(*arguments, stdout=out, stderr=StringIO())
+            except (CommandError, SystemExit) as error:
+                failures.append(f"{shlex.join(arguments)}\n  exits non-zero: {error}")
+                continue
+            printed = out.getvalue()
+            if "{'" in printed:
+                failures.append(f"{shlex.join(arguments)}\n  prints Python notation:\n{printed}")
+            missing = [word for word in printed_words(comment) if word not in printed]
+            if missing:
+                failures.append(
+                    f"{shlex.join(arguments)}\n  the README says it prints {missing}:\n{printed}"
+                )
+    assert not failures, "\n".join(failures)
