@@ -506,10 +506,14 @@ def build_latency_scopes(sizes: Sequence[int], seed: int) -> None:
     gated out) and one experience scope of that many approved cases, bulk inserted and indexed
     as the other benchmarks do."""
     from django.db import connection
+    from django.db.models import Max
 
     from bench.bench_knowledge import Corpus
+    from knowledge.models import Document
 
     corpus = Corpus(seed)
+    # The demo's and the paraphrase set's documents came first: number the bulk rows after them.
+    corpus.next_id = (Document.objects.aggregate(last=Max("id"))["last"] or 0) + 1
     for size in sizes:
         corpus.build_scope(_scope_store(size), size)
     corpus.finish_loading(connection.vendor)
