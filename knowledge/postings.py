@@ -42,6 +42,7 @@ from knowledge.models import (
     lexicon_stamp_renewed,
 )
 from reviewconsole.itemids import ItemId
+from semantic.tasks import scopes_changed
 
 __all__ = ["lexicon_stamp_renewed"]
 
@@ -72,6 +73,10 @@ ENTRY_DTYPE = np.dtype(
         ("contested", "?"),
     ]
 )
+
+
+# The name of this index's vectors in ``semantic`` (knowledge/vectors.py registers it).
+VECTOR_SPACE = "knowledge"
 
 
 def token_key(token: str) -> str:
@@ -281,8 +286,12 @@ def groups_refreshed(
 
 
 def arrays_rebuilt(scopes: Iterable[int], models: IndexModels = LIVE) -> None:
-    """Pack each scope's entries into its ``arrays`` (after any change to them)."""
-    for scope_id in set(scopes):
+    """Pack each scope's entries into its ``arrays`` (after any change to them), and queue the
+    packing of their vectors (``semantic``) after the commit."""
+    scopes = set(scopes)
+    if models is LIVE:
+        scopes_changed(VECTOR_SPACE, scopes)
+    for scope_id in scopes:
         rows = list(
             models.entry.objects.filter(scope_id=scope_id)
             .order_by("pk")

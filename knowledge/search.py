@@ -29,10 +29,12 @@ from knowledge.domain import (
     tokenize,
 )
 from knowledge.models import Document, DocumentStore
+from knowledge.postings import VECTOR_SPACE
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
+from semantic.branch import OFF, Branch, vector_branch
 
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
@@ -65,13 +67,19 @@ def _result(
     missing: list[str] | None = None,
     truncated: bool = False,
     evidence: list[dict[str, Any]] | None = None,
+    semantic: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    result: dict[str, Any] = {
         "status": status,
         "missing": missing or [],
         "truncated": truncated,
         "evidence": evidence or [],
     }
+    if semantic is not None and semantic != OFF:
+        # What the vector branch did (semantic.branch): used, partial, not_indexed or
+        # unavailable. Absent when it is off (the lexical shape) or nothing was searched.
+        result["semantic"] = semantic
+    return result
 
 
 def gated_rows(context: KnowledgeContext) -> Any:
@@ -123,16 +131,20 @@ def search_knowledge(
 
     ranked = ranked_top(query, context)
     if not ranked.chosen:
-        return _result(NO_MATCH)
+        return _result(NO_MATCH, semantic=ranked.semantic)
 
     documents = _evidence_rows(ranked.chosen, ranked.versions)
     facts = {k: v for k, v in context.facts.items() if v is not None and v != ""}
 
     evidence = []
-    for document_id, conflict in zip(ranked.chosen, ranked.conflicts, strict=True):
+    for document_id, conflict, found_by in zip(
+        ranked.chosen, ranked.conflicts, ranked.found_by, strict=True
+    ):
         document = documents[document_id]
         conditions = compare_conditions(document["requirements"], facts)
-        evidence.append(_evidence_item(document, conditions, conflict=conflict))
+        item = _evidence_item(document, conditions, conflict=conflict)
+        item["found_by"] = found_by
+        evidence.append(item)
 
     if any(item["conflict"] for item in evidence):
         status = CONFLICTING_SOURCES
@@ -142,7 +154,9 @@ def search_knowledge(
         missing = sorted({name for item in undecided for name in item["conditions"]["unknown"]})
         status = NEEDS_CONTEXT if undecided else RETRIEVED
     truncated = ranked.matched > context.limit
-    return _result(status, missing=missing, truncated=truncated, evidence=evidence)
+    return _result(
+        status, missing=missing, truncated=truncated, evidence=evidence, semantic=ranked.semantic
+    )
 
 
 # --- ranking over the postings -----------------------------------------------------------------
@@ -150,14 +164,20 @@ def search_knowledge(
 
 @dataclass(frozen=True)
 class Ranked:
-    """The first ``limit`` fused documents (their ids), how many matched, and which of the
-    chosen ones are in conflict."""
+    """The first ``limit`` fused documents (their ids), how many matched, which of the chosen
+    ones are in conflict, which branches found each (``BRANCHES``), and what the vector branch
+    did (``semantic.branch`` statuses)."""
 
     chosen: list[int]
     matched: int
     conflicts: list[bool]
     versions: list[int] = field(default_factory=list)  # of the chosen, as the index holds them
+    found_by: list[list[str]] = field(default_factory=list)
+    semantic: str = OFF
 
+
+# The branches a result names in ``found_by``, in this order.
+RAW, EXPANDED, VECTOR = "raw", "expanded", "vector"
 
 NOTHING = Ranked([], 0, [])
 
@@ -195,14 +215,14 @@ def _evidence_rows(ids: list[int], versions: list[int]) -> dict[int, dict[str, A
 # posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones).
 _POSTINGS_SQL = """
 SELECT 0, {version}, {arrays}, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp),
-       s.multi_version
+       s.multi_version, s.id
 FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 UNION ALL
 SELECT 1, p.token,
        CASE WHEN p.token {raw} THEN p.raw END,
        CASE WHEN p.token {expanded} THEN p.expanded END,
-       NULL, NULL
+       NULL, NULL, NULL
 FROM knowledge_postinglist p JOIN knowledge_searchscope s ON s.id = p.scope_id
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
   AND p.token {every}
@@ -231,6 +251,7 @@ class _Read:
     multi_version: bool
     raw: list[np.ndarray]
     expanded: list[np.ndarray]
+    scope_id: int | None = None
 
 
 # PostgreSQL: a scope's packed array is sent only when it differs from the one this process
@@ -287,9 +308,9 @@ def _read(
     read = _Read(False, None, postings.entries_of(None), False, [], [])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for kind, version, first, second, stamp, multi_version in cursor.fetchall():
+        for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
-                read.found, read.stamp = True, stamp
+                read.found, read.stamp, read.scope_id = True, stamp, scope_id
                 if first is None and cached is not None and version == cached[0]:
                     read.entries = cached[1]
                 else:
@@ -318,13 +339,19 @@ def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
         if not read.found:
             return NOTHING
         if read.stamp == stamp:
-            return _ranked(read, len(raw_query), len(expanded_query), context)
+            return _ranked(read, len(raw_query), len(expanded_query), context, query)
         # The index moved to another lexicon since it was read: expand the query again with it.
         stamp = read.stamp
     raise RuntimeError("the lexicon kept changing during one search")
 
 
-def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext) -> Ranked:
+def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
+    return [name for name, rank in zip((RAW, EXPANDED, VECTOR), ranks, strict=False) if rank[index]]
+
+
+def _ranked(
+    read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext, query: str = ""
+) -> Ranked:
     entries = read.entries
     count = len(entries)
     if count == 0:
@@ -357,6 +384,16 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
         candidates = np.nonzero(gated & (inter > 0))[0]
         common = inter[candidates]
         branches.append((candidates, common, query_size + sizes[candidates] - common))
+    hits = []
+    for candidates, _, _ in branches:
+        hit = np.zeros(count, dtype=bool)
+        hit[candidates] = True
+        hits.append(hit)
+    # The vector branch, over exactly the entries past the gate and the newest-version rule.
+    vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
+    if vector.ranked:
+        assert vector.ranks is not None
+        return _fused_with_vectors(entries, gated, branches, order, vector.ranks, vector, context)
     if max(len(candidates) for candidates, _, _ in branches) >= PARTIAL_FROM:
         partial = _partial_head(branches, order, count, context.limit)
         if partial is not None:
@@ -366,6 +403,8 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
                 matched=matched,
                 conflicts=[_in_conflict(entries, gated, i) for i in picked_head],
                 versions=[int(entries["version"][i]) for i in picked_head],
+                found_by=[_found_by(i, hits) for i in picked_head],
+                semantic=vector.status,
             )
     ranks = []
     for candidates, common, union in branches:
@@ -376,7 +415,7 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
     first, second = ranks
     fused = np.nonzero((first > 0) | (second > 0))[0]
     if len(fused) == 0:
-        return NOTHING
+        return Ranked([], 0, [], semantic=vector.status)
     a = np.where(first[fused] > 0, RRF_K + first[fused], 0)
     b = np.where(second[fused] > 0, RRF_K + second[fused], 0)
     both = (a > 0) & (b > 0)
@@ -404,6 +443,63 @@ def _ranked(read: _Read, raw_size: int, expanded_size: int, context: KnowledgeCo
         matched=len(fused),
         conflicts=[_in_conflict(entries, gated, i) for i in chosen],
         versions=[int(entries["version"][i]) for i in chosen],
+        found_by=[_found_by(i, ranks) for i in chosen],
+        semantic=vector.status,
+    )
+
+
+def _fused_with_vectors(
+    entries: np.ndarray,
+    gated: np.ndarray,
+    branches: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    order: np.ndarray,
+    third: np.ndarray,
+    vector: Branch,
+    context: KnowledgeContext,
+) -> Ranked:
+    """The head of the RRF fusion of both lexical branches (ranked whole) and the vector
+    branch's ranks ``third``, exactly: each score Σ 1/(k + rank) is one integer fraction, whose
+    float is correctly rounded, and runs of equal floats are ordered by ``_exact_head``."""
+    count = len(entries)
+    ranks = []
+    for candidates, common, union in branches:
+        by_rank = candidates[_jaccard_order(common, union, order[candidates])]
+        rank = np.zeros(count, dtype=np.int64)
+        rank[by_rank] = np.arange(1, len(by_rank) + 1)
+        ranks.append(rank)
+    ranks.append(third)
+    fused = np.nonzero((ranks[0] > 0) | (ranks[1] > 0) | (ranks[2] > 0))[0]
+    numerator = np.zeros(len(fused), dtype=np.int64)
+    denominator = np.ones(len(fused), dtype=np.int64)
+    for rank in ranks:
+        r = rank[fused]
+        has = r > 0
+        a = RRF_K + r
+        numerator = np.where(has, numerator * a + denominator, numerator)
+        denominator = np.where(has, denominator * a, denominator)
+    value = numerator / denominator
+    fetch = context.limit + 16
+    while True:
+        if fetch < len(fused):
+            picked = np.argpartition(-value, fetch - 1)[:fetch]
+            top, head_value = fused[picked], value[picked]
+        else:
+            top, head_value = fused, value
+        by_float = top[np.lexsort((order[top], -head_value))]
+        head = [
+            (int(order[i]), *(int(rank[i]) or None for rank in ranks), int(i)) for i in by_float
+        ]
+        chosen = _exact_head(head, context.limit, complete=len(top) == len(fused))
+        if chosen is not None:
+            break
+        fetch *= 8
+    return Ranked(
+        chosen=[int(entries["document_id"][i]) for i in chosen],
+        matched=len(fused),
+        conflicts=[_in_conflict(entries, gated, i) for i in chosen],
+        versions=[int(entries["version"][i]) for i in chosen],
+        found_by=[_found_by(i, ranks) for i in chosen],
+        semantic=vector.status,
     )
 
 
@@ -588,28 +684,29 @@ def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> 
 
 
 def _exact_head(
-    rows: Sequence[tuple[int, int | None, int | None, int]], limit: int, *, complete: bool
+    rows: Sequence[tuple[int | None, ...]], limit: int, *, complete: bool
 ) -> list[int] | None:
     """The payloads of the first ``limit`` rows in exact order, or None if unsure.
 
-    ``rows`` are ``(tie key, raw rank, expanded rank, payload)`` ordered by the float of the
-    fused score, then the tie key; ``complete`` says whether they are all the matched rows.
+    ``rows`` are ``(tie key, rank in each branch or None..., payload)`` (the raw and expanded
+    branches, and the vector branch when it ran) ordered by the float of the fused score, then
+    the tie key; ``complete`` says whether they are all the matched rows.
     Float rounding is monotone, so a row not given (float at most the last given one's) can
     only outrank a chosen row when the last given float equals the smallest chosen float.
     """
-    values = {row[0]: _fused_value(row[1], row[2]) for row in rows}
-    payloads = {row[0]: row[3] for row in rows}
+    values = {int(row[0] or 0): _fused_value(row[1:-1]) for row in rows}
+    payloads = {int(row[0] or 0): int(row[-1] or 0) for row in rows}
     chosen = exact_order((*values[key], key) for key in payloads)[:limit]
     if not complete and rows:
-        last = values[rows[-1][0]]
+        last = values[int(rows[-1][0] or 0)]
         lowest = min(values[key][0] / values[key][1] for key in chosen)
         if not last[0] / last[1] < lowest:
             return None
     return [payloads[key] for key in chosen]
 
 
-def _fused_value(r1: int | None, r2: int | None) -> tuple[int, int]:
-    return rrf_fraction([r for r in (r1, r2) if r is not None])
+def _fused_value(ranks: Sequence[int | None]) -> tuple[int, int]:
+    return rrf_fraction([r for r in ranks if r])
 
 
 _EVIDENCE_FIELDS = (

@@ -114,6 +114,19 @@ def immediate_tasks(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def semantic_off(settings: Any) -> Iterator[None]:
+    """The vector branch is off unless a test turns it on: the tests of the semantic index
+    (tests/semantic) use the real local model on small data and a fake embedder for the
+    plumbing. Its per-process caches start empty (ids are reused when tests roll back)."""
+    from semantic.branch import caches_cleared
+
+    settings.SEMANTIC_EMBEDDER = "off"
+    caches_cleared()
+    yield
+    caches_cleared()
+
+
+@pytest.fixture(autouse=True)
 def unthrottled_api(settings: Any) -> None:
     """The agent API's per-account rate limit is off unless a test sets one (its own tests do:
     tests/investigations/test_api_limits.py); its counts live in the default cache, emptied here

@@ -148,8 +148,12 @@ def test_evidence_item_carries_the_documented_fields(knowledge_base: None) -> No
         "published_at",
         "content_hash",
         "allowed_conclusion",
+        "found_by",
     }
     assert item["allowed_conclusion"] == "rules_do_not_explain"  # a full match explains nothing
+    # With the vector branch off, only the lexical branches can have found it.
+    assert item["found_by"] and set(item["found_by"]) <= {"raw", "expanded"}
+    assert "semantic" not in result
     assert item["version"] == 1
     assert item["rule_key"] == "campaign-b/coupon"
     assert item["valid_from"] == "2026-09-17T16:00:00Z"  # 2026-09-18T00:00+08:00 in UTC

@@ -67,8 +67,14 @@ class Command(JsonCommand):
         lines = [f"status: {result['status']}"]
         if result["missing"]:
             lines.append("missing: " + ", ".join(result["missing"]))
+        if "semantic" in result:
+            lines.append(f"semantic: {result['semantic']}")
         for item in result["evidence"]:
-            lines.append(f"- {item['id']}  {item['quote']}  => {item['allowed_conclusion']}")
+            found = "+".join(item.get("found_by", []))
+            lines.append(
+                f"- {item['id']}  {item['quote']}  => {item['allowed_conclusion']}"
+                + (f"  [found by {found}]" if found else "")
+            )
         if result["truncated"]:
             lines.append("(more documents matched; the list was cut)")
         return "\n".join(lines)

@@ -1,0 +1,25 @@
+"""The search index as a space of the semantic index: its scopes, and per scope each entry with
+its document version and the text the lexical branches read (title and text)."""
+
+from __future__ import annotations
+
+from knowledge.lexicon import searchable
+from knowledge.models import SearchEntry, SearchScope
+from knowledge.postings import VECTOR_SPACE
+from semantic.spaces import Entry, Space
+
+
+def _scopes() -> list[int]:
+    return list(SearchScope.objects.order_by("pk").values_list("pk", flat=True))
+
+
+def _entries(scope: int) -> list[Entry]:
+    rows = (
+        SearchEntry.objects.filter(scope_id=scope)
+        .order_by("pk")
+        .values_list("pk", "document_id", "document__title", "document__text")
+    )
+    return [Entry(pk, str(document), searchable(title, text)) for pk, document, title, text in rows]
+
+
+SPACE = Space(VECTOR_SPACE, _scopes, _entries)

@@ -1,0 +1,220 @@
+"""The vector branch of a search: exact cosine over the gated entries of one scope.
+
+It runs after the gate, over exactly the entries the caller says passed it, so it can never
+widen what a search may return. The scope's packed matrix is read once per process and kept
+until the scope is packed again (its ``version``); the query's vector is cached per query text.
+The entries ranked are those at least ``SEMANTIC_MIN_SIMILARITY`` similar to the query, at most
+``SEMANTIC_DEPTH`` of them, best first, ties by the caller's tie order (the item ids' order);
+the caller fuses the ranks with its lexical branches by RRF.
+
+What the branch did is its ``status``, which every answer carries as ``semantic``:
+
+- ``used``: every gated entry had a vector;
+- ``partial``: some gated entries are not embedded yet (``unembedded``): they were ranked by
+  their words only;
+- ``not_indexed``: no gated entry of the scope has a vector of the configured model yet;
+- ``unavailable``: the embedder failed or did not answer within ``SEMANTIC_QUERY_TIMEOUT``;
+- ``off``: no embedder is configured (``SEMANTIC_EMBEDDER=off``).
+
+In all but ``used`` and ``partial`` the answer is the lexical one, never an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+
+from semantic import embedders
+from semantic.models import ScopeVectors
+
+logger = logging.getLogger(__name__)
+
+USED = "used"
+PARTIAL = "partial"
+NOT_INDEXED = "not_indexed"
+UNAVAILABLE = "unavailable"
+OFF = "off"
+STATUSES = (USED, PARTIAL, NOT_INDEXED, UNAVAILABLE, OFF)
+
+DEFAULT_MIN_SIMILARITY = 0.8
+DEFAULT_DEPTH = 20
+DEFAULT_QUERY_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class Packed:
+    version: int
+    model: str
+    keys: np.ndarray
+    matrix: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.matrix.nbytes)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked;
+    ``similarity``: its cosine to the query (0 where not computed)."""
+
+    status: str
+    ranks: np.ndarray | None = None
+    similarity: np.ndarray | None = None
+    unembedded: int = 0
+
+    @property
+    def ranked(self) -> bool:
+        return self.ranks is not None and bool((self.ranks > 0).any())
+
+
+# --- the scope's matrix, per process --------------------------------------------------------
+
+_packed_cache: OrderedDict[tuple[str, int], Packed] = OrderedDict()
+_packed_lock = threading.Lock()
+PACKED_CACHE_BYTES = 256 * 1024 * 1024
+
+
+def packed(space: str, scope: int) -> Packed | None:
+    """The scope's packed vectors as last packed, or None when it never was."""
+    key = (space, scope)
+    row = (
+        ScopeVectors.objects.filter(space=space, scope=scope)
+        .values_list("version", "model")
+        .first()
+    )
+    if row is None or not row[1]:
+        return None
+    with _packed_lock:
+        kept = _packed_cache.get(key)
+        if kept is not None and kept.version == row[0] and kept.model == row[1]:
+            _packed_cache.move_to_end(key)
+            return kept
+    full = (
+        ScopeVectors.objects.filter(space=space, scope=scope)
+        .values_list("version", "model", "dim", "keys", "matrix")
+        .first()
+    )
+    if full is None or not full[1]:
+        return None
+    version, model, dim, keys, matrix = full
+    ids = np.frombuffer(bytes(keys), dtype=np.int64)
+    rows = np.frombuffer(bytes(matrix), dtype=np.float32).reshape(len(ids), dim or 0)
+    fresh = Packed(int(version), model, ids, rows)
+    with _packed_lock:
+        _packed_cache[key] = fresh
+        _packed_cache.move_to_end(key)
+        while sum(p.nbytes for p in _packed_cache.values()) > PACKED_CACHE_BYTES:
+            _packed_cache.popitem(last=False)
+    return fresh
+
+
+# --- the query's vector ------------------------------------------------------------------------
+
+_query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_lock = threading.Lock()
+QUERY_CACHE_SIZE = 4096
+# A hung embedder holds its thread; the request goes on without it after the timeout.
+_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="semantic-query")
+
+
+def query_vector(embedder: embedders.Embedder, text: str) -> np.ndarray:
+    """The query's vector, cached per model and text; ``EmbedderUnavailable`` when the
+    embedder fails or takes longer than ``SEMANTIC_QUERY_TIMEOUT`` seconds."""
+    key = (embedder.name, text)
+    with _query_lock:
+        kept = _query_cache.get(key)
+        if kept is not None:
+            _query_cache.move_to_end(key)
+            return kept
+    timeout = float(getattr(settings, "SEMANTIC_QUERY_TIMEOUT", DEFAULT_QUERY_TIMEOUT))
+    future = _executor.submit(embedder.queries, [text])
+    try:
+        vector = np.asarray(future.result(timeout=timeout), dtype=np.float32)[0]
+    except FutureTimeout:
+        future.cancel()
+        raise embedders.EmbedderUnavailable(
+            f"the embedder did not answer within {timeout:g} s"
+        ) from None
+    except embedders.EmbedderUnavailable:
+        raise
+    except Exception as error:
+        raise embedders.EmbedderUnavailable(f"the embedder failed: {error}") from error
+    with _query_lock:
+        _query_cache[key] = vector
+        while len(_query_cache) > QUERY_CACHE_SIZE:
+            _query_cache.popitem(last=False)
+    return vector
+
+
+def caches_cleared() -> None:
+    """Forget the kept matrices and query vectors (tests: ids are reused after a rollback)."""
+    with _packed_lock:
+        _packed_cache.clear()
+    with _query_lock:
+        _query_cache.clear()
+
+
+# --- the branch ---------------------------------------------------------------------------------
+
+
+def vector_branch(
+    space: str,
+    scope: int | None,
+    ids: np.ndarray,
+    among: np.ndarray,
+    order: np.ndarray,
+    query: str,
+) -> Branch:
+    """Rank the entries ``ids[among]`` of ``scope`` by cosine to ``query``.
+
+    ``ids``: entry ids (the index's primary keys) of the scope's entries; ``among``: which of
+    them passed the gate; ``order``: their tie order. The ranks come back aligned with ``ids``.
+    """
+    if not embedders.enabled():
+        return Branch(OFF)
+    gated = np.nonzero(among)[0]
+    try:
+        embedder = embedders.configured()
+    except embedders.EmbedderUnavailable as error:
+        logger.warning("semantic branch unavailable: %s", error)
+        return Branch(UNAVAILABLE, unembedded=len(gated))
+    if embedder is None:
+        return Branch(OFF)
+    found = packed(space, scope) if scope is not None else None
+    if found is None or found.model != embedder.name or len(found.keys) == 0:
+        return Branch(NOT_INDEXED, unembedded=len(gated))
+    wanted = ids[gated].astype(np.int64)
+    at = np.searchsorted(found.keys, wanted)
+    inside = at < len(found.keys)
+    hit = np.zeros(len(gated), dtype=bool)
+    hit[inside] = found.keys[at[inside]] == wanted[inside]
+    unembedded = int((~hit).sum())
+    if not hit.any():
+        return Branch(NOT_INDEXED, unembedded=unembedded)
+    try:
+        vector = query_vector(embedder, query)
+    except embedders.EmbedderUnavailable as error:
+        logger.warning("semantic branch unavailable: %s", error)
+        return Branch(UNAVAILABLE, unembedded=len(gated))
+    if vector.shape[0] != found.matrix.shape[1]:
+        return Branch(NOT_INDEXED, unembedded=len(gated))
+    positions = gated[hit]
+    sims = found.matrix[at[hit]] @ vector
+    similarity = np.zeros(len(ids), dtype=np.float32)
+    similarity[positions] = sims
+    floor = float(getattr(settings, "SEMANTIC_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
+    depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
+    close = sims >= floor
+    chosen, chosen_sims = positions[close], sims[close]
+    best = chosen[np.lexsort((order[chosen], -chosen_sims))][:depth]
+    ranks = np.zeros(len(ids), dtype=np.int64)
+    ranks[best] = np.arange(1, len(best) + 1)
+    return Branch(PARTIAL if unembedded else USED, ranks, similarity, unembedded)

