@@ -18,8 +18,10 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     WithJsonSchema,
+    model_serializer,
 )
 
 from experience.cases import schema as case_format
@@ -336,6 +338,30 @@ class Ping(BaseModel):
     user: str
 
 
+# Which branches of a search found an item, and what its vector branch did (semantic.branch).
+Branch = Literal["raw", "expanded", "vector"]
+SemanticStatus = Literal["used", "partial", "not_indexed", "unavailable"]
+SEMANTIC_DESCRIPTION = (
+    "what the vector branch did: used; partial (some items not embedded yet, ranked by their "
+    "words); not_indexed (no vector of the configured model yet); unavailable (the embedder "
+    "failed or timed out: the answer is the lexical one); null while the branch is off"
+)
+
+
+class WithSemantic(BaseModel):
+    """A search's answer that says what its vector branch did (``semantic``), a field left out
+    while the branch is off: a lexical deployment's answers keep their shape exactly."""
+
+    semantic: SemanticStatus | None = Field(default=None, description=SEMANTIC_DESCRIPTION)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_semantic(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("semantic") is None:
+            data.pop("semantic", None)
+        return data
+
+
 class ConditionsOut(BaseModel):
     status: Literal["match", "mismatch", "unknown"]
     mismatches: list[str]
@@ -357,9 +383,12 @@ class KnowledgeEvidence(BaseModel):
     valid_to: str | None
     published_at: str | None
     content_hash: str
+    found_by: list[Branch] = Field(
+        default_factory=list, description="the branches that found it (docs: Result shapes)"
+    )
 
 
-class KnowledgeSearchResult(BaseModel):
+class KnowledgeSearchResult(WithSemantic):
     status: Literal["retrieved", "needs_context", "conflicting_sources", "no_match"]
     missing: list[str]
     truncated: bool
@@ -379,9 +408,12 @@ class RetrievedItem(BaseModel):
     )
     lesson_type: str | None = None
     conclusion: str | None = None
+    found_by: list[Branch] = Field(
+        default_factory=list, description="the branches that found it (docs: Result shapes)"
+    )
 
 
-class ExperienceRetrieveResult(BaseModel):
+class ExperienceRetrieveResult(WithSemantic):
     status: Literal["ok", "fallback"]
     missing: list[str]
     items: list[RetrievedItem]
@@ -633,7 +665,7 @@ class ContextItem(BaseModel):
     confidence: float | None
 
 
-class ExperienceContextResult(BaseModel):
+class ExperienceContextResult(WithSemantic):
     status: Literal["ok", "fallback"]
     missing: list[str]
     block: str = Field(description="prompt-ready text; empty when nothing qualifies")

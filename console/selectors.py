@@ -1,4 +1,7 @@
-"""The dashboard's counts over cases, skills, lessons and knowledge documents."""
+"""The dashboard's counts over cases, skills, lessons and knowledge documents.
+
+A card that links to a list counts that list's own selector (the re-review queue, the runs to
+follow up), so the number on the card is the number of rows the list shows."""
 
 from __future__ import annotations
 
@@ -6,18 +9,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Exists, OuterRef, Q
 
+from curation.selectors import rereview_queue
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
-from experience.runs.models import Reference
 from knowledge.models import Document
+from reviewconsole.tenancy import tenants_of
 
 RECENT_DAYS = 7
 REVOKED_DAYS = 30
-EXPIRING_DAYS = 30
-UNUSED_DAYS = 90
 
 
 @dataclass(frozen=True)
@@ -35,16 +38,7 @@ class DashboardCounts:
 def _lifecycle_counts(
     model: type[Case] | type[Skill], now: datetime, tenants: frozenset[str] | None
 ) -> dict[str, int]:
-    # Approved items that expire soon, or that no run has read for a long time, go back to a
-    # reviewer: a memory nobody uses is one nobody has recently seen hold up.
-    recently_read = Reference.objects.filter(
-        item_id=OuterRef("pk"), read_at__gte=now - timedelta(days=UNUSED_DAYS)
-    )
     approved = Q(status=Status.APPROVED)
-    stale = approved & (
-        Q(valid_to__lt=now + timedelta(days=EXPIRING_DAYS))
-        | (Q(approved_at__lt=now - timedelta(days=UNUSED_DAYS)) & ~Q(Exists(recently_read)))
-    )
     rows = model.objects.all()
     if tenants is not None:
         rows = rows.filter(tenant__in=sorted(tenants))
@@ -57,14 +51,17 @@ def _lifecycle_counts(
             "pk",
             filter=Q(status=Status.REVOKED, revoked_at__gte=now - timedelta(days=REVOKED_DAYS)),
         ),
-        due_for_rereview=Count("pk", filter=stale),
     )
 
 
 def dashboard_counts(
-    *, now: datetime, with_documents: bool, tenants: frozenset[str] | None = None
+    *,
+    now: datetime,
+    with_documents: bool,
+    user: User | AnonymousUser,
 ) -> DashboardCounts:
-    """Counts over every tenant, or over ``tenants`` only."""
+    """Counts over the tenants ``user`` may see."""
+    tenants = tenants_of(user)
     cases = _lifecycle_counts(Case, now, tenants)
     skills = _lifecycle_counts(Skill, now, tenants)
     lessons = Lesson.objects.all()
@@ -90,6 +87,8 @@ def dashboard_counts(
         )
     return DashboardCounts(
         **{name: cases[name] + skills[name] for name in cases},
+        # The re-review queue's own selector: the card shows as many as the queue lists.
+        due_for_rereview=rereview_queue(user).count(),
         **documents,
         **lesson_counts,
     )

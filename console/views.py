@@ -9,7 +9,6 @@ from console.selectors import dashboard_counts
 from experience.runs.followups import runs_to_follow_up_count
 from reviewconsole import clock
 from reviewconsole.permissions import VIEW_DOCUMENT, VIEW_RUN
-from reviewconsole.tenancy import tenants_of
 from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 
 
@@ -17,9 +16,7 @@ from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 @console_view()
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     counts = dashboard_counts(
-        now=clock.now(),
-        with_documents=request.user.has_perm(VIEW_DOCUMENT),
-        tenants=tenants_of(request.user),
+        now=clock.now(), with_documents=request.user.has_perm(VIEW_DOCUMENT), user=request.user
     )
     follow_ups = runs_to_follow_up_count(request.user) if request.user.has_perm(VIEW_RUN) else None
     return render_page(

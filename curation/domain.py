@@ -53,6 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 from knowledge.domain import jaccard, sha256_hex, tokenize
@@ -571,6 +572,12 @@ MIN_PROPOSAL_INCIDENTS = 2
 MAX_QUERY = 200
 
 
+def enough_support(incidents: int) -> bool:
+    """Whether a shared pattern (or a proposal drafted from one) has the distinct incidents a
+    skill proposal needs; the scan drafts by it and adoption refuses a proposal below it."""
+    return incidents >= MIN_PROPOSAL_INCIDENTS
+
+
 def normalize_hypothesis(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in folded if not (ch.isspace() or unicodedata.category(ch)[0] == "P"))
@@ -618,7 +625,7 @@ def shared_patterns(cases: Iterable[PatternCase]) -> list[ProposalDraft]:
     drafts = []
     for (scope, pattern), members in groups.items():
         incidents = sorted({case.incident for case in members})
-        if len(incidents) >= MIN_PROPOSAL_INCIDENTS:
+        if enough_support(len(incidents)):
             drafts.append(
                 ProposalDraft(
                     scope=scope,
@@ -650,3 +657,105 @@ def draft_query(pattern: Pattern, *, document_title: str = "", written: str = ""
 def draft_recipe(query: str) -> list[dict[str, Any]]:
     """A one-step read-only recipe: search the knowledge base with ``query``."""
     return [{"tool": "search_knowledge", "arguments": {"query": query}}]
+
+
+# --- two cases side by side ----------------------------------------------------------------------
+
+COMPARED_SECTIONS = ("observations", "diagnosis", "counterevidence", "outcome")
+
+
+# How a statement of one case stands against the other case's statements of the same section.
+SAME = "same"  # the other case says it too (as ``normalize_hypothesis`` folds text)
+SIMILAR = "similar"  # the other says something close (token Jaccard >= COMPARE_SIMILAR)
+ONLY_HERE = "only_here"  # the other case says nothing like it
+COMPARE_SIMILAR = Fraction(1, 2)
+
+
+@dataclass(frozen=True)
+class ComparedEntry:
+    """One statement of a case's section, with what backs it, and how it stands against the
+    other case of the comparison (``SAME``, ``SIMILAR`` or ``ONLY_HERE``)."""
+
+    text: str
+    detail: str
+    evidence: tuple[str, ...]
+    match: str
+
+    @property
+    def only_here(self) -> bool:
+        return self.match == ONLY_HERE
+
+
+@dataclass(frozen=True)
+class ComparedRow:
+    section: str
+    left: tuple[ComparedEntry, ...]
+    right: tuple[ComparedEntry, ...]
+
+    @property
+    def differs(self) -> bool:
+        return any(entry.match != SAME for entry in (*self.left, *self.right))
+
+
+def _excerpts(items: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    return tuple(str(item.get("excerpt") or "") for item in items if item.get("excerpt"))
+
+
+def section_statements(
+    content: Mapping[str, Any], section: str
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """A case's section as (statement, detail, evidence excerpts): an observation is its
+    excerpt and its source; a ruled-out hypothesis is "hypothesis: statement", its detail what
+    it refutes."""
+    if section == "observations":
+        return [
+            (str(item.get("excerpt") or ""), str(item.get("source_id") or ""), ())
+            for item in content.get("observations") or []
+        ]
+    if section == "counterevidence":
+        return [
+            (
+                f"{entry.get('hypothesis', '')}: {entry.get('statement', '')}",
+                str(entry.get("refutes") or ""),
+                _excerpts(entry.get("evidence") or []),
+            )
+            for entry in content.get("counterevidence") or []
+        ]
+    part = content.get(section) or {}
+    statement = str(part.get("statement") or "")
+    return [(statement, "", _excerpts(part.get("evidence") or []))] if statement else []
+
+
+def statement_match(text: str, others: Sequence[str]) -> str:
+    """``SAME`` when one of ``others`` says ``text``, ``SIMILAR`` when one is close to it,
+    else ``ONLY_HERE``."""
+    key = normalize_hypothesis(text)
+    if any(normalize_hypothesis(other) == key for other in others):
+        return SAME
+    tokens = tokenize(text)
+    if any(jaccard(tokens, tokenize(other)) >= COMPARE_SIMILAR for other in others):
+        return SIMILAR
+    return ONLY_HERE
+
+
+def compare_cases(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[ComparedRow]:
+    """The four sections of two cases as aligned rows, each statement marked by how it stands
+    against the other case's statements of that section."""
+    rows = []
+    for section in COMPARED_SECTIONS:
+        mine, theirs = section_statements(left, section), section_statements(right, section)
+        mine_texts, their_texts = [m[0] for m in mine], [t[0] for t in theirs]
+        rows.append(
+            ComparedRow(
+                section,
+                tuple(
+                    ComparedEntry(text, detail, evidence, statement_match(text, their_texts))
+                    for text, detail, evidence in mine
+                ),
+                tuple(
+                    ComparedEntry(text, detail, evidence, statement_match(text, mine_texts))
+                    for text, detail, evidence in theirs
+                ),
+            )
+        )
+    return rows

@@ -19,8 +19,10 @@ from curation.checks import REVIEW_REFUSED, reason_given
 from curation.models import CaseBand, CaseSignature, IncidentMerge, LinkStatus, NearDuplicate
 from curation.selectors import incident_merges, scope_key
 from experience.cases.models import Case
-from experience.core.models import Status
+from experience.core.models import ItemType, Status
 from experience.index.lesson_inputs import incidents_merged
+from experience.index.postings import KINDS
+from experience.index.vectors import nearest_approved
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -117,20 +119,50 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
         similar.append((measured, peer))
     similar.sort(key=lambda pair: (-pair[0], pair[1].id))
     chosen = similar[:NEAR_DUPLICATE_LINKS]
-    ids = [case.id, *(peer.id for _, peer in chosen)]
+    # Approved cases of the exact scope that say the same in other words (the semantic index).
+    close = [
+        (measured, peer)
+        for measured, peer in _similar_in_meaning(case)
+        if peer.id not in {p.id for _, p in chosen}
+        and case.supersedes != peer.id
+        and peer.supersedes != case.id
+        and domain.canonical_incident(peer.incident, merges) != own_incident
+    ][:NEAR_DUPLICATE_LINKS]
+    ids = [case.id, *(peer.id for _, peer in chosen), *(peer.id for _, peer in close)]
     existing = {
         (link.case_a_id, link.case_b_id): link
         for link in NearDuplicate.objects.filter(case_a_id__in=ids, case_b_id__in=ids)
     }
     links = []
-    for measured, peer in chosen:
-        first, second = sorted([case, peer], key=lambda c: c.id)
-        link = existing.get((first.id, second.id)) or NearDuplicate(
-            case_a=first, case_b=second, similarity=measured, detected_at=now
-        )
-        links.append(link)
+    for found_by, pairs in (("words", chosen), ("meaning", close)):
+        for measured, peer in pairs:
+            first, second = sorted([case, peer], key=lambda c: c.id)
+            link = existing.get((first.id, second.id)) or NearDuplicate(
+                case_a=first,
+                case_b=second,
+                similarity=measured,
+                found_by=found_by,
+                detected_at=now,
+            )
+            existing[(first.id, second.id)] = link
+            links.append(link)
     NearDuplicate.objects.bulk_create([link for link in links if link.pk is None])
     return links
+
+
+def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
+    """Approved cases of the case's exact scope at least ``SEMANTIC_DUPLICATE_SIMILARITY``
+    similar in meaning (``experience.index.vectors.nearest_approved``), best first."""
+    threshold = float(getattr(settings, "SEMANTIC_DUPLICATE_SIMILARITY", 0.92))
+    near = [
+        (item, similarity)
+        for item, similarity in nearest_approved(
+            ItemType.CASE, case.scope, KINDS[ItemType.CASE].text(case), threshold
+        )
+        if item != case.id
+    ]
+    peers = Case.objects.in_bulk([item for item, _ in near])
+    return [(similarity, peers[item]) for item, similarity in near if item in peers]
 
 
 def _resolve_links_within_incidents(tenant: str, brand: str, *, actor: User, now: datetime) -> int:

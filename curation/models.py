@@ -131,7 +131,12 @@ class NearDuplicate(models.Model):
     # case_a.id < case_b.id, so a pair is stored once.
     case_a = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
     case_b = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
+    # ``words``: Jaccard of their shingles; ``meaning``: cosine of their embeddings (at least
+    # SEMANTIC_DUPLICATE_SIMILARITY), for a pair whose words differ.
     similarity = models.FloatField()
+    found_by = models.CharField(
+        max_length=8, choices=[("words", "words"), ("meaning", "meaning")], default="words"
+    )
     detected_at = models.DateTimeField()
     status = models.CharField(
         max_length=16, choices=LinkStatus.choices, default=LinkStatus.OPEN, db_index=True

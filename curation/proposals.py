@@ -10,7 +10,7 @@ from django.db import transaction
 
 from curation.checks import ADOPT_REFUSED, REVIEW_REFUSED, reason_given
 from curation.models import ProposalStatus, SkillProposal
-from curation.selectors import proposal_validity
+from curation.selectors import proposal_support, proposal_validity
 from experience.cases.models import Skill
 from experience.cases.schema import parse_skill
 from experience.cases.services import skill_submit
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 PROPOSAL_CLOSED = "this proposal is not open"
+SUPPORT_TOO_LOW = (
+    "its cases that are still approved and current span fewer distinct incidents than a "
+    "proposal needs"
+)
 
 
 @transaction.atomic
@@ -45,6 +49,8 @@ def proposal_adopt(
     if proposal.status != ProposalStatus.OPEN:
         raise ValidationFailure("proposal", PROPOSAL_CLOSED)
     now = now or clock.now()
+    if not proposal_support(proposal, now).enough:
+        raise ValidationFailure("proposal", SUPPORT_TOO_LOW)
     valid_from, valid_to = proposal_validity(proposal, now)
     recipe = [{"tool": "search_knowledge", "arguments": {"query": q}} for q in queries if q.strip()]
     data = {

@@ -430,6 +430,33 @@ def cases_by_id(case_ids: Sequence[str]) -> list[Case]:
     return [found[i] for i in case_ids if i in found]
 
 
+@dataclass(frozen=True)
+class ProposalSupport:
+    """A proposal's cases and what still supports it: the distinct incidents of its usable
+    cases (approved and valid now), against the minimum a proposal is drafted with."""
+
+    cases: list[Case]
+    support: IncidentSupport
+    usable: frozenset[str]
+
+    @property
+    def enough(self) -> bool:
+        return domain.enough_support(self.support.incidents)
+
+    @property
+    def minimum(self) -> int:
+        return domain.MIN_PROPOSAL_INCIDENTS
+
+
+def proposal_support(proposal: SkillProposal, now: datetime | None = None) -> ProposalSupport:
+    """What supports ``proposal`` now: a case revoked or expired since the scan drafted it
+    supports nothing, as it would support nothing in the skill (``skill_support``)."""
+    now = now or clock.now()
+    cases = cases_by_id(proposal.case_ids)
+    usable = [c for c in cases if case_usable(cited_case(c), now)]
+    return ProposalSupport(cases, incident_support(usable), frozenset(c.id for c in usable))
+
+
 def skill_support(skill: Skill, user: Viewer) -> tuple[list[Case], IncidentSupport]:
     """The cases a skill cites that ``user`` may see, and the incidents the usable ones count
     (approved and valid now: a revoked or expired case supports nothing, as the skill's own
@@ -463,8 +490,45 @@ def thread_first_sent_at(thread: Thread) -> datetime | None:
 
 
 def near_duplicate_get_visible(pk: int, user: Viewer) -> NearDuplicate | None:
+    """The pair, when ``user`` may see both of its cases (a pair is of one scope, so one tenant;
+    either case of another tenant answers as an unknown pair)."""
     link = near_duplicate_get(pk)
-    return link if link is not None and may_access(user, link.case_a.tenant) else None
+    if link is None or not all(may_access(user, c.tenant) for c in (link.case_a, link.case_b)):
+        return None
+    return link
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A pair of similar cases side by side: the one under review on the left (a candidate
+    beside the approved case it resembles; else the newer beside the older)."""
+
+    link: NearDuplicate
+    left: Case
+    right: Case
+    rows: list[domain.ComparedRow]
+
+
+def _compared_content(case: Case) -> dict[str, Any]:
+    return {
+        "observations": case.observations,
+        "diagnosis": case.diagnosis,
+        "counterevidence": case.counterevidence,
+        "outcome": case.outcome,
+    }
+
+
+def near_duplicate_comparison(pk: int, user: Viewer) -> Comparison | None:
+    link = near_duplicate_get_visible(pk, user)
+    if link is None:
+        return None
+    a, b = link.case_a, link.case_b
+    under_review: dict[str, int] = {Status.CANDIDATE: 0, Status.APPROVED: 1}
+    left, right = sorted(
+        (a, b), key=lambda c: (under_review.get(c.status, 2), -c.submitted_at.timestamp(), c.id)
+    )
+    rows = domain.compare_cases(_compared_content(left), _compared_content(right))
+    return Comparison(link, left, right, rows)
 
 
 def rereview_get_visible(pk: int, user: Viewer) -> ReReview | None:

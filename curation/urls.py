@@ -32,6 +32,7 @@ urlpatterns = [
     ),
     path("cases/<curation_digest:digest>/similar/", views.case_similar, name="case-similar"),
     path("similar/", views.link_list, name="link-list"),
+    path("similar/<int:pk>/", views.link_compare, name="link-compare"),
     path("similar/<int:pk>/resolve/", views.link_resolve, name="link-resolve"),
     path("incidents/", views.incident_list, name="incident-list"),
     path("rereview/", views.rereview_list, name="rereview-list"),

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from curation import domain, incidents, proposals, rereview, scan, selectors, threads
@@ -314,6 +315,7 @@ def _similar_context(request: HtmxHttpRequest, case: Case) -> dict[str, Any]:
                 "url": entry.other.get_absolute_url(),
                 "similar_url": similar_url(entry.other.id),
                 "resolve_url": reverse("curation:link-resolve", args=[entry.link.pk]),
+                "compare_url": reverse("curation:link-compare", args=[entry.link.pk]),
                 "percent": round(entry.link.similarity * 100),
             }
             for entry in similar
@@ -356,6 +358,7 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
             "a_url": item_url(link.case_a_id),
             "b_url": item_url(link.case_b_id),
             "similar_url": similar_url(link.case_a_id),
+            "compare_url": reverse("curation:link-compare", args=[link.pk]),
             "percent": round(link.similarity * 100),
         }
         for link in page.object_list
@@ -365,6 +368,46 @@ def link_list(request: HtmxHttpRequest) -> HttpResponse:
         "curation/nearduplicate_list.html",
         {"form": form, "page_obj": page, "rows": rows},
         partial="link-results",
+    )
+
+
+# The rows of a comparison, as the page names them.
+COMPARED_LABELS = {
+    "observations": _("Observations"),
+    "diagnosis": _("Diagnosis"),
+    "counterevidence": _("Counterevidence"),
+    "outcome": _("Outcome"),
+}
+
+
+@require_GET
+@console_view(VIEW_CASE)
+def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Two similar cases side by side, section by section, differences marked, with the
+    decision beside them: one incident or two, and the candidate's own review."""
+    comparison = or_404(selectors.near_duplicate_comparison(pk, request.user))
+    link = comparison.link
+    candidate = comparison.left if comparison.left.status == Status.CANDIDATE else None
+    return render_page(
+        request,
+        "curation/link_compare.html",
+        {
+            "link": link,
+            "left": comparison.left,
+            "right": comparison.right,
+            "rows": [
+                {"row": row, "label": COMPARED_LABELS[row.section]} for row in comparison.rows
+            ],
+            "differences": sum(1 for row in comparison.rows if row.differs),
+            "percent": round(link.similarity * 100),
+            "compare_url": reverse("curation:link-compare", args=[link.pk]),
+            "resolve_url": reverse("curation:link-resolve", args=[link.pk]),
+            "can_review": request.user.has_perm(REVIEW),
+            "candidate": candidate,
+            "left_role": _("Candidate") if candidate else _("Newer case"),
+            "right_role": _("Approved case it resembles") if candidate else _("Older case"),
+        },
+        partial="compare-main",
     )
 
 
@@ -585,12 +628,17 @@ def proposal_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[str, Any]:
     proposal = or_404(selectors.proposal_get_visible(pk, request.user))
-    cases = selectors.cases_by_id(proposal.case_ids)
+    backing = selectors.proposal_support(proposal)
     queries = [str(step["arguments"]["query"]) for step in proposal.recipe]
     context = {
         "proposal": proposal,
-        "cases": [{"case": c, "url": c.get_absolute_url()} for c in cases],
-        "support": selectors.incident_support(cases),
+        "cases": [
+            {"case": c, "url": c.get_absolute_url(), "usable": c.id in backing.usable}
+            for c in backing.cases
+        ],
+        "support": backing.support,
+        "enough_support": backing.enough,
+        "minimum_support": backing.minimum,
         "adopt_form": ProposalAdoptForm(
             initial={
                 "title": proposal.title,

@@ -15,7 +15,7 @@ class ExperienceConfig(AppConfig):
 
     def ready(self) -> None:
         from experience.cases.models import Case, Skill
-        from experience.index import lesson_inputs, postings
+        from experience.index import lesson_inputs, postings, vectors
         from experience.index.tasks import expanded_refresh_queue
         from experience.lessons.models import Lesson
         from experience.pages.titles import title_resolvers_install
@@ -23,6 +23,7 @@ class ExperienceConfig(AppConfig):
         from knowledge.hooks import revocation_previewer_register
         from reviewconsole.audit import audited_models_register
         from reviewconsole.dispatch import Event, dispatch_subscribe
+        from semantic.spaces import space_register
 
         # The retrieval index follows every review decision and the lexicon, in the writer's
         # transaction (docs/architecture.md, "Events"); the writers sit below the index.
@@ -42,3 +43,6 @@ class ExperienceConfig(AppConfig):
 
         # Item mentions on console pages show titles, resolved in batch (reviewconsole.itemrefs).
         title_resolvers_install()
+
+        # The retrieval index keeps vectors of its entries (the vector branch of retrieval).
+        space_register(vectors.SPACE)

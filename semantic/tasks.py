@@ -8,6 +8,7 @@ from django_tasks import task
 
 from reviewconsole.background import retrying
 from semantic import embedders
+from semantic.models import ScopeVectors
 from semantic.packing import every_scope_packed, scope_packed, scopes_marked
 
 
@@ -27,6 +28,14 @@ def scopes_changed(space: str, scopes: Iterable[int]) -> None:
         return
     for scope in scopes_marked(space, list(scopes)):
         scope_vectors_task.enqueue(space, scope)
+
+
+def space_reset(space: str, scopes: Iterable[int]) -> None:
+    """A space's index was rebuilt with new scope rows: forget every packed matrix of the space
+    (their scope and entry ids are gone) and queue the packing of the new ``scopes``. The items'
+    vectors are kept, so nothing is embedded twice."""
+    ScopeVectors.objects.filter(space=space).delete()
+    scopes_changed(space, scopes)
 
 
 @task()

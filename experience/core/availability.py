@@ -119,6 +119,13 @@ def times_admit(*, valid_from: Any, valid_to: Any, approved_at: Any, now: Any) -
     return all(term.holds(values[term.field], now) for term in TIME_GATE)
 
 
+def case_usable_values(*, status: Any, valid_from: Any, valid_to: Any, now: Any) -> bool:
+    """:data:`CITED_CASE_GATE` over plain values: :func:`case_usable` of a case read as
+    columns, without building a :class:`CitedCase` for it."""
+    values = {"status": status, "valid_from": valid_from, "valid_to": valid_to}
+    return all(term.holds(values[term.field], now) for term in CITED_CASE_GATE)
+
+
 def times_admit_columns(columns: Any, now: Any) -> Any:
     """:data:`TIME_GATE` over whole columns (``columns[field]``: numpy arrays of the index's
     microseconds, where a missing time is stored as a value after every ``now``): the

@@ -104,7 +104,7 @@ def missing_scope(values: Mapping[str, object]) -> list[str]:
 
 
 def same_scope(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    return all(a.get(name) == b.get(name) for name in SCOPE_FIELDS)
+    return a is b or all(a.get(name) == b.get(name) for name in SCOPE_FIELDS)
 
 
 def differing_scope_fields(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:

@@ -47,6 +47,7 @@ from knowledge import postings as kp
 from knowledge.domain import expand, tokenize
 from knowledge.models import LexiconState
 from reviewconsole.scopes import SCOPE_FIELDS
+from semantic.tasks import scopes_changed, space_reset
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,10 @@ def _lesson_model() -> Any:
 def _lesson_evidence_refreshed(ids: list[str]) -> int:
 
     return evidence_refreshed(ids)
+
+
+# The name of this index's vectors in ``semantic`` (experience/index/vectors.py registers it).
+VECTOR_SPACE = "experience"
 
 
 def skill_text(title: str, when: str) -> str:
@@ -341,6 +346,8 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
     changes.add(scope_id, entry.pk, raw, expanded)
     kp.changes_applied(changes, models.knowledge())
     _array_with(scope_id, entry, models)
+    if models.entry is live().entry:
+        scopes_changed(VECTOR_SPACE, [scope_id])  # the worker embeds the new entry
     hook = KINDS[kind].indexed
     if hook is not None and models.entry is live().entry:
         hook([item.pk])
@@ -451,6 +458,16 @@ def block_texts_filled(
     return written
 
 
+def item_texts(kind: Kind, ids: Sequence[str]) -> dict[str, str]:
+    """The ranked text (:attr:`Kind.text`) of the items ``ids`` of ``kind``, read by columns."""
+    texts: dict[str, str] = {}
+    for start in range(0, len(ids), 900):
+        rows = kind.model().objects.filter(pk__in=list(ids[start : start + 900]))
+        for pk, *values in rows.values_list("pk", *kind.columns):
+            texts[pk] = kind.text(_Row(kind.columns, values))
+    return texts
+
+
 class _Row:
     """An item's text columns read as attributes (what :attr:`Kind.text` reads)."""
 
@@ -524,6 +541,8 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
         for kind in KINDS.values():
             if kind.indexed is not None:
                 kind.indexed([e.item_id for e in entries if e.kind == kind.name])
+        # The scopes are new rows: their vectors are packed again (the items' own are kept).
+        space_reset(VECTOR_SPACE, ids.values())
     return len(entries)
 
 

@@ -173,6 +173,14 @@ class Confidence:
             **self.inputs.as_json(),
         }
 
+    @property
+    def successes(self) -> int:
+        return self.inputs.supporting_incidents + self.inputs.confirming_outcomes
+
+    @property
+    def failures(self) -> int:
+        return self.inputs.contradicting_incidents + self.inputs.refuting_outcomes
+
     def why(self) -> str:
         i = self.inputs
         parts = [
@@ -225,12 +233,10 @@ def confidence(
     successes = inputs.supporting_incidents + inputs.confirming_outcomes
     failures = inputs.contradicting_incidents + inputs.refuting_outcomes
     wilson = wilson_lower_bound(successes, failures, z)
-    decay = decay_factor(inputs.last_confirmed, now, half_life_days)
-    days = (
-        max(0.0, (now - inputs.last_confirmed).total_seconds() / SECONDS_PER_DAY)
-        if inputs.last_confirmed
-        else 0.0
-    )
+    last = inputs.last_confirmed
+    # decay_factor(last, now, half_life_days), from the days counted once.
+    days = max(0.0, (now - last).total_seconds() / SECONDS_PER_DAY) if last is not None else 0.0
+    decay = 1.0 if last is None or half_life_days <= 0 else float(0.5 ** (days / half_life_days))
     return Confidence(
         value=round(wilson * decay, 3),
         wilson=round(wilson, 3),
@@ -319,6 +325,40 @@ def evidence_inputs(
         last_confirmed=max(confirmed) if confirmed else None,
         unconfirmed_outcomes=outcomes.unconfirmed,
     )
+
+
+NO_COUNTED_OUTCOMES = CountedOutcomes()
+
+
+def case_confidence(
+    *,
+    usable: bool,
+    approved_at: datetime | None,
+    now: datetime,
+    outcomes: CountedOutcomes = NO_COUNTED_OUTCOMES,
+    z: float = DEFAULT_Z,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+) -> Confidence:
+    """A case's confidence: :func:`confidence` of :func:`evidence_inputs` with the case as its
+    only supporting case and its approval as the only approval, worked out without the lists
+    and sets those build (a context block scores a dozen cases a call). A case is its own
+    incident, so it counts one supporting incident while ``usable`` (``availability.
+    case_usable``) and none otherwise; the latest confirmation is the first latest of its
+    approval and the outcomes' last confirmation at or before ``now``, as ``max`` picks it.
+    ``tests/experience/test_lesson_domain.py`` holds it equal to the definition."""
+    last = approved_at if approved_at is not None and approved_at <= now else None
+    confirmed = outcomes.last_confirmed
+    if confirmed is not None and confirmed <= now and (last is None or confirmed > last):
+        last = confirmed
+    inputs = ConfidenceInputs(
+        supporting_incidents=1 if usable else 0,
+        contradicting_incidents=0,
+        confirming_outcomes=outcomes.confirming,
+        refuting_outcomes=outcomes.refuting,
+        last_confirmed=last,
+        unconfirmed_outcomes=outcomes.unconfirmed,
+    )
+    return confidence(inputs, now=now, z=z, half_life_days=half_life_days)
 
 
 # --- scenes, conflicts and merges ------------------------------------------------------------

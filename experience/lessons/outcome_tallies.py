@@ -34,6 +34,8 @@ class Tally:
     votes: tuple[ld.OutcomeVote, ...] = ()
 
     def counted(self, *, in_open_conflict: bool = False) -> ld.CountedOutcomes:
+        if not self.votes:  # most items: no votes count nothing, whatever the conflict
+            return ld.NO_COUNTED_OUTCOMES
         return ld.counted_outcomes(self.votes, in_open_conflict=in_open_conflict)
 
 

@@ -219,7 +219,6 @@ def incident_key() -> int:
 
 
 def _case_confidence(
-    case_id: str,
     status: str,
     times: CaseTimes,
     now: datetime,
@@ -227,9 +226,19 @@ def _case_confidence(
     outcomes: Tally,
 ) -> ld.Confidence:
     valid_from, valid_to, approved_at = times
-    # A case is one incident whatever incident merges say, so its own id stands for it.
-    cited = CitedCase(case_id, status, {}, case_id, valid_from, valid_to)
-    return confidence_of([cited], [], [approved_at], now, config, outcomes)
+    # A case is one incident whatever incident merges say: one supporting incident while it is
+    # usable (ld.case_confidence is confidence_of for that one case, without its lists).
+    usable = availability.case_usable_values(
+        status=status, valid_from=valid_from, valid_to=valid_to, now=now
+    )
+    return ld.case_confidence(
+        usable=usable,
+        approved_at=approved_at,
+        now=now,
+        outcomes=outcomes.counted(),
+        z=config.z,
+        half_life_days=config.half_life_days,
+    )
 
 
 def _skill_evidence_queryset(skill_ids: Sequence[str]) -> Any:
@@ -246,6 +255,10 @@ _SKILL_EVIDENCE = Statement(_skill_evidence_queryset, [Param("skill_ids", many=T
 
 
 _SKILL_EVIDENCE_DATETIMES = (1, 5, 6, 7)
+
+
+# A skill's rows of ``skill_evidence_rows`` by skill id (a skill citing no case: none).
+SkillEvidence = Mapping[str, Sequence[tuple[Any, ...]]]
 
 
 def skill_evidence_rows(skill_ids: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -266,9 +279,12 @@ def item_confidences(
     now: datetime,
     batch: OutcomeBatch | None = None,
     approved_cases: Mapping[str, CaseTimes] | None = None,
+    skill_evidence: SkillEvidence | None = None,
 ) -> dict[str, ld.Confidence]:
     """The confidence of each case and skill (the console shows it with its inputs); the cases
-    in ``approved_cases`` from the times given there instead of their rows."""
+    in ``approved_cases`` from the times given there instead of their rows, the skills in
+    ``skill_evidence`` from the rows given there (read by the same call a moment before, to
+    decide whether the skill may be returned) instead of reading them again."""
     config = confidence_settings()
     scores: dict[str, ld.Confidence] = {}
     outcomes = (batch or OutcomeBatch(now)).tallies([*case_ids, *skill_ids])
@@ -276,9 +292,7 @@ def item_confidences(
     for case_id in case_ids:
         if case_id in known:
             tally = outcomes.get(case_id, NO_OUTCOMES)
-            scores[case_id] = _case_confidence(
-                case_id, Status.APPROVED, known[case_id], now, config, tally
-            )
+            scores[case_id] = _case_confidence(Status.APPROVED, known[case_id], now, config, tally)
     unknown = [case_id for case_id in case_ids if case_id not in known]
     for case_id, status, valid_from, valid_to, approved_at in (
         Case.objects.filter(pk__in=unknown)
@@ -288,7 +302,6 @@ def item_confidences(
         else ()
     ):
         scores[case_id] = _case_confidence(
-            case_id,
             status,
             (valid_from, valid_to, approved_at),
             now,
@@ -298,6 +311,11 @@ def item_confidences(
     if skill_ids:
         by_skill: dict[str, list[CitedCase]] = defaultdict(list)
         approvals: dict[str, list[datetime | None]] = defaultdict(list)
+        given = skill_evidence or {}
+        rows = [row for skill_id in skill_ids for row in given.get(skill_id, ())]
+        unread = [skill_id for skill_id in skill_ids if skill_id not in given]
+        if unread:
+            rows += skill_evidence_rows(unread)
         for (
             skill_id,
             skill_approved,
@@ -307,7 +325,7 @@ def item_confidences(
             valid_from,
             valid_to,
             approved,
-        ) in skill_evidence_rows(skill_ids):
+        ) in rows:
             # A skill cites only cases of its own scope (approval refuses any other).
             by_skill[skill_id].append(
                 CitedCase(case_id, status, {}, inc or "", valid_from, valid_to)

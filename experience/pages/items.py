@@ -395,7 +395,7 @@ def _sections(case: Case, evidence: dict[str, EvidenceView]) -> dict[str, Any]:
     }
 
 
-def _impact_views(records: Iterable[RevocationImpact]) -> list[ImpactView]:
+def impact_views(records: Iterable[RevocationImpact]) -> list[ImpactView]:
     records = list(records)
     titles = skills_by_id(sorted({s for r in records for s in r.skills})) if records else {}
     return [
@@ -408,7 +408,7 @@ def _impact_views(records: Iterable[RevocationImpact]) -> list[ImpactView]:
     ]
 
 
-def _preview(item_id: str) -> ImpactView:
+def impact_preview(item_id: str) -> ImpactView:
     impact = revocation_impact(item_id)
     titles = skills_by_id(impact.skills) if impact.skills else {}
     return ImpactView(
@@ -488,7 +488,7 @@ def _case_context(
         "cited_by": [
             {"skill": s, "url": item_url(s.id), "availability": citing_states[s.id]} for s in citing
         ],
-        "impacts": _impact_views(stored_impacts(case.id)),
+        "impacts": impact_views(stored_impacts(case.id)),
         "can_review": user.has_perm(REVIEW_CASE),
         "can_verify": user.has_perm(VERIFY_EVIDENCE) and case.status == Status.CANDIDATE,
         "expired": case.valid_to <= now,
@@ -698,7 +698,7 @@ def _skill_context(
         "reason": reason,
         "review_errors": review_errors,
         "runs": [{"run": run, "url": run.get_absolute_url()} for run in runs_of_skill(skill)],
-        "impacts": _impact_views(stored_impacts(skill.id)),
+        "impacts": impact_views(stored_impacts(skill.id)),
         "can_review": user.has_perm(REVIEW_CASE),
         "expired": skill.valid_to <= now,
         **_skill_urls(skill),
@@ -797,7 +797,7 @@ def _revoke(
                 )
             return finish(request, detail_url)
         item.refresh_from_db()
-    preview = _preview(item.id) if item.status == Status.APPROVED else None
+    preview = impact_preview(item.id) if item.status == Status.APPROVED else None
     context = {
         "item": item,
         "item_type": item_type,
@@ -808,7 +808,7 @@ def _revoke(
         "previewed_runs": ",".join(r["run_id"] for r in preview.runs) if preview else "",
         "form": form,
         "errors": errors,
-        "impacts": _impact_views(stored_impacts(item.id)),
+        "impacts": impact_views(stored_impacts(item.id)),
     }
     return render_page(
         request,

@@ -7,12 +7,14 @@ Every decision is made by ``experience.lessons``; every read by ``experience.les
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experience.cases.selectors import cited_case, gate_fields
@@ -33,8 +35,15 @@ from experience.pages.items import (
     availability_view,
     availability_views,
     conditions,
+    impact_preview,
+    impact_views,
     queue_context,
     review,
+)
+from experience.pages.sentences import (
+    CONFLICT_FOUND_ON,
+    conflict_reason_sentence,
+    lesson_type_name,
 )
 from experience.review import conflicts, revocation
 from experience.review.impact import stored_impacts
@@ -188,6 +197,8 @@ def _detail_context(
         "can_review": holds(user, REVIEW_CASE),
         "expired": lesson.valid_to <= now,
         "impacts": stored_impacts(lesson.id),
+        # What revoking it would reach, as every revocation previews it.
+        "preview": impact_preview(lesson.id) if lesson.status == Status.APPROVED else None,
         "errors": errors or [],
         "reason": reason,
         **queue_context(request, lesson.id),
@@ -296,42 +307,110 @@ def conflict_list(request: HtmxHttpRequest) -> HttpResponse:
     )
 
 
+# The fields of the resolution form as the page names them, and its refusals as sentences.
+CONFLICT_FIELDS: dict[str, Any] = {
+    "keep": _("Lesson to keep"),
+    "action": _("The other lesson"),
+    "precondition": _("Narrower precondition"),
+    "conflict": _("Conflict"),
+}
+CONFLICT_REFUSALS: dict[str, Any] = {
+    conflicts.KEEP_REQUIRED: _("Choose which of the two lessons to keep."),
+    conflicts.NOT_IN_CONFLICT: _("Choose one of the two lessons of this conflict."),
+    conflicts.ACTION_REQUIRED: _("Choose whether to revoke the other lesson or narrow it."),
+    conflicts.BAD_RESOLUTION: _("Choose whether to revoke the other lesson or narrow it."),
+    conflicts.NARROW_NEEDS_CHANGE: _("A narrowed version needs a new precondition or scene tags."),
+    conflicts.CONFLICT_CLOSED: _("This conflict is already resolved."),
+}
+
+
+def _conflict_refusal(error: Exception) -> list[dict[str, str]]:
+    if not isinstance(error, ValidationFailure):
+        return _refusal(error)
+    field = str(CONFLICT_FIELDS.get(error.field, error.field))
+    message = str(CONFLICT_REFUSALS.get(error.message, error.message))
+    return [{"name": error.field, "label": f"{field}: {message}"}]
+
+
+def _conflict_side(lesson: Lesson, other: Lesson, now: datetime) -> dict[str, Any]:
+    """One lesson of a conflict, and what keeping it does: revoking the other reaches the runs
+    that read the other (the preview every revocation shows)."""
+    return {
+        "lesson": lesson,
+        "type_name": lesson_type_name(lesson.lesson_type),
+        "confidence": lesson_selectors.lesson_confidence(lesson, now),
+        "other": other,
+        "other_type_name": lesson_type_name(other.lesson_type),
+        "revoking_other": impact_preview(other.id) if other.status == Status.APPROVED else None,
+    }
+
+
+def _previewed_runs(post: Any, keep: str) -> list[str] | None:
+    text = post.get(f"previewed_runs_{keep}")
+    return None if text is None else sorted(part for part in str(text).split(",") if part)
+
+
 @require_http_methods(["GET", "POST"])
 @console_view(VIEW_LESSON)
 def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     user = acting_user(request)
     conflict = or_404(lesson_selectors.conflict_get_visible(user, pk))
     errors: list[dict[str, str]] = []
+    keep = str(request.POST.get("keep", ""))
+    action = str(request.POST.get("action", ""))
     if request.method == "POST":
         try:
-            conflicts.conflict_resolve(
+            resolution = conflicts.conflict_resolve(
                 conflict=conflict,
-                keep=str(request.POST.get("keep", "")),
-                action=str(request.POST.get("action", "")),
+                keep=keep,
+                action=action,
                 actor=user,
                 reason=str(request.POST.get("reason", "")),
                 precondition=str(request.POST.get("precondition", ""))[:MAX_REASON],
                 tags=[t for t in str(request.POST.get("tags", "")).split(",") if t.strip()],
             )
         except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
-            errors = _refusal(error)
+            errors = _conflict_refusal(error)
         else:
-            messages.success(request, gettext("The conflict resolution is recorded."))
+            if resolution.impact is not None:
+                runs = sorted(resolution.impact.runs)
+                messages.success(
+                    request,
+                    ngettext(
+                        "The other lesson is revoked. Its revocation reached %(runs)d run; the "
+                        "list is stored below.",
+                        "The other lesson is revoked. Its revocation reached %(runs)d runs; the "
+                        "list is stored below.",
+                        len(runs),
+                    )
+                    % {"runs": len(runs)},
+                )
+                if _previewed_runs(request.POST, keep) not in (None, runs):
+                    messages.warning(
+                        request,
+                        gettext(
+                            "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
+                        ),
+                    )
+            else:
+                messages.success(request, gettext("The conflict resolution is recorded."))
             return finish(request, conflict.get_absolute_url())
     now = clock.now()
-    sides = [
-        {
-            "lesson": lesson,
-            "confidence": lesson_selectors.lesson_confidence(lesson, now),
-        }
-        for lesson in (conflict.lesson_a, conflict.lesson_b)
-    ]
+    a, b = conflict.lesson_a, conflict.lesson_b
+    sides = [_conflict_side(a, b, now), _conflict_side(b, a, now)]
+    kept = next((side for side in sides if side["lesson"].id == conflict.kept), None)
     return render_page(
         request,
         "experience/lesson_conflict_detail.html",
         {
             "conflict": conflict,
+            "reason": conflict_reason_sentence(conflict.found_by),
+            "found_on": CONFLICT_FOUND_ON.get(conflict.detected_on, conflict.detected_on),
             "sides": sides,
+            "kept": kept,
+            "stored_impacts": impact_views(stored_impacts(kept["other"].id)) if kept else [],
+            "chosen_keep": keep,
+            "chosen_action": action,
             "errors": errors,
             "can_resolve": holds(user, RESOLVE_LESSON_CONFLICT),
         },

@@ -18,14 +18,21 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from experience.pages.forms import RunFilterForm
-from experience.pages.selectors import references_visible_to, run_traces, run_visible, runs_visible
+from experience.pages.selectors import (
+    references_visible_to,
+    run_traces,
+    run_visible,
+    runs_visible,
+    skill_runs_by_id,
+)
 from experience.pages.sentences import run_reason
 from experience.runs.followups import (
+    FOLLOW_UP_DONE,
+    FOLLOW_UP_PENDING,
     follow_up_get,
     follow_ups_of,
+    follow_ups_visible,
     run_follow_up,
-    runs_followed_up,
-    runs_to_follow_up,
 )
 from experience.runs.models import Run
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -37,8 +44,6 @@ from reviewconsole.tenancy import tenants_of
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, paginate, render_page
 
 RUNS_PER_PAGE = 50
-TO_FOLLOW_UP = "pending"
-FOLLOWED_UP = "done"
 
 
 def _run_mentions(run: Run) -> Iterable[str]:
@@ -52,6 +57,8 @@ def _run_mentions(run: Run) -> Iterable[str]:
 @require_GET
 @console_view(VIEW_RUN, VIEW_CASE)
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Skill runs, newest first; filtered on a follow-up state, every flagged run id instead (a
+    recall or context block reached by a revocation too), the list the dashboard's card counts."""
     form = RunFilterForm(request.GET or None)
     filters: dict[str, str] = {}
     follow_up = ""
@@ -63,11 +70,9 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
             "run_id": data["run_id"].strip(),
         }
         follow_up = data.get("follow_up") or ""
+    if follow_up in (FOLLOW_UP_PENDING, FOLLOW_UP_DONE):
+        return _follow_up_list(request, form, follow_up, filters)
     runs = runs_visible(request.user, **filters)
-    if follow_up == TO_FOLLOW_UP:
-        runs = runs_to_follow_up(runs)
-    elif follow_up == FOLLOWED_UP:
-        runs = runs_followed_up(runs)
     page = paginate(request, runs, RUNS_PER_PAGE)
     shown: list[Run] = list(page.object_list)
     follow_ups = follow_ups_of(run.run_id for run in shown)
@@ -87,6 +92,35 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
                 for run in shown
             ],
             "item_titles": item_titles((run.skill_id for run in shown), request.user),
+        },
+        partial="run-results",
+    )
+
+
+def _follow_up_list(
+    request: HtmxHttpRequest, form: RunFilterForm, state: str, filters: dict[str, str]
+) -> HttpResponse:
+    page = paginate(request, follow_ups_visible(request.user, state, **filters), RUNS_PER_PAGE)
+    shown = list(page.object_list)
+    skill_runs = skill_runs_by_id((row.run_id for row in shown), request.user)
+    mentions = [item for row in shown for item in row.revoked_items]
+    mentions += [run.skill_id for runs in skill_runs.values() for run in runs]
+    return render_page(
+        request,
+        "experience/run_list.html",
+        {
+            "form": form,
+            "page_obj": page,
+            "follow_up_state": state,
+            "flagged": [
+                {
+                    "follow_up": row,
+                    "url": reverse("experience:run-detail", args=[row.run_id]),
+                    "skill_runs": skill_runs.get(row.run_id, []),
+                }
+                for row in shown
+            ],
+            "item_titles": item_titles(mentions, request.user),
         },
         partial="run-results",
     )

@@ -399,6 +399,14 @@ def runs_visible(
     return visible(runs_filtered(status=status, skill_id=skill_id, run_id=run_id), user)
 
 
+def skill_runs_by_id(run_ids: Iterable[str], user: User | AnonymousUser) -> dict[str, list[Run]]:
+    """The skill runs stored under each of ``run_ids`` that ``user`` may see (one query)."""
+    found: dict[str, list[Run]] = {}
+    for run in visible(runs_filtered(), user).filter(run_id__in=sorted(set(run_ids))):
+        found.setdefault(run.run_id, []).append(run)
+    return found
+
+
 def run_traces(run_id: str, user: User | AnonymousUser) -> list[Run]:
     """Every stored execution of ``run_id`` in a tenant ``user`` may see, with its citations."""
     return list(visible(runs_for(run_id), user).select_related("actor"))

@@ -12,11 +12,13 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from django.utils.functional import Promise
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from experience.cases import executor
 from experience.core import domain
 from experience.lessons import domain as lesson_domain
+from experience.lessons.domain import Confidence
 
 # What stands in the way of a review, said as the fact that blocks it.
 UNMET: dict[str, Promise] = {
@@ -63,6 +65,43 @@ RUN_REASONS: dict[str, Promise] = {
         "so a person reviews the result"
     ),
 }
+
+# Why two lessons were found in conflict (``LessonConflict.found_by``).
+CONFLICT_REASONS: dict[str, Promise] = {
+    lesson_domain.TYPE_OPPOSITION: _(
+        "One is a success pattern and the other a failure lesson for overlapping scenes of one "
+        "scope: they advise opposite things."
+    ),
+    lesson_domain.EXPLICIT_LINK: _(
+        "A case one lesson cites as support, the other cites as contradicting it."
+    ),
+}
+
+# When a conflict was found (``LessonConflict.detected_on``).
+CONFLICT_FOUND_ON: dict[str, Promise] = {
+    "approval": _("Found when the second of them was approved"),
+    "scan": _("Found by the periodic curation scan"),
+}
+
+# A lesson's type as people name it.
+LESSON_TYPE_NAMES: dict[str, Promise] = {
+    lesson_domain.SUCCESS_PATTERN: _("success pattern"),
+    lesson_domain.FAILURE_LESSON: _("failure lesson"),
+    lesson_domain.TOOL_USAGE: _("tool usage"),
+    lesson_domain.DOMAIN_KNOWLEDGE: _("domain knowledge"),
+}
+
+
+def conflict_reason_sentence(code: str) -> CodeSentence:
+    """Why a conflict was found, as a sentence; an unknown code shows as itself."""
+    sentence = CONFLICT_REASONS.get(code)
+    return CodeSentence(code, code, str(sentence) if sentence is not None else code)
+
+
+def lesson_type_name(code: str) -> str:
+    name = LESSON_TYPE_NAMES.get(code)
+    return str(name) if name is not None else code.replace("_", " ")
+
 
 # Reasons whose detail adds nothing for a person once the sentence is shown.
 SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED})
@@ -111,3 +150,65 @@ def code_sentence(code: str) -> CodeSentence:
     if code in UNMET:
         return unmet_sentence(code)
     return run_reason(code)
+
+
+# --- confidence, in words a reviewer can check by counting --------------------------------------
+
+
+def confidence_sentence(score: Confidence) -> str:
+    """What a confidence comes from, in one sentence: the incidents that support and contradict
+    the item, the accounts whose run outcomes count, and how long since it was last confirmed.
+    The formula itself is shown apart (``_review_item.html#confidence-panel``)."""
+    inputs = score.inputs
+    support = ngettext(
+        "%(count)d incident supports it",
+        "%(count)d incidents support it",
+        inputs.supporting_incidents,
+    ) % {"count": inputs.supporting_incidents}
+    contradict = ngettext(
+        "%(count)d contradicts it", "%(count)d contradict it", inputs.contradicting_incidents
+    ) % {"count": inputs.contradicting_incidents}
+    if inputs.confirming_outcomes or inputs.refuting_outcomes:
+        confirmed = ngettext(
+            "confirmed by %(count)d reviewer",
+            "confirmed by %(count)d reviewers",
+            inputs.confirming_outcomes,
+        ) % {"count": inputs.confirming_outcomes}
+        refuted = ngettext(
+            "refuted by %(count)d account",
+            "refuted by %(count)d accounts",
+            inputs.refuting_outcomes,
+        ) % {"count": inputs.refuting_outcomes}
+        outcomes = gettext(
+            "the outcomes of runs that used it were %(confirmed)s and %(refuted)s"
+        ) % {
+            "confirmed": confirmed,
+            "refuted": refuted,
+        }
+    else:
+        outcomes = gettext("no run that used it has a counted outcome yet")
+    if inputs.last_confirmed is None:
+        age = gettext("never confirmed")
+    else:
+        days = int(score.days_since_confirmed)
+        age = (
+            gettext("last confirmed today")
+            if days == 0
+            else ngettext(
+                "last confirmed %(days)d day ago", "last confirmed %(days)d days ago", days
+            )
+            % {"days": days}
+        )
+    sentence = gettext("%(support)s, %(contradict)s; %(outcomes)s; %(age)s.") % {
+        "support": support,
+        "contradict": contradict,
+        "outcomes": outcomes,
+        "age": age,
+    }
+    if inputs.unconfirmed_outcomes:
+        sentence += " " + ngettext(
+            "%(count)d agent's confirmation waits for a reviewer and does not count yet.",
+            "%(count)d agents' confirmations wait for a reviewer and do not count yet.",
+            inputs.unconfirmed_outcomes,
+        ) % {"count": inputs.unconfirmed_outcomes}
+    return sentence

@@ -69,9 +69,9 @@ def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, 
     for hit in hits:
         if hit.entry is not None:
             valid_from, valid_to, approved_at = hit.entry.gate_times()
-            gate = domain.GateFields(
-                Status.APPROVED, dict(scope), valid_from, valid_to, approved_at
-            )
+            # Every index hit is of the caller's exact scope: they share its mapping, which
+            # the builder's scope check then finds at once (``domain.same_scope``).
+            gate = domain.GateFields(Status.APPROVED, scope, valid_from, valid_to, approved_at)
             read[hit.item_id] = _Item(gate, hit.entry.title, hit.entry.block_text)
     for kind in postings.KINDS.values():
         ids = [hit.item_id for hit in hits if hit.kind == kind.name and hit.item_id not in read]
@@ -122,6 +122,7 @@ def _candidates(
             ranked.outcomes,
             read_cases,
             explain=False,
+            skill_evidence=ranked.skill_evidence,
         )
         for hit, item in zip(chunk, scored, strict=True):
             row = read[hit.item_id]
@@ -166,18 +167,21 @@ def experience_context(
 
     threshold = context_threshold()
     chunk_of = chunk_size(request.size)
-    block = pipeline.answered(
+    block, semantic = pipeline.answered(
         request.query,
         exact,
         now,
-        lambda ranked: context.build_block(
-            _candidates(ranked, exact, now, chunk_of),
-            scope=exact,
-            now=now,
-            budget=request.size,
-            threshold=threshold,
+        lambda ranked: (
+            context.build_block(
+                _candidates(ranked, exact, now, chunk_of),
+                scope=exact,
+                now=now,
+                budget=request.size,
+                threshold=threshold,
+            ),
+            ranked.semantic,
         ),
         ahead=chunk_of,
     )
     read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
-    return {"status": OK, "missing": [], **block.as_json()}
+    return {"status": OK, "missing": [], **block.as_json(), **pipeline.semantic_note(semantic)}

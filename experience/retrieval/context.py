@@ -61,8 +61,6 @@ _WORD = rf"[^\W_{_CJK}]"  # a character of a word
 _TOKEN = re.compile(rf"{_WORD}+|[^\s]")
 # The same matches, words told apart from single other characters.
 _MATCHES = re.compile(rf"(?P<word>{_WORD}+)|[^\s]")
-# The words of more than four characters (maximal runs, as _TOKEN finds them).
-_LONG_WORD = re.compile(rf"{_WORD}{{5,}}")
 
 
 @lru_cache(maxsize=2048)
@@ -70,8 +68,9 @@ def count_tokens(text: str) -> int:
     """Tokens of ``text`` under :data:`TOKENIZER` (see the module docstring). Cached: the same
     items' texts and heads are counted for block after block."""
     # One per match (a word, or any other visible character), plus one per further started four
-    # characters of each long word.
-    return len(_TOKEN.findall(text)) + sum((len(w) - 1) // 4 for w in _LONG_WORD.findall(text))
+    # characters of each long word. One scan: a match longer than four characters is a word.
+    matches = _TOKEN.findall(text)
+    return len(matches) + sum((len(w) - 1) // 4 for w in matches if len(w) > 4)
 
 
 def smallest_block() -> int:

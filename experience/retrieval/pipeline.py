@@ -39,11 +39,13 @@ from experience.core.gate import admitted_q
 from experience.core.models import ItemType
 from experience.index import postings
 from experience.lessons.outcome_tallies import OutcomeBatch
-from experience.lessons.selectors import CaseTimes, skill_evidence_rows
+from experience.lessons.selectors import CaseTimes, SkillEvidence, skill_evidence_rows
 from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons, with_confidence
 from knowledge import postings as kp
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
+from semantic import embedders
+from semantic.branch import NOT_INDEXED, OFF, vector_branch
 
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
@@ -64,24 +66,37 @@ def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
     return Case.objects.filter(admitted_q(scope, now))
 
 
-def gated_skills(scope: Mapping[str, str], now: datetime) -> list[tuple[str, str, str]]:
-    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now."""
+def gated_skills(
+    scope: Mapping[str, str],
+    now: datetime,
+    evidence: dict[str, list[tuple[Any, ...]]] | None = None,
+) -> list[tuple[str, str, str]]:
+    """``(id, title, when)`` of skills that pass the gate *and* whose cited cases are usable now
+    (``evidence``: as :func:`usable_skills` fills it)."""
     skills = list(Skill.objects.filter(admitted_q(scope, now)).values_list("id", "title", "when"))
     if not skills:
         return []
-    usable = usable_skills([s[0] for s in skills], now)
+    usable = usable_skills([s[0] for s in skills], now, evidence)
     return [s for s in skills if s[0] in usable]
 
 
-def usable_skills(skill_ids: list[str], now: datetime) -> set[str]:
+def usable_skills(
+    skill_ids: list[str], now: datetime, evidence: dict[str, list[tuple[Any, ...]]] | None = None
+) -> set[str]:
     """The skills among ``skill_ids`` whose cited cases are all usable at ``now`` (one compiled
-    statement, the one their confidence is read from)."""
+    statement, the one their confidence is read from). ``evidence``, when given, receives each
+    skill's rows, so a returned skill's confidence is worked out from them without a second
+    read."""
     cited: dict[str, bool] = {}
-    for skill_id, _approved, case, status, inc, valid_from, valid_to, _at in skill_evidence_rows(
-        skill_ids
-    ):
-        usable = availability.case_usable(
-            availability.CitedCase(case, status, {}, inc, valid_from, valid_to), now
+    if evidence is not None:
+        for skill_id in skill_ids:
+            evidence[skill_id] = []
+    for row in skill_evidence_rows(skill_ids):
+        skill_id, _approved, _case, status, _inc, valid_from, valid_to, _at = row
+        if evidence is not None:
+            evidence[skill_id].append(row)
+        usable = availability.case_usable_values(
+            status=status, valid_from=valid_from, valid_to=valid_to, now=now
         )
         cited[skill_id] = cited.get(skill_id, True) and usable
     return {skill_id for skill_id, usable in cited.items() if usable}
@@ -98,6 +113,8 @@ class Hit:
     kind: str
     title: str
     entry: postings.EntryRow | None = None
+    # The branches that found it (``raw``, ``expanded``, ``vector``).
+    found_by: tuple[str, ...] = ()
 
     @property
     def times(self) -> CaseTimes | None:
@@ -114,6 +131,15 @@ class Ranked(Protocol):
     @property
     def outcomes(self) -> OutcomeBatch: ...
 
+    @property
+    def semantic(self) -> str: ...
+
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        """The cited-case rows of the skills the ranking decided on (their confidence needs
+        the same rows)."""
+        ...
+
     def head(self, n: int) -> list[Hit]: ...
 
 
@@ -122,6 +148,8 @@ class Moved(Exception):
 
 
 _CASE = postings.KIND_CODES[ItemType.CASE]
+# The branches a hit names in ``found_by``, in the order ``ranking.Ranking`` holds them.
+BRANCHES = ("raw", "expanded", "vector")
 
 
 class IndexRanking:
@@ -135,13 +163,24 @@ class IndexRanking:
         *,
         ahead: int,
         lessons: Mapping[str, Recallable] | None = None,
+        query: str = "",
     ) -> None:
         entries = read.entries
         raw_hits = ranking.intersections(entries["id"], read.raw)
         expanded_hits = ranking.intersections(entries["id"], read.expanded)
         if raw_hits is None or expanded_hits is None:
             raise Moved
-        candidates = available(entries, now) & ((raw_hits > 0) | (expanded_hits > 0))
+        gated = available(entries, now)
+        # The vector branch, over exactly the entries past the gate (semantic.branch).
+        vector = vector_branch(
+            postings.VECTOR_SPACE, read.scope_id, entries["id"], gated, entries["order"], query
+        )
+        self._semantic = vector.status
+        found = (raw_hits > 0) | (expanded_hits > 0)
+        if vector.ranked:
+            assert vector.ranks is not None
+            found |= vector.ranks > 0
+        candidates = gated & found
         self._read = read
         self._scope = scope
         self._now = now
@@ -149,6 +188,7 @@ class IndexRanking:
         self._given = lessons
         self._rows: dict[int, postings.EntryRow] = {}
         self._lessons: dict[str, Recallable] = {}
+        self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
         self._outcomes: OutcomeBatch | None = None
         self._ranking = ranking.Ranking(
             raw_hits=raw_hits,
@@ -161,6 +201,7 @@ class IndexRanking:
             candidates=candidates,
             known=entries["kind"] == _CASE,
             decide=self._admitted,
+            vector=vector.ranks if vector.ranked else None,
         )
 
     @property
@@ -173,10 +214,27 @@ class IndexRanking:
             self._outcomes = OutcomeBatch(self._now)
         return self._outcomes
 
+    @property
+    def semantic(self) -> str:
+        return self._semantic
+
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        return self._skill_evidence
+
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
         rows = self._rows_of(positions)
-        return [Hit(rows[p].item_id, rows[p].kind, rows[p].title, rows[p]) for p in positions]
+        return [
+            Hit(
+                rows[p].item_id,
+                rows[p].kind,
+                rows[p].title,
+                rows[p],
+                tuple(BRANCHES[i] for i in self._ranking.branches_of(p)),
+            )
+            for p in positions
+        ]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited
@@ -191,7 +249,7 @@ class IndexRanking:
             ahead = [rows[p].item_id for p in likely if rows[p].kind != ItemType.LESSON]
             self._outcomes = OutcomeBatch(self._now, ahead)
         skills = [rows[p].item_id for p in asked if rows[p].kind == ItemType.SKILL]
-        usable = usable_skills(skills, self._now) if skills else set()
+        usable = usable_skills(skills, self._now, self._skill_evidence) if skills else set()
         among = {rows[p].item_id: rows[p] for p in asked if rows[p].kind == ItemType.LESSON}
         if not among:
             recalled: Mapping[str, Recallable] = {}
@@ -232,7 +290,8 @@ class TextRanking:
         if lessons is None:
             lessons = recallable_lessons(scope, now, self._outcomes, None)
         self._lessons = lessons
-        self._ranked = _ranked_from_texts(query, scope, now, lessons)
+        self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
+        self._ranked = _ranked_from_texts(query, scope, now, lessons, self._skill_evidence)
 
     @property
     def lessons(self) -> Mapping[str, Recallable]:
@@ -241,6 +300,16 @@ class TextRanking:
     @property
     def outcomes(self) -> OutcomeBatch:
         return self._outcomes
+
+    @property
+    def semantic(self) -> str:
+        # Ranked from the texts while the scope's index cannot answer: the vector branch
+        # needs the index's entries, so this answer is lexical.
+        return NOT_INDEXED if embedders.enabled() else OFF
+
+    @property
+    def skill_evidence(self) -> SkillEvidence:
+        return self._skill_evidence
 
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
@@ -267,10 +336,16 @@ def answered(
         if read is postings.STALE:
             break
         try:
-            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons))
+            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons, query=query))
         except Moved:
             continue
     return use(TextRanking(query, scope, now, lessons))
+
+
+def semantic_note(status: str) -> dict[str, str]:
+    """What the vector branch did, as answers carry it (``semantic``): absent while it is off,
+    so a lexical deployment's answers keep their shape."""
+    return {} if status == OFF else {"semantic": status}
 
 
 # --- 5. hydrating the returned items ---------------------------------------------------------------
@@ -279,34 +354,57 @@ def answered(
 def scored(hits: Sequence[Hit], ranked: Ranked, now: datetime) -> list[dict[str, Any]]:
     """The returned items with their confidence: lessons as recall scored them; cases from the
     gate times the index gave (their rows are not read), skills from their cited cases."""
-    items = [{"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits]
+    items: list[dict[str, Any]] = [
+        {"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits
+    ]
+    for item, hit in zip(items, hits, strict=True):
+        if hit.found_by:
+            item["found_by"] = list(hit.found_by)
     cases = {
         hit.item_id: hit.entry.gate_times()
         for hit in hits
         if hit.kind == ItemType.CASE and hit.entry is not None
     }
-    return with_confidence(items, ranked.lessons, now, ranked.outcomes, cases)
+    return with_confidence(
+        items, ranked.lessons, now, ranked.outcomes, cases, skill_evidence=ranked.skill_evidence
+    )
 
 
 # --- ranking from the texts ---------------------------------------------------------------------
 
 
 def _ranked_from_texts(
-    query: str, scope: Mapping[str, str], now: datetime, lessons: Mapping[str, Recallable]
+    query: str,
+    scope: Mapping[str, str],
+    now: datetime,
+    lessons: Mapping[str, Recallable],
+    skill_evidence: dict[str, list[tuple[Any, ...]]],
 ) -> list[Hit]:
     titles: dict[str, tuple[str, str]] = {}
     texts: list[tuple[str, str]] = []
     for case_id, title, text in gated_cases(scope, now).values_list("id", "title", "search_text"):
         titles[case_id] = (ItemType.CASE, title)
         texts.append((case_id, text))
-    for skill_id, title, when in gated_skills(scope, now):
+    for skill_id, title, when in gated_skills(scope, now, skill_evidence):
         titles[skill_id] = (ItemType.SKILL, title)
         texts.append((skill_id, postings.skill_text(title, when)))
     for lesson in lessons.values():
         titles[lesson.id] = (ItemType.LESSON, lesson.title)
         texts.append((lesson.id, lesson.search_text))
-    ranked = _ranked(query, texts) if texts else []
-    return [Hit(i, str(titles[i][0]), titles[i][1]) for i in ranked]
+    if not texts:
+        return []
+    raw, expanded = _branches(query, texts)
+    found = (set(raw), set(expanded))
+    return [
+        Hit(
+            i,
+            str(titles[i][0]),
+            titles[i][1],
+            None,
+            tuple(name for name, ids in zip(BRANCHES, found, strict=False) if i in ids),
+        )
+        for i in reciprocal_rank_fusion([raw, expanded])
+    ]
 
 
 # Case and skill ids hash their content, so an id's token sets never change; only a lexicon
@@ -331,6 +429,11 @@ def _item_tokens(
 
 def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
     """Ids ranked as ``experience.core.domain.rank_items`` ranks them (raw + expanded, RRF)."""
+    return reciprocal_rank_fusion(list(_branches(query, texts)))
+
+
+def _branches(query: str, texts: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The raw and the expanded branch's ranked ids."""
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if stamp is None or stamp != _tokens_stamp[0]:
         _tokens.clear()
@@ -338,4 +441,4 @@ def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
     sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
     raw = rank_branch(tokenize(query), ((i, t[0]) for i, t in sets))
     expanded = rank_branch(tokenize(expand(query, lexicon)), ((i, t[1]) for i, t in sets))
-    return reciprocal_rank_fusion([raw, expanded])
+    return raw, expanded

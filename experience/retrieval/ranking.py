@@ -100,26 +100,41 @@ def ranks(branch: np.ndarray, admitted: np.ndarray) -> np.ndarray:
 
 
 def fused_order(
-    positions: np.ndarray, first: np.ndarray, second: np.ndarray, order: np.ndarray, k: int
+    positions: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    order: np.ndarray,
+    k: int,
+    *more: np.ndarray,
 ) -> np.ndarray:
-    """``positions`` by Σ 1/(k + rank) over the branches that rank them, descending, ties by
-    ``order``: exactly."""
+    """``positions`` by Σ 1/(k + rank) over the branches that rank them (``first``, ``second``
+    and any ``more``: the vector branch), descending, ties by ``order``: exactly."""
     if len(positions) == 0:
         return positions
-    top = k + int(max(first[positions].max(), second[positions].max()))
-    if top >= _EXACT_FLOAT:  # (ranks this deep: ordered in Python integers)
+    branches = (first, second, *more)
+    top = k + int(max(branch[positions].max() for branch in branches))
+    # The denominator is a product of one (k + rank) per branch: exact in a double (and its
+    # float correctly rounded) while top ** branches stays below 2 ** 52.
+    if top >= _EXACT_FLOAT or (len(branches) > 2 and top ** len(branches) >= 1 << 52):
         at = {int(order[p]): p for p in positions}
         exact = exact_order(
-            (*rrf_fraction([r for r in (int(first[p]), int(second[p])) if r], k), int(order[p]))
+            (
+                *rrf_fraction([r for r in (int(b[p]) for b in branches) if r], k),
+                int(order[p]),
+            )
             for p in positions
         )
         return np.array([at[tie] for tie in exact], dtype=positions.dtype)
-    a = np.where(first[positions] > 0, k + first[positions], 0)
-    b = np.where(second[positions] > 0, k + second[positions], 0)
-    both = (a > 0) & (b > 0)
-    # As one fraction: 1/a, 1/b or (a + b)/(a·b); the float of it is correctly rounded.
-    numerator = np.where(both, a + b, 1)
-    denominator = np.where(both, a * b, np.maximum(a, b))
+    # As one fraction, added branch by branch: 1/a, then (a + b)/(a·b), …; its float is
+    # correctly rounded.
+    numerator = np.zeros(len(positions), dtype=np.int64)
+    denominator = np.ones(len(positions), dtype=np.int64)
+    for branch in branches:
+        rank = branch[positions]
+        has = rank > 0
+        a = k + rank
+        numerator = np.where(has, numerator * a + denominator, numerator)
+        denominator = np.where(has, denominator * a, denominator)
     value = numerator / denominator
     ties = order[positions]
     by_float = np.lexsort((ties, -value))
@@ -128,7 +143,7 @@ def fused_order(
     if len(same) == 0:
         return ordered
     n, d = numerator[by_float], denominator[by_float]
-    if top < _EXACT_INT64:
+    if top < _EXACT_INT64 and len(branches) == 2:
         unequal = same[n[same + 1] * d[same] != n[same] * d[same + 1]]
     else:
         unequal = np.array(
@@ -183,12 +198,17 @@ class Ranking:
         known: np.ndarray,
         decide: Decide,
         k: int = RRF_K,
+        vector: np.ndarray | None = None,
     ) -> None:
         self._order = order.astype(np.int64)
-        self._branches = (
+        self._branches: tuple[np.ndarray, ...] = (
             branch_order(raw_hits, raw_size, raw_sizes, self._order, candidates),
             branch_order(expanded_hits, expanded_size, expanded_sizes, self._order, candidates),
         )
+        if vector is not None:
+            # The vector branch: its ranks (from 1, 0 = not ranked) over the gated entries.
+            ranked = np.nonzero(candidates & (vector > 0))[0]
+            self._branches += (ranked[np.argsort(vector[ranked], kind="stable")],)
         self._candidates = candidates
         self._admitted = candidates & known
         self._decided = known | ~candidates
@@ -200,9 +220,20 @@ class Ranking:
         almost always is, known before anything is decided (for a caller that reads ahead)."""
         return self._fused(self._candidates, n)
 
+    def _bound(self, n: int) -> int:
+        """How deep each branch must be known for the first ``n``: an item ranked below
+        ``bound`` in all m branches scores at most m/(k + bound + 1), below 1/(k + n), the least
+        of the first n of one branch, when bound >= (m - 1)·k + m·n."""
+        m = len(self._branches)
+        return (m - 1) * self._k + m * n
+
+    def branches_of(self, position: int) -> list[int]:
+        """Which branches (0 raw, 1 expanded, 2 vector) hold the entry at ``position``."""
+        return [i for i, branch in enumerate(self._branches) if (branch == position).any()]
+
     def head(self, n: int) -> np.ndarray:
         """Positions of the first ``n`` admitted candidates of the fused ranking, in order."""
-        bound = self._k + 2 * n
+        bound = self._bound(n)
         while not self._decided.all():
             # Every entry that could rank within ``bound`` in a branch (undecided ones counted
             # as admitted), and whatever precedes those in either branch (their ranks there),
@@ -222,12 +253,13 @@ class Ranking:
     def _fused(self, admitted: np.ndarray, n: int) -> np.ndarray:
         """The first ``n`` of the fusion of the ``admitted`` entries (each branch decided as
         deep as :meth:`head` makes sure of)."""
-        bound = self._k + 2 * n
-        first, second = (ranks(branch, admitted) for branch in self._branches)
-        contenders = np.nonzero(
-            ((first > 0) & (first <= bound)) | ((second > 0) & (second <= bound))
-        )[0]
-        return fused_order(contenders, first, second, self._order, self._k)[:n]
+        bound = self._bound(n)
+        first, second, *more = (ranks(branch, admitted) for branch in self._branches)
+        near = np.zeros(len(admitted), dtype=bool)
+        for rank in (first, second, *more):
+            near |= (rank > 0) & (rank <= bound)
+        contenders = np.nonzero(near)[0]
+        return fused_order(contenders, first, second, self._order, self._k, *more)[:n]
 
     def _holding(self, branch: np.ndarray, count: int) -> int:
         """The length of the shortest prefix of ``branch`` holding ``count`` entries that are

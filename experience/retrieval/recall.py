@@ -24,7 +24,12 @@ from experience.lessons.models import (
 )
 from experience.lessons.outcome_tallies import NONE as NO_OUTCOMES
 from experience.lessons.outcome_tallies import OutcomeBatch, aware_column
-from experience.lessons.selectors import CaseTimes, confidence_settings, item_confidences
+from experience.lessons.selectors import (
+    CaseTimes,
+    SkillEvidence,
+    confidence_settings,
+    item_confidences,
+)
 from experience.lessons.selectors import confidence_of as confidence_of
 from experience.lessons.selectors import incident_key as incident_key
 from knowledge import postings as kp
@@ -214,15 +219,18 @@ def with_confidence(
     approved_cases: Mapping[str, CaseTimes] | None = None,
     *,
     explain: bool = True,
+    skill_evidence: SkillEvidence | None = None,
 ) -> list[dict[str, Any]]:
     """Retrieval items with ``confidence``, ``why`` and ``conflict``; lessons also with
     ``lesson_type`` and ``conclusion``. Cases count their own incident; skills their cited
     cases' distinct incidents (docs/contracts.md, Lessons). ``approved_cases``: cases whose gate
-    times the caller read already (from the retrieval index), which are not read again.
+    times the caller read already (from the retrieval index), which are not read again;
+    ``skill_evidence``: skills whose cited cases the caller read already (the ranking, deciding
+    which skills may be returned), which are not read again either.
     ``explain=False`` leaves ``why`` empty (the context block shows no explanation)."""
     case_ids = [item["id"] for item in items if item["type"] == "case"]
     skill_ids = [item["id"] for item in items if item["type"] == "skill"]
-    scores = item_confidences(case_ids, skill_ids, now, outcomes, approved_cases)
+    scores = item_confidences(case_ids, skill_ids, now, outcomes, approved_cases, skill_evidence)
     out = []
     for item in items:
         lesson = lessons.get(item["id"])

@@ -44,16 +44,16 @@ def retrieve_experience(
     if not request.complete:
         return {"status": FALLBACK, "missing": list(request.missing), "items": []}
     exact = dict(request.scope)
-    items = pipeline.answered(
+    items, semantic = pipeline.answered(
         request.query,
         exact,
         now,
-        lambda ranked: pipeline.scored(ranked.head(request.size), ranked, now),
+        lambda ranked: (pipeline.scored(ranked.head(request.size), ranked, now), ranked.semantic),
         ahead=request.size,
     )
     # Claimed whatever was found, so a refusal never depends on what the scope holds.
     read_request_record(request, [(item["id"], ItemType(item["type"])) for item in items])
-    return {"status": OK, "missing": [], "items": items}
+    return {"status": OK, "missing": [], "items": items, **pipeline.semantic_note(semantic)}
 
 
 def ranked_items(

@@ -13,7 +13,7 @@ from experience.cases.services import item_inserted as item_inserted
 from experience.cases.services import item_reject as item_reject
 from experience.core import domain
 from experience.core.models import SubmittedVia
-from experience.core.review import ReviewRefused
+from experience.core.review import Impact, ReviewRefused
 from experience.core.review import require_item_tenant as require_item_tenant
 from experience.lessons import domain as ld
 from experience.lessons.models import (
@@ -32,6 +32,13 @@ from reviewconsole.models import Action
 from reviewconsole.permissions import RESOLVE_LESSON_CONFLICT, require
 
 NOT_IN_CONFLICT = "must be one of the two lessons of this conflict"
+
+
+# Nothing is chosen for the reviewer: which lesson stays, and what becomes of the other.
+KEEP_REQUIRED = "choose which of the two lessons to keep"
+
+
+ACTION_REQUIRED = "choose whether to revoke the other lesson or narrow it"
 
 
 CONFLICT_CLOSED = "this conflict is already resolved"
@@ -54,6 +61,8 @@ class ConflictResolution:
     other: str
     resolution: str
     narrowed: str = ""
+    # What revoking the other lesson reached (stored with the revocation); None when narrowed.
+    impact: Impact | None = None
 
 
 @transaction.atomic
@@ -78,18 +87,25 @@ def conflict_resolve(
     conflict = LessonConflict.objects.select_for_update().get(pk=conflict.pk)
     if conflict.status != ConflictStatus.OPEN:
         raise ValidationFailure("conflict", CONFLICT_CLOSED)
+    if not keep:
+        raise ValidationFailure("keep", KEEP_REQUIRED)
     if keep not in (conflict.lesson_a_id, conflict.lesson_b_id):
         raise ValidationFailure("keep", NOT_IN_CONFLICT)
+    if not action:
+        raise ValidationFailure("action", ACTION_REQUIRED)
     if action not in RESOLUTIONS:
         raise ValidationFailure("action", BAD_RESOLUTION)
     if not reason.strip():
         raise ReviewRefused(keep, conflict.status, [domain.REASON_REQUIRED])
     other = Lesson.objects.get(pk=conflict.other(keep))
     if action == "revoke":
-        lesson_revoke(lesson=other, actor=actor, reason=reason, now=now)
-        # lesson_revoke closed every open conflict of ``other``; this one names who was kept.
+        revoked = lesson_revoke(lesson=other, actor=actor, reason=reason, now=now)
+        # lesson_revoke stored its impact and closed every open conflict of ``other``; this one
+        # names who was kept.
         conflict.refresh_from_db()
-        return ConflictResolution(conflict.pk, conflict.status, keep, other.id, "revoked")
+        return ConflictResolution(
+            conflict.pk, conflict.status, keep, other.id, "revoked", impact=revoked.impact
+        )
     narrowed = _narrowed_content(other, precondition=precondition, tags=tags)
     lesson, _ = lesson_store(narrowed, actor=actor, via=SubmittedVia.CONSOLE, now=now)
     conflict.narrowing = lesson.id

@@ -9,16 +9,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from experience.runs.models import Run, RunFollowUp
+from experience.runs.models import Run, RunFollowUp, RunOwner
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, require
 from reviewconsole.reasons import reason_within_cap
-from reviewconsole.tenancy import may_access, visible
+from reviewconsole.tenancy import may_access, tenants_of
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -113,27 +113,52 @@ def follow_ups_of(run_ids: Iterable[str]) -> dict[str, RunFollowUp]:
     }
 
 
-def pending_run_ids() -> QuerySet[RunFollowUp, str]:
-    """The run ids still to follow up, as a subquery for run lists."""
-    return RunFollowUp.objects.filter(followed_up_at__isnull=True).values_list("run_id", flat=True)
-
-
 def follow_up_get(run_id: str) -> RunFollowUp | None:
     return RunFollowUp.objects.select_related("followed_up_by").filter(run_id=run_id).first()
 
 
+FOLLOW_UP_PENDING = "pending"
+FOLLOW_UP_DONE = "done"
+
+
+def follow_ups_visible(
+    user: User | AnonymousUser,
+    state: str = FOLLOW_UP_PENDING,
+    *,
+    run_id: str = "",
+    status: str = "",
+    skill_id: str = "",
+) -> QuerySet[RunFollowUp]:
+    """The flagged run ids ``user`` may see, still to follow up (``FOLLOW_UP_PENDING``) or
+    followed up (``FOLLOW_UP_DONE``), newest flag first: every run id a revocation reached, a
+    skill run or an agent's recall, context block or investigation reads alike. The dashboard's
+    card counts this and the runs list's follow-up filter lists it (``run_id`` contained in the
+    id, ``status`` and ``skill_id`` of a skill run under it: the list's other filters).
+
+    A run id is seen by the users of the tenant that opened it (``RunOwner``); one opened before
+    runs had owners, by the users of its skill runs' tenant."""
+    rows = RunFollowUp.objects.filter(followed_up_at__isnull=state == FOLLOW_UP_PENDING)
+    tenants = tenants_of(user)
+    if run_id:
+        rows = rows.filter(run_id__icontains=run_id)
+    if status or skill_id:
+        # The runs list's skill-run filters narrow to run ids with such a skill run.
+        runs = Run.objects.all()
+        runs = runs.filter(status=status) if status else runs
+        runs = runs.filter(skill_id=skill_id) if skill_id else runs
+        rows = rows.filter(run_id__in=runs.values("run_id"))
+    if tenants is not None:
+        allowed = sorted(tenants)
+        owned = RunOwner.objects.filter(tenant__in=allowed).values("run_id")
+        unowned = (
+            Run.objects.filter(tenant__in=allowed)
+            .exclude(run_id__in=RunOwner.objects.values("run_id"))
+            .values("run_id")
+        )
+        rows = rows.filter(Q(run_id__in=owned) | Q(run_id__in=unowned))
+    return rows.select_related("followed_up_by").order_by("-flagged_at", "-id")
+
+
 def runs_to_follow_up_count(user: User | AnonymousUser) -> int:
-    """How many flagged run ids ``user`` may see (the dashboard's count)."""
-    runs = visible(Run.objects.filter(run_id__in=pending_run_ids()), user)
-    return runs.values("run_id").distinct().count()
-
-
-def runs_to_follow_up(runs: QuerySet[Run]) -> QuerySet[Run]:
-    """``runs`` narrowed to the run ids still to follow up."""
-    return runs.filter(run_id__in=pending_run_ids())
-
-
-def runs_followed_up(runs: QuerySet[Run]) -> QuerySet[Run]:
-    """``runs`` narrowed to the run ids that were flagged and are followed up."""
-    done = RunFollowUp.objects.filter(followed_up_at__isnull=False).values_list("run_id", flat=True)
-    return runs.filter(run_id__in=done)
+    """How many flagged run ids ``user`` may see (the dashboard's count of the same list)."""
+    return follow_ups_visible(user).count()

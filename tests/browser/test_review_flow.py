@@ -223,7 +223,9 @@ def test_evidence_rows_line_up_in_chinese_and_the_header_is_compact(
             evidence = page.locator(".section-diagnosis .claim-evidence").bounding_box()
             assert abs(claim["y"] - evidence["y"]) <= 2 and claim["width"] >= 150
         else:
-            assert header["height"] <= 110, header
+            # Two short lines of brand and user box, then the menu, wrapped (never scrolled)
+            # into rows: every entry shows (tests/browser/test_menu.py).
+            assert header["height"] <= 130, header
         screen(page, f"case-zh-{name}")
         context.close()
 

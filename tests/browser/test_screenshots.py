@@ -13,9 +13,10 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from console.demo import DEMO_USERS, INVESTIGATION_RUN, SECOND_SKILL_RUN, THREAD_FIXTURE
+from curation.models import NearDuplicate
 from experience.cases.models import Case
 from experience.core.models import Status
-from experience.lessons.models import Lesson
+from experience.lessons.models import Lesson, LessonConflict
 from investigations.models import Investigation
 from reviewconsole.cli import read_json_file
 from tests.browser.conftest import DEADLINE_MS, PHONE, VIEWPORT, screen
@@ -53,6 +54,8 @@ def demo(transactional_db: None) -> dict[str, str]:
         "documents": "/knowledge/",
         "thread-builder": f"/curation/threads/{thread}/",
         "curation": "/curation/",
+        "lesson-conflict": LessonConflict.objects.get().get_absolute_url(),
+        "compare": f"/curation/similar/{NearDuplicate.objects.order_by('pk').first().pk}/",  # type: ignore[union-attr]
     }
 
 

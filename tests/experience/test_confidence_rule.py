@@ -21,6 +21,7 @@ from experience.lessons import domain as ld
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
+from experience.lessons.outcome_tallies import NONE as NO_VOTES
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
 from experience.review import conflicts
@@ -375,7 +376,14 @@ def test_the_case_page_shows_an_agents_confirmation_as_awaiting_a_reviewer(
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=agent)
     client.force_login(reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Awaiting a reviewer" in page
+    assert "1 agent&#x27;s confirmation waits for a reviewer and does not count yet." in page
     run_outcome_report(run_id="shown", outcome="resolved_by_lead", actor=reviewer)
     page = client.get(case.get_absolute_url()).content.decode()
-    assert "Awaiting a reviewer" not in page
+    assert "waits for a reviewer" not in page and "confirmed by 1 reviewer" in page
+
+
+@pytest.mark.parametrize("in_open_conflict", [False, True])
+def test_an_item_without_votes_counts_what_no_votes_count(in_open_conflict: bool) -> None:
+    """``Tally.counted`` answers an item without votes (most items) without folding them."""
+    counted = NO_VOTES.counted(in_open_conflict=in_open_conflict)
+    assert counted == ld.counted_outcomes([], in_open_conflict=in_open_conflict)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experience.core import domain
+from experience.core import availability, domain
 from experience.core.availability import CitedCase, GateFields, lesson_availability
 from experience.core.domain import Reviewer
 from experience.lessons import domain as ld
@@ -84,6 +84,81 @@ def test_a_supporting_incident_never_lowers_confidence(
     after = ld.confidence(ld.ConfidenceInputs(support + 1, contra, good, bad, last), now=NOW, z=z)
     assert after.value >= before.value
     assert 0.0 <= after.value <= 1.0
+
+
+MOMENTS = st.integers(min_value=-400, max_value=400).map(lambda h: NOW + timedelta(hours=h))
+STATUSES = st.sampled_from(["candidate", "approved", "rejected", "revoked", "superseded"])
+
+
+@st.composite
+def counted_outcomes(draw: st.DrawFn) -> ld.CountedOutcomes:
+    votes = draw(
+        st.lists(
+            st.builds(
+                ld.OutcomeVote,
+                account=st.integers(1, 4),
+                confirmed=st.booleans(),
+                refuted=st.booleans(),
+                reviewer=st.booleans(),
+                confirmed_at=st.none() | MOMENTS,
+            ),
+            max_size=6,
+        )
+    )
+    return ld.counted_outcomes(votes, in_open_conflict=False)
+
+
+@given(
+    status=STATUSES,
+    valid_from=MOMENTS,
+    hours=st.integers(min_value=1, max_value=500),
+    approved_at=st.none() | MOMENTS,
+    outcomes=counted_outcomes(),
+    now=MOMENTS,
+    z=st.sampled_from([0.5, 1.0, 1.96]),
+    half_life=st.sampled_from([0.0, 30.0, 180.0]),
+)
+def test_a_cases_confidence_is_the_estimator_over_the_case_alone(
+    status: str,
+    valid_from: datetime,
+    hours: int,
+    approved_at: datetime | None,
+    outcomes: ld.CountedOutcomes,
+    now: datetime,
+    z: float,
+    half_life: float,
+) -> None:
+    """``case_confidence`` (retrieval and the context block score cases with it) is the
+    definition: the estimator over the evidence inputs of the case as its own one supporting
+    case, its approval the one approval."""
+    valid_to = valid_from + timedelta(hours=hours)
+    case = CitedCase("case:1", status, SCOPE, "case:1", valid_from, valid_to)
+    inputs = ld.evidence_inputs([case], [], approvals=[approved_at], now=now, outcomes=outcomes)
+    expected = ld.confidence(inputs, now=now, z=z, half_life_days=half_life)
+    usable = availability.case_usable_values(
+        status=status, valid_from=valid_from, valid_to=valid_to, now=now
+    )
+    assert usable == availability.case_usable(case, now)
+    found = ld.case_confidence(
+        usable=usable,
+        approved_at=approved_at,
+        now=now,
+        outcomes=outcomes,
+        z=z,
+        half_life_days=half_life,
+    )
+    assert found == expected
+    # The same datetime object is kept as the last confirmation (as_json shows its offset).
+    assert found.inputs.last_confirmed is expected.inputs.last_confirmed
+
+
+def test_the_latest_confirmation_is_the_first_latest_as_max_picks_it() -> None:
+    at = NOW - timedelta(days=2)
+    same_instant = at.astimezone(timezone(timedelta(hours=8)))
+    outcomes = ld.CountedOutcomes(confirming=1, last_confirmed=same_instant)
+    found = ld.case_confidence(usable=True, approved_at=at, now=NOW, outcomes=outcomes)
+    assert found.inputs.last_confirmed is at
+    assert ld.confidence(ld.ConfidenceInputs(1, 0), now=NOW).decay == 1.0
 
 
 def test_distinct_incidents_count_once_and_only_usable_cases() -> None:

@@ -6,6 +6,7 @@ conflicts queue; full page and htmx fragment; another tenant's lesson is a 404."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +52,7 @@ def test_lesson_page_shows_scene_precondition_conclusion_evidence_and_confidence
     for part in ("Scene", "Precondition", "Conclusion", "Evidence for", "Evidence against"):
         assert part in text
     assert lesson.conclusion in text and two_cases[0].title in text
-    assert "0.667" in text and "Supporting incidents" in text
+    assert "0.667" in text and "2 incidents support it" in text
     fragment = client.get(lesson.get_absolute_url(), HTTP_HX_REQUEST="true")
     assert fragment.status_code == 200 and "<html" not in fragment.content.decode()
 
@@ -141,3 +142,114 @@ def test_merge_from_the_page(
     merged = Lesson.objects.get(supersedes=target.id, status=Status.APPROVED)
     assert done["Location"] == merged.get_absolute_url()
     assert lessons.lesson_selectors.lesson_evidence(merged).supports
+
+
+def test_a_conflict_names_each_choice_chooses_nothing_for_the_reviewer_and_previews_the_revocation(
+    approved_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    make_user: Callable[[str, str], User],
+) -> None:
+    """Issue 28, item 2: the two lessons of the demo share a title; the page names each choice
+    by type, conclusion and confidence, checks neither, shows what revoking the other reaches,
+    stores it, and says what was decided in a sentence."""
+    from experience.review.conflicts import KEEP_REQUIRED
+    from experience.runs.models import Reference, RevocationImpact, RunFollowUp
+    from reviewconsole import clock
+
+    failure = approved_lesson(lesson_data([c.id for c in two_cases]))
+    success = approved_lesson(
+        lesson_data(
+            [c.id for c in two_cases], lesson_type="success_pattern", conclusion="先让顾客刷新缓存"
+        )
+    )
+    assert failure.title == success.title
+    # An agent's recall read the success pattern under this run.
+    Reference.objects.create(
+        run_id="recall-read-it", item_id=success.id, item_type="lesson", read_at=clock.now()
+    )
+    client = client_for(make_user("rhea", "reviewer"))
+    conflict = LessonConflict.objects.get()
+    html = client.get(conflict.get_absolute_url()).content.decode()
+    choices = html.split('name="keep"')
+    assert len(choices) == 3 and all(" checked" not in c.split(">", 1)[0] for c in choices[1:])
+    assert (
+        "Keep the failure lesson: “不要先让顾客刷新缓存；先核对活动适用门店” (confidence 0.667)"
+        in (html)
+    )
+    assert "Keep the success pattern: “先让顾客刷新缓存” (confidence 0.667)" in html
+    # Keeping the failure lesson revokes the success pattern, which the run read.
+    keep_failure = html.split(f'value="{failure.id}"', 1)[1].split('name="keep"', 1)[0]
+    assert "recall-read-it" in keep_failure
+    assert 'name="action" value="revoke" required>' in html  # no default resolution
+    # The reason is a sentence, the code only a tooltip.
+    assert "type_opposition" not in re.sub(r"<[^>]*>", "", html)
+    assert "they advise opposite things" in html
+
+    refused = client.post(conflict.get_absolute_url(), {"action": "revoke", "reason": "刷新无效"})
+    assert refused.status_code == 422
+    assert "Lesson to keep: Choose which of the two lessons to keep." in refused.content.decode()
+    assert 'data-condition="keep"' in refused.content.decode() and KEEP_REQUIRED
+    assert LessonConflict.objects.get().status == ConflictStatus.OPEN
+
+    done = client.post(
+        conflict.get_absolute_url(),
+        {
+            "keep": failure.id,
+            "action": "revoke",
+            "reason": "刷新无效",
+            f"previewed_runs_{failure.id}": "recall-read-it",
+        },
+        follow=True,
+    )
+    page = done.content.decode()
+    assert Lesson.objects.get(pk=success.id).status == Status.REVOKED
+    assert RevocationImpact.objects.get(item_id=success.id).runs == ["recall-read-it"]
+    assert RunFollowUp.objects.get(run_id="recall-read-it").pending
+    assert "Its revocation reached 1 run" in page and "changed between your preview" not in page
+    assert (
+        "Kept the failure lesson “不要先让顾客刷新缓存；先核对活动适用门店”; "
+        "revoked the success pattern “先让顾客刷新缓存”." in page
+    )
+    assert "kept lesson:" not in page and "Revocation impact (stored)" in page
+    assert page.count("recall-read-it") >= 1
+
+    chinese = client.get(conflict.get_absolute_url(), headers={"Accept-Language": "zh-hans"})
+    assert "保留了失败教训" in chinese.content.decode()
+
+
+def test_a_conflict_reason_reads_as_a_sentence_in_chinese(
+    approved_lesson: Callable[..., Lesson], two_cases: list[Case], reviewer: User
+) -> None:
+    approved_lesson(lesson_data([c.id for c in two_cases]))
+    approved_lesson(
+        lesson_data([c.id for c in two_cases], lesson_type="success_pattern", conclusion="刷新")
+    )
+    conflict = LessonConflict.objects.get()
+    client = client_for(reviewer)
+    for url in (conflict.get_absolute_url(), reverse("experience:lesson-conflicts")):
+        html = client.get(url, headers={"Accept-Language": "zh-hans"}).content.decode()
+        assert "建议相反" in html, url
+        assert "<code>type_opposition</code>" not in html
+
+
+def test_revoking_a_lesson_from_its_page_previews_the_runs_it_reaches(
+    approved_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    make_user: Callable[[str, str], User],
+) -> None:
+    from experience.runs.models import Reference, RevocationImpact
+    from reviewconsole import clock
+
+    lesson = approved_lesson(lesson_data([c.id for c in two_cases]))
+    Reference.objects.create(
+        run_id="recall-read-it", item_id=lesson.id, item_type="lesson", read_at=clock.now()
+    )
+    client = client_for(make_user("rhea", "reviewer"))
+    html = client.get(lesson.get_absolute_url()).content.decode()
+    panel = html.split('id="lesson-revoke"', 1)[1].split("</section>", 2)
+    assert "Impact preview" in panel[0] and "recall-read-it" in panel[0] + panel[1]
+    client.post(
+        reverse("experience:lesson-review", args=[lesson.digest]),
+        {"decision": "revoke", "reason": "wrong"},
+    )
+    assert RevocationImpact.objects.get(item_id=lesson.id).runs == ["recall-read-it"]

@@ -11,8 +11,12 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from experience.cases import selectors, services
 from experience.cases.models import Case, Skill
+from experience.index import postings
+from experience.lessons import selectors as lesson_selectors
 from experience.pages.selectors import QueueFilters, review_queue_rows
+from experience.retrieval import pipeline
 from experience.retrieval import service as retrieval
+from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
 from experience.review import revocation
 from experience.runs.models import Reference
@@ -142,6 +146,38 @@ def test_skill_is_returned_only_while_available(
     assert skill.id not in ids(
         retrieve_experience("优惠券无法使用 适用条件", SCOPE, NOW, "r", limit=5, actor=agent)
     )
+
+
+@pytest.mark.parametrize("from_texts", [False, True])
+def test_a_returned_skills_cited_cases_are_read_once_and_score_it_as_the_tables_do(
+    approved_skill: Callable[..., Skill],
+    agent: User,
+    monkeypatch: pytest.MonkeyPatch,
+    from_texts: bool,
+) -> None:
+    """The ranking reads a skill's cited cases to decide whether it may be returned; its
+    confidence is worked out from those rows, equal to the console's read from the tables."""
+    skill = approved_skill()
+    if from_texts:
+        monkeypatch.setattr(postings, "scope_read", lambda scope, query: postings.STALE)
+    reads: list[list[str]] = []
+    read_rows = lesson_selectors.skill_evidence_rows
+
+    def counted(skill_ids: list[str]) -> list[tuple[Any, ...]]:
+        reads.append(list(skill_ids))
+        return read_rows(skill_ids)
+
+    monkeypatch.setattr(pipeline, "skill_evidence_rows", counted)
+    monkeypatch.setattr(lesson_selectors, "skill_evidence_rows", counted)
+    query = "优惠券无法使用 适用条件"
+    retrieved = retrieve_experience(query, SCOPE, NOW, "r-1", limit=5, actor=agent)
+    block = experience_context(query, SCOPE, NOW, "r-2", 2_000, actor=agent)
+    assert reads == [[skill.id], [skill.id]]  # once by each call, to rank it
+    monkeypatch.undo()
+    expected = lesson_selectors.item_confidences([], [skill.id], NOW)[skill.id]
+    (item,) = [item for item in retrieved["items"] if item["id"] == skill.id]
+    assert (item["confidence"], item["why"]) == (expected.value, expected.why())
+    assert {"id": skill.id, "type": "skill", "confidence": expected.value} in block["items"]
 
 
 def test_limit_and_ranking(approved_case: Callable[..., Case], agent: User) -> None:

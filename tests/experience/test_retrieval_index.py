@@ -34,7 +34,9 @@ from experience.index import postings
 from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.lessons.selectors import item_confidences
 from experience.retrieval import ranking
+from experience.retrieval.block import experience_context
 from experience.retrieval.pipeline import gated_cases, gated_skills
 from experience.retrieval.recall import recallable_lessons
 from experience.retrieval.service import ranked_items
@@ -578,6 +580,21 @@ def assert_recall_same(asked: list[str], agent: User, tag: str) -> None:
                     query, scope, NOW, f"run-t{tag}-{n}", 20, actor=agent
                 )
             assert got == expected, (tag, query, scope)
+            # A returned case's or skill's confidence is what the console reads for it from the
+            # tables: retrieval hands over the times and cited cases it read to rank them.
+            cases = [item["id"] for item in got["items"] if item["type"] == "case"]
+            skills = [item["id"] for item in got["items"] if item["type"] == "skill"]
+            read = item_confidences(cases, skills, NOW)
+            for item in got["items"]:
+                if item["type"] != "lesson":
+                    score = read[item["id"]]
+                    assert (item["confidence"], item["why"]) == (score.value, score.why())
+            block = experience_context(query, scope, NOW, f"run-c{tag}-{n}", 400, actor=agent)
+            with pytest.MonkeyPatch.context() as patch:
+                _from_texts(patch)
+                assert block == experience_context(
+                    query, scope, NOW, f"run-d{tag}-{n}", 400, actor=agent
+                ), (tag, query, scope)
 
 
 @settings(

@@ -196,6 +196,7 @@ def _console_probes() -> list[Probe]:
         ids = (str(entry.pk), str(NO_PK))
         post("curation:rereview-confirm", [entry.pk], [NO_PK], ids, {"reason": "x"})
     for link in NearDuplicate.objects.all():
+        page("curation:link-compare", [link.pk], [NO_PK], (str(link.pk), str(NO_PK)))
         post(
             "curation:link-resolve",
             [link.pk],

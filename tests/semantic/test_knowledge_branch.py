@@ -15,8 +15,9 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import override_settings
+from django.test import Client, override_settings
 
+from agentapi.services import token_create
 from knowledge.models import Document
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import document_revoke, documents_import
@@ -234,3 +235,64 @@ def test_the_local_model_finds_a_paraphrase(operator: User, searcher: User, sett
         assert ids(result)[0] == answer
         assert found_by(result)[answer] == ["vector"]
     assert search("xyz", searcher)["status"] == "no_match"
+
+
+def test_the_console_preview_says_which_branch_found_each_document(
+    concepts: None, operator: User, client: Any
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+    client.force_login(operator)
+
+    page = client.get(
+        "/knowledge/search/",
+        {
+            "query": "小程序 threshold",
+            "tenant": settings.DEMO_TENANT,
+            "brand": settings.DEMO_BRAND,
+            "store": "store-100",
+            "campaign": "campaign-x",
+            "occurred_at": "2026-10-01T12:00:00",
+            "known_at": "2026-10-01T12:00:00",
+            "timezone": "Asia/Shanghai",
+            "limit": 4,
+        },
+    ).content.decode()
+
+    assert "Searched by words and by meaning." in page
+    threshold = page[page.index("活动X满减规则") :]
+    channel = page[page.index("活动X渠道限制") :]
+    found_threshold = threshold[threshold.index('class="found-by"') :].split("</p>")[0]
+    found_channel = channel[channel.index('class="found-by"') :].split("</p>")[0]
+    assert "meaning" in found_threshold and "its words" not in found_threshold
+    assert "its words" in found_channel and "meaning" not in found_channel
+
+
+def test_the_api_says_what_the_vector_branch_did_and_which_branch_found_each_document(
+    concepts: None, operator: User, searcher: User
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+    token = token_create(user=searcher, name="semantic")
+    body = {
+        "query": "小程序 threshold",
+        "tenant": settings.DEMO_TENANT,
+        "brand": settings.DEMO_BRAND,
+        "store": "store-100",
+        "campaign": "campaign-x",
+        "occurred_at": "2026-10-01T12:00:00+08:00",
+        "known_at": "2026-10-01T12:00:00+08:00",
+    }
+
+    answer = Client().post(
+        "/api/v1/knowledge/search",
+        body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token.text}"},
+    )
+
+    assert answer.status_code == 200, answer.content
+    result = answer.json()
+    assert result["semantic"] == "used"
+    assert found_by(result) == {
+        "doc:rule-channel@1": ["raw", "expanded"],
+        "doc:rule-threshold@1": ["vector"],
+    }

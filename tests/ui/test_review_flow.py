@@ -296,11 +296,14 @@ def test_case_and_skill_pages_show_their_confidence_with_its_inputs(
     memory: dict[str, Any], reviewer: User, client: Client
 ) -> None:
     client.force_login(reviewer)
-    for item, incidents in ((memory["cases"][0], 1), (memory["skill"], 2)):
+    for item, support in (
+        (memory["cases"][0], "1 incident supports it"),
+        (memory["skill"], "2 incidents support it"),
+    ):
         html = _page(client, item)
         assert 'id="confidence"' in html and "Wilson lower bound" in html
-        facts = html[html.index("Supporting incidents") :]
-        assert facts.index(f"<dd>{incidents}</dd>") < facts.index("Contradicting incidents")
+        sentence = html.split('id="confidence-sentence">', 1)[1].split("</p>", 1)[0]
+        assert sentence.startswith(f"{support}, 0 contradict it;"), sentence
 
 
 # --- queries stay constant in the number of items ----------------------------------------------

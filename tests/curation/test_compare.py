@@ -1,0 +1,123 @@
+"""Compare and decide (issue 28, item 4): a candidate beside the approved case it resembles,
+section by section, differences marked, the decision beside them; full page and fragment, one
+tenant's pair a 404 for another tenant's users."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from curation import domain
+from curation.models import NearDuplicate
+from experience.cases.models import Case
+from reviewconsole import clock
+from reviewconsole.models import TenantMembership
+from reviewconsole.services import user_set_role
+from tests.curation.conftest import other_wording
+from tests.experience.conftest import case_data
+
+pytestmark = pytest.mark.django_db
+
+
+def test_statements_are_marked_same_similar_or_only_in_one_case() -> None:
+    left = case_data()
+    right = case_data(
+        observations=[{"source_id": "thread:2#m1", "excerpt": "店员：打印机没反应。"}]
+    )
+    right["diagnosis"]["statement"] = "活动适用门店不含二号店！"  # folds to the same text
+    right["outcome"]["statement"] = "补充门店后，订单恢复。"
+    rows = {row.section: row for row in domain.compare_cases(left, right)}
+    assert list(rows) == ["observations", "diagnosis", "counterevidence", "outcome"]
+    assert [e.match for e in rows["observations"].left] == [domain.ONLY_HERE]
+    assert [e.match for e in rows["diagnosis"].left] == [domain.SAME]
+    assert not rows["diagnosis"].differs and not rows["counterevidence"].differs
+    assert rows["outcome"].differs and rows["outcome"].left[0].match == domain.SIMILAR
+    assert rows["counterevidence"].left[0].text == "缓存未刷新: 刷新后仍失败。"
+
+
+@pytest.fixture
+def pair(
+    approve: Callable[..., Case], submit: Callable[..., Case], reviewer: User
+) -> dict[str, Any]:
+    approved = approve(case_data(incident="INC-A"))
+    candidate = submit(other_wording("INC-B"))
+    first, second = sorted((approved, candidate), key=lambda c: c.id)
+    link, _ = NearDuplicate.objects.get_or_create(
+        case_a=first, case_b=second, defaults={"similarity": 0.62, "detected_at": clock.now()}
+    )
+    return {"approved": approved, "candidate": candidate, "link": link}
+
+
+def client_for(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_candidate_stands_beside_the_approved_case_with_the_decision_beside_them(
+    pair: dict[str, Any], second_reviewer: User, django_assert_max_num_queries: Any
+) -> None:
+    link, candidate, approved = pair["link"], pair["candidate"], pair["approved"]
+    url = reverse("curation:link-compare", args=[link.pk])
+    client = client_for(second_reviewer)
+    with django_assert_max_num_queries(15):
+        page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    # The candidate on the left, the approved case it resembles on the right.
+    assert html.index(candidate.title) < html.index(approved.title)
+    assert "Candidate" in html and "Approved case it resembles" in html
+    # One row per section, in order, each with both cases' statements.
+    starts = [html.index(f'id="row-{s}"') for s in domain.COMPARED_SECTIONS]
+    assert starts == sorted(starts)
+    diagnosis = html[starts[1] : starts[2]]
+    assert "活动门店范围没有二号店。" in diagnosis and "活动适用门店不含二号店。" in diagnosis
+    assert "badge-differs" in diagnosis
+    counter = html[starts[2] : starts[3]]
+    assert "badge-same" in counter and "only in this case" not in counter
+    # The decision: one incident or two (CSRF, back to this page), and the candidate's review.
+    panel = html.split('id="decision-panel"', 1)[1]
+    assert f'action="{reverse("curation:link-resolve", args=[link.pk])}"' in panel
+    assert "csrfmiddlewaretoken" in panel and f'name="next" value="{url}"' in panel
+    assert f'href="{candidate.get_absolute_url()}"' in panel and "Review the candidate" in panel
+    fragment = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert fragment.lstrip().startswith('<div id="compare-main">') and "<html" not in fragment
+
+
+def test_the_near_duplicates_list_leads_to_the_comparison(
+    pair: dict[str, Any], second_reviewer: User
+) -> None:
+    html = client_for(second_reviewer).get(reverse("curation:link-list")).content.decode()
+    assert f'href="{reverse("curation:link-compare", args=[pair["link"].pk])}"' in html
+
+
+def test_deciding_from_the_comparison_returns_to_it(
+    pair: dict[str, Any], second_reviewer: User
+) -> None:
+    link = pair["link"]
+    url = reverse("curation:link-compare", args=[link.pk])
+    done = client_for(second_reviewer).post(
+        reverse("curation:link-resolve", args=[link.pk]),
+        {"decision": "different", "reason": "another store", "next": url},
+    )
+    assert done.status_code in (302, 303) and done["Location"] == url
+    assert NearDuplicate.objects.get(pk=link.pk).status == "different"
+
+
+def test_another_tenants_pair_is_not_found_and_anonymous_users_log_in(
+    pair: dict[str, Any],
+) -> None:
+    outsider = user_set_role(username="otto", role="reviewer", password="x-Pass-12345")
+    TenantMembership.objects.create(user=outsider, tenant="riverside")
+    url = reverse("curation:link-compare", args=[pair["link"].pk])
+    assert client_for(outsider).get(url).status_code == 404
+    assert (
+        client_for(outsider).get(reverse("curation:link-compare", args=[987654])).status_code == 404
+    )
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
