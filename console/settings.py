@@ -252,6 +252,8 @@ SEMANTIC_PASSAGE_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_PASSAGE_PREFIX", "p
 SEMANTIC_MIN_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_MIN_SIMILARITY", "0.8"))
 SEMANTIC_DEPTH = int(os.environ.get("CONSOLE_SEMANTIC_DEPTH", "20"))
 SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
+# The local model's threads per process (0: as many as the machine has).
+SEMANTIC_LOCAL_THREADS = int(os.environ.get("CONSOLE_SEMANTIC_LOCAL_THREADS", "1"))
 # A candidate this similar to an approved item of its type and exact scope is proposed as a merge.
 SEMANTIC_DUPLICATE_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_DUPLICATE", "0.92"))
 

