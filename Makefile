@@ -29,8 +29,8 @@ run: install
 test: install
 	bash scripts/test.sh
 
-## Screenshots of the main pages with the demo data (1366x900 and 390x844, each checked by
-## axe-core) into docs/screenshots/
+## Screenshots of the main pages with the demo data (1366x900 and 390x844, English and Chinese,
+## each checked by axe-core) into docs/screenshots/
 screenshots: install
 	rm -rf test-artifacts/screens/main
 	$(BIN)/pytest -p no:xdist -q tests/browser/test_screenshots.py

@@ -114,13 +114,15 @@ def immediate_tasks(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def semantic_off(settings: Any) -> Iterator[None]:
-    """The vector branch is off unless a test turns it on: the tests of the semantic index
+def semantic_off(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The vector branch is off unless a test turns it on, here and in the commands a test runs
+    in a process of its own (a replay's temporary database): the tests of the semantic index
     (tests/semantic) use the real local model on small data and a fake embedder for the
     plumbing. Its per-process caches start empty (ids are reused when tests roll back)."""
     from semantic.branch import caches_cleared
 
     settings.SEMANTIC_EMBEDDER = "off"
+    monkeypatch.setenv("CONSOLE_EMBEDDER", "off")
     caches_cleared()
     yield
     caches_cleared()

@@ -25,6 +25,9 @@ pytestmark = pytest.mark.browser
 
 PASSWORDS = {name: password for name, _, password in DEMO_USERS}
 VIEWPORTS = {"laptop": VIEWPORT, "phone": PHONE}
+# The browser's language (the console follows it): English pages keep their plain names, the
+# Simplified Chinese ones end in -zh.
+LOCALES = {"": "en-US", "-zh": "zh-CN"}
 
 
 def _path(item_id: str) -> str:
@@ -63,13 +66,14 @@ def demo(transactional_db: None) -> dict[str, str]:
 VIEWERS = {"audit": "ada", "thread-builder": "olivia", "curation": "olivia", "documents": "olivia"}
 
 
-@pytest.fixture(params=list(VIEWPORTS))
+@pytest.fixture(params=[(size, language) for size in VIEWPORTS for language in LOCALES])
 def device(request: pytest.FixtureRequest, browser: Any, live_server: Any) -> Iterator[Any]:
+    size, language = request.param
     context = browser.new_context(
-        viewport=VIEWPORTS[request.param], locale="en-US", base_url=live_server.url
+        viewport=VIEWPORTS[size], locale=LOCALES[language], base_url=live_server.url
     )
     context.set_default_timeout(DEADLINE_MS)
-    context.device_name = request.param
+    context.device_name = f"{size}{language}"
     yield context
     context.close()
 
@@ -79,7 +83,7 @@ def _login(page: Any, username: str) -> None:
     page.goto("/accounts/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORDS[username])
-    page.locator("main").get_by_role("button", name="Log in").click()
+    page.press("#id_password", "Enter")  # the button's name is in the page's language
     page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
 
