@@ -15,6 +15,7 @@ from fractions import Fraction
 from functools import cmp_to_key
 from typing import Any, TypeVar
 
+import numpy as np
 import rfc8785
 
 from reviewconsole.errors import ValidationFailure
@@ -137,6 +138,21 @@ def rrf_fraction(ranks: Iterable[int], k: int = RRF_K) -> tuple[int, int]:
     numerator, denominator = 0, 1
     for rank in ranks:
         numerator, denominator = numerator * (k + rank) + denominator, denominator * (k + rank)
+    return numerator, denominator
+
+
+def rrf_fractions(ranks: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """``rrf_fraction`` of many items at once: per item (one column of every branch's ranks,
+    0 where a branch does not rank it), Σ 1/(k + rank) as (numerator, denominator) arrays,
+    int64, exact while the product of one (k + rank) per branch fits."""
+    size = len(ranks[0]) if ranks else 0
+    numerator = np.zeros(size, dtype=np.int64)
+    denominator = np.ones(size, dtype=np.int64)
+    for rank in ranks:
+        has = rank > 0
+        a = k + rank.astype(np.int64)
+        numerator = np.where(has, numerator * a + denominator, numerator)
+        denominator = np.where(has, denominator * a, denominator)
     return numerator, denominator
 
 

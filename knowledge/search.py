@@ -26,6 +26,7 @@ from knowledge.domain import (
     exact_order,
     expand,
     rrf_fraction,
+    rrf_fractions,
     tokenize,
 )
 from knowledge.models import Document, DocumentStore
@@ -34,7 +35,7 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from semantic.branch import OFF, Branch, vector_branch
+from semantic.branch import OFF, vector_branch
 
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
@@ -391,10 +392,7 @@ def _ranked(
         hits.append(hit)
     # The vector branch, over exactly the entries past the gate and the newest-version rule.
     vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
-    if vector.ranked:
-        assert vector.ranks is not None
-        return _fused_with_vectors(entries, gated, branches, order, vector.ranks, vector, context)
-    if max(len(candidates) for candidates, _, _ in branches) >= PARTIAL_FROM:
+    if not vector.ranked and max(len(c) for c, _, _ in branches) >= PARTIAL_FROM:
         partial = _partial_head(branches, order, count, context.limit)
         if partial is not None:
             picked_head, matched = partial
@@ -412,71 +410,16 @@ def _ranked(
         rank = np.zeros(count, dtype=np.int64)
         rank[by_rank] = np.arange(1, len(by_rank) + 1)
         ranks.append(rank)
-    first, second = ranks
-    fused = np.nonzero((first > 0) | (second > 0))[0]
+    if vector.ranked:
+        assert vector.ranks is not None
+        ranks.append(vector.ranks)
+    fused = np.nonzero(np.logical_or.reduce([rank > 0 for rank in ranks]))[0]
     if len(fused) == 0:
         return Ranked([], 0, [], semantic=vector.status)
-    a = np.where(first[fused] > 0, RRF_K + first[fused], 0)
-    b = np.where(second[fused] > 0, RRF_K + second[fused], 0)
-    both = (a > 0) & (b > 0)
-    # The fused score as one division (1/a, 1/b or (a + b)/(a·b), integers exact in a double
-    # for ranks below 9·10**7): correctly rounded, so ordered as the exact values, but for runs
-    # of equal floats, which _exact_head orders exactly.
-    value = np.where(both, a + b, 1) / np.where(both, a * b, np.maximum(a, b))
-    fetch = context.limit + 16
-    while True:
-        if fetch < len(fused):
-            picked = np.argpartition(-value, fetch - 1)[:fetch]
-            top, head_value = fused[picked], value[picked]
-        else:
-            top, head_value = fused, value
-        by_float = top[np.lexsort((order[top], -head_value))]
-        head = [
-            (int(order[i]), int(first[i]) or None, int(second[i]) or None, int(i)) for i in by_float
-        ]
-        chosen = _exact_head(head, context.limit, complete=len(top) == len(fused))
-        if chosen is not None:
-            break
-        fetch *= 8
-    return Ranked(
-        chosen=[int(entries["document_id"][i]) for i in chosen],
-        matched=len(fused),
-        conflicts=[_in_conflict(entries, gated, i) for i in chosen],
-        versions=[int(entries["version"][i]) for i in chosen],
-        found_by=[_found_by(i, ranks) for i in chosen],
-        semantic=vector.status,
-    )
-
-
-def _fused_with_vectors(
-    entries: np.ndarray,
-    gated: np.ndarray,
-    branches: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-    order: np.ndarray,
-    third: np.ndarray,
-    vector: Branch,
-    context: KnowledgeContext,
-) -> Ranked:
-    """The head of the RRF fusion of both lexical branches (ranked whole) and the vector
-    branch's ranks ``third``, exactly: each score Σ 1/(k + rank) is one integer fraction, whose
-    float is correctly rounded, and runs of equal floats are ordered by ``_exact_head``."""
-    count = len(entries)
-    ranks = []
-    for candidates, common, union in branches:
-        by_rank = candidates[_jaccard_order(common, union, order[candidates])]
-        rank = np.zeros(count, dtype=np.int64)
-        rank[by_rank] = np.arange(1, len(by_rank) + 1)
-        ranks.append(rank)
-    ranks.append(third)
-    fused = np.nonzero((ranks[0] > 0) | (ranks[1] > 0) | (ranks[2] > 0))[0]
-    numerator = np.zeros(len(fused), dtype=np.int64)
-    denominator = np.ones(len(fused), dtype=np.int64)
-    for rank in ranks:
-        r = rank[fused]
-        has = r > 0
-        a = RRF_K + r
-        numerator = np.where(has, numerator * a + denominator, numerator)
-        denominator = np.where(has, denominator * a, denominator)
+    # The fused score as one division (the fraction Σ 1/(k + rank), integers exact in a double
+    # for the ranks a scope holds): correctly rounded, so ordered as the exact values, but for
+    # runs of equal floats, which _exact_head orders exactly.
+    numerator, denominator = rrf_fractions([rank[fused] for rank in ranks])
     value = numerator / denominator
     fetch = context.limit + 16
     while True:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from knowledge.domain import RRF_K, exact_order, rrf_fraction
+from knowledge.domain import RRF_K, exact_order, rrf_fraction, rrf_fractions
 
 # A position table is built when a scope's entry ids span at most this many times their count
 # (else the ids are searched).
@@ -127,14 +127,7 @@ def fused_order(
         return np.array([at[tie] for tie in exact], dtype=positions.dtype)
     # As one fraction, added branch by branch: 1/a, then (a + b)/(a·b), …; its float is
     # correctly rounded.
-    numerator = np.zeros(len(positions), dtype=np.int64)
-    denominator = np.ones(len(positions), dtype=np.int64)
-    for branch in branches:
-        rank = branch[positions]
-        has = rank > 0
-        a = k + rank
-        numerator = np.where(has, numerator * a + denominator, numerator)
-        denominator = np.where(has, denominator * a, denominator)
+    numerator, denominator = rrf_fractions([branch[positions] for branch in branches], k)
     value = numerator / denominator
     ties = order[positions]
     by_float = np.lexsort((ties, -value))
