@@ -693,9 +693,10 @@ EXPERIENCE_SPACE = "experience"
 def scope_vectors_packed(space: str, scope: int) -> int:
     """Embed one index scope's entries with the configured embedder and pack its matrix;
     returns how many items were embedded."""
-    from semantic.packing import scope_packed
+    from semantic.packing import scope_packed, scopes_marked
 
-    return scope_packed(space, scope, force=True)
+    scopes_marked(space, [scope])
+    return scope_packed(space, scope)
 
 
 def make_questions(seed: int, count: int) -> list[str]:

@@ -42,7 +42,6 @@ PARTIAL = "partial"
 NOT_INDEXED = "not_indexed"
 UNAVAILABLE = "unavailable"
 OFF = "off"
-STATUSES = (USED, PARTIAL, NOT_INDEXED, UNAVAILABLE, OFF)
 
 DEFAULT_MIN_SIMILARITY = 0.8
 DEFAULT_DEPTH = 20
@@ -60,15 +59,23 @@ class Packed:
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.matrix.nbytes)
 
+    def rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each of ``entries`` (entry ids) is in the matrix, and whether it is there at
+        all (an entry not embedded yet is not)."""
+        wanted = entries.astype(np.int64)
+        at = np.searchsorted(self.keys, wanted)
+        inside = at < len(self.keys)
+        hit = np.zeros(len(wanted), dtype=bool)
+        hit[inside] = self.keys[at[inside]] == wanted[inside]
+        return at, hit
+
 
 @dataclass(frozen=True)
 class Branch:
-    """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked;
-    ``similarity``: its cosine to the query (0 where not computed)."""
+    """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked."""
 
     status: str
     ranks: np.ndarray | None = None
-    similarity: np.ndarray | None = None
     unembedded: int = 0
 
     @property
@@ -192,11 +199,7 @@ def vector_branch(
     found = packed(space, scope) if scope is not None else None
     if found is None or found.model != embedder.name or len(found.keys) == 0:
         return Branch(NOT_INDEXED, unembedded=len(gated))
-    wanted = ids[gated].astype(np.int64)
-    at = np.searchsorted(found.keys, wanted)
-    inside = at < len(found.keys)
-    hit = np.zeros(len(gated), dtype=bool)
-    hit[inside] = found.keys[at[inside]] == wanted[inside]
+    at, hit = found.rows(ids[gated])
     unembedded = int((~hit).sum())
     if not hit.any():
         return Branch(NOT_INDEXED, unembedded=unembedded)
@@ -209,8 +212,6 @@ def vector_branch(
         return Branch(NOT_INDEXED, unembedded=len(gated))
     positions = gated[hit]
     sims = found.matrix[at[hit]] @ vector
-    similarity = np.zeros(len(ids), dtype=np.float32)
-    similarity[positions] = sims
     floor = float(getattr(settings, "SEMANTIC_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
     depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
     close = sims >= floor
@@ -218,4 +219,4 @@ def vector_branch(
     best = chosen[np.lexsort((order[chosen], -chosen_sims))][:depth]
     ranks = np.zeros(len(ids), dtype=np.int64)
     ranks[best] = np.arange(1, len(best) + 1)
-    return Branch(PARTIAL if unembedded else USED, ranks, similarity, unembedded)
+    return Branch(PARTIAL if unembedded else USED, ranks, unembedded)

@@ -91,10 +91,9 @@ def scope_packed(
     scope: int,
     *,
     now: datetime | None = None,
-    force: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Pack one scope's matrix if it is dirty (or ``force``); returns the items embedded.
+    """Pack one scope's matrix if it is dirty; returns the items embedded.
 
     The dirty flag is cleared first, in its own transaction, so a change committed while this
     runs marks the scope again and queues another packing; a failure marks it again too."""
@@ -103,8 +102,9 @@ def scope_packed(
         ScopeVectors.objects.bulk_create(
             [ScopeVectors(space=space, scope=scope)], ignore_conflicts=True
         )
-        rows = ScopeVectors.objects.filter(space=space, scope=scope)
-        claimed = (rows if force else rows.filter(dirty=True)).update(dirty=False)
+        claimed = ScopeVectors.objects.filter(space=space, scope=scope, dirty=True).update(
+            dirty=False
+        )
     if not claimed:
         return 0
     try:

@@ -72,10 +72,7 @@ def nearest_approved(
     if not rows:
         return []
     entry_ids = np.array([pk for pk, _ in rows], dtype=np.int64)
-    at = np.searchsorted(found.keys, entry_ids)
-    inside = at < len(found.keys)
-    hit = np.zeros(len(rows), dtype=bool)
-    hit[inside] = found.keys[at[inside]] == entry_ids[inside]
+    at, hit = found.rows(entry_ids)
     if not hit.any() or found.matrix.shape[1] != vector.shape[0]:
         return []
     similarity = found.matrix[at[hit]] @ vector
