@@ -102,6 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--keep", action="store_true", help="keep the bench database afterwards")
     parser.add_argument("--seed", type=int, default=20261018)
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also score the fusion settings around the configured ones (margin x votes x floor)",
+    )
+    parser.add_argument("--no-latency", action="store_true", help="quality figures only")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.rounds = "100,1000", 15, 1
@@ -880,11 +886,59 @@ def main(argv: list[str] | None = None) -> int:
                 f"  exact-wording recall@4 change: {-loss * 100:+.1f} points (target: no loss): "
                 f"{'PASS' if loss <= 0 else 'MISS'}"
             )
-        if len(arms) == 2:
+        if len(arms) == 2 and args.sweep:
+            sweep(para, held, world, para_all[LEXICAL][0], held_all[LEXICAL][0])
+        if len(arms) == 2 and not args.no_latency:
             latency(args, world)
         return 0
     finally:
         cleanup()
+
+
+# The fusion settings the sweep tries: the vector branch's margin below its best cosine, its
+# votes in the RRF sum and its floor. Query vectors are cached, so each setting costs only the
+# searches.
+SWEEP_MARGINS = (0.01, 0.02, 0.03, 0.05, 1.0)
+SWEEP_VOTES = (1, 2, 3)
+SWEEP_FLOORS = (0.8, 0.84)
+
+
+def sweep(
+    para: list[Question],
+    held: list[Question],
+    world: World,
+    para_lexical: float,
+    held_lexical: float,
+) -> None:
+    """Paraphrase gain and exact-wording change of recall@4 under each fusion setting."""
+    from django.conf import settings
+
+    print("\nFusion settings (recall@4 with the vector branch; gain / change against lexical)")
+    print(f"  {'floor':>5} {'margin':>6} {'votes':>5}  {'paraphrases':>18}  {'exact wording':>18}")
+    saved = (settings.SEMANTIC_MIN_SIMILARITY, settings.SEMANTIC_MARGIN, settings.SEMANTIC_VOTES)
+    try:
+        for floor in SWEEP_FLOORS:
+            for margin in SWEEP_MARGINS:
+                for count in SWEEP_VOTES:
+                    settings.SEMANTIC_MIN_SIMILARITY = floor
+                    settings.SEMANTIC_MARGIN = margin
+                    settings.SEMANTIC_VOTES = count
+                    cells = []
+                    for questions, lexical in ((para, para_lexical), (held, held_lexical)):
+                        scores, _, _ = evaluate(questions, world, (VECTOR,))
+                        recall = scores[(VECTOR, "all", "")].row()[0]
+                        cells.append(f"{recall:.3f} ({(recall - lexical) * 100:+5.1f})")
+                    mark = "  <- configured" if (floor, margin, count) == saved else ""
+                    print(
+                        f"  {floor:5.2f} {margin:6.2f} {count:5d}  {cells[0]:>18}  {cells[1]:>18}"
+                        + mark
+                    )
+    finally:
+        (
+            settings.SEMANTIC_MIN_SIMILARITY,
+            settings.SEMANTIC_MARGIN,
+            settings.SEMANTIC_VOTES,
+        ) = saved
 
 
 def latency(args: argparse.Namespace, world: World) -> None:

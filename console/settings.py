@@ -251,6 +251,8 @@ SEMANTIC_QUERY_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_QUERY_PREFIX", "query
 SEMANTIC_PASSAGE_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_PASSAGE_PREFIX", "passage: ")
 SEMANTIC_MIN_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_MIN_SIMILARITY", "0.8"))
 SEMANTIC_DEPTH = int(os.environ.get("CONSOLE_SEMANTIC_DEPTH", "20"))
+SEMANTIC_MARGIN = float(os.environ.get("CONSOLE_SEMANTIC_MARGIN", "0.01"))
+SEMANTIC_VOTES = int(os.environ.get("CONSOLE_SEMANTIC_VOTES", "2"))
 SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
 # The local model's threads per process (0: as many as the machine has).
 SEMANTIC_LOCAL_THREADS = int(os.environ.get("CONSOLE_SEMANTIC_LOCAL_THREADS", "1"))

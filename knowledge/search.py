@@ -36,6 +36,7 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
 from semantic.branch import OFF, vector_branch
+from semantic.branch import votes as vector_votes
 
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
@@ -392,8 +393,18 @@ def _ranked(
         hits.append(hit)
     # The vector branch, over exactly the entries past the gate and the newest-version rule.
     vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
-    if not vector.ranked and max(len(c) for c, _, _ in branches) >= PARTIAL_FROM:
-        partial = _partial_head(branches, order, count, context.limit)
+    if vector.ranked:
+        assert vector.ranks is not None
+        hits.append(vector.ranks > 0)
+    if max(len(c) for c, _, _ in branches) >= PARTIAL_FROM:
+        partial = _partial_head(
+            branches,
+            order,
+            count,
+            context.limit,
+            vector.ranks if vector.ranked else None,
+            vector_votes(),
+        )
         if partial is not None:
             picked_head, matched = partial
             return Ranked(
@@ -412,7 +423,7 @@ def _ranked(
         ranks.append(rank)
     if vector.ranked:
         assert vector.ranks is not None
-        ranks.append(vector.ranks)
+        ranks.extend([vector.ranks] * vector_votes())
     fused = np.nonzero(np.logical_or.reduce([rank > 0 for rank in ranks]))[0]
     if len(fused) == 0:
         return Ranked([], 0, [], semantic=vector.status)
@@ -465,6 +476,8 @@ def _partial_head(
     order: np.ndarray,
     count: int,
     limit: int,
+    vector: np.ndarray | None = None,
+    votes: int = 1,
 ) -> tuple[list[int], int] | None:
     """The first ``limit`` entries of the fused ranking, exactly as the full ranking orders
     them, and how many entries matched, from each branch's best only; None when the bounds do
@@ -477,6 +490,10 @@ def _partial_head(
     whose upper bound reaches the ``limit``-th best lower bound are the only ones that can be in
     the head; their missing ranks are counted exactly, and the head is ordered exactly by
     ``_exact_head`` over all of them.
+
+    The vector branch's ranks (``vector``, counted ``votes`` times), when it ran, are known
+    whole: an entry it ranks is a contender like one a lexical branch ranks, and an entry it
+    does not rank gains nothing from it, so the bounds hold as they are.
     """
     depth = _depth(limit)
     known: list[np.ndarray] = []  # per branch: rank (1..m) of the entries ranked, else 0
@@ -511,10 +528,14 @@ def _partial_head(
         in_branch.append(member)
         ratios.append(ratio)
         bounds.append(1.0 / (RRF_K + int(rank.max()) + 1) if unranked else 0.0)
-    matched = int(np.count_nonzero(in_branch[0] | in_branch[1]))
-    ranked_any = np.nonzero((known[0] > 0) | (known[1] > 0))[0]
+    by_vector = vector if vector is not None else np.zeros(count, dtype=np.int64)
+    matched = int(np.count_nonzero(in_branch[0] | in_branch[1] | (by_vector > 0)))
+    ranked_any = np.nonzero((known[0] > 0) | (known[1] > 0) | (by_vector > 0))[0]
     lower = np.zeros(len(ranked_any), dtype=np.float64)
     upper = np.zeros(len(ranked_any), dtype=np.float64)
+    r = by_vector[ranked_any]
+    lower += np.where(r > 0, votes / (RRF_K + np.maximum(r, 1)), 0.0)
+    upper += lower
     for rank, member, bound in zip(known, in_branch, bounds, strict=True):
         r = rank[ranked_any]
         part = np.where(r > 0, 1.0 / (RRF_K + np.maximum(r, 1)), 0.0)
@@ -539,7 +560,8 @@ def _partial_head(
                 ranks.append(_rank_of(index, ratio, member, order))
             else:
                 ranks.append(None)
-        rows.append((int(order[index]), ranks[0], ranks[1], index))
+        ranks.extend([int(by_vector[index]) or None] * (votes if vector is not None else 0))
+        rows.append((int(order[index]), *ranks, index))
     head = _exact_head(rows, limit, complete=True)
     return (head, matched) if head is not None else None
 

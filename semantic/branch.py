@@ -3,9 +3,13 @@
 It runs after the gate, over exactly the entries the caller says passed it, so it can never
 widen what a search may return. The scope's packed matrix is read once per process and kept
 until the scope is packed again (its ``version``); the query's vector is cached per query text.
-The entries ranked are those at least ``SEMANTIC_MIN_SIMILARITY`` similar to the query, at most
-``SEMANTIC_DEPTH`` of them, best first, ties by the caller's tie order (the item ids' order);
-the caller fuses the ranks with its lexical branches by RRF.
+The entries ranked are those at least ``SEMANTIC_MIN_SIMILARITY`` similar to the query and
+within ``SEMANTIC_MARGIN`` of the most similar one, at most ``SEMANTIC_DEPTH`` of them, best
+first, ties by the caller's tie order (the item ids' order). The margin is what makes the
+branch say something: a small model's cosines between any two texts of one domain sit in a
+narrow band, so a fixed floor alone lets the whole scope in, and a rank in a list of twenty
+loosely related items is a vote for noise. The caller fuses the ranks with its lexical
+branches by RRF, counting them ``SEMANTIC_VOTES`` times (``votes()``).
 
 What the branch did is its ``status``, which every answer carries as ``semantic``:
 
@@ -44,7 +48,10 @@ UNAVAILABLE = "unavailable"
 OFF = "off"
 
 DEFAULT_MIN_SIMILARITY = 0.8
+DEFAULT_MARGIN = 0.01
 DEFAULT_DEPTH = 20
+DEFAULT_VOTES = 2
+MAX_VOTES = 3
 DEFAULT_QUERY_TIMEOUT = 2.0
 
 
@@ -173,6 +180,14 @@ def caches_cleared() -> None:
 # --- the branch ---------------------------------------------------------------------------------
 
 
+def votes() -> int:
+    """How many times the vector branch's ranks count in the RRF sum (``SEMANTIC_VOTES``): with
+    one vote, two lexical branches that agree outvote it on every item; the fusion stays one
+    exact fraction per item for any count from 1 to ``MAX_VOTES`` (the fraction's denominator is
+    a product of one (k + rank) per vote, kept within a 64-bit integer)."""
+    return max(1, min(MAX_VOTES, int(getattr(settings, "SEMANTIC_VOTES", DEFAULT_VOTES))))
+
+
 def vector_branch(
     space: str,
     scope: int | None,
@@ -214,7 +229,8 @@ def vector_branch(
     sims = found.matrix[at[hit]] @ vector
     floor = float(getattr(settings, "SEMANTIC_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
     depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
-    close = sims >= floor
+    margin = float(getattr(settings, "SEMANTIC_MARGIN", DEFAULT_MARGIN))
+    close = (sims >= floor) & (sims >= float(sims.max()) - margin)
     chosen, chosen_sims = positions[close], sims[close]
     best = chosen[np.lexsort((order[chosen], -chosen_sims))][:depth]
     ranks = np.zeros(len(ids), dtype=np.int64)

@@ -46,6 +46,7 @@ from knowledge import postings as kp
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
 from semantic import embedders
 from semantic.branch import NOT_INDEXED, OFF, vector_branch
+from semantic.branch import votes as vector_votes
 
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
@@ -202,6 +203,7 @@ class IndexRanking:
             known=entries["kind"] == _CASE,
             decide=self._admitted,
             vector=vector.ranks if vector.ranked else None,
+            votes=vector_votes(),
         )
 
     @property

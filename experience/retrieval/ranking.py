@@ -192,6 +192,7 @@ class Ranking:
         decide: Decide,
         k: int = RRF_K,
         vector: np.ndarray | None = None,
+        votes: int = 1,
     ) -> None:
         self._order = order.astype(np.int64)
         self._branches: tuple[np.ndarray, ...] = (
@@ -201,7 +202,8 @@ class Ranking:
         if vector is not None:
             # The vector branch: its ranks (from 1, 0 = not ranked) over the gated entries.
             ranked = np.nonzero(candidates & (vector > 0))[0]
-            self._branches += (ranked[np.argsort(vector[ranked], kind="stable")],)
+            # Counted ``votes`` times in the fused sum (one branch object, repeated).
+            self._branches += (ranked[np.argsort(vector[ranked], kind="stable")],) * votes
         self._candidates = candidates
         self._admitted = candidates & known
         self._decided = known | ~candidates
@@ -222,7 +224,7 @@ class Ranking:
 
     def branches_of(self, position: int) -> list[int]:
         """Which branches (0 raw, 1 expanded, 2 vector) hold the entry at ``position``."""
-        return [i for i, branch in enumerate(self._branches) if (branch == position).any()]
+        return [i for i, branch in enumerate(self._branches[:3]) if (branch == position).any()]
 
     def head(self, n: int) -> np.ndarray:
         """Positions of the first ``n`` admitted candidates of the fused ranking, in order."""

@@ -9,6 +9,7 @@ import pytest
 
 from knowledge import postings
 from knowledge import search as ks
+from semantic.branch import USED, Branch
 
 AT = datetime(2026, 9, 18, 6, 0, tzinfo=UTC)
 
@@ -109,3 +110,42 @@ def test_a_counted_rank_is_the_full_rankings_rank(seed: int) -> None:
     ranked = candidates[ks._jaccard_order(common[candidates], union[candidates], order[candidates])]
     for place, index in enumerate(ranked, start=1):
         assert ks._rank_of(int(index), ratio, member, order) == place
+
+
+@pytest.mark.parametrize("votes", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(8))
+def test_with_the_vector_branch_the_partial_head_is_the_full_rankings_head(
+    seed: int, votes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector branch ranks a few entries (some deep in both lexical branches, some matching
+    no word at all), counted ``votes`` times: the head found from each branch's best is still the
+    full ranking's, and is found that way."""
+    rng = np.random.default_rng(100 + seed)
+    count = int(rng.integers(2_500, 5_000))
+    read, raw_size, expanded_size = _read(
+        rng, count, vocabulary=int(rng.integers(12, 60)), independent=bool(seed % 2)
+    )
+    ranked = rng.choice(count, size=int(rng.integers(1, 21)), replace=False)
+    ranks = np.zeros(count, dtype=np.int64)
+    ranks[ranked] = np.arange(1, len(ranked) + 1)
+    monkeypatch.setattr(ks, "vector_branch", lambda *args: Branch(USED, ranks))
+    monkeypatch.setattr(ks, "vector_votes", lambda: votes)
+    limit = int(rng.choice([1, 4, 10]))
+    context = ks.KnowledgeContext(
+        tenant="t", brand="b", store="s", campaign="c", occurred_at=AT, known_at=AT, limit=limit
+    )
+    used = []
+    real = ks._partial_head
+
+    def watched(*args: object, **kwargs: object) -> object:
+        found = real(*args, **kwargs)  # type: ignore[arg-type]
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(ks, "_partial_head", watched)
+    monkeypatch.setattr(ks, "PARTIAL_FROM", 10**9)
+    full = ks._ranked(read, raw_size, expanded_size, context)
+    monkeypatch.setattr(ks, "PARTIAL_FROM", 1)
+    partial = ks._ranked(read, raw_size, expanded_size, context)
+    assert partial == full
+    assert used == [True], "the bounds should decide a head of this shape"

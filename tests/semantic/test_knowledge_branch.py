@@ -152,6 +152,47 @@ def test_a_document_not_yet_embedded_is_ranked_by_its_words_and_the_answer_says_
     }
 
 
+# Shares the bigram 说明 with "门槛说明" but not its concept (积分/会员 are the points concept).
+WORDS_ONLY = document(doc_key="rule-points", title="会员积分说明", text="积分说明见会员页。")
+# Shares no bigram with "门槛说明", only the threshold concept (起用金额).
+MEANING_ONLY = document(doc_key="rule-minimum", title="起用金额调整", text="起用金额调整为三十元。")
+# The threshold concept and the delivery concept: cosine 0.71 to a query of the first alone.
+HALF_MEANING = document(
+    doc_key="rule-mixed", title="起用金额与配送", text="起用金额与配送费分开计。"
+)
+
+
+@pytest.mark.parametrize(("votes", "first"), [(1, "doc:rule-points@1"), (3, "doc:rule-minimum@1")])
+def test_the_vector_branch_counts_its_votes_in_the_fused_score(
+    concepts: None, operator: User, searcher: User, settings: Any, votes: int, first: str
+) -> None:
+    """One document ranked first by both lexical branches (2/61), one ranked first by meaning
+    alone (votes/61): the vector branch's votes decide which leads."""
+    load(operator, WORDS_ONLY, MEANING_ONLY)
+    settings.SEMANTIC_VOTES = votes
+
+    result = search("门槛说明", searcher)
+
+    assert ids(result)[0] == first
+    assert found_by(result) == {
+        "doc:rule-points@1": ["raw", "expanded"],
+        "doc:rule-minimum@1": ["vector"],
+    }
+
+
+@pytest.mark.parametrize(("margin", "ranked"), [(0.01, 1), (0.5, 2)])
+def test_the_vector_branch_ranks_only_items_within_its_margin_of_the_best(
+    concepts: None, operator: User, searcher: User, settings: Any, margin: float, ranked: int
+) -> None:
+    load(operator, MEANING_ONLY, HALF_MEANING)
+    settings.SEMANTIC_MIN_SIMILARITY = 0.5  # both pass the floor: the margin alone decides
+    settings.SEMANTIC_MARGIN = margin
+
+    result = search("threshold", searcher)
+
+    assert ids(result) == ["doc:rule-minimum@1", "doc:rule-mixed@1"][:ranked]
+
+
 @pytest.mark.parametrize("broken", ["tests.semantic.fakes.failing", "tests.semantic.fakes.hanging"])
 def test_a_failing_or_hanging_embedder_leaves_the_lexical_answer(
     concepts: None, operator: User, searcher: User, settings: Any, broken: str
