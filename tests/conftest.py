@@ -30,6 +30,26 @@ from tests.helpers import (
 
 PASSWORD = "correct-horse-battery-staple"
 
+# Tests that use these fixtures work on SQLite files of their own through ``manage.py``
+# processes, whatever the test database is: the PostgreSQL half of ``make test`` would repeat
+# them unchanged, so they run in the SQLite half only.
+OWN_SQLITE_FILES = frozenset({"migrated_sqlite", "sqlite_database"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL, skip what does not touch the test database's engine: tests on SQLite
+    files of their own, and those marked ``sqlite_half`` (the screenshots: pages and pixels)."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        return
+    skip = pytest.mark.skip(reason="independent of the test database: runs in the SQLite half")
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & OWN_SQLITE_FILES or item.get_closest_marker("sqlite_half"):
+            item.add_marker(skip)
+
+
 # Hypothesis fails an example that runs longer than its deadline (200 ms) and a test whose data
 # is slow to generate: both measure the machine, not the code, and on a loaded machine they fail
 # property tests whose code is right. The suite's property tests check behaviour only.

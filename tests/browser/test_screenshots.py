@@ -21,7 +21,8 @@ from investigations.models import Investigation
 from reviewconsole.cli import read_json_file
 from tests.browser.conftest import DEADLINE_MS, PHONE, VIEWPORT, screen
 
-pytestmark = pytest.mark.browser
+# The pages' pixels do not depend on the database engine: taken once, in the SQLite half.
+pytestmark = [pytest.mark.browser, pytest.mark.sqlite_half]
 
 PASSWORDS = {name: password for name, _, password in DEMO_USERS}
 VIEWPORTS = {"laptop": VIEWPORT, "phone": PHONE}
