@@ -155,3 +155,39 @@ def test_no_semantic_near_duplicate_while_the_branch_is_off(
     submit_case(case_data(incident="INC-D3", title="delivery order coupon rejected"))
 
     assert not NearDuplicate.objects.filter(found_by="meaning").exists()
+
+
+def test_an_agent_retrieves_the_case_through_the_api_and_mcp_by_meaning(
+    cases: tuple[Case, Case], agent: User, at_now: Any
+) -> None:
+    """The ticket shares no word with the delivery case: over HTTP and over MCP the agent gets
+    it, found by the vector branch, and each read is recorded under the caller's run."""
+    from asgiref.sync import async_to_sync
+    from mcp import Client as McpClient
+
+    from agentapi.mcp_server import build_server
+    from agentapi.services import token_create
+    from experience.runs.models import Reference
+    from tests.api.conftest import BearerClient
+
+    _, delivery = cases
+    token = token_create(user=agent, name="semantic").text
+    body = {"query": QUERY, "scope": dict(SCOPE), "run_id": "run-http"}
+
+    response = BearerClient(token).post_json("/api/v1/experience/retrieve", body)
+
+    assert response.status_code == 200, response.content
+    answer = response.json()
+    assert answer["semantic"] == "used"
+    assert [(i["id"], i["found_by"]) for i in answer["items"]] == [(delivery.id, ["vector"])]
+
+    async def over_mcp() -> Any:
+        async with McpClient(build_server(token, manage_connections=False)) as client:
+            return await client.call_tool("retrieve_experience", {**body, "run_id": "run-mcp"})
+
+    result = async_to_sync(over_mcp)()
+    assert not result.is_error
+    items = result.structured_content["items"]
+    assert [(i["id"], i["found_by"]) for i in items] == [(delivery.id, ["vector"])]
+    read = Reference.objects.filter(item_id=delivery.id).values_list("run_id", flat=True)
+    assert set(read) == {"run-http", "run-mcp"}
