@@ -226,7 +226,11 @@ def vector_branch(
     if vector.shape[0] != found.matrix.shape[1]:
         return Branch(NOT_INDEXED, unembedded=len(gated))
     positions = gated[hit]
-    sims = found.matrix[at[hit]] @ vector
+    # The whole matrix times the vector, then the gated rows: gathering the rows first would
+    # copy most of the matrix on every search. einsum's own loop, not BLAS: a BLAS thread pool in
+    # every web and worker process, competing for the same cores, made this product six times
+    # slower on a loaded machine (bench/README.md).
+    sims = np.einsum("ij,j->i", found.matrix, vector)[at[hit]]
     floor = float(getattr(settings, "SEMANTIC_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
     depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
     margin = float(getattr(settings, "SEMANTIC_MARGIN", DEFAULT_MARGIN))

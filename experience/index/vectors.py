@@ -75,7 +75,7 @@ def nearest_approved(
     at, hit = found.rows(entry_ids)
     if not hit.any() or found.matrix.shape[1] != vector.shape[0]:
         return []
-    similarity = found.matrix[at[hit]] @ vector
+    similarity = np.einsum("ij,j->i", found.matrix, vector)[at[hit]]
     items = [item for (_, item), ok in zip(rows, hit, strict=True) if ok]
     close = [(item, float(s)) for item, s in zip(items, similarity, strict=True) if s >= threshold]
     return sorted(close, key=lambda pair: (-pair[1], pair[0]))
