@@ -1,5 +1,8 @@
 """Re-review decisions: a stale or outdated approved item is re-certified, confirmed or closed.
 
+An outdated lesson (``experience.lessons.outdating``) is queued here when it turns outdated and
+leaves the queue when a reviewer restores it (on its page) or revokes it.
+
 Closing happens without a person asking too: an item that stops being approved closes its
 entries inside the transaction of that change (``curation.subscribers.rereview_closed``, on the
 event the change publishes), recording no event of its own; the approval, supersession or
@@ -14,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import transaction
 
 from curation.checks import BUILD_REFUSED, REVIEW_REFUSED, reason_given
-from curation.models import ReReview, ReReviewResolution, ReReviewStatus
+from curation.models import ReReview, ReReviewReason, ReReviewResolution, ReReviewStatus
 from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
 from experience.core.models import Status
+from experience.lessons.models import Lesson
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -61,9 +65,9 @@ def close_entries(
     return entries
 
 
-def rereview_close_for(item: Case | Skill) -> list[ReReview]:
+def rereview_close_for(item: Case | Skill | Lesson) -> list[ReReview]:
     """Close the entries of an item that is no longer approved (called on its status change)."""
-    if item.status == Status.APPROVED:
+    if item.status in (Status.APPROVED, Status.OUTDATED):
         return []
     note = f"superseded by {item.superseded_by}" if item.superseded_by else ""
     # Closed at the moment the item left approved, which the write that moved it set on its row.
@@ -73,6 +77,31 @@ def rereview_close_for(item: Case | Skill) -> list[ReReview]:
         Status.REJECTED: item.rejected_at,
     }.get(Status(item.status))
     return close_entries(item.id, resolution_of(item.status), now=left_at or clock.now(), note=note)
+
+
+def lesson_rereview_followed(lesson: Lesson) -> list[ReReview]:
+    """A lesson's status change reaches its re-review entries: one that turned outdated is
+    queued (once per outdating: an open entry is not repeated); one restored closes its entries
+    as restored; one revoked or superseded closes them as a case's do. Returns the entries
+    queued or closed."""
+    if lesson.status == Status.OUTDATED:
+        if ReReview.objects.filter(
+            item_id=lesson.id, reason=ReReviewReason.OUTDATED, status=ReReviewStatus.OPEN
+        ).exists():
+            return []
+        entry = ReReview.objects.create(
+            item_id=lesson.id,
+            item_type="lesson",
+            tenant=lesson.tenant,
+            title=lesson.title,
+            reason=ReReviewReason.OUTDATED,
+            detail=lesson.outdated_cause,
+            detected_at=lesson.outdated_at or clock.now(),
+        )
+        return [entry]
+    if lesson.status == Status.APPROVED:
+        return close_entries(lesson.id, ReReviewResolution.RESTORED, now=clock.now())
+    return rereview_close_for(lesson)
 
 
 def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -> dict[str, Any]:

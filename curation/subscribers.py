@@ -10,8 +10,8 @@ is the audited act).
 from __future__ import annotations
 
 from curation import aar
-from curation.notifications import CONFLICT, REVOKED
-from curation.rereview import rereview_close_for
+from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
+from curation.rereview import lesson_rereview_followed, rereview_close_for
 from curation.tasks import aar_draft_task, case_index_task, notify_task
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
@@ -29,9 +29,14 @@ def similar_cases_queued(*, case: Case) -> None:
 
 def rereview_closed(*, item: Case | Skill | Lesson) -> None:
     """A case or skill that stops being approved (superseded, revoked) closes its re-review
-    entries, so that queue empties as the reviews happen."""
+    entries, so that queue empties as the reviews happen. A lesson that turns outdated is
+    queued and its approvers are told; restored, revoked or superseded, its entries close."""
     if isinstance(item, Case | Skill):
         rereview_close_for(item)
+    elif isinstance(item, Lesson):
+        lesson_rereview_followed(item)
+        if item.status == Status.OUTDATED and item.outdated_at is not None:
+            notify_task.enqueue(OUTDATED, outdated_key(item.id, item.outdated_at))
 
 
 def revocation_notified(*, item: Case | Skill | Lesson) -> None:

@@ -55,6 +55,8 @@ from knowledge.domain import jaccard, tokenize
 
 NO_SUPPORTING_CASE = "no_supporting_case"
 CONFLICT_UNRESOLVED = "conflict_unresolved"
+# Restoring a lesson that is not outdated.
+NOT_OUTDATED = "not_outdated"
 
 # --- lifecycle -------------------------------------------------------------------------------
 
@@ -359,6 +361,55 @@ def case_confidence(
         unconfirmed_outcomes=outcomes.unconfirmed,
     )
     return confidence(inputs, now=now, z=z, half_life_days=half_life_days)
+
+
+# --- outdated lessons --------------------------------------------------------------------------
+
+# Why an approved lesson turned outdated (Lesson.outdated_cause; docs/contracts.md, Lessons).
+CONTRADICTED = "contradicted"
+CONFIDENCE_FELL = "confidence_fell"
+OUTDATED_CAUSES = (CONTRADICTED, CONFIDENCE_FELL)
+
+
+@dataclass(frozen=True)
+class OutdatedMarks:
+    """What the rule remembers of a lesson between checks (its lifecycle columns): whether its
+    evidence was seen at or above the threshold since it was approved or restored, and the
+    successes and failures the reviewer who approved or restored it had before them."""
+
+    was_confident: bool
+    seen_successes: int
+    seen_failures: int
+
+
+def outdated_cause(score: Confidence, marks: OutdatedMarks, *, threshold: float) -> str | None:
+    """Why an approved lesson is outdated now, or None. The rule of the design's "counterexamples
+    lower the confidence, and can mark the experience outdated":
+
+    - ``contradicted``: its counterexamples (contradicting incidents + accounts whose outcomes
+      refuted it) reach its support (supporting incidents + reviewers whose outcomes confirmed
+      it), and the balance is worse than the one its approver (or restorer) accepted: a reviewer
+      who approves a lesson with as many counterexamples as support has seen them;
+    - ``confidence_fell``: its evidence was seen at or above ``threshold`` since it was approved
+      or restored, and is below it now.
+
+    Both read the evidence part of the confidence (the Wilson bound, ``score.wilson``), not the
+    decay: time alone lowers a lesson's rank and drops it out of recall, it does not declare it
+    wrong. The rule is a pure function of the evidence and the marks, so checking again with
+    nothing new changes nothing.
+    """
+    successes, failures = score.successes, score.failures
+    worse_than_seen = failures > marks.seen_failures or successes < marks.seen_successes
+    if failures > 0 and failures >= successes and worse_than_seen:
+        return CONTRADICTED
+    if marks.was_confident and score.wilson < threshold:
+        return CONFIDENCE_FELL
+    return None
+
+
+def is_confident(score: Confidence, *, threshold: float) -> bool:
+    """Whether the evidence is at or above the threshold (what arms ``confidence_fell``)."""
+    return score.wilson >= threshold
 
 
 # --- scenes, conflicts and merges ------------------------------------------------------------

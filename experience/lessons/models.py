@@ -34,6 +34,15 @@ class Lesson(ReviewedItem):
     cases = models.ManyToManyField(Case, through="LessonCase", related_name="lessons")
     # Scene tags and description, precondition and conclusion: what retrieval ranks.
     search_text = models.TextField(editable=False)
+    # The outdated rule (experience.lessons.domain.outdated_cause; lifecycle columns, not
+    # content): when and why the lesson turned outdated; when its evidence was last seen at or
+    # above the confidence threshold since it was approved or restored; and the evidence
+    # (successes, failures) the reviewer who approved or restored it had before them.
+    outdated_at = models.DateTimeField(null=True, blank=True)
+    outdated_cause = models.CharField(max_length=20, blank=True)
+    confident_at = models.DateTimeField(null=True, blank=True)
+    seen_successes = models.PositiveIntegerField(default=0)
+    seen_failures = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-submitted_at", "id"]

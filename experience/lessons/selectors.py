@@ -184,8 +184,16 @@ def confidence_of(
 
 
 def lesson_confidence(
-    lesson: Lesson, now: datetime, evidence: Evidence | None = None
+    lesson: Lesson,
+    now: datetime,
+    evidence: Evidence | None = None,
+    *,
+    conflict_aware: bool = True,
 ) -> ld.Confidence:
+    """The lesson's confidence at ``now``. ``conflict_aware=False`` counts reviewers'
+    confirmations even while the lesson is in an open conflict: what the outdated rule reads, so
+    that a conflict opening never makes a lesson outdated by itself (the conflict has its own
+    resolution)."""
     evidence = evidence or lesson_evidence(lesson)
     supports, contradicts = evidence.cited()
     approvals = [
@@ -200,7 +208,7 @@ def lesson_confidence(
         now,
         confidence_settings(),
         outcomes,
-        in_open_conflict=lesson.id in open_conflict_ids([lesson.id]),
+        in_open_conflict=conflict_aware and lesson.id in open_conflict_ids([lesson.id]),
     )
 
 

@@ -31,6 +31,7 @@ from experience.core.models import Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused
 from experience.core.review import require_item_tenant as require_item_tenant
 from experience.lessons import domain as ld
+from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import (
     ConflictStatus,
@@ -238,6 +239,8 @@ def lesson_approve(
     )
     if lesson.supersedes:
         _supersede(lesson.supersedes, by=lesson, actor=actor, now=now)
+    # What the outdated rule measures later evidence against: what this reviewer saw.
+    outdating.lesson_marks_set(lesson, now=now)
     opened = _detect_conflicts(lesson, actor=actor, now=now, on="approval")
     return LessonReview(lesson.id, lesson.status, conflicts=tuple(c.pk for c in opened))
 
