@@ -199,6 +199,9 @@ class ReReviewReason(models.TextChoices):
     DOCUMENT_REVOKED = "document_revoked", _("cited document was revoked")
     # A lesson the outdated rule took out of reuse (experience.lessons.outdating).
     OUTDATED = "outdated", _("lesson outdated by its evidence")
+    # The less supported lesson of an open conflict (LessonConflict.favoured names the other);
+    # ``detail`` holds the conflict's number.
+    CONFLICT = "conflict", _("in conflict with a better-supported lesson")
 
 
 class ReReviewStatus(models.TextChoices):
@@ -213,6 +216,7 @@ class ReReviewResolution(models.TextChoices):
     REVOKED = "revoked", _("revoked")
     CONFIRMED = "confirmed", _("confirmed by a reviewer")
     RESTORED = "restored", _("restored by a reviewer")
+    SETTLED = "settled", _("its conflict was resolved")
     GONE = "gone", _("no longer approved")
 
 

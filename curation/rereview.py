@@ -1,7 +1,8 @@
 """Re-review decisions: a stale or outdated approved item is re-certified, confirmed or closed.
 
 An outdated lesson (``experience.lessons.outdating``) is queued here when it turns outdated and
-leaves the queue when a reviewer restores it (on its page) or revokes it.
+leaves the queue when a reviewer restores it (on its page) or revokes it; the less supported
+lesson of a conflict waits here until the conflict is resolved.
 
 Closing happens without a person asking too: an item that stops being approved closes its
 entries inside the transaction of that change (``curation.subscribers.rereview_closed``, on the
@@ -22,7 +23,7 @@ from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
 from experience.core.models import Status
-from experience.lessons.models import Lesson
+from experience.lessons.models import Lesson, LessonConflict
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -49,13 +50,15 @@ def resolution_of(status: str | None) -> str:
 
 
 def close_entries(
-    item_id: str, resolution: str, *, now: datetime, note: str = ""
+    item_id: str, resolution: str, *, now: datetime, note: str = "", reason: str = ""
 ) -> list[ReReview]:
-    entries = list(
-        ReReview.objects.filter(
-            item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
-        )
+    """Close the open or pending entries of ``item_id`` (only those of ``reason``, if given)."""
+    found = ReReview.objects.filter(
+        item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
     )
+    if reason:
+        found = found.filter(reason=reason)
+    entries = list(found)
     for entry in entries:
         entry.status = ReReviewStatus.CLOSED
         entry.resolution = resolution
@@ -100,8 +103,63 @@ def lesson_rereview_followed(lesson: Lesson) -> list[ReReview]:
         )
         return [entry]
     if lesson.status == Status.APPROVED:
-        return close_entries(lesson.id, ReReviewResolution.RESTORED, now=clock.now())
+        # Approvals of lessons that never were outdated (nearly all) read no clock here.
+        if not ReReview.objects.filter(
+            item_id=lesson.id,
+            reason=ReReviewReason.OUTDATED,
+            status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING],
+        ).exists():
+            return []
+        return close_entries(
+            lesson.id,
+            ReReviewResolution.RESTORED,
+            now=clock.now(),
+            reason=ReReviewReason.OUTDATED,
+        )
     return rereview_close_for(lesson)
+
+
+def conflict_rereview_queued(conflict: LessonConflict) -> ReReview | None:
+    """A conflict whose rule names a better-supported side puts the other side in the re-review
+    queue (the design: keep the side with evidence and higher confidence, mark the other for
+    re-review); once per conflict."""
+    if not conflict.favoured:
+        return None
+    other = Lesson.objects.filter(pk=conflict.other(conflict.favoured)).first()
+    if (
+        other is None
+        or ReReview.objects.filter(
+            item_id=other.id, reason=ReReviewReason.CONFLICT, detail=str(conflict.pk)
+        ).exists()
+    ):
+        return None
+    return ReReview.objects.create(
+        item_id=other.id,
+        item_type="lesson",
+        tenant=other.tenant,
+        title=other.title,
+        reason=ReReviewReason.CONFLICT,
+        detail=str(conflict.pk),
+        detected_at=conflict.detected_at,
+    )
+
+
+def conflict_rereview_closed(conflict: LessonConflict) -> list[ReReview]:
+    """A resolved conflict closes the re-review entry it opened."""
+    closed = []
+    for entry in ReReview.objects.filter(
+        reason=ReReviewReason.CONFLICT,
+        detail=str(conflict.pk),
+        status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING],
+    ):
+        entry.status = ReReviewStatus.CLOSED
+        entry.resolution = ReReviewResolution.SETTLED
+        entry.resolved_by = conflict.resolved_by
+        entry.resolved_at = conflict.resolved_at or clock.now()
+        entry.note = conflict.resolved_reason
+        entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at", "note"])
+        closed.append(entry)
+    return closed
 
 
 def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -> dict[str, Any]:

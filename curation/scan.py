@@ -72,7 +72,12 @@ class ScanReport:
                 {"id": link.pk, "cases": [link.case_a_id, link.case_b_id]} for link in self.linked
             ],
             "lesson_conflicts": [
-                {"id": c.pk, "lessons": [c.lesson_a_id, c.lesson_b_id], "found_by": c.found_by}
+                {
+                    "id": c.pk,
+                    "lessons": [c.lesson_a_id, c.lesson_b_id],
+                    "found_by": c.found_by,
+                    "favoured": c.favoured or None,
+                }
                 for c in self.lesson_conflicts
             ],
             "outdated_lessons": [
@@ -189,14 +194,15 @@ def _close_gone(now: datetime) -> list[ReReview]:
     lessons = dict(Lesson.objects.filter(pk__in=ids).values_list("pk", "status"))
     for item_id in sorted(ids):
         status = statuses.get(item_id, lessons.get(item_id))
-        if item_id in lessons:
-            # A lesson's entry asks about its outdating: open while it is outdated.
-            if status == Status.OUTDATED:
-                continue
+        if item_id in lessons and status in (Status.APPROVED, Status.OUTDATED):
+            # An outdated lesson's entry is open while it is outdated; a conflict's entry
+            # closes with its conflict (curation.subscribers.conflict_rereview_settled).
             if status == Status.APPROVED:
-                closed += close_entries(item_id, ReReviewResolution.RESTORED, now=now)
-                continue
-        elif status == Status.APPROVED:
+                closed += close_entries(
+                    item_id, ReReviewResolution.RESTORED, now=now, reason=ReReviewReason.OUTDATED
+                )
+            continue
+        if status == Status.APPROVED:
             continue
         closed += close_entries(item_id, resolution_of(status), now=now)
     return closed

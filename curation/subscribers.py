@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from curation import aar
 from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
-from curation.rereview import lesson_rereview_followed, rereview_close_for
+from curation.rereview import (
+    conflict_rereview_closed,
+    conflict_rereview_queued,
+    lesson_rereview_followed,
+    rereview_close_for,
+)
 from curation.tasks import aar_draft_task, case_index_task, notify_task
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
@@ -46,8 +51,15 @@ def revocation_notified(*, item: Case | Skill | Lesson) -> None:
 
 
 def conflict_notified(*, conflict: LessonConflict) -> None:
-    """The approvers of both lessons of a new conflict are told."""
+    """The approvers of both lessons of a new conflict are told; the less supported lesson is
+    put in the re-review queue."""
+    conflict_rereview_queued(conflict)
     notify_task.enqueue(CONFLICT, str(conflict.pk))
+
+
+def conflict_rereview_settled(*, conflict: LessonConflict) -> None:
+    """A resolved conflict closes the re-review entry it opened."""
+    conflict_rereview_closed(conflict)
 
 
 def skill_run_review_queued(*, run: Run) -> None:

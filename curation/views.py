@@ -521,7 +521,10 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             "restore_url": reverse(
                 "experience:lesson-restore", args=[itemids.digest_of(entry.item_id)]
             )
-            if entry.item_type == "lesson"
+            if entry.reason == ReReviewReason.OUTDATED
+            else "",
+            "conflict_url": reverse("experience:lesson-conflict", args=[int(entry.detail)])
+            if entry.reason == ReReviewReason.CONFLICT and entry.detail.isdigit()
             else "",
             "cause": outdated_cause_sentence(entry.detail)
             if entry.reason == ReReviewReason.OUTDATED

@@ -443,19 +443,63 @@ TYPE_OPPOSITION = "type_opposition"
 EXPLICIT_LINK = "explicit_link"
 
 
-def conflict_reason(a: LessonShape, b: LessonShape) -> str | None:
+def conflict_reason(a: LessonShape, b: LessonShape, *, narrowed_apart: bool = False) -> str | None:
     """Why two approved lessons of one scope conflict, or None.
 
     An explicit link (a case one cites as support, the other as a contradiction) is a conflict
-    on its own; a success pattern and a failure lesson conflict when their scenes overlap.
+    on its own, always read from the links; a success pattern and a failure lesson conflict when
+    their scenes overlap, unless a reviewer's narrowing set them apart (``narrowed_apart``: one
+    descends from the narrowed version a conflict's resolution approved, the other from the
+    lesson kept against it). Scene overlap is textual and a narrowing keeps the scene's
+    description, so only the recorded narrowing can tell that the narrowed version no longer
+    applies where the kept lesson does.
     """
     if a.id == b.id or not same_scope(a.scope, b.scope):
         return None
-    if (a.supports & b.contradicts) or (a.contradicts & b.supports):
+    if contested_cases(a, b):
         return EXPLICIT_LINK
-    if {a.lesson_type, b.lesson_type} == OPPOSED_TYPES and scenes_overlap(a, b):
+    if (
+        not narrowed_apart
+        and {a.lesson_type, b.lesson_type} == OPPOSED_TYPES
+        and scenes_overlap(a, b)
+    ):
         return TYPE_OPPOSITION
     return None
+
+
+def contested_cases(a: LessonShape, b: LessonShape) -> frozenset[str]:
+    """The cases one lesson cites as support and the other as a contradiction."""
+    return (a.supports & b.contradicts) | (a.contradicts & b.supports)
+
+
+def narrowed_links(
+    narrowed: LessonShape, kept: LessonShape
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The links of a narrowed version, re-evaluated against the lesson kept over it: a case the
+    kept lesson cites the other way is the kept lesson's evidence, in the scene the narrowing
+    gives up, so the narrowed version no longer cites it; every other link stays."""
+    contested = contested_cases(narrowed, kept)
+    return narrowed.supports - contested, narrowed.contradicts - contested
+
+
+@dataclass(frozen=True)
+class ConflictSide:
+    """One lesson of a conflict as the design's rule weighs it."""
+
+    id: str
+    usable_support: bool
+    confidence: float
+
+
+def favoured_side(a: ConflictSide, b: ConflictSide) -> str:
+    """The side the design keeps: the one with evidence (a usable supporting case) and the
+    higher confidence; blank when neither is ahead (the reviewer decides alone)."""
+    contenders = [side for side in (a, b) if side.usable_support]
+    if len(contenders) == 1:
+        return contenders[0].id
+    if len(contenders) == 2 and a.confidence != b.confidence:
+        return a.id if a.confidence > b.confidence else b.id
+    return ""
 
 
 def merge_similarity(candidate: LessonShape, approved: LessonShape) -> Fraction:

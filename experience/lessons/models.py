@@ -109,6 +109,10 @@ class LessonConflict(models.Model):
     status = models.CharField(
         max_length=10, choices=ConflictStatus.choices, default=ConflictStatus.OPEN, db_index=True
     )
+    # The side the design keeps: usable support and the higher confidence when the conflict was
+    # found (experience.lessons.domain.favoured_side); blank when neither was ahead. The other
+    # side waits in the re-review queue until the conflict is resolved.
+    favoured = models.CharField(max_length=ID_LENGTH, blank=True)
     # The narrowed version a resolution submitted; the conflict closes when it is approved.
     narrowing = models.CharField(max_length=ID_LENGTH, blank=True)
     kept = models.CharField(max_length=ID_LENGTH, blank=True)

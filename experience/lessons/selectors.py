@@ -397,6 +397,55 @@ def shapes_in_scope(
     return [lesson_shape(lesson, links[lesson.id]) for lesson in lessons]
 
 
+class NarrowedApart:
+    """The pairs of lessons a reviewer's narrowing set apart (``ld.conflict_reason``): each
+    conflict resolved as ``narrowed`` names the kept lesson and the narrowed version; later
+    versions of either inherit the settlement. Read once per check (approval, scan)."""
+
+    def __init__(self) -> None:
+        self._pairs = {
+            frozenset(pair)
+            for pair in LessonConflict.objects.filter(
+                status=ConflictStatus.RESOLVED, resolution="narrowed"
+            )
+            .exclude(narrowing="")
+            .exclude(kept="")
+            .values_list("kept", "narrowing")
+        }
+        self._lineages: dict[str, set[str]] = {}
+
+    def _lineage(self, lesson_id: str) -> set[str]:
+        """The lesson and every version it replaced (following ``supersedes``)."""
+        if lesson_id not in self._lineages:
+            found: set[str] = set()
+            current = lesson_id
+            while current and current not in found:
+                found.add(current)
+                current = (
+                    Lesson.objects.filter(pk=current).values_list("supersedes", flat=True).first()
+                    or ""
+                )
+            self._lineages[lesson_id] = found
+        return self._lineages[lesson_id]
+
+    def __call__(self, a: str, b: str) -> bool:
+        if not self._pairs:
+            return False
+        mine, theirs = self._lineage(a), self._lineage(b)
+        return any(frozenset((x, y)) in self._pairs for x in mine for y in theirs)
+
+
+def conflict_side(lesson: Lesson, now: datetime) -> ld.ConflictSide:
+    """How the design's rule weighs one lesson of a conflict: its usable support and its
+    confidence (reviewers' confirmations counted, as before the conflict opened)."""
+    evidence = lesson_evidence(lesson)
+    supports, _ = evidence.cited()
+    score = lesson_confidence(lesson, now, evidence, conflict_aware=False)
+    return ld.ConflictSide(
+        lesson.id, any(availability.case_usable(c, now) for c in supports), score.value
+    )
+
+
 def conflicts_of(lesson: Lesson) -> QuerySet[LessonConflict]:
     return LessonConflict.objects.filter(Q(lesson_a=lesson) | Q(lesson_b=lesson)).select_related(
         "lesson_a", "lesson_b", "resolved_by"

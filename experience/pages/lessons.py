@@ -361,6 +361,10 @@ CONFLICT_REFUSALS: dict[str, Any] = {
     conflicts.ACTION_REQUIRED: _("Choose whether to revoke the other lesson or narrow it."),
     conflicts.BAD_RESOLUTION: _("Choose whether to revoke the other lesson or narrow it."),
     conflicts.NARROW_NEEDS_CHANGE: _("A narrowed version needs a new precondition or scene tags."),
+    conflicts.NARROW_LEAVES_NO_SUPPORT: _(
+        "Every supporting case of this lesson is one the kept lesson cites against it; revoke it "
+        "instead of narrowing it."
+    ),
     conflicts.CONFLICT_CLOSED: _("This conflict is already resolved."),
 }
 
@@ -440,6 +444,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     a, b = conflict.lesson_a, conflict.lesson_b
     sides = [_conflict_side(a, b, now), _conflict_side(b, a, now)]
     kept = next((side for side in sides if side["lesson"].id == conflict.kept), None)
+    favoured = next((side for side in sides if side["lesson"].id == conflict.favoured), None)
     return render_page(
         request,
         "experience/lesson_conflict_detail.html",
@@ -449,6 +454,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "found_on": CONFLICT_FOUND_ON.get(conflict.detected_on, conflict.detected_on),
             "sides": sides,
             "kept": kept,
+            "favoured": favoured,
             "stored_impacts": impact_views(stored_impacts(kept["other"].id)) if kept else [],
             "chosen_keep": keep,
             "chosen_action": action,
