@@ -91,8 +91,12 @@ def lessons_outdated_check(
     now = now or clock.now()
     limit = threshold()
     turned: list[Lesson] = []
-    for lesson in Lesson.objects.select_for_update().filter(pk__in=ids, status=Status.APPROVED):
-        score = _rule_score(lesson, now)
+    locked = list(
+        Lesson.objects.select_for_update().filter(pk__in=ids, status=Status.APPROVED).order_by("pk")
+    )
+    scores = lesson_selectors.lesson_confidences(locked, now, conflict_aware=False)
+    for lesson in locked:
+        score = scores[lesson.id]
         cause = ld.outdated_cause(score, marks_of(lesson), threshold=limit)
         if cause is None:
             if lesson.confident_at is None and ld.is_confident(score, threshold=limit):

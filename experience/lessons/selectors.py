@@ -212,6 +212,43 @@ def lesson_confidence(
     )
 
 
+def lesson_confidences(
+    lessons: Sequence[Lesson], now: datetime, *, conflict_aware: bool = True
+) -> dict[str, ld.Confidence]:
+    """:func:`lesson_confidence` of many lessons in a constant number of statements (their
+    links, their outcome tallies, their open conflicts): what a check of every approved lesson
+    reads. ``tests/experience/test_outdated_lessons.py`` holds the two equal."""
+    ids = [lesson.id for lesson in lessons]
+    if not ids:
+        return {}
+    supports: dict[str, list[CitedCase]] = defaultdict(list)
+    contradicts: dict[str, list[CitedCase]] = defaultdict(list)
+    approvals: dict[str, list[datetime | None]] = defaultdict(list)
+    for link in _links(ids).order_by("lesson_id", "relation", "position"):
+        cited = _cited(link)
+        if link.relation == LessonRelation.SUPPORTS:
+            supports[link.lesson_id].append(cited)
+            if link.case.status == Status.APPROVED:
+                approvals[link.lesson_id].append(link.case.approved_at)
+        else:
+            contradicts[link.lesson_id].append(cited)
+    tallies = outcome_tallies(ids, now)
+    conflicted = open_conflict_ids(ids) if conflict_aware else set()
+    config = confidence_settings()
+    return {
+        lesson.id: confidence_of(
+            supports[lesson.id],
+            contradicts[lesson.id],
+            [lesson.approved_at, *approvals[lesson.id]],
+            now,
+            config,
+            tallies.get(lesson.id, NO_OUTCOMES),
+            in_open_conflict=lesson.id in conflicted,
+        )
+        for lesson in lessons
+    }
+
+
 def lesson_availability(lesson: Lesson, now: datetime) -> Availability:
     supports, _ = lesson_evidence(lesson).cited()
     return availability.lesson_availability(selectors.gate_fields(lesson), supports, now)

@@ -30,6 +30,7 @@ from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as ld
 from experience.lessons import outdating
+from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.retrieval.block import experience_context
@@ -344,3 +345,24 @@ def test_the_rule_itself() -> None:
     armed = ld.OutdatedMarks(was_confident=True, seen_successes=2, seen_failures=0)
     assert ld.outdated_cause(score(2, 1), armed, threshold=0.6) == ld.CONFIDENCE_FELL
     assert ld.outdated_cause(score(3, 0), armed, threshold=0.6) is None
+
+
+def test_the_batch_confidences_equal_the_one_lesson_reads(
+    contradicted: Lesson,
+    approved_lesson: Callable[..., Lesson],
+    three_cases: list[Case],
+    agent: User,
+) -> None:
+    other = approved_lesson(
+        lesson_data([three_cases[2].id], lesson_type="success_pattern", conclusion="先刷新缓存")
+    )
+    read_by_run(other, "run-other", agent)
+    run_outcome_report(run_id="run-other", outcome="lead_was_wrong", actor=agent)
+    lessons_ = list(Lesson.objects.filter(pk__in=[contradicted.id, other.id]))
+    now = clock.now()
+    for aware in (True, False):
+        batch = lesson_selectors.lesson_confidences(lessons_, now, conflict_aware=aware)
+        for lesson in lessons_:
+            assert batch[lesson.id] == lesson_selectors.lesson_confidence(
+                lesson, now, conflict_aware=aware
+            )
