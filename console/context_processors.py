@@ -20,6 +20,7 @@ TRANSLATED_VALUES = (
     gettext_noop("rejected"),
     gettext_noop("revoked"),
     gettext_noop("superseded"),
+    gettext_noop("outdated"),
     gettext_noop("draft"),
     gettext_noop("case"),
     gettext_noop("skill"),

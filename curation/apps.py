@@ -20,6 +20,7 @@ class CurationConfig(AppConfig):
         dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.rereview_closed)
         dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.revocation_notified)
         dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, subscribers.conflict_notified)
+        dispatch_subscribe(Event.LESSON_CONFLICT_CLOSED, subscribers.conflict_rereview_settled)
         dispatch_subscribe(Event.SKILL_RUN_STORED, subscribers.skill_run_review_queued)
         dispatch_subscribe(Event.INVESTIGATION_STORED, subscribers.investigation_review_queued)
         # Every worker makes sure the periodic scan is queued.

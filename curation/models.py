@@ -197,6 +197,11 @@ class ReReviewReason(models.TextChoices):
     UNUSED = "unused", _("unused for too long")
     DOCUMENT_NEW_VERSION = "document_new_version", _("cited document has a new version")
     DOCUMENT_REVOKED = "document_revoked", _("cited document was revoked")
+    # A lesson the outdated rule took out of reuse (experience.lessons.outdating).
+    OUTDATED = "outdated", _("lesson outdated by its evidence")
+    # The less supported lesson of an open conflict (LessonConflict.favoured names the other);
+    # ``detail`` holds the conflict's number.
+    CONFLICT = "conflict", _("in conflict with a better-supported lesson")
 
 
 class ReReviewStatus(models.TextChoices):
@@ -210,11 +215,13 @@ class ReReviewResolution(models.TextChoices):
     SUPERSEDED = "superseded", _("superseded by a reviewed new version")
     REVOKED = "revoked", _("revoked")
     CONFIRMED = "confirmed", _("confirmed by a reviewer")
+    RESTORED = "restored", _("restored by a reviewer")
+    SETTLED = "settled", _("its conflict was resolved")
     GONE = "gone", _("no longer approved")
 
 
 class ReReview(models.Model):
-    """An approved case or skill that must be looked at again, and why."""
+    """An approved case or skill, or an outdated lesson, that must be looked at again, and why."""
 
     item_id = models.CharField(max_length=ID_LENGTH, db_index=True)
     item_type = models.CharField(max_length=8)

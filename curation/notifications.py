@@ -1,7 +1,8 @@
 """Reviewer notifications by email (Django's email backend; the console backend by default).
 
 A reviewer is told when candidates have waited longer than ``NOTIFY_CANDIDATE_WAIT_HOURS``, when
-an item they approved is revoked, and when a lesson conflict involves a lesson they approved.
+an item they approved is revoked, when a lesson conflict involves a lesson they approved, and
+when a lesson they approved (or an earlier version of it) turns outdated.
 Each user may turn notifications off (``NotificationOptOut``); users without an email address get
 none. ``NotificationSent`` makes each event go to each user in one mail however often the task
 runs.
@@ -42,6 +43,7 @@ from reviewconsole.tenancy import may_access
 WAITING = "waiting"
 REVOKED = "revoked"
 CONFLICT = "conflict"
+OUTDATED = "outdated"
 
 MESSAGE_ID_DOMAIN = "review-console"
 
@@ -247,3 +249,53 @@ def notify_conflict(conflict_pk: int, now: datetime | None = None) -> int:
             now=now,
         )
     return sent
+
+
+# Why a lesson turned outdated, as its approvers read it (experience.lessons.outdating).
+OUTDATED_CAUSES = {
+    "contradicted": "its counterexamples reach its support",
+    "confidence_fell": "its confidence fell below the threshold after having been above it",
+}
+
+
+def outdated_key(lesson_id: str, outdated_at: datetime) -> str:
+    """One announcement per outdating: a lesson restored and outdated again is news again."""
+    return f"{lesson_id}@{outdated_at.isoformat()}"
+
+
+def lesson_approvers(lesson: Lesson) -> set[User]:
+    """Whoever approved the lesson or any earlier version it replaced (of its tenant)."""
+    approvers: set[User] = set()
+    seen: set[str] = set()
+    current: Lesson | None = lesson
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
+        if current.approved_by is not None:
+            approvers.add(current.approved_by)
+        current = (
+            Lesson.objects.filter(pk=current.supersedes, tenant=lesson.tenant)
+            .select_related("approved_by")
+            .first()
+            if current.supersedes
+            else None
+        )
+    return approvers
+
+
+def notify_outdated(key: str, now: datetime | None = None) -> int:
+    """Tell the approvers of a lesson that turned outdated, while it still is (``key``:
+    :func:`outdated_key`)."""
+    lesson_id, _, _at = key.partition("@")
+    lesson = Lesson.objects.filter(pk=lesson_id).select_related("approved_by").first()
+    if lesson is None or lesson.status != Status.OUTDATED:
+        return 0
+    cause = OUTDATED_CAUSES.get(lesson.outdated_cause, lesson.outdated_cause)
+    line = (
+        f"{lesson.id} {quoted(lesson.title)}, which you approved, is outdated: {cause}; "
+        f"restore it or revoke it{_link(lesson)}"
+    )
+    now = now or clock.now()
+    return sum(
+        _deliver(user, OUTDATED, [key], "A lesson you approved is outdated", [line], now=now)
+        for user in sorted(lesson_approvers(lesson), key=lambda u: u.pk)
+    )

@@ -1,5 +1,9 @@
 """Re-review decisions: a stale or outdated approved item is re-certified, confirmed or closed.
 
+An outdated lesson (``experience.lessons.outdating``) is queued here when it turns outdated and
+leaves the queue when a reviewer restores it (on its page) or revokes it; the less supported
+lesson of a conflict waits here until the conflict is resolved.
+
 Closing happens without a person asking too: an item that stops being approved closes its
 entries inside the transaction of that change (``curation.subscribers.rereview_closed``, on the
 event the change publishes), recording no event of its own; the approval, supersession or
@@ -14,11 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import transaction
 
 from curation.checks import BUILD_REFUSED, REVIEW_REFUSED, reason_given
-from curation.models import ReReview, ReReviewResolution, ReReviewStatus
+from curation.models import ReReview, ReReviewReason, ReReviewResolution, ReReviewStatus
 from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
 from experience.core.models import Status
+from experience.lessons.models import Lesson, LessonConflict
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -45,13 +50,15 @@ def resolution_of(status: str | None) -> str:
 
 
 def close_entries(
-    item_id: str, resolution: str, *, now: datetime, note: str = ""
+    item_id: str, resolution: str, *, now: datetime, note: str = "", reason: str = ""
 ) -> list[ReReview]:
-    entries = list(
-        ReReview.objects.filter(
-            item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
-        )
+    """Close the open or pending entries of ``item_id`` (only those of ``reason``, if given)."""
+    found = ReReview.objects.filter(
+        item_id=item_id, status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING]
     )
+    if reason:
+        found = found.filter(reason=reason)
+    entries = list(found)
     for entry in entries:
         entry.status = ReReviewStatus.CLOSED
         entry.resolution = resolution
@@ -61,9 +68,9 @@ def close_entries(
     return entries
 
 
-def rereview_close_for(item: Case | Skill) -> list[ReReview]:
+def rereview_close_for(item: Case | Skill | Lesson) -> list[ReReview]:
     """Close the entries of an item that is no longer approved (called on its status change)."""
-    if item.status == Status.APPROVED:
+    if item.status in (Status.APPROVED, Status.OUTDATED):
         return []
     note = f"superseded by {item.superseded_by}" if item.superseded_by else ""
     # Closed at the moment the item left approved, which the write that moved it set on its row.
@@ -73,6 +80,86 @@ def rereview_close_for(item: Case | Skill) -> list[ReReview]:
         Status.REJECTED: item.rejected_at,
     }.get(Status(item.status))
     return close_entries(item.id, resolution_of(item.status), now=left_at or clock.now(), note=note)
+
+
+def lesson_rereview_followed(lesson: Lesson) -> list[ReReview]:
+    """A lesson's status change reaches its re-review entries: one that turned outdated is
+    queued (once per outdating: an open entry is not repeated); one restored closes its entries
+    as restored; one revoked or superseded closes them as a case's do. Returns the entries
+    queued or closed."""
+    if lesson.status == Status.OUTDATED:
+        if ReReview.objects.filter(
+            item_id=lesson.id, reason=ReReviewReason.OUTDATED, status=ReReviewStatus.OPEN
+        ).exists():
+            return []
+        entry = ReReview.objects.create(
+            item_id=lesson.id,
+            item_type="lesson",
+            tenant=lesson.tenant,
+            title=lesson.title,
+            reason=ReReviewReason.OUTDATED,
+            detail=lesson.outdated_cause,
+            detected_at=lesson.outdated_at or clock.now(),
+        )
+        return [entry]
+    if lesson.status == Status.APPROVED:
+        # Approvals of lessons that never were outdated (nearly all) read no clock here.
+        if not ReReview.objects.filter(
+            item_id=lesson.id,
+            reason=ReReviewReason.OUTDATED,
+            status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING],
+        ).exists():
+            return []
+        return close_entries(
+            lesson.id,
+            ReReviewResolution.RESTORED,
+            now=clock.now(),
+            reason=ReReviewReason.OUTDATED,
+        )
+    return rereview_close_for(lesson)
+
+
+def conflict_rereview_queued(conflict: LessonConflict) -> ReReview | None:
+    """A conflict whose rule names a better-supported side puts the other side in the re-review
+    queue (the design: keep the side with evidence and higher confidence, mark the other for
+    re-review); once per conflict."""
+    if not conflict.favoured:
+        return None
+    other = Lesson.objects.filter(pk=conflict.other(conflict.favoured)).first()
+    if (
+        other is None
+        or ReReview.objects.filter(
+            item_id=other.id, reason=ReReviewReason.CONFLICT, detail=str(conflict.pk)
+        ).exists()
+    ):
+        return None
+    return ReReview.objects.create(
+        item_id=other.id,
+        item_type="lesson",
+        tenant=other.tenant,
+        title=other.title,
+        reason=ReReviewReason.CONFLICT,
+        detail=str(conflict.pk),
+        detected_at=conflict.detected_at,
+    )
+
+
+def conflict_rereview_closed(conflict: LessonConflict) -> list[ReReview]:
+    """A resolved conflict closes the re-review entry it opened."""
+    closed = []
+    for entry in ReReview.objects.filter(
+        reason=ReReviewReason.CONFLICT,
+        detail=str(conflict.pk),
+        status__in=[ReReviewStatus.OPEN, ReReviewStatus.PENDING],
+    ):
+        entry.status = ReReviewStatus.CLOSED
+        entry.resolution = ReReviewResolution.SETTLED
+        entry.resolved_by = conflict.resolved_by
+        entry.resolved_at = conflict.resolved_at or clock.now()
+        entry.note = conflict.resolved_reason
+        entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at", "note"])
+        closed.append(entry)
+    return closed
 
 
 def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -> dict[str, Any]:

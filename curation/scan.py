@@ -1,5 +1,6 @@
-"""The periodic scan (``curate``): stale and outdated items into re-review, shared patterns into
-skill proposals, and the links of cases stored before curation was installed.
+"""The periodic scan (``curate``): stale and outdated items into re-review (lessons the outdated
+rule finds outdated among them), shared patterns into skill proposals, and the links of cases
+stored before curation was installed.
 
 It runs as no one: its one event names what it queued, closed and linked.
 """
@@ -20,6 +21,7 @@ from curation.models import (
     ProposalStatus,
     ReReview,
     ReReviewReason,
+    ReReviewResolution,
     ReReviewStatus,
     SkillProposal,
 )
@@ -37,7 +39,8 @@ from experience.cases.models import Case, Skill
 from experience.cases.schema import MAX_WHEN
 from experience.core.gate import usable_case_q
 from experience.core.models import Status
-from experience.lessons.models import LessonConflict
+from experience.lessons.models import Lesson, LessonConflict
+from experience.lessons.outdating import lessons_outdated_scan
 from experience.lessons.services import conflicts_scan
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -57,6 +60,8 @@ class ScanReport:
     proposals: list[SkillProposal] = field(default_factory=list)
     linked: list[NearDuplicate] = field(default_factory=list)
     lesson_conflicts: list[LessonConflict] = field(default_factory=list)
+    # Lessons the outdated rule took out of reuse (each queued for re-review on the way).
+    outdated: list[Lesson] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,8 +72,16 @@ class ScanReport:
                 {"id": link.pk, "cases": [link.case_a_id, link.case_b_id]} for link in self.linked
             ],
             "lesson_conflicts": [
-                {"id": c.pk, "lessons": [c.lesson_a_id, c.lesson_b_id], "found_by": c.found_by}
+                {
+                    "id": c.pk,
+                    "lessons": [c.lesson_a_id, c.lesson_b_id],
+                    "found_by": c.found_by,
+                    "favoured": c.favoured or None,
+                }
                 for c in self.lesson_conflicts
+            ],
+            "outdated_lessons": [
+                {"id": lesson.id, "cause": lesson.outdated_cause} for lesson in self.outdated
             ],
         }
 
@@ -178,8 +191,17 @@ def _close_gone(now: datetime) -> list[ReReview]:
     ids = set(open_entries.values_list("item_id", flat=True))
     statuses = dict(Case.objects.filter(pk__in=ids).values_list("pk", "status"))
     statuses.update(Skill.objects.filter(pk__in=ids).values_list("pk", "status"))
+    lessons = dict(Lesson.objects.filter(pk__in=ids).values_list("pk", "status"))
     for item_id in sorted(ids):
-        status = statuses.get(item_id)
+        status = statuses.get(item_id, lessons.get(item_id))
+        if item_id in lessons and status in (Status.APPROVED, Status.OUTDATED):
+            # An outdated lesson's entry is open while it is outdated; a conflict's entry
+            # closes with its conflict (curation.subscribers.conflict_rereview_settled).
+            if status == Status.APPROVED:
+                closed += close_entries(
+                    item_id, ReReviewResolution.RESTORED, now=now, reason=ReReviewReason.OUTDATED
+                )
+            continue
         if status == Status.APPROVED:
             continue
         closed += close_entries(item_id, resolution_of(status), now=now)
@@ -265,6 +287,15 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
     report.queued = _scan_staleness(now, days)
     report.proposals = _scan_proposals(now)
     report.lesson_conflicts = conflicts_scan(actor=None, now=now)
+    # Each lesson turning outdated queues its own entry (curation.subscribers).
+    report.outdated = lessons_outdated_scan(now=now)
+    report.queued += list(
+        ReReview.objects.filter(
+            item_id__in=[lesson.id for lesson in report.outdated],
+            reason=ReReviewReason.OUTDATED,
+            status=ReReviewStatus.OPEN,
+        )
+    )
     if report.queued or report.closed or report.proposals or report.linked:
         event_record(
             actor=None,

@@ -10,8 +10,13 @@ is the audited act).
 from __future__ import annotations
 
 from curation import aar
-from curation.notifications import CONFLICT, REVOKED
-from curation.rereview import rereview_close_for
+from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
+from curation.rereview import (
+    conflict_rereview_closed,
+    conflict_rereview_queued,
+    lesson_rereview_followed,
+    rereview_close_for,
+)
 from curation.tasks import aar_draft_task, case_index_task, notify_task
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
@@ -29,9 +34,14 @@ def similar_cases_queued(*, case: Case) -> None:
 
 def rereview_closed(*, item: Case | Skill | Lesson) -> None:
     """A case or skill that stops being approved (superseded, revoked) closes its re-review
-    entries, so that queue empties as the reviews happen."""
+    entries, so that queue empties as the reviews happen. A lesson that turns outdated is
+    queued and its approvers are told; restored, revoked or superseded, its entries close."""
     if isinstance(item, Case | Skill):
         rereview_close_for(item)
+    elif isinstance(item, Lesson):
+        lesson_rereview_followed(item)
+        if item.status == Status.OUTDATED and item.outdated_at is not None:
+            notify_task.enqueue(OUTDATED, outdated_key(item.id, item.outdated_at))
 
 
 def revocation_notified(*, item: Case | Skill | Lesson) -> None:
@@ -41,8 +51,15 @@ def revocation_notified(*, item: Case | Skill | Lesson) -> None:
 
 
 def conflict_notified(*, conflict: LessonConflict) -> None:
-    """The approvers of both lessons of a new conflict are told."""
+    """The approvers of both lessons of a new conflict are told; the less supported lesson is
+    put in the re-review queue."""
+    conflict_rereview_queued(conflict)
     notify_task.enqueue(CONFLICT, str(conflict.pk))
+
+
+def conflict_rereview_settled(*, conflict: LessonConflict) -> None:
+    """A resolved conflict closes the re-review entry it opened."""
+    conflict_rereview_closed(conflict)
 
 
 def skill_run_review_queued(*, run: Run) -> None:

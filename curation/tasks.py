@@ -104,4 +104,6 @@ def notify_task(kind: str, key: str, attempt: int = 1) -> int:
             return notifications.notify_revoked(key)
         if kind == notifications.CONFLICT:
             return notifications.notify_conflict(int(key))
+        if kind == notifications.OUTDATED:
+            return notifications.notify_outdated(key)
         return notifications.notify_waiting_candidates()

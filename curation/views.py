@@ -32,12 +32,13 @@ from curation.forms import (
     excerpt_field,
     use_field,
 )
-from curation.models import ProposalStatus, ReReviewStatus, Thread
+from curation.models import ProposalStatus, ReReview, ReReviewReason, ReReviewStatus, Thread
 from experience.cases.models import Case
 from experience.cases.schema import parse_case
 from experience.core.models import Status
 from experience.pages.scope_options import scope_values
 from experience.pages.selectors import case_for_page, case_get_visible, skill_get_visible
+from experience.pages.sentences import outdated_cause_sentence
 from reviewconsole import clock, inputs, itemids
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.formfields import offer_values
@@ -491,6 +492,15 @@ def incident_list(request: HtmxHttpRequest) -> HttpResponse:
 # --- re-review ---------------------------------------------------------------------------------
 
 
+def _rereview_revoke_url(entry: ReReview) -> str:
+    """Where an entry's item is revoked with its impact previewed: a lesson on its own page."""
+    digest = itemids.digest_of(entry.item_id)
+    if entry.item_type == "lesson":
+        return reverse("experience:lesson-detail", args=[digest]) + "#lesson-revoke"
+    name = "experience:case-revoke" if entry.item_type == "case" else "experience:skill-revoke"
+    return reverse(name, args=[digest])
+
+
 @require_GET
 @console_view(VIEW_CASE)
 def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
@@ -507,12 +517,18 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             "new_url": item_url(entry.new_item_id) if entry.new_item_id else "",
             "recertify_url": reverse("curation:rereview-recertify", args=[entry.pk]),
             "confirm_url": reverse("curation:rereview-confirm", args=[entry.pk]),
-            "revoke_url": reverse(
-                "experience:case-revoke"
-                if entry.item_type == "case"
-                else "experience:skill-revoke",
-                args=[itemids.digest_of(entry.item_id)],
-            ),
+            "revoke_url": _rereview_revoke_url(entry),
+            "restore_url": reverse(
+                "experience:lesson-restore", args=[itemids.digest_of(entry.item_id)]
+            )
+            if entry.reason == ReReviewReason.OUTDATED
+            else "",
+            "conflict_url": reverse("experience:lesson-conflict", args=[int(entry.detail)])
+            if entry.reason == ReReviewReason.CONFLICT and entry.detail.isdigit()
+            else "",
+            "cause": outdated_cause_sentence(entry.detail)
+            if entry.reason == ReReviewReason.OUTDATED
+            else None,
         }
         for entry in page.object_list
     ]

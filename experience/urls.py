@@ -53,4 +53,5 @@ urlpatterns += [
         name="lesson-checklist",
     ),
     path("lessons/<digest:digest>/merge/", lesson_views.lesson_merge, name="lesson-merge"),
+    path("lessons/<digest:digest>/restore/", lesson_views.lesson_restore, name="lesson-restore"),
 ]

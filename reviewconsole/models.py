@@ -39,6 +39,8 @@ class Action(models.TextChoices):
     LESSON_REVOKE = "experience.lesson.revoke", gettext_noop("lesson revoked")
     LESSON_SUPERSEDE = "experience.lesson.supersede", gettext_noop("lesson superseded")
     LESSON_MERGE = "experience.lesson.merge", gettext_noop("lesson merge accepted")
+    LESSON_OUTDATE = "experience.lesson.outdate", gettext_noop("lesson outdated by its evidence")
+    LESSON_RESTORE = "experience.lesson.restore", gettext_noop("outdated lesson restored")
     LESSON_CONFLICT_OPEN = (
         "experience.lesson_conflict.open",
         gettext_noop("lesson conflict detected"),

@@ -378,12 +378,12 @@ def case_approve(
 def supersede_version(
     model: type[M], old_id: str, *, by: Any, action: Action, actor: User, now: datetime
 ) -> M | None:
-    """Mark the approved version ``old_id`` superseded by ``by`` and audit it; None when there is
-    no such version. Only a version of the new one's tenant is ever superseded, even by a row
-    stored before submission refused other tenants' ids."""
+    """Mark the approved (or, for a lesson, outdated) version ``old_id`` superseded by ``by`` and
+    audit it; None when there is no such version. Only a version of the new one's tenant is ever
+    superseded, even by a row stored before submission refused other tenants' ids."""
     old = (
         model._default_manager.select_for_update()
-        .filter(pk=old_id, tenant=by.tenant, status=Status.APPROVED)
+        .filter(pk=old_id, tenant=by.tenant, status__in=[Status.APPROVED, Status.OUTDATED])
         .first()
     )
     if old is None:

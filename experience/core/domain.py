@@ -52,6 +52,9 @@ APPROVED = availability.APPROVED
 REJECTED = "rejected"
 REVOKED = "revoked"
 SUPERSEDED = "superseded"
+# Lessons only (experience.lessons.domain.outdated_cause): still revocable.
+OUTDATED = "outdated"
+REVOCABLE = frozenset({APPROVED, OUTDATED})
 
 
 # --- identity --------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def revocation_unmet(*, status: str, reviewer: Reviewer, reason: str) -> list[st
         unmet.append(NOT_REVIEWER)
     if not reason.strip():
         unmet.append(REASON_REQUIRED)
-    if status != APPROVED:
+    if status not in REVOCABLE:
         unmet.append(NOT_APPROVED)
     return unmet
 

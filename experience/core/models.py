@@ -27,6 +27,9 @@ class Status(models.TextChoices):
     REJECTED = "rejected", _("rejected")
     REVOKED = "revoked", _("revoked")
     SUPERSEDED = "superseded", _("superseded")
+    # Lessons only: the evidence turned against an approved lesson (experience.lessons.domain,
+    # outdated_cause); out of reuse until a reviewer restores or revokes it.
+    OUTDATED = "outdated", _("outdated")
 
 
 class SubmittedVia(models.TextChoices):
@@ -62,6 +65,13 @@ LIFECYCLE_FIELDS = frozenset(
         "revoked_reason",
         "superseded_by",
         "superseded_at",
+        # Lessons only: when and why the evidence made one outdated, and what the outdated rule
+        # remembers between checks (experience.lessons.outdating).
+        "outdated_at",
+        "outdated_cause",
+        "confident_at",
+        "seen_successes",
+        "seen_failures",
     }
 )
 

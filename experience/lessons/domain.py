@@ -55,6 +55,8 @@ from knowledge.domain import jaccard, tokenize
 
 NO_SUPPORTING_CASE = "no_supporting_case"
 CONFLICT_UNRESOLVED = "conflict_unresolved"
+# Restoring a lesson that is not outdated.
+NOT_OUTDATED = "not_outdated"
 
 # --- lifecycle -------------------------------------------------------------------------------
 
@@ -361,6 +363,55 @@ def case_confidence(
     return confidence(inputs, now=now, z=z, half_life_days=half_life_days)
 
 
+# --- outdated lessons --------------------------------------------------------------------------
+
+# Why an approved lesson turned outdated (Lesson.outdated_cause; docs/contracts.md, Lessons).
+CONTRADICTED = "contradicted"
+CONFIDENCE_FELL = "confidence_fell"
+OUTDATED_CAUSES = (CONTRADICTED, CONFIDENCE_FELL)
+
+
+@dataclass(frozen=True)
+class OutdatedMarks:
+    """What the rule remembers of a lesson between checks (its lifecycle columns): whether its
+    evidence was seen at or above the threshold since it was approved or restored, and the
+    successes and failures the reviewer who approved or restored it had before them."""
+
+    was_confident: bool
+    seen_successes: int
+    seen_failures: int
+
+
+def outdated_cause(score: Confidence, marks: OutdatedMarks, *, threshold: float) -> str | None:
+    """Why an approved lesson is outdated now, or None. The rule of the design's "counterexamples
+    lower the confidence, and can mark the experience outdated":
+
+    - ``contradicted``: its counterexamples (contradicting incidents + accounts whose outcomes
+      refuted it) reach its support (supporting incidents + reviewers whose outcomes confirmed
+      it), and the balance is worse than the one its approver (or restorer) accepted: a reviewer
+      who approves a lesson with as many counterexamples as support has seen them;
+    - ``confidence_fell``: its evidence was seen at or above ``threshold`` since it was approved
+      or restored, and is below it now.
+
+    Both read the evidence part of the confidence (the Wilson bound, ``score.wilson``), not the
+    decay: time alone lowers a lesson's rank and drops it out of recall, it does not declare it
+    wrong. The rule is a pure function of the evidence and the marks, so checking again with
+    nothing new changes nothing.
+    """
+    successes, failures = score.successes, score.failures
+    worse_than_seen = failures > marks.seen_failures or successes < marks.seen_successes
+    if failures > 0 and failures >= successes and worse_than_seen:
+        return CONTRADICTED
+    if marks.was_confident and score.wilson < threshold:
+        return CONFIDENCE_FELL
+    return None
+
+
+def is_confident(score: Confidence, *, threshold: float) -> bool:
+    """Whether the evidence is at or above the threshold (what arms ``confidence_fell``)."""
+    return score.wilson >= threshold
+
+
 # --- scenes, conflicts and merges ------------------------------------------------------------
 
 
@@ -392,19 +443,63 @@ TYPE_OPPOSITION = "type_opposition"
 EXPLICIT_LINK = "explicit_link"
 
 
-def conflict_reason(a: LessonShape, b: LessonShape) -> str | None:
+def conflict_reason(a: LessonShape, b: LessonShape, *, narrowed_apart: bool = False) -> str | None:
     """Why two approved lessons of one scope conflict, or None.
 
     An explicit link (a case one cites as support, the other as a contradiction) is a conflict
-    on its own; a success pattern and a failure lesson conflict when their scenes overlap.
+    on its own, always read from the links; a success pattern and a failure lesson conflict when
+    their scenes overlap, unless a reviewer's narrowing set them apart (``narrowed_apart``: one
+    descends from the narrowed version a conflict's resolution approved, the other from the
+    lesson kept against it). Scene overlap is textual and a narrowing keeps the scene's
+    description, so only the recorded narrowing can tell that the narrowed version no longer
+    applies where the kept lesson does.
     """
     if a.id == b.id or not same_scope(a.scope, b.scope):
         return None
-    if (a.supports & b.contradicts) or (a.contradicts & b.supports):
+    if contested_cases(a, b):
         return EXPLICIT_LINK
-    if {a.lesson_type, b.lesson_type} == OPPOSED_TYPES and scenes_overlap(a, b):
+    if (
+        not narrowed_apart
+        and {a.lesson_type, b.lesson_type} == OPPOSED_TYPES
+        and scenes_overlap(a, b)
+    ):
         return TYPE_OPPOSITION
     return None
+
+
+def contested_cases(a: LessonShape, b: LessonShape) -> frozenset[str]:
+    """The cases one lesson cites as support and the other as a contradiction."""
+    return (a.supports & b.contradicts) | (a.contradicts & b.supports)
+
+
+def narrowed_links(
+    narrowed: LessonShape, kept: LessonShape
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The links of a narrowed version, re-evaluated against the lesson kept over it: a case the
+    kept lesson cites the other way is the kept lesson's evidence, in the scene the narrowing
+    gives up, so the narrowed version no longer cites it; every other link stays."""
+    contested = contested_cases(narrowed, kept)
+    return narrowed.supports - contested, narrowed.contradicts - contested
+
+
+@dataclass(frozen=True)
+class ConflictSide:
+    """One lesson of a conflict as the design's rule weighs it."""
+
+    id: str
+    usable_support: bool
+    confidence: float
+
+
+def favoured_side(a: ConflictSide, b: ConflictSide) -> str:
+    """The side the design keeps: the one with evidence (a usable supporting case) and the
+    higher confidence; blank when neither is ahead (the reviewer decides alone)."""
+    contenders = [side for side in (a, b) if side.usable_support]
+    if len(contenders) == 1:
+        return contenders[0].id
+    if len(contenders) == 2 and a.confidence != b.confidence:
+        return a.id if a.confidence > b.confidence else b.id
+    return ""
 
 
 def merge_similarity(candidate: LessonShape, approved: LessonShape) -> Fraction:

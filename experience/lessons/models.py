@@ -34,6 +34,15 @@ class Lesson(ReviewedItem):
     cases = models.ManyToManyField(Case, through="LessonCase", related_name="lessons")
     # Scene tags and description, precondition and conclusion: what retrieval ranks.
     search_text = models.TextField(editable=False)
+    # The outdated rule (experience.lessons.domain.outdated_cause; lifecycle columns, not
+    # content): when and why the lesson turned outdated; when its evidence was last seen at or
+    # above the confidence threshold since it was approved or restored; and the evidence
+    # (successes, failures) the reviewer who approved or restored it had before them.
+    outdated_at = models.DateTimeField(null=True, blank=True)
+    outdated_cause = models.CharField(max_length=20, blank=True)
+    confident_at = models.DateTimeField(null=True, blank=True)
+    seen_successes = models.PositiveIntegerField(default=0)
+    seen_failures = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-submitted_at", "id"]
@@ -100,6 +109,10 @@ class LessonConflict(models.Model):
     status = models.CharField(
         max_length=10, choices=ConflictStatus.choices, default=ConflictStatus.OPEN, db_index=True
     )
+    # The side the design keeps: usable support and the higher confidence when the conflict was
+    # found (experience.lessons.domain.favoured_side); blank when neither was ahead. The other
+    # side waits in the re-review queue until the conflict is resolved.
+    favoured = models.CharField(max_length=ID_LENGTH, blank=True)
     # The narrowed version a resolution submitted; the conflict closes when it is approved.
     narrowing = models.CharField(max_length=ID_LENGTH, blank=True)
     kept = models.CharField(max_length=ID_LENGTH, blank=True)

@@ -184,8 +184,16 @@ def confidence_of(
 
 
 def lesson_confidence(
-    lesson: Lesson, now: datetime, evidence: Evidence | None = None
+    lesson: Lesson,
+    now: datetime,
+    evidence: Evidence | None = None,
+    *,
+    conflict_aware: bool = True,
 ) -> ld.Confidence:
+    """The lesson's confidence at ``now``. ``conflict_aware=False`` counts reviewers'
+    confirmations even while the lesson is in an open conflict: what the outdated rule reads, so
+    that a conflict opening never makes a lesson outdated by itself (the conflict has its own
+    resolution)."""
     evidence = evidence or lesson_evidence(lesson)
     supports, contradicts = evidence.cited()
     approvals = [
@@ -200,8 +208,45 @@ def lesson_confidence(
         now,
         confidence_settings(),
         outcomes,
-        in_open_conflict=lesson.id in open_conflict_ids([lesson.id]),
+        in_open_conflict=conflict_aware and lesson.id in open_conflict_ids([lesson.id]),
     )
+
+
+def lesson_confidences(
+    lessons: Sequence[Lesson], now: datetime, *, conflict_aware: bool = True
+) -> dict[str, ld.Confidence]:
+    """:func:`lesson_confidence` of many lessons in a constant number of statements (their
+    links, their outcome tallies, their open conflicts): what a check of every approved lesson
+    reads. ``tests/experience/test_outdated_lessons.py`` holds the two equal."""
+    ids = [lesson.id for lesson in lessons]
+    if not ids:
+        return {}
+    supports: dict[str, list[CitedCase]] = defaultdict(list)
+    contradicts: dict[str, list[CitedCase]] = defaultdict(list)
+    approvals: dict[str, list[datetime | None]] = defaultdict(list)
+    for link in _links(ids).order_by("lesson_id", "relation", "position"):
+        cited = _cited(link)
+        if link.relation == LessonRelation.SUPPORTS:
+            supports[link.lesson_id].append(cited)
+            if link.case.status == Status.APPROVED:
+                approvals[link.lesson_id].append(link.case.approved_at)
+        else:
+            contradicts[link.lesson_id].append(cited)
+    tallies = outcome_tallies(ids, now)
+    conflicted = open_conflict_ids(ids) if conflict_aware else set()
+    config = confidence_settings()
+    return {
+        lesson.id: confidence_of(
+            supports[lesson.id],
+            contradicts[lesson.id],
+            [lesson.approved_at, *approvals[lesson.id]],
+            now,
+            config,
+            tallies.get(lesson.id, NO_OUTCOMES),
+            in_open_conflict=lesson.id in conflicted,
+        )
+        for lesson in lessons
+    }
 
 
 def lesson_availability(lesson: Lesson, now: datetime) -> Availability:
@@ -387,6 +432,55 @@ def shapes_in_scope(
     for link in LessonCase.objects.filter(lesson_id__in=[lesson.id for lesson in lessons]):
         links[link.lesson_id].append(link)
     return [lesson_shape(lesson, links[lesson.id]) for lesson in lessons]
+
+
+class NarrowedApart:
+    """The pairs of lessons a reviewer's narrowing set apart (``ld.conflict_reason``): each
+    conflict resolved as ``narrowed`` names the kept lesson and the narrowed version; later
+    versions of either inherit the settlement. Read once per check (approval, scan)."""
+
+    def __init__(self) -> None:
+        self._pairs = {
+            frozenset(pair)
+            for pair in LessonConflict.objects.filter(
+                status=ConflictStatus.RESOLVED, resolution="narrowed"
+            )
+            .exclude(narrowing="")
+            .exclude(kept="")
+            .values_list("kept", "narrowing")
+        }
+        self._lineages: dict[str, set[str]] = {}
+
+    def _lineage(self, lesson_id: str) -> set[str]:
+        """The lesson and every version it replaced (following ``supersedes``)."""
+        if lesson_id not in self._lineages:
+            found: set[str] = set()
+            current = lesson_id
+            while current and current not in found:
+                found.add(current)
+                current = (
+                    Lesson.objects.filter(pk=current).values_list("supersedes", flat=True).first()
+                    or ""
+                )
+            self._lineages[lesson_id] = found
+        return self._lineages[lesson_id]
+
+    def __call__(self, a: str, b: str) -> bool:
+        if not self._pairs:
+            return False
+        mine, theirs = self._lineage(a), self._lineage(b)
+        return any(frozenset((x, y)) in self._pairs for x in mine for y in theirs)
+
+
+def conflict_side(lesson: Lesson, now: datetime) -> ld.ConflictSide:
+    """How the design's rule weighs one lesson of a conflict: its usable support and its
+    confidence (reviewers' confirmations counted, as before the conflict opened)."""
+    evidence = lesson_evidence(lesson)
+    supports, _ = evidence.cited()
+    score = lesson_confidence(lesson, now, evidence, conflict_aware=False)
+    return ld.ConflictSide(
+        lesson.id, any(availability.case_usable(c, now) for c in supports), score.value
+    )
 
 
 def conflicts_of(lesson: Lesson) -> QuerySet[LessonConflict]:

@@ -31,6 +31,7 @@ from experience.core.models import Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused
 from experience.core.review import require_item_tenant as require_item_tenant
 from experience.lessons import domain as ld
+from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import (
     ConflictStatus,
@@ -238,6 +239,8 @@ def lesson_approve(
     )
     if lesson.supersedes:
         _supersede(lesson.supersedes, by=lesson, actor=actor, now=now)
+    # What the outdated rule measures later evidence against: what this reviewer saw.
+    outdating.lesson_marks_set(lesson, now=now)
     opened = _detect_conflicts(lesson, actor=actor, now=now, on="approval")
     return LessonReview(lesson.id, lesson.status, conflicts=tuple(c.pk for c in opened))
 
@@ -283,6 +286,11 @@ def _open_conflict(
     first, second = sorted((a, b))
     if LessonConflict.objects.filter(lesson_a_id=first, lesson_b_id=second).exists():
         return None
+    lessons = {lesson.id: lesson for lesson in Lesson.objects.filter(pk__in=[first, second])}
+    favoured = ld.favoured_side(
+        lesson_selectors.conflict_side(lessons[first], now),
+        lesson_selectors.conflict_side(lessons[second], now),
+    )
     conflict = LessonConflict.objects.create(
         lesson_a_id=first,
         lesson_b_id=second,
@@ -290,6 +298,7 @@ def _open_conflict(
         found_by=found_by,
         detected_at=now,
         detected_on=on,
+        favoured=favoured,
     )
     dispatch(Event.LESSON_CONFLICT_OPENED, conflict=conflict)
     event_record(
@@ -301,6 +310,7 @@ def _open_conflict(
             "lessons": [first, second],
             "found_by": found_by,
             "detected_on": on,
+            "favoured": favoured or None,
         },
         at=now,
     )
@@ -311,9 +321,12 @@ def _detect_conflicts(
     lesson: Lesson, *, actor: User, now: datetime, on: str
 ) -> list[LessonConflict]:
     mine = lesson_selectors.lesson_shape(lesson)
+    apart = lesson_selectors.NarrowedApart()
     opened = []
     for other in lesson_selectors.shapes_in_scope(lesson.scope):
-        reason = ld.conflict_reason(mine, other)
+        if other.id == lesson.id:
+            continue
+        reason = ld.conflict_reason(mine, other, narrowed_apart=apart(lesson.id, other.id))
         if reason is None:
             continue
         conflict = _open_conflict(
@@ -334,12 +347,13 @@ def conflicts_scan(*, actor: User | None, now: datetime) -> list[LessonConflict]
     for lesson in Lesson.objects.filter(status=Status.APPROVED).only(*SCOPE_FIELDS):
         by_scope.setdefault(tuple(lesson.scope.values()), [])
     opened = []
+    apart = lesson_selectors.NarrowedApart()
     for key in sorted(by_scope):
         scope = dict(zip(SCOPE_FIELDS, key, strict=True))
         shapes = lesson_selectors.shapes_in_scope(scope)
         for i, a in enumerate(shapes):
             for b in shapes[i + 1 :]:
-                reason = ld.conflict_reason(a, b)
+                reason = ld.conflict_reason(a, b, narrowed_apart=apart(a.id, b.id))
                 if reason is None:
                     continue
                 conflict = _open_conflict(

@@ -19,9 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from experience.cases.selectors import cited_case, gate_fields
 from experience.core.availability import case_availability, case_usable, lesson_availability
-from experience.core.domain import same_scope
+from experience.core.domain import REVOCABLE, same_scope
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
+from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.lessons.domain import LESSON_TYPES
@@ -44,6 +45,7 @@ from experience.pages.sentences import (
     CONFLICT_FOUND_ON,
     conflict_reason_sentence,
     lesson_type_name,
+    outdated_cause_sentence,
 )
 from experience.review import conflicts, revocation
 from experience.review.impact import stored_impacts
@@ -210,7 +212,12 @@ def _detail_context(
         "expired": lesson.valid_to <= now,
         "impacts": stored_impacts(lesson.id),
         # What revoking it would reach, as every revocation previews it.
-        "preview": impact_preview(lesson.id) if lesson.status == Status.APPROVED else None,
+        "preview": impact_preview(lesson.id) if lesson.status in REVOCABLE else None,
+        "revocable": lesson.status in REVOCABLE,
+        "outdated_cause": outdated_cause_sentence(lesson.outdated_cause)
+        if lesson.status == Status.OUTDATED
+        else None,
+        "restore_url": reverse("experience:lesson-restore", args=[digest]),
         "errors": errors or [],
         "reason": reason,
         **queue_context(request, lesson.id),
@@ -282,6 +289,28 @@ def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 @require_POST
 @console_view(VIEW_LESSON, REVIEW_CASE)
+def lesson_restore(request: HtmxHttpRequest, digest: str) -> HttpResponse:
+    """Restore an outdated lesson with a reason (``experience.lessons.outdating``); revoking it
+    goes through the revoke panel, which previews the impact."""
+    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    reason = str(request.POST.get("reason", ""))
+    try:
+        outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
+    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        lesson.refresh_from_db()
+        return render_page(
+            request,
+            "experience/lesson_detail.html",
+            _detail_context(request, lesson, errors=_refusal(error), reason=reason),
+            partial="lesson-main",
+            status=422,
+        )
+    messages.success(request, gettext("The lesson is restored and back in retrieval."))
+    return finish(request, lesson.get_absolute_url())
+
+
+@require_POST
+@console_view(VIEW_LESSON, REVIEW_CASE)
 def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     user = acting_user(request)
     candidate = or_404(lesson_selectors.lesson_get_visible(user, digest))
@@ -332,6 +361,10 @@ CONFLICT_REFUSALS: dict[str, Any] = {
     conflicts.ACTION_REQUIRED: _("Choose whether to revoke the other lesson or narrow it."),
     conflicts.BAD_RESOLUTION: _("Choose whether to revoke the other lesson or narrow it."),
     conflicts.NARROW_NEEDS_CHANGE: _("A narrowed version needs a new precondition or scene tags."),
+    conflicts.NARROW_LEAVES_NO_SUPPORT: _(
+        "Every supporting case of this lesson is one the kept lesson cites against it; revoke it "
+        "instead of narrowing it."
+    ),
     conflicts.CONFLICT_CLOSED: _("This conflict is already resolved."),
 }
 
@@ -411,6 +444,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     a, b = conflict.lesson_a, conflict.lesson_b
     sides = [_conflict_side(a, b, now), _conflict_side(b, a, now)]
     kept = next((side for side in sides if side["lesson"].id == conflict.kept), None)
+    favoured = next((side for side in sides if side["lesson"].id == conflict.favoured), None)
     return render_page(
         request,
         "experience/lesson_conflict_detail.html",
@@ -420,6 +454,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "found_on": CONFLICT_FOUND_ON.get(conflict.detected_on, conflict.detected_on),
             "sides": sides,
             "kept": kept,
+            "favoured": favoured,
             "stored_impacts": impact_views(stored_impacts(kept["other"].id)) if kept else [],
             "chosen_keep": keep,
             "chosen_action": action,

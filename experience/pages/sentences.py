@@ -43,6 +43,7 @@ UNMET: dict[str, Promise] = {
         "No supporting case is approved, current and of the lesson's scope."
     ),
     lesson_domain.CONFLICT_UNRESOLVED: _("The lesson it replaces is in an unresolved conflict."),
+    lesson_domain.NOT_OUTDATED: _("Only an outdated lesson can be restored."),
     "not_in_tenant": _("You are not a member of the item's tenant."),
     "not_permitted": _("You do not hold the permission this needs."),
     "already_approved": _("This version is already approved."),
@@ -95,6 +96,23 @@ LESSON_TYPE_NAMES: dict[str, Promise] = {
 def conflict_reason_sentence(code: str) -> CodeSentence:
     """Why a conflict was found, as a sentence; an unknown code shows as itself."""
     sentence = CONFLICT_REASONS.get(code)
+    return CodeSentence(code, code, str(sentence) if sentence is not None else code)
+
+
+# Why a lesson turned outdated (``Lesson.outdated_cause``).
+OUTDATED_CAUSES: dict[str, Promise] = {
+    lesson_domain.CONTRADICTED: _(
+        "Its counterexamples (contradicting incidents and refuting outcomes) reached its support."
+    ),
+    lesson_domain.CONFIDENCE_FELL: _(
+        "Its confidence fell below the threshold after having been above it."
+    ),
+}
+
+
+def outdated_cause_sentence(code: str) -> CodeSentence:
+    """Why a lesson is outdated, as a sentence; an unknown code shows as itself."""
+    sentence = OUTDATED_CAUSES.get(code)
     return CodeSentence(code, code, str(sentence) if sentence is not None else code)
 
 

@@ -16,6 +16,7 @@ from experience.core.models import SubmittedVia
 from experience.core.review import Impact, ReviewRefused
 from experience.core.review import require_item_tenant as require_item_tenant
 from experience.lessons import domain as ld
+from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import (
     ConflictStatus,
     Lesson,
@@ -51,6 +52,12 @@ BAD_RESOLUTION = "must be revoke or narrow"
 
 
 NARROW_NEEDS_CHANGE = "a narrowed version needs a new precondition or scene tags"
+
+
+NARROW_LEAVES_NO_SUPPORT = (
+    "every supporting case of this lesson is one the kept lesson cites against it; "
+    "revoke it instead of narrowing it"
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,8 @@ def conflict_resolve(
         return ConflictResolution(
             conflict.pk, conflict.status, keep, other.id, "revoked", impact=revoked.impact
         )
-    narrowed = _narrowed_content(other, precondition=precondition, tags=tags)
+    kept = Lesson.objects.get(pk=keep)
+    narrowed = _narrowed_content(other, kept=kept, precondition=precondition, tags=tags)
     lesson, _ = lesson_store(narrowed, actor=actor, via=SubmittedVia.CONSOLE, now=now)
     conflict.narrowing = lesson.id
     conflict.save(update_fields=["narrowing"])
@@ -127,11 +135,26 @@ def conflict_resolve(
 
 
 def _narrowed_content(
-    lesson: Lesson, *, precondition: str, tags: Sequence[str] | None
+    lesson: Lesson, *, kept: Lesson, precondition: str, tags: Sequence[str] | None
 ) -> LessonContent:
+    """The narrowed version of ``lesson``: the new precondition or tags, and its links
+    re-evaluated against ``kept`` (``ld.narrowed_links``), not copied: the cases the kept lesson
+    cites the other way are dropped, so an explicit link does not open the conflict again."""
     base = lesson_content(lesson)
     new_tags = tuple(ld.normalise_tag(t) for t in tags if t.strip()) if tags else base.tags
     new_precondition = precondition.strip() or base.precondition
     if new_precondition == base.precondition and set(new_tags) == set(base.tags):
         raise ValidationFailure("precondition", NARROW_NEEDS_CHANGE)
-    return replace(base, precondition=new_precondition, tags=new_tags, supersedes=lesson.id)
+    supports, contradicts = ld.narrowed_links(
+        lesson_selectors.lesson_shape(lesson), lesson_selectors.lesson_shape(kept)
+    )
+    if not supports:
+        raise ValidationFailure("action", NARROW_LEAVES_NO_SUPPORT)
+    return replace(
+        base,
+        precondition=new_precondition,
+        tags=new_tags,
+        supports=tuple(c for c in base.supports if c in supports),
+        contradicts=tuple(c for c in base.contradicts if c in contradicts),
+        supersedes=lesson.id,
+    )

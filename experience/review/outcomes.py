@@ -5,7 +5,8 @@ skill run, an investigation). It belongs to the account and tenant that opened i
 (``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
 anyone who may not see its tenant it is a run with no reads. The latest outcome of a run is kept
 and every report is audited; ``experience.outcome_selectors`` turns outcomes into confidence
-inputs of the items the run read.
+inputs of the items the run read; a report checks the lessons it reached against the outdated
+rule (``experience.lessons.outdating``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
+from experience.lessons import outdating
 from experience.lessons.models import Lesson
 from experience.runs.claims import run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
@@ -133,6 +135,12 @@ def run_outcome_report(
         },
         at=now,
     )
+    # The outcome may have turned a lesson it read (or a later version of one) outdated.
+    read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
+    if read_lessons:
+        outdating.lessons_outdated_check(
+            outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=run_id
+        )
     return {
         "run_id": run_id,
         "outcome": outcome,
