@@ -406,3 +406,49 @@ def test_the_traces_lesson_is_typed_by_how_the_run_ended(status: str, lesson_typ
     assert content.lesson_type == lesson_type
     assert content.supports == ("case:" + "a" * 64,)
     assert content.scope == SCOPE
+
+
+# --- the pages -----------------------------------------------------------------------------------
+
+
+def test_the_lesson_page_says_who_wrote_it_and_what_it_cites(
+    skill: Skill, agent: User, reviewer: User, stub: Stub, settings: Any
+) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    quote = "step 1, search_knowledge"
+    agent_says(
+        stub,
+        settings,
+        {
+            "lesson_type": "success_pattern",
+            "scene": {"tags": ["coupon"], "description": "水果茶优惠券在小程序用不了"},
+            "precondition": "活动当天刚上线",
+            "conclusion": "先核对活动规则",
+            "citations": [{"id": step_one("page-1"), "quote": quote}],
+        },
+    )
+    run(skill, agent, "page-1")
+    _, _, lesson = drafted("page-1")
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(lesson.get_absolute_url()).content.decode()
+    assert "drafted from" in html and "written by the review agent" in html
+    assert reverse("experience:run-detail", args=["page-1"]) in html
+    assert f"“{quote}”" in html
+
+
+def test_the_lesson_page_says_why_the_agents_draft_was_not_used(
+    skill: Skill, agent: User, reviewer: User, stub: Stub, settings: Any
+) -> None:
+    from django.test import Client
+
+    agent_says(stub, settings, "not a lesson")
+    run(skill, agent, "page-2")
+    _, _, lesson = drafted("page-2")
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(lesson.get_absolute_url()).content.decode()
+    assert "draft was not used:" in html and "answer_malformed" in html
+    assert "written by the review agent" not in html
