@@ -12,11 +12,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from curation import domain
-from curation.models import ProposalStatus, SkillProposal
+from curation.models import ProposalStatus, RunDraft, SkillProposal
 from curation.proposals import NO_LONGER_PROVEN, proposal_adopt
 from curation.scan import curation_scan
 from curation.selectors import proposal_queue
-from experience.cases.models import Case
+from experience.cases.models import Case, Skill
 from experience.cases.services import skill_approve
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
@@ -29,9 +29,11 @@ from experience.runs.records import references_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
+from tests.curation.test_aar import approved_skill, run, skill
+from tests.curation.test_aar_lessons import approve_case
 from tests.experience.conftest import NOW, SCOPE, approved_case, submit_case
 
-__all__ = ["approved_case", "submit_case"]
+__all__ = ["approved_case", "approved_skill", "skill", "submit_case"]
 
 OTHER = "milkbar"
 
@@ -246,3 +248,36 @@ def test_a_pattern_is_proven_by_distinct_incidents_and_its_rate(
         refuted_runs=refuted,
     )
     assert domain.proven(record, min_incidents=minimum, min_rate=rate) is expected
+
+
+# --- the loop, end to end ------------------------------------------------------------------------
+
+
+def test_a_drafted_lesson_approved_and_confirmed_becomes_a_skill_proposal(
+    skill: Skill, agent: User, reviewer: User, second_reviewer: User
+) -> None:
+    """A finished run drafts a lesson; a reviewer approves it; later runs that read it are
+    confirmed by a reviewer; the scan proposes a skill from it, citing the runs' reviewed cases."""
+    run(skill, agent, "loop-1")
+    first = RunDraft.objects.get(run_id="loop-1")
+    approve_case(Case.objects.get(pk=first.case_id), second_reviewer)
+    lesson = Lesson.objects.get(pk=first.lesson_id)
+    lesson_approve(lesson=lesson, actor=second_reviewer, reason="the trace shows it")
+    for run_id in ("loop-2", "loop-3"):
+        run(skill, agent, run_id)
+        draft = RunDraft.objects.get(run_id=run_id)
+        # The same lesson learned again: proposed as a merge into the approved one (the third
+        # run's draft joins the second's candidate, which proposes that merge already).
+        if run_id == "loop-2":
+            assert draft.lesson_merge_into == lesson.id
+        else:
+            assert draft.lesson_attached
+        approve_case(Case.objects.get(pk=draft.case_id), second_reviewer)
+        read_and_report(lesson, run_id, "resolved_by_lead", by=reviewer, reader=agent)
+    curation_scan(now=NOW)
+    (proposal,) = lesson_proposals()
+    assert proposal.pattern == lesson.id
+    assert sorted(proposal.incidents) == ["run:loop-1", "run:loop-2", "run:loop-3"]
+    assert set(proposal.case_ids) == {
+        RunDraft.objects.get(run_id=r).case_id for r in ("loop-1", "loop-2", "loop-3")
+    }
