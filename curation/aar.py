@@ -359,12 +359,21 @@ def _refused(code: str, problem: str) -> AgentLesson:
     return AgentLesson(None, (), (code,), f"{code}: {problem}")
 
 
+def _unfenced(text: str) -> str:
+    """The answer without a Markdown code fence around it (```json … ```), which many models
+    add; anything else around the object still makes it malformed."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and "\n" in body:
+        body = body[body.index("\n") + 1 : -3].strip()
+    return body
+
+
 def check_agent_lesson(text: str, trace: Trace) -> AgentLesson:
     """The review agent's answer, accepted only when it is the lesson object of
     ``REVIEW_AGENT_INSTRUCTIONS`` citing this trace's own sources verbatim
     (``investigations.verification``'s codes and quote rule) with a type the run allows."""
     try:
-        data = json.loads(text)
+        data = json.loads(_unfenced(text))
     except (ValueError, RecursionError):
         return _refused(ANSWER_MALFORMED, "the answer is not a JSON object")
     if not isinstance(data, dict):

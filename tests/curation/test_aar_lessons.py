@@ -380,6 +380,12 @@ def test_the_agents_citations_are_checked_like_the_runners(
     assert (checked.fields is None) == bool(reasons)
 
 
+def test_a_fenced_answer_is_read_and_prose_around_it_is_not() -> None:
+    body = reply([{"id": "run:r1#step-0", "quote": "doc:a@1: 规则"}])
+    assert aar.check_agent_lesson(f"```json\n{body}\n```", trace()).fields
+    assert aar.check_agent_lesson(f"Here it is:\n{body}", trace()).reasons == ("answer_malformed",)
+
+
 def test_a_success_pattern_needs_a_run_that_succeeded() -> None:
     cited = [{"id": "run:r1#step-0", "quote": "doc:a@1: 规则"}]
     assert aar.check_agent_lesson(reply(cited), trace("fallback")).reasons == (
