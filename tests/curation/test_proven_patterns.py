@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.test import Client
 
 from curation import domain
 from curation.models import ProposalStatus, RunDraft, SkillProposal
@@ -215,6 +216,12 @@ def test_a_pattern_that_turned_volatile_is_not_adopted(
     assert (refused.value.field, refused.value.message) == ("proposal", NO_LONGER_PROVEN)
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.OPEN
+    # Its page says so and offers no Submit.
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(proposal.get_absolute_url()).content.decode()
+    assert 'id="no-longer-proven"' in html and "adopt-heading" not in html
+    assert lesson.id in html
 
 
 # --- the pure rule -------------------------------------------------------------------------------
