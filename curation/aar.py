@@ -7,6 +7,10 @@ and the step it came from (``run:R#step-N``, ``run:R#result``) and is left unche
 reviewer checks evidence. A run never confirms a cause, so each draft carries one refuted
 hypothesis, "the lead alone is the cause", refuted by the run's own result; steps that found a
 rule mismatch or nothing add theirs.
+
+Beside the case, the run yields one typed candidate lesson supported by it (``draft_lesson``),
+in the trace's words or in the review agent's, whose draft may cite only this trace
+(``check_agent_lesson``).
 """
 
 from __future__ import annotations

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from openai import APIError
 
 from curation import aar
+from curation.incidents import semantic_duplicate_similarity
 from curation.models import RunDraft
 from experience.cases.models import Case, Skill
 from experience.cases.services import case_propose
@@ -234,10 +234,6 @@ def _open_candidate_lesson(shape: ld.LessonShape) -> str | None:
         if other.id == shape.id or ld.is_merge_candidate(shape, other):
             return other.id
     return None
-
-
-def semantic_duplicate_similarity() -> float:
-    return float(getattr(settings, "SEMANTIC_DUPLICATE_SIMILARITY", 0.92))
 
 
 def _merge_target(lesson: Lesson) -> str:
