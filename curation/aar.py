@@ -376,6 +376,10 @@ def check_agent_lesson(text: str, trace: Trace) -> AgentLesson:
     """The review agent's answer, accepted only when it is the lesson object of
     ``REVIEW_AGENT_INSTRUCTIONS`` citing this trace's own sources verbatim
     (``investigations.verification``'s codes and quote rule) with a type the run allows."""
+    if len(text) > MAX_AGENT_ANSWER:
+        return _refused(
+            ANSWER_MALFORMED, f"the answer is longer than {MAX_AGENT_ANSWER} characters"
+        )
     try:
         data = json.loads(_unfenced(text))
     except (ValueError, RecursionError):
@@ -421,3 +425,5 @@ def check_agent_lesson(text: str, trace: Trace) -> AgentLesson:
 
 
 MAX_CITATIONS = 20
+# A lesson's fields are bounded (the import format); an answer far longer is no lesson.
+MAX_AGENT_ANSWER = 20_000

@@ -386,6 +386,11 @@ def test_a_fenced_answer_is_read_and_prose_around_it_is_not() -> None:
     assert aar.check_agent_lesson(f"Here it is:\n{body}", trace()).reasons == ("answer_malformed",)
 
 
+def test_an_answer_too_long_to_be_a_lesson_is_refused_unread() -> None:
+    padded = reply([{"id": "run:r1#step-0", "quote": "doc:a@1: 规则"}]) + " " * aar.MAX_AGENT_ANSWER
+    assert aar.check_agent_lesson(padded, trace()).reasons == ("answer_malformed",)
+
+
 def test_a_success_pattern_needs_a_run_that_succeeded() -> None:
     cited = [{"id": "run:r1#step-0", "quote": "doc:a@1: 规则"}]
     assert aar.check_agent_lesson(reply(cited), trace("fallback")).reasons == (

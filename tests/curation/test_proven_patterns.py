@@ -102,6 +102,11 @@ def test_enough_confirmed_outcomes_propose_a_skill(
     # Drafted once: a later scan finds it there.
     curation_scan(now=NOW)
     assert len(lesson_proposals()) == 1
+    # Its page names the lesson it stands on and offers Submit.
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(proposal.get_absolute_url()).content.decode()
+    assert lesson.id in html and "adopt-heading" in html and "no-longer-proven" not in html
 
 
 def test_an_agents_own_confirmations_prove_nothing(lesson: Lesson, agent: User) -> None:
