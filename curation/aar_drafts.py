@@ -1,29 +1,45 @@
-"""Drafting after-action reviews from finished runs (``curation.aar`` builds the draft).
+"""Drafting after-action reviews from finished runs (``curation.aar`` builds the drafts).
 
 The drafter is its own account, ``aar-drafter`` (the agent role: it may propose, never review);
-it is never the run's own caller. A draft is a candidate case whose evidence is unchecked and
-which waits for a reviewer like any other; a draft near an open candidate of the same scope is
-attached to that candidate instead (one ``RunDraft`` row either way, so a run drafts once however
-often the task runs).
+it is never the run's own caller. A draft is a candidate case whose evidence is unchecked and a
+candidate lesson supported by that case, both waiting for a reviewer like any other; a draft
+near an open candidate of the same scope is attached to that candidate instead, and a lesson
+matching an approved lesson (in words, or in meaning while the vector branch is on) is proposed
+as a merge into it (one ``RunDraft`` row either way, so a run drafts once however often the task
+runs). The lesson's words are the trace's (deterministic) unless the review agent (the live
+model, ``AAR_REVIEW_AGENT=live``) wrote a draft that cites only this trace, verbatim.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from openai import APIError
 
 from curation import aar
+from curation.incidents import semantic_duplicate_similarity
 from curation.models import RunDraft
 from experience.cases.models import Case, Skill
 from experience.cases.services import case_propose
 from experience.core.models import Status
+from experience.index.vectors import nearest_approved
+from experience.lessons import domain as ld
+from experience.lessons import selectors as lesson_selectors
+from experience.lessons.models import Lesson
+from experience.lessons.schema import parse_lesson
+from experience.lessons.services import lesson_merge_propose, lesson_propose
 from experience.runs.models import Run
+from investigations.domain import ProviderTimeout
 from investigations.models import Investigation
+from investigations.providers import review_agent, review_agent_wanted
 from reviewconsole import clock
 from reviewconsole.audit import event_record
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, VERIFY_EVIDENCE, holds
 from reviewconsole.roles import Role
@@ -40,8 +56,45 @@ REPLAY_PREFIX = "replay-"
 REPLAY_NOT_DRAFTED = "a replay of a held-out ticket is evaluation, never memory"
 
 
+logger = logging.getLogger(__name__)
+
+DRAFTED_BY_TRACE = "trace"
+DRAFTED_BY_MODEL = "model"
+# Why a review agent's draft was not used (the note kept on the draft; the trace's stands).
+AGENT_REFUSED = "the review agent's draft was refused ({reasons}); the trace's draft stands"
+AGENT_FAILED = "the review agent did not answer ({error}); the trace's draft stands"
+AGENT_INVALID = "the review agent's draft is not a valid lesson ({error}); the trace's draft stands"
+
+
 class DraftRefused(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    """What the review agent answered for one trace (``text``), or why it did not (``error``)."""
+
+    text: str = ""
+    error: str = ""
+
+
+def agent_reply(trace: aar.Trace) -> AgentReply | None:
+    """Ask the review agent for the trace's lesson, when it is wanted; None when it is not.
+
+    Called outside any transaction (a model call may take its time), before ``run_draft``."""
+    if not review_agent_wanted():
+        return None
+    try:
+        agent = review_agent()
+        text = agent.complete(aar.REVIEW_AGENT_INSTRUCTIONS, aar.review_agent_input(trace))
+    except ValidationFailure as failure:
+        return AgentReply(error=failure.message)
+    except ProviderTimeout as timeout:
+        return AgentReply(error=f"timeout: {timeout}")
+    except (APIError, OSError) as error:
+        logger.warning("the review agent failed on run %s: %s", trace.run_id, error)
+        return AgentReply(error=type(error).__name__)
+    return AgentReply(text=text)
 
 
 def aar_drafter(now: datetime | None = None) -> User:
@@ -135,9 +188,115 @@ def _open_candidates(scope: dict[str, str]) -> list[tuple[str, str]]:
     return [(case_id, f"{title}\n{summary}") for case_id, title, summary in rows]
 
 
+@dataclass(frozen=True)
+class LessonDrafted:
+    lesson_id: str
+    attached: bool
+    drafted_by: str
+    note: str
+    citations: tuple[dict[str, str], ...]
+    merge_into: str
+
+
+def _lesson_words(
+    trace: aar.Trace, case_id: str, reply: AgentReply | None
+) -> tuple[dict[str, Any], str, str, tuple[dict[str, str], ...]]:
+    """The lesson to propose, who wrote its words, the note, and the agent's citations."""
+    if reply is None:
+        return aar.draft_lesson(trace, case_id), DRAFTED_BY_TRACE, "", ()
+    if reply.error:
+        return (
+            aar.draft_lesson(trace, case_id),
+            DRAFTED_BY_TRACE,
+            AGENT_FAILED.format(error=reply.error),
+            (),
+        )
+    checked = aar.check_agent_lesson(reply.text, trace)
+    if checked.fields is None:
+        note = AGENT_REFUSED.format(reasons=checked.problem)
+        return aar.draft_lesson(trace, case_id), DRAFTED_BY_TRACE, note, ()
+    data = aar.draft_lesson(trace, case_id, checked.fields)
+    try:
+        parse_lesson(data)
+    except ValidationFailure as failure:
+        return (
+            aar.draft_lesson(trace, case_id),
+            DRAFTED_BY_TRACE,
+            AGENT_INVALID.format(error=str(failure)),
+            (),
+        )
+    return data, DRAFTED_BY_MODEL, "", tuple(dict(c) for c in checked.citations)
+
+
+def _open_candidate_lesson(shape: ld.LessonShape) -> str | None:
+    """An open candidate lesson of the same scope and type that the draft near-duplicates."""
+    for other in lesson_selectors.shapes_in_scope(shape.scope, status=Status.CANDIDATE):
+        if other.id == shape.id or ld.is_merge_candidate(shape, other):
+            return other.id
+    return None
+
+
+def _merge_target(lesson: Lesson) -> str:
+    """The approved lesson a new candidate should be merged into: the nearest in words (the
+    lessons' merge rule), else in meaning (the vector branch, when it is on), of its type."""
+    lexical = lesson_selectors.merge_proposals(lesson)
+    if lexical:
+        return lexical[0].target
+    near = nearest_approved(
+        "lesson", lesson.scope, lesson.search_text, semantic_duplicate_similarity()
+    )
+    if not near:
+        return ""
+    same_type = set(
+        Lesson.objects.filter(
+            pk__in=[item for item, _ in near],
+            lesson_type=lesson.lesson_type,
+            status=Status.APPROVED,
+            tenant=lesson.tenant,
+        ).values_list("pk", flat=True)
+    )
+    for item, similarity in near:
+        if (
+            item in same_type
+            and item != lesson.id
+            and lesson_merge_propose(candidate=lesson, target_id=item, similarity=similarity)
+        ):
+            return item
+    return ""
+
+
+def _draft_lesson(
+    trace: aar.Trace, case_id: str, *, drafter: User, reply: AgentReply | None, now: datetime
+) -> LessonDrafted:
+    data, drafted_by, note, citations = _lesson_words(trace, case_id, reply)
+    content = parse_lesson(data)
+    duplicate = _open_candidate_lesson(content.shape())
+    if duplicate is not None:
+        return LessonDrafted(duplicate, True, drafted_by, note, citations, "")
+    lesson, _created = lesson_propose(content=content, actor=drafter, now=now)
+    return LessonDrafted(lesson.id, False, drafted_by, note, citations, _merge_target(lesson))
+
+
+def draft_pending(trace: aar.Trace) -> bool:
+    """Whether ``run_draft`` would draft anything for ``trace`` (asked before the review agent
+    is, so a run already drafted, or a replay, costs no model call)."""
+    return not (
+        trace.run_id.startswith(REPLAY_PREFIX)
+        or RunDraft.objects.filter(kind=trace.kind, run_id=trace.run_id).exists()
+    )
+
+
 @transaction.atomic
-def run_draft(*, trace: aar.Trace, caller_id: int | None, now: datetime | None = None) -> RunDraft:
-    """Draft (or attach) the after-action review of one run; once per run."""
+def run_draft(
+    *,
+    trace: aar.Trace,
+    caller_id: int | None,
+    now: datetime | None = None,
+    reply: AgentReply | None = None,
+) -> RunDraft:
+    """Draft (or attach) the after-action review of one run, case and lesson; once per run.
+
+    ``reply`` is the review agent's answer (``agent_reply``), when it was asked."""
     existing = RunDraft.objects.filter(kind=trace.kind, run_id=trace.run_id).first()
     if existing is not None:
         return existing
@@ -158,18 +317,34 @@ def run_draft(*, trace: aar.Trace, caller_id: int | None, now: datetime | None =
         case_id = case.id
     else:
         case_id = duplicate
+    lesson = _draft_lesson(trace, case_id, drafter=drafter, reply=reply, now=now)
     record = RunDraft.objects.create(
         run_id=trace.run_id,
         kind=trace.kind,
         case_id=case_id,
         attached=duplicate is not None,
         drafted_at=now,
+        lesson_id=lesson.lesson_id,
+        lesson_attached=lesson.attached,
+        lesson_drafted_by=lesson.drafted_by,
+        lesson_note=lesson.note,
+        lesson_citations=list(lesson.citations),
+        lesson_merge_into=lesson.merge_into,
     )
     event_record(
         actor=drafter,
         action=Action.AAR_DRAFT,
         target=case_id,
-        details={"run_id": trace.run_id, "kind": trace.kind, "attached": duplicate is not None},
+        details={
+            "run_id": trace.run_id,
+            "kind": trace.kind,
+            "attached": duplicate is not None,
+            "lesson": lesson.lesson_id,
+            "lesson_attached": lesson.attached,
+            "lesson_drafted_by": lesson.drafted_by,
+            "lesson_note": lesson.note or None,
+            "merge_into": lesson.merge_into or None,
+        },
         at=now,
     )
     return record

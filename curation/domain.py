@@ -654,6 +654,60 @@ def draft_query(pattern: Pattern, *, document_title: str = "", written: str = ""
     return collapse_space(query)[:MAX_QUERY]
 
 
+# --- proven patterns: a success pattern confirmed often enough becomes a skill proposal -----------
+#
+# The design's rule: what keeps being confirmed, by enough distinct incidents and with a high
+# enough success rate, is worth a skill; what is rare or volatile stays a lesson for an agent to
+# weigh at the time ("do not over-solidify"). Its record counts incidents, never reports:
+#   successes = canonical incidents of the lesson's usable supporting cases, plus each run that
+#               read it (or a version it replaced) whose latest outcome a reviewer reported as
+#               resolved_by_lead, as the incident its after-action case names (``run:R``)
+#   failures  = incidents of its usable contradicting cases, plus each run reported
+#               lead_was_wrong (by anyone allowed to report it)
+#   rate      = successes / (successes + failures)
+# A run and its own after-action case are one incident (both ``run:R``).
+
+PATTERN_LESSON = "lesson"
+# Defaults of SKILL_PROPOSAL_MIN_INCIDENTS and SKILL_PROPOSAL_MIN_SUCCESS_RATE.
+DEFAULT_MIN_PROVEN_INCIDENTS = 3
+DEFAULT_MIN_SUCCESS_RATE = 0.8
+RUN_INCIDENT = "run:{run_id}"
+
+
+@dataclass(frozen=True)
+class PatternRecord:
+    successes: frozenset[str]
+    failures: frozenset[str]
+
+    @property
+    def rate(self) -> float:
+        total = len(self.successes) + len(self.failures)
+        return len(self.successes) / total if total else 0.0
+
+
+def pattern_record(
+    *,
+    supporting: Iterable[str],
+    contradicting: Iterable[str],
+    confirmed_runs: Iterable[str],
+    refuted_runs: Iterable[str],
+) -> PatternRecord:
+    """The record of this section's comment from incidents of cases and ids of runs."""
+    return PatternRecord(
+        successes=frozenset(supporting)
+        | {RUN_INCIDENT.format(run_id=run) for run in confirmed_runs},
+        failures=frozenset(contradicting)
+        | {RUN_INCIDENT.format(run_id=run) for run in refuted_runs},
+    )
+
+
+def proven(record: PatternRecord, *, min_incidents: int, min_rate: float) -> bool:
+    """Confirmed by at least ``min_incidents`` distinct incidents (never fewer than a skill's
+    approval needs) with a success rate of at least ``min_rate``."""
+    needed = max(min_incidents, MIN_PROPOSAL_INCIDENTS)
+    return len(record.successes) >= needed and record.rate >= min_rate
+
+
 def draft_recipe(query: str) -> list[dict[str, Any]]:
     """A one-step read-only recipe: search the knowledge base with ``query``."""
     return [{"tool": "search_knowledge", "arguments": {"query": query}}]

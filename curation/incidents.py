@@ -150,10 +150,16 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
     return links
 
 
+def semantic_duplicate_similarity() -> float:
+    """The least cosine at which two items' texts are one in meaning (cases' near-duplicate
+    links, drafted lessons' merges)."""
+    return float(getattr(settings, "SEMANTIC_DUPLICATE_SIMILARITY", 0.92))
+
+
 def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
     """Approved cases of the case's exact scope at least ``SEMANTIC_DUPLICATE_SIMILARITY``
     similar in meaning (``experience.index.vectors.nearest_approved``), best first."""
-    threshold = float(getattr(settings, "SEMANTIC_DUPLICATE_SIMILARITY", 0.92))
+    threshold = semantic_duplicate_similarity()
     near = [
         (item, similarity)
         for item, similarity in nearest_approved(

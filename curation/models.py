@@ -307,6 +307,18 @@ class RunDraft(models.Model):
     case_id = models.CharField(max_length=80, db_index=True)
     attached = models.BooleanField(default=False)
     drafted_at = models.DateTimeField()
+    # The candidate lesson the review drafted beside the case, or the open candidate lesson it
+    # was attached to; blank for drafts made before lessons were drafted.
+    lesson_id = models.CharField(max_length=80, blank=True, db_index=True)
+    lesson_attached = models.BooleanField(default=False)
+    # Who wrote the lesson's words: "trace" (deterministic) or "model" (the review agent).
+    lesson_drafted_by = models.CharField(max_length=8, blank=True)
+    # Why the review agent's draft was not used, when it was asked and refused or failed.
+    lesson_note = models.TextField(blank=True)
+    # The review agent's citations of the trace (``[{"id", "quote"}]``), checked verbatim.
+    lesson_citations = models.JSONField(default=list, blank=True)
+    # The approved lesson this draft matches: its merge is proposed instead of a new lesson.
+    lesson_merge_into = models.CharField(max_length=80, blank=True)
 
     class Meta:
         ordering = ["drafted_at", "id"]

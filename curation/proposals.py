@@ -10,7 +10,7 @@ from django.db import transaction
 
 from curation.checks import ADOPT_REFUSED, REVIEW_REFUSED, reason_given
 from curation.models import ProposalStatus, SkillProposal
-from curation.selectors import proposal_support, proposal_validity
+from curation.selectors import proposal_still_proven, proposal_support, proposal_validity
 from experience.cases.models import Skill
 from experience.cases.schema import parse_skill
 from experience.cases.services import skill_submit
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 PROPOSAL_CLOSED = "this proposal is not open"
+NO_LONGER_PROVEN = (
+    "the success pattern it was drafted from is no longer approved, available and confirmed "
+    "often enough"
+)
 SUPPORT_TOO_LOW = (
     "its cases that are still approved and current span fewer distinct incidents than a "
     "proposal needs"
@@ -51,6 +55,8 @@ def proposal_adopt(
     now = now or clock.now()
     if not proposal_support(proposal, now).enough:
         raise ValidationFailure("proposal", SUPPORT_TOO_LOW)
+    if not proposal_still_proven(proposal, now):
+        raise ValidationFailure("proposal", NO_LONGER_PROVEN)
     valid_from, valid_to = proposal_validity(proposal, now)
     recipe = [{"tool": "search_knowledge", "arguments": {"query": q}} for q in queries if q.strip()]
     data = {

@@ -33,14 +33,18 @@ from curation.selectors import (
     last_confirmations,
     last_reads,
     latest_titles,
+    lesson_records,
     pattern_cases,
+    proven_settings,
 )
 from experience.cases.models import Case, Skill
 from experience.cases.schema import MAX_WHEN
 from experience.core.gate import usable_case_q
 from experience.core.models import Status
+from experience.lessons.domain import SUCCESS_PATTERN
 from experience.lessons.models import Lesson, LessonConflict
 from experience.lessons.outdating import lessons_outdated_scan
+from experience.lessons.selectors import lesson_availability, open_conflict_ids
 from experience.lessons.services import conflicts_scan
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -265,6 +269,61 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
     return proposals
 
 
+def _scan_proven_lessons(now: datetime) -> list[SkillProposal]:
+    """Success patterns proven often enough (``curation.domain.proven``) drafted as skill
+    proposals; a lesson below the bar, in an open conflict or not available now stays a lesson.
+    One proposal per lesson version, ever: a dismissed one is not drafted again."""
+    config = proven_settings()
+    lessons = [
+        lesson
+        for lesson in Lesson.objects.filter(
+            status=Status.APPROVED, lesson_type=SUCCESS_PATTERN
+        ).order_by("id")
+        if lesson_availability(lesson, now).available
+    ]
+    volatile = open_conflict_ids([lesson.id for lesson in lessons])
+    lessons = [lesson for lesson in lessons if lesson.id not in volatile]
+    records = lesson_records(lessons, now)
+    proposals: list[SkillProposal] = []
+    for lesson in lessons:
+        found = records[lesson.id]
+        if not found.proven(config) or covered_by_skill(lesson.scope, found.case_ids):
+            continue
+        existing = SkillProposal.objects.filter(
+            **lesson.scope, pattern_kind=domain.PATTERN_LESSON, pattern=lesson.id
+        ).first()
+        if existing is not None:
+            if existing.status == ProposalStatus.OPEN and existing.case_ids != list(found.case_ids):
+                existing.case_ids = list(found.case_ids)
+                existing.incidents = sorted(found.record.successes)
+                existing.updated_at = now
+                existing.save(update_fields=["case_ids", "incidents", "updated_at"])
+                proposals.append(existing)
+            continue
+        record = found.record
+        when = (
+            f"同一范围内已有 {len(record.successes)} 个不同事件验证过这条经验"
+            f"（成功率 {record.rate:.0%}）：{lesson.conclusion}"
+        )
+        proposals.append(
+            SkillProposal.objects.create(
+                **lesson.scope,
+                pattern_kind=domain.PATTERN_LESSON,
+                pattern=lesson.id,
+                case_ids=list(found.case_ids),
+                incidents=sorted(record.successes),
+                title=f"按已验证的经验排查：{lesson.scene_description}"[:300],
+                when=when[:MAX_WHEN],
+                recipe=domain.draft_recipe(
+                    domain.collapse_space(lesson.scene_description)[: domain.MAX_QUERY]
+                ),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    return proposals
+
+
 def _backfill_signatures(now: datetime) -> list[NearDuplicate]:
     """Cases stored before curation was installed get their signature and links now."""
     linked: list[NearDuplicate] = []
@@ -285,7 +344,7 @@ def curation_scan(*, now: datetime | None = None, days: int | None = None) -> Sc
     report.linked = _backfill_signatures(now)
     report.closed = _close_gone(now)
     report.queued = _scan_staleness(now, days)
-    report.proposals = _scan_proposals(now)
+    report.proposals = _scan_proposals(now) + _scan_proven_lessons(now)
     report.lesson_conflicts = conflicts_scan(actor=None, now=now)
     # Each lesson turning outdated queues its own entry (curation.subscribers).
     report.outdated = lessons_outdated_scan(now=now)

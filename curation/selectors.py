@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
@@ -21,6 +22,7 @@ from curation.models import (
     ReReview,
     ReReviewResolution,
     ReReviewStatus,
+    RunDraft,
     SkillProposal,
     Thread,
     ThreadMessage,
@@ -29,7 +31,9 @@ from experience.cases.models import Case, Evidence, Skill, SkillCase
 from experience.cases.selectors import cited_case
 from experience.core.availability import case_usable
 from experience.core.models import Status
-from experience.runs.models import Reference, Run, RunCitation
+from experience.lessons.models import Lesson
+from experience.lessons.selectors import lesson_availability, lesson_evidence, open_conflict_ids
+from experience.runs.models import Outcome, Reference, Run, RunCitation, RunOutcome
 from knowledge.models import Document
 from reviewconsole import clock
 from reviewconsole.scopes import SCOPE_FIELDS
@@ -539,3 +543,129 @@ def rereview_get_visible(pk: int, user: Viewer) -> ReReview | None:
 def proposal_get_visible(pk: int, user: Viewer) -> SkillProposal | None:
     proposal = proposal_get(pk)
     return proposal if proposal is not None and may_access(user, proposal.tenant) else None
+
+
+# --- proven patterns ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProvenSettings:
+    min_incidents: int
+    min_rate: float
+
+
+def proven_settings() -> ProvenSettings:
+    """``SKILL_PROPOSAL_MIN_INCIDENTS`` and ``SKILL_PROPOSAL_MIN_SUCCESS_RATE`` (docs/operations.md)."""
+    return ProvenSettings(
+        min_incidents=int(
+            getattr(settings, "SKILL_PROPOSAL_MIN_INCIDENTS", domain.DEFAULT_MIN_PROVEN_INCIDENTS)
+        ),
+        min_rate=float(
+            getattr(settings, "SKILL_PROPOSAL_MIN_SUCCESS_RATE", domain.DEFAULT_MIN_SUCCESS_RATE)
+        ),
+    )
+
+
+def _lineage(lesson_ids: Sequence[str]) -> dict[str, str]:
+    """Every version of the lessons, earlier ones included (``superseded_by`` followed back),
+    mapped to the lesson of ``lesson_ids`` it led to."""
+    heir = {lesson_id: lesson_id for lesson_id in lesson_ids}
+    frontier = list(lesson_ids)
+    while frontier:
+        earlier = list(
+            Lesson.objects.filter(superseded_by__in=frontier)
+            .exclude(pk__in=list(heir))
+            .values_list("pk", "superseded_by")
+        )
+        for pk, later in earlier:
+            heir[pk] = heir[later]
+        frontier = [pk for pk, _ in earlier]
+    return heir
+
+
+def run_outcomes_of(lesson_ids: Sequence[str]) -> dict[str, tuple[set[str], set[str]]]:
+    """Per lesson: the runs that read it (or an earlier version) whose latest outcome a reviewer
+    reported ``resolved_by_lead``, and those reported ``lead_was_wrong``."""
+    heir = _lineage(lesson_ids)
+    found: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in lesson_ids}
+    reads = Reference.objects.filter(item_id__in=list(heir)).values_list("item_id", "run_id")
+    runs_of: dict[str, set[str]] = defaultdict(set)
+    for item_id, run_id in reads:
+        runs_of[run_id].add(heir[item_id])
+    for run_id, outcome, reviewed in RunOutcome.objects.filter(
+        run_id__in=list(runs_of)
+    ).values_list("run_id", "outcome", "reviewed"):
+        for lesson_id in runs_of[run_id]:
+            confirmed, refuted = found[lesson_id]
+            if outcome == Outcome.RESOLVED_BY_LEAD and reviewed:
+                confirmed.add(run_id)
+            elif outcome == Outcome.LEAD_WAS_WRONG:
+                refuted.add(run_id)
+    return found
+
+
+@dataclass(frozen=True)
+class LessonRecord:
+    """A success pattern's record (``domain.pattern_record``) and the cases a skill drafted from
+    it would cite: its usable supporting cases and the approved after-action cases of the runs
+    that confirmed it, all of its scope, with the distinct incidents they span."""
+
+    record: domain.PatternRecord
+    case_ids: tuple[str, ...]
+    case_incidents: tuple[str, ...]
+
+    def proven(self, config: ProvenSettings) -> bool:
+        return domain.proven(
+            self.record, min_incidents=config.min_incidents, min_rate=config.min_rate
+        ) and domain.enough_support(len(self.case_incidents))
+
+
+def lesson_records(lessons: Sequence[Lesson], now: datetime) -> dict[str, LessonRecord]:
+    outcomes = run_outcomes_of([lesson.id for lesson in lessons])
+    confirming_cases = dict(
+        RunDraft.objects.filter(
+            run_id__in={run for confirmed, _ in outcomes.values() for run in confirmed}
+        ).values_list("run_id", "case_id")
+    )
+    records = {}
+    for lesson in lessons:
+        supports, contradicts = lesson_evidence(lesson).cited()
+        confirmed, refuted = outcomes[lesson.id]
+        usable = [c for c in supports if case_usable(c, now)]
+        record = domain.pattern_record(
+            supporting=[c.incident for c in usable],
+            contradicting=[c.incident for c in contradicts if case_usable(c, now)],
+            confirmed_runs=confirmed,
+            refuted_runs=refuted,
+        )
+        extra = [
+            cited_case(case)
+            for case in Case.objects.filter(
+                pk__in=[confirming_cases[r] for r in confirmed if r in confirming_cases],
+                **lesson.scope,
+            )
+        ]
+        cases = {c.case_id: c for c in [*usable, *(c for c in extra if case_usable(c, now))]}
+        records[lesson.id] = LessonRecord(
+            record,
+            tuple(sorted(cases)),
+            tuple(sorted({c.incident for c in cases.values()})),
+        )
+    return records
+
+
+def proposal_still_proven(proposal: SkillProposal, now: datetime) -> bool:
+    """A proposal drafted from a success pattern still stands on it: the lesson is approved,
+    available, in no open conflict, and its record still clears the bar (other kinds: True)."""
+    if proposal.pattern_kind != domain.PATTERN_LESSON:
+        return True
+    lesson = Lesson.objects.filter(
+        pk=proposal.pattern, status=Status.APPROVED, tenant=proposal.tenant
+    ).first()
+    if (
+        lesson is None
+        or not lesson_availability(lesson, now).available
+        or open_conflict_ids([lesson.id])
+    ):
+        return False
+    return lesson_records([lesson], now)[lesson.id].proven(proven_settings())

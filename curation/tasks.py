@@ -9,7 +9,14 @@ from django.db import transaction
 from django_tasks import TaskResultStatus, task
 
 from curation import aar
-from curation.aar_drafts import DraftRefused, run_draft, trace_of_investigation, trace_of_run
+from curation.aar_drafts import (
+    DraftRefused,
+    agent_reply,
+    draft_pending,
+    run_draft,
+    trace_of_investigation,
+    trace_of_run,
+)
 from experience.runs.models import Run
 from investigations.models import Investigation
 from reviewconsole import clock
@@ -26,14 +33,17 @@ def aar_draft_task(kind: str, pk: int, attempt: int = 1) -> str:
         try:
             if kind == aar.INVESTIGATION:
                 investigation = Investigation.objects.get(pk=pk)
-                record = run_draft(
-                    trace=trace_of_investigation(investigation), caller_id=investigation.actor_id
-                )
+                trace = trace_of_investigation(investigation)
+                caller_id = investigation.actor_id
             else:
                 run = Run.objects.get(pk=pk)
                 if _investigation_step(run.run_id):
                     return f"not drafted: {aar.STEP_OF_INVESTIGATION}"
-                record = run_draft(trace=trace_of_run(run), caller_id=run.actor_id)
+                trace, caller_id = trace_of_run(run), run.actor_id
+            # The review agent is asked before the draft's transaction, and only when a draft
+            # will be made: a model call holds no lock, and a run drafted already costs none.
+            reply = agent_reply(trace) if draft_pending(trace) else None
+            record = run_draft(trace=trace, caller_id=caller_id, reply=reply)
         except DraftRefused as refused:
             return f"not drafted: {refused}"
         return record.case_id

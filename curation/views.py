@@ -655,6 +655,8 @@ def _proposal_context(request: HtmxHttpRequest, pk: int, **extra: Any) -> dict[s
         "support": backing.support,
         "enough_support": backing.enough,
         "minimum_support": backing.minimum,
+        # A proposal drafted from a success pattern also needs the pattern still proven.
+        "still_proven": selectors.proposal_still_proven(proposal, clock.now()),
         "adopt_form": ProposalAdoptForm(
             initial={
                 "title": proposal.title,

@@ -10,7 +10,7 @@ from django.contrib import admin
 
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
-from experience.lessons.models import Lesson, LessonCase, LessonConflict
+from experience.lessons.models import Lesson, LessonCase, LessonConflict, LessonMergeProposal
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.scopes import SCOPE_FIELDS
@@ -109,6 +109,13 @@ class LessonConflictAdmin(ReadOnlyAdmin):
     list_display = ("pk", "lesson_a", "lesson_b", "found_by", "status", "detected_at")
     list_filter = ("status", "found_by", "detected_on")
     search_fields = ("lesson_a__id", "lesson_b__id")
+
+
+@admin.register(LessonMergeProposal)
+class LessonMergeProposalAdmin(ReadOnlyAdmin):
+    tenant_field = "candidate__tenant"
+    list_display = ("pk", "candidate", "target", "similarity", "proposed_at")
+    search_fields = ("candidate__id", "target__id")
 
 
 # Run owners and outcomes (experience.outcome_models).

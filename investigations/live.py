@@ -111,3 +111,24 @@ class LiveProvider:
         if calls:
             return Turn(calls=tuple(calls), text=message.content or "")
         return Turn(answer=message.content or "")
+
+    def complete(self, system: str, user: str) -> str:
+        """One answer without tools to ``system`` and ``user`` (the after-action review
+        agent's draft); a timeout or an empty answer raises ``ProviderTimeout`` / gives ""."""
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=[
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": user},
+                ],
+                temperature=0,
+                timeout=self.timeout,
+            )
+        except APITimeoutError:
+            raise ProviderTimeout(
+                f"the model did not answer within {self.timeout:.3g}s", budget_left=False
+            ) from None
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""

@@ -9,12 +9,16 @@ The live provider's endpoint comes from settings, else the environment:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from investigations.domain import Provider
 from investigations.scripted import ScriptedProvider
 from reviewconsole.errors import ValidationFailure
+
+if TYPE_CHECKING:
+    from investigations.live import LiveProvider
 
 SCRIPTED = "scripted"
 LIVE = "live"
@@ -31,6 +35,32 @@ def _setting(name: str) -> str:
 
 def live_configured() -> bool:
     return bool(_setting("CONSOLE_LLM_BASE_URL") and _setting("CONSOLE_LLM_MODEL"))
+
+
+# Who writes an after-action review's lesson (``AAR_REVIEW_AGENT``, env
+# ``CONSOLE_AAR_REVIEW_AGENT``): ``trace``, the deterministic draft, or ``live``, the live model
+# configured above as the review agent (its draft is checked against the trace).
+REVIEW_BY_TRACE = "trace"
+REVIEW_BY_LIVE = "live"
+REVIEW_AGENT_NOT_CONFIGURED = "the review agent is set to live but no live model is configured"
+
+
+def review_agent_wanted() -> bool:
+    return _setting("AAR_REVIEW_AGENT") == REVIEW_BY_LIVE
+
+
+def review_agent() -> LiveProvider:
+    """The live model as the after-action review agent; refused while none is configured."""
+    if not live_configured():
+        raise ValidationFailure("AAR_REVIEW_AGENT", REVIEW_AGENT_NOT_CONFIGURED)
+    from investigations.live import LiveProvider
+
+    return LiveProvider(
+        base_url=_setting("CONSOLE_LLM_BASE_URL"),
+        model=_setting("CONSOLE_LLM_MODEL"),
+        api_key=_setting("CONSOLE_LLM_API_KEY") or None,
+        timeout=float(settings.LLM_TIMEOUT_SECONDS),
+    )
 
 
 def provider_for(name: str) -> Provider:

@@ -91,6 +91,25 @@ class LessonCase(models.Model):
         return f"{self.lesson_id} {self.relation} {self.case_id}"
 
 
+class LessonMergeProposal(models.Model):
+    """A candidate's merge into an approved lesson proposed by meaning (the vector branch found
+    them alike though their words differ). Merges in words are computed when read
+    (``experience.lessons.selectors.merge_proposals``), which reads these beside them."""
+
+    candidate = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="+")
+    target = models.ForeignKey(Lesson, on_delete=models.PROTECT, related_name="+")
+    similarity = models.FloatField()
+    proposed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "target"], name="lesson_merge_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"merge {self.candidate_id} into {self.target_id}"
+
+
 class ConflictStatus(models.TextChoices):
     OPEN = "open", _("open")
     RESOLVED = "resolved", _("resolved")

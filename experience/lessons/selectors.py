@@ -23,6 +23,7 @@ from experience.lessons.models import (
     Lesson,
     LessonCase,
     LessonConflict,
+    LessonMergeProposal,
     LessonRelation,
 )
 from experience.lessons.outcome_tallies import NONE as NO_OUTCOMES
@@ -509,23 +510,37 @@ def conflict_get_visible(user: User, pk: int) -> LessonConflict | None:
     return conflict
 
 
+WORDS = "words"
+MEANING = "meaning"
+
+
 @dataclass(frozen=True)
 class MergeProposal:
     candidate: str
     target: str
     similarity: float
+    # How the two were found alike: ``words`` (the merge rule) or ``meaning`` (the vector branch).
+    found_by: str = WORDS
 
 
 def merge_proposals(lesson: Lesson) -> list[MergeProposal]:
-    """Approved lessons of the candidate's type and scope that it near-duplicates."""
+    """Approved lessons of the candidate's type and scope that it near-duplicates: in words
+    (``is_merge_candidate``), and those the vector branch found alike in meaning when the
+    candidate was drafted (``LessonMergeProposal``) while they are still approved and alike in
+    type and scope."""
     if lesson.status != Status.CANDIDATE:
         return []
     mine = lesson_shape(lesson)
-    return sorted(
-        (
-            MergeProposal(lesson.id, other.id, float(ld.merge_similarity(mine, other)))
-            for other in shapes_in_scope(lesson.scope)
-            if ld.is_merge_candidate(mine, other)
-        ),
-        key=lambda p: (-p.similarity, p.target),
-    )
+    approved = {other.id: other for other in shapes_in_scope(lesson.scope)}
+    found = {
+        other.id: MergeProposal(lesson.id, other.id, float(ld.merge_similarity(mine, other)))
+        for other in approved.values()
+        if ld.is_merge_candidate(mine, other)
+    }
+    for target_id, similarity in LessonMergeProposal.objects.filter(candidate=lesson).values_list(
+        "target_id", "similarity"
+    ):
+        target = approved.get(target_id)
+        if target is not None and target_id not in found and target.lesson_type == mine.lesson_type:
+            found[target_id] = MergeProposal(lesson.id, target_id, similarity, MEANING)
+    return sorted(found.values(), key=lambda p: (p.found_by != WORDS, -p.similarity, p.target))

@@ -38,6 +38,7 @@ from experience.lessons.models import (
     Lesson,
     LessonCase,
     LessonConflict,
+    LessonMergeProposal,
     LessonRelation,
 )
 from experience.lessons.schema import LessonContent
@@ -46,11 +47,14 @@ from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
-from reviewconsole.permissions import ADD_LESSON, REVIEW_CASE, require
+from reviewconsole.permissions import ADD_LESSON, PROPOSE_CASE, REVIEW_CASE, require
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.tenancy import require_input_tenant
 
 SUBMIT_LESSON_REFUSED = "submitting lessons needs the operator or reviewer role"
+
+
+PROPOSE_LESSON_REFUSED = "proposing a lesson needs the agent, operator or reviewer role"
 
 
 RESOLVE_REFUSED = "resolving lesson conflicts needs the reviewer role"
@@ -156,6 +160,41 @@ def lesson_submit(
     if content.unresolved():
         raise ValidationFailure("supports", "file references (#N) are only meaningful in an import")
     return lesson_store(content, actor=actor, via=via, now=now or clock.now())
+
+
+@transaction.atomic
+def lesson_propose(
+    *, content: LessonContent, actor: User, now: datetime | None = None
+) -> tuple[Lesson, bool]:
+    """An agent's proposal of a lesson (the after-action review drafter's): a candidate submitted
+    through the API path, which waits for a reviewer like any other; identical content returns
+    the stored row."""
+    require(actor, (PROPOSE_CASE, ADD_LESSON), message=PROPOSE_LESSON_REFUSED)
+    if content.unresolved():
+        raise ValidationFailure("supports", "file references (#N) are only meaningful in an import")
+    return lesson_store(content, actor=actor, via=SubmittedVia.API, now=now or clock.now())
+
+
+def lesson_merge_propose(
+    *, candidate: Lesson, target_id: str, similarity: float, now: datetime | None = None
+) -> bool:
+    """Record that ``candidate`` is alike in meaning to the approved lesson ``target_id`` of its
+    scope and type, so its page proposes the merge (``merge_accept`` accepts it like a merge
+    found in words); True when the proposal stands. Nothing is merged: a reviewer decides."""
+    target = Lesson.objects.filter(
+        pk=target_id,
+        status=Status.APPROVED,
+        lesson_type=candidate.lesson_type,
+        **{name: getattr(candidate, name) for name in SCOPE_FIELDS},
+    ).first()
+    if target is None or candidate.status != Status.CANDIDATE or target.pk == candidate.pk:
+        return False
+    LessonMergeProposal.objects.get_or_create(
+        candidate=candidate,
+        target=target,
+        defaults={"similarity": similarity, "proposed_at": now or clock.now()},
+    )
+    return True
 
 
 def lessons_import(

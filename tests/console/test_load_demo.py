@@ -79,6 +79,9 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert NearDuplicate.objects.filter(status="open").count() == 1
     assert SkillProposal.objects.count() == 1 and ReReview.objects.count() >= 1
     assert Case.objects.filter(submitted_by__username="aar-drafter").count() >= 2
+    # Each with the typed lesson drafted beside it, waiting for a reviewer.
+    drafted = Lesson.objects.filter(submitted_by__username="aar-drafter")
+    assert drafted.exists() and set(drafted.values_list("status", flat=True)) == {Status.CANDIDATE}
     # Reviewers have addresses, so the revocation notified the reviewer who had approved it.
     assert any("ravi@example.com" in message.to for message in mail.outbox)
     assert result["url"] is None
