@@ -204,9 +204,9 @@ LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0")
 LESSON_HALF_LIFE_DAYS = float(os.environ.get("CONSOLE_LESSON_HALF_LIFE_DAYS", "180"))
 LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_THRESHOLD", "0.6"))
 
-# The agent API's limits per account (agentapi/limits.py): requests per period ("N/s", "N/m",
-# "N/h"; empty switches it off; counted in the default cache), and live investigations queued or
-# running at once. Both answer 429 with Retry-After.
+# The agent API's limits per account (agentapi/limits.py): requests per fixed window ("N/s",
+# "N/m", "N/h", "N/d"; empty switches it off), and live investigations queued or running at once,
+# both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
 # Background tasks (django-tasks): the database backend, so SQLite needs no other server and a

@@ -1,6 +1,6 @@
 """A second instance of the console, in a process of its own, for tests of what instances share.
 
-    DATABASE_URL=… [PROBE_NOW=ISO-8601] python -m tests.instance_probe
+    DATABASE_URL=… [PROBE_NOW=ISO-8601] [PROBE_SETTINGS=JSON] python -m tests.instance_probe
 
 sets Django up against the database ``DATABASE_URL`` names (the test's own), prints ``ready``
 and then answers one request per line of its standard input, through the whole request stack
@@ -8,10 +8,11 @@ and then answers one request per line of its standard input, through the whole r
 
     {"method": "get" | "post", "path": "/…", "json": {…}?, "data": {…}?, "headers": {…}?}
 
-Each answer is one line: ``{"status", "headers", "json" | "text"}``. Its caches, its
+Each answer is one line: ``{"status", "headers", "cookies", "json" | "text"}``. Its caches, its
 connections and its memory are its own, as another web instance's are: what it answers after
 the test process wrote something shows what another instance would answer. ``PROBE_NOW`` fixes
-its clock (``reviewconsole.clock``) at the instant the test's own clock is frozen at.
+its clock (``reviewconsole.clock``) at the instant the test's own clock is frozen at;
+``PROBE_SETTINGS`` (a JSON object) sets the settings it names, as the test's own are.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ READY = "ready"
 
 
 def answer(response: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {"status": response.status_code, "headers": dict(response.headers)}
+    found: dict[str, Any] = {
+        "status": response.status_code,
+        "headers": dict(response.headers),
+        "cookies": {name: morsel.value for name, morsel in response.cookies.items()},
+    }
     if response.get("Content-Type", "").startswith("application/json"):
         found["json"] = json.loads(response.content)
     else:
@@ -39,7 +44,12 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.test import Client
+
+    # Settings the test process runs with and this one must share (e.g. its password hashers).
+    for name, value in json.loads(os.environ.get("PROBE_SETTINGS", "{}")).items():
+        setattr(settings, name, value)
 
     from reviewconsole import clock
 

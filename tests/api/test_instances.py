@@ -45,12 +45,15 @@ def database_url() -> str:
 class Instance:
     """Another web instance: a process of its own, one request per line (tests.instance_probe)."""
 
-    def __init__(self, at: datetime | None) -> None:
+    def __init__(self, at: datetime | None, **extra_env: str) -> None:
         env = {
             **os.environ,
+            **extra_env,
             "DATABASE_URL": database_url(),
             "CONSOLE_EMBEDDER": "off",
             "DJANGO_SETTINGS_MODULE": "console.settings",
+            # The test's fast password hasher, so either instance checks the other's passwords.
+            "PROBE_SETTINGS": json.dumps({"PASSWORD_HASHERS": list(settings.PASSWORD_HASHERS)}),
         }
         if at is not None:
             env["PROBE_NOW"] = at.isoformat()
@@ -83,11 +86,11 @@ class Instance:
 
 
 @pytest.fixture
-def other_instance() -> Iterator[Callable[[datetime | None], Instance]]:
+def other_instance() -> Iterator[Callable[..., Instance]]:
     started: list[Instance] = []
 
-    def start(at: datetime | None = None) -> Instance:
-        started.append(Instance(at))
+    def start(at: datetime | None = None, **extra_env: str) -> Instance:
+        started.append(Instance(at, **extra_env))
         return started[-1]
 
     yield start
@@ -114,7 +117,7 @@ def test_a_revocation_through_one_instance_is_honoured_by_the_next_search_of_ano
     agent: User,
     operator: User,
     second_reviewer: User,
-    other_instance: Callable[[datetime | None], Instance],
+    other_instance: Callable[..., Instance],
 ) -> None:
     from experience.cases import selectors as case_selectors
     from experience.review import revocation
@@ -159,7 +162,7 @@ def test_an_approval_through_one_instance_is_found_by_the_next_search_of_another
     agent: User,
     operator: User,
     second_reviewer: User,
-    other_instance: Callable[[datetime | None], Instance],
+    other_instance: Callable[..., Instance],
 ) -> None:
     from experience.cases.models import Case
     from experience.cases.services import case_approve, evidence_check
@@ -198,7 +201,7 @@ def test_a_lexicon_change_through_one_instance_expands_the_next_search_of_anothe
     demo: Demo,
     agent: User,
     operator: User,
-    other_instance: Callable[[datetime | None], Instance],
+    other_instance: Callable[..., Instance],
 ) -> None:
     from knowledge.services import synonym_set
 
@@ -211,3 +214,62 @@ def test_a_lexicon_change_through_one_instance_expands_the_next_search_of_anothe
     synonym_set(term="quanquan", canonical="优惠券", actor=operator)
 
     assert "doc:rule-b@1" in evidence_ids(b.request("post", "/api/v1/knowledge/search", **search))
+
+
+# --- what instances share besides the data: sessions, login throttling, the API's rate --------
+
+
+def test_a_session_opened_through_one_instance_is_valid_on_another(
+    reviewer: User, other_instance: Callable[..., Instance]
+) -> None:
+    from django.test import Client
+
+    from tests.conftest import PASSWORD
+
+    b = other_instance()
+    signed_in = b.request(
+        "post", "/accounts/login/", data={"username": reviewer.username, "password": PASSWORD}
+    )
+    assert signed_in["status"] == 302, signed_in
+    a = Client()
+    a.cookies[settings.SESSION_COOKIE_NAME] = signed_in["cookies"][settings.SESSION_COOKIE_NAME]
+    assert a.get("/").status_code == 200
+    # Signing out through A ends the session on B too.
+    a.post("/accounts/logout/")
+    assert b.request("get", "/")["status"] == 302
+
+
+def test_failed_sign_ins_through_one_instance_lock_the_account_on_another(
+    reviewer: User, other_instance: Callable[..., Instance]
+) -> None:
+    from django.test import Client
+
+    from tests.conftest import PASSWORD
+
+    b = other_instance()
+    wrong = {"username": reviewer.username, "password": "not-the-password"}
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        assert b.request("post", "/accounts/login/", data=wrong)["status"] in (200, 429)
+    # The right password, through A, is refused while the lock holds.
+    a = Client()
+    response = a.post("/accounts/login/", {"username": reviewer.username, "password": PASSWORD})
+    assert response.status_code == 429
+    assert settings.SESSION_COOKIE_NAME not in response.cookies
+
+
+def test_the_api_rate_reached_through_one_instance_applies_on_another(
+    agent: User, other_instance: Callable[..., Instance], settings: Any, at_now: datetime
+) -> None:
+    from django.test import Client
+
+    settings.CONSOLE_API_RATE = "3/m"
+    b = other_instance(NOW, CONSOLE_API_RATE="3/m")
+    headers = bearer(agent)
+    a = Client(headers=headers)
+    assert [a.get("/api/v1/ping").status_code for _ in range(2)] == [200, 200]
+    assert b.request("get", "/api/v1/ping", headers=headers)["status"] == 200
+    # The account's three requests are spent, whichever instance answered them.
+    refused = b.request("get", "/api/v1/ping", headers=headers)
+    assert refused["status"] == 429
+    assert 0 < int(refused["headers"]["Retry-After"]) <= 60
+    assert a.get("/api/v1/ping").status_code == 429
