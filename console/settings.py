@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz and /readyz answer before sessions, the host check and the HTTPS redirect.
     "reviewconsole.health.HealthMiddleware",
+    # Times every other request by the view that answered (reviewconsole.metrics).
+    "reviewconsole.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
@@ -222,6 +224,15 @@ TASKS = {
 # readiness check leaves workers out). reviewconsole.health.
 WORKER_HEARTBEAT_SECONDS = float(os.environ.get("CONSOLE_WORKER_HEARTBEAT_SECONDS", "10"))
 READY_WORKER_MAX_AGE = float(os.environ.get("CONSOLE_READY_WORKER_MAX_AGE", "120"))
+# /metrics (Prometheus): answered to a scrape with "Authorization: Bearer CONSOLE_METRICS_TOKEN",
+# or from these networks when not through a proxy; a 404 to anyone else. Production allows no
+# network unless told (console/settings_production.py).
+METRICS_TOKEN = os.environ.get("CONSOLE_METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = [
+    value.strip()
+    for value in os.environ.get("CONSOLE_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",")
+    if value.strip()
+]
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))

@@ -30,6 +30,7 @@ from django.db import DatabaseError, connection, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from reviewconsole import clock
+from reviewconsole.metrics import METRICS_PATH, metrics_answer
 
 logger = logging.getLogger(__name__)
 
@@ -247,12 +248,16 @@ def readyz() -> HttpResponse:
 
 
 class HealthMiddleware:
-    """Answers ``/healthz`` and ``/readyz`` before any other middleware runs."""
+    """Answers ``/healthz``, ``/readyz`` and ``/metrics`` before any other middleware runs."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == METRICS_PATH:
+            # Scraped per instance by its address: before the host check and the HTTPS redirect
+            # too; access is the token's or the allowed networks' (reviewconsole.metrics).
+            return metrics_answer(request)
         if request.path_info in (HEALTH_PATH, READY_PATH):
             if request.method not in ("GET", "HEAD"):
                 response = _answer({"status": "method_not_allowed"}, 405)

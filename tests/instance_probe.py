@@ -35,7 +35,7 @@ def answer(response: Any) -> dict[str, Any]:
     if response.get("Content-Type", "").startswith("application/json"):
         found["json"] = json.loads(response.content)
     else:
-        found["text"] = response.content.decode(errors="replace")[:2000]
+        found["text"] = response.content.decode(errors="replace")
     return found
 
 

@@ -273,3 +273,25 @@ def test_the_api_rate_reached_through_one_instance_applies_on_another(
     assert refused["status"] == 429
     assert 0 < int(refused["headers"]["Retry-After"]) <= 60
     assert a.get("/api/v1/ping").status_code == 429
+
+
+def test_a_scrape_of_one_process_adds_up_every_process_sharing_the_metrics_directory(
+    other_instance: Callable[..., Instance], tmp_path: Any
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    # Two gunicorn workers of one instance: processes of their own, one metrics directory.
+    shared = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    first, second = other_instance(**shared), other_instance(**shared)
+    for process in (first, second, second):
+        assert process.request("get", "/accounts/login/")["status"] == 200
+    scraped = first.request("get", "/metrics")
+    assert scraped["status"] == 200
+    counts = {
+        sample.labels["view"]: sample.value
+        for family in text_string_to_metric_families(scraped["text"])
+        for sample in family.samples
+        if sample.name == "console_http_request_duration_seconds_count"
+        and sample.labels["method"] == "GET"
+    }
+    assert counts["login"] == 3
