@@ -16,6 +16,7 @@ from typing import Any
 import dj_database_url
 import django_stubs_ext
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
@@ -290,9 +291,18 @@ AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
 KNOWLEDGE_FOUR_EYES = os.environ.get("CONSOLE_KNOWLEDGE_FOUR_EYES", "1") != "0"
 
 
+# Logs go to standard error, as text lines or (CONSOLE_LOG_FORMAT=json) one JSON object per line
+# for a log collector (reviewconsole/logformat.py), at CONSOLE_LOG_LEVEL and above.
+LOG_FORMAT = os.environ.get("CONSOLE_LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"CONSOLE_LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": "WARNING"},
+    "formatters": {
+        "text": {"format": "%(message)s"},
+        "json": {"()": "reviewconsole.logformat.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "root": {"handlers": ["console"], "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING")},
 }
