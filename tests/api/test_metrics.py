@@ -80,6 +80,19 @@ def test_metrics_answer_the_token_from_anywhere_and_refuse_a_wrong_one(
     assert client.get("/metrics", **wrong).status_code == 404
 
 
+def test_metrics_allowed_reads_networks_of_either_family(settings: Any) -> None:
+    from django.test import RequestFactory
+
+    from reviewconsole.metrics import metrics_allowed
+
+    settings.METRICS_ALLOWED_NETWORKS = ["10.1.0.0/16", "::1/128"]
+    factory = RequestFactory()
+    assert metrics_allowed(factory.get("/metrics", REMOTE_ADDR="10.1.2.3"))
+    assert metrics_allowed(factory.get("/metrics", REMOTE_ADDR="::1"))
+    assert not metrics_allowed(factory.get("/metrics", REMOTE_ADDR="10.2.0.1"))
+    assert not metrics_allowed(factory.get("/metrics", REMOTE_ADDR="not-an-address"))
+
+
 # --- what it shows -------------------------------------------------------------------------------
 
 
