@@ -9,12 +9,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from agentapi.models import ApiToken
+from agentapi.models import ApiToken, RateCount
 from agentapi.services import token_revoke
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.permissions import REVOKE_APITOKEN
 from reviewconsole.services import users_manageable_by
+from reviewconsole.tenancy import is_deployment_wide
 
 
 @admin.register(ApiToken)
@@ -57,3 +58,23 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
                 continue  # revoked meanwhile by someone else, or its user left this admin's reach
             revoked += 1
         self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)
+
+
+@admin.register(RateCount)
+class RateCountAdmin(admin.ModelAdmin[RateCount]):
+    """The agent API's request counts per account and window: read-only, deployment-wide users."""
+
+    list_display = ("key", "period_seconds", "period_index", "hits")
+    readonly_fields = list_display
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: RateCount | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: RateCount | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: RateCount | None = None) -> bool:
+        return False

@@ -1,21 +1,26 @@
 """How much one agent account may ask of the API: a request rate, and live investigations at once.
 
-Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds). The rate is counted per
-account by django-ninja's throttling in the Django cache (``CACHES["default"]``: per process with
-the default local-memory cache, shared between processes with a shared cache); the live
-investigations in flight are counted in the database, so the limit holds across web processes.
-Defaults and settings: docs/contracts.md, Limits.
+Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds). Both are counted in the
+database, so they hold across every web instance of a deployment: the rate per account in fixed
+windows (``RateCount``, one row per account, counted by one atomic statement), the live
+investigations in flight from their rows. Defaults and settings: docs/contracts.md, Limits.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
 from django.http import HttpRequest
-from ninja.throttling import SimpleRateThrottle
+from ninja.throttling import BaseThrottle
 
+from agentapi.models import RateCount
 from investigations.models import InvestigationRequest, RequestState
+from reviewconsole import clock
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -30,27 +35,91 @@ TOO_MANY_LIVE = (
 )
 
 
-class AccountRateThrottle(SimpleRateThrottle):
-    """``CONSOLE_API_RATE`` requests per account (e.g. ``600/m``), read at each request so a
-    changed setting applies without a restart; ``None`` or an empty value switches it off."""
+PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """``"N/s"``, ``"N/m"``, ``"N/h"``, ``"N/d"`` (or ``sec``/``min``/``hour``/``day``) →
+    (N, seconds)."""
+    count, _, period = rate.partition("/")
+    if not count.strip().isdigit() or int(count) < 1 or period.strip() not in PERIODS:
+        raise ImproperlyConfigured(
+            f"CONSOLE_API_RATE must be N/s, N/m, N/h or N/d with N at least 1, not {rate!r}"
+        )
+    return int(count), PERIODS[period.strip()]
+
+
+def _upsert_sql() -> str:
+    q = connection.ops.quote_name
+    table = q(RateCount._meta.db_table)
+    key, seconds, index, hits = (
+        q(name) for name in ("key", "period_seconds", "period_index", "hits")
+    )
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    # One statement: the row's count in the window of ``now``, one more. A row of an older window
+    # (or another period length) starts again at 1; a row some instance whose clock runs a little
+    # ahead already moved to the next window keeps counting there, so windows never go back.
+    return (
+        f"INSERT INTO {table} ({key}, {seconds}, {index}, {hits})"  # noqa: S608
+        " VALUES (%s, %s, %s, 1)"
+        f" ON CONFLICT ({key}) DO UPDATE SET"
+        f" {hits} = CASE WHEN {table}.{seconds} = excluded.{seconds}"
+        f" AND {table}.{index} >= excluded.{index} THEN {table}.{hits} + 1 ELSE 1 END,"
+        f" {index} = CASE WHEN {table}.{seconds} = excluded.{seconds}"
+        f" THEN {greatest}({table}.{index}, excluded.{index}) ELSE excluded.{index} END,"
+        f" {seconds} = excluded.{seconds}"
+        f" RETURNING {hits}, {index}"
+    )
+
+
+def count_hit(key: str, *, seconds: int, now: float) -> tuple[int, int]:
+    """Count one request of ``key`` in the fixed window of ``seconds`` holding ``now`` (seconds
+    since the epoch); returns (requests in that window so far, this one included; the window)."""
+    params: list[str | int] = [key, seconds, int(now // seconds)]
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        # A count is worth no disk flush: losing the last few to a crash of the database only
+        # forgives a few requests. Without this every API request waited for one.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            cursor.execute(_upsert_sql(), params)
+            hits, index = cursor.fetchone()
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(_upsert_sql(), params)
+            hits, index = cursor.fetchone()
+    return int(hits), int(index)
+
+
+class AccountRateThrottle(BaseThrottle):
+    """``CONSOLE_API_RATE`` requests per account (e.g. ``600/m``) in fixed windows (each clock
+    minute for ``/m``), counted in the database; read at each request so a changed setting
+    applies without a restart; ``None`` or an empty value switches it off. A refused request is
+    told to retry when its window ends."""
 
     scope = "agent-account"
 
     def __init__(self) -> None:
-        super().__init__(rate=DEFAULT_RATE)
+        # One throttle serves every request of the API: the wait belongs to the thread's request.
+        self._local = threading.local()
 
     def allow_request(self, request: HttpRequest) -> bool:
-        self.rate = getattr(settings, "CONSOLE_API_RATE", DEFAULT_RATE) or None
-        if self.rate is None:
+        self._local.wait = None
+        rate = getattr(settings, "CONSOLE_API_RATE", DEFAULT_RATE) or None
+        if rate is None:
             return True
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request)
-
-    def get_cache_key(self, request: HttpRequest) -> str | None:
         user = getattr(request, "auth", None)
         if user is None or getattr(user, "pk", None) is None:
-            return None  # unauthenticated requests are answered 401 before any work
-        return self.cache_format % {"scope": self.scope, "ident": user.pk}
+            return True  # unauthenticated requests are answered 401 before any work
+        limit, seconds = parse_rate(rate)
+        now = clock.now().timestamp()
+        hits, index = count_hit(f"{self.scope}:{user.pk}", seconds=seconds, now=now)
+        if hits <= limit:
+            return True
+        self._local.wait = max(1, math.ceil((index + 1) * seconds - now))
+        return False
+
+    def wait(self) -> float | None:
+        return getattr(self._local, "wait", None)
 
 
 class TooBusy(Exception):

@@ -28,3 +28,19 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         label = f" ({self.name})" if self.name else ""
         return f"{self.prefix}{label}"
+
+
+class RateCount(models.Model):
+    """Requests of one rate-limited key (an agent account) in the current fixed window.
+
+    One row per key, counted by one atomic statement (``agentapi.limits.count_hit``) that every
+    web instance runs against the same database, so the limit holds across instances.
+    """
+
+    key = models.CharField(max_length=100, unique=True)
+    period_seconds = models.PositiveIntegerField()
+    period_index = models.BigIntegerField()
+    hits = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.hits} in window {self.period_index}"

@@ -16,6 +16,7 @@ from typing import Any
 import dj_database_url
 import django_stubs_ext
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
@@ -59,6 +60,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: /healthz and /readyz answer before sessions, the host check and the HTTPS redirect.
+    "reviewconsole.health.HealthMiddleware",
+    # Times every other request by the view that answered (reviewconsole.metrics).
+    "reviewconsole.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
@@ -208,9 +213,9 @@ LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0")
 LESSON_HALF_LIFE_DAYS = float(os.environ.get("CONSOLE_LESSON_HALF_LIFE_DAYS", "180"))
 LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_THRESHOLD", "0.6"))
 
-# The agent API's limits per account (agentapi/limits.py): requests per period ("N/s", "N/m",
-# "N/h"; empty switches it off; counted in the default cache), and live investigations queued or
-# running at once. Both answer 429 with Retry-After.
+# The agent API's limits per account (agentapi/limits.py): requests per fixed window ("N/s",
+# "N/m", "N/h", "N/d"; empty switches it off), and live investigations queued or running at once,
+# both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
 # Background tasks (django-tasks): the database backend, so SQLite needs no other server and a
@@ -221,6 +226,20 @@ TASKS = {
         "BACKEND": os.environ.get("CONSOLE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
     }
 }
+# Each worker writes a heartbeat row at most this often (and while a task runs); /readyz counts the
+# deployment ready only while some worker wrote one within READY_WORKER_MAX_AGE seconds (0: the
+# readiness check leaves workers out). reviewconsole.health.
+WORKER_HEARTBEAT_SECONDS = float(os.environ.get("CONSOLE_WORKER_HEARTBEAT_SECONDS", "10"))
+READY_WORKER_MAX_AGE = float(os.environ.get("CONSOLE_READY_WORKER_MAX_AGE", "120"))
+# /metrics (Prometheus): answered to a scrape with "Authorization: Bearer CONSOLE_METRICS_TOKEN",
+# or from these networks when not through a proxy; a 404 to anyone else. Production allows no
+# network unless told (console/settings_production.py).
+METRICS_TOKEN = os.environ.get("CONSOLE_METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = [
+    value.strip()
+    for value in os.environ.get("CONSOLE_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",")
+    if value.strip()
+]
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))
@@ -284,9 +303,18 @@ AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
 KNOWLEDGE_FOUR_EYES = os.environ.get("CONSOLE_KNOWLEDGE_FOUR_EYES", "1") != "0"
 
 
+# Logs go to standard error, as text lines or (CONSOLE_LOG_FORMAT=json) one JSON object per line
+# for a log collector (reviewconsole/logformat.py), at CONSOLE_LOG_LEVEL and above.
+LOG_FORMAT = os.environ.get("CONSOLE_LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"CONSOLE_LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": "WARNING"},
+    "formatters": {
+        "text": {"format": "%(message)s"},
+        "json": {"()": "reviewconsole.logformat.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "root": {"handlers": ["console"], "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING")},
 }

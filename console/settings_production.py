@@ -34,3 +34,10 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SECURE = True
 X_FRAME_OPTIONS = "DENY"
+
+# /metrics: only with CONSOLE_METRICS_TOKEN, or from the networks CONSOLE_METRICS_ALLOW names.
+METRICS_ALLOWED_NETWORKS = [
+    value.strip()
+    for value in os.environ.get("CONSOLE_METRICS_ALLOW", "").split(",")
+    if value.strip()
+]

@@ -33,6 +33,7 @@ from knowledge.models import Document, DocumentStore
 from knowledge.postings import VECTOR_SPACE
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
+from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
 from semantic.branch import OFF, vector_branch
@@ -116,6 +117,7 @@ def _validate(query: str, context: KnowledgeContext) -> None:
             aware_required(value, field=name)
 
 
+@search_timed("knowledge")
 def search_knowledge(
     query: str, context: KnowledgeContext, *, actor: User | AnonymousUser | None
 ) -> dict[str, Any]:

@@ -151,12 +151,9 @@ def semantic_off(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
 @pytest.fixture(autouse=True)
 def unthrottled_api(settings: Any) -> None:
     """The agent API's per-account rate limit is off unless a test sets one (its own tests do:
-    tests/investigations/test_api_limits.py); its counts live in the default cache, emptied here
-    so no test inherits another's requests."""
-    from django.core.cache import cache
-
+    tests/investigations/test_api_limits.py); its counts are database rows, rolled back or
+    flushed after each test like every other."""
     settings.CONSOLE_API_RATE = None
-    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from experience.core.models import ItemType
 from experience.retrieval import pipeline
 from experience.retrieval.recall import Recallable
 from experience.retrieval.request import Size, read_request_open, read_request_record
+from reviewconsole.metrics import search_timed
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -23,6 +24,7 @@ USE_REFUSED = "retrieving experience needs the agent or reviewer role"
 LIMIT_INVALID = f"must be an integer from 1 to {MAX_LIMIT}"
 
 
+@search_timed("experience")
 def retrieve_experience(
     query: str,
     scope: Mapping[str, str | None],

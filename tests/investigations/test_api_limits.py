@@ -8,6 +8,7 @@ the request. Per-account request rate and live investigations in flight are limi
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -179,3 +180,46 @@ def test_the_request_rate_is_limited_per_account_with_retry_after(
     assert 0 < int(refused["Retry-After"]) <= 60
     other = client_for(make_user("agent-9", Role.AGENT))
     assert other.get("/api/v1/ping").status_code == 200
+
+
+def test_the_rate_counts_fixed_windows_and_says_when_the_window_ends(
+    agent: User,
+    client_for: Callable[[User], BearerClient],
+    settings: Any,
+    frozen_clock: Callable[[datetime], Any],
+) -> None:
+    settings.CONSOLE_API_RATE = "2/m"
+    client = client_for(agent)
+    frozen = frozen_clock(datetime(2026, 10, 1, 4, 0, 45, tzinfo=UTC))
+    assert [client.get("/api/v1/ping").status_code for _ in range(2)] == [200, 200]
+    refused = client.get("/api/v1/ping")
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "15"  # the clock minute ends 15 s later
+    # The next minute starts a new count.
+    frozen.at = datetime(2026, 10, 1, 4, 1, 0, tzinfo=UTC)
+    assert [client.get("/api/v1/ping").status_code for _ in range(3)] == [200, 200, 429]
+    # A changed rate applies at once, counted afresh in its own windows.
+    settings.CONSOLE_API_RATE = "3/h"
+    assert client.get("/api/v1/ping").status_code == 200
+
+
+def test_an_instance_whose_clock_is_behind_counts_in_the_newest_window(
+    agent: User, settings: Any
+) -> None:
+    from agentapi.limits import count_hit
+
+    key = f"agent-account:{agent.pk}"
+    assert count_hit(key, seconds=60, now=120.0) == (1, 2)
+    # Another instance, a moment behind, still in window 1: counted in window 2, never reset.
+    assert count_hit(key, seconds=60, now=119.9) == (2, 2)
+    assert count_hit(key, seconds=60, now=180.0) == (1, 3)
+
+
+@pytest.mark.parametrize("rate", ["ten/m", "0/m", "5/week", "5"])
+def test_a_malformed_rate_setting_is_named(rate: str) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from agentapi.limits import parse_rate
+
+    with pytest.raises(ImproperlyConfigured, match="CONSOLE_API_RATE"):
+        parse_rate(rate)

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import logging
 import os
+import random
+import time
 from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import CommandError
+from django.db import close_old_connections
+from django.db.utils import OperationalError
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
 from reviewconsole.background import (
     MalformedTaskRow,
@@ -24,11 +29,66 @@ from reviewconsole.background import (
     task_row_problem,
     worker_starting,
 )
+from reviewconsole.health import Heartbeat, heartbeats_prune
 
 logger = logging.getLogger(__name__)
 
 
 class ConsoleWorker(Worker):
+    """db_worker's Worker, with a heartbeat (``reviewconsole.health``) and malformed rows refused."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.heartbeat = Heartbeat(self.worker_id)
+
+    def run(self) -> None:
+        # The library's loop (django_tasks_db 0.13 Worker.run), with one heartbeat per turn: the
+        # library offers no hook inside its loop. The row goes when the worker stops cleanly.
+        logger.info(
+            "Starting worker worker_id=%s queues=%s", self.worker_id, ",".join(self.queue_names)
+        )
+        heartbeats_prune()
+        self.heartbeat.beat(force=True)
+        try:
+            self._loop()
+        finally:
+            self.heartbeat.forget()
+
+    def _loop(self) -> None:
+        if self.startup_delay and self.interval:
+            time.sleep(random.random())  # noqa: S311 - spreads workers started together
+        while self.running:
+            close_old_connections()
+            self.heartbeat.beat()
+            tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+            if not self.process_all_queues:
+                tasks = tasks.filter(queue_name__in=self.queue_names)
+            if self.excluded_queue_names:
+                tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
+            with exclusive_transaction(tasks.db):
+                try:
+                    task_result = tasks.get_locked()
+                    retrieved_task_result = True
+                    if task_result is not None:
+                        task_result.claim(self.worker_id)
+                except OperationalError as error:
+                    retrieved_task_result = False
+                    if not is_locked_database_exception(error):
+                        raise
+                    task_result = None
+            if task_result is not None:
+                with self.heartbeat.during():
+                    self.run_task(task_result)
+            if self.batch and retrieved_task_result and task_result is None:
+                logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
+                return
+            if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                logger.info("Ran %d tasks on worker=%s - exiting.", self._run_tasks, self.worker_id)
+                return
+            close_old_connections()
+            if self.running and not task_result:
+                time.sleep(self.interval)
+
     def run_task(self, db_task_result: DBTaskResult) -> None:
         problem = task_row_problem(db_task_result)
         if problem is None:
