@@ -1,6 +1,8 @@
 """How much one agent account may ask of the API: a request rate, and live investigations at once.
 
-Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds). The rate is counted per
+Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds); an MCP tool call over the
+rate is refused with ``rate_limited`` and ``retry_after`` (``account_rate_wait``, one count with
+the API's). The rate is counted per
 account by django-ninja's throttling in the Django cache (``CACHES["default"]``: per process with
 the default local-memory cache, shared between processes with a shared cache); the live
 investigations in flight are counted in the database, so the limit holds across web processes.
@@ -9,6 +11,7 @@ Defaults and settings: docs/contracts.md, Limits.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -51,6 +54,19 @@ class AccountRateThrottle(SimpleRateThrottle):
         if user is None or getattr(user, "pk", None) is None:
             return None  # unauthenticated requests are answered 401 before any work
         return self.cache_format % {"scope": self.scope, "ident": user.pk}
+
+
+def account_rate_wait(user: User) -> int | None:
+    """Count one request of ``user`` against ``CONSOLE_API_RATE``, in the same count as the
+    HTTP API's: None when it is allowed, else the whole seconds to wait (the API's
+    ``Retry-After``)."""
+    throttle = AccountRateThrottle()
+    request = HttpRequest()
+    request.auth = user  # type: ignore[attr-defined]
+    if throttle.allow_request(request):
+        return None
+    wait = throttle.wait()
+    return max(1, math.ceil(wait)) if wait is not None else throttle.duration or 1
 
 
 class TooBusy(Exception):

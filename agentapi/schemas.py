@@ -18,10 +18,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StringConstraints,
     WithJsonSchema,
-    model_serializer,
 )
 
 from experience.cases import schema as case_format
@@ -370,16 +368,13 @@ SEMANTIC_DESCRIPTION = (
 
 class WithSemantic(BaseModel):
     """A search's answer that says what its vector branch did (``semantic``), a field left out
-    while the branch is off: a lexical deployment's answers keep their shape exactly."""
+    while the branch is off: a lexical deployment's answers keep their shape exactly. Left out
+    field by field (``exclude_if``), so the response schema still lists every property (a
+    serializer of the whole model would publish an empty schema)."""
 
-    semantic: SemanticStatus | None = Field(default=None, description=SEMANTIC_DESCRIPTION)
-
-    @model_serializer(mode="wrap")
-    def _without_absent_semantic(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("semantic") is None:
-            data.pop("semantic", None)
-        return data
+    semantic: SemanticStatus | None = Field(
+        default=None, description=SEMANTIC_DESCRIPTION, exclude_if=lambda value: value is None
+    )
 
 
 class ConditionsOut(BaseModel):

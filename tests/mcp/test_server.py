@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -11,14 +12,28 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from agentapi.api import api
+from agentapi.mcp_server import TOOLS as SPECS
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
 from experience.cases.models import Case, EvidenceCheck
 from experience.runs.models import Reference, Run
-from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, search_body
+from tests.api.conftest import (
+    FACTS,
+    KNOWN_AT,
+    OCCURRED_AT,
+    SCOPE,
+    BearerClient,
+    Demo,
+    case_body,
+    retrieve_body,
+    run_body,
+    search_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -208,3 +223,78 @@ def test_experience_context_and_run_outcome(agent_token: str, demo: Demo) -> Non
     assert outcome.structured_content["outcome"] == "unresolved"
     refused = call(agent_token, "run_outcome", {"run_id": "mcp-none", "outcome": "unresolved"})
     assert refused.is_error and refused.structured_content["loc"] == ["run_id"]
+
+
+def _validate(schema: dict[str, Any], content: Any) -> None:
+    Draft202012Validator.check_schema(schema)
+    errors = sorted(Draft202012Validator(schema).iter_errors(content), key=str)
+    assert not errors, errors[0]
+
+
+def test_every_tool_declares_the_api_response_as_its_output_schema(agent_token: str) -> None:
+    async def scenario(client: Client) -> Any:
+        return await client.list_tools()
+
+    components = api.get_openapi_schema()["components"]["schemas"]
+    listed = {tool.name: tool for tool in with_client(agent_token, scenario).tools}
+    for spec in SPECS:
+        declared = listed[spec.name].output_schema
+        assert declared is not None, spec.name
+        Draft202012Validator.check_schema(declared)
+        # The HTTP API's answer for the same operation, as its OpenAPI schema describes it.
+        response = components[spec.result.__name__]
+        assert declared["type"] == "object"
+        assert set(declared["properties"]) == set(response["properties"]), spec.name
+        assert set(declared.get("required", ())) == set(response.get("required", ())), spec.name
+
+
+def test_every_successful_call_is_structured_content_of_the_declared_schema(
+    agent_token: str, demo: Demo
+) -> None:
+    run_id = "mcp-shapes-1"
+    calls = [
+        ("search_knowledge", search_body()),
+        ("retrieve_experience", retrieve_body(run_id=run_id)),
+        ("run_skill", {"skill_id": demo.skill, **run_body(run_id=run_id)}),
+        ("experience_context", {**retrieve_body(run_id=run_id), "budget": 200}),
+        ("run_outcome", {"run_id": run_id, "outcome": "resolved_by_lead", "note": "fixed"}),
+        ("propose_case", case_body()),
+        (
+            "investigate",
+            {
+                "text": "小程序优惠券无法使用",
+                "scope": dict(SCOPE),
+                "occurred_at": OCCURRED_AT,
+                "known_at": KNOWN_AT,
+                "facts": dict(FACTS),
+            },
+        ),
+    ]
+
+    async def scenario(client: Client) -> list[tuple[Any, CallToolResult]]:
+        schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+        return [(schemas[name], await client.call_tool(name, body)) for name, body in calls]
+
+    answers = with_client(agent_token, scenario)
+    assert {name for name, _ in calls} == TOOLS
+    for (name, _), (schema, result) in zip(calls, answers, strict=True):
+        assert not result.is_error, (name, result.structured_content)
+        _validate(schema, result.structured_content)
+        # The text block carries the same answer, for clients that read only text.
+        assert json.loads(text_of(result)) == result.structured_content
+
+
+def test_tool_calls_count_against_the_api_rate_of_the_account(
+    agent: User, demo: Demo, settings: Any
+) -> None:
+    settings.CONSOLE_API_RATE = "2/m"
+    token = token_create(user=agent).text
+    http = BearerClient(token)
+    assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 200
+    allowed = call(token, "search_knowledge", search_body())
+    assert not allowed.is_error
+    refused = call(token, "search_knowledge", search_body())
+    assert refused.is_error
+    assert refused.structured_content["error"] == "rate_limited"
+    assert 1 <= refused.structured_content["retry_after"] <= 60
+    assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 429
