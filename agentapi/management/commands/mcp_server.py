@@ -18,7 +18,7 @@ STDIO_ONLY_OPTION = (
     "--token is for stdio; over HTTP every request carries its own agent token "
     "(Authorization: Bearer)"
 )
-DEFAULT_HTTP_PORT = 8001
+DEFAULT_HTTP_PORT = 8100
 
 
 class Command(BaseCommand):
