@@ -12,6 +12,10 @@ Defaults and settings: docs/contracts.md, Limits.
 from __future__ import annotations
 
 import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -80,11 +84,42 @@ def live_investigations_limit() -> int:
     return int(getattr(settings, "CONSOLE_API_LIVE_INVESTIGATIONS", DEFAULT_LIVE_INVESTIGATIONS))
 
 
-def require_live_capacity(user: User) -> None:
-    """Refuse another live investigation while the account has its limit queued or running."""
-    limit = live_investigations_limit()
-    active = InvestigationRequest.objects.filter(
+def _queued_or_running(user: User) -> int:
+    return InvestigationRequest.objects.filter(
         actor=user, state__in=[RequestState.QUEUED, RequestState.RUNNING]
     ).count()
-    if active >= limit:
+
+
+def require_live_capacity(user: User, *, also_running: int = 0) -> None:
+    """Refuse another live investigation while the account has its limit queued or running
+    (``also_running``: the ones this process runs itself, which have no queued row)."""
+    limit = live_investigations_limit()
+    if _queued_or_running(user) + also_running >= limit:
         raise TooBusy(TOO_MANY_LIVE.format(limit=limit), LIVE_RETRY_AFTER_SECONDS)
+
+
+class LiveRunsHere:
+    """Live investigations this process runs within a call (the MCP tool ``investigate``), per
+    account. Each counts with the account's queued and running ones against
+    ``CONSOLE_API_LIVE_INVESTIGATIONS``, so one token cannot hold every thread of a remote MCP
+    server with model calls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: Counter[int] = Counter()
+
+    @contextmanager
+    def held(self, user: User) -> Iterator[None]:
+        with self._lock:
+            require_live_capacity(user, also_running=self._running[user.pk])
+            self._running[user.pk] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[user.pk] -= 1
+                if self._running[user.pk] <= 0:
+                    del self._running[user.pk]
+
+
+LIVE_RUNS_HERE = LiveRunsHere()

@@ -34,7 +34,7 @@ from agentapi import operations
 from agentapi.api import field_path
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
-from agentapi.limits import account_rate_wait
+from agentapi.limits import LIVE_RUNS_HERE, TooBusy, account_rate_wait
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     CaseProposal,
@@ -135,7 +135,12 @@ def _propose(user: User, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _investigate(user: User, args: dict[str, Any]) -> dict[str, Any]:
-    return investigate(user=user, request=InvestigationRequest.model_validate(args))
+    request = InvestigationRequest.model_validate(args)
+    if request.provider != "live":
+        return investigate(user=user, request=request)
+    # A live model holds this call (and a thread of the server) for up to the run's wall time.
+    with LIVE_RUNS_HERE.held(user):
+        return investigate(user=user, request=request)
 
 
 def _context(user: User, args: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +313,8 @@ class ToolRunner:
             return _error("forbidden", refusal.message)
         except NotFound as missing:
             return _error("not_found", missing.message)
+        except TooBusy as busy:
+            return _error("rate_limited", busy.message, retry_after=busy.retry_after)
         finally:
             if self.manage_connections:
                 close_old_connections()

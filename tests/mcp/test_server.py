@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
 from agentapi.api import api
+from agentapi.limits import LIVE_RETRY_AFTER_SECONDS, TOO_MANY_LIVE, LiveRunsHere, TooBusy
 from agentapi.mcp_server import TOOLS as SPECS
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
@@ -298,3 +299,48 @@ def test_tool_calls_count_against_the_api_rate_of_the_account(
     assert refused.structured_content["error"] == "rate_limited"
     assert 1 <= refused.structured_content["retry_after"] <= 60
     assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 429
+
+
+def test_live_investigations_count_with_the_accounts_queued_ones(
+    agent: User, demo: Demo, settings: Any
+) -> None:
+    """A live run holds the call (and a thread of a remote server) for the model's time: the
+    account's limit of live investigations covers those the MCP server runs too."""
+    settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
+    settings.CONSOLE_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.CONSOLE_LLM_MODEL = "queued-only"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    token = token_create(user=agent).text
+    body = {
+        "text": "小程序优惠券无法使用",
+        "scope": dict(SCOPE),
+        "occurred_at": OCCURRED_AT,
+        "known_at": KNOWN_AT,
+        "facts": dict(FACTS),
+    }
+    queued = BearerClient(token).post_json("/api/v1/investigations", {**body, "provider": "live"})
+    assert queued.status_code == 202
+    refused = call(token, "investigate", {**body, "provider": "live"})
+    assert refused.is_error
+    assert refused.structured_content == {
+        "error": "rate_limited",
+        "message": TOO_MANY_LIVE.format(limit=1),
+        "retry_after": LIVE_RETRY_AFTER_SECONDS,
+    }
+    # Scripted runs answer at once and are not counted.
+    assert not call(token, "investigate", body).is_error
+
+
+def test_live_runs_held_by_this_process_are_counted_per_account(
+    agent: User, make_user: Callable[[str, str], User], settings: Any
+) -> None:
+    settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
+    runs = LiveRunsHere()
+    other = make_user("agent-9", "agent")
+    with runs.held(agent):
+        with pytest.raises(TooBusy), runs.held(agent):
+            pass
+        with runs.held(other):
+            pass
+    with runs.held(agent):
+        pass
