@@ -344,3 +344,10 @@ def test_live_runs_held_by_this_process_are_counted_per_account(
             pass
     with runs.held(agent):
         pass
+
+
+def test_over_http_the_token_comes_with_each_request_not_the_command() -> None:
+    with pytest.raises(CommandError, match="stdio"):
+        call_command("mcp_server", "--http", "--token", "rca_0123456789ab_" + "x" * 43)
+    with pytest.raises(CommandError, match="--port"):
+        call_command("mcp_server", "--http", "--port", "0")
