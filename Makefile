@@ -2,9 +2,11 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Where `make run` serves the console (`make run PORT=8001`).
+# Where `make run` serves the console (`make run PORT=8001`) and the MCP endpoint for remote
+# agents (http://$(HOST):$(MCP_PORT)/mcp).
 HOST ?= 127.0.0.1
 PORT ?= 8000
+MCP_PORT ?= 8100
 
 .PHONY: install run test demo lint bench clean screenshots
 
@@ -16,12 +18,14 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 install: $(BIN)/.installed
 
 ## Set everything up and serve the console on SQLite with demo data at http://$(HOST):$(PORT),
-## with a background worker (after-action reviews, the periodic curation scan) beside it
+## with a background worker (after-action reviews, the periodic curation scan) and the MCP server
+## for remote agents (Streamable HTTP at http://$(HOST):$(MCP_PORT)/mcp) beside it
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_demo --url http://$(HOST):$(PORT)/
 	$(BIN)/python manage.py worker --interval 1 & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/python manage.py mcp_server --http --host $(HOST) --port $(MCP_PORT) & mcp=$$!; \
+	trap 'kill $$worker $$mcp 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 ## Every check: ruff, mypy, import contracts, pytest on SQLite and on PostgreSQL (both always

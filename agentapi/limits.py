@@ -1,7 +1,8 @@
 """How much one agent account may ask of the API: a request rate, and live investigations at once.
 
-Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds). Both are counted in the
-database, so they hold across every web instance of a deployment: the rate per account in fixed
+Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds); an MCP tool call over the
+rate is refused with ``rate_limited`` and ``retry_after`` (``account_rate_wait``, one count with
+the API's). Both are counted in the database, so they hold across every web instance of a deployment: the rate per account in fixed
 windows (``RateCount``, one row per account, counted by one atomic statement), the live
 investigations in flight from their rows. Defaults and settings: docs/contracts.md, Limits.
 """
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -122,6 +126,19 @@ class AccountRateThrottle(BaseThrottle):
         return getattr(self._local, "wait", None)
 
 
+def account_rate_wait(user: User) -> int | None:
+    """Count one request of ``user`` against ``CONSOLE_API_RATE``, in the same count as the
+    HTTP API's: None when it is allowed, else the whole seconds to wait (the API's
+    ``Retry-After``)."""
+    throttle = AccountRateThrottle()
+    request = HttpRequest()
+    request.auth = user  # type: ignore[attr-defined]
+    if throttle.allow_request(request):
+        return None
+    wait = throttle.wait()
+    return max(1, math.ceil(wait)) if wait is not None else 1
+
+
 class TooBusy(Exception):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
@@ -133,11 +150,43 @@ def live_investigations_limit() -> int:
     return int(getattr(settings, "CONSOLE_API_LIVE_INVESTIGATIONS", DEFAULT_LIVE_INVESTIGATIONS))
 
 
-def require_live_capacity(user: User) -> None:
-    """Refuse another live investigation while the account has its limit queued or running."""
-    limit = live_investigations_limit()
-    active = InvestigationRequest.objects.filter(
+def _queued_or_running(user: User) -> int:
+    return InvestigationRequest.objects.filter(
         actor=user, state__in=[RequestState.QUEUED, RequestState.RUNNING]
     ).count()
-    if active >= limit:
+
+
+def require_live_capacity(user: User, *, also_running: int = 0) -> None:
+    """Refuse another live investigation while the account has its limit queued or running
+    (``also_running``: the ones this process runs itself, which have no queued row)."""
+    limit = live_investigations_limit()
+    if _queued_or_running(user) + also_running >= limit:
         raise TooBusy(TOO_MANY_LIVE.format(limit=limit), LIVE_RETRY_AFTER_SECONDS)
+
+
+class LiveRunsHere:
+    """Live investigations this process runs within a call (the MCP tool ``investigate``), per
+    account. Each counts with the account's queued and running ones against
+    ``CONSOLE_API_LIVE_INVESTIGATIONS``, so one token cannot hold every thread of a remote MCP
+    server with model calls. The ones run inside calls are counted per process: a deployment
+    of several MCP instances allows each account the limit on each instance at most."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: Counter[int] = Counter()
+
+    @contextmanager
+    def held(self, user: User) -> Iterator[None]:
+        with self._lock:
+            require_live_capacity(user, also_running=self._running[user.pk])
+            self._running[user.pk] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[user.pk] -= 1
+                if self._running[user.pk] <= 0:
+                    del self._running[user.pk]
+
+
+LIVE_RUNS_HERE = LiveRunsHere()

@@ -2,9 +2,13 @@
 
 The tools are listed in docs/contracts.md, MCP.
 
-The server holds one agent token and authenticates it again on every call, so revoking the
-token or deactivating its user stops the server's next call. The tools take the same request
-bodies as the HTTP API (same validation, same JSON schema) and call the same operations.
+Every call authenticates its agent token again, so revoking the token or deactivating its user
+stops the next call: over stdio the token the server was started with, over Streamable HTTP
+(``agentapi.mcp_http``) the bearer token of the HTTP request that carries the call. The tools
+take the same request bodies as the HTTP API (same validation, same JSON schema), call the same
+operations, count against the same per-account rate (``agentapi.limits``) and declare the API's
+response models as their ``outputSchema``: a successful call's structured content is that
+response.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.db import close_old_connections
-from mcp.server.mcpserver import MCPServer
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -29,17 +34,25 @@ from agentapi import operations
 from agentapi.api import field_path
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
+from agentapi.limits import LIVE_RUNS_HERE, TooBusy, account_rate_wait
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     CaseProposal,
+    CaseProposed,
     ExperienceContextRequest,
+    ExperienceContextResult,
     ExperienceRetrieveRequest,
+    ExperienceRetrieveResult,
     InvestigationRequest,
+    InvestigationResult,
     KnowledgeSearchRequest,
+    KnowledgeSearchResult,
     RunId,
     RunOutcomeRequest,
+    RunOutcomeResult,
     SkillId,
     SkillRunRequest,
+    SkillRunResult,
 )
 from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
@@ -51,6 +64,10 @@ INSTRUCTIONS = (
     "current ticket: a missing field is answered with needs_context/fallback, never widened."
 )
 UNAUTHORIZED = "the agent token is invalid, revoked, or its user is inactive"
+RATE_LIMITED = (
+    "this account has made more requests than CONSOLE_API_RATE allows; "
+    "retry after {seconds} second(s)"
+)
 
 
 class SearchKnowledgeArguments(KnowledgeSearchRequest, ArgModelBase):
@@ -90,6 +107,8 @@ class ToolSpec:
     title: str
     description: str
     arguments: type[ArgModelBase]
+    # The HTTP API's response model: the tool's outputSchema and its structured content.
+    result: type[BaseModel]
     operation: Operation
     read_only: bool
 
@@ -116,7 +135,12 @@ def _propose(user: User, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _investigate(user: User, args: dict[str, Any]) -> dict[str, Any]:
-    return investigate(user=user, request=InvestigationRequest.model_validate(args))
+    request = InvestigationRequest.model_validate(args)
+    if request.provider != "live":
+        return investigate(user=user, request=request)
+    # A live model holds this call (and a thread of the server) for up to the run's wall time.
+    with LIVE_RUNS_HERE.held(user):
+        return investigate(user=user, request=request)
 
 
 def _context(user: User, args: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +165,7 @@ TOOLS = (
             "condition comparisons. A full match only means the rules do not explain the failure."
         ),
         arguments=SearchKnowledgeArguments,
+        result=KnowledgeSearchResult,
         operation=_search,
         read_only=True,
     ),
@@ -153,6 +178,7 @@ TOOLS = (
             "missing names. Each returned item is recorded as read in run_id."
         ),
         arguments=RetrieveExperienceArguments,
+        result=ExperienceRetrieveResult,
         operation=_retrieve,
         read_only=False,
     ),
@@ -165,6 +191,7 @@ TOOLS = (
             "leads), fallback with a reason otherwise. The run is stored under run_id."
         ),
         arguments=RunSkillArguments,
+        result=SkillRunResult,
         operation=_run,
         read_only=False,
     ),
@@ -178,6 +205,7 @@ TOOLS = (
             "reviewer checks it. Nothing is reused before a reviewer approves it."
         ),
         arguments=ProposeCaseArguments,
+        result=CaseProposed,
         operation=_propose,
         read_only=False,
     ),
@@ -191,6 +219,7 @@ TOOLS = (
             "refused_answer | budget_exhausted | error. The run is stored under run_id."
         ),
         arguments=InvestigateArguments,
+        result=InvestigationResult,
         operation=_investigate,
         read_only=False,
     ),
@@ -205,6 +234,7 @@ TOOLS = (
             "item in the block is recorded as read in run_id."
         ),
         arguments=ExperienceContextArguments,
+        result=ExperienceContextResult,
         operation=_context,
         read_only=False,
     ),
@@ -217,6 +247,7 @@ TOOLS = (
             "the run read. Only a run under which you read memory."
         ),
         arguments=RunOutcomeArguments,
+        result=RunOutcomeResult,
         operation=_outcome,
         read_only=False,
     ),
@@ -231,28 +262,41 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> CallToolResult:
     )
 
 
-def _error(kind: str, message: str, *, field: str | None = None) -> CallToolResult:
+def _error(
+    kind: str, message: str, *, field: str | None = None, retry_after: int | None = None
+) -> CallToolResult:
     detail: dict[str, Any] = {"error": kind, "message": message}
     if field is not None:
         detail["loc"] = field_path(field)
+    if retry_after is not None:
+        detail["retry_after"] = retry_after
     return _result(detail, error=True)
+
+
+# Where a call's token comes from: the server's own (stdio) or the call's HTTP request.
+TokenOf = Callable[[Context[Any]], str | None]
 
 
 @dataclass
 class ToolRunner:
-    """Runs one operation as the token's user, on Django's side of the async boundary."""
+    """Runs one operation as the user of the call's token, on Django's side of the async
+    boundary."""
 
-    token: str
     manage_connections: bool = True
 
-    def __call__(self, spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:
+    def __call__(
+        self, spec: ToolSpec, arguments: dict[str, Any], token: str | None
+    ) -> CallToolResult:
         if self.manage_connections:
             # A long-lived server outlives database connections, as a web worker does per request.
             close_old_connections()
         try:
-            user = token_user(self.token)
+            user = token_user(token) if token else None
             if user is None:
                 return _error("unauthorized", UNAUTHORIZED)
+            wait = account_rate_wait(user)
+            if wait is not None:
+                return _error("rate_limited", RATE_LIMITED.format(seconds=wait), retry_after=wait)
             try:
                 checked = spec.arguments.model_validate(arguments)
             except ValidationError as refused:
@@ -269,6 +313,8 @@ class ToolRunner:
             return _error("forbidden", refusal.message)
         except NotFound as missing:
             return _error("not_found", missing.message)
+        except TooBusy as busy:
+            return _error("rate_limited", busy.message, retry_after=busy.retry_after)
         finally:
             if self.manage_connections:
                 close_old_connections()
@@ -327,11 +373,11 @@ def _integer_text(value: str) -> int | str:
     return int(text) if re.fullmatch(r"-?[0-9]{1,16}", text) else value
 
 
-def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
-    call = sync_to_async(runner)
+def _tool(spec: ToolSpec, runner: ToolRunner, token_of: TokenOf, *, thread_sensitive: bool) -> Tool:
+    call = sync_to_async(runner, thread_sensitive=thread_sensitive)
 
-    async def handler(arguments: dict[str, Any]) -> CallToolResult:
-        return await call(spec, arguments)
+    async def handler(arguments: dict[str, Any], ctx: Context[Any]) -> CallToolResult:
+        return await call(spec, arguments, token_of(ctx))
 
     return Tool(
         fn=handler,
@@ -339,9 +385,11 @@ def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
         title=spec.title,
         description=spec.description,
         parameters=spec.arguments.model_json_schema(by_alias=True),
-        fn_metadata=UncheckedArguments(arg_model=spec.arguments),
+        # The output model makes the SDK publish its schema as outputSchema and check every
+        # successful call's structured content against it.
+        fn_metadata=UncheckedArguments(arg_model=spec.arguments, output_model=spec.result),
         is_async=True,
-        context_kwarg=None,
+        context_kwarg="ctx",
         annotations=ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.read_only,
@@ -352,12 +400,32 @@ def _tool(spec: ToolSpec, runner: ToolRunner) -> Tool:
     )
 
 
-def build_server(token: str, *, manage_connections: bool = True) -> MCPServer:
-    """The MCP server acting as the user of ``token``."""
-    runner = ToolRunner(token=token, manage_connections=manage_connections)
+def _server(token_of: TokenOf, *, manage_connections: bool, thread_sensitive: bool) -> MCPServer:
+    runner = ToolRunner(manage_connections=manage_connections)
     return MCPServer(
         name=SERVER_NAME,
         title="Experience review console",
         instructions=INSTRUCTIONS,
-        tools=[_tool(spec, runner) for spec in TOOLS],
+        tools=[_tool(spec, runner, token_of, thread_sensitive=thread_sensitive) for spec in TOOLS],
     )
+
+
+def build_server(token: str, *, manage_connections: bool = True) -> MCPServer:
+    """The MCP server acting as the user of ``token`` (stdio: one agent per process)."""
+    return _server(lambda ctx: token, manage_connections=manage_connections, thread_sensitive=True)
+
+
+def request_token(ctx: Context[Any]) -> str | None:
+    """The bearer token the HTTP request carrying this call was authenticated with (by the
+    transport's ``BearerAuthBackend``), or None."""
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None) or {}
+    user = scope.get("user")
+    return user.access_token.token if isinstance(user, AuthenticatedUser) else None
+
+
+def build_http_server() -> MCPServer:
+    """The MCP server for Streamable HTTP: each call acts as the user of its request's bearer
+    token. Calls run in the thread pool (each with its own database connection), so one slow
+    call does not hold the others."""
+    return _server(request_token, manage_connections=True, thread_sensitive=False)

@@ -18,10 +18,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StringConstraints,
     WithJsonSchema,
-    model_serializer,
 )
 
 from experience.cases import schema as case_format
@@ -175,19 +173,39 @@ RunId = Annotated[
         }
     ),
 ]
-FactName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+FACT_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+FactName = Annotated[str, StringConstraints(pattern=FACT_NAME_PATTERN)]
 FactValue = (
     Annotated[int, Field(strict=True, ge=-MAX_FACT_INT, le=MAX_FACT_INT), WholeNumber]
     | FactText
     | None
 )
+
+
+def typed_map(schema: dict[str, Any]) -> None:
+    """A map whose keys follow one pattern, written as client generators read it.
+
+    Pydantic writes ``dict[Pattern, V]`` as ``patternProperties: {pattern: V}``; with
+    ``additionalProperties: false`` beside it, generators (openapi-python-client among them)
+    build a model with no properties and drop every entry. Written instead as the JSON Schema
+    2020-12 of OpenAPI 3.1: ``additionalProperties: V`` (every entry's value) and
+    ``propertyNames: {pattern}`` (every key), which says exactly the same. The server validates
+    the keys either way (a bad name is refused on ``facts.<name>``)."""
+    patterns = schema.pop("patternProperties", None)
+    if not patterns:
+        return
+    ((pattern, values),) = patterns.items()
+    schema["additionalProperties"] = values
+    schema["propertyNames"] = {"pattern": pattern}
+
+
 Facts = Annotated[
     dict[FactName, FactValue],
     Field(
         max_length=MAX_FACTS,
-        description="the ticket's facts, e.g. channel, product, basket_cents (integer cents)",
-        # Every name must match the pattern: no other property is allowed.
-        json_schema_extra={"additionalProperties": False},
+        description="the ticket's facts, e.g. channel, product, basket_cents (integer cents); "
+        f"names match {FACT_NAME_PATTERN}",
+        json_schema_extra=typed_map,
     ),
 ]
 Limit = Annotated[int, WholeNumber]
@@ -350,16 +368,13 @@ SEMANTIC_DESCRIPTION = (
 
 class WithSemantic(BaseModel):
     """A search's answer that says what its vector branch did (``semantic``), a field left out
-    while the branch is off: a lexical deployment's answers keep their shape exactly."""
+    while the branch is off: a lexical deployment's answers keep their shape exactly. Left out
+    field by field (``exclude_if``), so the response schema still lists every property (a
+    serializer of the whole model would publish an empty schema)."""
 
-    semantic: SemanticStatus | None = Field(default=None, description=SEMANTIC_DESCRIPTION)
-
-    @model_serializer(mode="wrap")
-    def _without_absent_semantic(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("semantic") is None:
-            data.pop("semantic", None)
-        return data
+    semantic: SemanticStatus | None = Field(
+        default=None, description=SEMANTIC_DESCRIPTION, exclude_if=lambda value: value is None
+    )
 
 
 class ConditionsOut(BaseModel):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
 from typing import Any
@@ -11,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
 from agentapi.api import api
-from agentapi.schemas import DATE_TIME_PATTERN
+from agentapi.schemas import DATE_TIME_PATTERN, MAX_FACTS
 from experience.cases.schema import VALID_TO_ORDER
 from reviewconsole.timeparse import parse_aware_datetime
 from tests.api.conftest import BearerClient, search_body
@@ -42,9 +44,31 @@ def test_run_id_schema_refuses_every_space_the_api_refuses() -> None:
     assert not re.search(pattern, "run\x001")
 
 
-def test_fact_names_outside_the_pattern_are_not_schema_valid() -> None:
-    facts = SCHEMAS["KnowledgeSearchRequest"]["properties"]["facts"]
-    assert facts["additionalProperties"] is False and list(facts["patternProperties"])
+@pytest.mark.parametrize(
+    "model", ["KnowledgeSearchRequest", "SkillRunRequest", "InvestigationRequest"]
+)
+def test_facts_are_a_typed_map_whose_names_follow_the_pattern(model: str) -> None:
+    # Written as generators read a map (typed additionalProperties, no patternProperties), and
+    # still exactly what the API accepts: a bad name or value is not schema-valid.
+    facts = SCHEMAS[model]["properties"]["facts"]
+    assert "patternProperties" not in facts
+    assert isinstance(facts["additionalProperties"], dict)
+    validator = Draft202012Validator(facts)
+    assert validator.is_valid({"channel": "miniapp", "basket_cents": 3200, "coupon": None})
+    for bad in ({"Channel": "miniapp"}, {"1st": "x"}, {"basket_cents": 3.5}, {"a": ["x"]}):
+        assert not validator.is_valid(bad), bad
+    assert not validator.is_valid({f"fact_{n}": n for n in range(MAX_FACTS + 1)})
+
+
+def test_no_map_in_the_schema_uses_pattern_properties() -> None:
+    assert "patternProperties" not in json.dumps(api.get_openapi_schema())
+
+
+def test_every_model_in_the_schema_lists_its_properties() -> None:
+    # A model published as {} (e.g. through a serializer of the whole model) becomes an untyped
+    # value in a generated client.
+    empty = [name for name, component in SCHEMAS.items() if not component.get("properties")]
+    assert empty == []
 
 
 def test_the_cross_field_rule_is_described() -> None:

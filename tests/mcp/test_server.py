@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -11,14 +12,29 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from agentapi.api import api
+from agentapi.limits import LIVE_RETRY_AFTER_SECONDS, TOO_MANY_LIVE, LiveRunsHere, TooBusy
+from agentapi.mcp_server import TOOLS as SPECS
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
 from experience.cases.models import Case, EvidenceCheck
 from experience.runs.models import Reference, Run
-from tests.api.conftest import SCOPE, Demo, case_body, retrieve_body, run_body, search_body
+from tests.api.conftest import (
+    FACTS,
+    KNOWN_AT,
+    OCCURRED_AT,
+    SCOPE,
+    BearerClient,
+    Demo,
+    case_body,
+    retrieve_body,
+    run_body,
+    search_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -208,3 +224,130 @@ def test_experience_context_and_run_outcome(agent_token: str, demo: Demo) -> Non
     assert outcome.structured_content["outcome"] == "unresolved"
     refused = call(agent_token, "run_outcome", {"run_id": "mcp-none", "outcome": "unresolved"})
     assert refused.is_error and refused.structured_content["loc"] == ["run_id"]
+
+
+def _validate(schema: dict[str, Any], content: Any) -> None:
+    Draft202012Validator.check_schema(schema)
+    errors = sorted(Draft202012Validator(schema).iter_errors(content), key=str)
+    assert not errors, errors[0]
+
+
+def test_every_tool_declares_the_api_response_as_its_output_schema(agent_token: str) -> None:
+    async def scenario(client: Client) -> Any:
+        return await client.list_tools()
+
+    components = api.get_openapi_schema()["components"]["schemas"]
+    listed = {tool.name: tool for tool in with_client(agent_token, scenario).tools}
+    for spec in SPECS:
+        declared = listed[spec.name].output_schema
+        assert declared is not None, spec.name
+        Draft202012Validator.check_schema(declared)
+        # The HTTP API's answer for the same operation, as its OpenAPI schema describes it.
+        response = components[spec.result.__name__]
+        assert declared["type"] == "object"
+        assert set(declared["properties"]) == set(response["properties"]), spec.name
+        assert set(declared.get("required", ())) == set(response.get("required", ())), spec.name
+
+
+def test_every_successful_call_is_structured_content_of_the_declared_schema(
+    agent_token: str, demo: Demo
+) -> None:
+    run_id = "mcp-shapes-1"
+    calls = [
+        ("search_knowledge", search_body()),
+        ("retrieve_experience", retrieve_body(run_id=run_id)),
+        ("run_skill", {"skill_id": demo.skill, **run_body(run_id=run_id)}),
+        ("experience_context", {**retrieve_body(run_id=run_id), "budget": 200}),
+        ("run_outcome", {"run_id": run_id, "outcome": "resolved_by_lead", "note": "fixed"}),
+        ("propose_case", case_body()),
+        (
+            "investigate",
+            {
+                "text": "小程序优惠券无法使用",
+                "scope": dict(SCOPE),
+                "occurred_at": OCCURRED_AT,
+                "known_at": KNOWN_AT,
+                "facts": dict(FACTS),
+            },
+        ),
+    ]
+
+    async def scenario(client: Client) -> list[tuple[Any, CallToolResult]]:
+        schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+        return [(schemas[name], await client.call_tool(name, body)) for name, body in calls]
+
+    answers = with_client(agent_token, scenario)
+    assert {name for name, _ in calls} == TOOLS
+    for (name, _), (schema, result) in zip(calls, answers, strict=True):
+        assert not result.is_error, (name, result.structured_content)
+        _validate(schema, result.structured_content)
+        # The text block carries the same answer, for clients that read only text.
+        assert json.loads(text_of(result)) == result.structured_content
+
+
+def test_tool_calls_count_against_the_api_rate_of_the_account(
+    agent: User, demo: Demo, settings: Any
+) -> None:
+    settings.CONSOLE_API_RATE = "2/m"
+    token = token_create(user=agent).text
+    http = BearerClient(token)
+    assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 200
+    allowed = call(token, "search_knowledge", search_body())
+    assert not allowed.is_error
+    refused = call(token, "search_knowledge", search_body())
+    assert refused.is_error
+    assert refused.structured_content["error"] == "rate_limited"
+    assert 1 <= refused.structured_content["retry_after"] <= 60
+    assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 429
+
+
+def test_live_investigations_count_with_the_accounts_queued_ones(
+    agent: User, demo: Demo, settings: Any
+) -> None:
+    """A live run holds the call (and a thread of a remote server) for the model's time: the
+    account's limit of live investigations covers those the MCP server runs too."""
+    settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
+    settings.CONSOLE_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.CONSOLE_LLM_MODEL = "queued-only"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    token = token_create(user=agent).text
+    body = {
+        "text": "小程序优惠券无法使用",
+        "scope": dict(SCOPE),
+        "occurred_at": OCCURRED_AT,
+        "known_at": KNOWN_AT,
+        "facts": dict(FACTS),
+    }
+    queued = BearerClient(token).post_json("/api/v1/investigations", {**body, "provider": "live"})
+    assert queued.status_code == 202
+    refused = call(token, "investigate", {**body, "provider": "live"})
+    assert refused.is_error
+    assert refused.structured_content == {
+        "error": "rate_limited",
+        "message": TOO_MANY_LIVE.format(limit=1),
+        "retry_after": LIVE_RETRY_AFTER_SECONDS,
+    }
+    # Scripted runs answer at once and are not counted.
+    assert not call(token, "investigate", body).is_error
+
+
+def test_live_runs_held_by_this_process_are_counted_per_account(
+    agent: User, make_user: Callable[[str, str], User], settings: Any
+) -> None:
+    settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
+    runs = LiveRunsHere()
+    other = make_user("agent-9", "agent")
+    with runs.held(agent):
+        with pytest.raises(TooBusy), runs.held(agent):
+            pass
+        with runs.held(other):
+            pass
+    with runs.held(agent):
+        pass
+
+
+def test_over_http_the_token_comes_with_each_request_not_the_command() -> None:
+    with pytest.raises(CommandError, match="stdio"):
+        call_command("mcp_server", "--http", "--token", "rca_0123456789ab_" + "x" * 43)
+    with pytest.raises(CommandError, match="--port"):
+        call_command("mcp_server", "--http", "--port", "0")

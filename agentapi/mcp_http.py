@@ -1,0 +1,125 @@
+"""The MCP tools over Streamable HTTP, the MCP specification's remote transport (docs/contracts.md,
+MCP).
+
+One ASGI application (served by ``manage.py mcp_server --http``, under uvicorn):
+
+- ``POST /mcp`` — the MCP endpoint (any other method is 405: no server-initiated stream, no
+  session to end). Every request must carry ``Authorization: Bearer <agent token>``; the SDK's
+  ``BearerAuthBackend`` and ``RequireAuthMiddleware`` check it through ``ConsoleTokens`` (the
+  API's validator, ``agentapi.auth.token_user``) and answer ``401`` with ``WWW-Authenticate:
+  Bearer`` otherwise. A tool call then authenticates its request's token again and acts as its
+  user (``agentapi.mcp_server.build_http_server``): the identity is the token's, never an argument.
+- ``GET /healthz`` — ``{"ok": true}`` while the process serves (no token, nothing read).
+
+The transport is stateless and answers JSON (no SSE stream, no ``Mcp-Session-Id``): every
+request stands alone, so several processes behind a load balancer serve any request, and a
+revoked token fails on its next request whichever process gets it. Host and Origin headers are
+checked against ``ALLOWED_HOSTS`` (DNS rebinding protection).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentapi.auth import token_user
+from agentapi.mcp_server import build_http_server
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+
+
+def _agent(token: str) -> int | None:
+    close_old_connections()
+    try:
+        user = token_user(token)
+        return None if user is None else user.pk
+    finally:
+        close_old_connections()
+
+
+class ConsoleTokens:
+    """The SDK's ``TokenVerifier`` for agent tokens: a valid, unrevoked token of an active agent
+    is an access token whose subject is its user; anything else is None (a 401)."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        user_id = await sync_to_async(_agent, thread_sensitive=False)(token)
+        if user_id is None:
+            return None
+        return AccessToken(
+            token=token, client_id=f"agent:{user_id}", subject=str(user_id), scopes=[]
+        )
+
+
+def transport_security() -> TransportSecuritySettings:
+    """Host and Origin checks from ``ALLOWED_HOSTS`` (``*`` switches them off, as in Django).
+    A host is accepted with any port; an Origin header, when a client sends one, must be one of
+    these hosts over http or https."""
+    hosts = [host for host in settings.ALLOWED_HOSTS if host]
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed_hosts = [form for host in hosts for form in (host, f"{host}:*")]
+    allowed_origins = [
+        form
+        for host in hosts
+        for scheme in ("http", "https")
+        for form in (f"{scheme}://{host}", f"{scheme}://{host}:*")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
+
+
+class McpHttpApp:
+    """``/healthz`` open, everything else behind the bearer token; the lifespan (which runs the
+    SDK's session manager) goes to the MCP application."""
+
+    def __init__(self) -> None:
+        server = build_http_server()
+        self.mcp = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=transport_security(),
+        )
+        self.guarded: ASGIApp = AuthenticationMiddleware(
+            RequireAuthMiddleware(self.mcp, required_scopes=[]),
+            backend=BearerAuthBackend(ConsoleTokens()),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.mcp(scope, receive, send)
+        elif scope["type"] == "http" and scope["path"] == HEALTH_PATH:
+            await _health(scope, receive, send)
+        elif scope["type"] == "http" and scope["path"] == MCP_PATH and scope["method"] != "POST":
+            # No stream for the server to open and no session to end: the specification's
+            # answer to GET and DELETE on a server without them.
+            await _post_only(scope, receive, send)
+        else:
+            await self.guarded(scope, receive, send)
+
+
+async def _health(scope: Scope, receive: Receive, send: Send) -> None:
+    body: dict[str, Any] = {"ok": True}
+    await JSONResponse(body)(scope, receive, send)
+
+
+async def _post_only(scope: Scope, receive: Receive, send: Send) -> None:
+    body = {"error": "method_not_allowed", "error_description": "POST JSON-RPC messages here"}
+    await JSONResponse(body, status_code=405, headers={"Allow": "POST"})(scope, receive, send)
+
+
+def application() -> McpHttpApp:
+    return McpHttpApp()
