@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from argparse import ArgumentParser
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import CommandError
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
 from django_tasks_db.management.commands.db_worker import Worker
@@ -28,7 +31,50 @@ from reviewconsole.background import (
 logger = logging.getLogger(__name__)
 
 
+def sweep_interval(lease_seconds: int) -> float:
+    """How often a running worker looks for tasks a dead worker left: a quarter of the lease,
+    between 1 and 60 seconds."""
+    return float(min(60, max(1, lease_seconds / 4)))
+
+
 class ConsoleWorker(Worker):
+    def __init__(self, *args: Any, lease_seconds: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lease_seconds = lease_seconds
+
+    def run(self) -> None:
+        # Beside the loop that takes tasks, a thread puts back in the queue the tasks of a worker
+        # that died (claimed longer than the lease ago), so they run again without waiting for a
+        # worker to start.
+        stop = threading.Event()
+        sweeper = threading.Thread(
+            target=self.sweep_until, args=(stop,), name="lease-sweep", daemon=True
+        )
+        sweeper.start()
+        try:
+            super().run()
+        finally:
+            stop.set()
+            sweeper.join()
+
+    def sweep_until(self, stop: threading.Event) -> None:
+        lease = self.lease_seconds
+        every = sweep_interval(lease if lease is not None else settings.TASK_LEASE_SECONDS)
+        try:
+            while not stop.wait(every):
+                close_old_connections()
+                try:
+                    requeued = stale_tasks_requeue(lease_seconds=lease)
+                except DatabaseError:
+                    logger.exception("Looking for tasks left by a stopped worker failed")
+                    continue
+                if requeued:
+                    logger.warning(
+                        "Re-queued %d task(s) left running by a stopped worker", requeued
+                    )
+        finally:
+            connection.close()
+
     def run_task(self, db_task_result: DBTaskResult) -> None:
         problem = task_row_problem(db_task_result)
         if problem is None:
@@ -58,7 +104,7 @@ class Command(DbWorker):
         if requeued:
             self.stdout.write(f"re-queued {requeued} task(s) left running by a stopped worker")
         worker_starting()
-        self._run(**options)
+        self._run(lease_seconds=lease, **options)
 
     def _run(
         self,
@@ -73,6 +119,7 @@ class Command(DbWorker):
         max_tasks: int | None,
         worker_id: str,
         exclude_queues: str,
+        lease_seconds: int | None = None,
         **options: Any,
     ) -> None:
         # db_worker's own handle, building a ConsoleWorker: the library builds its Worker inside
@@ -94,6 +141,7 @@ class Command(DbWorker):
             max_tasks=max_tasks,
             worker_id=worker_id,
             excluded_queue_names=excluded_queue_names,
+            lease_seconds=lease_seconds,
         )
         if reload:
             if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
