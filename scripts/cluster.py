@@ -81,8 +81,11 @@ class Recipe:
             "20",
         ]
 
-    def worker_argv(self) -> list[str]:
-        return [self.python, "manage.py", "worker", "--interval", "1"]
+    def worker_argv(self, index: int) -> list[str]:
+        # The id names the worker in the task rows it claims; unique in the pool.
+        return [
+            self.python, "manage.py", "worker", "--interval", "1", "--worker-id", f"worker{index + 1}"
+        ]  # fmt: skip
 
     def haproxy_config(self, state: str = "var/cluster") -> str:
         servers = "\n".join(
@@ -91,10 +94,13 @@ class Recipe:
         return f"""\
 global
     maxconn 2000
+    log stdout format raw local0 info
     stats socket {state}/haproxy.sock mode 600 level operator
 
 defaults
     mode http
+    log global
+    option httplog
     option http-keep-alive
     timeout connect 2s
     timeout client 60s
@@ -112,7 +118,9 @@ frontend console
     default_backend web
 
 backend web
-    balance leastconn
+    # Round robin, not leastconn: a dead instance holds no connections, so leastconn would send
+    # it every retry.
+    balance roundrobin
     # A request that could not reach an instance (refused, reset before an answer) is tried
     # again, on another instance (redispatch on every retry), up to 3 times.
     retries 3
@@ -126,7 +134,10 @@ backend web
     option httpchk
     http-check send meth GET uri {HEALTH_PATH} hdr Host 127.0.0.1
     http-check expect status 200
-    default-server inter 1s fall 2 rise 2 maxconn {self.processes * self.threads}
+    # An instance is out of rotation after 2 failed checks a second apart, or at once when
+    # live traffic cannot connect to it; back after 2 good checks.
+    default-server inter 1s fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down
+    default-server maxconn {self.processes * self.threads}
 {servers}
 """
 
@@ -155,8 +166,8 @@ backend web
         ]
         for port in self.web_ports:
             lines.append(" ".join(self.gunicorn_argv(port)) + " &")
-        for _ in range(self.workers):
-            lines.append(" ".join(self.worker_argv()) + " &")
+        for index in range(self.workers):
+            lines.append(" ".join(self.worker_argv(index)) + " &")
         lines.append(f"haproxy -db -f {state}/haproxy.cfg")
         return "\n".join(lines)
 
@@ -167,14 +178,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports nothing listens on now, consecutive when possible."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
+def free_run(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports nothing listens on now."""
+    for _ in range(200):
+        first = free_port()
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first + 1, first + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def database_create(url: str) -> None:
@@ -305,7 +322,7 @@ class Cluster:
         return self._start(f"web{index + 1}", self.recipe.gunicorn_argv(port))
 
     def start_worker(self, index: int) -> Process:
-        return self._start(f"worker{index + 1}", self.recipe.worker_argv())
+        return self._start(f"worker{index + 1}", self.recipe.worker_argv(index))
 
     def wait_ready(self, deadline_seconds: float = 120) -> None:
         """Until every live instance answers its health check, and HAProxy answers it too."""
