@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: /healthz and /readyz answer before sessions, the host check and the HTTPS redirect.
+    "reviewconsole.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
@@ -215,6 +217,11 @@ TASKS = {
         "BACKEND": os.environ.get("CONSOLE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
     }
 }
+# Each worker writes a heartbeat row at most this often (and while a task runs); /readyz counts the
+# deployment ready only while some worker wrote one within READY_WORKER_MAX_AGE seconds (0: the
+# readiness check leaves workers out). reviewconsole.health.
+WORKER_HEARTBEAT_SECONDS = float(os.environ.get("CONSOLE_WORKER_HEARTBEAT_SECONDS", "10"))
+READY_WORKER_MAX_AGE = float(os.environ.get("CONSOLE_READY_WORKER_MAX_AGE", "120"))
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))

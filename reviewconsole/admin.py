@@ -27,7 +27,7 @@ from django_tasks_db.models import DBTaskResult
 
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.models import ChainHead, Event, Tenant, TenantMembership
+from reviewconsole.models import ChainHead, Event, Tenant, TenantMembership, WorkerHeartbeat
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.services import (
     PROFILE_FIELDS,
@@ -86,6 +86,30 @@ class ChainHeadAdmin(admin.ModelAdmin[ChainHead]):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: ChainHead | None = None) -> bool:
+        return False
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin[WorkerHeartbeat]):
+    """Which workers are alive: each worker's loop writes its row; read-only here."""
+
+    list_display = ("worker_id", "started_at", "last_seen")
+    readonly_fields = ("worker_id", "started_at", "last_seen")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: WorkerHeartbeat | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: WorkerHeartbeat | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: WorkerHeartbeat | None = None
+    ) -> bool:
         return False
 
 

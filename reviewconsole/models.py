@@ -216,3 +216,22 @@ class Tenant(models.Model):
 def tenant_named(name: str) -> models.QuerySet[Tenant]:
     """The tenant called ``name`` (none or one row): what every "does this tenant exist" asks."""
     return Tenant.objects.filter(name=name).order_by()
+
+
+class WorkerHeartbeat(models.Model):
+    """The last moment each ``manage.py worker`` process showed it was alive (its loop wrote this).
+
+    Written by ``reviewconsole.health.heartbeat_beat``, read by ``/readyz``. Rows are keyed by the
+    worker's id (``--worker-id``, random by default); a worker that stops cleanly removes its row
+    and rows of workers gone for a day are pruned when a worker starts.
+    """
+
+    worker_id = models.CharField(max_length=64, unique=True)
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-last_seen"]
+
+    def __str__(self) -> str:
+        return self.worker_id

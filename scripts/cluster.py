@@ -40,7 +40,7 @@ from typing import IO
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/console"
 # What HAProxy asks each instance; an instance answering anything else is taken out of rotation.
-HEALTH_PATH = "/accounts/login/"
+HEALTH_PATH = "/healthz"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ restarted after its lease ran out, so a deployment that lost one of two workers 
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -19,18 +18,6 @@ from django_tasks_db.models import DBTaskResult
 from reviewconsole.management.commands.worker import ConsoleWorker, sweep_interval
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class OneRound(threading.Event):
-    """A stop signal that lets the sweeper wait out one interval, then stops it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waits: list[float | None] = []
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waits.append(timeout)
-        return len(self.waits) > 1
 
 
 def claimed(seconds_ago: int, worker_id: str) -> DBTaskResult:
@@ -66,16 +53,20 @@ def test_a_running_worker_requeues_a_task_claimed_longer_than_the_lease_ago(
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     left = claimed(seconds_ago=40, worker_id="killed")
     running = claimed(seconds_ago=5, worker_id="busy")
-    stop = OneRound()
+    alive = worker(lease_seconds=30)
+    began = alive.swept_at
 
-    worker(lease_seconds=30).sweep_until(stop)
-
+    # Not before a quarter of the lease has passed since it started (or last looked)...
+    assert alive.sweep(now=began + 7) == 0
+    left.refresh_from_db()
+    assert left.status == TaskResultStatus.RUNNING
+    # ...then the task of the worker that died goes back to the queue, the live one's stays.
+    assert alive.sweep(now=began + 7.5) == 1
     left.refresh_from_db()
     running.refresh_from_db()
     assert left.status == TaskResultStatus.READY and left.started_at is None
     assert running.status == TaskResultStatus.RUNNING
-    # It looked once, after a quarter of the lease.
-    assert stop.waits == [7.5, 7.5]
+    assert alive.sweep(now=began + 8) == 0
 
 
 @pytest.mark.parametrize(("lease", "every"), [(600, 60.0), (30, 7.5), (2, 1.0), (0, 1.0)])

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
+import random
+import time
 from argparse import ArgumentParser
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections
+from django.db.utils import OperationalError
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
 from reviewconsole.background import (
     MalformedTaskRow,
@@ -27,6 +30,7 @@ from reviewconsole.background import (
     task_row_problem,
     worker_starting,
 )
+from reviewconsole.health import Heartbeat, heartbeats_prune
 
 logger = logging.getLogger(__name__)
 
@@ -38,42 +42,82 @@ def sweep_interval(lease_seconds: int) -> float:
 
 
 class ConsoleWorker(Worker):
-    def __init__(self, *args: Any, lease_seconds: int | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    """db_worker's Worker, with a heartbeat (``reviewconsole.health``), malformed rows refused,
+    and the tasks of a worker that died put back in the queue while it runs."""
+
+    def __init__(self, *, lease_seconds: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.heartbeat = Heartbeat(self.worker_id)
         self.lease_seconds = lease_seconds
+        lease = lease_seconds if lease_seconds is not None else settings.TASK_LEASE_SECONDS
+        self.sweep_every = sweep_interval(lease)
+        self.swept_at = time.monotonic()
+
+    def sweep(self, now: float | None = None) -> int:
+        """Every ``sweep_every`` seconds, put back in the queue the tasks claimed longer than
+        the lease ago (their worker died): they run again without waiting for a worker to
+        start. Returns how many."""
+        now = time.monotonic() if now is None else now
+        if now - self.swept_at < self.sweep_every:
+            return 0
+        self.swept_at = now
+        try:
+            requeued = stale_tasks_requeue(lease_seconds=self.lease_seconds)
+        except DatabaseError:
+            logger.exception("Looking for tasks left by a stopped worker failed")
+            return 0
+        if requeued:
+            logger.warning("Re-queued %d task(s) left running by a stopped worker", requeued)
+        return requeued
 
     def run(self) -> None:
-        # Beside the loop that takes tasks, a thread puts back in the queue the tasks of a worker
-        # that died (claimed longer than the lease ago), so they run again without waiting for a
-        # worker to start.
-        stop = threading.Event()
-        sweeper = threading.Thread(
-            target=self.sweep_until, args=(stop,), name="lease-sweep", daemon=True
+        # The library's loop (django_tasks_db 0.13 Worker.run), with one heartbeat per turn: the
+        # library offers no hook inside its loop. The row goes when the worker stops cleanly.
+        logger.info(
+            "Starting worker worker_id=%s queues=%s", self.worker_id, ",".join(self.queue_names)
         )
-        sweeper.start()
+        heartbeats_prune()
+        self.heartbeat.beat(force=True)
         try:
-            super().run()
+            self._loop()
         finally:
-            stop.set()
-            sweeper.join()
+            self.heartbeat.forget()
 
-    def sweep_until(self, stop: threading.Event) -> None:
-        lease = self.lease_seconds
-        every = sweep_interval(lease if lease is not None else settings.TASK_LEASE_SECONDS)
-        try:
-            while not stop.wait(every):
-                close_old_connections()
+    def _loop(self) -> None:
+        if self.startup_delay and self.interval:
+            time.sleep(random.random())  # noqa: S311 - spreads workers started together
+        while self.running:
+            close_old_connections()
+            self.heartbeat.beat()
+            self.sweep()
+            tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+            if not self.process_all_queues:
+                tasks = tasks.filter(queue_name__in=self.queue_names)
+            if self.excluded_queue_names:
+                tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
+            with exclusive_transaction(tasks.db):
                 try:
-                    requeued = stale_tasks_requeue(lease_seconds=lease)
-                except DatabaseError:
-                    logger.exception("Looking for tasks left by a stopped worker failed")
-                    continue
-                if requeued:
-                    logger.warning(
-                        "Re-queued %d task(s) left running by a stopped worker", requeued
-                    )
-        finally:
-            connection.close()
+                    task_result = tasks.get_locked()
+                    retrieved_task_result = True
+                    if task_result is not None:
+                        task_result.claim(self.worker_id)
+                except OperationalError as error:
+                    retrieved_task_result = False
+                    if not is_locked_database_exception(error):
+                        raise
+                    task_result = None
+            if task_result is not None:
+                with self.heartbeat.during():
+                    self.run_task(task_result)
+            if self.batch and retrieved_task_result and task_result is None:
+                logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
+                return
+            if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                logger.info("Ran %d tasks on worker=%s - exiting.", self._run_tasks, self.worker_id)
+                return
+            close_old_connections()
+            if self.running and not task_result:
+                time.sleep(self.interval)
 
     def run_task(self, db_task_result: DBTaskResult) -> None:
         problem = task_row_problem(db_task_result)
