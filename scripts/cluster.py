@@ -79,6 +79,8 @@ class Recipe:
             "30",
             "--graceful-timeout",
             "20",
+            # Its default path is one per user: instances on one machine would take it in turn.
+            "--no-control-socket",
         ]
 
     def worker_argv(self, index: int) -> list[str]:
@@ -95,7 +97,7 @@ class Recipe:
 global
     maxconn 2000
     log stdout format raw local0 info
-    stats socket {state}/haproxy.sock mode 600 level operator
+    stats socket {state}/haproxy.sock mode 600 level admin
 
 defaults
     mode http

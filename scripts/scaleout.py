@@ -27,9 +27,9 @@ queue after the lease, ``CONSOLE_TASK_LEASE_SECONDS``, here 20 s) and checks: ev
 write present exactly once (cases and their submit events, approvals and their events, run
 outcomes), every task finished once (successful, claimed once, or twice when the first claim was
 the killed worker's), no task failed, and ``verify_audit`` intact. It prints p50/p95/p99 and
-errors per kind; errors are only allowed for requests the killed instance held, which are
-non-idempotent ones (HAProxy sends idempotent ones to another instance). Exit status 1 when a
-check fails.
+errors per kind; errors are only allowed for requests the killed instance held: writes it had
+received (HAProxy sends only requests that change nothing to another instance) and reads whose
+answer it had begun to send. Exit status 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ SEARCH = {
     "known_at": "2026-09-18T14:10:00+08:00",
     "facts": {"channel": "miniapp", "product": "fruit-tea", "basket_cents": 3200},
 }
+# A request HAProxy logged as ended by its server (the session state's first letter "S"): the
+# instance closed or reset the connection, here because it was killed.
+CUT = re.compile(r" web/(web\d+) \S+ \d+ \d+ - - S[A-Z]")
 # Requests the load balancer may send to another instance after one died holding them.
 IDEMPOTENT = ("GET ", "POST /api/v1/knowledge/search")
 
@@ -328,6 +331,7 @@ class Report:
     errors_allowed: list[str]
     checks: dict[str, bool]
     figures: dict[str, Any]
+    accepted: dict[str, int]
 
     @property
     def ok(self) -> bool:
@@ -564,6 +568,7 @@ def load(
         client.close()
     if not drained(cluster, deadline_seconds=LEASE_SECONDS * 2 + 60):
         figures["queue"] = "did not drain"
+    reclaimed: dict[str, bool] = {}
     if held_task:
         with pg(cluster) as conn:
             status, ids, started = conn.execute(
@@ -577,7 +582,15 @@ def load(
             f"{status}, claimed by {', '.join(ids)}; claimed again {picked} after the kill "
             f"(lease {LEASE_SECONDS} s, looked for every {LEASE_SECONDS / 4:g} s)"
         )
+        reclaimed["the task the killed worker held ran again on another worker"] = (
+            status == "SUCCESSFUL" and again and ids[0] == killed_worker
+        )
     stats = {row["svname"]: row for row in cluster.haproxy_stats() if row["pxname"] == "web"}
+    cut = Counter(
+        match.group(1)
+        for match in CUT.finditer((cluster.state / "haproxy.log").read_text(errors="replace"))
+    )
+    figures["balancer log, requests an instance cut off"] = dict(cut) or "none"
     figures["haproxy"] = (
         f"retries {stats['BACKEND']['wretr']}, redispatches {stats['BACKEND']['wredis']}, "
         f"502/5xx answered {stats['BACKEND']['hrsp_5xx']}"
@@ -593,9 +606,14 @@ def load(
         line = f"{s.what} -> {s.status or s.failure} at {s.began - began:.1f} s"
         # Held by the killed instance: in flight at the kill, or sent to it before the balancer
         # took it out of rotation (at the first refused connection, at most two checks later).
-        held = killed_at and s.began <= killed_at + DETECTION_SECONDS
-        held = held and s.began + s.ms / 1000 >= killed_at
-        if held and not s.what.startswith(IDEMPOTENT) and len(allowed) < instance_slots:
+        # HAProxy sends a request that changes nothing to another instance, unless the dead one
+        # had begun its answer: that answer is cut (IncompleteRead) and nothing can resend it.
+        ends = s.began + s.ms / 1000
+        in_flight = bool(killed_at) and s.began <= killed_at <= ends
+        held = bool(killed_at) and s.began <= killed_at + DETECTION_SECONDS and ends >= killed_at
+        if s.what.startswith(IDEMPOTENT):
+            held = in_flight and s.failure == "IncompleteRead"
+        if held and len(allowed) < instance_slots:
             allowed.append(line)
         else:
             errors.append(line)
@@ -620,7 +638,12 @@ def load(
         p99=percentile(latencies, 0.99),
         errors=errors,
         errors_allowed=allowed,
-        checks=checks(cluster, ledger, killed_worker),
+        checks={**checks(cluster, ledger, killed_worker), **reclaimed},
+        accepted={
+            "cases": len(ledger.cases),
+            "approvals": len(ledger.approvals),
+            "outcomes": len(ledger.outcomes),
+        },
         figures=figures,
     )
 
