@@ -80,7 +80,7 @@ SEARCH = {
 }
 # A request HAProxy logged as ended by its server (the session state's first letter "S"): the
 # instance closed or reset the connection, here because it was killed.
-CUT = re.compile(r" web/(web\d+) \S+ \d+ \d+ - - S[A-Z]")
+CUT = re.compile(r" web/(web\d+) \S+ -?\d+ \d+ - - S[A-Z]")
 # Requests the load balancer may send to another instance after one died holding them.
 IDEMPOTENT = ("GET ", "POST /api/v1/knowledge/search")
 
@@ -592,8 +592,7 @@ def load(
     )
     figures["balancer log, requests an instance cut off"] = dict(cut) or "none"
     figures["haproxy"] = (
-        f"retries {stats['BACKEND']['wretr']}, redispatches {stats['BACKEND']['wredis']}, "
-        f"502/5xx answered {stats['BACKEND']['hrsp_5xx']}"
+        f"retries {stats['BACKEND']['wretr']}, redispatches {stats['BACKEND']['wredis']}"
     )
     samples = ledger.samples
     latencies = [s.ms for s in samples if s.status is not None and s.status < 500]
