@@ -58,6 +58,7 @@ from scripts.cluster import ROOT, Cluster, Process, Recipe, database_drop, free_
 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/scaleout"
 LEASE_SECONDS = 20
+IDLE_REOPEN_SECONDS = 5
 # How long after a kill the balancer may still send requests to the dead instance: its health
 # check's ``inter 1s fall 2``.
 DETECTION_SECONDS = 2.0
@@ -153,6 +154,7 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.cookies: dict[str, str] = {}
         self.headers: dict[str, str] = {}
+        self.last_used = 0.0
 
     def request(
         self,
@@ -175,6 +177,10 @@ class Client:
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         began = time.monotonic()
+        if self.last_used and began - self.last_used > IDLE_REOPEN_SECONDS:
+            # As a browser does, a connection idle this long is not reused: HAProxy closes idle
+            # client connections after 10 s, and a request sent as it closes one gets no answer.
+            self.conn.close()
         status: int | None
         failure = ""
         try:
@@ -195,6 +201,7 @@ class Client:
             self.conn.close()
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
             status, payload = None, b""
+        self.last_used = time.monotonic()
         if measured:
             ms = (time.monotonic() - began) * 1000
             what = label or f"{method} {path}"
@@ -389,14 +396,15 @@ def kill_holding_a_task(
     return None, time.time()
 
 
-# A task not finished: running, due, or put back in the queue after its worker died (such a row
-# keeps the far-future run_after its claim gave it and the id of the worker that claimed it).
+# A task not finished: running, or waiting and due. A task queued without a delay, or put back
+# in the queue after its worker died, has django-tasks-db's "no delay" run_after, the largest
+# date; only the periodic scans wait for a time of their own.
+NO_DELAY = "'9999-01-01'"
 PENDING = (
-    "status = 'RUNNING' OR (status = 'READY' "
-    "AND (run_after <= now() OR jsonb_array_length(worker_ids) > 0))"
+    f"status = 'RUNNING' OR (status = 'READY' AND (run_after <= now() OR run_after >= {NO_DELAY}))"
 )
 # Everything queued but the periodic scans waiting for their time.
-QUEUED = "NOT (status = 'READY' AND run_after > now() AND jsonb_array_length(worker_ids) = 0)"
+QUEUED = f"NOT (status = 'READY' AND run_after > now() AND run_after < {NO_DELAY})"
 
 
 def drained(cluster: Cluster, deadline_seconds: float) -> bool:
