@@ -87,6 +87,16 @@ else
   SUMMARY+=("$(printf '  %-26s skipped  (%s)' "browser" "no chromium: browser tests skip")")
 fi
 
+# HAProxy for the scale-out test (tests/scaleout), which runs in the PostgreSQL half.
+echo "== haproxy"
+if bash scripts/ensure_haproxy.sh; then
+  record "haproxy" 0 "haproxy"
+elif [ -n "${CI:-}" ]; then
+  record "haproxy" 1 "haproxy is required in CI"
+else
+  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "haproxy" "no haproxy: the scale-out test skips")")
+fi
+
 pytest_half SQLite -u DATABASE_URL
 
 if ! pg_ready 2>/dev/null && command -v pg_ctlcluster >/dev/null 2>&1; then

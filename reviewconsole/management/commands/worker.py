@@ -14,8 +14,9 @@ import time
 from argparse import ArgumentParser
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import CommandError
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.db.utils import OperationalError
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
@@ -34,12 +35,40 @@ from reviewconsole.health import Heartbeat, heartbeats_prune
 logger = logging.getLogger(__name__)
 
 
-class ConsoleWorker(Worker):
-    """db_worker's Worker, with a heartbeat (``reviewconsole.health``) and malformed rows refused."""
+def sweep_interval(lease_seconds: int) -> float:
+    """How often a running worker looks for tasks a dead worker left: a quarter of the lease,
+    between 1 and 60 seconds."""
+    return float(min(60, max(1, lease_seconds / 4)))
 
-    def __init__(self, **kwargs: Any) -> None:
+
+class ConsoleWorker(Worker):
+    """db_worker's Worker, with a heartbeat (``reviewconsole.health``), malformed rows refused,
+    and the tasks of a worker that died put back in the queue while it runs."""
+
+    def __init__(self, *, lease_seconds: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.heartbeat = Heartbeat(self.worker_id)
+        self.lease_seconds = lease_seconds
+        lease = lease_seconds if lease_seconds is not None else settings.TASK_LEASE_SECONDS
+        self.sweep_every = sweep_interval(lease)
+        self.swept_at = time.monotonic()
+
+    def sweep(self, now: float | None = None) -> int:
+        """Every ``sweep_every`` seconds, put back in the queue the tasks claimed longer than
+        the lease ago (their worker died): they run again without waiting for a worker to
+        start. Returns how many."""
+        now = time.monotonic() if now is None else now
+        if now - self.swept_at < self.sweep_every:
+            return 0
+        self.swept_at = now
+        try:
+            requeued = stale_tasks_requeue(lease_seconds=self.lease_seconds)
+        except DatabaseError:
+            logger.exception("Looking for tasks left by a stopped worker failed")
+            return 0
+        if requeued:
+            logger.warning("Re-queued %d task(s) left running by a stopped worker", requeued)
+        return requeued
 
     def run(self) -> None:
         # The library's loop (django_tasks_db 0.13 Worker.run), with one heartbeat per turn: the
@@ -60,6 +89,7 @@ class ConsoleWorker(Worker):
         while self.running:
             close_old_connections()
             self.heartbeat.beat()
+            self.sweep()
             tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
             if not self.process_all_queues:
                 tasks = tasks.filter(queue_name__in=self.queue_names)
@@ -118,7 +148,7 @@ class Command(DbWorker):
         if requeued:
             self.stdout.write(f"re-queued {requeued} task(s) left running by a stopped worker")
         worker_starting()
-        self._run(**options)
+        self._run(lease_seconds=lease, **options)
 
     def _run(
         self,
@@ -133,6 +163,7 @@ class Command(DbWorker):
         max_tasks: int | None,
         worker_id: str,
         exclude_queues: str,
+        lease_seconds: int | None = None,
         **options: Any,
     ) -> None:
         # db_worker's own handle, building a ConsoleWorker: the library builds its Worker inside
@@ -154,6 +185,7 @@ class Command(DbWorker):
             max_tasks=max_tasks,
             worker_id=worker_id,
             excluded_queue_names=excluded_queue_names,
+            lease_seconds=lease_seconds,
         )
         if reload:
             if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":

@@ -1,0 +1,432 @@
+"""The production recipe, runnable on one machine: N gunicorn instances behind HAProxy, M workers,
+one PostgreSQL.
+
+    .venv/bin/python scripts/cluster.py                                  # 3 web, 2 workers, :8000
+    .venv/bin/python scripts/cluster.py --web 2 --workers 1 --port 8080 \\
+        --database postgres://postgres@127.0.0.1:5432/console
+    .venv/bin/python scripts/cluster.py --print-config                   # what it would run
+
+It creates the database if it is missing and migrates it, starts every process in a session of its
+own (so one instance, master and workers, can be stopped or killed as a unit), waits until each
+instance answers its health check and HAProxy answers too, then runs until interrupted and stops
+everything it started. docs/operations.md ("Several instances") shows the commands and the HAProxy
+configuration it prints with ``--print-config``; a test holds the two equal.
+
+Secrets come from the environment (``DJANGO_SECRET_KEY``, ``AUDIT_HMAC_KEY``); when unset they
+are generated once and kept in ``STATE/secrets.env`` (mode 600), so the audit chain signed by one
+run verifies in the next. ``STATE`` (``--state``, default ``var/cluster``) also holds the HAProxy
+configuration, its stats socket and each process's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/console"
+# What HAProxy asks each instance; an instance answering anything else is taken out of rotation.
+HEALTH_PATH = "/healthz"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What runs: the numbers and ports of the deployment, and the commands that start it."""
+
+    web: int = 3
+    workers: int = 2
+    port: int = 8000
+    first_web_port: int = 8101
+    processes: int = 2  # gunicorn worker processes per instance
+    threads: int = 4  # threads per gunicorn worker process
+    database: str = DEFAULT_DATABASE
+    python: str = ".venv/bin/python"
+
+    @property
+    def web_ports(self) -> list[int]:
+        return [self.first_web_port + i for i in range(self.web)]
+
+    def gunicorn_argv(self, port: int) -> list[str]:
+        return [
+            self.python,
+            "-m",
+            "gunicorn",
+            "console.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(self.processes),
+            "--threads",
+            str(self.threads),
+            "--preload",
+            # Longer than HAProxy keeps an idle connection to an instance, so HAProxy, not
+            # gunicorn, closes it: a request is never sent on a connection gunicorn just closed.
+            "--keep-alive",
+            "30",
+            "--graceful-timeout",
+            "20",
+            # Its default path is one per user: instances on one machine would take it in turn.
+            "--no-control-socket",
+        ]
+
+    def worker_argv(self, index: int) -> list[str]:
+        # The id names the worker in the task rows it claims; unique in the pool.
+        return [
+            self.python, "manage.py", "worker", "--interval", "1", "--worker-id", f"worker{index + 1}"
+        ]  # fmt: skip
+
+    def haproxy_config(self, state: str = "var/cluster") -> str:
+        servers = "\n".join(
+            f"    server web{i + 1} 127.0.0.1:{port} check" for i, port in enumerate(self.web_ports)
+        )
+        return f"""\
+global
+    maxconn 2000
+    log stdout format raw local0 info
+    stats socket {state}/haproxy.sock mode 600 level admin
+
+defaults
+    mode http
+    log global
+    option httplog
+    option http-keep-alive
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout http-keep-alive 10s
+    timeout queue 30s
+
+frontend console
+    bind 127.0.0.1:{self.port}
+    # The instances trust X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER): set it here, never pass
+    # on a client's own.
+    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
+    http-request set-header X-Forwarded-Proto http unless {{ ssl_fc }}
+    option forwardfor
+    default_backend web
+
+backend web
+    # Round robin, not leastconn: a dead instance holds no connections, so leastconn would send
+    # it every retry.
+    balance roundrobin
+    # A request that could not reach an instance (refused, reset before an answer) is tried
+    # again, on another instance (redispatch on every retry), up to 3 times.
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response
+    # Only requests that change nothing are sent again after they reached an instance: GET and
+    # HEAD, and the knowledge search (a POST that writes nothing). A write whose instance died
+    # after receiving it fails (502) and the client decides; a failed connection, which never
+    # delivered the request, is retried for every method.
+    http-request disable-l7-retry unless METH_GET || {{ path /api/v1/knowledge/search }}
+    option httpchk
+    http-check send meth GET uri {HEALTH_PATH} hdr Host 127.0.0.1
+    http-check expect status 200
+    # An instance is out of rotation after 2 failed checks a second apart, or at once when
+    # live traffic cannot connect to it; back after 2 good checks.
+    default-server inter 1s fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down
+    default-server maxconn {self.processes * self.threads}
+{servers}
+"""
+
+    def environment(self, secret_key: str, audit_key: str) -> dict[str, str]:
+        return {
+            "DJANGO_SETTINGS_MODULE": "console.settings_production",
+            "DJANGO_SECRET_KEY": secret_key,
+            "AUDIT_HMAC_KEY": audit_key,
+            "DATABASE_URL": self.database,
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DJANGO_CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{self.port}",
+            # Plain HTTP on the loopback here; with TLS at HAProxy leave it at 1.
+            "DJANGO_SECURE_SSL_REDIRECT": "0",
+        }
+
+    def script(self, state: str = "var/cluster") -> str:
+        """The commands, as a shell would run them (what docs/operations.md shows)."""
+        lines = [
+            f"export DATABASE_URL={self.database}",
+            *[
+                f"export {k}={v}"
+                for k, v in self.environment("…", "…").items()
+                if k != "DATABASE_URL"
+            ],
+            f"{self.python} manage.py migrate --noinput",
+        ]
+        for port in self.web_ports:
+            lines.append(" ".join(self.gunicorn_argv(port)) + " &")
+        for index in range(self.workers):
+            lines.append(" ".join(self.worker_argv(index)) + " &")
+        lines.append(f"haproxy -db -f {state}/haproxy.cfg")
+        return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def free_run(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports nothing listens on now."""
+    for _ in range(200):
+        first = free_port()
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first + 1, first + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
+def database_create(url: str) -> None:
+    """Create the PostgreSQL database ``url`` names if it does not exist yet."""
+    import psycopg
+
+    parsed = urllib.parse.urlsplit(url)
+    name = parsed.path.lstrip("/")
+    server = urllib.parse.urlunsplit(parsed._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def database_drop(url: str) -> None:
+    import psycopg
+
+    parsed = urllib.parse.urlsplit(url)
+    name = parsed.path.lstrip("/")
+    server = urllib.parse.urlunsplit(parsed._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _secrets(state: Path) -> tuple[str, str]:
+    secret, audit = os.environ.get("DJANGO_SECRET_KEY"), os.environ.get("AUDIT_HMAC_KEY")
+    if secret and audit:
+        return secret, audit
+    kept = state / "secrets.env"
+    if kept.exists():
+        values = dict(line.split("=", 1) for line in kept.read_text().splitlines() if "=" in line)
+        return secret or values["DJANGO_SECRET_KEY"], audit or values["AUDIT_HMAC_KEY"]
+    values = {
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "AUDIT_HMAC_KEY": secrets.token_hex(32),
+    }
+    kept.touch(mode=0o600)
+    kept.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return secret or values["DJANGO_SECRET_KEY"], audit or values["AUDIT_HMAC_KEY"]
+
+
+def http_status(port: int, path: str, timeout: float = 2.0) -> int | None:
+    """The status ``GET path`` answers on the loopback ``port``; None when nothing answers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Host": "127.0.0.1"})
+        return conn.getresponse().status
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the process and every process of its session (a gunicorn master's workers)."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.alive():
+            with suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=timeout)
+        # Whatever of its session outlived it (never a process of another session).
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+        self.log.close()
+
+
+@dataclass
+class Cluster:
+    """A running deployment: its recipe, environment and processes."""
+
+    recipe: Recipe
+    env: dict[str, str]
+    state: Path
+    web: list[Process] = field(default_factory=list)
+    workers: list[Process] = field(default_factory=list)
+    haproxy: Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.recipe.port}"
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(  # noqa: S603
+            [self.recipe.python, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=900,
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(
+                f"manage.py {' '.join(args)} failed:\n{result.stderr}{result.stdout}"
+            )
+        return result
+
+    def _start(self, name: str, argv: Sequence[str]) -> Process:
+        log = (self.state / f"{name}.log").open("ab")
+        popen = subprocess.Popen(  # noqa: S603
+            list(argv),
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return Process(name, popen, log)
+
+    def start_web(self, index: int) -> Process:
+        port = self.recipe.web_ports[index]
+        return self._start(f"web{index + 1}", self.recipe.gunicorn_argv(port))
+
+    def start_worker(self, index: int) -> Process:
+        return self._start(f"worker{index + 1}", self.recipe.worker_argv(index))
+
+    def wait_ready(self, deadline_seconds: float = 120) -> None:
+        """Until every live instance answers its health check, and HAProxy answers it too."""
+        deadline = time.monotonic() + deadline_seconds
+        waiting = [
+            (p.name, port) for p, port in zip(self.web, self.recipe.web_ports, strict=True)
+        ] + [("haproxy", self.recipe.port)]
+        for name, port in waiting:
+            while http_status(port, HEALTH_PATH) != 200:
+                process = self.haproxy if name == "haproxy" else self.process(name)
+                if process is not None and not process.alive():
+                    raise RuntimeError(f"{name} exited; see {self.state / (name + '.log')}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not answer {HEALTH_PATH} on :{port}")
+                time.sleep(0.2)
+
+    def process(self, name: str) -> Process | None:
+        return next((p for p in [*self.web, *self.workers] if p.name == name), None)
+
+    def haproxy_stats(self) -> list[dict[str, str]]:
+        """HAProxy's ``show stat`` rows (per frontend, server and backend), read on its socket."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(str(self.state / "haproxy.sock"))
+            sock.sendall(b"show stat\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        lines = data.decode().strip().splitlines()
+        header = lines[0].lstrip("# ").split(",")
+        return [dict(zip(header, line.split(","), strict=False)) for line in lines[1:]]
+
+    def stop(self) -> None:
+        for process in [*([self.haproxy] if self.haproxy else []), *self.web, *self.workers]:
+            process.stop()
+        self.web, self.workers, self.haproxy = [], [], None
+
+
+@contextmanager
+def running(
+    recipe: Recipe, state: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[Cluster]:
+    """Prepare the database, start the deployment, wait until it answers; stop it on exit."""
+    state.mkdir(parents=True, exist_ok=True)
+    secret, audit = _secrets(state)
+    env = {**os.environ, **recipe.environment(secret, audit), **(extra_env or {})}
+    cluster = Cluster(recipe, env, state)
+    database_create(recipe.database)
+    cluster.manage("migrate", "--noinput")
+    (state / "haproxy.cfg").write_text(recipe.haproxy_config(str(state)))
+    try:
+        cluster.web = [cluster.start_web(i) for i in range(recipe.web)]
+        cluster.workers = [cluster.start_worker(i) for i in range(recipe.workers)]
+        cluster.haproxy = cluster._start(
+            "haproxy", ["haproxy", "-db", "-f", str(state / "haproxy.cfg")]
+        )
+        cluster.wait_ready()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--web", type=int, default=3, help="gunicorn instances")
+    parser.add_argument("--workers", type=int, default=2, help="manage.py worker processes")
+    parser.add_argument("--processes", type=int, default=2, help="gunicorn workers per instance")
+    parser.add_argument("--port", type=int, default=8000, help="HAProxy's port")
+    parser.add_argument("--first-web-port", type=int, default=8101)
+    parser.add_argument("--database", default=os.environ.get("DATABASE_URL") or DEFAULT_DATABASE)
+    parser.add_argument("--state", default="var/cluster")
+    parser.add_argument("--print-config", action="store_true")
+    args = parser.parse_args()
+    if not args.database.startswith(("postgres://", "postgresql://")):
+        raise SystemExit("--database must be a PostgreSQL URL: several processes share it")
+    recipe = Recipe(
+        web=args.web,
+        workers=args.workers,
+        port=args.port,
+        first_web_port=args.first_web_port,
+        processes=args.processes,
+        database=args.database,
+    )
+    if args.print_config:
+        print(recipe.script(args.state))
+        print()
+        print(recipe.haproxy_config(args.state), end="")
+        return
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
+    with running(recipe, ROOT / args.state) as cluster:
+        print(f"serving at {cluster.url}/ ({recipe.web} web instances, {recipe.workers} workers)")
+        print("Ctrl-C stops every process it started", flush=True)
+        reported: set[str] = set()
+        while not stopping.wait(timeout=1):
+            for process in [*cluster.web, *cluster.workers]:
+                if not process.alive() and process.name not in reported:
+                    reported.add(process.name)
+                    print(f"{process.name} exited ({process.popen.returncode})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
