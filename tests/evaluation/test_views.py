@@ -123,14 +123,15 @@ def test_the_detail_page_shows_calls_to_the_true_cause(
 ) -> None:
     client.force_login(reviewer)
     body = client.get(_url("detail", report)).content.decode()
-    # Ticket 1: memory's lead finds the store list at the third call; without, never (counted
+    # Ticket 1: memory's lead finds the store list at the fourth call (after the live campaign
+    # and the context block); without, never (counted
     # at the budget in the totals, "never found" in the ticket's row). Ticket 2: neither arm
     # finds it.
     assert "Calls to the true cause" in body
     calls = re.findall(r"<td>(\d+|never found)</td>\s*</tr>", body.split('id="ticket-results"')[1])
-    assert calls == ["3", "never found", "never found", "never found"]
+    assert calls == ["4", "never found", "never found", "never found"]
     budget = report.result["calls_to_cause"]["unfound_counts_as"]
-    assert f"<td>{3 + budget}</td><td>{2 * budget}</td>" in body
+    assert f"<td>{4 + budget}</td><td>{2 * budget}</td>" in body
     assert "On the 0 tickets whose cause both arms established" in body
     assert "0 wrong-cause claims made with memory" in body
 
