@@ -14,12 +14,17 @@ the first ``k + 2n`` admitted items of each branch (an item ranked below that in
 scores at most 2/(k + k + 2n + 1) < 1/(k + n), the least of the first n of a branch, so it
 cannot be among the first n), and whatever precedes those in either branch (their ranks).
 
+The order an answer returns (``fused_score``) fuses that relevance with each item's confidence
+and how well the request names its declared scene; ``experience.retrieval.order`` reads the
+relevance order only as deep as that order needs.
+
 Pure: no Django.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -192,8 +197,11 @@ class Ranking:
         decide: Decide,
         k: int = RRF_K,
         vector: np.ndarray | None = None,
+        lessons: np.ndarray | None = None,
     ) -> None:
         self._order = order.astype(np.int64)
+        # How many candidates are lessons (the one kind that declares a scene).
+        self._lessons_among = int((lessons & candidates).sum()) if lessons is not None else 0
         self._branches: tuple[np.ndarray, ...] = (
             branch_order(raw_hits, raw_size, raw_sizes, self._order, candidates),
             branch_order(expanded_hits, expanded_size, expanded_sizes, self._order, candidates),
@@ -219,6 +227,20 @@ class Ranking:
         of the first n of one branch, when bound >= (m - 1)·k + m·n."""
         m = len(self._branches)
         return (m - 1) * self._k + m * n
+
+    def ranks_of(self, position: int) -> tuple[int, ...]:
+        """The entry's rank (from 1; 0 = not ranked) in each branch, among the admitted entries:
+        exact for an entry :meth:`head` returned (everything before it is decided)."""
+        return tuple(
+            int(np.count_nonzero(self._admitted[branch[: int(at[0]) + 1]]))
+            if len(at := np.nonzero(branch == position)[0]) and self._admitted[position]
+            else 0
+            for branch in self._branches
+        )
+
+    @property
+    def lesson_candidates(self) -> int:
+        return self._lessons_among
 
     def branches_of(self, position: int) -> list[int]:
         """Which branches (0 raw, 1 expanded, 2 vector) hold the entry at ``position``."""
@@ -266,3 +288,60 @@ def _last_of(branch: np.ndarray, entries: np.ndarray) -> int:
     holds."""
     inside = np.nonzero(np.isin(branch, entries))[0]
     return int(inside[-1]) + 1 if len(inside) else 0
+
+
+# --- the order of an answer: relevance fused with confidence and scene match ---------------------
+
+# An item's confidence weighs its relevance from CONFIDENCE_FLOOR (confidence 0) to 1 (confidence
+# 1), linearly; a request that names the whole of an item's declared scene lifts it by
+# SCENE_LIFT, one that names part of it by that share. The largest weight over the smallest,
+# (1 + SCENE_LIFT) / CONFIDENCE_FLOOR = 5/3, stays below 2: an item whose relevance is twice
+# another's (found by two branches against one, at the same ranks) always comes first.
+CONFIDENCE_FLOOR = Fraction(3, 4)
+SCENE_LIFT = Fraction(1, 4)
+# Confidence is shown, and fused, at three places.
+CONFIDENCE_PLACES = 1000
+
+
+def relevance(item_ranks: Sequence[int], k: int = RRF_K) -> Fraction:
+    """The fused relevance of one item: Σ 1/(k + rank) over the branches that rank it."""
+    numerator, denominator = rrf_fraction([rank for rank in item_ranks if rank], k)
+    return Fraction(numerator, denominator)
+
+
+def confidence_weight(confidence: float | None) -> Fraction:
+    """From CONFIDENCE_FLOOR at confidence 0 (or none) to 1 at confidence 1, linearly; the
+    confidence as shown (three places), so the weight is exact."""
+    if confidence is None:
+        return CONFIDENCE_FLOOR
+    shown = Fraction(round(confidence * CONFIDENCE_PLACES), CONFIDENCE_PLACES)
+    shown = min(max(shown, Fraction(0)), Fraction(1))
+    return CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * shown
+
+
+def scene_share(scene: frozenset[str], query: frozenset[str]) -> Fraction:
+    """How much of an item's declared scene (the tokens of its scene tags) the request names:
+    0 for an item that declares none."""
+    if not scene:
+        return Fraction(0)
+    return Fraction(len(scene & query), len(scene))
+
+
+def scene_weight(share: Fraction) -> Fraction:
+    return 1 + SCENE_LIFT * share
+
+
+def fused_score(item_ranks: Sequence[int], confidence: float | None, share: Fraction) -> Fraction:
+    """relevance × confidence weight × scene weight, exactly."""
+    return relevance(item_ranks) * confidence_weight(confidence) * scene_weight(share)
+
+
+def most_weight(scenes: bool) -> Fraction:
+    """The largest weight an item not yet scored may carry: confidence 1, and the whole scene
+    named when any candidate may declare one (``scenes``)."""
+    return scene_weight(Fraction(1)) if scenes else Fraction(1)
+
+
+def best_first(scored: Sequence[tuple[Fraction, str]]) -> list[int]:
+    """Indexes of ``(score, id)`` pairs, score descending, ties by id."""
+    return sorted(range(len(scored)), key=lambda i: (-scored[i][0], scored[i][1]))
