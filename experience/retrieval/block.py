@@ -22,8 +22,8 @@ from django.conf import settings
 from experience.core import domain
 from experience.core.models import ItemType, Status
 from experience.index import postings
-from experience.retrieval import context, pipeline
-from experience.retrieval.order import FIRST_DEPTH_FACTOR, BestFirst
+from experience.retrieval import context, pipeline, ranking
+from experience.retrieval.order import BestFirst
 from experience.retrieval.request import Size, read_request_open, read_request_record
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def experience_context(
             ),
             ranked.semantic,
         ),
-        ahead=FIRST_DEPTH_FACTOR * chunk_of + 1,
+        ahead=ranking.first_depth(chunk_of) + 1,
     )
     read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
     return {"status": OK, "missing": [], **block.as_json(), **pipeline.semantic_note(semantic)}

@@ -5,7 +5,7 @@ Jaccard branches, and the vector branch when it runs, fused by RRF). What ``retr
 returns and the context block lists is ordered by the fused score instead
 (``ranking.fused_score``)::
 
-    score = relevance × (3/4 + 1/4 · confidence) × (1 + 1/4 · scene share)
+    score = relevance × (3/4 + 1/4 · confidence) × (1 + 1/16 · scene share)
 
 * *relevance*: Σ 1/(60 + rank) over the branches that rank the item (ranks among the admitted
   items, as the relevance order counts them);
@@ -20,7 +20,8 @@ Ties by item id. Exact: every factor is a fraction of integers.
 The relevance order is read only as deep as the answer needs: an item not read yet has a
 relevance no higher than the last one read, and a weight no higher than ``ranking.most_weight``
 (confidence 1; the whole scene named, while a lesson is left unread), so once the n-th best score read is above that bound the first n are known (:class:`BestFirst`);
-otherwise it reads twice as deep and looks again.
+otherwise it reads twice as deep and looks again. The first read (``ranking.first_depth``) is as
+deep as a head of fresh cases needs, so one read is the common case.
 """
 
 from __future__ import annotations
@@ -38,9 +39,6 @@ from experience.retrieval import ranking
 from experience.retrieval.pipeline import Hit, Ranked
 from experience.retrieval.recall import with_confidence
 from knowledge.domain import tokenize
-
-# The first read goes this much deeper than asked, then doubles.
-FIRST_DEPTH_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,7 @@ class BestFirst:
         """The first ``n`` items by fused score (fewer when fewer are found)."""
         if n <= 0:
             return []
-        depth = max(self._depth, FIRST_DEPTH_FACTOR * n)
+        depth = max(self._depth, ranking.first_depth(n))
         while True:
             hits = self._ranked.head(depth + 1)
             self._score(hits)

@@ -23,6 +23,7 @@ Pure: no Django.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
@@ -293,14 +294,19 @@ def _last_of(branch: np.ndarray, entries: np.ndarray) -> int:
 # --- the order of an answer: relevance fused with confidence and scene match ---------------------
 
 # An item's confidence weighs its relevance from CONFIDENCE_FLOOR (confidence 0) to 1 (confidence
-# 1), linearly; a request that names the whole of an item's declared scene lifts it by
-# SCENE_LIFT, one that names part of it by that share. The largest weight over the smallest,
-# (1 + SCENE_LIFT) / CONFIDENCE_FLOOR = 5/3, stays below 2: an item whose relevance is twice
-# another's (found by two branches against one, at the same ranks) always comes first.
+# 1), linearly: enough that 0.75 one place behind 0.667 in both branches comes first (3.75/3.667
+# against 62/61). A request that names the whole of an item's declared scene lifts it by
+# SCENE_LIFT, one that names part of it by that share: about four places near the top, as much
+# as a quarter more confidence. The largest weight over the smallest, (1 + SCENE_LIFT) /
+# CONFIDENCE_FLOOR = 17/12, stays below 2: an item whose relevance is twice another's (found by
+# two branches against one, at the same ranks) always comes first.
 CONFIDENCE_FLOOR = Fraction(3, 4)
-SCENE_LIFT = Fraction(1, 4)
+SCENE_LIFT = Fraction(1, 16)
 # Confidence is shown, and fused, at three places.
 CONFIDENCE_PLACES = 1000
+# The weight of a fresh case of one incident (confidence 1/2): what the first read assumes the
+# items asked for weigh, to read deep enough at once in the common case.
+TYPICAL_WEIGHT = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) / 2
 
 
 def relevance(item_ranks: Sequence[int], k: int = RRF_K) -> Fraction:
@@ -340,6 +346,14 @@ def most_weight(scenes: bool) -> Fraction:
     """The largest weight an item not yet scored may carry: confidence 1, and the whole scene
     named when any candidate may declare one (``scenes``)."""
     return scene_weight(Fraction(1)) if scenes else Fraction(1)
+
+
+def first_depth(n: int, k: int = RRF_K) -> int:
+    """How deep to read the relevance order first for the best ``n``: deep enough that an
+    unread item could not pass the n-th had the first ``n`` the typical weight and the rest the
+    largest (relevance ~ 1/(k + rank) near the top of every branch alike)."""
+    ratio = most_weight(True) / TYPICAL_WEIGHT
+    return max(n, math.ceil((k + n) * ratio) - k)
 
 
 def best_first(scored: Sequence[tuple[Fraction, str]]) -> list[int]:

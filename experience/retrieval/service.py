@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from experience.core.models import ItemType
-from experience.retrieval import pipeline
-from experience.retrieval.order import FIRST_DEPTH_FACTOR, BestFirst
+from experience.retrieval import pipeline, ranking
+from experience.retrieval.order import BestFirst
 from experience.retrieval.recall import Recallable
 from experience.retrieval.request import Size, read_request_open, read_request_record
 
@@ -53,7 +53,7 @@ def retrieve_experience(
         return [one.item for one in best], ranked.semantic
 
     items, semantic = pipeline.answered(
-        query, exact, now, answer, ahead=FIRST_DEPTH_FACTOR * request.size + 1
+        query, exact, now, answer, ahead=ranking.first_depth(request.size) + 1
     )
     # Claimed whatever was found, so a refusal never depends on what the scope holds.
     read_request_record(request, [(item["id"], ItemType(item["type"])) for item in items])

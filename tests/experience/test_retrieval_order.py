@@ -2,7 +2,7 @@
 block listed a 0.667 lesson above a 0.75 one of the same relevance).
 
 The score (docs/contracts.md, "The order of retrieved experience"):
-relevance × (3/4 + 1/4 · confidence) × (1 + 1/4 · scene share), ties by id, where relevance is
+relevance × (3/4 + 1/4 · confidence) × (1 + 1/16 · scene share), ties by id, where relevance is
 the RRF sum Σ 1/(60 + rank) and the scene share is how much of an item's declared scene tags the
 request names.
 """
