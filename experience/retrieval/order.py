@@ -66,7 +66,7 @@ class BestFirst:
         """The first ``n`` items by fused score (fewer when fewer are found)."""
         if n <= 0:
             return []
-        depth = max(self._depth, ranking.first_depth(n))
+        depth = max(self._depth, ranking.first_depth(n, self._ranked.lesson_candidates > 0))
         while True:
             hits = self._ranked.head(depth + 1)
             self._score(hits)

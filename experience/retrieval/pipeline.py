@@ -242,21 +242,17 @@ class IndexRanking:
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
         rows = self._rows_of(positions)
-        hits = []
-        for p in positions:
-            hit = self._hits.get(p)
-            if hit is None:
-                hit = Hit(
-                    rows[p].item_id,
-                    rows[p].kind,
-                    rows[p].title,
-                    rows[p],
-                    tuple(BRANCHES[i] for i in self._ranking.branches_of(p)),
-                    self._ranking.ranks_of(p),
-                )
-                self._hits[p] = hit
-            hits.append(hit)
-        return hits
+        new = [p for p in positions if p not in self._hits]
+        for p, item_ranks in zip(new, self._ranking.ranks_at(new), strict=True):
+            self._hits[p] = Hit(
+                rows[p].item_id,
+                rows[p].kind,
+                rows[p].title,
+                rows[p],
+                tuple(BRANCHES[i] for i, rank in enumerate(item_ranks) if rank),
+                item_ranks,
+            )
+        return [self._hits[p] for p in positions]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited

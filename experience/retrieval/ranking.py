@@ -229,23 +229,19 @@ class Ranking:
         m = len(self._branches)
         return (m - 1) * self._k + m * n
 
-    def ranks_of(self, position: int) -> tuple[int, ...]:
-        """The entry's rank (from 1; 0 = not ranked) in each branch, among the admitted entries:
-        exact for an entry :meth:`head` returned (everything before it is decided)."""
-        return tuple(
-            int(np.count_nonzero(self._admitted[branch[: int(at[0]) + 1]]))
-            if len(at := np.nonzero(branch == position)[0]) and self._admitted[position]
-            else 0
-            for branch in self._branches
-        )
+    def ranks_at(self, positions: Sequence[int]) -> list[tuple[int, ...]]:
+        """Per entry at ``positions``, its rank (from 1; 0 = not ranked) in each branch among
+        the admitted entries: exact for the entries :meth:`head` returned (everything before
+        them is decided). A rank above 0 also says the branch holds the entry."""
+        if not positions:
+            return []
+        at = np.asarray(positions, dtype=np.int64)
+        columns = [ranks(branch, self._admitted)[at] for branch in self._branches]
+        return [tuple(int(c[i]) for c in columns) for i in range(len(at))]
 
     @property
     def lesson_candidates(self) -> int:
         return self._lessons_among
-
-    def branches_of(self, position: int) -> list[int]:
-        """Which branches (0 raw, 1 expanded, 2 vector) hold the entry at ``position``."""
-        return [i for i, branch in enumerate(self._branches) if (branch == position).any()]
 
     def head(self, n: int) -> np.ndarray:
         """Positions of the first ``n`` admitted candidates of the fused ranking, in order."""
@@ -338,8 +334,20 @@ def scene_weight(share: Fraction) -> Fraction:
 
 
 def fused_score(item_ranks: Sequence[int], confidence: float | None, share: Fraction) -> Fraction:
-    """relevance × confidence weight × scene weight, exactly."""
-    return relevance(item_ranks) * confidence_weight(confidence) * scene_weight(share)
+    """relevance × confidence weight × scene weight, exactly (one fraction of integers, built
+    once: this runs for every item an answer reads)."""
+    numerator, denominator = rrf_fraction([rank for rank in item_ranks if rank], RRF_K)
+    shown = 0 if confidence is None else round(confidence * CONFIDENCE_PLACES)
+    shown = min(max(shown, 0), CONFIDENCE_PLACES)
+    # confidence_weight = (floor.n · places + (floor.d - floor.n) · shown) / (floor.d · places)
+    floor_n, floor_d = CONFIDENCE_FLOOR.numerator, CONFIDENCE_FLOOR.denominator
+    weight_n = floor_n * CONFIDENCE_PLACES + (floor_d - floor_n) * shown
+    weight_d = floor_d * CONFIDENCE_PLACES
+    # scene_weight = 1 + lift · share = (lift.d · share.d + lift.n · share.n) / (lift.d · share.d)
+    lift_n, lift_d = SCENE_LIFT.numerator, SCENE_LIFT.denominator
+    scene_n = lift_d * share.denominator + lift_n * share.numerator
+    scene_d = lift_d * share.denominator
+    return Fraction(numerator * weight_n * scene_n, denominator * weight_d * scene_d)
 
 
 def most_weight(scenes: bool) -> Fraction:
@@ -348,14 +356,16 @@ def most_weight(scenes: bool) -> Fraction:
     return scene_weight(Fraction(1)) if scenes else Fraction(1)
 
 
-def first_depth(n: int, k: int = RRF_K) -> int:
+def first_depth(n: int, scenes: bool = True, k: int = RRF_K) -> int:
     """How deep to read the relevance order first for the best ``n``: deep enough that an
     unread item could not pass the n-th had the first ``n`` the typical weight and the rest the
-    largest (relevance ~ 1/(k + rank) near the top of every branch alike)."""
-    ratio = most_weight(True) / TYPICAL_WEIGHT
+    largest (with a scene named only when a lesson is among the candidates, ``scenes``;
+    relevance ~ 1/(k + rank) near the top of every branch alike)."""
+    ratio = most_weight(scenes) / TYPICAL_WEIGHT
     return max(n, math.ceil((k + n) * ratio) - k)
 
 
 def best_first(scored: Sequence[tuple[Fraction, str]]) -> list[int]:
     """Indexes of ``(score, id)`` pairs, score descending, ties by id."""
-    return sorted(range(len(scored)), key=lambda i: (-scored[i][0], scored[i][1]))
+    by_id = sorted(range(len(scored)), key=lambda i: scored[i][1])
+    return sorted(by_id, key=lambda i: scored[i][0], reverse=True)

@@ -196,3 +196,17 @@ def test_the_head_asked_for_is_the_head_of_the_whole_order_read_no_deeper_than_n
     whole = retrieve_experience("优惠券 门店", SCOPE, NOW, "run-deep-2", limit=20, actor=agent)
     assert [i["id"] for i in head["items"]] == [i["id"] for i in whole["items"][:3]]
     assert max(read) < 40
+
+
+@pytest.mark.parametrize("confidence", [None, 0.0, 0.3, 0.5, 0.6666, 0.75, 1.0])
+@pytest.mark.parametrize("share", [Fraction(0), Fraction(1, 3), Fraction(1)])
+def test_the_score_is_the_product_of_its_three_factors(
+    confidence: float | None, share: Fraction
+) -> None:
+    ranks = (3, 7)
+    expected = (
+        ranking.relevance(ranks)
+        * ranking.confidence_weight(confidence)
+        * ranking.scene_weight(share)
+    )
+    assert ranking.fused_score(ranks, confidence, share) == expected
