@@ -5,11 +5,15 @@ configuration through the ticket's ``answers``. It never reads the ticket's grou
 
 The policy is honest. It claims a cause only when evidence supports one: a rule mismatch
 supports "the rules do not cover this purchase" (docs/contracts.md, Statuses), and a fault
-read in the live configuration supports the cause that fault names. Memory is consulted only
-when the knowledge base's rules leave the failure unexplained, in one call for the context block
-(``experience_context``): its case lines are leads that change which configuration is read and
-in what order, never a cause. "It works after a refresh" resolves a ticket but explains nothing,
-so it is never claimed as a cause.
+read in the live configuration supports the cause that fault names. When the rules leave the
+failure unexplained, the check their answer names comes first: the live campaign read against
+the rule the search returned. Memory is consulted only when that check finds nothing, in one
+call for the context block (``experience_context``): its case lines are leads that change which
+further configuration is read and in what order, never a cause. Leads are checked in order of
+their record (``by_record``): higher confidence first (the Wilson lower bound over the lead's
+distinct incidents and the outcomes reported for it, all of this exact scope), the block's order
+among equals. "It works after a refresh" resolves a ticket but explains nothing, so it is never
+claimed as a cause.
 """
 
 from __future__ import annotations
@@ -128,11 +132,13 @@ class Tools(Protocol):
 
 @dataclass(frozen=True)
 class Lead:
-    """A historical case as a lead: the configuration it points at, and what it refuted."""
+    """A historical case as a lead: the configuration it points at, what it refuted, and its
+    record (the confidence memory gave it; None when memory gave none)."""
 
     case_id: str
     checks: tuple[str, ...]
     defers_client_retry: bool
+    confidence: float | None = None
 
 
 def lead_from_case(case: Mapping[str, Any]) -> Lead:
@@ -150,7 +156,7 @@ def lead_from_case(case: Mapping[str, Any]) -> Lead:
     )
 
 
-def lead_from_line(case_id: str, line: str) -> Lead:
+def lead_from_line(case_id: str, line: str, confidence: float | None = None) -> Lead:
     """A case of the context block as a lead, read from its line (title and summary): the
     configuration its words point at, and whether it tells of a cache suspicion that was set
     aside (the block carries only reviewed cases, so a cache it mentions was not the cause)."""
@@ -159,12 +165,20 @@ def lead_from_line(case_id: str, line: str) -> Lead:
         case_id=case_id,
         checks=tuple(check for terms, check in LEAD_TERMS if any(term in text for term in terms)),
         defers_client_retry=any(term in text for term in CLIENT_CACHE_TERMS),
+        confidence=confidence,
     )
 
 
+def _confidence(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def block_leads(block: Mapping[str, Any]) -> list[Lead]:
-    """The case items of a context block (best first) as leads; skills and lessons are not
-    read for configuration, and a case in an unresolved conflict is no lead."""
+    """The case items of a context block as leads, in order of their record (``by_record``);
+    skills and lessons are not read for configuration, and a case in an unresolved conflict is
+    no lead."""
     lines = str(block.get("block") or "").splitlines()
     leads = []
     for item in block.get("items") or []:
@@ -173,8 +187,34 @@ def block_leads(block: Mapping[str, Any]) -> list[Lead]:
             continue
         line = next((line for line in lines if f" {case_id} " in f"{line} "), "")
         if line and CONFLICT_MARK not in line.split(case_id, 1)[1].split()[1:2]:
-            leads.append(lead_from_line(case_id, line))
-    return leads
+            leads.append(lead_from_line(case_id, line, _confidence(item.get("confidence"))))
+    return by_record(leads)
+
+
+def by_record(leads: Sequence[Lead]) -> list[Lead]:
+    """``leads`` in the order they are checked: higher confidence first (a case's confidence is
+    the Wilson lower bound over its distinct incidents and the run outcomes reported for it,
+    decayed since last confirmed: its record in its exact scope, which is the ticket's); a lead
+    without a confidence after those with one; among equals, the order given (the block's,
+    best first)."""
+    ranked = sorted(
+        enumerate(leads),
+        key=lambda pair: (
+            pair[1].confidence is None,
+            -(pair[1].confidence or 0.0),
+            pair[0],
+        ),
+    )
+    return [lead for _, lead in ranked]
+
+
+def evidence_checks(status: str) -> list[str]:
+    """The checks the knowledge base's answer itself names when its rules leave the failure
+    unexplained: the live campaign read against the rule it returned ("check the real
+    configuration"; with conflicting rules, the live campaign decides which is in force). With
+    memory these come before memory is consulted: a lead reorders what the current evidence
+    leaves open, never what it names (docs/contracts.md, Statuses)."""
+    return [CAMPAIGN_CONFIG] if status in (RETRIEVED, CONFLICTING_SOURCES) else []
 
 
 def plan_checks(status: str, leads: Sequence[Lead]) -> list[str]:
@@ -251,17 +291,32 @@ def investigate(
     if status not in (RETRIEVED, CONFLICTING_SOURCES):
         # Nothing in the knowledge base speaks to this ticket: hand it on, claim nothing.
         return record.finish(ESCALATED)
-    # The rules leave the failure unexplained: only now is memory worth its call. The context
-    # block gives the reviewed leads of the scope in one call; they order the checks that follow.
-    leads = _consult_memory(ticket, tools, record) if with_memory else []
-    return _follow_plan(ticket, record, status, leads)
+    return _unexplained(ticket, tools, record, status, with_memory=with_memory)
 
 
-def _follow_plan(
-    ticket: Ticket, record: _Record, status: str, leads: Sequence[Lead]
+def _unexplained(
+    ticket: Ticket, tools: Tools, record: _Record, status: str, *, with_memory: bool
 ) -> Investigation:
-    """Check what the rules leave unexplained, in the order of ``plan_checks``."""
-    for check in plan_checks(status, leads):
+    """The rules leave the failure unexplained. Without memory: the ordinary plan. With memory:
+    first the check the knowledge base's answer names; only when it finds nothing is memory
+    worth its call, and the context block's leads, by their record, order the checks that
+    follow (the question to retry last: memory may have set a cache suspicion aside)."""
+    if not with_memory:
+        settled = _settled_by(ticket, record, plan_checks(status, []))
+        return settled or record.finish(ESCALATED)
+    first = evidence_checks(status)
+    settled = _settled_by(ticket, record, first)
+    if settled is not None:
+        return settled
+    leads = _consult_memory(ticket, tools, record)
+    rest = [check for check in plan_checks(status, leads) if check not in first]
+    return _settled_by(ticket, record, rest) or record.finish(ESCALATED)
+
+
+def _settled_by(ticket: Ticket, record: _Record, checks: Sequence[str]) -> Investigation | None:
+    """Make ``checks`` in order until one settles the ticket (a cause claimed, or resolved by a
+    retry); None when none does."""
+    for check in checks:
         if check == CLIENT_RETRY:
             record.questions.append(check)
             reply = ticket.answers.client_retry
@@ -278,7 +333,7 @@ def _follow_plan(
             record.step("config", check, "fault", finding.fault)
             record.step("claim", finding.cause, "supported", f"{check}: {finding.fault}")
             return record.finish(CLAIMED, finding.cause)
-    return record.finish(ESCALATED)
+    return None
 
 
 def _consult_memory(ticket: Ticket, tools: Tools, record: _Record) -> list[Lead]:
@@ -400,7 +455,8 @@ def _through_runner(
     A refused answer, an exhausted budget or a provider error claim nothing (escalated). A
     verified ``ask_for_facts`` asks the customer and runs again with the answers. A verified rule
     mismatch is claimed; anything the rules leave unexplained goes on, as in the fixed policy, to
-    the context block (with memory: one call) and the configuration checks of ``plan_checks``.
+    the check the answer names, the context block (with memory: one call) and the configuration
+    checks of ``plan_checks``.
     """
     record = _Record()
     facts = dict(ticket.facts)
@@ -430,8 +486,7 @@ def _through_runner(
         if search is None or str(search.get("status")) not in (RETRIEVED, CONFLICTING_SOURCES):
             return record.finish(ESCALATED)
         status = CONFLICTING_SOURCES if code == CHECK_CAMPAIGN_CONFIGURATION else RETRIEVED
-        leads = _consult_memory(ticket, tools, record) if with_memory else []
-        return _follow_plan(ticket, record, status, leads)
+        return _unexplained(ticket, tools, record, status, with_memory=with_memory)
     return record.finish(AWAITING_CUSTOMER)
 
 

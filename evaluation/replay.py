@@ -241,6 +241,10 @@ def results_json(
                 "tickets": len(group[WITH]),
                 WITH: totals(group[WITH]),
                 WITHOUT: totals(group[WITHOUT]),
+                # Like for like: over the situation's tickets whose cause both arms established.
+                "calls_to_cause_paired": paired_calls_to_cause(
+                    zip(group[WITH], group[WITHOUT], strict=True)
+                ),
             }
             for name, group in situations.items()
         ],

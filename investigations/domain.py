@@ -90,8 +90,11 @@ to people is composed from the verified conclusion_code and citations."""
 # What the instructions say before the context block of reviewed experience, when there is one.
 CONTEXT_INTRODUCTION = (
     "Reviewed experience of this ticket's exact scope follows (the context block). Use it to "
-    "choose what to check first; an item is a lead, never evidence: cite only what a tool "
-    "returned in this conversation."
+    "choose what to check after what the current evidence already names (when the rules match "
+    "or conflict, the live campaign comes first). Check its leads in order of their record: "
+    "higher confidence first (confidence counts the distinct incidents behind an item and the "
+    "outcomes reported for it in this scope), the block's order among equals. An item is a "
+    "lead, never evidence: cite only what a tool returned in this conversation."
 )
 
 

@@ -1,9 +1,11 @@
 """``experience_context``: the prompt-ready block of reviewed experience for one exact scope.
 
 Runs the retrieval pipeline (``experience.retrieval.pipeline``: gate, candidates, ranking) as
-``retrieve_experience`` does, then reads and scores the ranked items a chunk at a time and hands
-them best first to the pure builder (``experience.retrieval.context``), which keeps only eligible
-items and cuts to the caller's token budget; ranking goes no deeper than the chunks it takes.
+``retrieve_experience`` does, then takes the items best first by their fused score
+(``experience.retrieval.order``: relevance, confidence, scene match) a chunk at a time, reads
+their texts and hands them to the pure builder (``experience.retrieval.context``), which keeps
+only eligible items and cuts to the caller's token budget; ranking goes no deeper than the
+chunks it takes need.
 Every item the block includes is recorded as read under the run id (one ``Reference`` each), and
 the caller is recorded as a reader of that run, which lets them report its outcome.
 """
@@ -20,8 +22,8 @@ from django.conf import settings
 from experience.core import domain
 from experience.core.models import ItemType, Status
 from experience.index import postings
-from experience.retrieval import context, pipeline
-from experience.retrieval.recall import with_confidence
+from experience.retrieval import context, pipeline, ranking
+from experience.retrieval.order import BestFirst
 from experience.retrieval.request import Size, read_request_open, read_request_record
 
 if TYPE_CHECKING:
@@ -96,47 +98,31 @@ def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, 
 
 
 def _candidates(
-    ranked: pipeline.Ranked, scope: Mapping[str, str], now: datetime, chunk_of: int
+    best: BestFirst, scope: Mapping[str, str], chunk_of: int
 ) -> Iterator[context.Candidate]:
-    """The ranked items as the builder's candidates, best first, read and scored a chunk at a
-    time: the builder stops taking them when the budget is spent, and the rest is never read
-    (nor ranked further than the chunks taken)."""
+    """The items best first as the builder's candidates, read a chunk at a time: the builder
+    stops taking them when the budget is spent, and the rest is never read (nor ranked further
+    than the chunks taken need)."""
     taken = 0
     while True:
-        chunk = ranked.head(taken + chunk_of)[taken:]
+        chunk = best.head(taken + chunk_of)[taken:]
         if not chunk:
             return
         taken += len(chunk)
-        read = _items(chunk, scope)
-        # The case rows just read hold what a case's confidence needs: no second read.
-        read_cases = {
-            hit.item_id: (row.gate.valid_from, row.gate.valid_to, row.gate.approved_at)
-            for hit in chunk
-            if hit.kind == ItemType.CASE
-            and (row := read[hit.item_id]).gate.status == Status.APPROVED
-        }
-        scored = with_confidence(
-            [{"id": hit.item_id, "type": hit.kind} for hit in chunk],
-            ranked.lessons,
-            now,
-            ranked.outcomes,
-            read_cases,
-            explain=False,
-            skill_evidence=ranked.skill_evidence,
-        )
-        for hit, item in zip(chunk, scored, strict=True):
-            row = read[hit.item_id]
+        read = _items([one.hit for one in chunk], scope)
+        for one in chunk:
+            row = read[one.hit.item_id]
             yield context.Candidate(
-                id=item["id"],
-                type=item["type"],
+                id=one.item["id"],
+                type=one.item["type"],
                 title=row.title,
                 text=row.text,
                 gate=row.gate,
                 # The ranking kept only available items (a skill whose cited cases are usable,
                 # a lesson with usable support); the builder checks the gate again.
                 available=True,
-                confidence=item["confidence"],
-                conflict=bool(item.get("conflict")),
+                confidence=one.item["confidence"],
+                conflict=bool(one.item.get("conflict")),
             )
         if len(chunk) < chunk_of:
             return
@@ -167,13 +153,14 @@ def experience_context(
 
     threshold = context_threshold()
     chunk_of = chunk_size(request.size)
+    query = request.query
     block, semantic = pipeline.answered(
-        request.query,
+        query,
         exact,
         now,
         lambda ranked: (
             context.build_block(
-                _candidates(ranked, exact, now, chunk_of),
+                _candidates(BestFirst(ranked, now, query, explain=False), exact, chunk_of),
                 scope=exact,
                 now=now,
                 budget=request.size,
@@ -181,7 +168,7 @@ def experience_context(
             ),
             ranked.semantic,
         ),
-        ahead=chunk_of,
+        ahead=ranking.first_depth(chunk_of) + 1,
     )
     read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
     return {"status": OK, "missing": [], **block.as_json(), **pipeline.semantic_note(semantic)}

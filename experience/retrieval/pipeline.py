@@ -15,8 +15,10 @@
    head asked for (``experience.retrieval.ranking.Ranking``).
 4. **Rank.** Both Jaccard branches and their fusion, as vector operations, exactly as
    ``experience.core.domain.rank_items`` ranks the gated texts.
-5. **Hydrate.** Only the returned items' rows are read (ids and titles from their index entries;
-   the context block's texts from the items), and only they get a confidence.
+5. **Order and hydrate.** The answer's order fuses relevance with confidence and scene match
+   (``experience.retrieval.order``), reading the relevance order only as deep as that order
+   needs; only the items read get a confidence (ids and titles from their index entries; the
+   context block's texts from the items).
 6. **Record.** The service claims the run and records one ``Reference`` per returned item.
 
 While a scope's index cannot answer (never indexed, not packed, or behind the lexicon) the same
@@ -41,7 +43,7 @@ from experience.index import postings
 from experience.lessons.outcome_tallies import OutcomeBatch
 from experience.lessons.selectors import CaseTimes, SkillEvidence, skill_evidence_rows
 from experience.retrieval import ranking
-from experience.retrieval.recall import Recallable, recallable_lessons, with_confidence
+from experience.retrieval.recall import Recallable, recallable_lessons
 from knowledge import postings as kp
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
 from semantic import embedders
@@ -116,6 +118,8 @@ class Hit:
     entry: postings.EntryRow | None = None
     # The branches that found it (``raw``, ``expanded``, ``vector``).
     found_by: tuple[str, ...] = ()
+    # Its rank (from 1; 0 = not ranked) in each branch, among the admitted items: its relevance.
+    ranks: tuple[int, ...] = ()
 
     @property
     def times(self) -> CaseTimes | None:
@@ -141,6 +145,12 @@ class Ranked(Protocol):
         the same rows)."""
         ...
 
+    @property
+    def lesson_candidates(self) -> int:
+        """At least as many as the lessons the ranking may return (the one kind that declares
+        a scene)."""
+        ...
+
     def head(self, n: int) -> list[Hit]: ...
 
 
@@ -149,6 +159,7 @@ class Moved(Exception):
 
 
 _CASE = postings.KIND_CODES[ItemType.CASE]
+_LESSON = postings.KIND_CODES[ItemType.LESSON]
 # The branches a hit names in ``found_by``, in the order ``ranking.Ranking`` holds them.
 BRANCHES = ("raw", "expanded", "vector")
 
@@ -188,6 +199,7 @@ class IndexRanking:
         self._ahead = ahead
         self._given = lessons
         self._rows: dict[int, postings.EntryRow] = {}
+        self._hits: dict[int, Hit] = {}
         self._lessons: dict[str, Recallable] = {}
         self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
         self._outcomes: OutcomeBatch | None = None
@@ -204,6 +216,7 @@ class IndexRanking:
             decide=self._admitted,
             vector=vector.ranks if vector.ranked else None,
             votes=vector_votes(),
+            lessons=entries["kind"] == _LESSON,
         )
 
     @property
@@ -224,19 +237,31 @@ class IndexRanking:
     def skill_evidence(self) -> SkillEvidence:
         return self._skill_evidence
 
+    @property
+    def lesson_candidates(self) -> int:
+        return self._ranking.lesson_candidates
+
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
         rows = self._rows_of(positions)
-        return [
-            Hit(
+        new = [p for p in positions if p not in self._hits]
+        for p, item_ranks in zip(new, self._ranking.ranks_at(new), strict=True):
+            self._hits[p] = Hit(
                 rows[p].item_id,
                 rows[p].kind,
                 rows[p].title,
                 rows[p],
-                tuple(BRANCHES[i] for i in self._ranking.branches_of(p)),
+                # The vector branch's votes repeat its column: named once.
+                tuple(
+                    dict.fromkeys(
+                        BRANCHES[min(i, len(BRANCHES) - 1)]
+                        for i, rank in enumerate(item_ranks)
+                        if rank
+                    )
+                ),
+                item_ranks,
             )
-            for p in positions
-        ]
+        return [self._hits[p] for p in positions]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited
@@ -313,6 +338,10 @@ class TextRanking:
     def skill_evidence(self) -> SkillEvidence:
         return self._skill_evidence
 
+    @property
+    def lesson_candidates(self) -> int:
+        return len(self._lessons)
+
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
 
@@ -350,28 +379,6 @@ def semantic_note(status: str) -> dict[str, str]:
     return {} if status == OFF else {"semantic": status}
 
 
-# --- 5. hydrating the returned items ---------------------------------------------------------------
-
-
-def scored(hits: Sequence[Hit], ranked: Ranked, now: datetime) -> list[dict[str, Any]]:
-    """The returned items with their confidence: lessons as recall scored them; cases from the
-    gate times the index gave (their rows are not read), skills from their cited cases."""
-    items: list[dict[str, Any]] = [
-        {"id": hit.item_id, "type": hit.kind, "title": hit.title} for hit in hits
-    ]
-    for item, hit in zip(items, hits, strict=True):
-        if hit.found_by:
-            item["found_by"] = list(hit.found_by)
-    cases = {
-        hit.item_id: hit.entry.gate_times()
-        for hit in hits
-        if hit.kind == ItemType.CASE and hit.entry is not None
-    }
-    return with_confidence(
-        items, ranked.lessons, now, ranked.outcomes, cases, skill_evidence=ranked.skill_evidence
-    )
-
-
 # --- ranking from the texts ---------------------------------------------------------------------
 
 
@@ -396,14 +403,17 @@ def _ranked_from_texts(
     if not texts:
         return []
     raw, expanded = _branches(query, texts)
-    found = (set(raw), set(expanded))
+    found = [
+        {item_id: rank for rank, item_id in enumerate(ids, start=1)} for ids in (raw, expanded)
+    ]
     return [
         Hit(
             i,
             str(titles[i][0]),
             titles[i][1],
             None,
-            tuple(name for name, ids in zip(BRANCHES, found, strict=False) if i in ids),
+            tuple(name for name, ranked in zip(BRANCHES, found, strict=False) if i in ranked),
+            tuple(ranked.get(i, 0) for ranked in found),
         )
         for i in reciprocal_rank_fusion([raw, expanded])
     ]

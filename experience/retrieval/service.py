@@ -1,5 +1,6 @@
 """``retrieve_experience``: the retrieval pipeline (``experience.retrieval.pipeline``: gate,
-candidates, ranking, the returned items with their confidence), then one Reference per read."""
+candidates, ranking), the returned items with their confidence in the order of their fused score
+(``experience.retrieval.order``), then one Reference per read."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from experience.core.models import ItemType
-from experience.retrieval import pipeline
+from experience.retrieval import pipeline, ranking
+from experience.retrieval.order import BestFirst
 from experience.retrieval.recall import Recallable
 from experience.retrieval.request import Size, read_request_open, read_request_record
 from reviewconsole.metrics import search_timed
@@ -46,12 +48,14 @@ def retrieve_experience(
     if not request.complete:
         return {"status": FALLBACK, "missing": list(request.missing), "items": []}
     exact = dict(request.scope)
+    query = request.query
+
+    def answer(ranked: pipeline.Ranked) -> tuple[list[dict[str, Any]], str]:
+        best = BestFirst(ranked, now, query, explain=True).head(request.size)
+        return [one.item for one in best], ranked.semantic
+
     items, semantic = pipeline.answered(
-        request.query,
-        exact,
-        now,
-        lambda ranked: (pipeline.scored(ranked.head(request.size), ranked, now), ranked.semantic),
-        ahead=request.size,
+        query, exact, now, answer, ahead=ranking.first_depth(request.size) + 1
     )
     # Claimed whatever was found, so a refusal never depends on what the scope holds.
     read_request_record(request, [(item["id"], ItemType(item["type"])) for item in items])

@@ -15,6 +15,7 @@ from evaluation.investigator import (
     CAMPAIGN_CONFIG,
     Lead,
     block_leads,
+    by_record,
     investigate,
     lead_from_case,
     lead_from_line,
@@ -221,8 +222,8 @@ def test_without_memory_the_ordinary_path_never_finds_the_store_list() -> None:
 
 def test_leads_are_read_from_the_case_lines_of_the_context_block() -> None:
     assert block_leads(BLOCK) == [
-        Lead("case:product", ("config:product-list",), False),
-        Lead("case:store", ("config:store-scope",), True),
+        Lead("case:product", ("config:product-list",), False, 0.5),
+        Lead("case:store", ("config:store-scope",), True, 0.5),
     ]
     assert lead_from_line("case:x", "[1] case case:x confidence=0.5 门槛提高") == Lead(
         "case:x", (CAMPAIGN_CONFIG,), False
@@ -237,17 +238,86 @@ def test_leads_are_read_from_the_case_lines_of_the_context_block() -> None:
     assert [lead.case_id for lead in block_leads(disputed)] == ["case:product"]
 
 
-def test_with_memory_the_leads_go_first_and_the_fault_found_is_claimed() -> None:
+def test_with_memory_the_check_the_rules_name_comes_first_then_the_leads() -> None:
     tools = memory_tools()
     done = investigate(one_ticket(), tools, with_memory=True)
-    # The rules match and do not explain the failure; then one call for the context block.
+    # The rules match and do not explain the failure: the live campaign behind the matched rule
+    # is read first (it shows no fault), and only then is memory asked, in one call.
     assert tools.calls == ["search", "context"]
-    # Leads in the block's order: the product list is checked first and is fine, then the store
-    # list; the store-list case set a cache suspicion aside, so no refresh is asked for first.
-    assert done.checks == ("knowledge:campaign-rules", "config:product-list", "config:store-scope")
+    # Leads of equal record in the block's order: the product list is checked first and is
+    # fine, then the store list; the store-list case set a cache suspicion aside, so no refresh
+    # is asked for.
+    assert done.checks == (
+        "knowledge:campaign-rules",
+        CAMPAIGN_CONFIG,
+        "config:product-list",
+        "config:store-scope",
+    )
     assert done.questions == ()
     assert done.claim == "store-scope-missing" and done.outcome == domain.CLAIMED
+    assert dict(done.calls) == {"memory": 1, "skill": 0, "knowledge": 1, "config": 3}
+
+
+THRESHOLD_FAULT = {
+    CAMPAIGN_CONFIG: {"fault": "the live threshold is 35 yuan", "cause": "live-threshold-raised"}
+}
+
+
+@pytest.mark.parametrize("search", [RULE_MATCH, CONFLICT])
+def test_memory_costs_nothing_when_the_check_the_rules_name_finds_the_cause(
+    search: dict[str, Any],
+) -> None:
+    # The issue's regression: with memory the leads were checked before the live campaign, so
+    # a ticket both arms solve took more calls with memory than without.
+    answers = {"client_retry": "still_failing", "checks": THRESHOLD_FAULT}
+    tools = memory_tools(searches=[search])
+    with_memory = investigate(one_ticket(answers=answers), tools, with_memory=True)
+    without = investigate(
+        one_ticket(answers=answers), FakeTools(searches=[search]), with_memory=False
+    )
+    assert tools.calls == ["search"] and with_memory.calls["memory"] == 0
+    assert with_memory.claim == without.claim == "live-threshold-raised"
+    assert sum(with_memory.calls.values()) <= sum(without.calls.values())
+
+
+def _block(*cases: tuple[str, float, str]) -> dict[str, Any]:
+    """A context block of case lines, in the order given: (id, confidence, words)."""
+    lines = [
+        f"[{n}] case {case_id} confidence={confidence:.3f} {PREFIX} {words}"
+        for n, (case_id, confidence, words) in enumerate(cases, start=1)
+    ]
+    return {
+        "status": "ok",
+        "block": "\n".join(["Reviewed experience for this scope.", *lines]),
+        "items": [{"id": c, "type": "case", "confidence": conf} for c, conf, _ in cases],
+    }
+
+
+def test_leads_are_checked_in_order_of_their_record() -> None:
+    # The product-list case is listed first but has the weaker record (one incident); the
+    # store-list case was confirmed since (two incidents and a resolved run): it goes first.
+    block = _block(
+        ("case:product", 0.5, "活动商品列表未包含新品"),
+        ("case:store", 0.75, "适用门店漏配"),
+    )
+    tools = memory_tools(block=block)
+    done = investigate(one_ticket(), tools, with_memory=True)
+    assert done.checks == ("knowledge:campaign-rules", CAMPAIGN_CONFIG, "config:store-scope")
+    assert done.claim == "store-scope-missing"
     assert dict(done.calls) == {"memory": 1, "skill": 0, "knowledge": 1, "config": 2}
+
+
+def test_by_record_orders_by_confidence_then_keeps_the_given_order() -> None:
+    a = Lead("a", ("config:product-list",), False, 0.5)
+    b = Lead("b", ("config:store-scope",), False, 0.667)
+    c = Lead("c", ("config:release",), False, 0.5)
+    unknown = Lead("d", ("config:release",), False)
+    assert by_record([a, unknown, b, c]) == [b, a, c, unknown]
+    assert by_record([c, a]) == [c, a]
+    # The block's confidence is what orders them; a value that is not a number is no record.
+    block = _block(("case:x", 0.5, "门槛"), ("case:y", 0.9, "发布版本"))
+    block["items"][1]["confidence"] = "0.9"
+    assert [lead.case_id for lead in block_leads(block)] == ["case:x", "case:y"]
 
 
 def test_a_lead_is_never_a_cause() -> None:

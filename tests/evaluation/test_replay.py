@@ -22,6 +22,12 @@ from tests.evaluation.conftest import FULL_FACTS, SCOPE, ticket, ticket_set
 
 pytestmark = pytest.mark.django_db
 
+THRESHOLD_FAULT = {
+    "config:campaign-rules": {
+        "fault": "the live campaign's threshold is 35 yuan; its rule says 30",
+        "cause": "live-threshold-raised",
+    }
+}
 KNOWN_EARLY = {
     "occurred_at": "2026-09-18T14:15:00+08:00",
     "known_at": "2026-09-18T14:20:00+08:00",
@@ -36,24 +42,26 @@ RULES_TRUTH = {
 
 # (ticket, with-memory counts, without-memory counts), worked out by hand from the demo memory:
 # two approved cases (store list; product list; the first set a client-cache suspicion aside)
-# and a skill citing both. Memory is consulted only when the rules leave the failure unexplained,
-# in one call for the context block; a cause never found counts the call budget (8) to cause.
+# and a skill citing both. Memory is consulted only when the rules leave the failure unexplained
+# and the live campaign behind the matched rule shows no fault, in one call for the context
+# block; a cause never found counts the call budget (8) to cause.
 B = domain.CALL_BUDGET
 KNOWN = [
-    # The store list is the cause. Memory: search, the context block, then the store list its
-    # first case line names: found and claimed at the third call. Without: search, ask the
-    # customer to retry (not needed), read the live campaign: nothing found.
+    # The store list is the cause. Memory: search, the live campaign (no fault), the context
+    # block, then the store list its first case line names: found and claimed at the fourth
+    # call. Without: search, ask the customer to retry (not needed), read the live campaign:
+    # nothing found.
     (
         ticket(1),
         {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
-         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 3,
-         "calls_to_cause": 3},
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 4,
+         "calls_to_cause": 4},
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
          "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2,
          "calls_to_cause": B},
     ),
     # Same ticket on another release: the memory's scope gate closes (an empty block), so both
-    # arms walk the ordinary path; memory only costs its one call.
+    # arms read the live campaign; memory only costs its one call.
     (
         ticket(2, scope={**SCOPE, "deployment": "release-2"}),
         {"missed_checks": 1, "wrong_causes": 0, "correct_causes": 0,
@@ -101,6 +109,20 @@ KNOWN = [
          "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 1,
          "calls_to_cause": B},
     ),
+    # The live campaign's threshold was raised: the check the matched rule names finds it.
+    # Memory: search, the live campaign: claimed at the second call, memory never asked.
+    # Without: search, ask the customer to retry (not needed), the live campaign: the second.
+    (
+        ticket(6, answers={"client_retry": "still_failing", "checks": THRESHOLD_FAULT},
+               truth={"required_checks": ["knowledge:campaign-rules", "config:campaign-rules"],
+                      "cause": "live-threshold-raised", "followups": []}),
+        {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
+         "necessary_followups": 0, "unnecessary_followups": 0, "tool_calls": 2,
+         "calls_to_cause": 2},
+        {"missed_checks": 0, "wrong_causes": 0, "correct_causes": 1,
+         "necessary_followups": 0, "unnecessary_followups": 1, "tool_calls": 2,
+         "calls_to_cause": 2},
+    ),
 ]  # fmt: skip
 
 
@@ -127,16 +149,16 @@ def test_the_whole_set_adds_up(demo_memory: dict[str, Any]) -> None:
     assert [t["id"] for t in report["tickets"]] == list(parsed.ticket_ids)
     [group] = report["situations"]
     assert group["situation"] == "ordinary-match" and group["tickets"] == len(KNOWN)
-    # Both arms established the cause of ticket 3 only (one call each); ticket 5's wrong cause
-    # was made by both arms, so none is memory's.
-    assert report["calls_to_cause"] == {
-        "unfound_counts_as": domain.CALL_BUDGET,
-        "paired": {"tickets": 1, domain.WITH: 1, domain.WITHOUT: 1},
-    }
+    # Both arms established the causes of tickets 3 and 6 only (1 + 2 calls each); ticket 5's
+    # wrong cause was made by both arms, so none is memory's.
+    paired = {"tickets": 2, domain.WITH: 3, domain.WITHOUT: 3}
+    assert report["calls_to_cause"] == {"unfound_counts_as": domain.CALL_BUDGET, "paired": paired}
+    # The same comparison per situation (here one situation holds them all).
+    assert group["calls_to_cause_paired"] == paired
     assert report["wrong_causes_from_memory"] == 0
     arms = report["tickets"][0]
     assert (arms[domain.WITH]["calls_to_cause"], arms[domain.WITHOUT]["calls_to_cause"]) == (
-        3,
+        4,
         None,
     )
 

@@ -123,14 +123,15 @@ def test_the_detail_page_shows_calls_to_the_true_cause(
 ) -> None:
     client.force_login(reviewer)
     body = client.get(_url("detail", report)).content.decode()
-    # Ticket 1: memory's lead finds the store list at the third call; without, never (counted
+    # Ticket 1: memory's lead finds the store list at the fourth call (after the live campaign
+    # and the context block); without, never (counted
     # at the budget in the totals, "never found" in the ticket's row). Ticket 2: neither arm
     # finds it.
     assert "Calls to the true cause" in body
     calls = re.findall(r"<td>(\d+|never found)</td>\s*</tr>", body.split('id="ticket-results"')[1])
-    assert calls == ["3", "never found", "never found", "never found"]
+    assert calls == ["4", "never found", "never found", "never found"]
     budget = report.result["calls_to_cause"]["unfound_counts_as"]
-    assert f"<td>{3 + budget}</td><td>{2 * budget}</td>" in body
+    assert f"<td>{4 + budget}</td><td>{2 * budget}</td>" in body
     assert "On the 0 tickets whose cause both arms established" in body
     assert "0 wrong-cause claims made with memory" in body
 
@@ -189,3 +190,52 @@ def test_the_ticket_rows_say_checks_endings_and_directions_in_words(
     assert "<td>higher</td>" in body and "<td>lower</td>" in body
     assert "Lower bars are better" in body
     assert report.set_hash not in re.sub(r'title="[^"]*"', "", body)
+
+
+def test_the_situation_table_compares_calls_to_cause_where_both_arms_found_it(
+    client: Client, report: ReplayReport, demo_memory: dict[str, Any], reviewer: User
+) -> None:
+    # The live threshold was raised: both arms find it by reading the live campaign, at the
+    # second call each; the store-list ticket is found by memory only, so it is left out.
+    threshold = ticket(
+        3,
+        answers={
+            "client_retry": "still_failing",
+            "checks": {
+                "config:campaign-rules": {
+                    "fault": "the live threshold is 35 yuan",
+                    "cause": "live-threshold-raised",
+                }
+            },
+        },
+        truth={
+            "required_checks": ["knowledge:campaign-rules", "config:campaign-rules"],
+            "cause": "live-threshold-raised",
+            "followups": [],
+        },
+    )
+    parsed = parse_ticket_set(ticket_set(ticket(1), threshold))
+    result = replay_current(parsed)
+    [group] = result["situations"]
+    assert group["calls_to_cause_paired"] == {"tickets": 1, WITH: 2, WITHOUT: 2}
+    stored = report_store(
+        ticket_set=parsed,
+        memory="current",
+        result=result,
+        chart=render_chart(
+            title="both",
+            with_memory=result["totals"][WITH],
+            without_memory=result["totals"][WITHOUT],
+        ),
+        actor=reviewer,
+    )
+    client.force_login(reviewer)
+    body = client.get(_url("detail", stored)).content.decode()
+    table = body.split('id="situations-heading"')[1].split("</table>")[0]
+    assert "Calls to the true cause where both arms found it" in table
+    # Each arm's row ends with its calls to the cause over the tickets both arms solved.
+    assert re.findall(r"<td>([^<]*)</td>\s*</tr>", table) == ["2", "2"]
+    # A report stored before the comparison existed, or with no such ticket, shows a dash.
+    old = client.get(_url("detail", report)).content.decode()
+    old_table = old.split('id="situations-heading"')[1].split("</table>")[0]
+    assert set(re.findall(r"<td>([^<]*)</td>\s*</tr>", old_table)) == {"—"}

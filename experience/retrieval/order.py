@@ -1,0 +1,137 @@
+"""The order of an answer: relevance fused with confidence and scene match, best first.
+
+The pipeline ranks a scope's candidates by relevance (``experience.retrieval.ranking``: the
+Jaccard branches, and the vector branch when it runs, fused by RRF). What ``retrieve_experience``
+returns and the context block lists is ordered by the fused score instead
+(``ranking.fused_score``)::
+
+    score = relevance × (3/4 + 1/4 · confidence) × (1 + 1/16 · scene share)
+
+* *relevance*: Σ 1/(60 + rank) over the branches that rank the item (ranks among the admitted
+  items, as the relevance order counts them);
+* *confidence*: the item's confidence as the answer shows it (three places: the Wilson lower
+  bound over its distinct incidents and counted outcomes, decayed since last confirmed);
+* *scene share*: the share of the item's declared scene (the tokens of a lesson's scene tags)
+  that the request's words name; 0 for cases and skills, which declare none. Every returned item
+  is of exactly the request's scope (the gate), so the scope itself cannot tell items apart.
+
+Ties by item id. Exact: every factor is a fraction of integers.
+
+The relevance order is read only as deep as the answer needs: an item not read yet has a
+relevance no higher than the last one read, and a weight no higher than ``ranking.most_weight``
+(confidence 1; the whole scene named, while a lesson is left unread), so once the n-th best score read is above that bound the first n are known (:class:`BestFirst`);
+otherwise it reads twice as deep and looks again. The first read (``ranking.first_depth``) is as
+deep as a head of fresh cases needs, so one read is the common case.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from experience.core.models import ItemType
+from experience.lessons.models import Lesson
+from experience.retrieval import ranking
+from experience.retrieval.pipeline import Hit, Ranked
+from experience.retrieval.recall import with_confidence
+from knowledge.domain import tokenize
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A hit with its answer item (``confidence`` and the rest) and its fused score."""
+
+    hit: Hit
+    item: dict[str, Any]
+    score: Fraction
+
+
+class BestFirst:
+    """The items of one ranking in the order of their fused score, asked for as deep as needed;
+    each item is scored once (its confidence with ``explain`` as ``with_confidence`` takes it)."""
+
+    def __init__(self, ranked: Ranked, now: datetime, query: str, *, explain: bool) -> None:
+        self._ranked = ranked
+        self._now = now
+        self._query = tokenize(query)
+        self._explain = explain
+        self._scored: dict[str, Scored] = {}
+        self._depth = 0
+
+    def head(self, n: int) -> list[Scored]:
+        """The first ``n`` items by fused score (fewer when fewer are found)."""
+        if n <= 0:
+            return []
+        depth = max(self._depth, ranking.first_depth(n, self._ranked.lesson_candidates > 0))
+        while True:
+            hits = self._ranked.head(depth + 1)
+            self._score(hits)
+            self._depth = max(self._depth, depth)
+            scored = [self._scored[hit.item_id] for hit in hits]
+            order = ranking.best_first([(one.score, one.hit.item_id) for one in scored])
+            top = [scored[i] for i in order[:n]]
+            if len(hits) <= depth:
+                return top  # every candidate is read
+            # Anything not read ranks no higher than the last hit read, and weighs no more than
+            # the bound (a scene only while a lesson is left unread): it cannot pass the n-th
+            # score when that is above the two multiplied.
+            lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
+            bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
+            unread = ranking.relevance(hits[depth].ranks) * bound
+            if len(top) == n and top[-1].score > unread:
+                return top
+            depth *= 2
+
+    def _score(self, hits: list[Hit]) -> None:
+        new = [hit for hit in hits if hit.item_id not in self._scored]
+        if not new:
+            return
+        cases = {
+            hit.item_id: hit.entry.gate_times()
+            for hit in new
+            if hit.kind == ItemType.CASE and hit.entry is not None
+        }
+        items = with_confidence(
+            [_item(hit) for hit in new],
+            self._ranked.lessons,
+            self._now,
+            self._ranked.outcomes,
+            cases,
+            explain=self._explain,
+            skill_evidence=self._ranked.skill_evidence,
+        )
+        scenes = scene_tokens(hit.item_id for hit in new if hit.kind == ItemType.LESSON)
+        for hit, item in zip(new, items, strict=True):
+            share = ranking.scene_share(scenes.get(hit.item_id, frozenset()), self._query)
+            score = ranking.fused_score(hit.ranks, item["confidence"], share)
+            self._scored[hit.item_id] = Scored(hit, item, score)
+
+
+def _item(hit: Hit) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": hit.item_id, "type": hit.kind, "title": hit.title}
+    if hit.found_by:
+        item["found_by"] = list(hit.found_by)
+    return item
+
+
+# A lesson's id hashes its content, scene included: its scene's tokens never change. Kept per
+# process, bounded, so a lesson's tags are read once.
+_SCENE_CACHE_SIZE = 50_000
+_scenes: OrderedDict[str, frozenset[str]] = OrderedDict()
+
+
+def scene_tokens(lesson_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The tokens of each lesson's scene tags (one statement for those not read before)."""
+    wanted = list(dict.fromkeys(lesson_ids))
+    missing = [lesson_id for lesson_id in wanted if lesson_id not in _scenes]
+    if missing:
+        rows = Lesson.objects.filter(pk__in=missing).values_list("pk", "scene_tags")
+        for lesson_id, tags in rows:
+            _scenes[lesson_id] = tokenize(" ".join(str(tag) for tag in tags or []))
+            if len(_scenes) > _SCENE_CACHE_SIZE:
+                _scenes.popitem(last=False)
+    return {lesson_id: _scenes[lesson_id] for lesson_id in wanted if lesson_id in _scenes}
