@@ -22,17 +22,16 @@ from django.db import transaction
 from openai import APIError
 
 from curation import aar
-from curation.incidents import semantic_duplicate_similarity
+from curation.incidents import lesson_merges_by_meaning
 from curation.models import RunDraft
 from experience.cases.models import Case, Skill
 from experience.cases.services import case_propose
 from experience.core.models import Status
-from experience.index.vectors import nearest_approved
 from experience.lessons import domain as ld
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
-from experience.lessons.services import lesson_merge_propose, lesson_propose
+from experience.lessons.services import lesson_propose
 from experience.runs.models import Run
 from investigations.domain import ProviderTimeout
 from investigations.models import Investigation
@@ -242,27 +241,8 @@ def _merge_target(lesson: Lesson) -> str:
     lexical = lesson_selectors.merge_proposals(lesson)
     if lexical:
         return lexical[0].target
-    near = nearest_approved(
-        "lesson", lesson.scope, lesson.search_text, semantic_duplicate_similarity()
-    )
-    if not near:
-        return ""
-    same_type = set(
-        Lesson.objects.filter(
-            pk__in=[item for item, _ in near],
-            lesson_type=lesson.lesson_type,
-            status=Status.APPROVED,
-            tenant=lesson.tenant,
-        ).values_list("pk", flat=True)
-    )
-    for item, similarity in near:
-        if (
-            item in same_type
-            and item != lesson.id
-            and lesson_merge_propose(candidate=lesson, target_id=item, similarity=similarity)
-        ):
-            return item
-    return ""
+    proposed = lesson_merges_by_meaning(lesson)
+    return proposed[0] if proposed else ""
 
 
 def _draft_lesson(

@@ -17,6 +17,7 @@ class CurationConfig(AppConfig):
         # (docs/architecture.md, "Events"): near-duplicate links, re-review, reviewer mails and
         # after-action reviews.
         dispatch_subscribe(Event.CASE_STORED, subscribers.similar_cases_queued)
+        dispatch_subscribe(Event.LESSON_STORED, subscribers.lesson_merges_queued)
         dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.rereview_closed)
         dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.revocation_notified)
         dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, subscribers.conflict_notified)

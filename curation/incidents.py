@@ -23,6 +23,8 @@ from experience.core.models import ItemType, Status
 from experience.index.lesson_inputs import incidents_merged
 from experience.index.postings import KINDS
 from experience.index.vectors import nearest_approved
+from experience.lessons.models import Lesson
+from experience.lessons.services import lesson_merge_propose
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -169,6 +171,30 @@ def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
     ]
     peers = Case.objects.in_bulk([item for item, _ in near])
     return [(similarity, peers[item]) for item, similarity in near if item in peers]
+
+
+def lesson_merges_by_meaning(lesson: Lesson) -> list[str]:
+    """Propose merging a candidate lesson into each approved lesson of its exact scope and type
+    at least ``SEMANTIC_DUPLICATE_SIMILARITY`` similar in meaning, best first; the ids proposed.
+    Nothing is merged: the candidate's page offers the merge beside those found in words, and a
+    reviewer decides (``merge_accept`` keeps every supporting case and outcome)."""
+    if lesson.status != Status.CANDIDATE:
+        return []
+    near = [
+        (item, similarity)
+        for item, similarity in nearest_approved(
+            ItemType.LESSON,
+            lesson.scope,
+            KINDS[ItemType.LESSON].text(lesson),
+            semantic_duplicate_similarity(),
+        )
+        if item != lesson.id
+    ]
+    return [
+        item
+        for item, similarity in near
+        if lesson_merge_propose(candidate=lesson, target_id=item, similarity=similarity)
+    ]
 
 
 def _resolve_links_within_incidents(tenant: str, brand: str, *, actor: User, now: datetime) -> int:

@@ -17,7 +17,7 @@ from curation.rereview import (
     lesson_rereview_followed,
     rereview_close_for,
 )
-from curation.tasks import aar_draft_task, case_index_task, notify_task
+from curation.tasks import aar_draft_task, case_index_task, lesson_index_task, notify_task
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.lessons.models import Lesson, LessonConflict
@@ -30,6 +30,12 @@ def similar_cases_queued(*, case: Case) -> None:
     """A new case, however it was stored (console, import, an agent's proposal), gets its
     similarity signature and near-duplicate links off the request path."""
     case_index_task.enqueue(case.pk)
+
+
+def lesson_merges_queued(*, lesson: Lesson) -> None:
+    """A new candidate lesson, however it was stored, is compared in meaning with the approved
+    lessons of its scope and type off the request path (merges in words are found when read)."""
+    lesson_index_task.enqueue(lesson.pk)
 
 
 def rereview_closed(*, item: Case | Skill | Lesson) -> None:

@@ -105,6 +105,19 @@ def case_index_task(case_id: str, attempt: int = 1) -> int:
 
 
 @task()
+def lesson_index_task(lesson_id: str, attempt: int = 1) -> int:
+    """Propose merging a new candidate lesson into the approved lessons of its scope and type it
+    says the same as in meaning (``curation.incidents.lesson_merges_by_meaning``); proposing
+    again finds the proposals already made, so a re-run writes nothing twice."""
+    from curation.incidents import lesson_merges_by_meaning
+    from experience.lessons.models import Lesson
+
+    with retrying(lesson_index_task, attempt, lesson_id), transaction.atomic():
+        lesson = Lesson.objects.filter(pk=lesson_id).first()
+        return len(lesson_merges_by_meaning(lesson)) if lesson is not None else 0
+
+
+@task()
 def notify_task(kind: str, key: str, attempt: int = 1) -> int:
     """Send one reviewer notification (``curation.notifications``); once per user and event."""
     from curation import notifications

@@ -34,6 +34,8 @@ class Event(StrEnum):
 
     # case: a new case row (submitted, proposed, imported, re-certified)
     CASE_STORED = "experience.case.stored"
+    # lesson: a new candidate lesson row (submitted, proposed, imported, drafted)
+    LESSON_STORED = "experience.lesson.stored"
     # item: a case, skill or lesson whose status was just saved (approved, rejected, superseded,
     # revoked)
     ITEM_STATUS_CHANGED = "experience.item.status_changed"

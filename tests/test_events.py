@@ -226,6 +226,13 @@ def case_stored(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     return lambda: case_submit(content=content, actor=reviewer), Case.objects.exists
 
 
+def lesson_stored(request: pytest.FixtureRequest) -> tuple[Write, Written]:
+    (reviewer,) = users(request, "reviewer")
+    cited = [case.id for case in two_approved_cases(request)]
+    content = parse_lesson(lesson_data(cited))
+    return lambda: lessons.lesson_submit(content=content, actor=reviewer), Lesson.objects.exists
+
+
 def item_status_changed(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     reviewer, second = users(request, "reviewer", "second_reviewer")
     case, _ = case_submit(content=parse_case(case_data()), actor=reviewer)
@@ -312,6 +319,7 @@ def document_revoked(request: pytest.FixtureRequest) -> tuple[Write, Written]:
 
 SCENARIOS: dict[Event, Callable[[pytest.FixtureRequest], tuple[Write, Written]]] = {
     Event.CASE_STORED: case_stored,
+    Event.LESSON_STORED: lesson_stored,
     Event.ITEM_STATUS_CHANGED: item_status_changed,
     Event.LESSON_CONFLICT_OPENED: lesson_conflict_opened,
     Event.LESSON_CONFLICT_CLOSED: lesson_conflict_closed,

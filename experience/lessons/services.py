@@ -144,6 +144,7 @@ def lesson_store(
         },
         at=now,
     )
+    dispatch(Event.LESSON_STORED, lesson=lesson)
     return lesson, True
 
 

@@ -191,3 +191,56 @@ def test_an_agent_retrieves_the_case_through_the_api_and_mcp_by_meaning(
     assert [(i["id"], i["found_by"]) for i in items] == [(delivery.id, ["vector"])]
     read = Reference.objects.filter(item_id=delivery.id).values_list("run_id", flat=True)
     assert set(read) == {"run-http", "run-mcp"}
+
+
+def delivery_lesson(supports: list[str], **changes: Any) -> dict[str, Any]:
+    from tests.experience.test_lessons import lesson_data
+
+    data = lesson_data(
+        supports,
+        scene={"tags": ["外卖"], "description": "外卖订单用券失败"},
+        precondition="顾客在外卖平台下单",
+        conclusion="先核对活动渠道是否包含配送",
+    )
+    data.update(changes)
+    return data
+
+
+def test_a_lesson_saying_the_same_in_other_words_is_proposed_as_a_merge_of_its_type(
+    cases: tuple[Case, Case], reviewer: User, second_reviewer: User
+) -> None:
+    """However a candidate lesson arrives (here submitted by a reviewer, not drafted), one that
+    says an approved lesson of its type and scope in other words (no shingle in common, the same
+    concept) is proposed as a merge; one of another type is not; nothing is merged."""
+    from experience.lessons.models import Lesson, LessonMergeProposal
+    from experience.lessons.schema import parse_lesson
+    from experience.lessons.selectors import MEANING, merge_proposals
+    from experience.lessons.services import lesson_approve, lesson_submit
+
+    supports = [case.id for case in cases]
+
+    def approved(data: dict[str, Any]) -> Lesson:
+        lesson, _ = lesson_submit(content=parse_lesson(data), actor=reviewer)
+        lesson_approve(lesson=lesson, actor=second_reviewer, reason="two incidents")
+        return Lesson.objects.get(pk=lesson.pk)
+
+    failure = approved(delivery_lesson(supports))
+    success = approved(
+        delivery_lesson(supports, lesson_type="success_pattern", conclusion="配送渠道补上后可用")
+    )
+    english = delivery_lesson(
+        supports,
+        scene={"tags": ["delivery"], "description": "delivery order coupon fails"},
+        precondition="ordered through a delivery app",
+        conclusion="check the delivery channel list before anything else",
+    )
+
+    candidate, _ = lesson_submit(content=parse_lesson(english), actor=reviewer)
+
+    proposed = LessonMergeProposal.objects.filter(candidate=candidate)
+    assert [p.target_id for p in proposed] == [failure.id]
+    assert proposed[0].similarity >= 0.92
+    assert [(p.target, p.found_by) for p in merge_proposals(candidate)] == [(failure.id, MEANING)]
+    assert success.id not in {p.target for p in merge_proposals(candidate)}
+    candidate.refresh_from_db()
+    assert candidate.status == "candidate"
