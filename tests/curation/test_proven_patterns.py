@@ -131,13 +131,33 @@ def test_the_bar_is_configurable_and_the_rate_must_be_met(
     rate: float,
     proposed: bool,
 ) -> None:
-    """Three successes (two cases, one confirmed run) and one failure: a rate of 0.75."""
+    """Three successes (two cases, one confirmed run) and one failure: a rate of 0.75. The
+    failure also takes the lesson's confidence below the default threshold, which turns it
+    outdated (``test_an_outdated_pattern_is_never_proposed``); a lower threshold keeps it
+    approved, so only the proposal bar decides here."""
+    settings.LESSON_CONFIDENCE_THRESHOLD = 0.3
     settings.SKILL_PROPOSAL_MIN_INCIDENTS = minimum
     settings.SKILL_PROPOSAL_MIN_SUCCESS_RATE = rate
     read_and_report(lesson, "run-ok", "resolved_by_lead", by=reviewer, reader=agent)
     read_and_report(lesson, "run-wrong", "lead_was_wrong", by=agent, reader=agent)
     curation_scan(now=NOW)
     assert bool(lesson_proposals()) == proposed
+
+
+def test_an_outdated_pattern_is_never_proposed(
+    lesson: Lesson, agent: User, reviewer: User, settings: Any
+) -> None:
+    """The bar is met (three incidents at 0.75 against a bar of 0.7), but the failure took the
+    lesson's confidence below the threshold it had reached: it is outdated, waiting for a
+    reviewer, and an outdated pattern is not solidified into a skill."""
+    settings.SKILL_PROPOSAL_MIN_INCIDENTS = 2
+    settings.SKILL_PROPOSAL_MIN_SUCCESS_RATE = 0.7
+    read_and_report(lesson, "run-ok", "resolved_by_lead", by=reviewer, reader=agent)
+    read_and_report(lesson, "run-wrong", "lead_was_wrong", by=agent, reader=agent)
+    curation_scan(now=NOW)
+    lesson.refresh_from_db()
+    assert lesson.status == "outdated"
+    assert lesson_proposals() == []
 
 
 def test_no_bar_lower_than_a_skills_approval_counts(
