@@ -5,3 +5,13 @@ class InvestigationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "investigations"
     verbose_name = "Investigations"
+
+    def ready(self) -> None:
+        from experience.cases.prompting import prompt_runner_install, prompt_tools_register
+        from investigations.declarations import PROMPT_TOOLS
+        from investigations.skills import PromptSkillRunner
+
+        # Prompt-form skills declare investigation tools and run only through this runner
+        # (docs/architecture.md, "Registries").
+        prompt_tools_register(PROMPT_TOOLS)
+        prompt_runner_install(PromptSkillRunner())
