@@ -200,6 +200,7 @@ class PromptSkillRunner:
             trace=list(outcome.steps),
             answer=answer,
             verification=outcome.verification.as_json(),
-            output=(answer or {}).get("output") if outcome.verification.ok else None,
+            # The output is the skill's result only when the run as a whole is one.
+            output=(answer or {}).get("output") if status == NEEDS_REVIEW else None,
             cited_documents=_cited_documents(outcome.steps),
         )
