@@ -114,6 +114,8 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
         request.run_id,
         request.now or clock.now(),
         actor=user,
+        inputs=dict(request.inputs),
+        provider=request.provider,
     ).as_json()
 
 

@@ -127,7 +127,10 @@ def test_a_missing_input_falls_back_naming_it_before_any_tool_is_called(
 
 @pytest.mark.parametrize(
     ("inputs", "field"),
-    [({"complaint": COMPLAINT, "order": "A-1"}, "inputs.order"), ({"complaint": 7}, "inputs.complaint")],
+    [
+        ({"complaint": COMPLAINT, "order": "A-1"}, "inputs.order"),
+        ({"complaint": 7}, "inputs.complaint"),
+    ],
 )
 def test_an_undeclared_or_ill_typed_input_is_refused_naming_it_and_nothing_is_stored(
     prompt_skill: Skill, agent: User, inputs: dict[str, Any], field: str
@@ -279,9 +282,7 @@ def test_a_call_outside_the_declared_tools_is_refused_and_the_skill_falls_back(
     assert stored.prompt["trace"][0]["result"] is None
 
 
-def test_a_model_past_the_call_budget_is_cut(
-    prompt_skill: Skill, agent: User, stub: Stub
-) -> None:
+def test_a_model_past_the_call_budget_is_cut(prompt_skill: Skill, agent: User, stub: Stub) -> None:
     stub.replies = [SEARCH]  # asks for a search, again and again
 
     result = run_prompt(prompt_skill, agent, provider="live")
@@ -362,7 +363,10 @@ def test_an_investigation_runs_a_prompt_skill_through_the_runner(
                     "conclusion_code": LEAD_NEEDS_REVIEW,
                     "followups": [],
                     "citations": [
-                        {"id": prompt_skill.id, "quote": f"{HISTORICAL_CASE_PREFIX}：{prompt_skill.id}"}
+                        {
+                            "id": prompt_skill.id,
+                            "quote": f"{HISTORICAL_CASE_PREFIX}：{prompt_skill.id}",
+                        }
                     ],
                 },
                 ensure_ascii=False,
@@ -412,5 +416,3 @@ def test_the_scripted_investigator_supplies_a_prompt_skills_inputs_from_the_tick
     assert skill_steps[1]["arguments"]["inputs"] == {"complaint": "两杯水果茶，优惠券用不了"}
     assert skill_steps[1]["result"]["status"] == "needs_review"
     assert investigation.status == "answered", investigation.verification
-
-
