@@ -303,7 +303,7 @@ PROMPT_SKILL_APPROVAL_REASON = (
 PROMPT_COMPLAINT = (
     "昨天下午在二号店小程序点了两杯水果茶，一共32块，活动券一直显示不可用，到底怎么回事？"
 )
-PROMPT_SKILL = {
+PROMPT_SKILL: dict[str, Any] = {
     "title": "顾客原话里的用券失败：按当前活动规则判断",
     "when": "顾客用自己的话描述小程序用券失败（商品、渠道、金额混在一段话里）时，先按当前活动规则判断能否解释。",
     "prompt": {
