@@ -307,6 +307,8 @@ def case_read(
     "/skills/{agentapi_text:skill_id}",
     response={200: ApprovedSkill, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
     tags=["experience"],
+    # A recipe skill's answer keeps exactly its fields; a prompt skill's adds form and prompt.
+    exclude_unset=True,
 )
 def skill_read(
     request: HttpRequest,

@@ -227,6 +227,9 @@ def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[
         "approved_at": to_utc_iso(skill.approved_at),
         "available": bool(availability),
         "unavailable_reason": None if availability else availability.reason,
+        # A prompt-form skill says what it is and what it takes (its declared inputs); a
+        # recipe skill's answer is as it was.
+        **({"form": skill.form, "prompt": skill.prompt} if skill.prompt else {}),
     }
 
 

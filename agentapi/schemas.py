@@ -593,6 +593,14 @@ class ApprovedSkill(BaseModel):
     approved_at: str | None
     available: bool = Field(description="approved, valid now, and every cited case still usable")
     unavailable_reason: str | None
+    form: Literal["prompt"] | None = Field(
+        default=None, description="present for a prompt-form skill only (its recipe is empty)"
+    )
+    prompt: dict[str, Any] | None = Field(
+        default=None,
+        description="a prompt-form skill's body: instructions, inputs (the declared input "
+        "fields), output (the declared shape), tools, max_calls",
+    )
 
 
 # --- investigations ----------------------------------------------------------------------------

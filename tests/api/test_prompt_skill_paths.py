@@ -165,3 +165,15 @@ def test_the_command_refuses_an_undeclared_input_naming_it(
     assert status != 0
     assert result == {"ok": False, "error": result["error"], "field": "inputs.order"}
     assert not Run.objects.exists()
+
+
+def test_reading_a_prompt_skill_tells_its_form_and_inputs(
+    agent_client: BearerClient, prompt_skill: Skill, demo: Demo
+) -> None:
+    prompt = agent_client.get(f"/api/v1/skills/{prompt_skill.id}").json()
+    recipe = agent_client.get(f"/api/v1/skills/{demo.skill}").json()
+
+    assert prompt["form"] == "prompt" and prompt["recipe"] == []
+    assert prompt["prompt"]["inputs"]["required"] == ["complaint"]
+    assert prompt["prompt"]["tools"] == ["search_knowledge"]
+    assert "form" not in recipe and "prompt" not in recipe
