@@ -416,3 +416,28 @@ def test_the_scripted_investigator_supplies_a_prompt_skills_inputs_from_the_tick
     assert skill_steps[1]["arguments"]["inputs"] == {"complaint": "两杯水果茶，优惠券用不了"}
     assert skill_steps[1]["result"]["status"] == "needs_review"
     assert investigation.status == "answered", investigation.verification
+
+
+def test_a_revocation_during_the_run_stops_it_before_the_next_tool_call(
+    prompt_skill: Skill, agent: User, second_reviewer: User
+) -> None:
+    from investigations.domain import ToolCall, Transcript, Turn
+
+    class RevokingModel:
+        """Asks for a search; while it 'thinks', a reviewer revokes the skill."""
+
+        name = "revoking"
+
+        def next_turn(self, transcript: Transcript) -> Turn:
+            if not transcript.rounds:
+                skill_revoke(skill=prompt_skill, actor=second_reviewer, reason="撤销：演示")
+                return Turn(calls=(ToolCall("c1", "search_knowledge", '{"query": "优惠券"}'),))
+            return Turn(answer='{"conclusion": "x", "conclusion_code": "knowledge_has_no_answer"}')
+
+    result = run_prompt(prompt_skill, agent, provider_instance=RevokingModel())
+
+    assert result["status"] == "fallback"
+    assert result["reason"].startswith(executor.REVOKED_DURING_RUN)
+    stored = Run.objects.get(run_id="prompt-run-1")
+    assert stored.prompt["trace"][0]["outcome"] == "tool_error"
+    assert stored.prompt["trace"][0]["result"] is None
