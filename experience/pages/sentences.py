@@ -119,7 +119,7 @@ def lesson_type_name(code: str) -> str:
 
 
 # Reasons whose detail adds nothing for a person once the sentence is shown.
-SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED})
+SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED, executor.ANSWER_VERIFIED})
 
 
 @dataclass(frozen=True)
