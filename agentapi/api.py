@@ -235,12 +235,15 @@ def experience_retrieve(request: HttpRequest, payload: ExperienceRetrieveRequest
     "/skills/{agentapi_text:skill_id}/run",
     response={200: SkillRunResult, 404: Message, **BODY_ERRORS},
     tags=["experience"],
+    # A recipe skill's answer keeps exactly its fields; a prompt skill's adds its own.
+    exclude_unset=True,
 )
 def skill_run(
     request: HttpRequest, skill_id: Path[SkillId], payload: SkillRunRequest
 ) -> dict[str, Any]:
-    """Run an approved skill's read-only checks with the current scope and ticket context.
-    ``needs_review`` at best (current evidence plus the cited cases as historical leads), never a
+    """Run an approved skill with the current scope and ticket context: a recipe skill's
+    read-only checks, or a prompt-form skill's sub-agent through the investigation runner
+    (``inputs``, ``provider``; its answer verified like an investigation's). ``needs_review`` at best (current evidence plus the cited cases as historical leads), never a
     confirmed cause; ``fallback`` with a reason otherwise. The run is stored under ``run_id``.
     An id that names no skill of this scope's tenant is 404, and nothing is stored."""
     return operations.skill_run(user=_user(request), skill_id=skill_id, request=payload)
@@ -304,6 +307,8 @@ def case_read(
     "/skills/{agentapi_text:skill_id}",
     response={200: ApprovedSkill, 404: Message, 422: ValidationErrors, **IDENTITY_ERRORS},
     tags=["experience"],
+    # A recipe skill's answer keeps exactly its fields; a prompt skill's adds form and prompt.
+    exclude_unset=True,
 )
 def skill_read(
     request: HttpRequest,

@@ -186,9 +186,11 @@ TOOLS = (
         name="run_skill",
         title="Run a reviewed skill",
         description=(
-            "Run an approved skill's read-only check recipe with the current scope and ticket "
-            "context. needs_review at best (current evidence plus cited cases as historical "
-            "leads), fallback with a reason otherwise. The run is stored under run_id."
+            "Run an approved skill with the current scope and ticket context: a recipe skill's "
+            "read-only checks, or a prompt-form skill's constrained sub-agent (pass its declared "
+            "inputs; its answer is verified like an investigation's and its output matches the "
+            "skill's declared shape). needs_review at best (current evidence plus cited cases as "
+            "historical leads), fallback with a reason otherwise. The run is stored under run_id."
         ),
         arguments=RunSkillArguments,
         result=SkillRunResult,

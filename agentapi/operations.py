@@ -114,6 +114,8 @@ def skill_run(*, user: User, skill_id: str, request: SkillRunRequest) -> dict[st
         request.run_id,
         request.now or clock.now(),
         actor=user,
+        inputs=dict(request.inputs),
+        provider=request.provider,
     ).as_json()
 
 
@@ -225,6 +227,9 @@ def skill_read(*, user: User, skill_id: str, run_id: str | None = None) -> dict[
         "approved_at": to_utc_iso(skill.approved_at),
         "available": bool(availability),
         "unavailable_reason": None if availability else availability.reason,
+        # A prompt-form skill says what it is and what it takes (its declared inputs); a
+        # recipe skill's answer is as it was.
+        **({"form": skill.form, "prompt": skill.prompt} if skill.prompt else {}),
     }
 
 

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from experience.cases import schema as case_format
+from experience.core import prompts
 from experience.retrieval.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
 from experience.retrieval.context import MIN_BUDGET as CONTEXT_MIN_BUDGET
 from experience.retrieval.context import TOKENIZER as CONTEXT_TOKENIZER
@@ -259,8 +260,29 @@ class ExperienceRetrieveRequest(RequestBody):
     limit: Limit = Field(default=RETRIEVE_DEFAULT_LIMIT, ge=1, le=RETRIEVE_MAX_LIMIT, strict=True)
 
 
+InputName = Annotated[str, StringConstraints(pattern=rf"^{prompts.PROPERTY_NAME.pattern}$")]
+InputText = Annotated[str, StringConstraints(max_length=prompts.MAX_INPUT_STRING), Storable, NO_NUL]
+InputValue = (
+    Annotated[int, Field(strict=True, ge=-MAX_FACT_INT, le=MAX_FACT_INT), WholeNumber]
+    | bool
+    | InputText
+    | None
+)
+Inputs = Annotated[
+    dict[InputName, InputValue],
+    Field(
+        max_length=prompts.MAX_INPUTS,
+        description="a prompt-form skill's declared inputs (e.g. the customer's own words); "
+        "an input the skill does not declare, or of another type, is refused (422 on "
+        "inputs.NAME), a required one missing is a fallback naming it; a recipe skill takes none",
+        json_schema_extra={"additionalProperties": False},
+    ),
+]
+
+
 class SkillRunRequest(RequestBody):
-    """Mirrors ``run_skill``: the current scope and the caller's knowledge context."""
+    """Mirrors ``run_skill``: the current scope and the caller's knowledge context, and for a
+    prompt-form skill its inputs and the provider its sub-agent runs with."""
 
     scope: ExperienceScope
     occurred_at: AwareDateTime | None = None
@@ -268,6 +290,13 @@ class SkillRunRequest(RequestBody):
     facts: Facts = Field(default_factory=dict)
     run_id: RunId
     now: AwareDateTime | None = Field(default=None, description="check time; default: now")
+    inputs: Inputs = Field(default_factory=dict)
+    provider: Literal["scripted", "live"] | None = Field(
+        default=None,
+        description="a prompt-form skill's sub-agent (default scripted); live needs the "
+        "server's CONSOLE_LLM_BASE_URL and CONSOLE_LLM_MODEL (422 on provider without them); "
+        "a recipe skill has none",
+    )
 
 
 class CaseScope(RequestBody):
@@ -439,6 +468,11 @@ class RunStep(BaseModel):
     tool: str
     arguments: dict[str, Any]
     status: str
+    outcome: str | None = Field(
+        default=None,
+        description="a prompt-form skill's step only: the runner's outcome (ok, unknown_tool, "
+        "invalid_arguments, scope_argument_refused, tool_error)",
+    )
 
 
 class ObservedEvidence(BaseModel):
@@ -468,6 +502,23 @@ class SkillRunResult(BaseModel):
     steps: list[RunStep]
     observations: list[Observation]
     cases: list[str] = Field(description="the cited cases: historical leads, not conclusions")
+    # A prompt-form skill's run only; a recipe skill's answer has none of these fields.
+    form: Literal["prompt"] | None = Field(
+        default=None, description="present for a prompt-form skill's run only"
+    )
+    provider: str | None = Field(default=None, description="the sub-agent's provider")
+    answer: dict[str, Any] | None = Field(
+        default=None,
+        description="the sub-agent's answer as the investigation runner verified it "
+        "(conclusion composed by the console, model_text its own words, output)",
+    )
+    verification: dict[str, Any] | None = Field(
+        default=None, description="{ok, reasons, details}, as for an investigation"
+    )
+    output: dict[str, Any] | None = Field(
+        default=None,
+        description="the declared output, only when the run ends needs_review",
+    )
 
 
 class CaseProposed(BaseModel):
@@ -557,6 +608,14 @@ class ApprovedSkill(BaseModel):
     approved_at: str | None
     available: bool = Field(description="approved, valid now, and every cited case still usable")
     unavailable_reason: str | None
+    form: Literal["prompt"] | None = Field(
+        default=None, description="present for a prompt-form skill only (its recipe is empty)"
+    )
+    prompt: dict[str, Any] | None = Field(
+        default=None,
+        description="a prompt-form skill's body: instructions, inputs (the declared input "
+        "fields), output (the declared shape), tools, max_calls",
+    )
 
 
 # --- investigations ----------------------------------------------------------------------------

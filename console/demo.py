@@ -17,6 +17,10 @@ The story, oldest first (T is the moment of loading):
   ``demo-skill-run-1`` and ``demo-skill-run-2``) and reports the first skill run's outcome; a
   reviewer investigates a ticket. Each finished run's after-action review drafts a candidate case
   and a candidate lesson beside it, which wait in the review queue.
+- T-9 days: the operator submits a prompt-form skill citing the two approved cases of distinct
+  incidents (a constrained sub-agent that reads the customer's own words and checks the rules);
+  a reviewer other than its author approves it, and the agent runs it once
+  (``demo-prompt-skill-run-1``, through the investigation runner with the scripted provider).
 - T-8 days: the operator imports the demo investigation thread and builds a candidate from it
   (a near-duplicate of the approved store-list case).
 - T-3 days: the duty summary is revoked: the second skill becomes unavailable (the first stays
@@ -45,6 +49,7 @@ from curation.scan import curation_scan
 from evaluation.models import ReplayReport
 from experience.cases import selectors, services
 from experience.cases.executor import TicketContext, run_skill
+from experience.cases.prompting import prompt_tools
 from experience.cases.schema import parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
@@ -92,6 +97,7 @@ RECALL_RUN = "demo-recall-1"
 RECALL_LIMIT = 10  # every approved item of the scope: the run reads the case revoked later
 SKILL_RUN = "demo-skill-run-1"
 INVESTIGATION_RUN = "demo-investigation-1"
+PROMPT_SKILL_RUN = "demo-prompt-skill-run-1"
 TICKET = "两杯水果茶，优惠券用不了"
 TICKET_OCCURRED_AT = "2026-09-18T14:00:00+08:00"
 TICKET_KNOWN_AT = "2026-09-18T14:10:00+08:00"
@@ -113,6 +119,7 @@ EXPERIENCE_DAYS = 14
 SECOND_SKILL_DAYS = 13
 LESSON_DAYS = 12
 RUN_DAYS = 10
+PROMPT_SKILL_DAYS = 9
 THREAD_DAYS = 8
 THREAD_APPROVAL_DAYS = 6
 REVOKE_DAYS = 3
@@ -291,6 +298,103 @@ def _second_skill(*, cases: list[str], operator: User, reviewer: User, now: date
     return skill.id
 
 
+PROMPT_SKILL_APPROVAL_REASON = (
+    "引用两个不同事故的已批准案例；只用只读的知识检索，最多三次调用，输出结构已核对"
+)
+PROMPT_COMPLAINT = (
+    "昨天下午在二号店小程序点了两杯水果茶，一共32块，活动券一直显示不可用，到底怎么回事？"
+)
+PROMPT_SKILL: dict[str, Any] = {
+    "title": "顾客原话里的用券失败：按当前活动规则判断",
+    "when": "顾客用自己的话描述小程序用券失败（商品、渠道、金额混在一段话里）时，先按当前活动规则判断能否解释。",
+    "prompt": {
+        "instructions": (
+            "你是门店用券失败的排查助手。从顾客原话里读出商品、渠道和金额，只把它们当作搜索线索，"
+            "不改动工单的事实。用 search_knowledge 搜索当前活动的用券规则，只引用工具返回的规则原文；"
+            "历史案例只是线索，不能当作原因。规则不覆盖这次购买时给出 rules_exclude_purchase；"
+            "规则全部匹配时给出 rules_do_not_explain，并建议核对真实配置和结账请求。"
+        ),
+        "inputs": {
+            "type": "object",
+            "properties": {
+                "complaint": {
+                    "type": "string",
+                    "maxLength": 1000,
+                    "description": "顾客的原话（非结构化）",
+                }
+            },
+            "required": ["complaint"],
+        },
+        "output": {
+            "type": "object",
+            "properties": {
+                "conclusion_code": {
+                    "type": "string",
+                    "enum": [
+                        "rules_exclude_purchase",
+                        "rules_do_not_explain",
+                        "ask_for_facts",
+                        "check_campaign_configuration",
+                        "knowledge_has_no_answer",
+                        "lead_needs_review",
+                    ],
+                    "description": "规则允许的结论",
+                },
+                "rule_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": 5,
+                    "description": "引用的规则",
+                },
+                "summary": {
+                    "type": "string",
+                    "maxLength": 300,
+                    "description": "给值班同学的一句话",
+                },
+            },
+            "required": ["conclusion_code", "rule_ids"],
+        },
+        "tools": ["search_knowledge"],
+        "max_calls": 3,
+    },
+}
+
+
+def _prompt_skill(
+    *, cases: list[str], operator: User, reviewer: User, agent: User, now: datetime
+) -> str:
+    """The prompt-form skill: submitted by the operator, approved by a reviewer (four eyes) on
+    two approved cases of distinct incidents, then run once by the agent."""
+    content = parse_skill(
+        {
+            "type": "skill",
+            "scope": dict(DEMO_SCOPE),
+            **PROMPT_SKILL,
+            "cases": cases,
+            "valid_from": LESSON_VALID_FROM,
+            "valid_to": LESSON_VALID_TO,
+        },
+        tool_specs(),
+        prompt_tools(),
+    )
+    skill, _ = services.skill_submit(content=content, actor=operator, now=now)
+    if skill.status == Status.CANDIDATE:
+        services.skill_approve(
+            skill=skill, actor=reviewer, reason=PROMPT_SKILL_APPROVAL_REASON, now=now
+        )
+    if not Run.objects.filter(run_id=PROMPT_SKILL_RUN).exists():
+        run_skill(
+            skill.id,
+            DEMO_SCOPE,
+            _ticket_context(),
+            PROMPT_SKILL_RUN,
+            actor=agent,
+            at=now,
+            inputs={"complaint": PROMPT_COMPLAINT},
+        )
+    return skill.id
+
+
 def _approve_checked(case_id: str, *, reviewer: User, now: datetime) -> None:
     """``reviewer`` checks the case's diagnosis evidence and approves it, if still a candidate."""
     case_check_and_approve(
@@ -328,6 +432,13 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
         reviewer=reviewer,
         now=_days_ago(now, RUN_DAYS),
     )
+    prompt_skill = _prompt_skill(
+        cases=cases,
+        operator=operator,
+        reviewer=reviewer,
+        agent=users["agent-7"],
+        now=_days_ago(now, PROMPT_SKILL_DAYS),
+    )
     thread = _thread_candidate(operator=operator, now=_days_ago(now, THREAD_DAYS))
     _approve_checked(thread["case"], reviewer=reviewer, now=_days_ago(now, THREAD_APPROVAL_DAYS))
     summary = selectors.case_get(summary_id)
@@ -351,9 +462,10 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
         "conflicts": LessonConflict.objects.count(),
         "runs": {
             "new": runs,
-            "ids": [RECALL_RUN, SKILL_RUN, SECOND_SKILL_RUN, INVESTIGATION_RUN],
+            "ids": [RECALL_RUN, SKILL_RUN, SECOND_SKILL_RUN, INVESTIGATION_RUN, PROMPT_SKILL_RUN],
         },
         "skills": [experience["skill"], second_skill],
+        "prompt_skill": prompt_skill,
         "thread": thread,
         "scan": scan.as_json(),
         "replay_report": None,

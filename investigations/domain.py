@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from experience.core.prompts import shape_problems
 from investigations.verification import (
     ANSWER_MALFORMED,
+    OUTPUT_SHAPE_MISMATCH,
     Verification,
     parse_answer,
     verify,
@@ -200,6 +202,8 @@ class Transcript:
     rounds: tuple[Round, ...]
     # What is left of the run's wall-time budget: a provider waits no longer for the model.
     seconds_left: float | None = None
+    # A prompt skill's declared output shape: the answer carries an ``output`` matching it.
+    answer_shape: Mapping[str, Any] | None = None
 
 
 class ProviderTimeout(Exception):
@@ -267,7 +271,8 @@ def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
     """Why ``arguments`` break ``schema`` (naming the argument), or None.
 
     Only what tool declarations here use: an object of strings with length bounds, required
-    names and no others.
+    names and no others; an argument may itself be an object of such strings (``run_skill``'s
+    ``inputs``), with at most ``maxProperties`` names.
     """
     properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
     for name in schema.get("required", []):
@@ -277,6 +282,18 @@ def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
         spec = properties.get(name)
         if spec is None:
             return f"{name}: not an argument of this tool"
+        if spec.get("type") == "object":
+            if not isinstance(value, Mapping):
+                return f"{name}: must be an object"
+            if len(value) > spec.get("maxProperties", len(value)):
+                return f"{name}: must have at most {spec['maxProperties']} entries"
+            inner = spec.get("additionalProperties") or {}
+            for key, item in value.items():
+                if not isinstance(item, str):
+                    return f"{name}.{key}: must be a string"
+                if len(item) > inner.get("maxLength", len(item)):
+                    return f"{name}.{key}: must be at most {inner['maxLength']} characters"
+            continue
         if spec.get("type") == "string":
             if not isinstance(value, str):
                 return f"{name}: must be a string"
@@ -365,13 +382,16 @@ def run_ticket(
     monotonic: Callable[[], float] = time.monotonic,
     revoked: Callable[[Collection[str]], Collection[str]] | None = None,
     on_step: Callable[[dict[str, Any]], object] | None = None,
+    answer_shape: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Run ``ticket`` through ``provider`` with the tools declared *and* bound; never raises.
 
     ``revoked`` answers which of the cited ids are no longer usable now (a revocation during
     the run); such an answer is refused. ``on_step`` is given each step as soon as it is
     recorded (the console stores it so the page shows the run as it happens); it is the
-    caller's own code, so what it raises is not caught.
+    caller's own code, so what it raises is not caught. ``answer_shape`` (a prompt skill's
+    declared output) asks the answer for an ``output`` matching it; one that does not is refused
+    (``output_shape_mismatch``) like any other unverified answer.
     """
     budget = budget or Budget()
     steps: list[dict[str, Any]] = []
@@ -398,7 +418,12 @@ def run_ticket(
                 BUDGET_EXHAUSTED, f"{TIME_EXHAUSTED}: over {budget.max_seconds:g}s", [NO_ANSWER]
             )
         transcript = Transcript(
-            instructions, ticket, tuple(offered.values()), tuple(rounds), seconds_left
+            instructions,
+            ticket,
+            tuple(offered.values()),
+            tuple(rounds),
+            seconds_left,
+            answer_shape,
         )
         try:
             turn = provider.next_turn(transcript)
@@ -421,7 +446,7 @@ def run_ticket(
                 [NO_ANSWER],
             )
         if not turn.calls:
-            return _answered(turn, steps, revoked)
+            return _answered(turn, steps, revoked, answer_shape)
         exchanges = []
         for call in turn.calls:
             if len(steps) >= budget.max_calls:
@@ -442,6 +467,7 @@ def _answered(
     turn: Turn,
     steps: list[dict[str, Any]],
     revoked: Callable[[Collection[str]], Collection[str]] | None,
+    answer_shape: Mapping[str, Any] | None = None,
 ) -> Outcome:
     raw = turn.answer if turn.answer is not None else turn.text
     answer, problem = parse_answer(strip_fences(raw))
@@ -458,6 +484,16 @@ def _answered(
     cited = [citation["id"] for citation in answer["citations"]]
     gone = set(revoked(cited)) if revoked and cited else set()
     verification = verify(answer, steps, revoked=gone)
+    if answer_shape is not None:
+        output = _output_of(raw)
+        problems = shape_problems(answer_shape, output)
+        if problems:
+            verification.ok = False
+            verification.reasons.append(OUTPUT_SHAPE_MISMATCH)
+            verification.details += [
+                {"reason": OUTPUT_SHAPE_MISMATCH, "problem": problem} for problem in problems
+            ]
+        answer["output"] = output if isinstance(output, dict) else None
     answer = with_composed_conclusion(answer, steps, verification)
     if not verification.ok:
         status = REFUSED_ANSWER
@@ -467,6 +503,15 @@ def _answered(
     else:
         status, reason = ANSWERED, "answered: every citation checked against this run"
     return Outcome(status, reason, steps, answer, verification, raw_answer=raw)
+
+
+def _output_of(raw: str) -> object:
+    """The ``output`` field of the answer's JSON object (None when there is none)."""
+    try:
+        data = json.loads(strip_fences(raw))
+    except (ValueError, RecursionError):
+        return None
+    return data.get("output") if isinstance(data, dict) else None
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)

@@ -33,6 +33,8 @@ SEARCH_KNOWLEDGE = "search_knowledge"
 RETRIEVE_EXPERIENCE = "retrieve_experience"
 RUN_SKILL = "run_skill"
 MAX_QUERY = 200
+MAX_INPUT = 2_000
+INPUTS_PREFIX = "inputs."
 
 CONCLUSIONS = {
     RULES_EXCLUDE_PURCHASE: "The rules do not cover this purchase ({detail}).",
@@ -69,7 +71,7 @@ def _called(transcript: Transcript, tool: str) -> bool:
     )
 
 
-def _call(transcript: Transcript, tool: str, arguments: dict[str, str]) -> Turn:
+def _call(transcript: Transcript, tool: str, arguments: dict[str, Any]) -> Turn:
     index = sum(len(round_.exchanges) for round_ in transcript.rounds)
     return Turn(calls=(ToolCall(f"call-{index}", tool, json.dumps(arguments)),))
 
@@ -98,18 +100,34 @@ class ScriptedProvider:
             return _call(transcript, RETRIEVE_EXPERIENCE, {"query": query})
         skill = self._skill_to_run(transcript, offered)
         if skill:
-            return _call(transcript, RUN_SKILL, {"skill_id": skill})
+            return _call(transcript, RUN_SKILL, skill)
         if SEARCH_KNOWLEDGE in offered and not _called(transcript, SEARCH_KNOWLEDGE):
             return _call(transcript, SEARCH_KNOWLEDGE, {"query": query})
-        return self._conclude(transcript)
+        turn = self._conclude(transcript)
+        if transcript.answer_shape is not None and turn.answer:
+            return _with_output(turn, transcript.answer_shape)
+        return turn
 
-    def _skill_to_run(self, transcript: Transcript, offered: set[str]) -> str | None:
-        if RUN_SKILL not in offered or _called(transcript, RUN_SKILL):
+    def _skill_to_run(self, transcript: Transcript, offered: set[str]) -> dict[str, Any] | None:
+        """The first skill retrieved; once more with the ticket's text as every input a prompt
+        skill said it lacks (``missing`` naming ``inputs.NAME``)."""
+        if RUN_SKILL not in offered:
             return None
-        for result in _results(transcript, RETRIEVE_EXPERIENCE):
-            for item in result.get("items") or []:
-                if item.get("type") == "skill":
-                    return str(item["id"])
+        runs = _results(transcript, RUN_SKILL)
+        if not runs:
+            for result in _results(transcript, RETRIEVE_EXPERIENCE):
+                for item in result.get("items") or []:
+                    if item.get("type") == "skill":
+                        return {"skill_id": str(item["id"])}
+            return None
+        lacking = [
+            str(name).removeprefix(INPUTS_PREFIX)
+            for name in runs[0].get("missing") or []
+            if str(name).startswith(INPUTS_PREFIX)
+        ]
+        if len(runs) == 1 and runs[0].get("status") == "fallback" and lacking:
+            text = transcript.ticket.text.strip()[:MAX_INPUT]
+            return {"skill_id": str(runs[0]["skill"]), "inputs": dict.fromkeys(lacking, text)}
         return None
 
     def _conclude(self, transcript: Transcript) -> Turn:
@@ -199,3 +217,42 @@ def _lead_answer(lead: Mapping[str, Any]) -> Turn:
         [REVIEW_LEAD.format(skill=skill)],
         [{"id": skill, "quote": f"{HISTORICAL_CASE_PREFIX}：{skill}"}],
     )
+
+
+def _with_output(turn: Turn, shape: Mapping[str, Any]) -> Turn:
+    """The answer with the ``output`` a prompt skill declares, filled from the answer itself:
+    an enum takes the conclusion code when it lists it (else its first value), other text the
+    first cited id for a property named ``…id…``, else the conclusion; a list of text the cited
+    ids; a number how many items are cited; a boolean whether any is."""
+    answer = json.loads(turn.answer or "{}")
+    cited = [str(c["id"]) for c in answer.get("citations") or []]
+    output = {
+        name: _filled(name, schema, answer, cited)
+        for name, schema in (shape.get("properties") or {}).items()
+    }
+    return Turn(answer=json.dumps({**answer, "output": output}, ensure_ascii=False))
+
+
+def _filled(
+    name: str, schema: Mapping[str, Any], answer: Mapping[str, Any], cited: list[str]
+) -> Any:
+    kind = schema.get("type")
+    code = str(answer.get("conclusion_code") or "")
+    if kind == "string":
+        if "enum" in schema:
+            return code if code in schema["enum"] else schema["enum"][0]
+        wants_id = "id" in name.split("_")
+        text = (cited[0] if cited else "") if wants_id else str(answer.get("conclusion") or "")
+        return text[: int(schema.get("maxLength", MAX_INPUT))]
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", len(cited)), schema.get("maximum", len(cited))
+        return max(low, min(high, len(cited)))
+    if kind == "boolean":
+        return bool(cited)
+    if kind == "array":
+        items = schema.get("items") or {}
+        values: list[Any] = []
+        if items.get("type") == "string":
+            values = ([code] if code in items["enum"] else []) if "enum" in items else list(cited)
+        return values[: int(schema.get("maxItems", len(values)))]
+    return None

@@ -41,6 +41,7 @@ REFUSALS: dict[str, Promise] = {
     ),
     verification.CITED_ITEM_REVOKED: _("Something cited was revoked while the run went on"),
     verification.ANSWER_MALFORMED: _("The answer is not the structured answer asked for"),
+    verification.OUTPUT_SHAPE_MISMATCH: _("The skill's output does not match its declared shape"),
 }
 
 END_REASONS: dict[str, Promise] = {

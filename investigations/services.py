@@ -199,7 +199,7 @@ def investigation_run(
             ticket,
             model,
             tools=declarations(actor),
-            handlers=bind(ticket, run_id=run_id, actor=actor, moment=moment, at=at),
+            handlers=bind(ticket, run_id=run_id, actor=actor, moment=moment, at=at, provider=model),
             budget=budget,
             instructions=domain.instructions_with(
                 context_block(ticket, run_id=run_id, actor=actor, at=started_at)

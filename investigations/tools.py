@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import transaction
 
@@ -51,10 +51,13 @@ def bind(
     actor: User,
     moment: Callable[[], datetime] | None = None,
     at: datetime | None = None,
+    provider: object | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Handler]:
     """The handlers of one run, with the ticket's scope and times bound in; ``moment`` is the
     run's clock (each call records its reads at one reading of it), ``at`` the moment a caller
-    pinned the run at."""
+    pinned the run at. ``provider`` is the run's model, which a prompt-form skill it runs uses
+    too; ``now`` the instant memory is read as of (default: the time of knowledge)."""
     moment = moment or (lambda: clock.now())
     scope = {name: str(value or "") for name, value in ticket.scope.items()}
     context = ticket.context
@@ -67,7 +70,7 @@ def bind(
         actor=actor,
     )
     # Memory is read as of the time of knowledge, as the replay reads it.
-    now = context.known_at or moment()
+    now = now or context.known_at or moment()
 
     def search_knowledge(arguments: Mapping[str, str]) -> Mapping[str, Any]:
         result = search({"query": arguments["query"]}, call_context)
@@ -90,8 +93,17 @@ def bind(
         skill_context = SkillTicketContext(
             occurred_at=context.occurred_at, known_at=context.known_at, facts=dict(context.facts)
         )
+        inputs = cast("Mapping[str, object] | None", arguments.get("inputs"))
         return run_skill(
-            arguments["skill_id"], scope, skill_context, run_id, now, actor=actor, at=at
+            arguments["skill_id"],
+            scope,
+            skill_context,
+            run_id,
+            now,
+            actor=actor,
+            at=at,
+            inputs=inputs,
+            provider_instance=provider,
         ).as_json()
 
     return {SEARCH_KNOWLEDGE: search_knowledge, RETRIEVE_EXPERIENCE: retrieve, RUN_SKILL: skill}

@@ -48,6 +48,8 @@ CONCLUSION_NOT_ALLOWED = "conclusion_not_allowed"
 MISSING_CASE_PREFIX = "missing_case_prefix"
 CITED_ITEM_REVOKED = "cited_item_revoked"
 ANSWER_MALFORMED = "answer_malformed"
+# A prompt skill's answer whose ``output`` does not match the skill's declared shape.
+OUTPUT_SHAPE_MISMATCH = "output_shape_mismatch"
 REASON_CODES = (
     QUOTE_NOT_VERBATIM,
     CITATION_NOT_IN_RUN,
@@ -55,6 +57,7 @@ REASON_CODES = (
     MISSING_CASE_PREFIX,
     CITED_ITEM_REVOKED,
     ANSWER_MALFORMED,
+    OUTPUT_SHAPE_MISMATCH,
 )
 
 MAX_TEXT = 4_000
@@ -194,6 +197,12 @@ def _memory_items(result: Mapping[str, Any]) -> Iterator[ReturnedItem]:
             yield _item(item["id"], item.get("type"), item, historical=True)
 
 
+# What a skill run's result holds that is not what the run says of itself: the observations and
+# cases (items in their own right), and a prompt skill's sub-agent answer and output (a model's
+# words, verified in that run, never the skill's own text).
+NOT_OWN_TEXT = frozenset({"observations", "cases", "answer", "output", "verification"})
+
+
 def _skill_run_items(result: Mapping[str, Any]) -> Iterator[ReturnedItem]:
     """``run_skill``: the skill, whose own text is what the run says of itself (status, reason,
     its recipe steps), not its observations or cases; each case handed back, whose own text is
@@ -201,7 +210,7 @@ def _skill_run_items(result: Mapping[str, Any]) -> Iterator[ReturnedItem]:
     are knowledge results in their own right."""
     lead = {LEAD_NEEDS_REVIEW} if result.get("status") == SKILL_NEEDS_REVIEW else set()
     if result.get("skill"):
-        own = {k: v for k, v in result.items() if k not in ("observations", "cases")}
+        own = {k: v for k, v in result.items() if k not in NOT_OWN_TEXT}
         yield _item(result["skill"], "skill", own, historical=True, allows=lead)
     for case_id in result.get("cases") or []:
         if isinstance(case_id, str) and case_id:

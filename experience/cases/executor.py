@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
+from experience.cases.prompting import PromptRun, PromptRunOutcome, prompt_runner, prompt_tools
 from experience.cases.selectors import skill_availability
 from experience.cases.tools import CallContext, Tool, default_registry, tool_specs
 from experience.core import domain
 from experience.core.models import ItemType, RunStatus
+from experience.core.prompts import PromptSpec, inputs_checked, prompt_checked
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record, run_store
 from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
@@ -53,6 +55,20 @@ TOOL_ERROR = "tool_error"
 TIMEOUT = "timeout"
 STEP_FAILED = "step_failed"
 ALL_STEPS_PASSED = "all_steps_passed"
+# Prompt-form skills (run through the investigation runner, ``experience.cases.prompting``).
+INVALID_PROMPT = "invalid_prompt"
+RUNNER_UNAVAILABLE = "runner_unavailable"
+TOOL_REFUSED = "tool_refused"
+BUDGET_EXHAUSTED = "budget_exhausted"
+ANSWER_REFUSED = "answer_refused"
+PROVIDER_ERROR = "provider_error"
+ANSWER_VERIFIED = "answer_verified"
+ANSWER_VERIFIED_DETAIL = (
+    "the sub-agent's answer passed verification against its own tool calls and its output "
+    "matches the declared shape; the cited cases are historical leads only, a person reviews it"
+)
+PROMPT = "prompt"
+INPUTS_NOT_DECLARED = "a recipe skill declares no inputs"
 PASSED_DETAIL = (
     "every step found current evidence that matches; the cited cases are historical leads only, "
     "the current evidence and the ticket's own requests decide"
@@ -104,9 +120,14 @@ class SkillRunResult:
     steps: tuple[StepResult, ...] = ()
     observations: tuple[dict[str, Any], ...] = ()
     cases: tuple[str, ...] = ()
+    # A prompt-form skill's run only (absent from a recipe run's answer): how its sub-agent
+    # ran (``provider``), its answer as verified, the verification and the declared output.
+    prompt: dict[str, Any] | None = None
+    # A prompt run's steps in the run_skill shape (index, tool, arguments, status, outcome).
+    prompt_steps: tuple[dict[str, Any], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        result = {
             "status": self.status,
             "reason": self.reason,
             "run_id": self.run_id,
@@ -117,6 +138,16 @@ class SkillRunResult:
             "observations": list(self.observations),
             "cases": list(self.cases),
         }
+        if self.prompt is not None:
+            result["steps"] = [dict(step) for step in self.prompt_steps]
+            result.update(
+                form=PROMPT,
+                provider=self.prompt.get("provider"),
+                answer=self.prompt.get("answer"),
+                verification=self.prompt.get("verification") or {"ok": False, "reasons": []},
+                output=self.prompt.get("output"),
+            )
+        return result
 
 
 @dataclass
@@ -136,6 +167,9 @@ class _RunState:
     cited: set[str] = field(default_factory=set)
     cases: tuple[str, ...] = ()
     tool_calls: int = 0
+    # Set for a prompt-form skill once it passed the gate: what its run through the runner gave.
+    prompt: dict[str, Any] | None = None
+    prompt_steps: list[dict[str, Any]] = field(default_factory=list)
 
     def read(self, skill: Skill, recipe: tuple[domain.RecipeStep, ...]) -> None:
         """The skill passed the gate: record the reads of it and its cases, list its steps."""
@@ -164,6 +198,8 @@ class _RunState:
             steps=tuple(self.steps),
             observations=tuple(self.observations),
             cases=self.cases if status == NEEDS_REVIEW else (),
+            prompt=self.prompt,
+            prompt_steps=tuple(self.prompt_steps),
         )
         as_json = result.as_json()
         run_store(
@@ -182,8 +218,16 @@ class _RunState:
             finished_at=self.moment(),
             cited_documents=self.cited,
             actor=self.actor,
+            prompt=self.prompt_record(),
         )
         return result
+
+    def prompt_record(self) -> dict[str, Any]:
+        """What the stored run keeps of a prompt run: the result's prompt fields and the
+        runner's whole trace (every tool result, so a reader can check each quote)."""
+        if self.prompt is None:
+            return {}
+        return {"form": PROMPT, **self.prompt}
 
 
 def _observation(index: int, tool: str, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -240,10 +284,17 @@ def run_skill(
     tools: Mapping[str, Tool] | None = None,
     timeout: float = TOOL_TIMEOUT_SECONDS,
     at: datetime | None = None,
+    inputs: Mapping[str, object] | None = None,
+    provider: str | None = None,
+    provider_instance: object | None = None,
 ) -> SkillRunResult:
     """Run ``skill_id`` in ``scope`` for one ticket; ``now`` is the instant the memory is read
     as of (the run's start when not given), ``at`` pins the moment the run is stored at (start
-    and finish alike; the clock otherwise, read at the start and at the finish)."""
+    and finish alike; the clock otherwise, read at the start and at the finish).
+
+    A prompt-form skill takes its declared ``inputs`` and runs through the investigation
+    runner with ``provider`` (``scripted`` unless given; ``provider_instance`` is a model the
+    caller already holds, an investigation's own); a recipe skill takes neither."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id = validate_run_id(run_id)
     if now is not None:
@@ -256,6 +307,21 @@ def run_skill(
         # never stored under a tenant the actor may not use or that does not exist.
         require_scope(actor, USE_EXPERIENCE, tenant, message=USE_REFUSED)
     skill_known(skill_id, tenant, actor)
+    # Refused before anything is written: inputs the skill does not declare, a bad provider.
+    declared = _declared_prompt(skill_id)
+    given_inputs: dict[str, object] = {}
+    missing_inputs: list[str] = []
+    provider_name = ""
+    if declared is None:
+        if inputs:
+            raise ValidationFailure("inputs", INPUTS_NOT_DECLARED)
+    else:
+        given_inputs, missing_inputs = inputs_checked(declared.get("inputs") or {}, inputs or {})
+        runner = prompt_runner()
+        if provider_instance is not None:
+            provider_name = str(getattr(provider_instance, "name", "") or "custom")
+        elif runner is not None:
+            provider_name = runner.provider_checked(provider or "scripted")
     moment: Callable[[], datetime] = (lambda: clock.now()) if at is None else (lambda: at)
     run = _RunState(run_id, skill_id, scope, context, actor, moment, started_at=moment())
 
@@ -271,6 +337,22 @@ def run_skill(
     if isinstance(gated, str):
         return run.finish(FALLBACK, gated)
     skill, recipe = gated
+    if isinstance(recipe, PromptSpec):
+        return _prompt_run(
+            run,
+            skill,
+            recipe,
+            PromptCall(
+                inputs=given_inputs,
+                missing=missing_inputs,
+                scope=current,
+                context=context,
+                now=check_time,
+                at=at,
+                provider=provider_name,
+                provider_instance=provider_instance,
+            ),
+        )
     run.read(skill, recipe)
 
     call_context = CallContext(
@@ -316,13 +398,19 @@ def skill_known(skill_id: object, tenant: str | None, actor: User) -> None:
         raise UnknownId("skill_id", NO_SUCH_SKILL)
 
 
+def _declared_prompt(skill_id: str) -> dict[str, Any] | None:
+    """A prompt skill's stored body, None for a recipe skill (the id is known by now)."""
+    body = Skill.objects.filter(pk=skill_id).values_list("prompt", flat=True).first()
+    return dict(body) if body else None
+
+
 def _gate(
     skill_id: str,
     scope: Mapping[str, str],
     now: datetime,
     registry: Mapping[str, Tool],
     actor: User,
-) -> tuple[Skill, tuple[domain.RecipeStep, ...]] | str:
+) -> tuple[Skill, tuple[domain.RecipeStep, ...] | PromptSpec] | str:
     """The skill and its checked recipe, or why the run may not use it.
 
     A skill id is resolved inside the run's tenant: another tenant's skill (or one of a tenant
@@ -335,6 +423,13 @@ def _gate(
         return f"{SCOPE_MISMATCH}: " + ", ".join(differing)
     if not availability:
         return f"{SKILL_UNAVAILABLE}: {availability.reason}"
+    if skill.prompt:
+        # The declared tools are checked again against today's registry: a tool no longer
+        # registered (or no longer read-only) stops the skill here.
+        try:
+            return skill, prompt_checked(skill.prompt, prompt_tools())
+        except ValidationFailure as failure:
+            return f"{INVALID_PROMPT}: {failure}"
     try:
         return skill, domain.validate_recipe(skill.recipe, tool_specs(registry))
     except ValidationFailure as failure:
@@ -390,3 +485,112 @@ def _call(
         if isinstance(item, Mapping) and item.get("id")
     )
     return _step_failure(result)
+
+
+# --- prompt-form skills ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptCall:
+    """What the caller gave a prompt skill's run, checked before anything was written."""
+
+    inputs: Mapping[str, object]
+    missing: list[str]
+    scope: Mapping[str, str]
+    context: TicketContext
+    now: datetime
+    at: datetime | None
+    provider: str
+    provider_instance: object | None
+
+
+def _prompt_steps(trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The runner's steps in the run_skill shape: each call's tool and arguments, ``passed``
+    when it ran, ``failed`` otherwise, and the runner's ``outcome`` (``ok``, ``unknown_tool``,
+    ``scope_argument_refused``, …)."""
+    steps = []
+    for step in trace:
+        arguments = step.get("arguments")
+        steps.append(
+            {
+                "index": int(step.get("index") or 0),
+                "tool": str(step.get("tool") or ""),
+                "arguments": dict(arguments)
+                if isinstance(arguments, Mapping)
+                else {"unparsed": str(arguments or "")[:200]},
+                "status": PASSED if step.get("outcome") == "ok" else FAILED,
+                "outcome": str(step.get("outcome") or ""),
+            }
+        )
+    return steps
+
+
+def _prompt_run(run: _RunState, skill: Skill, spec: PromptSpec, call: PromptCall) -> SkillRunResult:
+    """A prompt skill past the gate: its inputs, then the investigation runner, then the same
+    re-check before returning as a recipe run. Only the runner runs it; without one installed
+    it falls back."""
+    run.prompt = {
+        "provider": call.provider or None,
+        "max_calls": spec.max_calls,
+        "tools": list(spec.tools),
+        "inputs": dict(call.inputs),
+        "answer": None,
+        "verification": {"ok": False, "reasons": []},
+        "output": None,
+        "trace": [],
+    }
+    if call.missing:
+        return run.finish(FALLBACK, f"{MISSING_CONTEXT}: " + ", ".join(call.missing), call.missing)
+    runner = prompt_runner()
+    if runner is None:
+        return run.finish(FALLBACK, f"{RUNNER_UNAVAILABLE}: no investigation runner is installed")
+    run.read(skill, ())
+
+    def unavailable() -> str | None:
+        return _recheck(skill, call.now)
+
+    outcome: PromptRunOutcome = runner.run(
+        PromptRun(
+            skill_id=skill.id,
+            spec=spec,
+            inputs=call.inputs,
+            scope=call.scope,
+            occurred_at=call.context.occurred_at,
+            known_at=call.context.known_at,
+            facts=dict(call.context.facts),
+            run_id=run.run_id,
+            actor=run.actor,
+            now=call.now,
+            moment=run.moment,
+            at=call.at,
+            provider=call.provider,
+            provider_instance=call.provider_instance,
+            unavailable=unavailable,
+        )
+    )
+    run.prompt.update(
+        provider=outcome.provider,
+        answer=outcome.answer,
+        verification=outcome.verification,
+        output=outcome.output,
+        trace=outcome.trace,
+    )
+    run.prompt_steps = _prompt_steps(outcome.trace)
+    run.tool_calls = len(outcome.trace)
+    run.cited.update(outcome.cited_documents)
+    run.observations = [
+        _observation(int(step.get("index") or 0), str(step["tool"]), step["result"])
+        for step in outcome.trace
+        if step.get("outcome") == "ok"
+        and step.get("tool") == "search_knowledge"
+        and isinstance(step.get("result"), Mapping)
+    ]
+    if outcome.status != NEEDS_REVIEW:
+        return run.finish(FALLBACK, outcome.reason)
+    # Re-check before returning, as a recipe run does, in one transaction with the stored run.
+    with transaction.atomic():
+        _lock_rows(skill.id, run.cases)
+        gone = _recheck(skill, call.now)
+        if gone:
+            return run.finish(FALLBACK, gone)
+        return run.finish(NEEDS_REVIEW, outcome.reason)

@@ -95,7 +95,10 @@ class EvidenceCheck(models.Model):
 
 class Skill(ReviewedItem):
     when = models.TextField()
+    # A recipe skill's steps; empty for a prompt-form skill, whose body is ``prompt``
+    # (instructions, inputs, output, tools, max_calls; ``experience.core.prompts``).
     recipe = models.JSONField()
+    prompt = models.JSONField(default=dict, blank=True)
     cases = models.ManyToManyField(Case, through="SkillCase", related_name="skills")
 
     class Meta:
@@ -118,6 +121,11 @@ class Skill(ReviewedItem):
                 name="skill_validity_ordered",
             ),
         ]
+
+    @property
+    def form(self) -> str:
+        """``prompt`` for a prompt-form skill, ``recipe`` otherwise."""
+        return "prompt" if self.prompt else "recipe"
 
 
 class SkillCase(models.Model):

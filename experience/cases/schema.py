@@ -24,6 +24,7 @@ from experience.core.domain import (
     validate_recipe,
     validate_scope,
 )
+from experience.core.prompts import PromptSpec, PromptTool, prompt_checked
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.fields import bounded_text as _text
@@ -62,9 +63,14 @@ CASE_FIELDS = frozenset(
 )
 CASE_REQUIRED = ("scope", "incident", "title", "valid_from", "valid_to")
 SKILL_FIELDS = frozenset(
-    {"type", "scope", "title", "when", "recipe", "cases", "valid_from", "valid_to"}
+    {"type", "scope", "title", "when", "recipe", "prompt", "cases", "valid_from", "valid_to"}
 )
-SKILL_REQUIRED = ("scope", "title", "when", "recipe", "cases", "valid_from", "valid_to")
+# A skill has a recipe (a deterministic script) or a prompt (a constrained sub-agent), never both.
+SKILL_REQUIRED = ("scope", "title", "when", "cases", "valid_from", "valid_to")
+RECIPE = "recipe"
+PROMPT = "prompt"
+ONE_BODY = 'a skill has either a "recipe" or a "prompt", not both'
+NO_BODY = 'is required (or "prompt", for a prompt-form skill)'
 EVIDENCE_FIELDS = frozenset({"source_id", "excerpt", "verified"})
 STATEMENT_FIELDS = frozenset({"statement", "evidence"})
 COUNTER_FIELDS = frozenset({"hypothesis", "statement", "refutes", "evidence"})
@@ -176,14 +182,26 @@ class SkillContent:
     cases: tuple[str, ...]
     valid_from: datetime
     valid_to: datetime
+    # A prompt-form skill's body; None for a recipe skill (whose recipe is then non-empty).
+    prompt: PromptSpec | None = None
+
+    @property
+    def form(self) -> str:
+        return PROMPT if self.prompt is not None else RECIPE
 
     def canonical(self) -> dict[str, Any]:
+        # A recipe skill's content (and so its id) is exactly what it was before prompt skills.
+        body: dict[str, Any] = (
+            {"prompt": self.prompt.as_json()}
+            if self.prompt is not None
+            else {"recipe": [step.as_json() for step in self.recipe]}
+        )
         return {
             "type": "skill",
             "scope": dict(self.scope),
             "title": self.title,
             "when": self.when,
-            "recipe": [step.as_json() for step in self.recipe],
+            **body,
             "cases": sorted(self.cases),
             "valid_from": to_utc_iso(self.valid_from),
             "valid_to": to_utc_iso(self.valid_to),
@@ -332,7 +350,13 @@ def parse_case(obj: object) -> CaseContent:
     )
 
 
-def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
+def parse_skill(
+    obj: object,
+    tools: Mapping[str, ToolSpec],
+    prompt_tools: Mapping[str, PromptTool] | None = None,
+) -> SkillContent:
+    """A skill of either form. ``tools`` are the recipe tools; ``prompt_tools`` the registered
+    investigation tools a prompt skill may declare (none given: every declared tool is unknown)."""
     if not isinstance(obj, dict):
         raise ValidationFailure("", "a skill must be a JSON object")
     check_tree(obj)
@@ -340,6 +364,10 @@ def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
     if obj.get("type", "skill") != "skill":
         raise ValidationFailure("type", 'must be "skill"')
     _require(obj, SKILL_REQUIRED)
+    if RECIPE in obj and PROMPT in obj:
+        raise ValidationFailure(PROMPT, ONE_BODY)
+    if RECIPE not in obj and PROMPT not in obj:
+        raise ValidationFailure(RECIPE, NO_BODY)
     valid_from, valid_to = _validity(obj, "")
     cases = obj["cases"]
     if not isinstance(cases, list) or not cases:
@@ -359,10 +387,11 @@ def parse_skill(obj: object, tools: Mapping[str, ToolSpec]) -> SkillContent:
         scope=validate_scope(obj["scope"]),
         title=_text(obj["title"], "title", MAX_TITLE, required=True),
         when=_text(obj["when"], "when", MAX_WHEN, required=True),
-        recipe=validate_recipe(obj["recipe"], tools),
+        recipe=validate_recipe(obj[RECIPE], tools) if RECIPE in obj else (),
         cases=tuple(refs),
         valid_from=valid_from,
         valid_to=valid_to,
+        prompt=prompt_checked(obj[PROMPT], prompt_tools or {}) if PROMPT in obj else None,
     )
 
 

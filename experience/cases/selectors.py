@@ -10,9 +10,11 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from experience.cases.guards import guard_unmet
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
+from experience.cases.prompting import prompt_tools
 from experience.core import availability, domain
 from experience.core.availability import Availability, CitedCase, GateFields
 from experience.core.models import ReviewedItem
+from experience.core.prompts import tool_problem
 from experience.core.review import NO_SUCH_CASE, NO_SUCH_SKILL
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
@@ -164,12 +166,17 @@ def skill_cases(skill: Skill) -> list[Case]:
 
 
 def skill_facts(skill: Skill) -> domain.SkillFacts:
+    registered = prompt_tools()
+    tools = (skill.prompt or {}).get("tools") or []
     return domain.SkillFacts(
         status=skill.status,
         submitted_by=int(skill.submitted_by_id),
         scope=skill.scope,
         valid_to=skill.valid_to,
         cases=tuple(cited_case(case) for case in skill_cases(skill)),
+        disallowed_tools=tuple(
+            str(name) for name in tools if tool_problem(str(name), registered) is not None
+        ),
     )
 
 

@@ -278,7 +278,8 @@ def skill_store(
         content=canonical,
         title=content.title,
         when=content.when,
-        recipe=canonical["recipe"],
+        recipe=canonical.get("recipe", []),
+        prompt=canonical.get("prompt") or {},
         valid_from=content.valid_from,
         valid_to=content.valid_to,
         submitted_by=actor,
@@ -296,7 +297,11 @@ def skill_store(
         actor=actor,
         action=Action.SKILL_SUBMIT,
         target=skill.id,
-        details={"via": via, "cases": canonical["cases"]},
+        details={
+            "via": via,
+            "cases": canonical["cases"],
+            **({"form": content.form} if content.prompt is not None else {}),
+        },
         at=now,
     )
     return skill, True

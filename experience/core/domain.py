@@ -42,6 +42,7 @@ TOO_FEW_INCIDENTS = "too_few_incidents"
 CASE_UNAVAILABLE = "case_unavailable"
 SCOPE_MISMATCH = "scope_mismatch"
 CITES_HELDOUT_TICKET = "cites_heldout_ticket"
+PROMPT_TOOL_NOT_ALLOWED = "prompt_tool_not_allowed"
 
 MIN_SKILL_INCIDENTS = 2
 
@@ -228,6 +229,9 @@ class SkillFacts:
     scope: Mapping[str, str]
     valid_to: datetime
     cases: tuple[CitedCase, ...]
+    # A prompt skill's declared tools that are not (or no longer) registered read-only
+    # investigation tools.
+    disallowed_tools: tuple[str, ...] = ()
 
 
 def skill_approval_unmet(
@@ -248,6 +252,8 @@ def skill_approval_unmet(
         unmet.append(SCOPE_MISMATCH)
     if distinct_incidents(skill.cases, now) < MIN_SKILL_INCIDENTS:
         unmet.append(TOO_FEW_INCIDENTS)
+    if skill.disallowed_tools:
+        unmet.append(PROMPT_TOOL_NOT_ALLOWED)
     return unmet
 
 

@@ -124,6 +124,9 @@ CONDITION_LABELS = {
     domain.CASE_UNAVAILABLE: _("Every cited case is approved and within its validity"),
     domain.SCOPE_MISMATCH: _("Every cited case has exactly the skill's scope"),
     domain.CITES_HELDOUT_TICKET: _("Its evidence cites no held-out evaluation ticket"),
+    domain.PROMPT_TOOL_NOT_ALLOWED: _(
+        "Every tool its prompt declares is a registered read-only investigation tool"
+    ),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "A supporting case is approved, unexpired and of the lesson's scope"
     ),
@@ -161,6 +164,8 @@ SKILL_CONDITIONS = (
     domain.SCOPE_MISMATCH,
     domain.TOO_FEW_INCIDENTS,
 )
+# A prompt-form skill's checklist adds its tools: each still a registered read-only one.
+PROMPT_SKILL_CONDITIONS = (*SKILL_CONDITIONS, domain.PROMPT_TOOL_NOT_ALLOWED)
 
 
 def conditions(universe: Sequence[str], unmet: Iterable[str]) -> Checklist:
@@ -653,7 +658,51 @@ def case_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 
 def _skill_checklist(skill: Skill, user: User, reason: str) -> Checklist:
     unmet = skill_approval_checklist(skill=skill, reviewer=user, reason=reason, now=clock.now())
-    return conditions(SKILL_CONDITIONS, unmet)
+    return conditions(PROMPT_SKILL_CONDITIONS if skill.prompt else SKILL_CONDITIONS, unmet)
+
+
+def _constraints(schema: Mapping[str, Any]) -> list[str]:
+    """A declared property's bounds as the schema states them (``maxLength: 500``, ``enum``)."""
+    shown = []
+    for key in ("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"):
+        if key in schema:
+            shown.append(f"{key}: {schema[key]}")
+    if "enum" in schema:
+        shown.append("enum: " + ", ".join(str(v) for v in schema["enum"]))
+    return shown
+
+
+def _properties(shape: Mapping[str, Any]) -> list[dict[str, Any]]:
+    required = set(shape.get("required") or [])
+    rows = []
+    for name, schema in (shape.get("properties") or {}).items():
+        kind = str(schema.get("type"))
+        items = schema.get("items") or {}
+        rows.append(
+            {
+                "name": name,
+                "type": f"array of {items.get('type')}" if kind == "array" else kind,
+                "required": name in required,
+                "constraints": _constraints(schema) + _constraints(items),
+                "description": str(schema.get("description") or ""),
+            }
+        )
+    return rows
+
+
+def prompt_view(skill: Skill) -> dict[str, Any] | None:
+    """What the skill page shows of a prompt-form skill: its prompt, tools, budget, and its
+    declared inputs and output one property a row."""
+    if not skill.prompt:
+        return None
+    body = skill.prompt
+    return {
+        "instructions": body.get("instructions", ""),
+        "tools": list(body.get("tools") or []),
+        "max_calls": body.get("max_calls"),
+        "inputs": _properties(body.get("inputs") or {}),
+        "output": _properties(body.get("output") or {}),
+    }
 
 
 def _skill_urls(skill: Skill) -> dict[str, str]:
@@ -683,6 +732,7 @@ def _skill_context(
         "item": skill,
         "item_type": "skill",
         "skill": skill,
+        "prompt": prompt_view(skill),
         "availability": availability_view(skill.status, availability, titles),
         "confidence": confidence_view(skill),
         "cases": [

@@ -7,6 +7,7 @@ revoked since is flagged until a reviewer marks it followed up.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -149,6 +150,27 @@ def _observations(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _prompt_run(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A prompt-form skill's run as its trace shows it: provider, the answer (the console's
+    composed conclusion, the model's own words apart), the verification and the output."""
+    if not record:
+        return None
+    answer = record.get("answer") or {}
+    output = record.get("output")
+    verified = bool((record.get("verification") or {}).get("ok"))
+    return {
+        "provider": record.get("provider") or "",
+        "inputs": record.get("inputs") or {},
+        "conclusion_code": answer.get("conclusion_code") or "" if verified else "",
+        "cited": [
+            str(c.get("id")) for c in answer.get("citations") or [] if verified and c.get("id")
+        ],
+        "model_text": answer.get("model_text") or "",
+        "verification": record.get("verification") or {},
+        "output": json.dumps(output, ensure_ascii=False, indent=1) if output is not None else "",
+    }
+
+
 @require_GET
 @console_view(VIEW_RUN, VIEW_CASE)
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
@@ -160,6 +182,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     mentions = [ref.item_id for ref in references]
     for run in runs:
         mentions.extend(_run_mentions(run))
+        mentions.extend((_prompt_run(run.prompt) or {}).get("cited") or [])
         mentions.extend(citations[run.pk])
     follow_up = follow_up_get(run_id)
     if follow_up is not None:
@@ -177,6 +200,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
                     "known_at": _instant((run.context or {}).get("known_at")),
                     "observations": _observations(run.observations),
                     "citations": citations[run.pk],
+                    "prompt": _prompt_run(run.prompt),
                 }
                 for run in runs
             ],

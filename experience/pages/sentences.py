@@ -39,6 +39,9 @@ UNMET: dict[str, Promise] = {
     domain.CASE_UNAVAILABLE: _("A cited case is not approved or its validity has ended."),
     domain.SCOPE_MISMATCH: _("A cited case's scope differs from the skill's."),
     domain.CITES_HELDOUT_TICKET: _("Its evidence cites a held-out evaluation ticket."),
+    domain.PROMPT_TOOL_NOT_ALLOWED: _(
+        "Its prompt declares a tool that is not a registered read-only investigation tool."
+    ),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "No supporting case is approved, current and of the lesson's scope."
     ),
@@ -64,6 +67,18 @@ RUN_REASONS: dict[str, Promise] = {
     executor.ALL_STEPS_PASSED: _(
         "Every step found current matching evidence; the cited cases are leads only, "
         "so a person reviews the result"
+    ),
+    executor.INVALID_PROMPT: _(
+        "The skill's prompt is not valid (a declared tool is no longer allowed)"
+    ),
+    executor.RUNNER_UNAVAILABLE: _("No investigation runner is installed to run the prompt"),
+    executor.TOOL_REFUSED: _("The sub-agent called a tool the skill does not declare"),
+    executor.BUDGET_EXHAUSTED: _("The sub-agent ran out of its call, time or output budget"),
+    executor.ANSWER_REFUSED: _("The sub-agent's answer did not pass verification"),
+    executor.PROVIDER_ERROR: _("The model provider failed"),
+    executor.ANSWER_VERIFIED: _(
+        "The sub-agent's answer passed verification and its output has the declared shape; "
+        "the cited cases are leads only, so a person reviews the result"
     ),
 }
 
@@ -122,7 +137,7 @@ def lesson_type_name(code: str) -> str:
 
 
 # Reasons whose detail adds nothing for a person once the sentence is shown.
-SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED})
+SELF_EXPLAINED = frozenset({executor.ALL_STEPS_PASSED, executor.ANSWER_VERIFIED})
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from experience.cases.prompting import prompt_tools
 from experience.cases.schema import (
     FILE_REFERENCE,
     CaseContent,
@@ -49,6 +50,7 @@ def items_import(*, items: object, actor: User, now: datetime | None = None) -> 
     if not isinstance(items, list):
         raise ValidationFailure("$", NOT_A_LIST)
     specs = tool_specs()
+    prompts = prompt_tools()
     parsed: list[CaseContent | SkillContent | LessonContent] = []
     for index, raw in enumerate(items):
         try:
@@ -56,7 +58,9 @@ def items_import(*, items: object, actor: User, now: datetime | None = None) -> 
             if kind == "lesson":
                 parsed.append(parse_lesson(raw))
             else:
-                parsed.append(parse_case(raw) if kind == "case" else parse_skill(raw, specs))
+                parsed.append(
+                    parse_case(raw) if kind == "case" else parse_skill(raw, specs, prompts)
+                )
         except ValidationFailure as failure:
             raise failure.at(f"[{index}]") from None
     if any(isinstance(item, CaseContent) for item in parsed):

@@ -53,6 +53,10 @@ class Run(GivenScopeFields):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     actor = _user_fk()
+    # A prompt-form skill's run through the investigation runner: provider, the runner's trace
+    # (every tool call with its full result), the answer, its verification and the output.
+    # Empty for a recipe run.
+    prompt = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

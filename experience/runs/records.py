@@ -68,6 +68,7 @@ def run_store(
     finished_at: datetime,
     cited_documents: Iterable[str],
     actor: User,
+    prompt: Mapping[str, Any] | None = None,
 ) -> Run:
     run_claim(run_id=run_id, actor=actor, tenant=scope.get("tenant"), at=started_at)
     run = Run.objects.create(
@@ -83,6 +84,7 @@ def run_store(
         started_at=started_at,
         finished_at=finished_at,
         actor=actor,
+        prompt=dict(prompt or {}),
         **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
     )
     dispatch(Event.SKILL_RUN_STORED, run=run)

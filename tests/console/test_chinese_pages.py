@@ -23,7 +23,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from console.demo import INVESTIGATION_RUN, SECOND_SKILL_RUN, THREAD_FIXTURE
+from console.demo import INVESTIGATION_RUN, PROMPT_SKILL_RUN, SECOND_SKILL_RUN, THREAD_FIXTURE
 from curation.aar_drafts import DRAFTER
 from evaluation.models import ReplayReport
 from experience.cases.models import Case, Skill
@@ -172,6 +172,7 @@ def demo_pages() -> dict[str, list[str]]:
         "/runs/",
         f"/runs/{SECOND_SKILL_RUN}/",
         "/runs/demo-skill-run-1/",
+        f"/runs/{PROMPT_SKILL_RUN}/",
         "/investigations/",
         f"/investigations/{investigation.pk}/",
         "/knowledge/",

@@ -62,7 +62,9 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     statuses = list(Case.objects.values_list("status", flat=True))
     assert statuses.count(Status.APPROVED) >= 3 and statuses.count(Status.CANDIDATE) >= 2
     assert statuses.count(Status.REVOKED) == 1
-    assert Skill.objects.filter(status=Status.APPROVED).count() == 2
+    # Two recipe skills and one prompt-form skill (issue 27).
+    approved_skills = Skill.objects.filter(status=Status.APPROVED)
+    assert sorted(skill.form for skill in approved_skills) == ["prompt", "recipe", "recipe"]
     assert Lesson.objects.filter(status=Status.APPROVED).count() == 2
     assert LessonConflict.objects.filter(status=ConflictStatus.OPEN).count() == 1
     # A run read the case revoked later, and the revocation's stored impact names it.
@@ -76,7 +78,16 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     # Curation: a thread with a candidate built from it, a near-duplicate pair, a skill
     # proposal, a re-review entry; and the after-action-review drafts of the runs.
     assert Thread.objects.filter(thread_id=result["thread"]["thread"]).exists()
-    assert NearDuplicate.objects.filter(status="open").count() == 1
+    # The thread's candidate and the approved store-list case; any other open link pairs an
+    # after-action-review draft with a case it resembles (the prompt skill's run is drafted too).
+    links = NearDuplicate.objects.filter(status="open").select_related("case_a", "case_b")
+    thread_case = result["thread"]["case"]
+    assert sum(thread_case in (link.case_a_id, link.case_b_id) for link in links) == 1
+    assert all(
+        thread_case in (link.case_a_id, link.case_b_id)
+        or "aar-drafter" in (link.case_a.submitted_by.username, link.case_b.submitted_by.username)
+        for link in links
+    )
     assert SkillProposal.objects.count() == 1 and ReReview.objects.count() >= 1
     assert Case.objects.filter(submitted_by__username="aar-drafter").count() >= 2
     # Each with the typed lesson drafted beside it, waiting for a reviewer.

@@ -83,6 +83,62 @@ def skill_data(cases: list[str], **changes: Any) -> dict[str, Any]:
     return data
 
 
+PROMPT_INSTRUCTIONS = (
+    "读顾客的原话，判断当前活动规则是否解释这次用券失败。先用 search_knowledge 按顾客提到的"
+    "商品和优惠券搜索，只引用工具返回的规则；历史案例只是线索。"
+)
+PROMPT_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "conclusion_code": {
+            "type": "string",
+            "enum": [
+                "rules_exclude_purchase",
+                "rules_do_not_explain",
+                "ask_for_facts",
+                "check_campaign_configuration",
+                "knowledge_has_no_answer",
+                "lead_needs_review",
+            ],
+        },
+        "rule_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+        "summary": {"type": "string", "maxLength": 500},
+    },
+    "required": ["conclusion_code", "rule_ids"],
+}
+
+
+def prompt_data(**changes: Any) -> dict[str, Any]:
+    """A prompt skill's body: one input (the customer's words), a three-field output, one tool."""
+    prompt: dict[str, Any] = {
+        "instructions": PROMPT_INSTRUCTIONS,
+        "inputs": {
+            "type": "object",
+            "properties": {
+                "complaint": {
+                    "type": "string",
+                    "maxLength": 1000,
+                    "description": "the customer's own words",
+                }
+            },
+            "required": ["complaint"],
+        },
+        "output": copy.deepcopy(PROMPT_OUTPUT),
+        "tools": ["search_knowledge"],
+        "max_calls": 2,
+    }
+    prompt.update(changes)
+    return prompt
+
+
+def prompt_skill_data(cases: list[str], **changes: Any) -> dict[str, Any]:
+    """A prompt-form skill in the import format (``prompt`` in place of ``recipe``)."""
+    data = skill_data(cases, title="顾客原话里的用券失败：按规则判断", **changes)
+    data.pop("recipe", None)
+    data.setdefault("prompt", prompt_data())
+    return data
+
+
 def without_verified(data: dict[str, Any]) -> dict[str, Any]:
     clean = copy.deepcopy(data)
     for evidence in (clean.get("diagnosis") or {}).get("evidence", []):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from argparse import ArgumentParser
 from typing import Any
 
@@ -9,6 +10,7 @@ from experience.management.commands.recall import add_scope_arguments, scope_fro
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, arguments_text, user_by_name
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.timeparse import parse_aware_datetime
 
 
@@ -17,8 +19,29 @@ def _optional_time(options: dict[str, Any], name: str, flag: str) -> Any:
     return parse_aware_datetime(value, field=flag) if value else None
 
 
+PROVIDERS = ("scripted", "live")
+INPUT_FORMAT = "must be NAME=VALUE"
+
+
+def inputs_from_options(options: dict[str, Any]) -> dict[str, object]:
+    """``--input NAME=VALUE`` pairs (a prompt-form skill's declared inputs); the skill says
+    which names and types it takes (refused naming ``inputs.NAME``)."""
+    inputs: dict[str, object] = {}
+    for text in options.get("input") or []:
+        name, sep, value = str(text).partition("=")
+        if not sep or not name.strip():
+            raise ValidationFailure("--input", INPUT_FORMAT)
+        if name.strip() in inputs:
+            raise ValidationFailure(f"inputs.{name.strip()}", "is given twice")
+        inputs[name.strip()] = value
+    return inputs
+
+
 class Command(JsonCommand):
-    help = "Run a skill's read-only recipe for the current ticket."
+    help = (
+        "Run a skill for the current ticket: a recipe skill's read-only checks, or a prompt-form "
+        "skill's sub-agent through the investigation runner."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("skill_id", metavar="ID")
@@ -28,6 +51,18 @@ class Command(JsonCommand):
         add_fact_arguments(parser)
         parser.add_argument("--run-id", dest="run_id", required=True, metavar="R")
         parser.add_argument("--now", metavar="ISO", help="check time (default: now)")
+        parser.add_argument(
+            "--input",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a prompt-form skill's declared input (repeatable)",
+        )
+        parser.add_argument(
+            "--provider",
+            choices=PROVIDERS,
+            help="a prompt-form skill's sub-agent (default: scripted)",
+        )
         parser.add_argument(
             "--as",
             dest="as_user",
@@ -50,6 +85,8 @@ class Command(JsonCommand):
             options["run_id"],
             now,
             actor=actor,
+            inputs=inputs_from_options(options),
+            provider=options.get("provider"),
         ).as_json()
 
     def render_text(self, result: dict[str, Any]) -> str:
@@ -58,6 +95,8 @@ class Command(JsonCommand):
             f"reason: {result['reason']}",
             f"run: {result['run_id']}  tool calls: {result['tool_calls']}",
         ]
+        if result.get("form") == "prompt":
+            lines.append(f"prompt skill, provider: {result.get('provider')}")
         for step in result["steps"]:
             lines.append(
                 f"step {step['index']}: {step['tool']} {arguments_text(step['arguments'])} "
@@ -67,6 +106,8 @@ class Command(JsonCommand):
             lines.append(f"observed (step {observation['step']}): {observation['status']}")
             for item in observation["evidence"]:
                 lines.append(f"  - {item['id']}  {item['quote']}")
+        if result.get("output") is not None:
+            lines.append("output: " + json.dumps(result["output"], ensure_ascii=False))
         if result["cases"]:
             lines.append("historical leads: " + ", ".join(result["cases"]))
         return "\n".join(lines)
