@@ -464,6 +464,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.database.startswith(("postgres://", "postgresql://")):
         raise SystemExit("--database must be a PostgreSQL URL: several processes share it")
+    if args.mcp < 1:
+        raise SystemExit("--mcp must be at least 1: HAProxy sends /mcp to the MCP servers")
     recipe = Recipe(
         web=args.web,
         workers=args.workers,
