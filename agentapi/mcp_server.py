@@ -28,6 +28,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, ValidationError
 
 from agentapi import operations
@@ -303,7 +304,7 @@ class ToolRunner:
                 checked = spec.arguments.model_validate(arguments)
             except ValidationError as refused:
                 return _invalid_arguments(refused)
-            return _result(spec.operation(user, _plain(checked)))
+            return _result(_as_the_api_answers(spec, spec.operation(user, _plain(checked))))
         except UnknownTenant as unknown:
             # As for a tenant the caller may not use (see agentapi/api.py).
             return _error("forbidden", forbidden_tenant_message(unknown.tenant))
@@ -320,6 +321,15 @@ class ToolRunner:
         finally:
             if self.manage_connections:
                 close_old_connections()
+
+
+def _as_the_api_answers(spec: ToolSpec, payload: dict[str, Any]) -> dict[str, Any]:
+    """The operation's answer as the HTTP API writes it: read through the response model (every
+    field of the outputSchema present, optional ones as null; nothing the model does not name)
+    and encoded by the API's JSON encoder."""
+    checked = spec.result.model_validate(payload).model_dump()
+    answered: dict[str, Any] = json.loads(json.dumps(checked, cls=NinjaJSONEncoder))
+    return answered
 
 
 def _invalid_arguments(refused: ValidationError) -> CallToolResult:

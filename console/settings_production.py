@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings import *  # noqa: F403
-from console.settings import DEV_SECRET_KEY
+from console.settings import DEV_SECRET_KEY, MIDDLEWARE, STATIC_ROOT
 
 DEBUG = False
 
@@ -41,3 +42,21 @@ METRICS_ALLOWED_NETWORKS = [
     for value in os.environ.get("CONSOLE_METRICS_ALLOW", "").split(",")
     if value.strip()
 ]
+
+# Static files (stylesheet, scripts, the API docs page's files) served by each instance itself,
+# with WhiteNoise: no other web server is needed behind the load balancer. ``collectstatic``
+# writes them to STATIC_ROOT under names carrying a hash of their content (and gzip copies), so
+# they are cached for good by browsers and a new release's files never mix with an old page.
+# Run ``collectstatic`` before starting the instances: a page naming a file it did not collect
+# fails. WhiteNoise answers static paths just after the security middleware (HTTPS redirect,
+# nosniff); pages keep every other middleware, the Content-Security-Policy included.
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or STATIC_ROOT)
+MIDDLEWARE = [
+    *MIDDLEWARE[: MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1],
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    *MIDDLEWARE[MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1 :],
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}

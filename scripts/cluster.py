@@ -1,21 +1,25 @@
-"""The production recipe, runnable on one machine: N gunicorn instances behind HAProxy, M workers,
-one PostgreSQL.
+"""The production recipe, runnable on one machine: N gunicorn instances and K MCP servers behind
+HAProxy, M workers, one PostgreSQL.
 
-    .venv/bin/python scripts/cluster.py                                  # 3 web, 2 workers, :8000
-    .venv/bin/python scripts/cluster.py --web 2 --workers 1 --port 8080 \\
+    .venv/bin/python scripts/cluster.py                          # 3 web, 2 workers, 1 MCP, :8000
+    .venv/bin/python scripts/cluster.py --web 2 --workers 1 --mcp 2 --port 8080 \\
         --database postgres://postgres@127.0.0.1:5432/console
-    .venv/bin/python scripts/cluster.py --print-config                   # what it would run
+    .venv/bin/python scripts/cluster.py --print-config           # what it would run
 
-It creates the database if it is missing and migrates it, starts every process in a session of its
-own (so one instance, master and workers, can be stopped or killed as a unit), waits until each
-instance answers its health check and HAProxy answers too, then runs until interrupted and stops
-everything it started. docs/operations.md ("Several instances") shows the commands and the HAProxy
+HAProxy sends ``/mcp`` to the MCP servers (``manage.py mcp_server --http``, Streamable HTTP) and
+every other path to the gunicorn instances, which serve the static files too (WhiteNoise, from
+``STATIC_ROOT`` as ``collectstatic`` wrote it).
+
+It creates the database if it is missing, migrates it and collects the static files, starts every
+process in a session of its own (so one instance, master and workers, can be stopped or killed as
+a unit), waits until each instance and MCP server answers its health check and HAProxy answers
+too, then runs until interrupted and stops everything it started. docs/operations.md ("Several instances") shows the commands and the HAProxy
 configuration it prints with ``--print-config``; a test holds the two equal.
 
 Secrets come from the environment (``DJANGO_SECRET_KEY``, ``AUDIT_HMAC_KEY``); when unset they
 are generated once and kept in ``STATE/secrets.env`` (mode 600), so the audit chain signed by one
 run verifies in the next. ``STATE`` (``--state``, default ``var/cluster``) also holds the HAProxy
-configuration, its stats socket and each process's log.
+configuration, its stats socket, the collected static files and each process's log.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/console"
 # What HAProxy asks each instance; an instance answering anything else is taken out of rotation.
 HEALTH_PATH = "/healthz"
+# The MCP endpoint: the one path HAProxy sends to the MCP servers.
+MCP_PATH = "/mcp"
 
 
 @dataclass(frozen=True)
@@ -49,8 +55,10 @@ class Recipe:
 
     web: int = 3
     workers: int = 2
+    mcp: int = 1
     port: int = 8000
     first_web_port: int = 8101
+    first_mcp_port: int = 8201
     processes: int = 2  # gunicorn worker processes per instance
     threads: int = 4  # threads per gunicorn worker process
     database: str = DEFAULT_DATABASE
@@ -59,6 +67,10 @@ class Recipe:
     @property
     def web_ports(self) -> list[int]:
         return [self.first_web_port + i for i in range(self.web)]
+
+    @property
+    def mcp_ports(self) -> list[int]:
+        return [self.first_mcp_port + i for i in range(self.mcp)]
 
     def gunicorn_argv(self, port: int) -> list[str]:
         return [
@@ -83,6 +95,14 @@ class Recipe:
             "--no-control-socket",
         ]
 
+    def mcp_argv(self, port: int) -> list[str]:
+        return [
+            self.python, "manage.py", "mcp_server", "--http", "--host", "127.0.0.1",
+            "--port", str(port),
+            # As gunicorn's: longer than HAProxy keeps an idle connection to a server.
+            "--keep-alive", "30",
+        ]  # fmt: skip
+
     def worker_argv(self, index: int) -> list[str]:
         # The id names the worker in the task rows it claims; unique in the pool.
         return [
@@ -92,6 +112,9 @@ class Recipe:
     def haproxy_config(self, state: str = "var/cluster") -> str:
         servers = "\n".join(
             f"    server web{i + 1} 127.0.0.1:{port} check" for i, port in enumerate(self.web_ports)
+        )
+        mcp_servers = "\n".join(
+            f"    server mcp{i + 1} 127.0.0.1:{port} check" for i, port in enumerate(self.mcp_ports)
         )
         return f"""\
 global
@@ -117,6 +140,9 @@ frontend console
     http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto http unless {{ ssl_fc }}
     option forwardfor
+    # The MCP endpoint goes to the MCP servers, every other path (pages, static files, the HTTP
+    # API) to the web instances.
+    use_backend mcp if {{ path {MCP_PATH} }}
     default_backend web
 
 backend web
@@ -141,9 +167,24 @@ backend web
     default-server inter 1s fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down
     default-server maxconn {self.processes * self.threads}
 {servers}
+
+backend mcp
+    # Stateless Streamable HTTP (no session id, no stream kept open): any server answers any
+    # request. Every MCP request is a POST and a tool call may write, so none is sent twice
+    # once a server received it; one that could not connect goes to another server.
+    balance roundrobin
+    retries 3
+    option redispatch 1
+    option httpchk
+    http-check send meth GET uri {HEALTH_PATH} hdr Host 127.0.0.1
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down
+{mcp_servers}
 """
 
-    def environment(self, secret_key: str, audit_key: str) -> dict[str, str]:
+    def environment(
+        self, secret_key: str, audit_key: str, state: str = "var/cluster"
+    ) -> dict[str, str]:
         return {
             "DJANGO_SETTINGS_MODULE": "console.settings_production",
             "DJANGO_SECRET_KEY": secret_key,
@@ -153,6 +194,8 @@ backend web
             "DJANGO_CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{self.port}",
             # Plain HTTP on the loopback here; with TLS at HAProxy leave it at 1.
             "DJANGO_SECURE_SSL_REDIRECT": "0",
+            # Where collectstatic writes and each instance serves from (WhiteNoise).
+            "DJANGO_STATIC_ROOT": f"{state}/static",
         }
 
     def script(self, state: str = "var/cluster") -> str:
@@ -161,13 +204,16 @@ backend web
             f"export DATABASE_URL={self.database}",
             *[
                 f"export {k}={v}"
-                for k, v in self.environment("…", "…").items()
+                for k, v in self.environment("…", "…", state).items()
                 if k != "DATABASE_URL"
             ],
             f"{self.python} manage.py migrate --noinput",
+            f"{self.python} manage.py collectstatic --noinput",
         ]
         for port in self.web_ports:
             lines.append(" ".join(self.gunicorn_argv(port)) + " &")
+        for port in self.mcp_ports:
+            lines.append(" ".join(self.mcp_argv(port)) + " &")
         for index in range(self.workers):
             lines.append(" ".join(self.worker_argv(index)) + " &")
         lines.append(f"haproxy -db -f {state}/haproxy.cfg")
@@ -285,11 +331,16 @@ class Cluster:
     state: Path
     web: list[Process] = field(default_factory=list)
     workers: list[Process] = field(default_factory=list)
+    mcp: list[Process] = field(default_factory=list)
     haproxy: Process | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.recipe.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.url}{MCP_PATH}"
 
     def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(  # noqa: S603
@@ -323,15 +374,22 @@ class Cluster:
         port = self.recipe.web_ports[index]
         return self._start(f"web{index + 1}", self.recipe.gunicorn_argv(port))
 
+    def start_mcp(self, index: int) -> Process:
+        port = self.recipe.mcp_ports[index]
+        return self._start(f"mcp{index + 1}", self.recipe.mcp_argv(port))
+
     def start_worker(self, index: int) -> Process:
         return self._start(f"worker{index + 1}", self.recipe.worker_argv(index))
 
     def wait_ready(self, deadline_seconds: float = 120) -> None:
-        """Until every live instance answers its health check, and HAProxy answers it too."""
+        """Until every live instance and MCP server answers its health check, and HAProxy
+        answers it too."""
         deadline = time.monotonic() + deadline_seconds
         waiting = [
-            (p.name, port) for p, port in zip(self.web, self.recipe.web_ports, strict=True)
-        ] + [("haproxy", self.recipe.port)]
+            *[(p.name, port) for p, port in zip(self.web, self.recipe.web_ports, strict=True)],
+            *[(p.name, port) for p, port in zip(self.mcp, self.recipe.mcp_ports, strict=True)],
+            ("haproxy", self.recipe.port),
+        ]
         for name, port in waiting:
             while http_status(port, HEALTH_PATH) != 200:
                 process = self.haproxy if name == "haproxy" else self.process(name)
@@ -342,7 +400,7 @@ class Cluster:
                 time.sleep(0.2)
 
     def process(self, name: str) -> Process | None:
-        return next((p for p in [*self.web, *self.workers] if p.name == name), None)
+        return next((p for p in [*self.web, *self.mcp, *self.workers] if p.name == name), None)
 
     def haproxy_stats(self) -> list[dict[str, str]]:
         """HAProxy's ``show stat`` rows (per frontend, server and backend), read on its socket."""
@@ -357,9 +415,10 @@ class Cluster:
         return [dict(zip(header, line.split(","), strict=False)) for line in lines[1:]]
 
     def stop(self) -> None:
-        for process in [*([self.haproxy] if self.haproxy else []), *self.web, *self.workers]:
+        haproxy = [self.haproxy] if self.haproxy else []
+        for process in [*haproxy, *self.web, *self.mcp, *self.workers]:
             process.stop()
-        self.web, self.workers, self.haproxy = [], [], None
+        self.web, self.mcp, self.workers, self.haproxy = [], [], [], None
 
 
 @contextmanager
@@ -369,13 +428,15 @@ def running(
     """Prepare the database, start the deployment, wait until it answers; stop it on exit."""
     state.mkdir(parents=True, exist_ok=True)
     secret, audit = _secrets(state)
-    env = {**os.environ, **recipe.environment(secret, audit), **(extra_env or {})}
+    env = {**os.environ, **recipe.environment(secret, audit, str(state)), **(extra_env or {})}
     cluster = Cluster(recipe, env, state)
     database_create(recipe.database)
     cluster.manage("migrate", "--noinput")
+    cluster.manage("collectstatic", "--noinput")
     (state / "haproxy.cfg").write_text(recipe.haproxy_config(str(state)))
     try:
         cluster.web = [cluster.start_web(i) for i in range(recipe.web)]
+        cluster.mcp = [cluster.start_mcp(i) for i in range(recipe.mcp)]
         cluster.workers = [cluster.start_worker(i) for i in range(recipe.workers)]
         cluster.haproxy = cluster._start(
             "haproxy", ["haproxy", "-db", "-f", str(state / "haproxy.cfg")]
@@ -392,20 +453,26 @@ def main() -> None:
     )
     parser.add_argument("--web", type=int, default=3, help="gunicorn instances")
     parser.add_argument("--workers", type=int, default=2, help="manage.py worker processes")
+    parser.add_argument("--mcp", type=int, default=1, help="manage.py mcp_server --http processes")
     parser.add_argument("--processes", type=int, default=2, help="gunicorn workers per instance")
     parser.add_argument("--port", type=int, default=8000, help="HAProxy's port")
     parser.add_argument("--first-web-port", type=int, default=8101)
+    parser.add_argument("--first-mcp-port", type=int, default=8201)
     parser.add_argument("--database", default=os.environ.get("DATABASE_URL") or DEFAULT_DATABASE)
     parser.add_argument("--state", default="var/cluster")
     parser.add_argument("--print-config", action="store_true")
     args = parser.parse_args()
     if not args.database.startswith(("postgres://", "postgresql://")):
         raise SystemExit("--database must be a PostgreSQL URL: several processes share it")
+    if args.mcp < 1:
+        raise SystemExit("--mcp must be at least 1: HAProxy sends /mcp to the MCP servers")
     recipe = Recipe(
         web=args.web,
         workers=args.workers,
+        mcp=args.mcp,
         port=args.port,
         first_web_port=args.first_web_port,
+        first_mcp_port=args.first_mcp_port,
         processes=args.processes,
         database=args.database,
     )
@@ -418,11 +485,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
     with running(recipe, ROOT / args.state) as cluster:
-        print(f"serving at {cluster.url}/ ({recipe.web} web instances, {recipe.workers} workers)")
+        print(
+            f"serving at {cluster.url}/ ({recipe.web} web instances, {recipe.workers} workers), "
+            f"MCP at {cluster.mcp_url} ({recipe.mcp} servers)"
+        )
         print("Ctrl-C stops every process it started", flush=True)
         reported: set[str] = set()
         while not stopping.wait(timeout=1):
-            for process in [*cluster.web, *cluster.workers]:
+            for process in [*cluster.web, *cluster.mcp, *cluster.workers]:
                 if not process.alive() and process.name not in reported:
                     reported.add(process.name)
                     print(f"{process.name} exited ({process.popen.returncode})", file=sys.stderr)

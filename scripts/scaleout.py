@@ -487,9 +487,18 @@ def checks(cluster: Cluster, ledger: Ledger, killed_worker: str) -> dict[str, bo
     return result
 
 
-def prepare(cluster: Cluster, agents: int) -> tuple[dict[str, str], list[str]]:
-    """Demo world, reviewers' passwords, and ``agents`` agent accounts' tokens."""
-    demo = json.loads(cluster.manage("load_demo", "--json", "--no-replay").stdout)
+def load_demo(cluster: Cluster) -> dict[str, Any]:
+    """The demo world in the cluster's database: what ``load_demo --json`` answers."""
+    demo: dict[str, Any] = json.loads(cluster.manage("load_demo", "--json", "--no-replay").stdout)
+    return demo
+
+
+def prepare(
+    cluster: Cluster, agents: int, demo: dict[str, Any] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Demo world (unless ``demo`` says it is loaded), reviewers' passwords, and ``agents``
+    agent accounts' tokens."""
+    demo = demo or load_demo(cluster)
     reviewers = {u["username"]: u["password"] for u in demo["users"] if u["role"] == "reviewer"}
     tokens = []
     for n in range(agents):
@@ -508,8 +517,9 @@ def load(
     kill_at: float | None,
     agent_accounts: int,
     seed: int = 29,
+    demo: dict[str, Any] | None = None,
 ) -> Report:
-    reviewers_pw, tokens = prepare(cluster, agent_accounts)
+    reviewers_pw, tokens = prepare(cluster, agent_accounts, demo)
     port = cluster.recipe.port
     ledger = Ledger()
     reviewer_count = max(1, users // 5)
@@ -655,6 +665,34 @@ def load(
     )
 
 
+# The environment the scale-out deployment runs in, beside the recipe's own.
+ENVIRONMENT = {
+    # Every simulated agent account makes many requests a minute; the per-account limit
+    # would measure itself.
+    "CONSOLE_API_RATE": "",
+    # The vector branch off: the load measures the deployment, not the local model.
+    "CONSOLE_EMBEDDER": "off",
+    "CONSOLE_TASK_LEASE_SECONDS": str(LEASE_SECONDS),
+}
+
+
+def recipe_on_free_ports(
+    *, database: str, web: int, workers: int, processes: int, mcp: int = 1
+) -> Recipe:
+    """The recipe with HAProxy, the instances and the MCP servers on free loopback ports."""
+    port = free_run(web + mcp + 1)
+    return Recipe(
+        web=web,
+        workers=workers,
+        mcp=mcp,
+        processes=processes,
+        port=port,
+        first_web_port=port + 1,
+        first_mcp_port=port + 1 + web,
+        database=database,
+    )
+
+
 def scaleout(
     *,
     users: int,
@@ -669,25 +707,8 @@ def scaleout(
     state: Path | None = None,
 ) -> Report:
     database_drop(database)
-    port = free_run(web + 1)
-    first = port + 1
-    recipe = Recipe(
-        web=web,
-        workers=workers,
-        processes=processes,
-        port=port,
-        first_web_port=first,
-        database=database,
-    )
-    env = {
-        # Every simulated agent account makes many requests a minute; the per-account limit
-        # would measure itself.
-        "CONSOLE_API_RATE": "",
-        # The vector branch off: the load measures the deployment, not the local model.
-        "CONSOLE_EMBEDDER": "off",
-        "CONSOLE_TASK_LEASE_SECONDS": str(LEASE_SECONDS),
-    }
-    with running(recipe, state or ROOT / "var" / "scaleout", env) as cluster:
+    recipe = recipe_on_free_ports(database=database, web=web, workers=workers, processes=processes)
+    with running(recipe, state or ROOT / "var" / "scaleout", ENVIRONMENT) as cluster:
         return load(
             cluster,
             users=users,

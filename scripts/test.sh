@@ -8,7 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
-# One pytest worker per core (pytest-xdist); each worker gets its own test database.
+# One pytest worker per core (pytest-xdist); each worker gets its own test database. Tests of one
+# xdist_group run on one worker (--dist loadgroup): the deployment tests/scaleout starts once.
 WORKERS="${PYTEST_WORKERS:-auto}"
 LOGS="$(mktemp -d)"
 trap 'rm -rf "$LOGS"' EXIT
@@ -44,7 +45,8 @@ pytest_half() {
   shift
   [ -t 1 ] && color=(--color=yes)
   echo "== pytest ($name)"
-  env "$@" "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" --durations=20 "${color[@]}" \
+  env "$@" "$BIN/pytest" -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup --durations=20 \
+    "${color[@]}" \
     "${PYTEST_ARGS[@]}" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
   local result

@@ -5,11 +5,7 @@ models."""
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -32,9 +28,9 @@ from tests.api.conftest import (
     run_body,
     search_body,
 )
+from tests.generated_client import Generated, answer, generated_package
 
 PACKAGE = "console_api_client"
-GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 TICKET = "两杯水果茶，优惠券用不了"
 
 
@@ -47,32 +43,8 @@ def generated(
         served = DjangoClient().get("/api/v1/openapi.json")
     assert served.status_code == 200
     folder = tmp_path_factory.mktemp("generated-client")
-    schema = folder / "openapi.json"
-    schema.write_text(served.content.decode("utf-8"), encoding="utf-8")
-    config = folder / "config.yaml"
-    config.write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n", encoding="utf-8")
-    done = subprocess.run(  # noqa: S603 - the pinned generator, fixed arguments
-        [
-            str(GENERATOR),
-            "generate",
-            *("--path", str(schema), "--output-path", str(folder / PACKAGE)),
-            *("--meta", "none", "--config", str(config)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    # A generator that skipped a schema it could not read says so; nothing may be skipped.
-    assert "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr
-    sys.path.insert(0, str(folder))
-    try:
-        yield importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(folder))
-        for name in [name for name in sys.modules if name.partition(".")[0] == PACKAGE]:
-            del sys.modules[name]
+    with generated_package(served.content.decode("utf-8"), folder, PACKAGE) as package:
+        yield package
 
 
 class InProcessWsgi:
@@ -96,32 +68,12 @@ class InProcessWsgi:
             request_finished.connect(close_old_connections)
 
 
-class Generated:
-    """The generated package's operations, called as its users call them, through Django's WSGI
-    application in this process (so the test's database is the one the API reads)."""
-
-    def __init__(self, package: ModuleType, token: str) -> None:
-        self.package = package
-        self.client = package.AuthenticatedClient(
-            base_url="http://testserver",
-            token=token,
-            httpx_args={"transport": httpx.WSGITransport(app=InProcessWsgi())},
-        )
-
-    def call(self, tag: str, operation: str, *args: Any, body: Any = None, **kwargs: Any) -> Any:
-        module = importlib.import_module(f"{PACKAGE}.api.{tag}.agentapi_api_{operation}")
-        if body is not None:
-            kwargs["body"] = body
-        return module.sync_detailed(*args, client=self.client, **kwargs)
-
-    def model(self, name: str, data: dict[str, Any]) -> Any:
-        return getattr(importlib.import_module(f"{PACKAGE}.models"), name).from_dict(data)
-
-
-def answer(response: Any) -> tuple[int, Any]:
-    """A generated response as the status and the JSON its parsed model writes back."""
-    assert response.parsed is not None, response.content
-    return int(response.status_code), response.parsed.to_dict()
+def in_process(package: ModuleType, token: str) -> Generated:
+    """The generated package's operations, called through Django's WSGI application in this
+    process (so the test's database is the one the API reads)."""
+    return Generated(
+        package, "http://testserver", token, transport=httpx.WSGITransport(app=InProcessWsgi())
+    )
 
 
 def direct(response: Any) -> tuple[int, Any]:
@@ -136,7 +88,7 @@ def token(agent: Any, token_for: Any) -> str:
 
 @pytest.fixture
 def both(generated: ModuleType, token: str) -> tuple[Generated, BearerClient]:
-    return Generated(generated, token), BearerClient(token)
+    return in_process(generated, token), BearerClient(token)
 
 
 pytestmark = pytest.mark.django_db

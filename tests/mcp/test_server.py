@@ -285,6 +285,26 @@ def test_every_successful_call_is_structured_content_of_the_declared_schema(
         assert json.loads(text_of(result)) == result.structured_content
 
 
+def test_a_tool_answers_what_the_http_api_answers_for_the_same_call(
+    agent_token: str, demo: Demo
+) -> None:
+    """The outputSchema is the API's response: the structured content has its every field, an
+    optional one as null (a skill retrieved has no lesson_type or conclusion), as the API writes
+    it; a client reading either gets the same keys."""
+    result = call(agent_token, "retrieve_experience", retrieve_body(run_id="mcp-alike-1"))
+    expected = BearerClient(agent_token).post_json(
+        "/api/v1/experience/retrieve", retrieve_body(run_id="mcp-alike-2")
+    )
+    assert expected.status_code == 200
+    got = result.structured_content
+    assert got is not None and not result.is_error
+    skills = [item for item in got["items"] if item["type"] == "skill"]
+    assert skills and all(
+        item["lesson_type"] is None and item["conclusion"] is None for item in skills
+    )
+    assert {**got, "run_id": None} == {**expected.json(), "run_id": None}
+
+
 def test_tool_calls_count_against_the_api_rate_of_the_account(
     agent: User, demo: Demo, settings: Any
 ) -> None:

@@ -1,58 +1,33 @@
 """The scale-out test in its reduced form (issue 29, item 5): the production recipe of
-scripts/cluster.py (3 gunicorn instances behind HAProxy, 2 workers, one PostgreSQL) under 20
-simulated users making 12 requests each, one instance and one worker killed with SIGKILL once
-40% of the requests were answered. The full run (200 users) is ``scripts/scaleout.py``.
+scripts/cluster.py (3 gunicorn instances behind HAProxy, 2 workers, one PostgreSQL; the
+deployment of conftest.py) under 20 simulated users making 12 requests each, one instance and
+one worker killed with SIGKILL once 40% of the requests were answered. The full run (200 users)
+is ``scripts/scaleout.py``.
 
-It needs Debian's HAProxy (scripts/ensure_haproxy.sh installs it; ``make test`` runs that first)
-and PostgreSQL: without either it is skipped, and fails when CI is set. It runs in the PostgreSQL
-half of the suite, on a database of its own beside the test database.
+It kills part of the deployment the folder's tests share: the tests that need it whole
+(test_agent_clients.py) run before it.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import urllib.parse
+from scripts.scaleout import load
+from tests.scaleout.conftest import GROUP, Deployment
 
-import pytest
-
-from scripts.scaleout import scaleout
-
-POSTGRES = ("postgres://", "postgresql://")
-
-
-@pytest.fixture(scope="module")
-def database() -> str:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(POSTGRES):
-        pytest.skip("runs in the PostgreSQL half of the suite (DATABASE_URL=postgres://…)")
-    if shutil.which("haproxy") is None:
-        if os.environ.get("CI"):
-            pytest.fail("haproxy is required in CI; scripts/ensure_haproxy.sh installs it")
-        pytest.skip(
-            "haproxy is not installed (scripts/ensure_haproxy.sh installs it); CI runs this"
-        )
-    parsed = urllib.parse.urlsplit(url)
-    name = f"{parsed.path.lstrip('/')}_scaleout_{os.getpid()}"
-    return urllib.parse.urlunsplit(parsed._replace(path=f"/{name}"))
+pytestmark = GROUP
 
 
 def test_three_instances_and_two_workers_survive_losing_one_of_each(
-    database: str, tmp_path_factory: pytest.TempPathFactory
+    deployment: Deployment,
 ) -> None:
-    from scripts.cluster import database_drop
-
-    try:
-        report = scaleout(
-            users=20,
-            requests=12,
-            database=database,
-            processes=1,
-            agent_accounts=2,
-            state=tmp_path_factory.mktemp("cluster"),
-        )
-    finally:
-        database_drop(database)
+    report = load(
+        deployment.cluster,
+        users=20,
+        requests=12,
+        pause_ms=(200, 600),
+        kill_at=0.4,
+        agent_accounts=2,
+        demo=deployment.demo,
+    )
     print(report.text())
 
     # Something of each kind was written, so the checks below check something.

@@ -19,6 +19,7 @@ STDIO_ONLY_OPTION = (
     "(Authorization: Bearer)"
 )
 DEFAULT_HTTP_PORT = 8100
+DEFAULT_KEEP_ALIVE = 5  # uvicorn's own default
 
 
 class Command(BaseCommand):
@@ -49,12 +50,19 @@ class Command(BaseCommand):
             default=DEFAULT_HTTP_PORT,
             help=f"--http: the port to listen on (default {DEFAULT_HTTP_PORT})",
         )
+        parser.add_argument(
+            "--keep-alive",
+            type=int,
+            default=DEFAULT_KEEP_ALIVE,
+            help="--http: seconds an idle connection is kept open (default "
+            f"{DEFAULT_KEEP_ALIVE}); behind a load balancer, longer than it keeps one idle",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["http"]:
             if options["token"]:
                 raise CommandError(STDIO_ONLY_OPTION)
-            self._serve_http(options["host"], options["port"])
+            self._serve_http(options["host"], options["port"], options["keep_alive"])
             return
         token = options["token"] or os.environ.get(AGENT_VARIABLE, "")
         if not token.strip():
@@ -63,18 +71,21 @@ class Command(BaseCommand):
             raise CommandError(REFUSED_CREDENTIAL)
         build_server(token).run("stdio")
 
-    def _serve_http(self, host: str, port: int) -> None:
+    def _serve_http(self, host: str, port: int, keep_alive: int) -> None:
         import uvicorn
 
         from agentapi.mcp_http import application
 
         if not 0 < port < 65536:
             raise CommandError("--port must be between 1 and 65535")
+        if keep_alive < 1:
+            raise CommandError("--keep-alive must be at least 1 second")
         uvicorn.run(
             application(),
             host=host,
             port=port,
             log_level="info",
+            timeout_keep_alive=keep_alive,
             # Behind the production proxy: the client address it forwards, from loopback only.
             proxy_headers=True,
             forwarded_allow_ips="127.0.0.1",
