@@ -26,6 +26,7 @@ deep as a head of fresh cases needs, so one read is the common case.
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from experience.lessons.models import Lesson
 from experience.retrieval import ranking
 from experience.retrieval.pipeline import Hit, Ranked
 from experience.retrieval.recall import with_confidence
-from knowledge.domain import tokenize
+from knowledge.domain import RRF_K, tokenize
 
 
 @dataclass(frozen=True)
@@ -67,24 +68,60 @@ class BestFirst:
         if n <= 0:
             return []
         depth = max(self._depth, ranking.first_depth(n, self._ranked.lesson_candidates > 0))
+        # What the n-th score will at least be: a guess first, then the n-th score found. As a
+        # float: it only says which items to score (with a margin for rounding, below).
+        least: float | None = None
+        exact = False
         while True:
             hits = self._ranked.head(depth + 1)
-            self._score(hits)
             self._depth = max(self._depth, depth)
-            scored = [self._scored[hit.item_id] for hit in hits]
-            order = ranking.best_first([(one.score, one.hit.item_id) for one in scored])
-            top = [scored[i] for i in order[:n]]
-            if len(hits) <= depth:
-                return top  # every candidate is read
-            # Anything not read ranks no higher than the last hit read, and weighs no more than
-            # the bound (a scene only while a lesson is left unread): it cannot pass the n-th
-            # score when that is above the two multiplied.
-            lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
-            bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
-            unread = ranking.relevance(hits[depth].ranks) * bound
-            if len(top) == n and top[-1].score > unread:
+            complete = len(hits) <= depth  # every candidate is read
+            read = hits if complete else hits[:depth]
+            unread = Fraction(0)
+            if not complete:
+                # Anything not read ranks no higher than the last hit read, and weighs no more
+                # than the bound (a scene only while a lesson is left unread): it cannot pass
+                # the n-th score when that is above the two multiplied.
+                lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
+                bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
+                unread = ranking.relevance(hits[depth].ranks) * bound
+            if not exact:
+                # The first guess at the n-th score: the n-th best had every item read the
+                # likely weight. While an unread item could still pass it, reading deeper
+                # comes first (reading is cheaper than scoring).
+                least = _nth_best([_relevance(hit) * _LIKELY for hit in read], n)
+                if not complete and (least is None or float(unread) >= least):
+                    depth *= 2
+                    continue
+            # Only the items that could reach ``least`` are scored; then the n-th score found
+            # asks for the rest that could reach it (when the guess was too high).
+            top = self._top(read, n, least)
+            if len(top) == n:
+                top = self._top(read, n, float(top[-1].score))
+                least, exact = float(top[-1].score), True
+            if complete or (len(top) == n and top[-1].score > unread):
                 return top
             depth *= 2
+
+    def _top(self, read: list[Hit], n: int, least: float | None) -> list[Scored]:
+        """The best ``n`` of ``read`` once every item of it that could score ``least`` or more
+        is scored (each at most its relevance times the largest weight of its kind); the items
+        left unscored score less than ``least``."""
+        if least is None:
+            self._score(read)
+        else:
+            # Skipped only when below by more than a float's rounding can account for.
+            floor = least * _MARGIN
+            self._score(
+                [
+                    hit
+                    for hit in read
+                    if hit.item_id not in self._scored and _relevance(hit) * _most(hit) >= floor
+                ]
+            )
+        scored = [self._scored[hit.item_id] for hit in read if hit.item_id in self._scored]
+        order = ranking.best_first([(one.score, one.hit.item_id) for one in scored])
+        return [scored[i] for i in order[:n]]
 
     def _score(self, hits: list[Hit]) -> None:
         new = [hit for hit in hits if hit.item_id not in self._scored]
@@ -109,6 +146,29 @@ class BestFirst:
             share = ranking.scene_share(scenes.get(hit.item_id, frozenset()), self._query)
             score = ranking.fused_score(hit.ranks, item["confidence"], share)
             self._scored[hit.item_id] = Scored(hit, item, score)
+
+
+# Which items are scored is worked out in floats (the order itself, in fractions): a bound
+# below the n-th score by more than this relative margin is below it exactly (a double's
+# rounding of these few sums and products errs by far less).
+_MARGIN = 1 - 2.0**-30
+_LIKELY = float(ranking.LIKELY_WEIGHT)
+_MOST = float(ranking.most_weight(True))
+
+
+def _relevance(hit: Hit) -> float:
+    return sum(1.0 / (RRF_K + rank) for rank in hit.ranks if rank)
+
+
+def _most(hit: Hit) -> float:
+    """The largest weight ``hit`` may carry: confidence 1, and its whole scene named (a lesson;
+    cases and skills declare none)."""
+    return _MOST if hit.kind == ItemType.LESSON else 1.0
+
+
+def _nth_best(values: list[float], n: int) -> float | None:
+    """The ``n``-th largest of ``values`` (None when there are fewer)."""
+    return heapq.nlargest(n, values)[-1] if 0 < n <= len(values) else None
 
 
 def _item(hit: Hit) -> dict[str, Any]:
