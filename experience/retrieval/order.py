@@ -62,45 +62,53 @@ class BestFirst:
         self._explain = explain
         self._scored: dict[str, Scored] = {}
         self._depth = 0
+        self._guess: float | None = None
 
     def head(self, n: int) -> list[Scored]:
         """The first ``n`` items by fused score (fewer when fewer are found)."""
         if n <= 0:
             return []
         depth = max(self._depth, ranking.first_depth(n, self._ranked.lesson_candidates > 0))
-        # What the n-th score will at least be: a guess first, then the n-th score found. As a
-        # float: it only says which items to score (with a margin for rounding, below).
-        least: float | None = None
-        exact = False
+        depth = self._deep_enough(n, depth)
+        # What the n-th score will at least be: first the guess, then the n-th score found. As
+        # a float: it only says which items to score (with a margin for rounding, below).
+        least = self._guess
         while True:
             hits = self._ranked.head(depth + 1)
             self._depth = max(self._depth, depth)
             complete = len(hits) <= depth  # every candidate is read
             read = hits if complete else hits[:depth]
-            unread = Fraction(0)
-            if not complete:
-                # Anything not read ranks no higher than the last hit read, and weighs no more
-                # than the bound (a scene only while a lesson is left unread): it cannot pass
-                # the n-th score when that is above the two multiplied.
-                lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
-                bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
-                unread = ranking.relevance(hits[depth].ranks) * bound
-            if not exact:
-                # The first guess at the n-th score: the n-th best had every item read the
-                # likely weight. While an unread item could still pass it, reading deeper
-                # comes first (reading is cheaper than scoring).
-                least = _nth_best([_relevance(hit) * _LIKELY for hit in read], n)
-                if not complete and (least is None or float(unread) >= least):
-                    depth *= 2
-                    continue
             # Only the items that could reach ``least`` are scored; then the n-th score found
             # asks for the rest that could reach it (when the guess was too high).
             top = self._top(read, n, least)
             if len(top) == n:
                 top = self._top(read, n, float(top[-1].score))
-                least, exact = float(top[-1].score), True
-            if complete or (len(top) == n and top[-1].score > unread):
+                least = float(top[-1].score)
+            if complete:
                 return top
+            # Anything not read ranks no higher than the last hit read, and weighs no more than
+            # the bound (a scene only while a lesson is left unread): it cannot pass the n-th
+            # score when that is above the two multiplied.
+            lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
+            bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
+            unread = ranking.relevance(hits[depth].ranks) * bound
+            if len(top) == n and top[-1].score > unread:
+                return top
+            depth *= 2
+
+    def _deep_enough(self, n: int, depth: int) -> int:
+        """How deep to read first: deeper than ``depth`` (doubled) while an unread item could
+        pass the guess at the n-th score, the n-th best had every item read the likely weight
+        (only the relevance order is read for that, not the items; the guess is kept)."""
+        most = _MOST if self._ranked.lesson_candidates > 0 else 1.0
+        while True:
+            ranks = self._ranked.ranks(depth + 1)
+            self._guess = _nth_best([_relevance(one) * _LIKELY for one in ranks[:depth]], n)
+            if len(ranks) <= depth:
+                return depth
+            unread = _relevance(ranks[depth]) * most
+            if self._guess is not None and unread < self._guess:
+                return depth
             depth *= 2
 
     def _top(self, read: list[Hit], n: int, least: float | None) -> list[Scored]:
@@ -116,7 +124,8 @@ class BestFirst:
                 [
                     hit
                     for hit in read
-                    if hit.item_id not in self._scored and _relevance(hit) * _most(hit) >= floor
+                    if hit.item_id not in self._scored
+                    and _relevance(hit.ranks) * _most(hit) >= floor
                 ]
             )
         scored = [self._scored[hit.item_id] for hit in read if hit.item_id in self._scored]
@@ -156,8 +165,8 @@ _LIKELY = float(ranking.LIKELY_WEIGHT)
 _MOST = float(ranking.most_weight(True))
 
 
-def _relevance(hit: Hit) -> float:
-    return sum(1.0 / (RRF_K + rank) for rank in hit.ranks if rank)
+def _relevance(ranks: tuple[int, ...]) -> float:
+    return sum(1.0 / (RRF_K + rank) for rank in ranks if rank)
 
 
 def _most(hit: Hit) -> float:

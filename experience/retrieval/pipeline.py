@@ -153,6 +153,11 @@ class Ranked(Protocol):
 
     def head(self, n: int) -> list[Hit]: ...
 
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        """The branch ranks of the first ``n`` of :meth:`head` (their relevance), without
+        reading the items: for a caller working out how deep to read."""
+        ...
+
 
 class Moved(Exception):
     """The index changed between the read of a scope's array and of its entries' rows."""
@@ -240,6 +245,13 @@ class IndexRanking:
     @property
     def lesson_candidates(self) -> int:
         return self._ranking.lesson_candidates
+
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        positions = [int(p) for p in self._ranking.head(n)]
+        known = [self._hits[p].ranks for p in positions if p in self._hits]
+        if len(known) == len(positions):
+            return known
+        return self._ranking.ranks_at(positions)
 
     def head(self, n: int) -> list[Hit]:
         positions = [int(p) for p in self._ranking.head(n)]
@@ -344,6 +356,9 @@ class TextRanking:
 
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
+
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        return [hit.ranks for hit in self._ranked[:n]]
 
 
 Answer = TypeVar("Answer")
