@@ -81,8 +81,9 @@ class BestFirst:
             # Only the items that could reach ``least`` are scored; then the n-th score found
             # asks for the rest that could reach it (when the guess was too high).
             top = self._top(read, n, least)
-            if len(top) == n:
+            if len(top) == n and (least is None or float(top[-1].score) < least):
                 top = self._top(read, n, float(top[-1].score))
+            if len(top) == n:
                 least = float(top[-1].score)
             if complete:
                 return top

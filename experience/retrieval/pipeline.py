@@ -205,6 +205,8 @@ class IndexRanking:
         self._given = lessons
         self._rows: dict[int, postings.EntryRow] = {}
         self._hits: dict[int, Hit] = {}
+        self._heads: dict[int, list[int]] = {}
+        self._ranks: dict[int, tuple[int, ...]] = {}
         self._lessons: dict[str, Recallable] = {}
         self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
         self._outcomes: OutcomeBatch | None = None
@@ -247,17 +249,20 @@ class IndexRanking:
         return self._ranking.lesson_candidates
 
     def ranks(self, n: int) -> list[tuple[int, ...]]:
-        positions = [int(p) for p in self._ranking.head(n)]
-        known = [self._hits[p].ranks for p in positions if p in self._hits]
-        if len(known) == len(positions):
-            return known
-        return self._ranking.ranks_at(positions)
+        positions = self._positions(n)
+        new = [p for p in positions if p not in self._ranks]
+        for p, item_ranks in zip(new, self._ranking.ranks_at(new), strict=True):
+            self._ranks[p] = item_ranks
+        return [self._ranks[p] for p in positions]
 
     def head(self, n: int) -> list[Hit]:
-        positions = [int(p) for p in self._ranking.head(n)]
+        positions = self._positions(n)
         rows = self._rows_of(positions)
-        new = [p for p in positions if p not in self._hits]
-        for p, item_ranks in zip(new, self._ranking.ranks_at(new), strict=True):
+        self.ranks(n)
+        for p in positions:
+            if p in self._hits:
+                continue
+            item_ranks = self._ranks[p]
             self._hits[p] = Hit(
                 rows[p].item_id,
                 rows[p].kind,
@@ -274,6 +279,12 @@ class IndexRanking:
                 item_ranks,
             )
         return [self._hits[p] for p in positions]
+
+    def _positions(self, n: int) -> list[int]:
+        """The positions of the first ``n`` of the ranking (worked out once per ``n``)."""
+        if n not in self._heads:
+            self._heads[n] = [int(p) for p in self._ranking.head(n)]
+        return self._heads[n]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited
