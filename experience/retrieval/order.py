@@ -35,7 +35,9 @@ from fractions import Fraction
 from typing import Any
 
 from experience.core.models import ItemType
+from experience.lessons import domain as ld
 from experience.lessons.models import Lesson
+from experience.lessons.selectors import confidence_settings
 from experience.retrieval import ranking
 from experience.retrieval.pipeline import Hit, Ranked
 from experience.retrieval.recall import with_confidence
@@ -121,17 +123,42 @@ class BestFirst:
         else:
             # Skipped only when below by more than a float's rounding can account for.
             floor = least * _MARGIN
+            within = [
+                hit
+                for hit in read
+                if hit.item_id not in self._scored
+                and _relevance(hit.ranks) * self._most(hit) >= floor
+            ]
+            # A case without counted outcomes weighs at most what its one incident allows; its
+            # outcomes are read with the others' (one statement), its confidence only if it
+            # can still reach ``least``.
+            voted = self._ranked.outcomes.tallies(
+                hit.item_id for hit in within if hit.kind == ItemType.CASE
+            )
+            cap = _case_cap()
             self._score(
                 [
                     hit
-                    for hit in read
-                    if hit.item_id not in self._scored
-                    and _relevance(hit.ranks) * _most(hit) >= floor
+                    for hit in within
+                    if hit.kind != ItemType.CASE
+                    or hit.item_id in voted
+                    or _relevance(hit.ranks) * cap >= floor
                 ]
             )
         scored = [self._scored[hit.item_id] for hit in read if hit.item_id in self._scored]
         order = ranking.best_first([(one.score, one.hit.item_id) for one in scored])
         return [scored[i] for i in order[:n]]
+
+    def _most(self, hit: Hit) -> float:
+        """The largest weight ``hit`` may carry: confidence 1 (a lesson: its confidence, known
+        once the ranking admitted it), and its whole scene named (a lesson; cases and skills
+        declare none)."""
+        if hit.kind != ItemType.LESSON:
+            return 1.0
+        lesson = self._ranked.lessons.get(hit.item_id)
+        if lesson is None:
+            return _MOST
+        return float(ranking.confidence_weight(lesson.confidence.value)) * _MOST
 
     def _score(self, hits: list[Hit]) -> None:
         new = [hit for hit in hits if hit.item_id not in self._scored]
@@ -170,10 +197,11 @@ def _relevance(ranks: tuple[int, ...]) -> float:
     return sum(1.0 / (RRF_K + rank) for rank in ranks if rank)
 
 
-def _most(hit: Hit) -> float:
-    """The largest weight ``hit`` may carry: confidence 1, and its whole scene named (a lesson;
-    cases and skills declare none)."""
-    return _MOST if hit.kind == ItemType.LESSON else 1.0
+def _case_cap() -> float:
+    """The largest weight of a case without counted outcomes: its confidence is the Wilson
+    lower bound of at most one incident, decayed (never lifted) since its approval, as shown."""
+    most = round(ld.wilson_lower_bound(1, 0, confidence_settings().z), 3)
+    return float(ranking.confidence_weight(most))
 
 
 def _nth_best(values: list[float], n: int) -> float | None:
