@@ -75,26 +75,30 @@ class BestFirst:
         # What the n-th score will at least be: first the guess, then the n-th score found. As
         # a float: it only says which items to score (with a margin for rounding, below).
         least = self._guess
+        # The largest weight of any candidate (a scene only when a lesson is among them).
+        bound = ranking.most_weight(self._ranked.lesson_candidates > 0)
         while True:
-            hits = self._ranked.head(depth + 1)
+            ranks = self._ranked.ranks(depth + 1)
             self._depth = max(self._depth, depth)
-            complete = len(hits) <= depth  # every candidate is read
-            read = hits if complete else hits[:depth]
-            # Only the items that could reach ``least`` are scored; then the n-th score found
-            # asks for the rest that could reach it (when the guess was too high).
+            complete = len(ranks) <= depth  # every candidate is ranked
+            ranked = ranks if complete else ranks[:depth]
+            # Only the items that could reach ``least`` are read and scored: a prefix of the
+            # relevance order. Then the n-th score found asks for the rest that could reach it
+            # (when the guess was too high).
+            read = self._ranked.head(_reaching(ranked, least, float(bound)))
             top = self._top(read, n, least)
             if len(top) == n and (least is None or float(top[-1].score) < least):
-                top = self._top(read, n, float(top[-1].score))
+                least = float(top[-1].score)
+                read = self._ranked.head(_reaching(ranked, least, float(bound)))
+                top = self._top(read, n, least)
             if len(top) == n:
                 least = float(top[-1].score)
             if complete:
                 return top
-            # Anything not read ranks no higher than the last hit read, and weighs no more than
-            # the bound (a scene only while a lesson is left unread): it cannot pass the n-th
-            # score when that is above the two multiplied.
-            lessons_read = sum(1 for hit in hits if hit.kind == ItemType.LESSON)
-            bound = ranking.most_weight(self._ranked.lesson_candidates > lessons_read)
-            unread = ranking.relevance(hits[depth].ranks) * bound
+            # Anything not ranked yet ranks no higher than the last one ranked, and weighs no
+            # more than the bound: it cannot pass the n-th score when that is above the two
+            # multiplied.
+            unread = ranking.relevance(ranks[depth]) * bound
             if len(top) == n and top[-1].score > unread:
                 return top
             depth *= 2
@@ -195,6 +199,18 @@ _MOST = float(ranking.most_weight(True))
 
 def _relevance(ranks: tuple[int, ...]) -> float:
     return sum(1.0 / (RRF_K + rank) for rank in ranks if rank)
+
+
+def _reaching(ranks: list[tuple[int, ...]], least: float | None, most: float) -> int:
+    """How many of the leading ``ranks`` (relevance descending) could score ``least`` at the
+    largest weight ``most``: all when ``least`` is None."""
+    if least is None:
+        return len(ranks)
+    floor = least * _MARGIN
+    for count, one in enumerate(ranks):
+        if _relevance(one) * most < floor:
+            return count
+    return len(ranks)
 
 
 def _case_cap() -> float:
