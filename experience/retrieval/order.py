@@ -17,11 +17,15 @@ returns and the context block lists is ordered by the fused score instead
 
 Ties by item id. Exact: every factor is a fraction of integers.
 
-The relevance order is read only as deep as the answer needs: an item not read yet has a
-relevance no higher than the last one read, and a weight no higher than ``ranking.most_weight``
-(confidence 1; the whole scene named, while a lesson is left unread), so once the n-th best score read is above that bound the first n are known (:class:`BestFirst`);
-otherwise it reads twice as deep and looks again. The first read (``ranking.first_depth``) is as
-deep as a head of fresh cases needs, so one read is the common case.
+The relevance order is read only as deep as the answer needs, and only the items that can
+still reach the head get a confidence (:class:`BestFirst`): how deep is worked out from the
+branch ranks alone, against a guess at the n-th score (the n-th best relevance times
+``ranking.LIKELY_WEIGHT``); an item is scored only when its relevance times the largest weight it
+may carry reaches that guess, or the n-th score found when that is lower (a lesson: its known
+confidence, the whole scene named; a case without counted outcomes: the Wilson bound of its one
+incident; else confidence 1). The answer stands once the n-th score is above the relevance of
+the first item not ranked yet times the largest weight any candidate may carry; else the ranks
+are read twice as deep. What is read and scored depends on the guess; the order never does.
 """
 
 from __future__ import annotations
