@@ -258,7 +258,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
             lesson_id, *scope.values(), description, valid_from, valid_to,
             itemids.digest_of(lesson_id), lesson_content, submitter.pk, "import", now, "approved",
             approver.pk, approved_at, "bench", "", "", "", types[k % 4], tags, description,
-            "条件", conclusion, "", " ".join([*tags, description, conclusion]),
+            "条件", conclusion, "", " ".join([*tags, description, conclusion]), "", 0, 0,
         ))  # fmt: skip
         lesson_links.append((lesson_id, case_ids[first], "supports", 0))
         if second != first:
@@ -273,7 +273,8 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         "valid_to", "content_hash", "content", "submitted_by_id", "submitted_via", "submitted_at",
         "status", "approved_by_id", "approved_at", "approved_reason", "rejected_reason",
         "revoked_reason", "superseded_by", "lesson_type", "scene_tags", "scene_description",
-        "precondition", "conclusion", "supersedes", "search_text",
+        "precondition", "conclusion", "supersedes", "search_text", "outdated_cause",
+        "seen_successes", "seen_failures",
     ]  # fmt: skip
     insert_many(Lesson._meta.db_table, lesson_columns, lesson_rows)
     insert_many(
@@ -282,8 +283,8 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
     insert_many(
         LessonConflict._meta.db_table,
         ["lesson_a_id", "lesson_b_id", "tenant", "found_by", "detected_at", "detected_on",
-         "status", "narrowing", "kept", "resolution", "resolved_reason"],
-        [(*row, "", "", "", "") for row in conflict_rows],
+         "status", "narrowing", "kept", "resolution", "resolved_reason", "favoured"],
+        [(*row, "", "", "", "", "") for row in conflict_rows],
     )  # fmt: skip
     # Bulk inserts skip the write-time indexing that approvals do: index everything at once.
     from experience.index import postings

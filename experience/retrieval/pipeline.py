@@ -153,6 +153,11 @@ class Ranked(Protocol):
 
     def head(self, n: int) -> list[Hit]: ...
 
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        """The branch ranks of the first ``n`` of :meth:`head` (their relevance), without
+        reading the items: for a caller working out how deep to read."""
+        ...
+
 
 class Moved(Exception):
     """The index changed between the read of a scope's array and of its entries' rows."""
@@ -200,6 +205,8 @@ class IndexRanking:
         self._given = lessons
         self._rows: dict[int, postings.EntryRow] = {}
         self._hits: dict[int, Hit] = {}
+        self._heads: dict[int, list[int]] = {}
+        self._ranks: dict[int, tuple[int, ...]] = {}
         self._lessons: dict[str, Recallable] = {}
         self._skill_evidence: dict[str, list[tuple[Any, ...]]] = {}
         self._outcomes: OutcomeBatch | None = None
@@ -241,11 +248,21 @@ class IndexRanking:
     def lesson_candidates(self) -> int:
         return self._ranking.lesson_candidates
 
-    def head(self, n: int) -> list[Hit]:
-        positions = [int(p) for p in self._ranking.head(n)]
-        rows = self._rows_of(positions)
-        new = [p for p in positions if p not in self._hits]
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        positions = self._positions(n)
+        new = [p for p in positions if p not in self._ranks]
         for p, item_ranks in zip(new, self._ranking.ranks_at(new), strict=True):
+            self._ranks[p] = item_ranks
+        return [self._ranks[p] for p in positions]
+
+    def head(self, n: int) -> list[Hit]:
+        positions = self._positions(n)
+        rows = self._rows_of(positions)
+        self.ranks(n)
+        for p in positions:
+            if p in self._hits:
+                continue
+            item_ranks = self._ranks[p]
             self._hits[p] = Hit(
                 rows[p].item_id,
                 rows[p].kind,
@@ -262,6 +279,12 @@ class IndexRanking:
                 item_ranks,
             )
         return [self._hits[p] for p in positions]
+
+    def _positions(self, n: int) -> list[int]:
+        """The positions of the first ``n`` of the ranking (worked out once per ``n``)."""
+        if n not in self._heads:
+            self._heads[n] = [int(p) for p in self._ranking.head(n)]
+        return self._heads[n]
 
     def _admitted(self, positions: np.ndarray) -> np.ndarray:
         """Which skills and lessons at ``positions`` may be returned: the skills whose cited
@@ -344,6 +367,9 @@ class TextRanking:
 
     def head(self, n: int) -> list[Hit]:
         return self._ranked[:n]
+
+    def ranks(self, n: int) -> list[tuple[int, ...]]:
+        return [hit.ranks for hit in self._ranked[:n]]
 
 
 Answer = TypeVar("Answer")

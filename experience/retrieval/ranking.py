@@ -305,6 +305,11 @@ CONFIDENCE_PLACES = 1000
 # The weight of a fresh case of one incident (confidence 1/2): what the first read assumes the
 # items asked for weigh, to read deep enough at once in the common case.
 TYPICAL_WEIGHT = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) / 2
+# What the first guess at the n-th score of an answer assumes the items read weigh: a little
+# below a fresh case's, as a case a few weeks old weighs. Only which items are scored depends on
+# it (an item is scored when its relevance times its largest weight reaches the guess), never
+# the order: a guess too low scores a few items for nothing, one too high a second batch.
+LIKELY_WEIGHT = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * Fraction(9, 20)
 
 
 def relevance(item_ranks: Sequence[int], k: int = RRF_K) -> Fraction:
@@ -368,6 +373,21 @@ def first_depth(n: int, scenes: bool = True, k: int = RRF_K) -> int:
 
 
 def best_first(scored: Sequence[tuple[Fraction, str]]) -> list[int]:
-    """Indexes of ``(score, id)`` pairs, score descending, ties by id."""
-    by_id = sorted(range(len(scored)), key=lambda i: scored[i][1])
-    return sorted(by_id, key=lambda i: scored[i][0], reverse=True)
+    """Indexes of ``(score, id)`` pairs, score descending, ties by id.
+
+    Sorted by each score's float (correctly rounded, so floats order as the scores but for
+    equal floats), then each run of equal floats exactly: fractions compare only there."""
+    floats = [float(score) for score, _id in scored]
+    by_float = sorted(range(len(scored)), key=lambda i: (-floats[i], scored[i][1]))
+    start = 0
+    while start < len(by_float):
+        end = start + 1
+        while end < len(by_float) and floats[by_float[end]] == floats[by_float[start]]:
+            end += 1
+        if end - start > 1:
+            # Already by id within the run; the sort is stable.
+            by_float[start:end] = sorted(
+                by_float[start:end], key=lambda i: scored[i][0], reverse=True
+            )
+        start = end
+    return by_float

@@ -9,15 +9,19 @@ request names.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from fractions import Fraction
 
 import pytest
 from django.contrib.auth.models import User
 
 from experience.lessons.models import Lesson, LessonCase
+from experience.lessons.selectors import item_confidences
 from experience.retrieval import order, ranking
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
+from experience.runs.models import RunOutcome
+from experience.runs.records import references_record
 from knowledge.domain import sha256_hex, tokenize
 from knowledge.services import synonym_set
 from tests.experience.conftest import NOW, SCOPE
@@ -196,6 +200,50 @@ def test_the_head_asked_for_is_the_head_of_the_whole_order_read_no_deeper_than_n
     whole = retrieve_experience("优惠券 门店", SCOPE, NOW, "run-deep-2", limit=20, actor=agent)
     assert [i["id"] for i in head["items"]] == [i["id"] for i in whole["items"][:3]]
     assert max(read) < 40
+
+
+@pytest.mark.django_db
+def test_a_case_confirmed_deep_in_the_relevance_order_still_reaches_the_head(
+    operator: User, agent: User
+) -> None:
+    # Thirty cases of equal words: relevance by id alone (rank i + 1 in both branches). Fresh
+    # cases weigh at most what one incident allows (confidence 0.5), so those deep in that order
+    # need no confidence to be left out; but the eighth, confirmed by three reviewers' run
+    # outcomes (Wilson lower bound of 4 of 4: 0.8), scores 2/68 · 0.95 against 2/63 · 0.875 for
+    # the third: it must be scored, and comes third.
+    made = [make_case(n, Spec("优惠券 门店", 0, "now", True), operator) for n in range(30)]
+    cases = sorted(made, key=lambda case: case.id)
+    confirmed = cases[7]
+    for n in range(3):
+        reporter = User.objects.create_user(f"confirming-reviewer-{n}")
+        run = f"run-confirmed-{n}"
+        references_record(run_id=run, items=[(confirmed.id, "case")], at=NOW - timedelta(days=1))
+        RunOutcome.objects.create(
+            run_id=run,
+            outcome="resolved_by_lead",
+            reported_by=reporter,
+            reported_at=NOW - timedelta(hours=1),
+            reviewed=True,
+        )
+    scores = item_confidences([case.id for case in cases], [], NOW)
+    assert scores[confirmed.id].value == 0.8
+    assert all(scores[case.id].value <= 0.5 for case in cases if case is not confirmed)
+    expected = sorted(
+        range(len(cases)),
+        key=lambda i: (
+            -ranking.fused_score((i + 1, i + 1), scores[cases[i].id].value, Fraction(0)),
+            cases[i].id,
+        ),
+    )
+    head = [cases[i].id for i in expected[:3]]
+    assert head[2] == confirmed.id
+
+    answer = retrieve_experience(
+        "优惠券 门店", SCOPE, NOW, "run-confirmed-head", limit=3, actor=agent
+    )
+    assert [item["id"] for item in answer["items"]] == head
+    block = experience_context("优惠券 门店", SCOPE, NOW, "run-confirmed-block", 800, actor=agent)
+    assert [item["id"] for item in block["items"]][:3] == head
 
 
 @pytest.mark.parametrize("confidence", [None, 0.0, 0.3, 0.5, 0.6666, 0.75, 1.0])
