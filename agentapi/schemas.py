@@ -275,7 +275,7 @@ Inputs = Annotated[
         description="a prompt-form skill's declared inputs (e.g. the customer's own words); "
         "an input the skill does not declare, or of another type, is refused (422 on "
         "inputs.NAME), a required one missing is a fallback naming it; a recipe skill takes none",
-        json_schema_extra={"additionalProperties": False},
+        json_schema_extra=typed_map,
     ),
 ]
 
