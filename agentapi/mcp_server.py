@@ -112,6 +112,9 @@ class ToolSpec:
     result: type[BaseModel]
     operation: Operation
     read_only: bool
+    # As the API route's ``exclude_unset``: fields the operation did not set are left out
+    # (a recipe skill's run answers without the prompt-form fields), not written as null.
+    exclude_unset: bool = False
 
 
 def _search(user: User, args: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +200,7 @@ TOOLS = (
         result=SkillRunResult,
         operation=_run,
         read_only=False,
+        exclude_unset=True,
     ),
     ToolSpec(
         name="propose_case",
@@ -327,7 +331,7 @@ def _as_the_api_answers(spec: ToolSpec, payload: dict[str, Any]) -> dict[str, An
     """The operation's answer as the HTTP API writes it: read through the response model (every
     field of the outputSchema present, optional ones as null; nothing the model does not name)
     and encoded by the API's JSON encoder."""
-    checked = spec.result.model_validate(payload).model_dump()
+    checked = spec.result.model_validate(payload).model_dump(exclude_unset=spec.exclude_unset)
     answered: dict[str, Any] = json.loads(json.dumps(checked, cls=NinjaJSONEncoder))
     return answered
 

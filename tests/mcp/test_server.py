@@ -305,6 +305,25 @@ def test_a_tool_answers_what_the_http_api_answers_for_the_same_call(
     assert {**got, "run_id": None} == {**expected.json(), "run_id": None}
 
 
+def test_a_recipe_skill_run_answers_as_the_api_without_the_prompt_form_fields(
+    agent_token: str, demo: Demo
+) -> None:
+    """The API leaves out what a recipe skill's run does not set (form, provider, answer,
+    verification, output, a step's outcome); the tool answers the same keys, not nulls."""
+    result = call(
+        agent_token, "run_skill", {"skill_id": demo.skill, **run_body(run_id="mcp-recipe-1")}
+    )
+    expected = BearerClient(agent_token).post_json(
+        f"/api/v1/skills/{demo.skill}/run", run_body(run_id="mcp-recipe-2")
+    )
+    assert expected.status_code == 200 and not result.is_error
+    got = result.structured_content
+    assert got is not None
+    assert not {"form", "provider", "answer", "verification", "output"} & set(got)
+    assert all("outcome" not in step for step in got["steps"])
+    assert {**got, "run_id": None} == {**expected.json(), "run_id": None}
+
+
 def test_tool_calls_count_against_the_api_rate_of_the_account(
     agent: User, demo: Demo, settings: Any
 ) -> None:
