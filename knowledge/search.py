@@ -36,7 +36,7 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from semantic.branch import OFF, vector_branch
+from semantic.branch import OFF, Branch, vector_branch
 from semantic.branch import votes as vector_votes
 
 RETRIEVED = "retrieved"
@@ -141,13 +141,14 @@ def search_knowledge(
     facts = {k: v for k, v in context.facts.items() if v is not None and v != ""}
 
     evidence = []
-    for document_id, conflict, found_by in zip(
-        ranked.chosen, ranked.conflicts, ranked.found_by, strict=True
+    for document_id, conflict, found_by, relevance in zip(
+        ranked.chosen, ranked.conflicts, ranked.found_by, ranked.relevance, strict=True
     ):
         document = documents[document_id]
         conditions = compare_conditions(document["requirements"], facts)
         item = _evidence_item(document, conditions, conflict=conflict)
         item["found_by"] = found_by
+        item.update(relevance)
         evidence.append(item)
 
     if any(item["conflict"] for item in evidence):
@@ -178,6 +179,8 @@ class Ranked:
     versions: list[int] = field(default_factory=list)  # of the chosen, as the index holds them
     found_by: list[list[str]] = field(default_factory=list)
     semantic: str = OFF
+    # Of the chosen: ``relevance`` and, where the vector branch scored it, ``similarity``.
+    relevance: list[dict[str, float]] = field(default_factory=list)
 
 
 # The branches a result names in ``found_by``, in this order.
@@ -353,6 +356,20 @@ def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
     return [name for name, rank in zip((RAW, EXPANDED, VECTOR), ranks, strict=False) if rank[index]]
 
 
+def _shares(inters: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    """Per entry, the larger share of the query's tokens it holds in the raw or expanded
+    branch (what the lexical relevance curve reads)."""
+    shares = np.zeros(len(inters[0]), dtype=np.float64)
+    for inter, size in zip(inters, sizes, strict=True):
+        if size:
+            np.maximum(shares, inter / size, out=shares)
+    return shares
+
+
+def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> list[dict[str, float]]:
+    return [vector.described(i, float(shares[i]) or None) for i in chosen]
+
+
 def _ranked(
     read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext, query: str = ""
 ) -> Ranked:
@@ -380,11 +397,13 @@ def _ranked(
     ids = entries["id"]
     positions = _positions(ids)
     branches = []
+    inters = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
         inter = _intersections(ids, positions, lists, count)
+        inters.append(inter)
         candidates = np.nonzero(gated & (inter > 0))[0]
         common = inter[candidates]
         branches.append((candidates, common, query_size + sizes[candidates] - common))
@@ -395,6 +414,7 @@ def _ranked(
         hits.append(hit)
     # The vector branch, over exactly the entries past the gate and the newest-version rule.
     vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
+    shares = _shares(inters, (raw_size, expanded_size))
     if vector.ranked:
         assert vector.ranks is not None
         hits.append(vector.ranks > 0)
@@ -416,6 +436,7 @@ def _ranked(
                 versions=[int(entries["version"][i]) for i in picked_head],
                 found_by=[_found_by(i, hits) for i in picked_head],
                 semantic=vector.status,
+                relevance=_described(vector, shares, picked_head),
             )
     ranks = []
     for candidates, common, union in branches:
@@ -456,6 +477,7 @@ def _ranked(
         versions=[int(entries["version"][i]) for i in chosen],
         found_by=[_found_by(i, ranks) for i in chosen],
         semantic=vector.status,
+        relevance=_described(vector, shares, chosen),
     )
 
 

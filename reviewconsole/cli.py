@@ -137,6 +137,21 @@ def _dumps(payload: dict[str, Any]) -> str:
     return text
 
 
+def relevance_note(item: Mapping[str, Any]) -> str:
+    """What a command's text says of an answer item's relevance: which branches found it, the
+    similarity where the vector branch scored it, the calibrated relevance."""
+    parts = []
+    found = item.get("found_by") or []
+    if found:
+        alone = list(found) == ["vector"]
+        parts.append("found by meaning only" if alone else "found by " + "+".join(found))
+    if "similarity" in item:
+        parts.append(f"similarity {item['similarity']:.3f}")
+    if "relevance" in item:
+        parts.append(f"relevance {item['relevance']:.2f}")
+    return f"  [{', '.join(parts)}]" if parts else ""
+
+
 def user_by_name(username: str, *, field: str = "--as") -> User:
     inputs.storable_text(username, field=field)
     try:

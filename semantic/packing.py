@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import F
 
 from reviewconsole import clock
-from semantic import embedders, spaces
+from semantic import calibration, embedders, spaces
 from semantic.models import ItemVector, ScopeVectors
 
 BATCH = 32
@@ -48,9 +48,11 @@ def item_vectors(
     *,
     now: datetime,
     progress: Callable[[int], None] | None = None,
+    as_queries: bool = False,
 ) -> tuple[dict[str, np.ndarray], int]:
     """The vector of each item (``item -> text``) by ``embedder``: stored ones whose text is
-    unchanged are read, the others embedded and stored. Returns them and how many were made."""
+    unchanged are read, the others embedded (as passages, or as queries) and stored. Returns
+    them and how many were made."""
     items = sorted(texts)
     stored = _stored(space, embedder.name, items)
     vectors: dict[str, np.ndarray] = {}
@@ -63,7 +65,8 @@ def item_vectors(
             todo.append(item)
     for start in range(0, len(todo), BATCH):
         chunk = todo[start : start + BATCH]
-        matrix = embedder.passages([texts[item] for item in chunk])
+        chunk_texts = [texts[item] for item in chunk]
+        matrix = embedder.queries(chunk_texts) if as_queries else embedder.passages(chunk_texts)
         rows = [
             ItemVector(
                 space=space,
@@ -84,6 +87,50 @@ def item_vectors(
         if progress is not None:
             progress(len(chunk))
     return vectors, len(todo)
+
+
+# The reference texts' vectors per (space, model), once embedded in this process: a database that
+# lost them (a restore, a test's rollback) gets them back without embedding them again.
+_reference_vectors: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+
+
+def reference_embedded(embedder: embedders.Embedder, now: datetime) -> calibration.Reference:
+    """The reference texts' vectors of ``embedder``'s model, embedded the first time (as
+    passages and as queries) and stored: the branch judges similarities against them."""
+    texts = calibration.background_texts()
+    found = []
+    for space, as_queries in (
+        (calibration.BACKGROUND_SPACE, False),
+        (calibration.BACKGROUND_QUERY_SPACE, True),
+    ):
+        kept = _reference_vectors.get((space, embedder.name))
+        stored = ItemVector.objects.filter(space=space, model=embedder.name).count()
+        if kept is not None and stored < len(texts):
+            with transaction.atomic():
+                ItemVector.objects.filter(space=space, model=embedder.name).delete()
+                ItemVector.objects.bulk_create(
+                    ItemVector(
+                        space=space,
+                        item=item,
+                        model=embedder.name,
+                        text_hash=text_hash(texts[item]),
+                        dim=int(vector.shape[0]),
+                        vector=vector.astype(np.float32).tobytes(),
+                        created_at=now,
+                    )
+                    for item, vector in kept.items()
+                )
+            vectors = kept
+        else:
+            vectors, _ = item_vectors(space, texts, embedder, now=now, as_queries=as_queries)
+            _reference_vectors[(space, embedder.name)] = vectors
+        found.append(
+            tuple(
+                np.stack([vectors[name] for name in texts if name.startswith(f"{lang}:")])
+                for lang in calibration.LANGUAGES
+            )
+        )
+    return calibration.Reference(embedder.name, found[0], found[1])
 
 
 def scope_packed(
@@ -112,6 +159,7 @@ def scope_packed(
         if embedder is None:
             ScopeVectors.objects.filter(space=space, scope=scope).update(dirty=True)
             return 0
+        reference = reference_embedded(embedder, now)
         entries = spaces.space(space).entries(scope)
         vectors, made = item_vectors(
             space, {e.item: e.text for e in entries}, embedder, now=now, progress=progress
@@ -129,6 +177,8 @@ def scope_packed(
             dim=dim,
             keys=keys.tobytes(),
             matrix=matrix.tobytes(),
+            languages=calibration.language_codes(e.text for e in ordered).tobytes(),
+            item_null=reference.item_null(matrix).tobytes() if len(matrix) else b"",
             version=F("version") + 1,
             packed_at=now,
         )

@@ -233,6 +233,7 @@ def _item(hit: Hit) -> dict[str, Any]:
     item: dict[str, Any] = {"id": hit.item_id, "type": hit.kind, "title": hit.title}
     if hit.found_by:
         item["found_by"] = list(hit.found_by)
+    item.update(hit.relevance)
     return item
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -46,7 +46,7 @@ from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons
 from knowledge import postings as kp
 from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
-from semantic import embedders
+from semantic import calibration, embedders
 from semantic.branch import NOT_INDEXED, OFF, vector_branch
 from semantic.branch import votes as vector_votes
 
@@ -120,6 +120,9 @@ class Hit:
     found_by: tuple[str, ...] = ()
     # Its rank (from 1; 0 = not ranked) in each branch, among the admitted items: its relevance.
     ranks: tuple[int, ...] = ()
+    # What the answer says of its relevance: ``relevance`` (calibrated, 0 to 1) and, where the
+    # vector branch scored it, ``similarity`` (semantic.branch.Branch.described).
+    relevance: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def times(self) -> CaseTimes | None:
@@ -193,6 +196,11 @@ class IndexRanking:
             postings.VECTOR_SPACE, read.scope_id, entries["id"], gated, entries["order"], query
         )
         self._semantic = vector.status
+        self._vector = vector
+        self._shares = np.zeros(len(raw_hits), dtype=np.float64)
+        for hits, size in ((raw_hits, read.raw_size), (expanded_hits, read.expanded_size)):
+            if size:
+                np.maximum(self._shares, hits / size, out=self._shares)
         found = (raw_hits > 0) | (expanded_hits > 0)
         if vector.ranked:
             assert vector.ranks is not None
@@ -277,6 +285,7 @@ class IndexRanking:
                     )
                 ),
                 item_ranks,
+                self._vector.described(p, float(self._shares[p]) or None),
             )
         return [self._hits[p] for p in positions]
 
@@ -428,7 +437,8 @@ def _ranked_from_texts(
         texts.append((lesson.id, lesson.search_text))
     if not texts:
         return []
-    raw, expanded = _branches(query, texts)
+    raw, expanded, shares = _branches(query, texts)
+    curves = calibration.lexical_only()
     found = [
         {item_id: rank for rank, item_id in enumerate(ids, start=1)} for ids in (raw, expanded)
     ]
@@ -440,6 +450,7 @@ def _ranked_from_texts(
             None,
             tuple(name for name, ranked in zip(BRANCHES, found, strict=False) if i in ranked),
             tuple(ranked.get(i, 0) for ranked in found),
+            {"relevance": curves.relevance(None, shares.get(i))},
         )
         for i in reciprocal_rank_fusion([raw, expanded])
     ]
@@ -467,16 +478,29 @@ def _item_tokens(
 
 def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
     """Ids ranked as ``experience.core.domain.rank_items`` ranks them (raw + expanded, RRF)."""
-    return reciprocal_rank_fusion(list(_branches(query, texts)))
+    raw, expanded, _ = _branches(query, texts)
+    return reciprocal_rank_fusion([raw, expanded])
 
 
-def _branches(query: str, texts: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    """The raw and the expanded branch's ranked ids."""
+def _branches(
+    query: str, texts: list[tuple[str, str]]
+) -> tuple[list[str], list[str], dict[str, float]]:
+    """The raw and the expanded branch's ranked ids, and per item found the larger share of the
+    query's tokens it holds in either."""
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if stamp is None or stamp != _tokens_stamp[0]:
         _tokens.clear()
         _tokens_stamp[0] = stamp
     sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
-    raw = rank_branch(tokenize(query), ((i, t[0]) for i, t in sets))
-    expanded = rank_branch(tokenize(expand(query, lexicon)), ((i, t[1]) for i, t in sets))
-    return raw, expanded
+    raw_query, expanded_query = tokenize(query), tokenize(expand(query, lexicon))
+    raw = rank_branch(raw_query, ((i, t[0]) for i, t in sets))
+    expanded = rank_branch(expanded_query, ((i, t[1]) for i, t in sets))
+    shares: dict[str, float] = {}
+    for item_id, (raw_tokens, expanded_tokens) in sets:
+        share = max(
+            len(raw_query & raw_tokens) / len(raw_query) if raw_query else 0.0,
+            len(expanded_query & expanded_tokens) / len(expanded_query) if expanded_query else 0.0,
+        )
+        if share:
+            shares[item_id] = share
+    return raw, expanded, shares

@@ -180,17 +180,45 @@ def test_the_vector_branch_counts_its_votes_in_the_fused_score(
     }
 
 
-@pytest.mark.parametrize(("margin", "ranked"), [(0.01, 1), (0.5, 2)])
-def test_the_vector_branch_ranks_only_items_within_its_margin_of_the_best(
-    concepts: None, operator: User, searcher: User, settings: Any, margin: float, ranked: int
+@pytest.mark.parametrize(("floor", "returned"), [(1e9, []), (1.0, ["doc:rule-minimum@1"])])
+def test_an_item_found_by_meaning_alone_is_returned_only_when_its_significance_exceeds_the_floor(
+    concepts: None,
+    operator: User,
+    searcher: User,
+    settings: Any,
+    floor: float,
+    returned: list[str],
 ) -> None:
-    load(operator, MEANING_ONLY, HALF_MEANING)
-    settings.SEMANTIC_MIN_SIMILARITY = 0.5  # both pass the floor: the margin alone decides
-    settings.SEMANTIC_MARGIN = margin
+    """The fake model has no fitted curve: its floor is SEMANTIC_SIGNIFICANCE. Above every
+    significance the document shares only meaning with the query, and nothing is returned."""
+    load(operator, MEANING_ONLY)
+    settings.SEMANTIC_SIGNIFICANCE = floor
 
     result = search("threshold", searcher)
 
-    assert ids(result) == ["doc:rule-minimum@1", "doc:rule-mixed@1"][:ranked]
+    assert ids(result) == returned
+    assert result["status"] == ("no_match" if not returned else "retrieved")
+    assert result["semantic"] == "used"
+
+
+def test_every_item_says_its_relevance_and_the_similarity_where_meaning_scored_it(
+    concepts: None, operator: User, searcher: User
+) -> None:
+    load(operator, THRESHOLD_RULE, CHANNEL_RULE)
+
+    result = search("小程序 threshold", searcher)
+
+    by_id = {item["id"]: item for item in result["evidence"]}
+    for item in by_id.values():
+        assert 0.0 <= item["relevance"] <= 1.0
+        assert -1.0 <= item["similarity"] <= 1.0
+    # The threshold rule is the query's concept exactly (cosine 1 in the fake model).
+    assert by_id["doc:rule-threshold@1"]["similarity"] == 1.0
+    with override_settings(SEMANTIC_EMBEDDER="off"):
+        lexical = search("小程序 threshold", searcher)
+    (channel,) = lexical["evidence"]
+    assert "similarity" not in channel
+    assert 0.0 < channel["relevance"] <= 1.0
 
 
 @pytest.mark.parametrize("broken", ["tests.semantic.fakes.failing", "tests.semantic.fakes.hanging"])
@@ -238,7 +266,7 @@ def test_an_unchanged_text_is_embedded_once_however_many_scopes_list_it(
     load(operator, document(doc_key="rule-wide", stores=["store-100", "store-101", "store-102"]))
 
     assert ScopeVectors.objects.filter(dirty=False).count() == 3
-    assert ItemVector.objects.count() == 1
+    assert ItemVector.objects.filter(space="knowledge").count() == 1
 
 
 def open_null() -> Any:

@@ -7,7 +7,7 @@ from django.conf import settings
 
 from knowledge.conclusions import with_allowed_conclusions
 from knowledge.search import DEFAULT_LIMIT, KnowledgeContext, search_knowledge
-from reviewconsole.cli import JsonCommand, parse_fact, user_by_name
+from reviewconsole.cli import JsonCommand, parse_fact, relevance_note, user_by_name
 from reviewconsole.services import SYSTEM_AGENT, system_agent
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -70,10 +70,9 @@ class Command(JsonCommand):
         if "semantic" in result:
             lines.append(f"semantic: {result['semantic']}")
         for item in result["evidence"]:
-            found = "+".join(item.get("found_by", []))
             lines.append(
                 f"- {item['id']}  {item['quote']}  => {item['allowed_conclusion']}"
-                + (f"  [found by {found}]" if found else "")
+                + relevance_note(item)
             )
         if result["truncated"]:
             lines.append("(more documents matched; the list was cut)")

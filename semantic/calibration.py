@@ -1,0 +1,460 @@
+"""When a similarity means something: significance per query and language, and relevance.
+
+A small multilingual model's cosines between any two texts of one domain sit in a narrow band,
+and the band moves with the query and with the languages compared: a Chinese question is 0.85
+similar to unrelated Chinese items and 0.82 to the English item that answers it. A fixed floor
+on the cosine therefore answers everything in one language and nothing across languages.
+
+So a similarity is judged against ordinary texts in each language: the *reference*
+(``semantic/reference/background.json``, texts of a shop's day, none an answer to a support
+question), embedded once per model both as passages and as queries and kept as ``ItemVector``
+rows of the spaces ``background`` and ``background-query``. Judged from both ends:
+
+- from the query's: how many standard deviations the cosine stands above the query's cosines to
+  the reference passages in the item's language, ``(cos − mean) / sd``;
+- from the item's: how many it stands above the item's cosines to the reference queries in the
+  query's language (worked out when the scope is packed: ``ScopeVectors.item_null``), which
+  discounts an item that is close to everything (a hub).
+
+An item's **significance** is the mean of the two. Measured on labelled bilingual pairs, the
+two-ended figure kept the same ranking quality as the query's end alone and separated answers
+from the best item of questions nothing answers better (bench/README.md).
+
+The vector branch ranks only items whose significance exceeds the model's **floor**: the
+highest significance that the best item of any labelled question nothing answers reached
+(``calibrate_semantic`` fits it; the shipped model's is in
+``semantic/reference/calibration.json``). So an item found by meaning alone is one more
+significant than meaning ever made an unrelated item look, in either language.
+
+Two logistic curves turn evidence into one **relevance**, the estimated probability that the
+item answers the query, fitted by maximum likelihood on the same labelled questions:
+
+- ``vector``: of the significance, over the items a ranking could return (each question's most
+  significant few);
+- ``lexical``: of the share of the query's tokens the item holds (raw or expanded, the larger),
+  the same for every model.
+
+An item's relevance is the larger of the two it has evidence for. A model with no fitted curve
+uses ``SEMANTIC_SIGNIFICANCE`` as its floor (default 3.5) and a curve that reaches one half
+there, until its operator fits one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+
+REFERENCE = Path(__file__).resolve().parent / "reference"
+BACKGROUND_FILE = REFERENCE / "background.json"
+CALIBRATION_FILE = REFERENCE / "calibration.json"
+BACKGROUND_SPACE = "background"
+BACKGROUND_QUERY_SPACE = "background-query"
+
+# Languages told apart, by code (``ScopeVectors.languages`` holds one byte per entry).
+LANGUAGES = ("en", "zh")
+EN, ZH = 0, 1
+
+DEFAULT_FLOOR = 3.5
+# The slope of the curve a model without a fitted one gets: one half at the floor, 0.9 one
+# standard deviation above it.
+DEFAULT_SLOPE = math.log(9.0)
+# A reference whose cosines do not vary (a test embedder's orthogonal texts) still divides.
+_LEAST_SD = 1e-6
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def language_code(text: str) -> int:
+    """``ZH`` when Chinese characters carry the text (one counts as much as three Latin
+    letters, about a word), else ``EN``. A Chinese ticket that names a product in English is
+    Chinese; an English one quoting a shop's Chinese name is English."""
+    han = len(_HAN.findall(text))
+    latin = len(_LATIN.findall(text))
+    return ZH if han and han * 3 >= latin else EN
+
+
+def language_codes(texts: Iterable[str]) -> np.ndarray:
+    return np.array([language_code(text) for text in texts], dtype=np.uint8)
+
+
+def language(text: str) -> str:
+    return LANGUAGES[language_code(text)]
+
+
+# --- the curves ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """p(x) = 1 / (1 + exp(−(a·x + b)))."""
+
+    a: float
+    b: float
+
+    def __call__(self, x: float) -> float:
+        t = self.a * x + self.b
+        if t >= 0:
+            return 1.0 / (1.0 + math.exp(-t))
+        e = math.exp(t)
+        return e / (1.0 + e)
+
+    def at(self, p: float) -> float:
+        """The x at which the curve reaches ``p``."""
+        return (math.log(p / (1.0 - p)) - self.b) / self.a
+
+    def as_json(self) -> dict[str, float]:
+        return {"a": round(self.a, 6), "b": round(self.b, 6)}
+
+
+def fitted_logistic(
+    x: Sequence[float], y: Sequence[int], *, balanced: bool = False, ridge: float = 1e-3
+) -> Logistic:
+    """Maximum-likelihood logistic regression of ``y`` (0/1) on ``x`` (Newton's method, a small
+    ridge so a perfectly separated set still has a finite slope). ``balanced``: positives and
+    negatives weighted to count alike (the curve then does not learn how rare answers are)."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.float64)
+    positives = max(float(ys.sum()), 1.0)
+    negatives = max(float(len(ys) - ys.sum()), 1.0)
+    weights = (
+        np.where(ys > 0, 0.5 / positives, 0.5 / negatives) * len(ys)
+        if balanced
+        else np.ones_like(ys)
+    )
+    design = np.column_stack([xs, np.ones_like(xs)])
+    beta = np.zeros(2)
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        gradient = design.T @ (weights * (ys - p)) - ridge * beta
+        hessian = (design * (weights * p * (1 - p))[:, None]).T @ design + ridge * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        beta = beta + step
+        if float(np.abs(step).max()) < 1e-9:
+            break
+    return Logistic(float(beta[0]), float(beta[1]))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The curves and the floor of one model (``source``: ``fitted`` from labelled pairs, or
+    ``default``). ``floor``: the significance an item must exceed to be ranked by meaning."""
+
+    model: str
+    vector: Logistic
+    lexical: Logistic
+    floor: float
+    source: str
+
+    def relevance(self, significance: float | None, share: float | None) -> float:
+        """The estimated probability that an item answers the query, from what found it: its
+        significance where the vector branch scored it, the share of the query's words it holds
+        where a lexical branch found it."""
+        best = 0.0
+        if significance is not None and math.isfinite(significance):
+            best = max(best, self.vector(significance))
+        elif significance is not None and significance > 0:
+            best = 1.0
+        if share is not None and share > 0:
+            best = max(best, self.lexical(share))
+        return round(best, 3)
+
+
+def _default_floor() -> float:
+    return float(getattr(settings, "SEMANTIC_SIGNIFICANCE", DEFAULT_FLOOR))
+
+
+def _curves_file() -> Path:
+    configured = getattr(settings, "SEMANTIC_CALIBRATION_FILE", "")
+    return Path(configured) if configured else CALIBRATION_FILE
+
+
+@cache
+def _read_curves(path: str, _stamp: float) -> dict[str, Any]:
+    try:
+        loaded: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return loaded
+
+
+def curves() -> dict[str, Any]:
+    """The calibration file as read (re-read when it changes)."""
+    path = _curves_file()
+    try:
+        stamp = path.stat().st_mtime
+    except OSError:
+        return {}
+    return _read_curves(str(path), stamp)
+
+
+def _logistic(value: Mapping[str, Any] | None) -> Logistic | None:
+    if not value:
+        return None
+    return Logistic(float(value["a"]), float(value["b"]))
+
+
+# The share-of-words curve before any fit: one half at a third of the query's words.
+_DEFAULT_LEXICAL = Logistic(9.0, -3.0)
+
+
+def for_model(model: str) -> Calibration:
+    """The calibration of ``model`` (the embedder's name): fitted when the calibration file has
+    the model, else the default floor. The lexical curve is the file's, for every model."""
+    found = curves()
+    lexical = _logistic(found.get("lexical")) or _DEFAULT_LEXICAL
+    entry = (found.get("models") or {}).get(model) or {}
+    fitted = _logistic(entry.get("curve"))
+    if fitted is not None and fitted.a > 0 and "floor" in entry:
+        return Calibration(model, fitted, lexical, float(entry["floor"]), "fitted")
+    floor = _default_floor()
+    return Calibration(
+        model, Logistic(DEFAULT_SLOPE, -DEFAULT_SLOPE * floor), lexical, floor, "default"
+    )
+
+
+def lexical_only() -> Calibration:
+    """The calibration of an answer the vector branch did not score (off or unavailable)."""
+    return for_model("")
+
+
+# --- the reference ---------------------------------------------------------------------------
+
+
+@cache
+def background_texts() -> dict[str, str]:
+    """The reference texts by item name (``en:0``, ``zh:3``…)."""
+    loaded = json.loads(BACKGROUND_FILE.read_text(encoding="utf-8"))
+    return {
+        f"{lang}:{i}": text
+        for lang in LANGUAGES
+        for i, text in enumerate(loaded["texts"].get(lang, []))
+    }
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference texts' vectors of one model, per language code, as passages (against
+    which a query is judged) and as queries (against which an item is)."""
+
+    model: str
+    passages: tuple[np.ndarray, ...]
+    queries: tuple[np.ndarray, ...]
+
+    def query_null(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per language code, the mean and standard deviation of the query's cosines to the
+        reference passages of that language."""
+        stats = _null(self.passages, query[None, :]).astype(np.float64)
+        return stats[:, 0, 0], stats[:, 1, 0]
+
+    def item_null(self, matrix: np.ndarray) -> np.ndarray:
+        """Per row of ``matrix`` (an item's vector), per language code, the mean and standard
+        deviation of its cosines to the reference queries of that language: shape (n, 4), the
+        language's mean at 2·code and its deviation at 2·code + 1 (float32)."""
+        stats = _null(self.queries, matrix)  # (languages, 2, n)
+        return np.ascontiguousarray(stats.transpose(2, 0, 1).reshape(len(matrix), -1))
+
+    def significance(
+        self,
+        query: np.ndarray,
+        sims: np.ndarray,
+        codes: np.ndarray,
+        item_null: np.ndarray | None,
+        query_code: int,
+    ) -> np.ndarray:
+        """The significance of each of ``sims`` (cosines of the query to items whose language
+        codes are ``codes`` and whose item-end statistics are ``item_null``, None when the scope
+        was packed without them: then the query's end alone)."""
+        means, sds = self.query_null(query)
+        from_query = (sims.astype(np.float64) - means[codes]) / sds[codes]
+        if item_null is None:
+            return from_query
+        mean = item_null[:, 2 * query_code].astype(np.float64)
+        sd = np.maximum(item_null[:, 2 * query_code + 1].astype(np.float64), _LEAST_SD)
+        from_item = (sims.astype(np.float64) - mean) / sd
+        return (from_query + from_item) / 2
+
+
+def _null(references: tuple[np.ndarray, ...], vectors: np.ndarray) -> np.ndarray:
+    """Per language, the mean and deviation of each of ``vectors``' cosines to that language's
+    reference rows: shape (languages, 2, len(vectors)), float32."""
+    stats = np.zeros((len(LANGUAGES), 2, len(vectors)), dtype=np.float32)
+    stats[:, 1, :] = _LEAST_SD
+    for code, matrix in enumerate(references):
+        if len(matrix) and len(vectors):
+            sims = matrix @ vectors.T  # (reference rows, vectors)
+            stats[code, 0] = sims.mean(axis=0)
+            stats[code, 1] = np.maximum(sims.std(axis=0), _LEAST_SD)
+    return stats
+
+
+_references: dict[str, Reference] = {}
+_references_lock = threading.Lock()
+
+
+def reference(model: str, dim: int) -> Reference | None:
+    """The reference of ``model`` as stored (kept per process once whole), or None while the
+    worker has not embedded it yet: then no item is significant by meaning alone."""
+    with _references_lock:
+        kept = _references.get(model)
+    if kept is not None:
+        return kept
+    from semantic.models import ItemVector  # the models load after the app registry
+
+    texts = background_texts()
+    found: dict[str, tuple[np.ndarray, ...]] = {}
+    for space in (BACKGROUND_SPACE, BACKGROUND_QUERY_SPACE):
+        rows = {
+            item: bytes(vector)
+            for item, vector in ItemVector.objects.filter(
+                space=space, model=model, item__in=list(texts)
+            ).values_list("item", "vector")
+        }
+        if len(rows) < len(texts):
+            return None
+        by_language = []
+        for lang in LANGUAGES:
+            names = [name for name in texts if name.startswith(f"{lang}:")]
+            vectors = [np.frombuffer(rows[name], dtype=np.float32) for name in names]
+            matrix = np.stack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+            if matrix.shape[1] != dim:
+                return None
+            by_language.append(matrix)
+        found[space] = tuple(by_language)
+    built = Reference(model, found[BACKGROUND_SPACE], found[BACKGROUND_QUERY_SPACE])
+    with _references_lock:
+        _references[model] = built
+    return built
+
+
+def references_cleared() -> None:
+    with _references_lock:
+        _references.clear()
+
+
+# --- fitting ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """One scope's items (``id -> text``) and questions (text, the ids that answer it; none:
+    nothing in the set answers it), with the share of each question's tokens each item holds
+    (``shares[q][item]``, worked out by the caller's tokenizer; only items sharing a token)."""
+
+    name: str
+    items: Mapping[str, str]
+    queries: Sequence[tuple[str, frozenset[str]]]
+    shares: Sequence[Mapping[str, float]]
+
+
+def reference_of(embedder: Any) -> Reference:
+    """The reference embedded now by ``embedder`` (no stored vectors read or written)."""
+    texts = background_texts()
+    parts = []
+    for embed in (embedder.passages, embedder.queries):
+        parts.append(
+            tuple(
+                np.asarray(
+                    embed([t for name, t in texts.items() if name.startswith(f"{lang}:")]),
+                    dtype=np.float32,
+                )
+                for lang in LANGUAGES
+            )
+        )
+    return Reference(embedder.name, parts[0], parts[1])
+
+
+def significances(
+    embedder: Any, labelled: LabelledSet, reference: Reference
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per question of ``labelled``: the significance of every item, and which items answer."""
+    ids = list(labelled.items)
+    texts = [labelled.items[i] for i in ids]
+    matrix = np.asarray(embedder.passages(texts), dtype=np.float32)
+    codes = language_codes(texts)
+    nulls = reference.item_null(matrix)
+    vectors = np.asarray(embedder.queries([q for q, _ in labelled.queries]), dtype=np.float32)
+    found = []
+    for (question, answers), vector in zip(labelled.queries, vectors, strict=True):
+        z = reference.significance(vector, matrix @ vector, codes, nulls, language_code(question))
+        found.append((z, np.array([i in answers for i in ids])))
+    return found
+
+
+# How many of a question's items, most significant first, the relevance curve is fitted on: the
+# items a ranking could return, not the whole set (whose many plainly unrelated items would only
+# teach the curve how rare answers are).
+CANDIDATES = 10
+
+
+def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
+    """The curves fitted on ``sets``, and the floor.
+
+    - The vector curve: maximum likelihood over each question's ``CANDIDATES`` most significant
+      items, answer or not: the probability that such an item answers.
+    - The floor: the highest significance the best item of a question nothing answers reached
+      (no labelled question of that kind is answered by meaning), or where the curve reaches one
+      half when the sets hold no such question. Stored as the curve's intercept moved so that
+      the curve reaches one half there.
+    - The lexical curve: over every item sharing a token with its question.
+
+    The report says what the floor does on each set."""
+    reference = reference_of(embedder)
+    z_all: list[float] = []
+    y_all: list[int] = []
+    share_all: list[float] = []
+    share_y: list[int] = []
+    nothing_best: list[float] = []
+    per_set = []
+    for labelled in sets:
+        scored = significances(embedder, labelled, reference)
+        ids = list(labelled.items)
+        for (z, answers), shares in zip(scored, labelled.shares, strict=True):
+            if not answers.any():
+                nothing_best.append(float(z.max()))
+            top = np.argsort(-z, kind="stable")[:CANDIDATES]
+            z_all.extend(float(v) for v in z[top])
+            y_all.extend(int(a) for a in answers[top])
+            for item, answer in zip(ids, answers, strict=True):
+                share = shares.get(item, 0.0)
+                if share > 0:
+                    share_all.append(share)
+                    share_y.append(int(answer))
+        per_set.append((labelled.name, scored))
+    curve = fitted_logistic(z_all, y_all)
+    floor = max(nothing_best) if nothing_best else curve.at(0.5)
+    lexical = fitted_logistic(share_all, share_y) if share_all else None
+    report = []
+    for name, scored in per_set:
+        answered = [(z, a) for z, a in scored if a.any()]
+        nothing = [z for z, a in scored if not a.any()]
+        report.append(
+            {
+                "set": name,
+                "questions": len(scored),
+                "answers": sum(int(a.sum()) for _, a in answered),
+                "answers_reaching_floor": sum(int((z[a] >= floor).sum()) for z, a in answered),
+                "other_items_reaching_floor": sum(int((z[~a] >= floor).sum()) for z, a in answered),
+                "nothing_questions": len(nothing),
+                "nothing_questions_answered": sum(int((z > floor).any()) for z in nothing),
+            }
+        )
+    return {
+        "model": embedder.name,
+        "curve": curve.as_json(),
+        "floor": round(floor, 3),
+        "lexical": lexical.as_json() if lexical is not None else None,
+        "pairs": len(z_all),
+        "nothing_questions": len(nothing_best),
+        "sets": report,
+    }
