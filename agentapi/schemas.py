@@ -387,6 +387,15 @@ class Ping(BaseModel):
 
 # Which branches of a search found an item, and what its vector branch did (semantic.branch).
 Branch = Literal["raw", "expanded", "vector"]
+RELEVANCE = (
+    "the estimated probability (0-1) that it answers the query, calibrated per embedding model "
+    "from labelled questions; the larger of what its words and its meaning say "
+    "(docs: Result shapes)"
+)
+SIMILARITY = (
+    "its cosine similarity to the query, where the vector branch scored it; absent otherwise "
+    "(docs: Result shapes)"
+)
 SemanticStatus = Literal["used", "partial", "not_indexed", "unavailable"]
 SEMANTIC_DESCRIPTION = (
     "what the vector branch did: used; partial (some items not embedded yet, ranked by their "
@@ -430,6 +439,8 @@ class KnowledgeEvidence(BaseModel):
     found_by: list[Branch] = Field(
         default_factory=list, description="the branches that found it (docs: Result shapes)"
     )
+    relevance: float | None = Field(default=None, ge=0, le=1, description=RELEVANCE)
+    similarity: float | None = Field(default=None, ge=-1, le=1, description=SIMILARITY)
 
 
 class KnowledgeSearchResult(WithSemantic):
@@ -455,6 +466,8 @@ class RetrievedItem(BaseModel):
     found_by: list[Branch] = Field(
         default_factory=list, description="the branches that found it (docs: Result shapes)"
     )
+    relevance: float | None = Field(default=None, ge=0, le=1, description=RELEVANCE)
+    similarity: float | None = Field(default=None, ge=-1, le=1, description=SIMILARITY)
 
 
 class ExperienceRetrieveResult(WithSemantic):

@@ -69,6 +69,8 @@ from experience.review.outcomes import run_outcome_report, run_read_items
 from experience.runs.models import Run
 from investigations.models import Investigation
 from investigations.services import investigation_run
+from knowledge.models import Synonym
+from knowledge.services import synonym_set
 from reviewconsole import clock
 from reviewconsole.cli import read_json_file
 from reviewconsole.roles import Role
@@ -112,6 +114,33 @@ LESSON_APPROVAL_REASON = "引用的案例已批准且属于本范围"
 SCENE = {"tags": ["优惠券", "小程序", "门店"], "description": "小程序优惠券在某门店无法使用"}
 LESSON_VALID_FROM = "2026-09-01T00:00:00+08:00"
 LESSON_VALID_TO = "2028-12-31T00:00:00+08:00"
+
+# The demo lexicon's bilingual pairs: the English words a question about the demo's (Chinese)
+# rules and cases uses, rewritten to the words those use, so the expanded branch finds them
+# across languages. Operators edit them on the lexicon page.
+DEMO_LEXICON = {
+    "fruit tea": "水果茶",
+    "milk tea": "奶茶",
+    "voucher": "优惠券",
+    "mini program": "miniapp",
+    "mini-program": "miniapp",
+    "miniprogram": "miniapp",
+    "minimum spend": "门槛",
+    "threshold": "门槛",
+    "campaign": "活动",
+    "promotion": "活动",
+    "channel": "渠道",
+    "went live": "上线",
+    "go live": "上线",
+    "cannot be used": "无法使用",
+    "can't be used": "无法使用",
+    "can't use": "无法使用",
+    "cannot use": "无法使用",
+    "doesn't work": "无法使用",
+    "does not work": "无法使用",
+    "not working": "无法使用",
+    "won't work": "无法使用",
+}
 
 # Days before the moment of loading at which each step happens.
 KNOWLEDGE_DAYS = 20
@@ -406,11 +435,20 @@ def _approve_checked(case_id: str, *, reviewer: User, now: datetime) -> None:
     )
 
 
+def _demo_lexicon(operator: User) -> None:
+    """The demo's bilingual pairs, set by its operator (audited) where not already so."""
+    have = dict(Synonym.objects.filter(term__in=DEMO_LEXICON).values_list("term", "canonical"))
+    for term, canonical in DEMO_LEXICON.items():
+        if have.get(term) != canonical:
+            synonym_set(term=term, canonical=canonical, actor=operator)
+
+
 def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
     """Load the demo world into the current database (idempotent); return what it holds."""
     now = (now or clock.now()).replace(second=0, microsecond=0)
     users = demo_users(now)
     operator, reviewer, second = users["olivia"], users["rita"], users["ravi"]
+    _demo_lexicon(operator)
     knowledge = load_demo_knowledge(operator=operator, now=_days_ago(now, KNOWLEDGE_DAYS))
     at = _days_ago(now, EXPERIENCE_DAYS)
     experience = load_demo_experience(operator=operator, reviewer=reviewer, now=at)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import views
+from knowledge import lexicon_views, views
 
 app_name = "knowledge"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("", views.document_list, name="document-list"),
     path("new/", views.document_new, name="document-new"),
     path("search/", views.search_preview, name="search-preview"),
+    path("lexicon/", lexicon_views.lexicon, name="lexicon"),
     *(
         path(f"<slug:doc_key>/v<int:version>/{suffix}", view, name=name)
         for suffix, view, name in DOCUMENT_PAGES

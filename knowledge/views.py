@@ -180,6 +180,8 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
             )
             for item in result["evidence"]:
                 item["url"] = item_url(item["id"])
+                # Said apart on the page: nothing of the query's words is in it.
+                item["meaning_only"] = item["found_by"] == ["vector"]
         except ValidationFailure as failure:
             form.add_error(failure.field if failure.field in form.fields else None, failure.message)
         except PermissionRefused as refused:

@@ -123,6 +123,8 @@ def _candidates(
                 available=True,
                 confidence=one.item["confidence"],
                 conflict=bool(one.item.get("conflict")),
+                relevance=one.hit.relevance,
+                found_by=one.hit.found_by,
             )
         if len(chunk) < chunk_of:
             return

@@ -17,8 +17,12 @@ is the sum of their counts.
 
 Block layout, one line per item after a fixed header::
 
-    [1] case case:<sha256> confidence=0.667 历史案例，仅作排查线索 <title>: <text>
-    [2] lesson lesson:<sha256> confidence=0.700 CONFLICT <title>: <text>
+    [1] case case:<sha256> confidence=0.667 relevance=0.93 found=raw+vector similarity=0.912 历史案例，仅作排查线索 <title>: <text>
+    [2] lesson lesson:<sha256> confidence=0.700 relevance=0.41 found=vector similarity=0.871 CONFLICT <title>: <text>
+
+``relevance`` is the calibrated probability that the item answers the query, ``found`` the
+branches that found it (``vector`` alone: by meaning only, no word of the query in it), and
+``similarity`` its cosine to the query where the vector branch scored it.
 
 Cases and skills carry the historical-case prefix (a lead for investigation only); an item in an
 unresolved conflict carries ``CONFLICT``. Items are taken best first until the next one no longer
@@ -76,7 +80,7 @@ def count_tokens(text: str) -> int:
 def smallest_block() -> int:
     """The fewest tokens a block holding one item takes: the header and an item's first line
     with nothing of its text (the shortest an item's line can be)."""
-    head = f"[1] case case:{'0' * 64} confidence=0.000"
+    head = f"[1] case case:{'0' * 64} confidence=0.000 relevance=0.00 found=raw"
     return count_tokens(HEADER) + count_tokens(head)
 
 
@@ -92,6 +96,10 @@ class Candidate:
     available: bool
     confidence: float | None
     conflict: bool = False
+    # What the ranking says of its relevance (``pipeline.Hit``): ``relevance`` and, where the
+    # vector branch scored it, ``similarity``; and the branches that found it.
+    relevance: Mapping[str, float] | None = None
+    found_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,13 @@ def item_head(position: int, candidate: Candidate) -> str:
         candidate.id,
         f"confidence={candidate.confidence:.3f}",
     ]
+    relevance = candidate.relevance or {}
+    if "relevance" in relevance:
+        parts.append(f"relevance={relevance['relevance']:.2f}")
+    if candidate.found_by:
+        parts.append("found=" + "+".join(candidate.found_by))
+    if "similarity" in relevance:
+        parts.append(f"similarity={relevance['similarity']:.3f}")
     if candidate.conflict:
         parts.append(CONFLICT_MARK)
     if candidate.type in LEAD_TYPES:

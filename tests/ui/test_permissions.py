@@ -53,6 +53,7 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "documents": reverse("knowledge:document-list"),
         "document": reverse("knowledge:document-detail", args=["rule-b", 2]),
         "search": reverse("knowledge:search-preview"),
+        "lexicon": reverse("knowledge:lexicon"),
         "document_new": reverse("knowledge:document-new"),
         "document_new_version": reverse("knowledge:document-new-version", args=["rule-b", 2]),
         "document_checklist": reverse("knowledge:document-checklist", args=["case-a-draft", 1]),
@@ -85,6 +86,8 @@ GET_MATRIX = {
     "documents": (LOGIN, 403, 200, 200, 200),
     "document": (LOGIN, 403, 200, 200, 200),
     "search": (LOGIN, 403, 200, 200, 403),
+    # Operators edit the lexicon; admins read it.
+    "lexicon": (LOGIN, 403, 200, 403, 200),
     # Operators write documents; reviewers and admins read them.
     "document_new": (LOGIN, 403, 200, 403, 403),
     "document_new_version": (LOGIN, 403, 200, 403, 403),
@@ -115,6 +118,7 @@ POST_MATRIX = {
     "document_review": ({"decision": "approve", "reason": ""}, (LOGIN, 403, 422, 403, 403)),
     "document_revoke": ({"reason": ""}, (LOGIN, 403, 422, 403, 403)),
     "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
+    "lexicon": ({"action": "set", "term": "", "canonical": ""}, (LOGIN, 403, 422, 403, 403)),
 }
 
 
