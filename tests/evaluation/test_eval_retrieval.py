@@ -309,3 +309,21 @@ def test_a_wrong_line_is_refused_naming_its_line_and_field(
 
     refusal = json.loads(out.getvalue())
     assert refusal["ok"] is False and refusal["field"] == field
+
+
+def test_without_json_the_report_is_a_markdown_table(
+    world: str, searcher: User, tmp_path: Path
+) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text("\n".join(queries(world)[:2]) + "\n", encoding="utf-8")
+    out = io.StringIO()
+
+    call_command(
+        "eval_retrieval", str(path), "--now", AT, *KNOWLEDGE_SCOPE, "--as", "sam-agent", stdout=out
+    )
+
+    table = out.getvalue()
+    assert "| queries | n | lexical | lexical + vector |" in table
+    # q1 (en→zh) is found only by meaning, q2 (zh→zh) by both arms: recall · found · MRR.
+    assert "| &nbsp;&nbsp;en→zh | 1 | 0.000 · 0/1 · 0.000 | 1.000 · 1/1 · 1.000 |" in table
+    assert "| &nbsp;&nbsp;zh→zh | 1 | 1.000 · 1/1 · 1.000 | 1.000 · 1/1 · 1.000 |" in table
