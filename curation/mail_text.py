@@ -6,7 +6,7 @@ is written so that it will not: the only links in a mail are the ones ``console_
 the console's configured address.
 
 Link-like forms are found in the text as a reader's side may normalise it (NFKC, so full-width
-and other compatibility forms count as what they stand for; an ideographic full stop before an
+and other compatibility forms count as what they stand for; an ideographic full stop between
 ASCII labels counts as a dot, as IDNA reads it), and defused in the text as written by bracketing
 the character that makes them links: a scheme's colon (``http[:]//``, ``mailto[:]``), every dot
 of a host name or IPv4 address (``evil-login[.]com/reset``, ``www[.]evil[.]test``,
@@ -56,7 +56,6 @@ def defused(text: str) -> str:
     # The text as a reader may normalise it, character by character, so a match in it points
     # back at the characters written.
     forms = [unicodedata.normalize("NFKC", ch) for ch in text]
-    owner = [i for i, form in enumerate(forms) for _ in form]
     normal = _IDEOGRAPHIC_STOP.sub(".", "".join(forms))
     marked: set[int] = set()
     for match in _LINK_LIKE.finditer(normal):
@@ -66,17 +65,17 @@ def defused(text: str) -> str:
             marked.update(k for k in range(match.start(), match.end()) if normal[k] in ".\\")
     if not marked:
         return text
-    touched = {owner[k] for k in marked}
+    # A character written as is, unless its normal form holds a marked one: then that form,
+    # with the marked characters bracketed.
     written = []
     start = 0
-    for i, ch in enumerate(text):
-        if i not in touched:
+    for ch, form in zip(text, forms, strict=True):
+        span = range(start, start + len(form))
+        start = span.stop
+        if marked.isdisjoint(span):
             written.append(ch)
-            start += len(forms[i])
-            continue
-        for k in range(start, start + len(forms[i])):
-            written.append(_MARKED[normal[k]] if k in marked else normal[k])
-        start += len(forms[i])
+        else:
+            written.extend(_MARKED[normal[k]] if k in marked else normal[k] for k in span)
     return "".join(written)
 
 

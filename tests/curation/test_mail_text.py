@@ -9,7 +9,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from curation.mail_text import CLOSE_QUOTE, OPEN_QUOTE, quoted
@@ -160,4 +160,15 @@ def test_no_link_like_form_survives_the_cut(before: str, found: str, after: str)
 @given(text=WORDS)
 def test_text_with_nothing_link_like_is_only_quoted(text: str) -> None:
     one_line = " ".join(text.split()).replace(OPEN_QUOTE, '"').replace(CLOSE_QUOTE, '"')
+    assert quoted(text, limit=10_000) == f"{OPEN_QUOTE}{one_line}{CLOSE_QUOTE}"
+
+
+PUNCTUATED = st.text(alphabet=st.sampled_from([*"abcdefgh0123 优惠。.,:/-@"]), max_size=30)
+
+
+@given(text=PUNCTUATED)
+@example(text="e.g. a: 3.5, a.b")
+def test_punctuation_that_is_not_link_like_is_left_alone(text: str) -> None:
+    assume(not link_like(text))
+    one_line = " ".join(text.split())
     assert quoted(text, limit=10_000) == f"{OPEN_QUOTE}{one_line}{CLOSE_QUOTE}"
