@@ -93,6 +93,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "reviewconsole/login_locked.html"
 AXES_VERBOSE = False
+# The address is the client's, not a load balancer's: the balancer's own X-Forwarded-For entry
+# when the request came from an address of TRUSTED_PROXIES (none here; the production settings
+# read them from CONSOLE_TRUSTED_PROXIES), REMOTE_ADDR otherwise (reviewconsole/client_address.py).
+AXES_CLIENT_IP_CALLABLE = "reviewconsole.client_address.client_address"
+TRUSTED_PROXIES: list[str] = []
 
 # No inline script or style anywhere: htmx is configured (see _base.html) to need neither.
 CONTENT_SECURITY_POLICY = {

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from console.settings import *  # noqa: F403
 from console.settings import DEV_SECRET_KEY, MIDDLEWARE, STATIC_ROOT
+from reviewconsole.client_address import proxy_networks
 
 DEBUG = False
 
@@ -42,6 +43,15 @@ METRICS_ALLOWED_NETWORKS = [
     for value in os.environ.get("CONSOLE_METRICS_ALLOW", "").split(",")
     if value.strip()
 ]
+
+# The load balancers (addresses or networks) whose last X-Forwarded-For entry names the client
+# for login throttling (reviewconsole/client_address.py); the recipe's HAProxy is 127.0.0.1.
+TRUSTED_PROXIES = [
+    value.strip()
+    for value in os.environ.get("CONSOLE_TRUSTED_PROXIES", "").split(",")
+    if value.strip()
+]
+proxy_networks(TRUSTED_PROXIES, name="CONSOLE_TRUSTED_PROXIES")  # refuses a malformed one
 
 # Static files (stylesheet, scripts, the API docs page's files) served by each instance itself,
 # with WhiteNoise: no other web server is needed behind the load balancer. ``collectstatic``

@@ -116,7 +116,7 @@ def outbox_send(mail_id: int) -> str:
     """Send a pending outbox mail and mark it sent, together; its state afterwards.
 
     A failing send raises (the caller's retry tries again) and leaves the mail pending, with the
-    attempt and the error recorded.
+    attempt and the error recorded; the send that finally succeeds clears the error.
     """
     try:
         with transaction.atomic():
@@ -141,9 +141,11 @@ def outbox_send(mail_id: int) -> str:
                     headers={"Message-ID": f"<{mail.idempotency_key}@{MESSAGE_ID_DOMAIN}>"},
                 ).send()
                 mail.state = OutboxMail.State.SENT
+                # The failure of an earlier attempt is no longer the mail's state.
+                mail.last_error = ""
             mail.finished_at = clock.now()
             mail.attempts += 1
-            mail.save(update_fields=["state", "finished_at", "attempts"])
+            mail.save(update_fields=["state", "finished_at", "attempts", "last_error"])
             return str(mail.state)
     except Exception as error:
         OutboxMail.objects.filter(pk=mail_id, state=OutboxMail.State.PENDING).update(

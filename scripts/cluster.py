@@ -139,6 +139,10 @@ frontend console
     # on a client's own.
     http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto http unless {{ ssl_fc }}
+    # The instances count login failures against the last X-Forwarded-For entry of a request
+    # from here (CONSOLE_TRUSTED_PROXIES): a client's own header is dropped, and this one
+    # names the address the client connected from.
+    http-request del-header X-Forwarded-For
     option forwardfor
     # The MCP endpoint goes to the MCP servers, every other path (pages, static files, the HTTP
     # API) to the web instances.
@@ -196,6 +200,9 @@ backend mcp
             "DJANGO_SECURE_SSL_REDIRECT": "0",
             # Where collectstatic writes and each instance serves from (WhiteNoise).
             "DJANGO_STATIC_ROOT": f"{state}/static",
+            # HAProxy's address as the instances see it: its X-Forwarded-For entry names the
+            # client whose login failures are counted.
+            "CONSOLE_TRUSTED_PROXIES": "127.0.0.1",
         }
 
     def script(self, state: str = "var/cluster") -> str:

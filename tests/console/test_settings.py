@@ -69,3 +69,15 @@ def test_production_settings_refuse_the_development_key() -> None:
     result = run_manage("check", DJANGO_SETTINGS_MODULE="console.settings_production")
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_production_settings_refuse_a_trusted_proxy_that_is_not_an_address() -> None:
+    result = run_manage(
+        "check",
+        DJANGO_SETTINGS_MODULE="console.settings_production",
+        DJANGO_SECRET_KEY="k" * 10 + "Zq8#pW2!xR5@mN7$vB4%cL9^tH3&jF6*gD1(sA0)eY",
+        DJANGO_ALLOWED_HOSTS="console.example",
+        CONSOLE_TRUSTED_PROXIES="127.0.0.1, balancer.internal",
+    )
+    assert result.returncode != 0
+    assert "CONSOLE_TRUSTED_PROXIES: 'balancer.internal'" in result.stderr

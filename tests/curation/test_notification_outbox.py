@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import smtplib
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -113,6 +114,7 @@ def test_a_mail_whose_retries_run_out_stays_pending_and_the_next_scan_sends_it(
     assert message.to == [approver.email] and "wrong store" in message.body
     pending.refresh_from_db()
     assert pending.state == OutboxMail.State.SENT
+    assert pending.last_error == ""  # the failure it recovered from is no longer its state
     assert message.extra_headers["Message-ID"] == f"<{pending.idempotency_key}@review-console>"
 
 
@@ -200,6 +202,28 @@ def test_a_revocation_reason_cannot_shape_the_mail(
     assert "x" * 130 not in line  # the title is cut short
 
 
+def test_a_revocation_mail_defuses_bare_domains_unc_paths_and_full_width_forms(
+    mailed: tuple[User, User], approved_case: Callable[..., Case], settings: Any
+) -> None:
+    """Issue 37, item 7: each of these survived in the title and the reason."""
+    settings.CONSOLE_BASE_URL = BASE_URL
+    reviewer, _approver = mailed
+    case = approved_case(title="reset at evil-login.com/reset or \\\\evil.test\\share")
+    mail.outbox.clear()
+
+    revocation.case_revoke(case=case, actor=reviewer, reason="see ｗｗｗ．evil.test/login")
+
+    [message] = mail.outbox
+    [line] = message.body.splitlines()
+    assert "evil-login[.]com/reset" in line
+    assert "[\\][\\]evil[.]test\\share" in line
+    assert "ｗｗｗ[.]evil[.]test/login" in line
+    normal = unicodedata.normalize(
+        "NFKC", line.removesuffix(f"{BASE_URL}{case.get_absolute_url()}")
+    )
+    assert not re.search(r"evil(-login)?\.(com|test)|\\\\|www\.", normal), line
+
+
 def test_without_a_configured_address_mails_carry_no_links(
     mailed: tuple[User, User], submit_case: Callable[..., Case]
 ) -> None:
@@ -220,10 +244,10 @@ def test_without_a_configured_address_mails_carry_no_links(
         ("two\n\nparagraphs\r\nand\u2028more\x85end", "“two paragraphs and more end”"),
         ("tab\tand\x0bvertical", "“tab and vertical”"),
         ("right\u202eto-left override", "“rightto-left override”"),
-        ("see http://evil.example/x", "“see http[:]//evil.example/x”"),
-        ("see HTTPS://evil.example", "“see HTTPS[:]//evil.example”"),
-        ("go to www.evil.example", "“go to www[.]evil.example”"),
-        ("mailto:a@evil.example", "“mailto[:]a@evil.example”"),
+        ("see http://evil.example/x", "“see http[:]//evil[.]example/x”"),
+        ("see HTTPS://evil.example", "“see HTTPS[:]//evil[.]example”"),
+        ("go to www.evil.example", "“go to www[.]evil[.]example”"),
+        ("mailto:a@evil.example", "“mailto[:]a@evil[.]example”"),
         ("“already” quoted", '“"already" quoted”'),
     ],
 )
