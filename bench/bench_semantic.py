@@ -895,12 +895,11 @@ def main(argv: list[str] | None = None) -> int:
         cleanup()
 
 
-# The fusion settings the sweep tries: the vector branch's margin below its best cosine, its
-# votes in the RRF sum and its floor. Query vectors are cached, so each setting costs only the
-# searches.
-SWEEP_MARGINS = (0.01, 0.02, 0.03, 0.05, 1.0)
+# The fusion settings the sweep tries: the vector branch's significance floor (the fitted one, and
+# half a deviation either side) and its votes in the RRF sum. Query vectors are cached, so each
+# setting costs only the searches.
+SWEEP_FLOOR_SHIFTS = (-0.5, 0.0, 0.5)
 SWEEP_VOTES = (1, 2, 3)
-SWEEP_FLOORS = (0.8, 0.84)
 
 
 def sweep(
@@ -911,34 +910,46 @@ def sweep(
     held_lexical: float,
 ) -> None:
     """Paraphrase gain and exact-wording change of recall@4 under each fusion setting."""
+    import json
+    import tempfile
+
     from django.conf import settings
 
+    from semantic import calibration, embedders
+
+    embedder = embedders.configured()
+    assert embedder is not None
+    fitted = calibration.for_model(embedder.name)
     print("\nFusion settings (recall@4 with the vector branch; gain / change against lexical)")
-    print(f"  {'floor':>5} {'margin':>6} {'votes':>5}  {'paraphrases':>18}  {'exact wording':>18}")
-    saved = (settings.SEMANTIC_MIN_SIMILARITY, settings.SEMANTIC_MARGIN, settings.SEMANTIC_VOTES)
+    print(f"  {'floor':>5} {'votes':>5}  {'paraphrases':>18}  {'exact wording':>18}")
+    saved = (settings.SEMANTIC_CALIBRATION_FILE, settings.SEMANTIC_VOTES)
     try:
-        for floor in SWEEP_FLOORS:
-            for margin in SWEEP_MARGINS:
+        with tempfile.TemporaryDirectory() as folder:
+            for shift in SWEEP_FLOOR_SHIFTS:
+                floor = fitted.floor + shift
+                path = f"{folder}/floor{shift:+.1f}.json"
+                with open(path, "w", encoding="utf-8") as out:
+                    json.dump(
+                        {
+                            "models": {
+                                embedder.name: {"curve": fitted.vector.as_json(), "floor": floor}
+                            },
+                            "lexical": fitted.lexical.as_json(),
+                        },
+                        out,
+                    )
+                settings.SEMANTIC_CALIBRATION_FILE = path
                 for count in SWEEP_VOTES:
-                    settings.SEMANTIC_MIN_SIMILARITY = floor
-                    settings.SEMANTIC_MARGIN = margin
                     settings.SEMANTIC_VOTES = count
                     cells = []
                     for questions, lexical in ((para, para_lexical), (held, held_lexical)):
                         scores, _, _ = evaluate(questions, world, (VECTOR,))
                         recall = scores[(VECTOR, "all", "")].row()[0]
                         cells.append(f"{recall:.3f} ({(recall - lexical) * 100:+5.1f})")
-                    mark = "  <- configured" if (floor, margin, count) == saved else ""
-                    print(
-                        f"  {floor:5.2f} {margin:6.2f} {count:5d}  {cells[0]:>18}  {cells[1]:>18}"
-                        + mark
-                    )
+                    mark = "  <- configured" if (shift, count) == (0.0, saved[1]) else ""
+                    print(f"  {floor:5.2f} {count:5d}  {cells[0]:>18}  {cells[1]:>18}" + mark)
     finally:
-        (
-            settings.SEMANTIC_MIN_SIMILARITY,
-            settings.SEMANTIC_MARGIN,
-            settings.SEMANTIC_VOTES,
-        ) = saved
+        settings.SEMANTIC_CALIBRATION_FILE, settings.SEMANTIC_VOTES = saved
 
 
 def latency(args: argparse.Namespace, world: World) -> None:
