@@ -19,6 +19,7 @@ from django.db.models import Model
 
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
 from experience.cases.schema import (
+    NO_BODY,
     CaseContent,
     SkillContent,
     parse_case,
@@ -258,6 +259,9 @@ def skill_store(
         create=via == SubmittedVia.IMPORT,
         now=now,
     )
+    if content.prompt is None and not content.recipe:
+        # A skill is a recipe or a prompt; content built without either is a defect upstream.
+        raise ValidationFailure("recipe", NO_BODY)
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
