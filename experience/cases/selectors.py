@@ -18,7 +18,7 @@ from experience.core.prompts import tool_problem
 from experience.core.review import NO_SUCH_CASE, NO_SUCH_SKILL
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
-from reviewconsole import itemids
+from reviewconsole import accounts, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import REVIEW_CASE, holds
 from reviewconsole.tenancy import may_access
@@ -78,13 +78,18 @@ def reviewer_of(user: User) -> domain.Reviewer:
     return domain.Reviewer(
         user_id=int(user.pk),
         can_review=holds(user, REVIEW_CASE),
+        holder=accounts.holder_of(int(user.pk)),
     )
 
 
 def case_facts(case: Case) -> domain.CaseFacts:
-    # domain.check_counts in SQL: a check by the submitter does not count.
-    counting = EvidenceCheck.objects.filter(evidence=OuterRef("pk")).exclude(
-        checked_by_id=case.submitted_by_id
+    # domain.check_counts in SQL: a check by the submitter, or by an account of the same
+    # holder (reviewconsole.accounts), does not count.
+    submitter_holder = accounts.holder_of(int(case.submitted_by_id))
+    counting = (
+        EvidenceCheck.objects.filter(evidence=OuterRef("pk"))
+        .annotate(checker_holder=accounts.holder_expression("checked_by"))
+        .exclude(checker_holder=submitter_holder)
     )
     checked = (
         Evidence.objects.filter(case=case, section="diagnosis").filter(Exists(counting)).count()
@@ -97,6 +102,7 @@ def case_facts(case: Case) -> domain.CaseFacts:
         diagnosis_statement=str(case.diagnosis.get("statement", "")),
         checked_diagnosis_evidence=checked,
         counterevidence_with_evidence=with_evidence,
+        submitter_holder=submitter_holder,
     )
 
 
@@ -177,6 +183,7 @@ def skill_facts(skill: Skill) -> domain.SkillFacts:
         disallowed_tools=tuple(
             str(name) for name in tools if tool_problem(str(name), registered) is not None
         ),
+        submitter_holder=accounts.holder_of(int(skill.submitted_by_id)),
     )
 
 

@@ -28,7 +28,7 @@ from experience.cases.selectors import case_approval_checklist, reviewer_of, ski
 from experience.core import domain
 from experience.core.models import ReviewedItem, Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused, require_item_tenant
-from reviewconsole import clock, itemids
+from reviewconsole import accounts, clock, itemids
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
@@ -377,7 +377,12 @@ def case_approve(
     case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=case)
     event_record(
-        actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip(), at=now
+        actor=actor,
+        action=Action.CASE_APPROVE,
+        target=case.id,
+        reason=reason.strip(),
+        details=accounts.provenance(actor),
+        at=now,
     )
     if case.supersedes:
         _supersede(case.supersedes, by=case, actor=actor, now=now)
@@ -467,7 +472,12 @@ def skill_approve(
     skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=skill)
     event_record(
-        actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip(), at=now
+        actor=actor,
+        action=Action.SKILL_APPROVE,
+        target=skill.id,
+        reason=reason.strip(),
+        details=accounts.provenance(actor),
+        at=now,
     )
     return ReviewOutcome(skill.id, skill.status)
 

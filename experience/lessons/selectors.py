@@ -28,7 +28,7 @@ from experience.lessons.models import (
 )
 from experience.lessons.outcome_tallies import NONE as NO_OUTCOMES
 from experience.lessons.outcome_tallies import OutcomeBatch, Tally, aware_column, outcome_tallies
-from reviewconsole import itemids
+from reviewconsole import accounts, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.statements import Param, Statement
 from reviewconsole.tenancy import may_access, tenants_of
@@ -153,6 +153,7 @@ def lesson_facts(lesson: Lesson) -> ld.LessonFacts:
         supports=supports,
         contradicts=contradicts,
         replaces_conflicted=_replaces_conflicted(lesson),
+        submitter_holder=accounts.holder_of(int(lesson.submitted_by_id)),
     )
 
 

@@ -75,7 +75,7 @@ from experience.pages.selectors import (
 from experience.review.impact import revocation_impact, stored_impacts
 from experience.review.revocation import case_revoke, skill_revoke
 from experience.runs.models import RevocationImpact
-from reviewconsole import clock
+from reviewconsole import accounts, clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemrefs import item_titles
@@ -113,6 +113,10 @@ CONDITION_LABELS = {
     domain.NOT_APPROVED: _("It is approved"),
     domain.EXPIRED: _("Its validity has not ended"),
     domain.OWN_SUBMISSION: _("Someone other than the submitter approves it (four eyes)"),
+    domain.NOT_INDEPENDENT: _(
+        "The approver's account and the submitter's are not one person's (neither created the "
+        "other with a password, nor did one admin create both)"
+    ),
     domain.NO_DIAGNOSIS: _(
         "The diagnosis states a cause (empty, “unknown” or “not yet determined” does not count)"
     ),
@@ -355,8 +359,12 @@ class ImpactView:
 
 def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
     views = {}
-    for evidence in case_evidence(case):
-        checks = list(evidence.checks.all())
+    items = [(evidence, list(evidence.checks.all())) for evidence in case_evidence(case)]
+    holders = accounts.holders_of(
+        [int(case.submitted_by_id)]
+        + [int(check.checked_by_id) for _, checks in items for check in checks]
+    )
+    for evidence, checks in items:
         views[evidence.key] = EvidenceView(
             evidence,
             checks,
@@ -365,7 +373,8 @@ def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
                 check.pk
                 for check in checks
                 if domain.check_counts(
-                    checked_by=int(check.checked_by_id), submitted_by=int(case.submitted_by_id)
+                    checked_by=holders[int(check.checked_by_id)],
+                    submitted_by=holders[int(case.submitted_by_id)],
                 )
             ),
         )

@@ -28,6 +28,10 @@ UNMET: dict[str, Promise] = {
     domain.NOT_APPROVED: _("Only an approved item can be revoked."),
     domain.EXPIRED: _("Its validity has ended."),
     domain.OWN_SUBMISSION: _("You submitted it; someone else must review it (four eyes)."),
+    domain.NOT_INDEPENDENT: _(
+        "Your account and the submitter's are one person's: one was created with a password by "
+        "the other, or by the same admin; someone else must review it (four eyes)."
+    ),
     domain.NO_DIAGNOSIS: _("The diagnosis states no cause."),
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
         "No one other than the submitter has checked a diagnosis evidence item yet."
