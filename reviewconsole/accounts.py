@@ -45,6 +45,15 @@ def holder_of(user_id: int) -> int:
     return int(next(iter(found), user_id))
 
 
+def holder_of_loaded(user: User) -> int:
+    """``holder_of`` for an account read with its ``origin`` (``select_related``)."""
+    try:
+        origin = user.origin
+    except AccountOrigin.DoesNotExist:
+        return int(user.pk)
+    return int(origin.holder_id)
+
+
 def holders_of(user_ids: Iterable[int]) -> dict[int, int]:
     ids = set(user_ids)
     held = dict(AccountOrigin.objects.filter(user_id__in=ids).values_list("user_id", "holder_id"))

@@ -24,7 +24,11 @@ from experience.cases.schema import (
     SkillContent,
     parse_case,
 )
-from experience.cases.selectors import case_approval_checklist, reviewer_of, skill_facts
+from experience.cases.selectors import (
+    case_approval_checklist,
+    reviewer_of,
+    skill_approval_checklist,
+)
 from experience.core import domain
 from experience.core.models import ReviewedItem, Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused, require_item_tenant
@@ -460,9 +464,7 @@ def skill_approve(
     require_item_tenant(actor, skill)
     skill = skill_locked(skill)
     now = now or clock.now()
-    unmet = domain.skill_approval_unmet(
-        skill_facts(skill), reviewer=reviewer_of(actor), reason=reason, now=now
-    )
+    unmet = skill_approval_checklist(skill=skill, reviewer=actor, reason=reason, now=now)
     if unmet:
         raise ReviewRefused(skill.id, skill.status, unmet)
     skill.status = Status.APPROVED

@@ -359,12 +359,9 @@ class ImpactView:
 
 def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
     views = {}
-    items = [(evidence, list(evidence.checks.all())) for evidence in case_evidence(case)]
-    holders = accounts.holders_of(
-        [int(case.submitted_by_id)]
-        + [int(check.checked_by_id) for _, checks in items for check in checks]
-    )
-    for evidence, checks in items:
+    submitter_holder = accounts.holder_of(int(case.submitted_by_id))
+    for evidence in case_evidence(case):
+        checks = list(evidence.checks.all())
         views[evidence.key] = EvidenceView(
             evidence,
             checks,
@@ -373,8 +370,8 @@ def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
                 check.pk
                 for check in checks
                 if domain.check_counts(
-                    checked_by=holders[int(check.checked_by_id)],
-                    submitted_by=holders[int(case.submitted_by_id)],
+                    checked_by=accounts.holder_of_loaded(check.checked_by),
+                    submitted_by=submitter_holder,
                 )
             ),
         )
