@@ -291,3 +291,15 @@ def test_the_audit_log_names_who_created_the_approvers_account(
     page = client.get(reverse("event-list"), {"action": Action.CASE_APPROVE}).content.decode()
     assert "account created, with its password, by tara" in page
     assert "account created on the shell" in page
+
+
+def test_the_admins_user_list_names_who_created_each_account(
+    puppets: tuple[User, User], tenant_admin: User
+) -> None:
+    created(tenant_admin, "ruth", Role.REVIEWER, password=False)
+    client = Client()
+    client.force_login(tenant_admin)
+    page = client.get(reverse("admin:auth_user_changelist")).content.decode()
+    assert page.count("tara (with its password)") == 2  # pat and pam
+    assert ">tara<" in page  # ruth: created without a password
+    assert "the shell" in page  # tara herself
