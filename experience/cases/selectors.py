@@ -201,6 +201,7 @@ def skill_facts(skill: Skill, *, submitter_holder: int | None = None) -> domain.
         submitter_holder=accounts.holder_of(int(skill.submitted_by_id))
         if submitter_holder is None
         else submitter_holder,
+        has_body=bool(skill.recipe) or bool(skill.prompt),
     )
 
 

@@ -45,6 +45,7 @@ CASE_UNAVAILABLE = "case_unavailable"
 SCOPE_MISMATCH = "scope_mismatch"
 CITES_HELDOUT_TICKET = "cites_heldout_ticket"
 PROMPT_TOOL_NOT_ALLOWED = "prompt_tool_not_allowed"
+NO_RECIPE = "no_recipe"
 
 MIN_SKILL_INCIDENTS = 2
 
@@ -262,6 +263,9 @@ class SkillFacts:
     # investigation tools.
     disallowed_tools: tuple[str, ...] = ()
     submitter_holder: int | None = None
+    # A recipe with steps or a prompt; a row stored without either (an import that dropped a
+    # prompt) has nothing to run.
+    has_body: bool = True
 
 
 def skill_approval_unmet(
@@ -285,6 +289,8 @@ def skill_approval_unmet(
         unmet.append(TOO_FEW_INCIDENTS)
     if skill.disallowed_tools:
         unmet.append(PROMPT_TOOL_NOT_ALLOWED)
+    if not skill.has_body:
+        unmet.append(NO_RECIPE)
     return unmet
 
 

@@ -131,6 +131,7 @@ CONDITION_LABELS = {
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Every tool its prompt declares is a registered read-only investigation tool"
     ),
+    domain.NO_RECIPE: _("It has a recipe with steps or a prompt"),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "A supporting case is approved, unexpired and of the lesson's scope"
     ),

@@ -46,6 +46,7 @@ UNMET: dict[str, Promise] = {
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Its prompt declares a tool that is not a registered read-only investigation tool."
     ),
+    domain.NO_RECIPE: _("It has neither a recipe nor a prompt: there is nothing to run."),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "No supporting case is approved, current and of the lesson's scope."
     ),

@@ -14,16 +14,18 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from experience.cases import services
 from experience.cases.models import Case, Skill
 from experience.cases.prompting import prompt_tools
 from experience.cases.schema import SkillContent, parse_skill
 from experience.cases.services import skill_store
 from experience.cases.tools import tool_specs
 from experience.core.models import SubmittedVia
+from experience.core.review import ReviewRefused
 from experience.lessons.models import Lesson
 from experience.review.imports import items_import
 from reviewconsole.errors import ValidationFailure
@@ -172,3 +174,34 @@ def test_export_then_import_gives_the_same_ids_and_content(
         assert all(item.created for item in again)
         assert _snapshot(ids) == exported
         transaction.set_rollback(True)
+
+
+def test_a_skill_stored_without_its_body_earlier_is_not_approvable(
+    reviewer: User, second_reviewer: User
+) -> None:
+    """A prompt skill an earlier import stored as recipe [] and prompt {} cannot be mended (its
+    prompt is gone) and must not become approved memory: it is refused naming what it lacks."""
+    first, second = items_import(
+        items=[
+            case_data(incident="INC-1"),
+            case_data(incident="INC-2", title="二号店水果茶券不可用：商品列表漏配"),
+        ],
+        actor=reviewer,
+    )
+    for submitted in (first, second):
+        case = Case.objects.get(pk=submitted.id)
+        services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
+        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+    (stored,) = items_import(items=[skill_data([first.id, second.id])], actor=reviewer)
+    # As the defect stored it (the content is immutable to the ORM, so in SQL).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE experience_skill SET recipe = %s, prompt = %s WHERE id = %s",
+            ["[]", "{}", stored.id],
+        )
+    with pytest.raises(ReviewRefused) as refused:
+        services.skill_approve(
+            skill=Skill.objects.get(pk=stored.id), actor=second_reviewer, reason="two incidents"
+        )
+    assert refused.value.unmet == ["no_recipe"]
+    assert Skill.objects.get(pk=stored.id).status == "candidate"
