@@ -17,8 +17,12 @@ evidence that counts toward approval) compares **holders**, not accounts:
   after logging in does not free the account either (the holder could have set it); setting it
   on the shell (``add_user NAME --role R --password …``) does.
 
+Any other way of making accounts (a sign-on backend that creates users on first login, a new
+command) records who made it through ``account_created``; without a record an account counts as
+made on the shell.
+
 Two accounts are independent when their holders differ. ``holder_of`` is what the review rules
-read (``experience.core.domain.common_unmet``, ``knowledge.services``); ``creator_name`` is what
+read (``experience.core.domain.common_unmet``, ``knowledge.services``); ``provenance`` is what
 approval events record, so the audit log names who created the account that approved each item.
 """
 
@@ -95,16 +99,6 @@ def password_set_on_shell(user: User) -> None:
     AccountOrigin.objects.filter(user=user).update(
         holder_id=Value(user.pk), password_by_creator=False
     )
-
-
-def creator_name(user: User | None) -> str | None:
-    """The username of who created ``user`` in the console; None for the shell (or unknown)."""
-    if user is None or user.pk is None:
-        return None
-    found = AccountOrigin.objects.filter(user_id=user.pk).values_list(
-        "created_by__username", flat=True
-    )
-    return next(iter(found), None)
 
 
 def provenance(user: User) -> dict[str, str | bool | None]:
