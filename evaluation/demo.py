@@ -16,11 +16,12 @@ from evaluation.domain import DEMO, TicketSet
 from evaluation.replay import MemoryEvent, event_note, replay_tickets, results_json
 from evaluation.selectors import heldout_check
 from experience.cases import selectors
-from experience.demo import load_demo_experience, load_demo_knowledge
+from experience.demo import DEMO_SCOPE, load_demo_experience, load_demo_knowledge
 from experience.review import revocation
 from investigations.domain import Provider
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
+from reviewconsole.tenancy import tenant_ensure
 from reviewconsole.timeparse import parse_aware_datetime
 from semantic.packing import every_scope_packed
 
@@ -59,19 +60,35 @@ def prepare_demo_memory() -> list[MemoryEvent]:
     ]
 
 
-def memory_notes() -> list[str]:
-    return [
-        f"demo memory (fixtures/knowledge.json, fixtures/experience.json) approved at "
-        f"{MEMORY_APPROVED_AT.isoformat()}",
+def memory_notes(ticket_set: TicketSet) -> list[str]:
+    demo_tenant = DEMO_SCOPE["tenant"]
+    notes = [
+        f"demo memory (fixtures/knowledge.json, fixtures/experience.json) of tenant "
+        f"{demo_tenant} approved at {MEMORY_APPROVED_AT.isoformat()}",
     ]
+    others = sorted({t.scope["tenant"] for t in ticket_set.tickets} - {demo_tenant})
+    if others:
+        notes.append(
+            f"tickets of tenant {', '.join(others)} meet none of the demo memory (tenant "
+            f"{demo_tenant}): memory never crosses tenants"
+        )
+    return notes
+
+
+def register_set_tenants(ticket_set: TicketSet) -> None:
+    """The set's tenants in the temporary database, as the deployment that runs the replay has
+    them (``require_known_tenants`` checked there), so its tickets can be searched for."""
+    for tenant in sorted({t.scope["tenant"] for t in ticket_set.tickets}):
+        tenant_ensure(name=tenant, actor=None, now=MEMORY_APPROVED_AT)
 
 
 def replay_demo_here(ticket_set: TicketSet, *, provider: Provider | None = None) -> dict[str, Any]:
     """Load the demo memory into this (temporary) database and replay against it."""
     with transaction.atomic():
         timeline = prepare_demo_memory()
+        register_set_tenants(ticket_set)
         heldout_check(ticket_set)
         results = replay_tickets(ticket_set, timeline=timeline, provider=provider)
         transaction.set_rollback(True)
-    notes = memory_notes() + [event_note(event) for event in timeline]
+    notes = memory_notes(ticket_set) + [event_note(event) for event in timeline]
     return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

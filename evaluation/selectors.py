@@ -15,7 +15,7 @@ from experience.cases.models import Case, Evidence, Skill
 from experience.core.models import ItemType, Status
 from experience.runs.models import Reference
 from knowledge.models import Document, DocumentKind
-from reviewconsole.tenancy import visible
+from reviewconsole.tenancy import require_known_tenant, visible
 
 # Citation targets per query: each becomes a few OR-ed conditions, and SQLite parses a chain of
 # ORs as a tree as deep as the chain is long.
@@ -44,6 +44,17 @@ class Leak:
             "via": self.via,
             "item": self.item_id,
         }
+
+
+def require_known_tenants(ticket_set: TicketSet) -> None:
+    """Every ticket's tenant is a tenant of this deployment; else refused naming the first one's
+    field, before anything is replayed or written."""
+    seen: set[str] = set()
+    for i, ticket in enumerate(ticket_set.tickets):
+        tenant = ticket.scope["tenant"]
+        if tenant not in seen:
+            require_known_tenant(tenant, field=f"tickets[{i}].scope.tenant")
+            seen.add(tenant)
 
 
 LEAKED = "already reached approved memory, so it cannot be held out"

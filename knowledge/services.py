@@ -19,7 +19,7 @@ from knowledge.models import Document, DocumentStore, Synonym, lexicon_stamp_ren
 from knowledge.schema import DocumentContent, parse_document
 from knowledge.selectors import document_content
 from knowledge.tasks import lexicon_reindex_task
-from reviewconsole import clock
+from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -114,10 +114,15 @@ REASON_UNMET = "reason_required"
 ALREADY_REVOKED_UNMET = "already_revoked"
 ALREADY_APPROVED_UNMET = "already_approved"
 OWN_SUBMISSION = "own_submission"
+NOT_INDEPENDENT = accounts.NOT_INDEPENDENT
 
 APPROVE_REFUSED = "approving documents needs the operator role"
 REVOKE_REFUSED = "revoking documents needs the operator role"
 OWN_VERSION = "was saved by you; another operator approves it"
+NOT_INDEPENDENT_VERSION = (
+    "was saved by an account that is one person's with yours (one was created with a password "
+    "by the other, or by the same admin); another operator approves it"
+)
 ATTESTED_IMPORT = "attested import by the importer"
 
 
@@ -185,8 +190,13 @@ def _review_unmet(
         unmet.append((ALREADY_REVOKED_UNMET, "document", f"{public_id} {ALREADY_REVOKED}"))
     elif approve and document.approved:
         unmet.append((ALREADY_APPROVED_UNMET, "document", f"{public_id} {ALREADY_APPROVED}"))
-    if approve and four_eyes_required() and document.created_by_id == actor.pk:
-        unmet.append((OWN_SUBMISSION, "document", f"{public_id} {OWN_VERSION}"))
+    if approve and four_eyes_required():
+        if document.created_by_id == actor.pk:
+            unmet.append((OWN_SUBMISSION, "document", f"{public_id} {OWN_VERSION}"))
+        elif document.created_by_id is not None and not accounts.independent(
+            int(document.created_by_id), int(actor.pk)
+        ):
+            unmet.append((NOT_INDEPENDENT, "document", f"{public_id} {NOT_INDEPENDENT_VERSION}"))
     return unmet
 
 
@@ -223,7 +233,7 @@ def _approve(
         action=Action.DOCUMENT_APPROVE,
         target=document.public_id,
         reason=reason,
-        details=details,
+        details={**(details or {}), **accounts.provenance(actor)},
         at=now,
     )
 

@@ -45,6 +45,7 @@ from knowledge.selectors import (
 from knowledge.services import (
     ALREADY_APPROVED_UNMET,
     ALREADY_REVOKED_UNMET,
+    NOT_INDEPENDENT,
     OWN_SUBMISSION,
     REASON_UNMET,
     DocumentRefusal,
@@ -325,6 +326,10 @@ CONDITION_LABELS = {
     ALREADY_APPROVED_UNMET: _("It is a draft, not approved yet"),
     ALREADY_REVOKED_UNMET: _("It is not revoked"),
     OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
+    NOT_INDEPENDENT: _(
+        "The approver's account and the author's are not one person's (neither created the "
+        "other with a password, nor did one admin create both)"
+    ),
 }
 
 

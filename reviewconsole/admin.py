@@ -27,7 +27,14 @@ from django_tasks_db.models import DBTaskResult
 
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.models import ChainHead, Event, Tenant, TenantMembership, WorkerHeartbeat
+from reviewconsole.models import (
+    AccountOrigin,
+    ChainHead,
+    Event,
+    Tenant,
+    TenantMembership,
+    WorkerHeartbeat,
+)
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.services import (
     PROFILE_FIELDS,
@@ -110,6 +117,27 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin[WorkerHeartbeat]):
     def has_delete_permission(
         self, request: HttpRequest, obj: WorkerHeartbeat | None = None
     ) -> bool:
+        return False
+
+
+@admin.register(AccountOrigin)
+class AccountOriginAdmin(admin.ModelAdmin[AccountOrigin]):
+    """Who created each account and whose it is for four eyes (``reviewconsole.accounts``):
+    written when the account is made, read-only here; the user list shows it too."""
+
+    list_display = ("user", "created_by", "created_at", "password_by_creator", "holder")
+    readonly_fields = ("user", "created_by", "created_at", "password_by_creator", "holder")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
         return False
 
 
@@ -293,22 +321,40 @@ class ConsoleUserAdmin(UserAdmin):
         (None, {"fields": ("username",)}),
         ("Personal info", {"fields": PROFILE_FIELDS}),
         ("Access", {"fields": ("role", "is_active", "is_staff", "is_superuser")}),
-        ("Important dates", {"fields": ("last_login", "date_joined")}),
+        ("Important dates", {"fields": ("last_login", "date_joined", "created_by")}),
     )
     add_fieldsets = (
         (None, {"classes": ("wide",), "fields": ("username", "role", "password1", "password2")}),
     )
-    list_display = ("username", "email", "role", "is_active", "is_staff", "is_superuser")
+    list_display = (
+        "username",
+        "email",
+        "role",
+        "is_active",
+        "is_staff",
+        "is_superuser",
+        "created_by",
+    )
     filter_horizontal = ()
 
     @admin.display(description="role")
     def role(self, obj: User) -> str:
         return user_role(obj) or "—"
 
+    @admin.display(description="created by")
+    def created_by(self, obj: User) -> str:
+        """Who made the account; with its password, the account is theirs for four eyes."""
+        try:
+            origin = obj.origin
+        except AccountOrigin.DoesNotExist:
+            return "the shell"
+        creator = origin.created_by.get_username() if origin.created_by else "a deleted account"
+        return f"{creator} (with its password)" if origin.password_by_creator else creator
+
     def get_readonly_fields(self, request: HttpRequest, obj: User | None = None) -> list[str]:
         if obj is None:
             return []
-        fields = ["username", "is_staff", "is_superuser", "last_login", "date_joined"]
+        fields = ["username", "is_staff", "is_superuser", "last_login", "date_joined", "created_by"]
         if obj.pk == request.user.pk:
             # One's own role and activity are someone else's decision.
             fields += ["role", "is_active"]
@@ -316,7 +362,13 @@ class ConsoleUserAdmin(UserAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
         manageable = users_manageable_by(acting_user(request)).values("pk")
-        return super().get_queryset(request).filter(pk__in=manageable).prefetch_related("groups")
+        return (
+            super()
+            .get_queryset(request)
+            .filter(pk__in=manageable)
+            .select_related("origin__created_by")
+            .prefetch_related("groups")
+        )
 
     def _reachable(self, request: HttpRequest, obj: User | None) -> bool:
         return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()

@@ -188,6 +188,38 @@ class TenantMembership(models.Model):
         return f"{self.user_id}@{self.tenant}"
 
 
+class AccountOrigin(models.Model):
+    """Who created an account, and whose eyes it may be (``reviewconsole.accounts``).
+
+    Written when an account is made by someone the console knows (an admin in the admin, or a
+    service given an actor). An account without a row was made on the shell (``add_user``,
+    ``createsuperuser``) or before accounts were recorded: its own holder, created by nobody
+    the console knows. ``holder`` is the account whose person may act through this one: the
+    account itself, or, when its creator set its password, the creator's holder (chains of admins
+    collapse to the first). It is fixed when the account is made; setting the password on the
+    shell (``add_user --password``) makes the account its own holder again.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="origin"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    password_by_creator = models.BooleanField(default=False)
+    # An account id, kept even if that account is deleted: a puppet stays tied to its holder.
+    holder = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+
+    def __str__(self) -> str:
+        return f"{self.user_id} created by {self.created_by_id} (holder {self.holder_id})"
+
+
 class Tenant(models.Model):
     """A tenant of the deployment: the registry every tenant value names.
 

@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from reviewconsole import clock
+from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Tenant, TenantMembership
@@ -211,6 +211,10 @@ def user_set_role(
         user.set_unusable_password()
     user.is_active = True
     _apply_role(user, role)
+    if created:
+        accounts.account_created(user=user, actor=actor, password_set=password is not None, now=now)
+    elif password is not None and actor is None:
+        accounts.password_set_on_shell(user)
     if clean_tenants is not None:
         _set_tenants(user, clean_tenants)
     event_record(
@@ -267,6 +271,9 @@ def user_create(
         user.set_unusable_password()
     _apply_role(user, role)
     _set_tenants(user, clean_tenants)
+    # Who made it, and whether it is that admin's (a password the admin set): four eyes
+    # compares the people behind accounts (reviewconsole.accounts).
+    accounts.account_created(user=user, actor=actor, password_set=bool(password), now=now)
     event_record(
         actor=actor,
         action=Action.USER_CREATE,

@@ -25,6 +25,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
@@ -230,6 +231,19 @@ def diff_lines(
     return result
 
 
+def account_origin(details: object) -> str:
+    """Who created the account that decided (an approval, a restore): what the event recorded
+    (``reviewconsole.accounts.provenance``); empty for events that record nothing of it."""
+    if not isinstance(details, dict) or "account_created_by" not in details:
+        return ""
+    creator = details["account_created_by"]
+    if not creator:
+        return str(_("account created on the shell"))
+    if details.get("account_password_by_creator"):
+        return str(_("account created, with its password, by %(name)s") % {"name": creator})
+    return str(_("account created by %(name)s") % {"name": creator})
+
+
 @require_GET
 @console_view(VIEW_EVENT)
 def event_list(request: HtmxHttpRequest) -> HttpResponse:
@@ -262,6 +276,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
                     if event.action in RUN_TARGET_ACTIONS and event.target
                     else "",
                     "targets": target_parts(event.target),
+                    "account_origin": account_origin(event.details),
                 }
                 for event in events
             ],

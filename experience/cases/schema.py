@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -213,6 +213,10 @@ class SkillContent:
 
     def unresolved(self) -> tuple[str, ...]:
         return tuple(ref for ref in self.cases if ref.startswith("#"))
+
+    def resolved(self, cases: tuple[str, ...]) -> SkillContent:
+        """The same skill (recipe or prompt, and every other field) citing ``cases``."""
+        return replace(self, cases=cases)
 
 
 def _reject_unknown(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
 from experience.cases.guards import guard_unmet
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
@@ -18,7 +18,7 @@ from experience.core.prompts import tool_problem
 from experience.core.review import NO_SUCH_CASE, NO_SUCH_SKILL
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import Document
-from reviewconsole import itemids
+from reviewconsole import accounts, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.permissions import REVIEW_CASE, holds
 from reviewconsole.tenancy import may_access
@@ -71,20 +71,40 @@ def document_get(public_id: str, *, user: User, field: str = "id") -> Document:
 
 
 def case_evidence(case: Case) -> list[Evidence]:
-    return list(case.evidence_items.prefetch_related("checks__checked_by").order_by("position"))
-
-
-def reviewer_of(user: User) -> domain.Reviewer:
-    return domain.Reviewer(
-        user_id=int(user.pk),
-        can_review=holds(user, REVIEW_CASE),
+    """The case's evidence items with their checks, each check's account and whose it is
+    (``reviewconsole.accounts``) read with it."""
+    checks = EvidenceCheck.objects.select_related("checked_by", "checked_by__origin")
+    return list(
+        case.evidence_items.prefetch_related(Prefetch("checks", queryset=checks)).order_by(
+            "position"
+        )
     )
 
 
-def case_facts(case: Case) -> domain.CaseFacts:
-    # domain.check_counts in SQL: a check by the submitter does not count.
-    counting = EvidenceCheck.objects.filter(evidence=OuterRef("pk")).exclude(
-        checked_by_id=case.submitted_by_id
+def reviewer_of(user: User, *, holder: int | None = None) -> domain.Reviewer:
+    """``user`` as a decider; ``holder``: whose account it is, when the caller read it already."""
+    return domain.Reviewer(
+        user_id=int(user.pk),
+        can_review=holds(user, REVIEW_CASE),
+        holder=accounts.holder_of(int(user.pk)) if holder is None else holder,
+    )
+
+
+def decider_and_submitter(user: User, submitted_by: int) -> tuple[domain.Reviewer, int]:
+    """The decider and whose account the submitter's is, read in one query."""
+    holders = accounts.holders_of([int(user.pk), submitted_by])
+    return reviewer_of(user, holder=holders[int(user.pk)]), holders[submitted_by]
+
+
+def case_facts(case: Case, *, submitter_holder: int | None = None) -> domain.CaseFacts:
+    # domain.check_counts in SQL: a check by the submitter, or by an account of the same
+    # holder (reviewconsole.accounts), does not count.
+    if submitter_holder is None:
+        submitter_holder = accounts.holder_of(int(case.submitted_by_id))
+    counting = (
+        EvidenceCheck.objects.filter(evidence=OuterRef("pk"))
+        .annotate(checker_holder=accounts.holder_expression("checked_by"))
+        .exclude(checker_holder=submitter_holder)
     )
     checked = (
         Evidence.objects.filter(case=case, section="diagnosis").filter(Exists(counting)).count()
@@ -97,6 +117,7 @@ def case_facts(case: Case) -> domain.CaseFacts:
         diagnosis_statement=str(case.diagnosis.get("statement", "")),
         checked_diagnosis_evidence=checked,
         counterevidence_with_evidence=with_evidence,
+        submitter_holder=submitter_holder,
     )
 
 
@@ -165,7 +186,7 @@ def skill_cases(skill: Skill) -> list[Case]:
     return cases
 
 
-def skill_facts(skill: Skill) -> domain.SkillFacts:
+def skill_facts(skill: Skill, *, submitter_holder: int | None = None) -> domain.SkillFacts:
     registered = prompt_tools()
     tools = (skill.prompt or {}).get("tools") or []
     return domain.SkillFacts(
@@ -177,13 +198,21 @@ def skill_facts(skill: Skill) -> domain.SkillFacts:
         disallowed_tools=tuple(
             str(name) for name in tools if tool_problem(str(name), registered) is not None
         ),
+        submitter_holder=accounts.holder_of(int(skill.submitted_by_id))
+        if submitter_holder is None
+        else submitter_holder,
+        has_body=bool(skill.recipe) or bool(skill.prompt),
     )
 
 
 def case_approval_checklist(*, case: Case, reviewer: User, reason: str, now: datetime) -> list[str]:
     """The unmet conditions approval would report right now (the console's live checklist)."""
+    decider, submitter_holder = decider_and_submitter(reviewer, int(case.submitted_by_id))
     unmet = domain.case_approval_unmet(
-        case_facts(case), reviewer=reviewer_of(reviewer), reason=reason, now=now
+        case_facts(case, submitter_holder=submitter_holder),
+        reviewer=decider,
+        reason=reason,
+        now=now,
     )
     return unmet + guard_unmet(case, unmet)
 
@@ -191,8 +220,12 @@ def case_approval_checklist(*, case: Case, reviewer: User, reason: str, now: dat
 def skill_approval_checklist(
     *, skill: Skill, reviewer: User, reason: str, now: datetime
 ) -> list[str]:
+    decider, submitter_holder = decider_and_submitter(reviewer, int(skill.submitted_by_id))
     return domain.skill_approval_unmet(
-        skill_facts(skill), reviewer=reviewer_of(reviewer), reason=reason, now=now
+        skill_facts(skill, submitter_holder=submitter_holder),
+        reviewer=decider,
+        reason=reason,
+        now=now,
     )
 
 

@@ -19,15 +19,20 @@ from django.db.models import Model
 
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
 from experience.cases.schema import (
+    NO_BODY,
     CaseContent,
     SkillContent,
     parse_case,
 )
-from experience.cases.selectors import case_approval_checklist, reviewer_of, skill_facts
+from experience.cases.selectors import (
+    case_approval_checklist,
+    reviewer_of,
+    skill_approval_checklist,
+)
 from experience.core import domain
 from experience.core.models import ReviewedItem, Status, SubmittedVia
 from experience.core.review import ReviewOutcome, ReviewRefused, require_item_tenant
-from reviewconsole import clock, itemids
+from reviewconsole import accounts, clock, itemids
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
@@ -258,6 +263,9 @@ def skill_store(
         create=via == SubmittedVia.IMPORT,
         now=now,
     )
+    if content.prompt is None and not content.recipe:
+        # A skill is a recipe or a prompt; content built without either is a defect upstream.
+        raise ValidationFailure("recipe", NO_BODY)
     skill_id = content.id
     existing = Skill.objects.filter(pk=skill_id).first()
     if existing is not None:
@@ -373,7 +381,12 @@ def case_approve(
     case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=case)
     event_record(
-        actor=actor, action=Action.CASE_APPROVE, target=case.id, reason=reason.strip(), at=now
+        actor=actor,
+        action=Action.CASE_APPROVE,
+        target=case.id,
+        reason=reason.strip(),
+        details=accounts.provenance(actor),
+        at=now,
     )
     if case.supersedes:
         _supersede(case.supersedes, by=case, actor=actor, now=now)
@@ -451,9 +464,7 @@ def skill_approve(
     require_item_tenant(actor, skill)
     skill = skill_locked(skill)
     now = now or clock.now()
-    unmet = domain.skill_approval_unmet(
-        skill_facts(skill), reviewer=reviewer_of(actor), reason=reason, now=now
-    )
+    unmet = skill_approval_checklist(skill=skill, reviewer=actor, reason=reason, now=now)
     if unmet:
         raise ReviewRefused(skill.id, skill.status, unmet)
     skill.status = Status.APPROVED
@@ -463,7 +474,12 @@ def skill_approve(
     skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=skill)
     event_record(
-        actor=actor, action=Action.SKILL_APPROVE, target=skill.id, reason=reason.strip(), at=now
+        actor=actor,
+        action=Action.SKILL_APPROVE,
+        target=skill.id,
+        reason=reason.strip(),
+        details=accounts.provenance(actor),
+        at=now,
     )
     return ReviewOutcome(skill.id, skill.status)
 

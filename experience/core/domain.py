@@ -34,6 +34,8 @@ NOT_CANDIDATE = "not_candidate"
 NOT_APPROVED = "not_approved"
 EXPIRED = "expired"
 OWN_SUBMISSION = "own_submission"
+# The decider's account and the submitter's are one person's (``reviewconsole.accounts``).
+NOT_INDEPENDENT = "not_independent"
 NO_DIAGNOSIS = "no_diagnosis"
 NO_CHECKED_DIAGNOSIS_EVIDENCE = "no_checked_diagnosis_evidence"
 NO_COUNTEREVIDENCE = "no_counterevidence"
@@ -43,6 +45,7 @@ CASE_UNAVAILABLE = "case_unavailable"
 SCOPE_MISMATCH = "scope_mismatch"
 CITES_HELDOUT_TICKET = "cites_heldout_ticket"
 PROMPT_TOOL_NOT_ALLOWED = "prompt_tool_not_allowed"
+NO_RECIPE = "no_recipe"
 
 MIN_SKILL_INCIDENTS = 2
 
@@ -122,12 +125,24 @@ def differing_scope_fields(a: Mapping[str, str], b: Mapping[str, str]) -> list[s
 class Reviewer:
     user_id: int
     can_review: bool
+    # The account whose person may act through this one (``reviewconsole.accounts``); None:
+    # the account itself.
+    holder: int | None = None
+
+    def independent_of(self, submitted_by: int, submitter_holder: int | None) -> bool:
+        """Whether this reviewer is another person than the submitter, not merely another
+        account (an admin's account and one it created with a password are one person's)."""
+        mine = self.user_id if self.holder is None else self.holder
+        theirs = submitted_by if submitter_holder is None else submitter_holder
+        return mine != theirs
 
 
 def check_counts(*, checked_by: int, submitted_by: int) -> bool:
     """Four eyes on evidence: a check counts toward approval only when someone other than the
-    item's submitter made it (the approver's own check counts). ``experience.selectors``
-    counts checks in SQL by this rule; a test holds the two together."""
+    item's submitter made it (the approver's own check counts). Both are holders
+    (``reviewconsole.accounts``): a check by an account the submitter holds, or that holds the
+    submitter's, is the submitter's own. ``experience.selectors`` counts checks in SQL by this
+    rule; a test holds the two together."""
     return checked_by != submitted_by
 
 
@@ -142,6 +157,7 @@ class CaseFacts:
     # Diagnosis evidence items with a check that counts (check_counts).
     checked_diagnosis_evidence: int
     counterevidence_with_evidence: int
+    submitter_holder: int | None = None
 
 
 def common_unmet(
@@ -152,9 +168,11 @@ def common_unmet(
     reviewer: Reviewer,
     reason: str,
     now: datetime,
+    submitter_holder: int | None = None,
 ) -> list[str]:
-    """What approving any kind of item needs: a reviewer other than its submitter, a reason, a
-    candidate whose validity has not ended."""
+    """What approving any kind of item needs: a reviewer other than its submitter, and another
+    person than the submitter (not an account either holds), a reason, a candidate whose
+    validity has not ended."""
     unmet = []
     if not reviewer.can_review:
         unmet.append(NOT_REVIEWER)
@@ -164,9 +182,20 @@ def common_unmet(
         unmet.append(NOT_CANDIDATE)
     if valid_to <= now:
         unmet.append(EXPIRED)
-    if reviewer.user_id == submitted_by:
-        unmet.append(OWN_SUBMISSION)
+    unmet += four_eyes_unmet(reviewer, submitted_by=submitted_by, submitter_holder=submitter_holder)
     return unmet
+
+
+def four_eyes_unmet(
+    reviewer: Reviewer, *, submitted_by: int, submitter_holder: int | None
+) -> list[str]:
+    """Four eyes on a decision (approval, restore): the decider is not the submitter's account
+    (``own_submission``) nor another account of the same person (``not_independent``)."""
+    if reviewer.user_id == submitted_by:
+        return [OWN_SUBMISSION]
+    if not reviewer.independent_of(submitted_by, submitter_holder):
+        return [NOT_INDEPENDENT]
+    return []
 
 
 def case_approval_unmet(
@@ -180,6 +209,7 @@ def case_approval_unmet(
         reviewer=reviewer,
         reason=reason,
         now=now,
+        submitter_holder=case.submitter_holder,
     )
     if not states_cause(case.diagnosis_statement):
         unmet.append(NO_DIAGNOSIS)
@@ -232,6 +262,10 @@ class SkillFacts:
     # A prompt skill's declared tools that are not (or no longer) registered read-only
     # investigation tools.
     disallowed_tools: tuple[str, ...] = ()
+    submitter_holder: int | None = None
+    # A recipe with steps or a prompt; a row stored without either (an import that dropped a
+    # prompt) has nothing to run.
+    has_body: bool = True
 
 
 def skill_approval_unmet(
@@ -245,6 +279,7 @@ def skill_approval_unmet(
         reviewer=reviewer,
         reason=reason,
         now=now,
+        submitter_holder=skill.submitter_holder,
     )
     if not all(case_usable(case, now) for case in skill.cases):
         unmet.append(CASE_UNAVAILABLE)
@@ -254,6 +289,8 @@ def skill_approval_unmet(
         unmet.append(TOO_FEW_INCIDENTS)
     if skill.disallowed_tools:
         unmet.append(PROMPT_TOOL_NOT_ALLOWED)
+    if not skill.has_body:
+        unmet.append(NO_RECIPE)
     return unmet
 
 

@@ -99,6 +99,7 @@ class LessonFacts:
     contradicts: tuple[CitedCase, ...]
     # The lesson this version replaces is in a conflict nobody resolved yet.
     replaces_conflicted: bool = False
+    submitter_holder: int | None = None
 
 
 def lesson_approval_unmet(
@@ -112,6 +113,7 @@ def lesson_approval_unmet(
         reviewer=reviewer,
         reason=reason,
         now=now,
+        submitter_holder=lesson.submitter_holder,
     )
     if not any(
         case_usable(case, now) and same_scope(case.scope, lesson.scope) for case in lesson.supports

@@ -32,7 +32,7 @@ from experience.core.review import ReviewOutcome, ReviewRefused, require_item_te
 from experience.lessons import domain as ld
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import Lesson
-from reviewconsole import clock
+from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.models import Action
@@ -160,12 +160,18 @@ def lesson_restore(
     require_item_tenant(actor, lesson)
     lesson = Lesson.objects.select_for_update().get(pk=lesson.pk)
     unmet = []
-    if not reviewer_of(actor).can_review:
+    reviewer = reviewer_of(actor)
+    if not reviewer.can_review:
         unmet.append(domain.NOT_REVIEWER)
     if not reason.strip():
         unmet.append(domain.REASON_REQUIRED)
     if lesson.status != Status.OUTDATED:
         unmet.append(ld.NOT_OUTDATED)
+    # Restore, like approve, is another person's decision (four eyes across accounts).
+    submitted_by = int(lesson.submitted_by_id)
+    unmet += domain.four_eyes_unmet(
+        reviewer, submitted_by=submitted_by, submitter_holder=accounts.holder_of(submitted_by)
+    )
     if unmet:
         raise ReviewRefused(lesson.id, lesson.status, unmet)
     now = now or clock.now()
@@ -182,6 +188,7 @@ def lesson_restore(
         target=lesson.id,
         reason=reason.strip(),
         details={
+            **accounts.provenance(actor),
             "cause": cause,
             "successes": score.successes,
             "failures": score.failures,

@@ -28,7 +28,7 @@ from experience.lessons.models import (
 )
 from experience.lessons.outcome_tallies import NONE as NO_OUTCOMES
 from experience.lessons.outcome_tallies import OutcomeBatch, Tally, aware_column, outcome_tallies
-from reviewconsole import itemids
+from reviewconsole import accounts, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.statements import Param, Statement
 from reviewconsole.tenancy import may_access, tenants_of
@@ -143,7 +143,7 @@ def _replaces_conflicted(lesson: Lesson) -> bool:
     )
 
 
-def lesson_facts(lesson: Lesson) -> ld.LessonFacts:
+def lesson_facts(lesson: Lesson, *, submitter_holder: int | None = None) -> ld.LessonFacts:
     supports, contradicts = lesson_evidence(lesson).cited()
     return ld.LessonFacts(
         status=lesson.status,
@@ -153,14 +153,23 @@ def lesson_facts(lesson: Lesson) -> ld.LessonFacts:
         supports=supports,
         contradicts=contradicts,
         replaces_conflicted=_replaces_conflicted(lesson),
+        submitter_holder=accounts.holder_of(int(lesson.submitted_by_id))
+        if submitter_holder is None
+        else submitter_holder,
     )
 
 
 def lesson_approval_checklist(
     *, lesson: Lesson, reviewer: User, reason: str, now: datetime
 ) -> list[str]:
+    decider, submitter_holder = selectors.decider_and_submitter(
+        reviewer, int(lesson.submitted_by_id)
+    )
     return ld.lesson_approval_unmet(
-        lesson_facts(lesson), reviewer=selectors.reviewer_of(reviewer), reason=reason, now=now
+        lesson_facts(lesson, submitter_holder=submitter_holder),
+        reviewer=decider,
+        reason=reason,
+        now=now,
     )
 
 

@@ -42,7 +42,7 @@ from experience.lessons.models import (
     LessonRelation,
 )
 from experience.lessons.schema import LessonContent
-from reviewconsole import clock, itemids
+from reviewconsole import accounts, clock, itemids
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
@@ -275,7 +275,12 @@ def lesson_approve(
     lesson.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
     dispatch(Event.ITEM_STATUS_CHANGED, item=lesson)
     event_record(
-        actor=actor, action=Action.LESSON_APPROVE, target=lesson.id, reason=reason.strip(), at=now
+        actor=actor,
+        action=Action.LESSON_APPROVE,
+        target=lesson.id,
+        reason=reason.strip(),
+        details=accounts.provenance(actor),
+        at=now,
     )
     if lesson.supersedes:
         _supersede(lesson.supersedes, by=lesson, actor=actor, now=now)

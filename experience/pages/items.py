@@ -75,7 +75,7 @@ from experience.pages.selectors import (
 from experience.review.impact import revocation_impact, stored_impacts
 from experience.review.revocation import case_revoke, skill_revoke
 from experience.runs.models import RevocationImpact
-from reviewconsole import clock
+from reviewconsole import accounts, clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemrefs import item_titles
@@ -113,6 +113,10 @@ CONDITION_LABELS = {
     domain.NOT_APPROVED: _("It is approved"),
     domain.EXPIRED: _("Its validity has not ended"),
     domain.OWN_SUBMISSION: _("Someone other than the submitter approves it (four eyes)"),
+    domain.NOT_INDEPENDENT: _(
+        "The approver's account and the submitter's are not one person's (neither created the "
+        "other with a password, nor did one admin create both)"
+    ),
     domain.NO_DIAGNOSIS: _(
         "The diagnosis states a cause (empty, “unknown” or “not yet determined” does not count)"
     ),
@@ -127,6 +131,7 @@ CONDITION_LABELS = {
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Every tool its prompt declares is a registered read-only investigation tool"
     ),
+    domain.NO_RECIPE: _("It has a recipe with steps or a prompt"),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "A supporting case is approved, unexpired and of the lesson's scope"
     ),
@@ -355,6 +360,7 @@ class ImpactView:
 
 def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
     views = {}
+    submitter_holder = accounts.holder_of(int(case.submitted_by_id))
     for evidence in case_evidence(case):
         checks = list(evidence.checks.all())
         views[evidence.key] = EvidenceView(
@@ -365,7 +371,8 @@ def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
                 check.pk
                 for check in checks
                 if domain.check_counts(
-                    checked_by=int(check.checked_by_id), submitted_by=int(case.submitted_by_id)
+                    checked_by=accounts.holder_of_loaded(check.checked_by),
+                    submitted_by=submitter_holder,
                 )
             ),
         )

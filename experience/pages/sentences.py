@@ -28,6 +28,10 @@ UNMET: dict[str, Promise] = {
     domain.NOT_APPROVED: _("Only an approved item can be revoked."),
     domain.EXPIRED: _("Its validity has ended."),
     domain.OWN_SUBMISSION: _("You submitted it; someone else must review it (four eyes)."),
+    domain.NOT_INDEPENDENT: _(
+        "Your account and the submitter's are one person's: one was created with a password by "
+        "the other, or by the same admin; someone else must review it (four eyes)."
+    ),
     domain.NO_DIAGNOSIS: _("The diagnosis states no cause."),
     domain.NO_CHECKED_DIAGNOSIS_EVIDENCE: _(
         "No one other than the submitter has checked a diagnosis evidence item yet."
@@ -42,6 +46,7 @@ UNMET: dict[str, Promise] = {
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Its prompt declares a tool that is not a registered read-only investigation tool."
     ),
+    domain.NO_RECIPE: _("It has neither a recipe nor a prompt: there is nothing to run."),
     lesson_domain.NO_SUPPORTING_CASE: _(
         "No supporting case is approved, current and of the lesson's scope."
     ),

@@ -117,12 +117,4 @@ def _resolve_file_references(
         if case_id in resolved:
             raise ValidationFailure(f"cases[{i}]", CASE_REFERENCE_DUPLICATE)
         resolved.append(case_id)
-    return SkillContent(
-        scope=skill.scope,
-        title=skill.title,
-        when=skill.when,
-        recipe=skill.recipe,
-        cases=tuple(resolved),
-        valid_from=skill.valid_from,
-        valid_to=skill.valid_to,
-    )
+    return skill.resolved(tuple(resolved))

@@ -278,3 +278,32 @@ def test_a_demo_replay_is_refused_when_a_ticket_fed_this_database_s_memory(
     status, result = run_json("replay", str(SHIPPED))
     assert status != 0 and result["field"] == "tickets[0].run_ids[0]"
     assert _nothing_stored()
+
+
+def _rival_ticket(n: int, tenant: str = "rival") -> dict[str, Any]:
+    return ticket(n, scope={**ticket(n)["scope"], "tenant": tenant})
+
+
+def test_a_demo_replay_of_a_set_in_another_known_tenant_runs(
+    write_set: Callable[..., Path],
+) -> None:
+    """Issue 37, item 12: the set's tenant exists in this deployment, not in the demo's."""
+    path = write_set(ticket_set(_rival_ticket(1), name="rival-set"))
+    status, result = run_json("replay", str(path), "--memory", "demo")
+    assert status == 0, result
+    assert result["memory"] == domain.DEMO and result["set"]["tickets"] == 1
+    assert ReplayReport.objects.get(pk=result["report"]).tenant == "rival"
+    # The demo memory is the demo tenant's; memory never crosses tenants, and the report says so.
+    assert any("rival" in note and "teahouse" in note for note in result["memory_notes"])
+    ticket_result = result["tickets"][0]
+    assert ticket_result[domain.WITH]["counts"] == ticket_result[domain.WITHOUT]["counts"]
+
+
+def test_a_demo_replay_naming_an_unknown_tenant_is_refused_naming_its_field(
+    write_set: Callable[..., Path],
+) -> None:
+    path = write_set(ticket_set(ticket(1), _rival_ticket(2, tenant="nosuch"), name="mixed"))
+    status, result = run_json("replay", str(path), "--memory", "demo")
+    assert status != 0 and result["field"] == "tickets[1].scope.tenant"
+    assert "'nosuch' is not a tenant" in result["error"]
+    assert _nothing_stored()

@@ -194,7 +194,12 @@ def test_an_import_attests_an_approval_given_before_it(operator: User) -> None:
     assert stored.approved and stored.approved_by == operator and stored.created_by == operator
     event = Event.objects.get(action=Action.DOCUMENT_APPROVE, target=stored.public_id)
     assert event.actor == operator
-    assert event.details == {"attested_import": True, "importer": operator.username}
+    # Like every approval, it names who created the approving account (none: the shell).
+    assert event.details == {
+        "attested_import": True,
+        "importer": operator.username,
+        "account_created_by": None,
+    }
     assert ATTESTED_IMPORT in event.reason
 
 

@@ -58,9 +58,11 @@ CASES = [
     # Item pages: +1 the neighbours in the queue (j/k, "Approve and next"), +2 the computed
     # confidence (the item's evidence, run outcomes); a case also +2 the availability of the
     # skills citing it.
-    ("case", "reviewer", 20, 19, "Diagnosis"),  # +1: the runs it was drafted from
-    ("candidate", "reviewer", 17, 16, "Approval checklist"),
-    ("skill", "reviewer", 12, 11, "Cited cases"),
+    # +1 whose accounts the submitter's is, for the checks that count (reviewconsole.accounts);
+    # a candidate's checklist +1 the reviewer's and the submitter's, in one query.
+    ("case", "reviewer", 21, 20, "Diagnosis"),  # +1: the runs it was drafted from
+    ("candidate", "reviewer", 19, 18, "Approval checklist"),
+    ("skill", "reviewer", 13, 12, "Cited cases"),
     ("case_revoke", "reviewer", 11, 10, "Impact preview"),  # +1: the item's tenant (impact)
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
     ("runs", "reviewer", 8, 7, "run-ui-1"),

@@ -13,7 +13,7 @@ from evaluation.chart import render_chart
 from evaluation.demo import replay_demo_here
 from evaluation.domain import DEMO, MEMORIES, WITH, WITHOUT, TicketSet
 from evaluation.replay import load_ticket_set, replay_current
-from evaluation.selectors import HeldoutLeaked, heldout_check
+from evaluation.selectors import HeldoutLeaked, heldout_check, require_known_tenants
 from evaluation.services import report_store
 from investigations.domain import Provider
 from investigations.providers import PROVIDERS, provider_for
@@ -83,6 +83,9 @@ class Command(JsonCommand):
         actor = user_by_name(options["as_user"]) if options.get("as_user") else None
         at = parse_optional_aware_datetime(options.get("at"), field="--at")
         out = _out_directory(options.get("out"))
+        # The tickets' tenants are this deployment's (the demo memory's temporary database
+        # registers them in turn).
+        require_known_tenants(ticket_set)
         try:
             if memory == DEMO:
                 # The demo memory is fresh, but a ticket that fed this database's memory is
