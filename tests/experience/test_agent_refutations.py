@@ -273,3 +273,48 @@ def test_the_submitter_cannot_restore_her_own_lesson(
     assert not Event.objects.filter(action=Action.LESSON_RESTORE).exists()
     outdating.lesson_restore(lesson=contradicted, actor=second_reviewer, reason="it holds")
     assert Lesson.objects.get(pk=contradicted.id).status == Status.APPROVED
+
+
+# --- the console: shown on the item, queued with its runs ------------------------------------
+
+
+def test_the_console_shows_the_refutation_and_a_reviewer_confirms_it_from_the_queue(
+    memory: tuple[Lesson, list[Case], Skill], agent: User, second_reviewer: User
+) -> None:
+    lesson, _cases, _skill = memory
+    retrieved(agent, "fresh-run")
+    run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent)
+    client = Client()
+    client.force_login(second_reviewer)
+    page = client.get(lesson.get_absolute_url()).content.decode()
+    assert "1 agent&#x27;s refutation waits for a reviewer and does not count yet." in page
+    queue = client.get(reverse("curation:rereview-list"), {"reason": "refuted"}).content.decode()
+    entry = ReReview.objects.get(item_id=lesson.id, reason=ReReviewReason.REFUTED)
+    assert reverse("experience:run-detail", args=["fresh-run"]) in queue
+    confirm = reverse("curation:rereview-confirm", args=[entry.pk])
+    assert confirm in queue
+    assert client.post(confirm, {"reason": "the run asked about another campaign"}).status_code in (
+        302,
+        303,
+    )
+    entry.refresh_from_db()
+    assert (entry.status, entry.resolution, entry.resolved_by) == (
+        ReReviewStatus.CLOSED,
+        ReReviewResolution.CONFIRMED,
+        second_reviewer,
+    )
+    event = Event.objects.get(action=Action.REREVIEW_CONFIRM, target=lesson.id)
+    assert event.actor == second_reviewer
+
+
+def test_the_lesson_page_offers_its_submitter_no_restore(
+    contradicted: Lesson, two_cases: list[Case], second_reviewer: User, reviewer: User
+) -> None:
+    outdated_by_evidence(contradicted, two_cases[1], second_reviewer)
+    restore = reverse("experience:lesson-restore", args=[contradicted.digest])
+    for user, offered in ((reviewer, False), (second_reviewer, True)):
+        client = Client()
+        client.force_login(user)
+        page = client.get(contradicted.get_absolute_url()).content.decode()
+        assert (f'action="{restore}"' in page) is offered, user.username
+        assert ('id="restore-not-yours"' in page) is not offered, user.username
