@@ -272,9 +272,11 @@ def run_outcome(
     request: HttpRequest, run_id: Path[RunId], payload: RunOutcomeRequest
 ) -> dict[str, Any]:
     """What happened after the run: ``resolved_by_lead``, ``lead_was_wrong`` or ``unresolved``,
-    with a note; by an account that read memory under the run, or a reviewer. The outcome moves
-    the confidence of every item the run read. An id under which nothing was read is refused on
-    ``run_id``; the latest report replaces an earlier one."""
+    with a note; by an account that read memory under the run, or a reviewer. A reviewer's
+    outcome moves the confidence of every item the run read; an agent's waits for a reviewer
+    (its ``lead_was_wrong`` puts the items in the re-review queue). An id under which nothing was
+    read is refused on ``run_id``; the latest report replaces an earlier one, except that only a
+    reviewer changes an outcome a reviewer reported."""
     return operations.run_outcome(user=_user(request), run_id=run_id, request=payload)
 
 

@@ -250,8 +250,10 @@ TOOLS = (
         title="Report a run's outcome",
         description=(
             "After the ticket is settled, say what happened in run_id: resolved_by_lead, "
-            "lead_was_wrong or unresolved, with a note. It moves the confidence of every item "
-            "the run read. Only a run under which you read memory."
+            "lead_was_wrong or unresolved, with a note. It is shown on every item the run read "
+            "and counts toward their confidence once a reviewer reports the run (a "
+            "lead_was_wrong asks reviewers to look again). Only a run under which you read "
+            "memory."
         ),
         arguments=RunOutcomeArguments,
         result=RunOutcomeResult,

@@ -780,7 +780,8 @@ class RunOutcomeResult(BaseModel):
     reported_at: str
     previous: str | None
     counts: bool = Field(
-        description="whether this report can move confidence: a refutation always, a "
-        "confirmation only from a reviewer (an agent's waits for one), unresolved never"
+        description="whether this report can move confidence: a confirmation or a refutation "
+        "only from a reviewer (an agent's waits for one, a refutation in the re-review queue), "
+        "unresolved never"
     )
     items: list[RunOutcomeItem]

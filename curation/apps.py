@@ -23,6 +23,7 @@ class CurationConfig(AppConfig):
         dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, subscribers.conflict_notified)
         dispatch_subscribe(Event.LESSON_CONFLICT_CLOSED, subscribers.conflict_rereview_settled)
         dispatch_subscribe(Event.SKILL_RUN_STORED, subscribers.skill_run_review_queued)
+        dispatch_subscribe(Event.RUN_OUTCOME_REPORTED, subscribers.refutation_rereview_queued)
         dispatch_subscribe(Event.INVESTIGATION_STORED, subscribers.investigation_review_queued)
         # Every worker makes sure the periodic scan is queued.
         worker_start_hook_install(schedule_next_scan)

@@ -662,8 +662,8 @@ def draft_query(pattern: Pattern, *, document_title: str = "", written: str = ""
 #   successes = canonical incidents of the lesson's usable supporting cases, plus each run that
 #               read it (or a version it replaced) whose latest outcome a reviewer reported as
 #               resolved_by_lead, as the incident its after-action case names (``run:R``)
-#   failures  = incidents of its usable contradicting cases, plus each run reported
-#               lead_was_wrong (by anyone allowed to report it)
+#   failures  = incidents of its usable contradicting cases, plus each run whose latest outcome
+#               a reviewer reported as lead_was_wrong (an agent's counts in neither direction)
 #   rate      = successes / (successes + failures)
 # A run and its own after-action case are one incident (both ``run:R``).
 

@@ -202,6 +202,9 @@ class ReReviewReason(models.TextChoices):
     # The less supported lesson of an open conflict (LessonConflict.favoured names the other);
     # ``detail`` holds the conflict's number.
     CONFLICT = "conflict", _("in conflict with a better-supported lesson")
+    # An approved item an agent's run outcome refuted (``lead_was_wrong``): it counts nothing
+    # until a reviewer reports that run's outcome; ``runs`` names the runs.
+    REFUTED = "refuted", _("an agent reported the lead was wrong")
 
 
 class ReReviewStatus(models.TextChoices):
@@ -218,6 +221,8 @@ class ReReviewResolution(models.TextChoices):
     RESTORED = "restored", _("restored by a reviewer")
     SETTLED = "settled", _("its conflict was resolved")
     GONE = "gone", _("no longer approved")
+    # Every run the entry names has an outcome reported by a reviewer.
+    REPORTED = "reported", _("a reviewer reported the runs' outcomes")
 
 
 class ReReview(models.Model):
@@ -231,6 +236,8 @@ class ReReview(models.Model):
     reason = models.CharField(max_length=24, choices=ReReviewReason.choices)
     document_id = models.CharField(max_length=200, blank=True)
     detail = models.CharField(max_length=200, blank=True)
+    # The runs whose agent-reported outcomes refuted the item (reason ``refuted``), oldest first.
+    runs = models.JSONField(default=list, blank=True)
     detected_at = models.DateTimeField()
     status = models.CharField(
         max_length=8, choices=ReReviewStatus.choices, default=ReReviewStatus.OPEN, db_index=True

@@ -2,7 +2,10 @@
 
 An outdated lesson (``experience.lessons.outdating``) is queued here when it turns outdated and
 leaves the queue when a reviewer restores it (on its page) or revokes it; the less supported
-lesson of a conflict waits here until the conflict is resolved.
+lesson of a conflict waits here until the conflict is resolved. An approved item an agent's run
+outcome refuted waits here too, naming the runs, until a reviewer reports those runs' outcomes
+(then the refutation counts, or not, as the reviewer said), confirms the item holds, or revokes
+it: an agent's refutation alone takes nothing out (``experience.lessons.domain.counted_outcomes``).
 
 Closing happens without a person asking too: an item that stops being approved closes its
 entries inside the transaction of that change (``curation.subscribers.rereview_closed``, on the
@@ -24,6 +27,7 @@ from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
 from experience.core.models import Status
 from experience.lessons.models import Lesson, LessonConflict
+from experience.runs.models import Outcome, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -37,6 +41,14 @@ if TYPE_CHECKING:
 ENTRY_CLOSED = "this re-review entry is not open"
 ENTRY_NOT_CASE = "only cases are re-certified as a new version; revoke or confirm a skill"
 ENTRY_NOT_SKILL = "a case is re-certified by a reviewed new version, not confirmed"
+# How many runs one ``refuted`` entry names: an agent flooding refutations adds no entry per run
+# and no unbounded list (the first runs are named; the reviewer's report of them answers it).
+RUNS_NAMED = 50
+MODELS: dict[str, type[Case] | type[Skill] | type[Lesson]] = {
+    "case": Case,
+    "skill": Skill,
+    "lesson": Lesson,
+}
 ITEM_NOT_APPROVED = "the item is no longer approved"
 VALID_TO_PASSED = "must be in the future: a new version is certified for what comes"
 
@@ -119,6 +131,75 @@ def lesson_rereview_followed(lesson: Lesson) -> list[ReReview]:
     return rereview_close_for(lesson)
 
 
+def refutation_rereview_followed(
+    *,
+    run_id: str,
+    outcome: str,
+    reviewed: bool,
+    actor: User,
+    items: list[tuple[str, str]],
+    at: datetime,
+) -> list[ReReview]:
+    """A run's outcome reaches the re-review queue. An agent's refutation (``lead_was_wrong``
+    not reported by a reviewer) puts each approved item the run read in the queue naming the
+    run: one open ``refuted`` entry per item, later runs appended to it. A reviewer's report of
+    a run answers it: an open ``refuted`` entry of an item the run read whose every run now has
+    a reviewer's outcome closes as ``reported``. Returns the entries queued, extended or closed."""
+    if not reviewed:
+        return _refutation_queued(run_id, items, at) if outcome == Outcome.LEAD_WAS_WRONG else []
+    return _refutations_answered([item_id for item_id, _kind in items], actor, at)
+
+
+def _refutation_queued(run_id: str, items: list[tuple[str, str]], at: datetime) -> list[ReReview]:
+    touched: list[ReReview] = []
+    for kind, model in MODELS.items():
+        ids = [item_id for item_id, item_type in items if item_type == kind]
+        if not ids:
+            continue
+        approved = model.objects.filter(pk__in=ids, status=Status.APPROVED).order_by("pk")
+        for item in approved.only("id", "tenant", "title"):
+            entry = (
+                ReReview.objects.select_for_update()
+                .filter(item_id=item.id, reason=ReReviewReason.REFUTED, status=ReReviewStatus.OPEN)
+                .first()
+            )
+            if entry is None:
+                touched.append(
+                    ReReview.objects.create(
+                        item_id=item.id,
+                        item_type=kind,
+                        tenant=item.tenant,
+                        title=item.title,
+                        reason=ReReviewReason.REFUTED,
+                        runs=[run_id],
+                        detected_at=at,
+                    )
+                )
+            elif run_id not in entry.runs and len(entry.runs) < RUNS_NAMED:
+                entry.runs = [*entry.runs, run_id]
+                entry.save(update_fields=["runs"])
+                touched.append(entry)
+    return touched
+
+
+def _refutations_answered(item_ids: list[str], actor: User, at: datetime) -> list[ReReview]:
+    closed: list[ReReview] = []
+    entries = ReReview.objects.select_for_update().filter(
+        item_id__in=item_ids, reason=ReReviewReason.REFUTED, status=ReReviewStatus.OPEN
+    )
+    for entry in entries:
+        answered = RunOutcome.objects.filter(run_id__in=entry.runs, reviewed=True).count()
+        if answered < len(set(entry.runs)):
+            continue
+        entry.status = ReReviewStatus.CLOSED
+        entry.resolution = ReReviewResolution.REPORTED
+        entry.resolved_by = actor
+        entry.resolved_at = at
+        entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at"])
+        closed.append(entry)
+    return closed
+
+
 def conflict_rereview_queued(conflict: LessonConflict) -> ReReview | None:
     """A conflict whose rule names a better-supported side puts the other side in the re-review
     queue (the design: keep the side with evidence and higher confidence, mark the other for
@@ -171,7 +252,7 @@ def _recertified_content(case: Case, valid_from: datetime, valid_to: datetime) -
     return content
 
 
-Item = TypeVar("Item", Case, Skill)
+Item = TypeVar("Item", Case, Skill, Lesson)
 
 
 def _open_entry_item(
@@ -241,12 +322,26 @@ def rereview_confirm(
     *, entry: ReReview, actor: User, reason: str, now: datetime | None = None
 ) -> ReReview:
     """A reviewer confirms an approved skill still holds. Skills carry no conclusion and have
-    no superseding versions; the cases they cite go through re-certification themselves."""
+    no superseding versions; the cases they cite go through re-certification themselves. An
+    entry of an agent's refutation (``refuted``) is confirmed the same way for any kind of item:
+    the reviewer looked at the runs it names and the item holds."""
     require(actor, REVIEW_CASE, message=REVIEW_REFUSED)
     reason = reason_given(reason)
-    entry, skill = _open_entry_item(
-        entry, Skill, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
-    )
+    kind = entry.item_type if entry.reason == ReReviewReason.REFUTED else "skill"
+    opened: tuple[ReReview, Case | Skill | Lesson]
+    if kind == "case":
+        opened = _open_entry_item(
+            entry, Case, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
+        )
+    elif kind == "lesson":
+        opened = _open_entry_item(
+            entry, Lesson, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
+        )
+    else:
+        opened = _open_entry_item(
+            entry, Skill, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
+        )
+    entry, item = opened
     entry.status = ReReviewStatus.CLOSED
     entry.resolution = ReReviewResolution.CONFIRMED
     entry.resolved_by = actor
@@ -257,7 +352,7 @@ def rereview_confirm(
     event_record(
         actor=actor,
         action=Action.REREVIEW_CONFIRM,
-        target=skill.id,
+        target=item.id,
         reason=reason,
         details={"entry": entry.pk, "reason": entry.reason, "document": entry.document_id},
         at=now,

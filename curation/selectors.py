@@ -585,7 +585,8 @@ def _lineage(lesson_ids: Sequence[str]) -> dict[str, str]:
 
 def run_outcomes_of(lesson_ids: Sequence[str]) -> dict[str, tuple[set[str], set[str]]]:
     """Per lesson: the runs that read it (or an earlier version) whose latest outcome a reviewer
-    reported ``resolved_by_lead``, and those reported ``lead_was_wrong``."""
+    reported ``resolved_by_lead``, and those a reviewer reported ``lead_was_wrong`` (an agent's
+    report counts in neither direction, as for confidence)."""
     heir = _lineage(lesson_ids)
     found: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in lesson_ids}
     reads = Reference.objects.filter(item_id__in=list(heir)).values_list("item_id", "run_id")
@@ -599,7 +600,7 @@ def run_outcomes_of(lesson_ids: Sequence[str]) -> dict[str, tuple[set[str], set[
             confirmed, refuted = found[lesson_id]
             if outcome == Outcome.RESOLVED_BY_LEAD and reviewed:
                 confirmed.add(run_id)
-            elif outcome == Outcome.LEAD_WAS_WRONG:
+            elif outcome == Outcome.LEAD_WAS_WRONG and reviewed:
                 refuted.add(run_id)
     return found
 

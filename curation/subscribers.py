@@ -9,12 +9,16 @@ is the audited act).
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from curation import aar
 from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
 from curation.rereview import (
     conflict_rereview_closed,
     conflict_rereview_queued,
     lesson_rereview_followed,
+    refutation_rereview_followed,
     rereview_close_for,
 )
 from curation.tasks import aar_draft_task, case_index_task, lesson_index_task, notify_task
@@ -24,6 +28,9 @@ from experience.lessons.models import Lesson, LessonConflict
 from experience.runs.models import Run
 from investigations.models import Investigation
 from investigations.services import investigation_running
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def similar_cases_queued(*, case: Case) -> None:
@@ -48,6 +55,23 @@ def rereview_closed(*, item: Case | Skill | Lesson) -> None:
         lesson_rereview_followed(item)
         if item.status == Status.OUTDATED and item.outdated_at is not None:
             notify_task.enqueue(OUTDATED, outdated_key(item.id, item.outdated_at))
+
+
+def refutation_rereview_queued(
+    *,
+    run_id: str,
+    outcome: str,
+    reviewed: bool,
+    actor: User,
+    items: list[tuple[str, str]],
+    at: datetime,
+) -> None:
+    """An agent's refutation puts what its run read in the re-review queue, naming the run (it
+    counts nothing until a reviewer reports that run's outcome); a reviewer's report closes the
+    entries it answers."""
+    refutation_rereview_followed(
+        run_id=run_id, outcome=outcome, reviewed=reviewed, actor=actor, items=items, at=at
+    )
 
 
 def revocation_notified(*, item: Case | Skill | Lesson) -> None:

@@ -529,6 +529,13 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             "cause": outdated_cause_sentence(entry.detail)
             if entry.reason == ReReviewReason.OUTDATED
             else None,
+            # An agent's refutation: the runs to look at, and a confirmation for any kind.
+            "runs": [
+                (run_id, reverse("experience:run-detail", args=[run_id])) for run_id in entry.runs
+            ]
+            if entry.reason == ReReviewReason.REFUTED
+            else [],
+            "confirmable": entry.item_type == "skill" or entry.reason == ReReviewReason.REFUTED,
         }
         for entry in page.object_list
     ]
@@ -618,7 +625,7 @@ def rereview_confirm(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         except ValidationFailure as failure:
             messages.error(request, failure.message)
         else:
-            messages.success(request, gettext("Confirmed; the skill left the re-review queue."))
+            messages.success(request, gettext("Confirmed; the entry left the re-review queue."))
     return finish(request, reverse("curation:rereview-list"))
 
 

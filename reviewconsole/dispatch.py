@@ -45,6 +45,9 @@ class Event(StrEnum):
     LESSON_CONFLICT_CLOSED = "experience.lesson_conflict.closed"
     # run: a skill run just stored
     SKILL_RUN_STORED = "experience.skill_run.stored"
+    # run_id, outcome, reviewed, actor, items ([(item_id, item_type)]): a run's outcome just
+    # reported (or changed)
+    RUN_OUTCOME_REPORTED = "experience.run_outcome.reported"
     # investigation: an investigation just stored
     INVESTIGATION_STORED = "investigations.investigation.stored"
     # no payload: a synonym set or deleted

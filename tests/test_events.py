@@ -32,9 +32,11 @@ from experience.core.models import Status
 from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.schema import parse_lesson
+from experience.review.outcomes import run_outcome_report
 from experience.review.revocation import lesson_revoke
-from experience.runs.models import Run
-from experience.runs.records import run_store
+from experience.runs.claims import run_claim
+from experience.runs.models import Run, RunOutcome
+from experience.runs.records import references_record, run_store
 from investigations.models import Investigation
 from investigations.services import investigation_run
 from knowledge.models import Document, Synonym
@@ -285,6 +287,20 @@ def skill_run_stored(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     )
 
 
+def run_outcome_reported(request: pytest.FixtureRequest) -> tuple[Write, Written]:
+    (agent,) = users(request, "agent")
+    (case, _second) = two_approved_cases(request)
+    with transaction.atomic():
+        run_claim(run_id="run-outcome-events", actor=agent, tenant=case.tenant, at=NOW)
+        references_record(run_id="run-outcome-events", items=[(case.id, "case")], at=NOW)
+    return (
+        lambda: run_outcome_report(
+            run_id="run-outcome-events", outcome="lead_was_wrong", actor=agent
+        ),
+        RunOutcome.objects.exists,
+    )
+
+
 def investigation_stored(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     (agent,) = users(request, "agent")
     return (
@@ -324,6 +340,7 @@ SCENARIOS: dict[Event, Callable[[pytest.FixtureRequest], tuple[Write, Written]]]
     Event.LESSON_CONFLICT_OPENED: lesson_conflict_opened,
     Event.LESSON_CONFLICT_CLOSED: lesson_conflict_closed,
     Event.SKILL_RUN_STORED: skill_run_stored,
+    Event.RUN_OUTCOME_REPORTED: run_outcome_reported,
     Event.INVESTIGATION_STORED: investigation_stored,
     Event.LEXICON_CHANGED: lexicon_changed,
     Event.DOCUMENT_REVOKED: document_revoked,

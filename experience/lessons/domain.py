@@ -12,7 +12,8 @@ Confidence is computed, never typed in. :func:`confidence` is the estimator:
 
     successes = distinct supporting incidents + accounts with review permission whose run
                 outcomes confirmed the item (none while the item is in an open conflict)
-    failures  = distinct contradicting incidents + accounts whose run outcomes refuted it
+    failures  = distinct contradicting incidents + accounts with review permission whose run
+                outcomes refuted it
     wilson    = the lower bound of the Wilson score interval of successes / (successes + failures)
                 at ``z`` standard deviations (0 when there is no evidence at all)
     decay     = 0.5 ** (days since the last confirmation / half-life in days)
@@ -20,12 +21,13 @@ Confidence is computed, never typed in. :func:`confidence` is the estimator:
 
 How run outcomes count (:func:`counted_outcomes`, the one home of this rule; docs/contracts.md,
 "How outcomes move confidence"): each reporting account is one vote per item and per direction,
-however many runs it reports, so no account can multiply its reports; a confirmation counts only
-when a reviewer reported it (an agent's ``resolved_by_lead`` waits, shown as unconfirmed, until a
-reviewer reports that run's outcome); refutations count from any account that owns or reviews
-the run, one per account; an item in an open conflict gains no confirmation until the conflict
-is resolved. The bound: one agent token never raises an item's confidence; one reviewer adds at
-most one success to it, ever (``wilson_step_bound``).
+however many runs it reports, so no account can multiply its reports; an outcome counts only
+when a reviewer reported it, in either direction: an agent's ``resolved_by_lead`` or
+``lead_was_wrong`` waits, shown as unconfirmed and (a refutation) queued for re-review, until a
+reviewer reports that run's outcome; an item in an open conflict gains no confirmation until the
+conflict is resolved. The bound: one agent token never moves an item's confidence, up or down, and
+so never takes an item out of retrieval or the context block; one reviewer adds at most one
+success and one failure to it, ever (``wilson_step_bound``).
 
 The Wilson lower bound never rises when a failure is added and never falls when a success is
 added (``tests/experience/test_lesson_domain.py`` checks both with hypothesis); adding a
@@ -138,12 +140,13 @@ class ConfidenceInputs:
     supporting_incidents: int
     contradicting_incidents: int
     # Accounts whose reported run outcomes count (counted_outcomes): reviewers that confirmed
-    # the item, accounts that refuted it.
+    # the item, reviewers that refuted it.
     confirming_outcomes: int = 0
     refuting_outcomes: int = 0
     last_confirmed: datetime | None = None
-    # Agents' confirmations that wait for a reviewer: shown, never counted.
+    # Agents' confirmations and refutations that wait for a reviewer: shown, never counted.
     unconfirmed_outcomes: int = 0
+    unconfirmed_refutations: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -152,6 +155,7 @@ class ConfidenceInputs:
             "confirming_outcomes": self.confirming_outcomes,
             "refuting_outcomes": self.refuting_outcomes,
             "unconfirmed_outcomes": self.unconfirmed_outcomes,
+            "unconfirmed_refutations": self.unconfirmed_refutations,
             "last_confirmed": self.last_confirmed.isoformat() if self.last_confirmed else None,
         }
 
@@ -194,10 +198,12 @@ class Confidence:
         if i.confirming_outcomes or i.refuting_outcomes:
             parts.append(
                 f"outcomes confirmed by {i.confirming_outcomes} reviewer(s), "
-                f"refuted by {i.refuting_outcomes} account(s)"
+                f"refuted by {i.refuting_outcomes} reviewer(s)"
             )
         if i.unconfirmed_outcomes:
             parts.append(f"{i.unconfirmed_outcomes} agent confirmation(s) awaiting a reviewer")
+        if i.unconfirmed_refutations:
+            parts.append(f"{i.unconfirmed_refutations} agent refutation(s) awaiting a reviewer")
         parts.append(
             f"Wilson lower bound {self.wilson:.2f} × decay {self.decay:.2f} "
             f"({self.days_since_confirmed:.0f} days since last confirmed, "
@@ -264,6 +270,8 @@ class OutcomeVote:
     reviewer: bool
     # When its latest counted confirmation was reported.
     confirmed_at: datetime | None = None
+    # Whether the account held the review permission when it reported the refutation.
+    refuted_as_reviewer: bool = False
 
 
 @dataclass(frozen=True)
@@ -272,17 +280,21 @@ class CountedOutcomes:
     refuting: int = 0
     unconfirmed: int = 0
     last_confirmed: datetime | None = None
+    unconfirmed_refuting: int = 0
 
 
 def counted_outcomes(votes: Iterable[OutcomeVote], *, in_open_conflict: bool) -> CountedOutcomes:
-    """What reported outcomes add to an item's estimator (the rule of this module's docstring)."""
+    """What reported outcomes add to an item's estimator (the rule of this module's docstring):
+    the same for both directions, an outcome counts when a reviewer reported it; an agent's waits
+    for one."""
     confirmers: set[int] = set()
     refuters: set[int] = set()
     unconfirmed: set[int] = set()
+    unconfirmed_refuters: set[int] = set()
     last: datetime | None = None
     for vote in votes:
         if vote.refuted:
-            refuters.add(vote.account)
+            (refuters if vote.refuted_as_reviewer else unconfirmed_refuters).add(vote.account)
         if not vote.confirmed:
             continue
         if not vote.reviewer:
@@ -298,6 +310,7 @@ def counted_outcomes(votes: Iterable[OutcomeVote], *, in_open_conflict: bool) ->
         refuting=len(refuters),
         unconfirmed=len(unconfirmed - confirmers),
         last_confirmed=last,
+        unconfirmed_refuting=len(unconfirmed_refuters - refuters),
     )
 
 
@@ -328,6 +341,7 @@ def evidence_inputs(
         refuting_outcomes=outcomes.refuting,
         last_confirmed=max(confirmed) if confirmed else None,
         unconfirmed_outcomes=outcomes.unconfirmed,
+        unconfirmed_refutations=outcomes.unconfirmed_refuting,
     )
 
 
@@ -361,6 +375,7 @@ def case_confidence(
         refuting_outcomes=outcomes.refuting,
         last_confirmed=last,
         unconfirmed_outcomes=outcomes.unconfirmed,
+        unconfirmed_refutations=outcomes.unconfirmed_refuting,
     )
     return confidence(inputs, now=now, z=z, half_life_days=half_life_days)
 

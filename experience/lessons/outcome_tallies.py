@@ -4,7 +4,9 @@
 (``experience.lessons.domain.confidence``): each run that read an item (or a version the item
 superseded or absorbed in a merge: a new version inherits every outcome of its predecessors) and
 has a reported ``resolved_by_lead`` or ``lead_was_wrong`` is a vote of the account that reported
-it; ``unresolved`` says nothing. Only each run's latest outcome counts.
+it, marked with whether that account held the review permission then (``reviewed``: only such
+votes count, in either direction); ``unresolved`` says nothing. Only each run's latest outcome
+counts.
 ``experience.lessons.domain.counted_outcomes`` then folds the votes per account (the rule and its
 bound live there).
 """
@@ -52,7 +54,7 @@ def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dic
     ids = list(dict.fromkeys(item_ids))
     if not ids:
         return {}
-    # item -> account -> [confirmed, refuted, reviewer, confirmed_at]
+    # item -> account -> [confirmed, refuted, reviewer, confirmed_at, refuted_as_reviewer]
     votes: dict[str, dict[int, list[Any]]] = defaultdict(dict)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), _CHUNK):
@@ -60,9 +62,10 @@ def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dic
             sql, filters = _votes_statement(len(chunk), now)
             cursor.execute(sql, [*chunk, *chunk, *chunk, *chunk, *filters, *filters])
             for item_id, kind, account, reviewed, latest in cursor.fetchall():
-                vote = votes[item_id].setdefault(int(account), [False, False, False, None])
+                vote = votes[item_id].setdefault(int(account), [False, False, False, None, False])
                 if kind == Outcome.LEAD_WAS_WRONG:
                     vote[1] = True
+                    vote[4] = vote[4] or bool(reviewed)
                     continue
                 vote[0] = True
                 if reviewed:
@@ -73,8 +76,16 @@ def outcome_tallies(item_ids: Iterable[str], now: datetime | None = None) -> dic
     return {
         item_id: Tally(
             tuple(
-                ld.OutcomeVote(account, confirmed, refuted, reviewer, confirmed_at)
-                for account, (confirmed, refuted, reviewer, confirmed_at) in sorted(by.items())
+                ld.OutcomeVote(
+                    account, confirmed, refuted, reviewer, confirmed_at, refuted_by_reviewer
+                )
+                for account, (
+                    confirmed,
+                    refuted,
+                    reviewer,
+                    confirmed_at,
+                    refuted_by_reviewer,
+                ) in sorted(by.items())
             )
         )
         for item_id, by in votes.items()

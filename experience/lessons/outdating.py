@@ -14,7 +14,8 @@ looked at again, and one the rule leaves alone is only armed (``confident_at``) 
 its evidence is seen at or above the threshold. A lesson that turns outdated leaves retrieval,
 the context block and the index with its status (``ITEM_STATUS_CHANGED``); curation puts it in
 the re-review queue and tells its approvers. A reviewer restores it (a reason required), or
-revokes it with the revocation impact (``experience.review.revocation.lesson_revoke``).
+revokes it with the revocation impact (``experience.review.revocation.lesson_revoke``); like an
+approval, a restoration is never the submitter's own (``OWN_SUBMISSION``).
 """
 
 from __future__ import annotations
@@ -155,8 +156,9 @@ def lesson_heirs(lesson_ids: Iterable[str]) -> set[str]:
 def lesson_restore(
     *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    """A reviewer judges an outdated lesson still holds: it is approved again, back in retrieval,
-    and the evidence it has now is what the rule measures later evidence against."""
+    """A reviewer other than its submitter judges an outdated lesson still holds: it is approved
+    again, back in retrieval, and the evidence it has now is what the rule measures later
+    evidence against."""
     require_item_tenant(actor, lesson)
     lesson = Lesson.objects.select_for_update().get(pk=lesson.pk)
     unmet = []

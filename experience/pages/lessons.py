@@ -218,6 +218,8 @@ def _detail_context(
         if lesson.status == Status.OUTDATED
         else None,
         "restore_url": reverse("experience:lesson-restore", args=[digest]),
+        # Restoring, like approving, is never the submitter's own (outdating.lesson_restore).
+        "own_submission": lesson.submitted_by_id == user.pk,
         "errors": errors or [],
         "reason": reason,
         **queue_context(request, lesson.id),

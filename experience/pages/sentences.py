@@ -213,8 +213,8 @@ def confidence_sentence(score: Confidence) -> str:
             inputs.confirming_outcomes,
         ) % {"count": inputs.confirming_outcomes}
         refuted = ngettext(
-            "refuted by %(count)d account",
-            "refuted by %(count)d accounts",
+            "refuted by %(count)d reviewer",
+            "refuted by %(count)d reviewers",
             inputs.refuting_outcomes,
         ) % {"count": inputs.refuting_outcomes}
         outcomes = gettext(
@@ -249,4 +249,10 @@ def confidence_sentence(score: Confidence) -> str:
             "%(count)d agents' confirmations wait for a reviewer and do not count yet.",
             inputs.unconfirmed_outcomes,
         ) % {"count": inputs.unconfirmed_outcomes}
+    if inputs.unconfirmed_refutations:
+        sentence += " " + ngettext(
+            "%(count)d agent's refutation waits for a reviewer and does not count yet.",
+            "%(count)d agents' refutations wait for a reviewer and do not count yet.",
+            inputs.unconfirmed_refutations,
+        ) % {"count": inputs.unconfirmed_refutations}
     return sentence

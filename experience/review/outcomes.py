@@ -4,9 +4,15 @@ A run id is any id under which memory was read (``Reference`` rows: recall, a co
 skill run, an investigation). It belongs to the account and tenant that opened it
 (``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
 anyone who may not see its tenant it is a run with no reads. The latest outcome of a run is kept
-and every report is audited; ``experience.outcome_selectors`` turns outcomes into confidence
-inputs of the items the run read; a report checks the lessons it reached against the outdated
-rule (``experience.lessons.outdating``).
+and every report is audited (with the outcome and reporter it replaced);
+``experience.lessons.outcome_tallies`` turns outcomes into confidence inputs of the items the run
+read. Only a reviewer's report counts, in either direction (``experience.lessons.domain.
+counted_outcomes``): an agent's report is kept and shown, and an agent's refutation queues a
+re-review of what the run read (``Event.RUN_OUTCOME_REPORTED``, ``curation.rereview``). So only a
+reviewer's report checks the lessons it reached against the outdated rule
+(``experience.lessons.outdating``), and an outcome a reviewer reported is changed only by a
+reviewer: an agent cannot take back, by re-reporting its own run, the evidence a reviewer added
+or restored an item over.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
@@ -24,6 +31,7 @@ from experience.runs.claims import run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
+from reviewconsole.dispatch import Event, dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
@@ -41,6 +49,7 @@ USE_REFUSED = "reporting an outcome needs the agent or reviewer role"
 NOT_OWNER = (
     "only the account that opened this run, or a reviewer of its tenant, may report its outcome"
 )
+REVIEWED_OUTCOME = "a reviewer reported this run's outcome; only a reviewer may change it"
 
 
 def run_read_items(run_id: str) -> list[tuple[str, str]]:
@@ -59,11 +68,16 @@ def _tenants(items: Iterable[tuple[str, str]]) -> set[str]:
 
 
 def _counts(outcome: str, reviewed: bool) -> bool:
-    """Whether this report can move confidence (the account's one vote per item): a refutation
-    always, a confirmation only from a reviewer, ``unresolved`` never."""
-    if outcome == Outcome.LEAD_WAS_WRONG:
-        return True
-    return outcome == Outcome.RESOLVED_BY_LEAD and reviewed
+    """Whether this report can move confidence (the account's one vote per item): a confirmation
+    or a refutation from a reviewer, ``unresolved`` never."""
+    return reviewed and outcome in (Outcome.RESOLVED_BY_LEAD, Outcome.LEAD_WAS_WRONG)
+
+
+def _username(user_id: int | None) -> str | None:
+    if user_id is None:
+        return None
+    user = get_user_model().objects.filter(pk=user_id).first()
+    return user.get_username() if user is not None else None
 
 
 def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, str]:
@@ -109,6 +123,8 @@ def run_outcome_report(
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
     reviewed = holds(actor, REVIEW_CASE)
     previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
+    if previous is not None and previous.reviewed and not reviewed:
+        raise ValidationFailure("run_id", REVIEWED_OUTCOME)
     if previous is None:
         RunOutcome.objects.create(
             run_id=run_id,
@@ -130,14 +146,28 @@ def run_outcome_report(
         details={
             "outcome": outcome,
             "previous": previous.outcome if previous else None,
+            "previous_reported_by": _username(previous.reported_by_id) if previous else None,
+            "previous_reported_at": previous.reported_at.isoformat() if previous else None,
+            "previous_reviewed": previous.reviewed if previous else None,
             "reviewed": reviewed,
+            "counts": _counts(outcome, reviewed),
             "items": [item_id for item_id, _kind in items],
         },
         at=now,
     )
-    # The outcome may have turned a lesson it read (or a later version of one) outdated.
+    dispatch(
+        Event.RUN_OUTCOME_REPORTED,
+        run_id=run_id,
+        outcome=outcome,
+        reviewed=reviewed,
+        actor=actor,
+        items=items,
+        at=now,
+    )
+    # A reviewer's report (which may replace another reviewer's) may have turned a lesson the
+    # run read (or a later version of one) outdated; an agent's counts nothing, so it cannot.
     read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
-    if read_lessons:
+    if read_lessons and reviewed:
         outdating.lessons_outdated_check(
             outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=run_id
         )

@@ -139,7 +139,7 @@ def test_the_bar_is_configurable_and_the_rate_must_be_met(
     settings.SKILL_PROPOSAL_MIN_INCIDENTS = minimum
     settings.SKILL_PROPOSAL_MIN_SUCCESS_RATE = rate
     read_and_report(lesson, "run-ok", "resolved_by_lead", by=reviewer, reader=agent)
-    read_and_report(lesson, "run-wrong", "lead_was_wrong", by=agent, reader=agent)
+    read_and_report(lesson, "run-wrong", "lead_was_wrong", by=reviewer, reader=agent)
     curation_scan(now=NOW)
     assert bool(lesson_proposals()) == proposed
 
@@ -153,7 +153,7 @@ def test_an_outdated_pattern_is_never_proposed(
     settings.SKILL_PROPOSAL_MIN_INCIDENTS = 2
     settings.SKILL_PROPOSAL_MIN_SUCCESS_RATE = 0.7
     read_and_report(lesson, "run-ok", "resolved_by_lead", by=reviewer, reader=agent)
-    read_and_report(lesson, "run-wrong", "lead_was_wrong", by=agent, reader=agent)
+    read_and_report(lesson, "run-wrong", "lead_was_wrong", by=reviewer, reader=agent)
     curation_scan(now=NOW)
     lesson.refresh_from_db()
     assert lesson.status == "outdated"
@@ -226,6 +226,18 @@ def test_a_proposal_is_adopted_by_one_reviewer_and_approved_only_by_another(
     assert outcome.status == Status.APPROVED
 
 
+def test_an_agents_refutations_do_not_block_a_proven_pattern(
+    lesson: Lesson, agent: User, reviewer: User
+) -> None:
+    """As for confidence (issue 37.1), an agent's ``lead_was_wrong`` counts nothing until a
+    reviewer reports the run: one token's many runs do not sink a pattern's success rate."""
+    read_and_report(lesson, "run-ok-a", "resolved_by_lead", by=reviewer, reader=agent)
+    for n in range(5):
+        read_and_report(lesson, f"run-agent-wrong-{n}", "lead_was_wrong", by=agent, reader=agent)
+    curation_scan(now=NOW)
+    assert len(lesson_proposals()) == 1
+
+
 def test_a_pattern_that_turned_volatile_is_not_adopted(
     lesson: Lesson, agent: User, reviewer: User
 ) -> None:
@@ -233,7 +245,7 @@ def test_a_pattern_that_turned_volatile_is_not_adopted(
     curation_scan(now=NOW)
     (proposal,) = lesson_proposals()
     for n in range(2):
-        read_and_report(lesson, f"run-wrong-{n}", "lead_was_wrong", by=agent, reader=agent)
+        read_and_report(lesson, f"run-wrong-{n}", "lead_was_wrong", by=reviewer, reader=agent)
     with pytest.raises(ValidationFailure) as refused:
         proposal_adopt(
             proposal=proposal, actor=reviewer, title="t", when="w", queries=["q"], now=NOW

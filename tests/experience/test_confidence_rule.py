@@ -154,18 +154,32 @@ def test_a_reviewers_report_confirms_an_agents_run_and_counts_once(
     assert case_score(case).inputs.confirming_outcomes == 2
 
 
-def test_refutations_count_once_per_account(
-    approved_case: Callable[..., Case], agent: User, make_user: Callable[[str, str], User]
+def test_refutations_count_from_reviewers_once_per_account(
+    approved_case: Callable[..., Case],
+    agent: User,
+    reviewer: User,
+    second_reviewer: User,
+    make_user: Callable[[str, str], User],
 ) -> None:
+    """Symmetric with confirmations (issue 37.1): agents' refutations wait for a reviewer."""
     case = approved_case()
+    before = case_score(case)
+    for n, account in enumerate((agent, make_user("agent-8", Role.AGENT))):
+        read(account, f"agent-bad-{n}")
+        report = run_outcome_report(
+            run_id=f"agent-bad-{n}", outcome="lead_was_wrong", actor=account
+        )
+        assert report["counts"] is False
+    waiting = case_score(case)
+    assert waiting.value == before.value
+    assert (waiting.inputs.refuting_outcomes, waiting.inputs.unconfirmed_refutations) == (0, 2)
     for n in range(3):
         read(agent, f"bad-{n}")
-        report = run_outcome_report(run_id=f"bad-{n}", outcome="lead_was_wrong", actor=agent)
+        report = run_outcome_report(run_id=f"bad-{n}", outcome="lead_was_wrong", actor=reviewer)
         assert report["counts"] is True
     assert case_score(case).inputs.refuting_outcomes == 1
-    other = make_user("agent-8", Role.AGENT)
-    read(other, "bad-other")
-    run_outcome_report(run_id="bad-other", outcome="lead_was_wrong", actor=other)
+    read(agent, "bad-other")
+    run_outcome_report(run_id="bad-other", outcome="lead_was_wrong", actor=second_reviewer)
     assert case_score(case).inputs.refuting_outcomes == 2
 
 
@@ -278,11 +292,12 @@ def test_a_superseding_case_inherits_its_predecessors_outcomes(
     submit_case: Callable[..., Case],
     approved_case: Callable[..., Case],
     agent: User,
+    reviewer: User,
     second_reviewer: User,
 ) -> None:
     old = approved_case()
     read(agent, "old-run")
-    run_outcome_report(run_id="old-run", outcome="lead_was_wrong", actor=agent)
+    run_outcome_report(run_id="old-run", outcome="lead_was_wrong", actor=reviewer)
     new = submit_case(
         case_data(title="二号店优惠券无法使用：门店范围漏配（补充）", supersedes=old.id)
     )
@@ -301,6 +316,7 @@ honest = st.lists(
         refuted=st.booleans(),
         reviewer=st.booleans(),
         confirmed_at=st.none(),
+        refuted_as_reviewer=st.booleans(),
     ),
     max_size=12,
 )
@@ -321,7 +337,7 @@ def _value(votes: list[ld.OutcomeVote], supports: int, contradicts: int, conflic
     reports=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=200),
     reviewer=st.booleans(),
 )
-def test_one_account_adds_at_most_one_success_whatever_it_sends(
+def test_one_account_adds_at_most_one_success_and_one_failure_whatever_it_sends(
     honest: list[ld.OutcomeVote],
     supports: int,
     contradicts: int,
@@ -330,18 +346,23 @@ def test_one_account_adds_at_most_one_success_whatever_it_sends(
     reviewer: bool,
 ) -> None:
     adversary = [
-        ld.OutcomeVote(account=1, confirmed=c, refuted=r, reviewer=reviewer) for c, r in reports
+        ld.OutcomeVote(
+            account=1, confirmed=c, refuted=r, reviewer=reviewer, refuted_as_reviewer=reviewer
+        )
+        for c, r in reports
     ]
     before = _value(honest, supports, contradicts, conflict)
     after = _value(honest + adversary, supports, contradicts, conflict)
     if not reviewer:
-        assert after <= before  # an agent token never lifts an item
+        assert after == before  # an agent token never moves an item, up or down
     else:
         counted = ld.counted_outcomes(honest, in_open_conflict=conflict)
-        step = ld.wilson_step_bound(
-            supports + counted.confirming, contradicts + counted.refuting, ld.DEFAULT_Z
-        )
+        successes = supports + counted.confirming
+        failures = contradicts + counted.refuting
+        step = ld.wilson_step_bound(successes, failures, ld.DEFAULT_Z)
         assert after <= before + step + 1e-12
+        # ... and no lower than one more failure would put it.
+        assert after >= ld.wilson_lower_bound(successes, failures + 1, ld.DEFAULT_Z) - 1e-12
 
 
 _examples = itertools.count()

@@ -85,7 +85,7 @@ def test_the_lesson_page_says_what_its_confidence_comes_from_in_one_sentence(
     assert sentence.strip() == (
         f"{len(SUPPORTING)} incidents support it, {len(CONTRADICTING)} contradicts it; "
         "the outcomes of runs that used it were confirmed by 1 reviewer and refuted by 0 "
-        f"accounts; last confirmed {DAYS_SINCE_CONFIRMED} days ago."
+        f"reviewers; last confirmed {DAYS_SINCE_CONFIRMED} days ago."
     )
     # Jargon only behind the disclosure.
     before_formula, formula = panel.split("<details", 1)

@@ -91,7 +91,10 @@ def test_outcomes_move_the_confidence_of_what_the_run_read(
     confirmed = confidence_of(case, agent, "probe-2")
     assert confirmed > before  # 2 successes of 2 against 1 of 1
     retrieve_experience(QUERY, SCOPE, NOW, "run-bad", actor=agent)
+    # A refutation too counts from a reviewer only (tests/experience/test_agent_refutations.py).
     run_outcome_report(run_id="run-bad", outcome="lead_was_wrong", actor=agent)
+    assert confidence_of(case, agent, "probe-3a") == confirmed
+    run_outcome_report(run_id="run-bad", outcome="lead_was_wrong", actor=reviewer)
     assert confidence_of(case, agent, "probe-3") < confirmed
     # Unresolved says nothing either way.
     retrieve_experience(QUERY, SCOPE, NOW, "run-open", actor=agent)

@@ -209,12 +209,14 @@ def test_revoking_an_outdated_lesson_stores_its_impact_and_closes_the_entry(
 
 
 def test_confidence_falling_below_the_threshold_after_being_above_makes_it_outdated(
-    approved_lesson: Callable[..., Lesson], two_cases: list[Case], agent: User
+    approved_lesson: Callable[..., Lesson], two_cases: list[Case], agent: User, reviewer: User
 ) -> None:
     lesson = approved_lesson(lesson_data([c.id for c in two_cases]))  # 0.667, above 0.6
     assert lesson.confident_at is not None
     assert lesson.id in recalled(agent)  # read under run-l
-    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=agent)
+    # The agent's own refutation counts nothing (tests/experience/test_agent_refutations.py);
+    # a reviewer's report of the run does.
+    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer)
     assert result["counts"] is True
     # Two incidents for it, one refutation: 0.386, below the threshold; fewer counterexamples
     # than support, so it is the fall that makes it outdated, found when the outcome came in.
@@ -227,13 +229,17 @@ def test_confidence_falling_below_the_threshold_after_being_above_makes_it_outda
 
 
 def test_a_lesson_never_above_the_threshold_does_not_turn_outdated(
-    approved_lesson: Callable[..., Lesson], two_cases: list[Case], agent: User, settings: Any
+    approved_lesson: Callable[..., Lesson],
+    two_cases: list[Case],
+    agent: User,
+    reviewer: User,
+    settings: Any,
 ) -> None:
     settings.LESSON_CONFIDENCE_THRESHOLD = 0.7
     lesson = approved_lesson(lesson_data([c.id for c in two_cases]))  # 0.667, never above 0.7
     assert lesson.confident_at is None
     read_by_run(lesson, "run-by-id", agent)
-    run_outcome_report(run_id="run-by-id", outcome="lead_was_wrong", actor=agent)
+    run_outcome_report(run_id="run-by-id", outcome="lead_was_wrong", actor=reviewer)
     assert curation_scan().outdated == []
     assert Lesson.objects.get(pk=lesson.id).status == Status.APPROVED
     assert not Event.objects.filter(action=Action.LESSON_OUTDATE).exists()
@@ -352,12 +358,13 @@ def test_the_batch_confidences_equal_the_one_lesson_reads(
     approved_lesson: Callable[..., Lesson],
     three_cases: list[Case],
     agent: User,
+    reviewer: User,
 ) -> None:
     other = approved_lesson(
         lesson_data([three_cases[2].id], lesson_type="success_pattern", conclusion="先刷新缓存")
     )
     read_by_run(other, "run-other", agent)
-    run_outcome_report(run_id="run-other", outcome="lead_was_wrong", actor=agent)
+    run_outcome_report(run_id="run-other", outcome="lead_was_wrong", actor=reviewer)
     lessons_ = list(Lesson.objects.filter(pk__in=[contradicted.id, other.id]))
     now = clock.now()
     for aware in (True, False):
