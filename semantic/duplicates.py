@@ -16,7 +16,7 @@ therefore reads two signals (measured on ``fixtures/merges/pairs.json`` by
    all close to one another, a translation sits lower than a paraphrase) is gone: the score says
    how far above "anything of that language" the pair is.
 2. **The operator's lexicon as shared concepts.** Every lexicon term (and canonical word) found in
-   a text stands for its canonical word; two texts *agree* when they share at least half of the
+   a text stands for its concept (the words the lexicon links); two texts *agree* when they share at least half of the
    concepts either names (``|A ∩ B| / |A ∪ B| >= 1/2``). A bilingual lexicon (优惠券 → coupon,
    coupon → coupon) makes a translation agree, and two incidents on one topic disagree on the
    concepts that tell them apart (coupon vs member price, last order vs renovation).
@@ -132,15 +132,30 @@ def language(text: str) -> str:
 
 def concept_pattern(lexicon: Mapping[str, str]) -> tuple[re.Pattern[str], dict[str, str]] | None:
     """One pattern finding every term and canonical word of ``lexicon`` (longest first; a Latin
-    term only as a whole word, so "rain" is not found in "training"), and term → concept."""
-    concepts: dict[str, str] = {}
+    term only as a whole word, so "rain" is not found in "training"), and each word's concept.
+
+    A lexicon entry says its two words mean the same, so words linked by entries, in either
+    direction or through chains (coupon → 优惠券, 优惠券 → coupon, 代金券 → 优惠券), are one
+    concept, named by its least word (case-folded)."""
+    parent: dict[str, str] = {}
+
+    def root(word: str) -> str:
+        while parent[word] != word:
+            parent[word] = parent[parent[word]]
+            word = parent[word]
+        return word
+
     for term, canonical in lexicon.items():
-        if term.strip() and canonical.strip():
-            concepts[term.strip().lower()] = canonical.strip()
-    for canonical in set(concepts.values()):
-        concepts.setdefault(canonical.lower(), canonical)
-    if not concepts:
+        first, second = term.strip().lower(), canonical.strip().lower()
+        if not first or not second:
+            continue
+        for word in (first, second):
+            parent.setdefault(word, word)
+        low, high = sorted((root(first), root(second)))
+        parent[high] = low
+    if not parent:
         return None
+    concepts = {word: root(word) for word in parent}
 
     def one(term: str) -> str:
         escaped = re.escape(term)
