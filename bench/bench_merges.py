@@ -143,12 +143,12 @@ def tally(pairs: Sequence[Pair], chosen: Sequence[float | bool]) -> dict[str, An
     table: dict[str, Any] = {}
     for languages in (*LANGUAGE_PAIRS, "all"):
         counts: Counter[str] = Counter()
-        hits: Counter[str] = Counter()
+        hits: dict[str, float] = dict.fromkeys(LABELS, 0.0)
         for pair, yes in zip(pairs, chosen, strict=True):
             if languages != "all" and pair.languages != languages:
                 continue
             counts[pair.label] += 1
-            hits[pair.label] += yes
+            hits[pair.label] += float(yes)
         same = sum(counts[label] for label in LABELS if label.startswith("same_"))
         tp = sum(hits[label] for label in LABELS if label.startswith("same_"))
         fp = sum(hits[label] for label in LABELS if not label.startswith("same_"))
