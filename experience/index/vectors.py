@@ -45,8 +45,8 @@ def same_experience_approved(
 ) -> list[tuple[str, float]]:
     """The approved items of ``kind`` in exactly ``scope`` that tell the same experience as
     ``text`` by the merge rule (``semantic.duplicates``): significant against the model's
-    background on meaning alone, or with the operator's lexicon naming the same concepts in
-    both. ``(item id, cosine)``, the most significant first.
+    background on meaning alone, or, across languages, with the operator's lexicon naming the
+    same concepts in both. ``(item id, cosine)``, the most significant first.
 
     Compared as passages (an item's text against items' texts), with the scope's packed vectors
     of the configured model; nothing while the branch is off, the embedder is unavailable, or
@@ -118,9 +118,10 @@ def same_experience_approved(
         other = texts.get(items[row])
         if other is None:
             continue
-        score = significant(row, duplicates.language(other))
+        lang = duplicates.language(other)
+        score = significant(row, lang)
         agree = duplicates.concepts_agree(own_concepts, duplicates.concepts_in(other, compiled))
-        if duplicates.same_experience(score, agree, bars):
+        if duplicates.same_experience(score, agree=agree, across=lang != own, bars=bars):
             chosen.append((score, items[row], float(cosines[row])))
     chosen.sort(key=lambda found: (-found[0], found[1]))
     return [(item, cosine) for _, item, cosine in chosen]

@@ -53,12 +53,14 @@ def test_a_pair_as_close_as_its_language_background_is_not_significant() -> None
     assert round(same_topic, 6) == 1.0 and round(translation, 6) == 4.25
 
 
-def test_the_rule_needs_the_alone_bar_or_agreeing_concepts_and_the_lower_bar() -> None:
+def test_the_rule_needs_the_alone_bar_or_across_languages_agreeing_concepts() -> None:
     bars = Thresholds(alone=5.5, agree=3.0)
-    assert duplicates.same_experience(5.5, False, bars)
-    assert not duplicates.same_experience(5.4, False, bars)
-    assert duplicates.same_experience(3.0, True, bars)
-    assert not duplicates.same_experience(2.9, True, bars)
+    assert duplicates.same_experience(5.5, agree=False, across=False, bars=bars)
+    assert not duplicates.same_experience(5.4, agree=False, across=True, bars=bars)
+    assert duplicates.same_experience(3.0, agree=True, across=True, bars=bars)
+    assert not duplicates.same_experience(2.9, agree=True, across=True, bars=bars)
+    # In one language agreeing concepts do not lower the bar.
+    assert not duplicates.same_experience(5.4, agree=True, across=False, bars=bars)
 
 
 def test_thresholds_belong_to_the_model_and_settings_override_them() -> None:
