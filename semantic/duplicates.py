@@ -35,6 +35,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -230,16 +231,17 @@ def background(embedder: Embedder) -> Background:
 
 
 def significance(
-    cosine: float,
+    cosine: Any,
     *,
-    mean_first: float,
-    mean_second: float,
+    mean_first: Any,
+    mean_second: Any,
     languages: tuple[str, str],
     sigma: Mapping[tuple[str, str], float],
-) -> float:
+) -> Any:
     """How many background spreads the pair's cosine lies above each text's background in the
     other's language, averaged over the two texts. ``mean_first`` is the first text's mean
-    cosine to the reference texts of the second's language, and the reverse."""
+    cosine to the reference texts of the second's language, and the reverse. Floats, or numpy
+    arrays of many pairs."""
     first, second = languages
     return (
         (cosine - mean_first) / sigma[(first, second)]

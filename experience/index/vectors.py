@@ -93,21 +93,21 @@ def same_experience_approved(
         agree=getattr(settings, "SEMANTIC_DUPLICATE_AGREEING", None),
     )
 
-    def significant(row: int, lang: str) -> float:
-        return duplicates.significance(
-            float(cosines[row]),
+    # Each peer's significance were it in either language (its language is read from its text
+    # below, for the few that could pass the lower bar).
+    scores = {
+        lang: duplicates.significance(
+            cosines,
             mean_first=own_means[lang],
-            mean_second=float(peer_means[row]),
+            mean_second=peer_means,
             languages=(own, lang),
             sigma=reference.sigma,
         )
-
-    # Only items that could pass the lower bar (in either language) are read and compared.
-    reachable = [
-        row
-        for row in range(len(items))
-        if max(significant(row, lang) for lang in LANGUAGES) >= min(bars.alone, bars.agree)
-    ]
+        for lang in LANGUAGES
+    }
+    lowest = min(bars.alone, bars.agree)
+    best = np.max(np.stack([scores[lang] for lang in LANGUAGES]), axis=0)
+    reachable = [int(row) for row in np.flatnonzero(best >= lowest)]
     if not reachable:
         return []
     texts = item_texts(KINDS[kind], [items[row] for row in reachable])
@@ -119,7 +119,7 @@ def same_experience_approved(
         if other is None:
             continue
         lang = duplicates.language(other)
-        score = significant(row, lang)
+        score = float(scores[lang][row])
         agree = duplicates.concepts_agree(own_concepts, duplicates.concepts_in(other, compiled))
         if duplicates.same_experience(score, agree=agree, across=lang != own, bars=bars):
             chosen.append((score, items[row], float(cosines[row])))
