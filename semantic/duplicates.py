@@ -16,17 +16,18 @@ therefore reads two signals (measured on ``fixtures/merges/pairs.json`` by
    all close to one another, a translation sits lower than a paraphrase) is gone: the score says
    how far above "anything of that language" the pair is.
 2. **The operator's lexicon as shared concepts.** Every lexicon term (and canonical word) found in
-   a text stands for its concept (the words the lexicon links); two texts *agree* when they share at least half of the
-   concepts either names (``|A ∩ B| / |A ∪ B| >= 1/2``). A bilingual lexicon (优惠券 → coupon,
-   coupon → coupon) makes a translation agree, and two incidents on one topic disagree on the
-   concepts that tell them apart (coupon vs member price, last order vs renovation).
+   a text stands for its concept (the words the lexicon links); two texts *agree* when they share
+   at least half of the concepts either names (``|A ∩ B| / |A ∪ B| >= 1/2``). A bilingual lexicon
+   (优惠券 → coupon, voucher → coupon) makes a translation agree, and two incidents on one topic
+   disagree on the concepts that tell them apart (coupon vs member price, last order vs
+   renovation).
 
 A pair is proposed when its significance is at least ``alone`` (meaning alone is enough: set
-above every pair of different incidents the calibration set holds), or, for texts in two
-languages, when their concepts agree and its significance is at least ``agree`` (three spreads
-above the background: the usual bar of a significant deviation, not fitted to the labelled
-pairs). The lexicon bridges languages; in one language meaning alone decides. The thresholds belong to the
-model (:data:`CALIBRATED`); settings may override them for another model.
+above every pair of different incidents the calibration set holds, with a margin), or, for texts
+in two languages, when their concepts agree and its significance is at least ``agree`` (three
+spreads above the background: the usual bar of a significant deviation, not fitted to the
+labelled pairs). The lexicon bridges languages; in one language meaning alone decides. The
+thresholds belong to the model (:data:`CALIBRATED`); settings may override them for another.
 """
 
 from __future__ import annotations
