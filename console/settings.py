@@ -293,8 +293,21 @@ SEMANTIC_VOTES = int(os.environ.get("CONSOLE_SEMANTIC_VOTES", "2"))
 SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
 # The local model's threads per process (0: as many as the machine has).
 SEMANTIC_LOCAL_THREADS = int(os.environ.get("CONSOLE_SEMANTIC_LOCAL_THREADS", "1"))
-# A candidate this similar to an approved item of its type and exact scope is proposed as a merge.
-SEMANTIC_DUPLICATE_SIMILARITY = float(os.environ.get("CONSOLE_SEMANTIC_DUPLICATE", "0.92"))
+# Merges by meaning (semantic.duplicates): a candidate is proposed as a merge into an approved
+# item of its type and exact scope when their similarity is this many background spreads above
+# what each text shares with unrelated texts of the other's language (on meaning alone), or this
+# many when the operator's lexicon finds the same concepts in both. Unset: the model's own
+# calibration (semantic.duplicates.CALIBRATED; another model: measure with bench/bench_merges.py).
+SEMANTIC_DUPLICATE_SIGNIFICANCE = (
+    float(os.environ["CONSOLE_SEMANTIC_DUPLICATE"])
+    if os.environ.get("CONSOLE_SEMANTIC_DUPLICATE")
+    else None
+)
+SEMANTIC_DUPLICATE_AGREEING = (
+    float(os.environ["CONSOLE_SEMANTIC_DUPLICATE_AGREEING"])
+    if os.environ.get("CONSOLE_SEMANTIC_DUPLICATE_AGREEING")
+    else None
+)
 
 # The audit chain's head is signed (HMAC-SHA256) with this key so that events cut from the end of
 # the chain, or a chain rehashed from some point on, are noticed. It must live outside the

@@ -22,7 +22,7 @@ from experience.cases.models import Case
 from experience.core.models import ItemType, Status
 from experience.index.lesson_inputs import incidents_merged
 from experience.index.postings import KINDS
-from experience.index.vectors import nearest_approved
+from experience.index.vectors import same_experience_approved
 from experience.lessons.models import Lesson
 from experience.lessons.services import lesson_merge_propose
 from reviewconsole import clock
@@ -152,20 +152,14 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
     return links
 
 
-def semantic_duplicate_similarity() -> float:
-    """The least cosine at which two items' texts are one in meaning (cases' near-duplicate
-    links, drafted lessons' merges)."""
-    return float(getattr(settings, "SEMANTIC_DUPLICATE_SIMILARITY", 0.92))
-
-
 def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
-    """Approved cases of the case's exact scope at least ``SEMANTIC_DUPLICATE_SIMILARITY``
-    similar in meaning (``experience.index.vectors.nearest_approved``), best first."""
-    threshold = semantic_duplicate_similarity()
+    """Approved cases of the case's exact scope that tell the same experience by the merge rule
+    (``experience.index.vectors.same_experience_approved``), the most significant first, each
+    with its cosine."""
     near = [
         (item, similarity)
-        for item, similarity in nearest_approved(
-            ItemType.CASE, case.scope, KINDS[ItemType.CASE].text(case), threshold
+        for item, similarity in same_experience_approved(
+            ItemType.CASE, case.scope, KINDS[ItemType.CASE].text(case)
         )
         if item != case.id
     ]
@@ -175,18 +169,16 @@ def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
 
 def lesson_merges_by_meaning(lesson: Lesson) -> list[str]:
     """Propose merging a candidate lesson into each approved lesson of its exact scope and type
-    at least ``SEMANTIC_DUPLICATE_SIMILARITY`` similar in meaning, best first; the ids proposed.
-    Nothing is merged: the candidate's page offers the merge beside those found in words, and a
-    reviewer decides (``merge_accept`` keeps every supporting case and outcome)."""
+    that tells the same experience by the merge rule (``semantic.duplicates``), the most
+    significant first; the ids proposed. Nothing is merged: the candidate's page offers the
+    merge beside those found in words, and a reviewer decides (``merge_accept`` keeps every
+    supporting case and outcome)."""
     if lesson.status != Status.CANDIDATE:
         return []
     near = [
         (item, similarity)
-        for item, similarity in nearest_approved(
-            ItemType.LESSON,
-            lesson.scope,
-            KINDS[ItemType.LESSON].text(lesson),
-            semantic_duplicate_similarity(),
+        for item, similarity in same_experience_approved(
+            ItemType.LESSON, lesson.scope, KINDS[ItemType.LESSON].text(lesson)
         )
         if item != lesson.id
     ]

@@ -132,8 +132,8 @@ class NearDuplicate(models.Model):
     # case_a.id < case_b.id, so a pair is stored once.
     case_a = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
     case_b = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
-    # ``words``: Jaccard of their shingles; ``meaning``: cosine of their embeddings (at least
-    # SEMANTIC_DUPLICATE_SIMILARITY), for a pair whose words differ.
+    # ``words``: Jaccard of their shingles; ``meaning``: cosine of their embeddings, for a pair
+    # whose words differ that the merge rule (semantic.duplicates) found to tell one experience.
     similarity = models.FloatField()
     found_by = models.CharField(
         max_length=8, choices=[("words", "words"), ("meaning", "meaning")], default="words"

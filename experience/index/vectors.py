@@ -7,12 +7,15 @@ import logging
 from collections.abc import Mapping
 
 import numpy as np
+from django.conf import settings
 
 from experience.index.models import IndexEntry, IndexScope
 from experience.index.postings import KINDS, VECTOR_SPACE, item_texts
+from knowledge.lexicon import indexed_lexicon
 from reviewconsole.scopes import SCOPE_FIELDS
-from semantic import embedders
+from semantic import duplicates, embedders
 from semantic.branch import packed
+from semantic.duplicates import LANGUAGES
 from semantic.spaces import Entry, Space
 
 logger = logging.getLogger(__name__)
@@ -37,11 +40,13 @@ def _entries(scope: int) -> list[Entry]:
 SPACE = Space(VECTOR_SPACE, _scopes, _entries)
 
 
-def nearest_approved(
-    kind: str, scope: Mapping[str, str], text: str, threshold: float
+def same_experience_approved(
+    kind: str, scope: Mapping[str, str], text: str
 ) -> list[tuple[str, float]]:
-    """The approved items of ``kind`` in exactly ``scope`` whose vector is at least
-    ``threshold`` similar (cosine) to ``text``'s, best first: ``(item id, similarity)``.
+    """The approved items of ``kind`` in exactly ``scope`` that tell the same experience as
+    ``text`` by the merge rule (``semantic.duplicates``): significant against the model's
+    background on meaning alone, or, across languages, with the operator's lexicon naming the
+    same concepts in both. ``(item id, cosine)``, the most significant first.
 
     Compared as passages (an item's text against items' texts), with the scope's packed vectors
     of the configured model; nothing while the branch is off, the embedder is unavailable, or
@@ -63,6 +68,7 @@ def nearest_approved(
         if found is None or found.model != embedder.name or len(found.keys) == 0:
             return []
         vector = embedder.passages([text])[0]
+        reference = duplicates.background(embedder)
     except (embedders.EmbedderUnavailable, ConnectionError, OSError, TimeoutError) as error:
         logger.warning("semantic near-duplicates skipped: %s", error)
         return []
@@ -75,7 +81,47 @@ def nearest_approved(
     at, hit = found.rows(entry_ids)
     if not hit.any() or found.matrix.shape[1] != vector.shape[0]:
         return []
-    similarity = np.einsum("ij,j->i", found.matrix, vector)[at[hit]]
+    peers = found.matrix[at[hit]]
+    cosines = np.einsum("ij,j->i", peers, vector)
     items = [item for (_, item), ok in zip(rows, hit, strict=True) if ok]
-    close = [(item, float(s)) for item, s in zip(items, similarity, strict=True) if s >= threshold]
-    return sorted(close, key=lambda pair: (-pair[1], pair[0]))
+    own = duplicates.language(text)
+    own_means = {lang: float(reference.means(vector[None, :], lang)[0]) for lang in LANGUAGES}
+    peer_means = reference.means(peers, own)
+    bars = duplicates.thresholds(
+        embedder.name,
+        alone=getattr(settings, "SEMANTIC_DUPLICATE_SIGNIFICANCE", None),
+        agree=getattr(settings, "SEMANTIC_DUPLICATE_AGREEING", None),
+    )
+
+    # Each peer's significance were it in either language (its language is read from its text
+    # below, for the few that could pass the lower bar).
+    scores = {
+        lang: duplicates.significance(
+            cosines,
+            mean_first=own_means[lang],
+            mean_second=peer_means,
+            languages=(own, lang),
+            sigma=reference.sigma,
+        )
+        for lang in LANGUAGES
+    }
+    lowest = min(bars.alone, bars.agree)
+    best = np.max(np.stack([scores[lang] for lang in LANGUAGES]), axis=0)
+    reachable = [int(row) for row in np.flatnonzero(best >= lowest)]
+    if not reachable:
+        return []
+    texts = item_texts(KINDS[kind], [items[row] for row in reachable])
+    compiled = duplicates.concept_pattern(indexed_lexicon())
+    own_concepts = duplicates.concepts_in(text, compiled)
+    chosen: list[tuple[float, str, float]] = []
+    for row in reachable:
+        other = texts.get(items[row])
+        if other is None:
+            continue
+        lang = duplicates.language(other)
+        score = float(scores[lang][row])
+        agree = duplicates.concepts_agree(own_concepts, duplicates.concepts_in(other, compiled))
+        if duplicates.same_experience(score, agree=agree, across=lang != own, bars=bars):
+            chosen.append((score, items[row], float(cosines[row])))
+    chosen.sort(key=lambda found: (-found[0], found[1]))
+    return [(item, cosine) for _, item, cosine in chosen]

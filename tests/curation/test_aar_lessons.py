@@ -188,8 +188,8 @@ def test_a_draft_alike_in_meaning_is_proposed_as_a_merge_of_its_own_type_only(
     same_type = approved_lesson(reviewer, second_reviewer, case)
     # The vector branch is off in tests: the index's answer stands in for it (best first).
     monkeypatch.setattr(
-        "curation.incidents.nearest_approved",
-        lambda kind, scope, text, threshold: [(other_type.id, 0.97), (same_type.id, 0.94)],
+        "curation.incidents.same_experience_approved",
+        lambda kind, scope, text: [(other_type.id, 0.97), (same_type.id, 0.94)],
     )
     run(skill, agent, "meaning-1")
     draft, new_case, lesson = drafted("meaning-1")

@@ -75,3 +75,52 @@ concepts = Concepts
 other_model = OtherModel
 failing = Failing
 hanging = Hanging
+
+
+# --- merges by meaning ---------------------------------------------------------------------------
+
+# Topics and the concepts inside them, each a dimension. A text's vector is mostly its language
+# (as a small multilingual model's is: two Chinese texts of one topic are close whatever they
+# say), then its topics and concepts, then a little noise of its own.
+SHAPED_TOPICS = (("优惠", "discount"),)
+SHAPED_CONCEPTS = (
+    ("优惠券", "coupon"),
+    ("会员价", "member price"),
+    ("门店限定", "store-limited"),
+)
+SHAPED_NOISE = 16
+
+
+def shaped_vector(text: str) -> np.ndarray:
+    import hashlib
+
+    from semantic.duplicates import ZH, language
+
+    lowered = text.lower()
+    zh = language(text) == ZH
+    groups = (*SHAPED_TOPICS, *SHAPED_CONCEPTS)
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    noise = np.random.default_rng(seed).normal(size=SHAPED_NOISE) * 0.1
+    return np.concatenate(
+        [
+            [5.0 if zh else 0.0, 0.0 if zh else 5.0],
+            [1.0 if any(word in lowered for word in group) else 0.0 for group in groups],
+            noise,
+        ]
+    ).astype(np.float32)
+
+
+class Shaped(Concepts):
+    name = "fake:shaped-v1"
+    dim = 2 + len(SHAPED_TOPICS) + len(SHAPED_CONCEPTS) + SHAPED_NOISE
+
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.queried.extend(texts)
+        return normalised([shaped_vector(t) for t in texts])
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return normalised([shaped_vector(t) for t in texts])
+
+
+shaped = Shaped
