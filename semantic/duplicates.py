@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from semantic.calibration import language as language
 from semantic.embedders import Embedder
 
 EN = "en"
@@ -120,17 +121,6 @@ def thresholds(model: str, *, alone: float | None = None, agree: float | None = 
         alone=known.alone if alone is None else alone,
         agree=known.agree if agree is None else agree,
     )
-
-
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
-
-
-def language(text: str) -> str:
-    """``zh`` when the text is mostly Chinese (a Han character weighs as much as three Latin
-    letters, about one word), else ``en``."""
-    han = len(_HAN.findall(text))
-    return ZH if han and 3 * han >= len(_LATIN.findall(text)) else EN
 
 
 def concept_pattern(lexicon: Mapping[str, str]) -> tuple[re.Pattern[str], dict[str, str]] | None:
