@@ -19,12 +19,17 @@ def _claimed_elsewhere(tenant: str | None) -> QuerySet[RunOwner, Any] | None:
     return RunOwner.objects.exclude(tenant__in=["", tenant]).values("run_id")
 
 
-def runs_referencing(item_ids: list[str], tenant: str | None = None) -> list[str]:
-    """Run ids that read any of these items, leaving out runs opened in a tenant other than
-    ``tenant``; answered from the (item_id, run_id) index and the run owners' unique index."""
+def runs_referencing(
+    item_ids: list[str], tenant: str | None = None, *, in_block: bool = False
+) -> list[str]:
+    """Run ids that read any of these items (with ``in_block``, only those whose context block
+    carried one), leaving out runs opened in a tenant other than ``tenant``; answered from the
+    (item_id, run_id) index and the run owners' unique index."""
     if not item_ids:
         return []
     reads = Reference.objects.filter(item_id__in=item_ids)
+    if in_block:
+        reads = reads.filter(in_block=True)
     elsewhere = _claimed_elsewhere(tenant)
     if elsewhere is not None:
         reads = reads.exclude(run_id__in=elsewhere)
