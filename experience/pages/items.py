@@ -482,9 +482,9 @@ def impact_view(
         )
     return ImpactView(
         record,
-        skills=[_skill_entry(skill_id, names.skills) for skill_id in impact.skills],
+        skills=[_item_entry(skill_id, names.skills) for skill_id in impact.skills],
         runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in impact.runs],
-        lessons=[_lesson_entry(lesson_id, names.lessons) for lesson_id in impact.lessons],
+        lessons=[_item_entry(lesson_id, names.lessons) for lesson_id in impact.lessons],
         conflicts=conflicts,
         context_blocks=[
             {"run_id": run_id, "url": run_url(run_id)} for run_id in impact.context_blocks
@@ -536,23 +536,14 @@ def impact_changed(data: Mapping[str, Any], impact: Impact) -> bool:
     ) != (sorted(impact.skills), sorted(impact.runs))
 
 
-def _skill_entry(skill_id: str, titles: dict[str, Skill]) -> dict[str, Any]:
-    skill = titles.get(skill_id)
+def _item_entry(item_id: str, titles: Mapping[str, Skill | Lesson]) -> dict[str, Any]:
+    """A skill or lesson an impact names: its link, title and status (blank if it is gone)."""
+    item = titles.get(item_id)
     return {
-        "id": skill_id,
-        "url": item_url(skill_id),
-        "title": skill.title if skill else "",
-        "status": skill.status if skill else "",
-    }
-
-
-def _lesson_entry(lesson_id: str, titles: dict[str, Lesson]) -> dict[str, Any]:
-    lesson = titles.get(lesson_id)
-    return {
-        "id": lesson_id,
-        "url": item_url(lesson_id),
-        "title": lesson.title if lesson else "",
-        "status": lesson.status if lesson else "",
+        "id": item_id,
+        "url": item_url(item_id),
+        "title": item.title if item else "",
+        "status": item.status if item else "",
     }
 
 

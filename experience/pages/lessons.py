@@ -41,7 +41,6 @@ from experience.pages.items import (
     impact_confirmation,
     impact_preview,
     impact_reach,
-    impact_signature,
     impact_views,
     queue_context,
     review,
@@ -427,15 +426,13 @@ def _standing(sides: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _previewed_impact_changed(post: Any, keep: str, impact: Impact) -> bool:
     """Whether revoking the other lesson reached something else than the preview beside the
-    kept one showed (``previewed_impact_KEEP``; an older form's ``previewed_runs_KEEP``); a form
-    that sent neither is not compared."""
-    previewed = post.get(f"previewed_impact_{keep}")
-    if previewed is not None:
-        return str(previewed) != impact_signature(impact)
-    runs = post.get(f"previewed_runs_{keep}")
-    if runs is None:
-        return False
-    return sorted(part for part in str(runs).split(",") if part) != sorted(impact.runs)
+    kept one showed (its fields end in ``_KEEP``); a form that sent none is not compared."""
+    previewed = {
+        name: post[f"{name}_{keep}"]
+        for name in ("previewed_impact", "previewed_runs")
+        if f"{name}_{keep}" in post
+    }
+    return bool(previewed) and impact_changed(previewed, impact)
 
 
 NONE_LEFT_IN_RETRIEVAL = _(

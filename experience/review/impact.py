@@ -16,7 +16,7 @@ from experience.core.review import Impact
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.selectors import lessons_losing_support
 from experience.runs.models import RevocationImpact
-from experience.runs.selectors import runs_citing_document, runs_referencing
+from experience.runs.selectors import context_blocks_among, runs_citing_document, runs_referencing
 from knowledge.models import Document
 from reviewconsole import clock, itemids
 from reviewconsole.errors import ValidationFailure
@@ -89,12 +89,13 @@ def revocation_impact(
     # side out of retrieval).
     sides = [item_id] if kind == "lesson" else lessons
     read = [item_id, *skills, *lessons]
+    runs = runs_referencing(read, tenant)
     return Impact(
         skills=skills,
         lessons=lessons,
-        runs=runs_referencing(read, tenant),
+        runs=runs,
         conflicts=conflicts_with_side(sides),
-        context_blocks=runs_referencing(read, tenant, in_block=True),
+        context_blocks=context_blocks_among(read, runs),
     )
 
 

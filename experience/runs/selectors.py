@@ -19,21 +19,26 @@ def _claimed_elsewhere(tenant: str | None) -> QuerySet[RunOwner, Any] | None:
     return RunOwner.objects.exclude(tenant__in=["", tenant]).values("run_id")
 
 
-def runs_referencing(
-    item_ids: list[str], tenant: str | None = None, *, in_block: bool = False
-) -> list[str]:
-    """Run ids that read any of these items (with ``in_block``, only those whose context block
-    carried one), leaving out runs opened in a tenant other than ``tenant``; answered from the
-    (item_id, run_id) index and the run owners' unique index."""
+def runs_referencing(item_ids: list[str], tenant: str | None = None) -> list[str]:
+    """Run ids that read any of these items, leaving out runs opened in a tenant other than
+    ``tenant``; answered from the (item_id, run_id) index and the run owners' unique index."""
     if not item_ids:
         return []
     reads = Reference.objects.filter(item_id__in=item_ids)
-    if in_block:
-        reads = reads.filter(in_block=True)
     elsewhere = _claimed_elsewhere(tenant)
     if elsewhere is not None:
         reads = reads.exclude(run_id__in=elsewhere)
     return sorted(set(reads.order_by().values_list("run_id", flat=True).distinct()))
+
+
+def context_blocks_among(item_ids: list[str], runs: list[str]) -> list[str]:
+    """Of ``runs`` (those :func:`runs_referencing` answered for ``item_ids``), the ones whose
+    context block carried one of the items: from the partial index of block reads, which are
+    few, kept to ``runs`` here rather than by the tenant's run owners again."""
+    if not item_ids or not runs:
+        return []
+    blocks = Reference.objects.filter(item_id__in=item_ids, in_block=True)
+    return sorted(set(blocks.order_by().values_list("run_id", flat=True).distinct()) & set(runs))
 
 
 def runs_citing_document(public_id: str, tenant: str | None = None) -> list[str]:
