@@ -196,7 +196,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         skill_rows.append((
             skill_id, *scope.values(), title, valid_from, valid_to, itemids.digest_of(skill_id), content,
             submitter.pk, "import", now, "approved", approver.pk, approved_at, "bench", "", "", "",
-            title, [{"tool": "search_knowledge", "arguments": {"query": "优惠券"}}],
+            title, [{"tool": "search_knowledge", "arguments": {"query": "优惠券"}}], {},
         ))  # fmt: skip
         link_rows.append((skill_id, case_ids[first], 0))
         link_rows.append((skill_id, case_ids[second], 1))
@@ -204,7 +204,7 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
         "id", "tenant", "brand", "store", "campaign", "deployment", "title", "valid_from",
         "valid_to", "content_hash", "content", "submitted_by_id", "submitted_via", "submitted_at",
         "status", "approved_by_id", "approved_at", "approved_reason", "rejected_reason",
-        "revoked_reason", "superseded_by", "when", "recipe",
+        "revoked_reason", "superseded_by", "when", "recipe", "prompt",
     ]  # fmt: skip
     insert_many(Skill._meta.db_table, skill_columns, skill_rows)
     # A case cited by two skills must not create a duplicate link row.

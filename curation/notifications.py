@@ -34,6 +34,7 @@ from curation.models import NotificationOptOut, NotificationSent, OutboxMail
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.lessons.models import Lesson, LessonConflict
+from experience.review.impact import impact_lines, latest_impact
 from reviewconsole import clock
 from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds
@@ -213,6 +214,10 @@ def notify_revoked(item_id: str, now: datetime | None = None) -> int:
                 f"{item.id} {quoted(item.title)}, which you approved, was revoked; "
                 f"reason: {reason}{_link(item)}"
             )
+            # What the revocation reached, as stored with it (the one impact every surface shows).
+            impact = latest_impact(item.id)
+            if impact is not None:
+                line = "\n".join([line, *(f"  {part}" for part in impact_lines(impact))])
             return _deliver(
                 item.approved_by,
                 REVOKED,

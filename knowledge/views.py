@@ -536,6 +536,7 @@ def document_revoke_view(
             "document": document,
             "item": document,
             "preview_runs": preview,
+            "preview_impact": {"runs": preview or []},
             "previewed_runs": ",".join(run["run_id"] for run in preview or []),
             "reason": form.data.get("reason", "") if form.is_bound else "",
             "errors": errors,

@@ -6,7 +6,7 @@ with the conditions it did not meet (``ReviewRefused``), and nothing was written
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +39,44 @@ class ReviewRefused(Exception):
 
 @dataclass(frozen=True)
 class Impact:
+    """What a revocation reaches, in the one shape every surface shows (the preview, the
+    confirmation, the stored list, the mail, ``review --preview`` and its ``--json``)."""
+
     skills: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     # Lessons that revoking a case leaves without a usable supporting case.
     lessons: list[str] = field(default_factory=list)
+    # Open lesson conflicts one of whose sides the revocation revokes or leaves unavailable.
+    conflicts: list[int] = field(default_factory=list)
+    # Runs whose context block carried the item or a skill or lesson it reaches (a subset of
+    # ``runs``: those whose prompt held its text).
+    context_blocks: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        # ``lessons`` appears only when a revocation reaches any, so the shape callers of
-        # cases, skills and documents already read stays as it was.
+        # ``skills`` and ``runs`` are always there; the others appear only when a revocation
+        # reaches any, so the shape callers of cases, skills and documents already read stays
+        # as it was.
         shape: dict[str, Any] = {"skills": list(self.skills), "runs": list(self.runs)}
-        if self.lessons:
-            shape["lessons"] = list(self.lessons)
+        for name in OPTIONAL_PARTS:
+            if getattr(self, name):
+                shape[name] = list(getattr(self, name))
         return shape
+
+    @classmethod
+    def from_json(cls, shape: Mapping[str, Any]) -> Impact:
+        """The impact an ``as_json`` answer (or an audit event's copy of one) describes."""
+        return cls(
+            skills=list(shape.get("skills", [])),
+            runs=list(shape.get("runs", [])),
+            **{name: list(shape.get(name, [])) for name in OPTIONAL_PARTS},
+        )
+
+    @property
+    def reached(self) -> bool:
+        return any(getattr(self, name) for name in ("skills", "runs", *OPTIONAL_PARTS))
+
+
+OPTIONAL_PARTS = ("lessons", "conflicts", "context_blocks")
 
 
 @dataclass(frozen=True)

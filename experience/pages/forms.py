@@ -103,6 +103,7 @@ class RevokeForm(forms.Form):
     )
     previewed_skills = forms.CharField(required=False, widget=forms.HiddenInput())
     previewed_runs = forms.CharField(required=False, widget=forms.HiddenInput())
+    previewed_impact = forms.CharField(required=False, widget=forms.HiddenInput())
 
     def problems(self) -> list[tuple[str, str]]:
         return _field_problems(self, {})

@@ -6,6 +6,7 @@ views parse input, call one of them, and show what they said.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -52,9 +53,9 @@ from experience.core.availability import (
     skill_availability,
 )
 from experience.core.models import Status
-from experience.core.review import ReviewRefused
+from experience.core.review import Impact, ReviewRefused
 from experience.lessons import domain as lesson_domain
-from experience.lessons.models import Lesson
+from experience.lessons.models import Lesson, LessonConflict
 from experience.lessons.selectors import item_confidences
 from experience.pages.forms import EvidenceCheckForm, QueueFilterForm, ReviewForm, RevokeForm
 from experience.pages.selectors import (
@@ -72,7 +73,7 @@ from experience.pages.selectors import (
     skills_by_id,
     skills_citing_case,
 )
-from experience.review.impact import revocation_impact, stored_impacts
+from experience.review.impact import impact_stored, revocation_impact, stored_impacts
 from experience.review.revocation import case_revoke, skill_revoke
 from experience.runs.models import RevocationImpact
 from reviewconsole import accounts, clock
@@ -353,9 +354,17 @@ class EvidenceView:
 
 @dataclass
 class ImpactView:
+    """An impact as the pages show it (``_review_item.html#impact-lists``): each part of
+    :class:`~experience.core.review.Impact` with what a reader follows (titles, links)."""
+
     record: RevocationImpact | None
     skills: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, str]] = field(default_factory=list)
+    lessons: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    context_blocks: list[dict[str, str]] = field(default_factory=list)
+    # What the confirmation compares with the impact it recomputes (``previewed_impact``).
+    signature: str = ""
 
 
 def _evidence_views(case: Case, user: User) -> dict[str, EvidenceView]:
@@ -408,35 +417,140 @@ def _sections(case: Case, evidence: dict[str, EvidenceView]) -> dict[str, Any]:
 
 
 def impact_views(records: Iterable[RevocationImpact]) -> list[ImpactView]:
+    """Each stored revocation impact, as the pages show it."""
     records = list(records)
-    titles = skills_by_id(sorted({s for r in records for s in r.skills})) if records else {}
+    impacts = [impact_stored(record) for record in records]
+    names = _impact_names(impacts)
     return [
-        ImpactView(
-            record,
-            skills=[_skill_entry(skill_id, titles) for skill_id in record.skills],
-            runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in record.runs],
-        )
-        for record in records
+        impact_view(impact, record, names) for impact, record in zip(impacts, records, strict=True)
     ]
 
 
 def impact_preview(item_id: str) -> ImpactView:
+    """What revoking ``item_id`` would reach now (``revocation_impact``), as the pages show it."""
     impact = revocation_impact(item_id)
-    titles = skills_by_id(impact.skills) if impact.skills else {}
-    return ImpactView(
-        None,
-        skills=[_skill_entry(skill_id, titles) for skill_id in impact.skills],
-        runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in impact.runs],
+    return impact_view(impact, None, _impact_names([impact]), item_id=item_id)
+
+
+@dataclass(frozen=True)
+class _ImpactNames:
+    skills: dict[str, Skill]
+    lessons: dict[str, Lesson]
+    conflicts: dict[int, LessonConflict]
+
+
+def _impact_names(impacts: Sequence[Impact]) -> _ImpactNames:
+    """The skills, lessons and conflicts the impacts name, one query per kind."""
+    skill_ids = sorted({s for impact in impacts for s in impact.skills})
+    lesson_ids = sorted({lesson for impact in impacts for lesson in impact.lessons})
+    conflict_ids = sorted({c for impact in impacts for c in impact.conflicts})
+    return _ImpactNames(
+        skills=skills_by_id(skill_ids) if skill_ids else {},
+        lessons={
+            lesson.id: lesson
+            for lesson in Lesson.objects.filter(pk__in=lesson_ids).only("id", "title", "status")
+        }
+        if lesson_ids
+        else {},
+        conflicts=LessonConflict.objects.select_related("lesson_a", "lesson_b").in_bulk(
+            conflict_ids
+        )
+        if conflict_ids
+        else {},
     )
 
 
-def _skill_entry(skill_id: str, titles: dict[str, Skill]) -> dict[str, Any]:
-    skill = titles.get(skill_id)
+def impact_view(
+    impact: Impact,
+    record: RevocationImpact | None,
+    names: _ImpactNames | None = None,
+    *,
+    item_id: str = "",
+) -> ImpactView:
+    """``impact`` (of revoking ``item_id``, or of the revocation ``record`` stored) with the
+    titles and links a page shows."""
+    names = names or _impact_names([impact])
+    # The lessons that leave retrieval: those a case leaves unavailable, or the lesson revoked.
+    reached = {*impact.lessons, record.item_id if record is not None else item_id}
+    conflicts = []
+    for pk in impact.conflicts:
+        conflict = names.conflicts.get(pk)
+        sides = [conflict.lesson_a, conflict.lesson_b] if conflict is not None else []
+        conflicts.append(
+            {
+                "pk": pk,
+                "url": conflict.get_absolute_url() if conflict is not None else "",
+                # The side the revocation takes out (revoked or left unavailable), first.
+                "sides": sorted(
+                    ({"id": s.id, "title": s.title, "reached": s.id in reached} for s in sides),
+                    key=lambda side: not side["reached"],
+                ),
+            }
+        )
+    return ImpactView(
+        record,
+        skills=[_item_entry(skill_id, names.skills) for skill_id in impact.skills],
+        runs=[{"run_id": run_id, "url": run_url(run_id)} for run_id in impact.runs],
+        lessons=[_item_entry(lesson_id, names.lessons) for lesson_id in impact.lessons],
+        conflicts=conflicts,
+        context_blocks=[
+            {"run_id": run_id, "url": run_url(run_id)} for run_id in impact.context_blocks
+        ],
+        signature=impact_signature(impact),
+    )
+
+
+def impact_signature(impact: Impact) -> str:
+    """The impact as one text, which a confirmation compares with what it recomputed."""
+    return json.dumps(impact.as_json(), sort_keys=True, separators=(",", ":"))
+
+
+def impact_reach(impact: Impact) -> str:
+    """What a confirmed revocation reached, every part of its impact counted."""
+    return gettext(
+        "It reached %(skills)d skill(s), %(lessons)d lesson(s), %(conflicts)d conflict(s) and "
+        "%(runs)d run(s) (%(blocks)d through a context block); the list is stored below."
+    ) % {
+        "skills": len(impact.skills),
+        "lessons": len(impact.lessons),
+        "conflicts": len(impact.conflicts),
+        "runs": len(impact.runs),
+        "blocks": len(impact.context_blocks),
+    }
+
+
+def impact_confirmation(impact: Impact) -> str:
+    """The sentence a confirmed revocation answers with."""
+    return f"{gettext('Revoked.')} {impact_reach(impact)}"
+
+
+IMPACT_CHANGED = _(
+    "The impact changed between your preview and the confirmation; the stored list is the one "
+    "computed at confirmation."
+)
+
+
+def impact_changed(data: Mapping[str, Any], impact: Impact) -> bool:
+    """Whether the impact a confirmation recomputed differs from the one its form previewed
+    (``previewed_impact``; a form of before it had that, ``previewed_skills`` and
+    ``previewed_runs``)."""
+    previewed = data.get("previewed_impact")
+    if previewed is not None:
+        return str(previewed) != impact_signature(impact)
+    return (
+        _ids(str(data.get("previewed_skills", ""))),
+        _ids(str(data.get("previewed_runs", ""))),
+    ) != (sorted(impact.skills), sorted(impact.runs))
+
+
+def _item_entry(item_id: str, titles: Mapping[str, Skill | Lesson]) -> dict[str, Any]:
+    """A skill or lesson an impact names: its link, title and status (blank if it is gone)."""
+    item = titles.get(item_id)
     return {
-        "id": skill_id,
-        "url": item_url(skill_id),
-        "title": skill.title if skill else "",
-        "status": skill.status if skill else "",
+        "id": item_id,
+        "url": item_url(item_id),
+        "title": item.title if item else "",
+        "status": item.status if item else "",
     }
 
 
@@ -838,25 +952,9 @@ def _revoke(
         except PermissionRefused as refused:
             errors = refusal([refused.unmet])
         else:
-            impact = outcome.impact
-            messages.success(
-                request,
-                gettext(
-                    "Revoked. It reached %(skills)d skill(s) and %(runs)d run(s); the list is stored below."
-                )
-                % {"skills": len(impact.skills), "runs": len(impact.runs)},
-            )
-            previewed = (
-                _ids(form.data.get("previewed_skills", "")),
-                _ids(form.data.get("previewed_runs", "")),
-            )
-            if previewed != (sorted(impact.skills), sorted(impact.runs)):
-                messages.warning(
-                    request,
-                    gettext(
-                        "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
-                    ),
-                )
+            messages.success(request, impact_confirmation(outcome.impact))
+            if impact_changed(form.data, outcome.impact):
+                messages.warning(request, str(IMPACT_CHANGED))
             return finish(request, detail_url)
         item.refresh_from_db()
     preview = impact_preview(item.id) if item.status == Status.APPROVED else None
@@ -868,6 +966,7 @@ def _revoke(
         "preview": preview,
         "previewed_skills": ",".join(s["id"] for s in preview.skills) if preview else "",
         "previewed_runs": ",".join(r["run_id"] for r in preview.runs) if preview else "",
+        "previewed_impact": preview.signature if preview else "",
         "form": form,
         "errors": errors,
         "impacts": impact_views(stored_impacts(item.id)),

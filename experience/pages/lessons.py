@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -21,22 +21,26 @@ from experience.cases.selectors import cited_case, gate_fields
 from experience.core.availability import case_availability, case_usable, lesson_availability
 from experience.core.domain import REVOCABLE, same_scope
 from experience.core.models import Status
-from experience.core.review import ReviewRefused
+from experience.core.review import Impact, ReviewRefused
 from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
-from experience.lessons.domain import LESSON_TYPES
+from experience.lessons.domain import LESSON_TYPES, ConflictSide, favoured_side
 from experience.lessons.models import Lesson
 from experience.pages.forms import ReviewForm
 from experience.pages.items import (
     CONDITION_LABELS,
+    IMPACT_CHANGED,
     LESSON_CONDITIONS,
     Condition,
     ReviewKind,
     availability_view,
     availability_views,
     conditions,
+    impact_changed,
+    impact_confirmation,
     impact_preview,
+    impact_reach,
     impact_views,
     queue_context,
     review,
@@ -210,7 +214,7 @@ def _detail_context(
         "detail_url": lesson.get_absolute_url(),
         "can_review": holds(user, REVIEW_CASE),
         "expired": lesson.valid_to <= now,
-        "impacts": stored_impacts(lesson.id),
+        "impacts": impact_views(stored_impacts(lesson.id)),
         # What revoking it would reach, as every revocation previews it.
         "preview": impact_preview(lesson.id) if lesson.status in REVOCABLE else None,
         "revocable": lesson.status in REVOCABLE,
@@ -283,9 +287,9 @@ def lesson_review(request: HtmxHttpRequest, digest: str) -> HttpResponse:
             partial="lesson-main",
             status=422,
         )
-    messages.success(
-        request, gettext("The lesson is now %(status)s.") % {"status": gettext(outcome.status)}
-    )
+    messages.success(request, impact_confirmation(outcome.impact))
+    if "previewed_impact" in request.POST and impact_changed(request.POST, outcome.impact):
+        messages.warning(request, str(IMPACT_CHANGED))
     return finish(request, lesson.get_absolute_url())
 
 
@@ -380,21 +384,62 @@ def _conflict_refusal(error: Exception) -> list[dict[str, str]]:
 
 
 def _conflict_side(lesson: Lesson, other: Lesson, now: datetime) -> dict[str, Any]:
-    """One lesson of a conflict, and what keeping it does: revoking the other reaches the runs
-    that read the other (the preview every revocation shows)."""
+    """One lesson of a conflict as it stands now (its availability and confidence, the figures
+    the banner is worded from), and what keeping it does: revoking the other reaches what the
+    preview every revocation shows lists."""
     return {
         "lesson": lesson,
         "type_name": lesson_type_name(lesson.lesson_type),
         "confidence": lesson_selectors.lesson_confidence(lesson, now),
+        "availability": availability_view(
+            lesson.status, lesson_selectors.lesson_availability(lesson, now)
+        ),
         "other": other,
         "other_type_name": lesson_type_name(other.lesson_type),
         "revoking_other": impact_preview(other.id) if other.status == Status.APPROVED else None,
     }
 
 
-def _previewed_runs(post: Any, keep: str) -> list[str] | None:
-    text = post.get(f"previewed_runs_{keep}")
-    return None if text is None else sorted(part for part in str(text).split(",") if part)
+def _in_retrieval(side: dict[str, Any]) -> bool:
+    return side["lesson"].status == Status.APPROVED and side["availability"].available is True
+
+
+def _standing(sides: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which side is better supported now, by the design's rule (``favoured_side``: a side in
+    retrieval over one that is not, then the higher confidence), read from the figures the page
+    shows beside each side; and, for each side, whether keeping it (and revoking the other)
+    leaves no lesson of the conflict in retrieval."""
+    weighed = [
+        ConflictSide(side["lesson"].id, _in_retrieval(side), side["confidence"].value)
+        for side in sides
+    ]
+    favoured_id = favoured_side(weighed[0], weighed[1])
+    favoured = next((side for side in sides if side["lesson"].id == favoured_id), None)
+    for side, other in zip(sides, reversed(sides), strict=True):
+        side["in_retrieval"] = _in_retrieval(side)
+        side["other_in_retrieval"] = _in_retrieval(other)
+        side["other_confidence"] = other["confidence"]
+        side["keeping_leaves_none"] = not side["in_retrieval"]
+    return {
+        "favoured_now": favoured,
+        "none_in_retrieval": not any(side["in_retrieval"] for side in sides),
+    }
+
+
+def _previewed_impact_changed(post: Any, keep: str, impact: Impact) -> bool:
+    """Whether revoking the other lesson reached something else than the preview beside the
+    kept one showed (its fields end in ``_KEEP``); a form that sent none is not compared."""
+    previewed = {
+        name: post[f"{name}_{keep}"]
+        for name in ("previewed_impact", "previewed_runs")
+        if f"{name}_{keep}" in post
+    }
+    return bool(previewed) and impact_changed(previewed, impact)
+
+
+NONE_LEFT_IN_RETRIEVAL = _(
+    "Neither lesson of this conflict is in retrieval now: the kept lesson is unavailable too."
+)
 
 
 @require_http_methods(["GET", "POST"])
@@ -420,31 +465,22 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             errors = _conflict_refusal(error)
         else:
             if resolution.impact is not None:
-                runs = sorted(resolution.impact.runs)
                 messages.success(
                     request,
-                    ngettext(
-                        "The other lesson is revoked. Its revocation reached %(runs)d run; the "
-                        "list is stored below.",
-                        "The other lesson is revoked. Its revocation reached %(runs)d runs; the "
-                        "list is stored below.",
-                        len(runs),
-                    )
-                    % {"runs": len(runs)},
+                    f"{gettext('The other lesson is revoked.')} {impact_reach(resolution.impact)}",
                 )
-                if _previewed_runs(request.POST, keep) not in (None, runs):
-                    messages.warning(
-                        request,
-                        gettext(
-                            "The impact changed between your preview and the confirmation; the stored list is the one computed at confirmation."
-                        ),
-                    )
+                if _previewed_impact_changed(request.POST, keep, resolution.impact):
+                    messages.warning(request, str(IMPACT_CHANGED))
+                kept_now = Lesson.objects.get(pk=resolution.kept)
+                if not lesson_selectors.lesson_availability(kept_now, clock.now()).available:
+                    messages.warning(request, str(NONE_LEFT_IN_RETRIEVAL))
             else:
                 messages.success(request, gettext("The conflict resolution is recorded."))
             return finish(request, conflict.get_absolute_url())
     now = clock.now()
     a, b = conflict.lesson_a, conflict.lesson_b
     sides = [_conflict_side(a, b, now), _conflict_side(b, a, now)]
+    standing = _standing(sides)
     kept = next((side for side in sides if side["lesson"].id == conflict.kept), None)
     favoured = next((side for side in sides if side["lesson"].id == conflict.favoured), None)
     return render_page(
@@ -457,6 +493,10 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "sides": sides,
             "kept": kept,
             "favoured": favoured,
+            # When found and now differ, the page says both.
+            "favoured_changed": (favoured or {}).get("lesson")
+            != (standing["favoured_now"] or {}).get("lesson"),
+            **standing,
             "stored_impacts": impact_views(stored_impacts(kept["other"].id)) if kept else [],
             "chosen_keep": keep,
             "chosen_action": action,

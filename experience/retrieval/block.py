@@ -172,5 +172,7 @@ def experience_context(
         ),
         ahead=ranking.first_depth(chunk_of) + 1,
     )
-    read_request_record(request, [(item.id, ItemType(item.type)) for item in block.items])
+    read_request_record(
+        request, [(item.id, ItemType(item.type)) for item in block.items], in_block=True
+    )
     return {"status": OK, "missing": [], **block.as_json(), **pipeline.semantic_note(semantic)}

@@ -127,8 +127,11 @@ def read_request_open(
     )
 
 
-def read_request_record(request: ReadRequest, items: Iterable[tuple[str, ItemType]]) -> None:
-    """Claim the request's run id for its actor and record one read per ``(id, kind)``."""
+def read_request_record(
+    request: ReadRequest, items: Iterable[tuple[str, ItemType]], *, in_block: bool = False
+) -> None:
+    """Claim the request's run id for its actor and record one read per ``(id, kind)``
+    (``in_block``: read into a context block)."""
     if not request.complete:
         raise ValueError("a request with scope fields missing reads nothing and records nothing")
     read = list(items)
@@ -140,4 +143,4 @@ def read_request_record(request: ReadRequest, items: Iterable[tuple[str, ItemTyp
             at=request.at,
         )
         if read:
-            references_record(run_id=request.run_id, items=read, at=request.at)
+            references_record(run_id=request.run_id, items=read, at=request.at, in_block=in_block)

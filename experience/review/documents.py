@@ -19,7 +19,9 @@ def document_revoke_with_impact(
         review = document_revoke(document=document, actor=actor, reason=reason, now=now)
     except DocumentRefusal as refusal:
         raise ReviewRefused(refusal.item_id, refusal.status, refusal.conditions) from None
-    return ReviewOutcome(review.document.public_id, review.document.status, Impact(**review.impact))
+    return ReviewOutcome(
+        review.document.public_id, review.document.status, Impact.from_json(review.impact)
+    )
 
 
 def document_approve_reviewed(

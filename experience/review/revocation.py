@@ -44,9 +44,10 @@ def item_revoke(
     item.revoked_at = now
     item.revoked_reason = reason.strip()
     item.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
-    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
     impact = revocation_impact(item.id, now=now)
     impact_store(item.id, item_type, impact, actor=actor, reason=reason.strip(), now=now)
+    # Published once the impact is stored: the revocation mail a subscriber queues says it.
+    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
     event_record(
         actor=actor,
         action=action,
@@ -67,6 +68,8 @@ def impact_store(
         skills=impact.skills,
         lessons=impact.lessons,
         runs=impact.runs,
+        conflicts=impact.conflicts,
+        context_blocks=impact.context_blocks,
         revoked_by=actor,
         reason=reason,
         created_at=now,

@@ -25,6 +25,10 @@ class Reference(models.Model):
     item_id = models.CharField(max_length=ID_LENGTH)
     item_type = models.CharField(max_length=8, choices=ItemType.choices)
     read_at = models.DateTimeField()
+    # Read into a context block (``experience.retrieval.block``): the item's text went into a
+    # prompt, which a revocation's impact names apart (``context_blocks``). False for every other
+    # read, and for reads recorded before blocks were told apart.
+    in_block = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["read_at", "id"]
@@ -32,6 +36,12 @@ class Reference(models.Model):
             # Covering index: impact queries read run ids without touching the table.
             models.Index(fields=["item_id", "run_id"], name="reference_item_run"),
             models.Index(fields=["run_id", "read_at"], name="reference_run"),
+            # The context blocks among them: a partial index, as small as those reads are few.
+            models.Index(
+                fields=["item_id", "run_id"],
+                condition=models.Q(in_block=True),
+                name="reference_item_block",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -95,6 +105,10 @@ class RevocationImpact(models.Model):
     skills = models.JSONField(default=list)
     lessons = models.JSONField(default=list)
     runs = models.JSONField(default=list)
+    # Open lesson conflicts one of whose sides the revocation revoked or left unavailable.
+    conflicts = models.JSONField(default=list)
+    # Runs whose context block carried the item, or a skill or lesson it reached.
+    context_blocks = models.JSONField(default=list)
     revoked_by = _user_fk()
     reason = models.TextField(blank=True)
     created_at = models.DateTimeField()

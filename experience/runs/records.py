@@ -23,11 +23,14 @@ from reviewconsole.reasons import reason_clipped
 from reviewconsole.runids import RUN_ID_INVALID as RUN_ID_INVALID
 from reviewconsole.runids import validate_run_id as validate_run_id
 
-_REFERENCE_COLUMNS = ("run_id", "item_id", "item_type", "read_at")
+_REFERENCE_COLUMNS = ("run_id", "item_id", "item_type", "in_block", "read_at")
 
 
-def references_record(*, run_id: str, items: Iterable[tuple[str, str]], at: datetime) -> None:
-    """One Reference per ``(item_id, item_type)`` read inside ``run_id``, all read at ``at``.
+def references_record(
+    *, run_id: str, items: Iterable[tuple[str, str]], at: datetime, in_block: bool = False
+) -> None:
+    """One Reference per ``(item_id, item_type)`` read inside ``run_id``, all read at ``at``;
+    ``in_block`` when they were read into a context block (a revocation's impact names those).
 
     Every read writes here (retrieval, the context block, reads by id, skill runs), a row per
     returned item, so the rows go in as one parameterised INSERT of the model's own table and
@@ -35,7 +38,7 @@ def references_record(*, run_id: str, items: Iterable[tuple[str, str]], at: date
     prepare a model instance per row, which costs more than the database's insert
     (``bench/bench_experience.py`` prints both). Like ``bulk_create``, it sends no signals.
     """
-    rows = [(run_id, item_id, kind) for item_id, kind in items]
+    rows = [(run_id, item_id, kind, in_block) for item_id, kind in items]
     if not rows:
         return
     meta = Reference._meta

@@ -31,6 +31,16 @@ def runs_referencing(item_ids: list[str], tenant: str | None = None) -> list[str
     return sorted(set(reads.order_by().values_list("run_id", flat=True).distinct()))
 
 
+def context_blocks_among(item_ids: list[str], runs: list[str]) -> list[str]:
+    """Of ``runs`` (those :func:`runs_referencing` answered for ``item_ids``), the ones whose
+    context block carried one of the items: from the partial index of block reads, which are
+    few, kept to ``runs`` here rather than by the tenant's run owners again."""
+    if not item_ids or not runs:
+        return []
+    blocks = Reference.objects.filter(item_id__in=item_ids, in_block=True)
+    return sorted(set(blocks.order_by().values_list("run_id", flat=True).distinct()) & set(runs))
+
+
 def runs_citing_document(public_id: str, tenant: str | None = None) -> list[str]:
     """Runs whose tool results cited the document: a skill run's citations, and the reads an
     investigation records for every document its searches returned; without runs opened in a

@@ -115,7 +115,9 @@ def test_revocation_shows_the_impact_before_and_after(page: Any, memory: dict[st
     dialog.locator("#revoke-reason").fill("store list was corrected; the diagnosis no longer holds")
     dialog.get_by_role("button", name="Confirm revocation").click()
 
-    expect(page.locator(".messages")).to_contain_text("It reached 1 skill(s) and 1 run(s)")
+    expect(page.locator(".messages")).to_contain_text(
+        "It reached 1 skill(s), 0 lesson(s), 0 conflict(s) and 1 run(s)"
+    )
     stored = page.locator(".impact").first
     expect(stored).to_contain_text("Revocation impact (stored)")
     expect(stored.locator(".impact-skills")).to_contain_text(skill.title)

@@ -205,7 +205,12 @@ def test_a_conflict_names_each_choice_chooses_nothing_for_the_reviewer_and_previ
     assert Lesson.objects.get(pk=success.id).status == Status.REVOKED
     assert RevocationImpact.objects.get(item_id=success.id).runs == ["recall-read-it"]
     assert RunFollowUp.objects.get(run_id="recall-read-it").pending
-    assert "Its revocation reached 1 run" in page and "changed between your preview" not in page
+    # The confirmation counts every part of the impact: the conflict is the one resolved here.
+    assert (
+        "The other lesson is revoked. It reached 0 skill(s), 0 lesson(s), 1 conflict(s) and 1 run(s)"
+        in page
+    )
+    assert "changed between your preview" not in page
     assert (
         "Kept the failure lesson “不要先让顾客刷新缓存；先核对活动适用门店”; "
         "revoked the success pattern “先让顾客刷新缓存”." in page

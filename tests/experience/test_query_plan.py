@@ -40,6 +40,18 @@ def test_runs_referencing_uses_the_item_index() -> None:
 
 
 @sqlite_only
+def test_context_blocks_referencing_use_the_partial_block_index() -> None:
+    query = (
+        Reference.objects.filter(item_id__in=["case:a", "skill:b"], in_block=True)
+        .order_by()
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
+    text = plan(query)
+    assert "reference_item_block" in text and "SCAN" not in text.replace("SCAN CONSTANT", "")
+
+
+@sqlite_only
 def test_skills_citing_uses_the_case_index() -> None:
     query = SkillCase.objects.filter(case_id="case:a").order_by().values_list("skill_id", flat=True)
     assert "skill_case_by_case" in plan(query)
@@ -79,7 +91,8 @@ def test_impact_costs_four_queries_however_many_references(
         for i in range(400)
     )
     # The case's tenant, skills citing the case, lessons left without support, runs of that
-    # tenant that read any of them.
-    with django_assert_num_queries(4):
+    # tenant that read any of them, and of those the ones whose context block carried one (the
+    # conflicts of the lessons left without support only when there are such lessons).
+    with django_assert_num_queries(5):
         impact = impacts.revocation_impact("case:hot")
     assert impact.runs == sorted(f"run-{i}" for i in range(40))

@@ -63,7 +63,8 @@ CASES = [
     ("case", "reviewer", 21, 20, "Diagnosis"),  # +1: the runs it was drafted from
     ("candidate", "reviewer", 19, 18, "Approval checklist"),
     ("skill", "reviewer", 13, 12, "Cited cases"),
-    ("case_revoke", "reviewer", 11, 10, "Impact preview"),  # +1: the item's tenant (impact)
+    # +1: the item's tenant (impact); +1: the runs whose context block carried it
+    ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
     ("runs", "reviewer", 8, 7, "run-ui-1"),
     # the outcome form reads the latest report; +4: the follow-up flag, item titles by kind

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from experience.cases import selectors, services
 from experience.core import domain
-from experience.core.review import ReviewOutcome, ReviewRefused
+from experience.core.review import Impact, ReviewOutcome, ReviewRefused
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.review import documents as review_documents
@@ -181,8 +181,7 @@ class Command(JsonCommand):
         ]
         if result.get("unmet"):
             lines.append("unmet: " + ", ".join(result["unmet"]))
-        impact = result.get("impact") or {}
-        if impact.get("skills") or impact.get("runs") or result.get("preview"):
-            lines.append("skills affected: " + (", ".join(impact.get("skills", [])) or "none"))
-            lines.append("runs to re-check: " + (", ".join(impact.get("runs", [])) or "none"))
+        impact = Impact.from_json(result.get("impact") or {})
+        if impact.reached or result.get("preview"):
+            lines.extend(impacts.impact_lines(impact))
         return "\n".join(lines)
