@@ -33,6 +33,7 @@ from reviewconsole.chain import (
     latest_anchor,
     signed_head,
 )
+from reviewconsole.guard import guard_problem
 from reviewconsole.models import Action, ChainHead, Event
 from reviewconsole.reasons import reason_within_cap
 
@@ -214,8 +215,8 @@ def audited_rows() -> dict[str, int]:
 def audit_verify() -> tuple[int, BrokenLink | None]:
     """(events checked, the first problem or None).
 
-    Every link, every event's hash, the latest signed head, (if configured) the anchor file, and
-    an empty log beside data that is only written with events.
+    Every link, every event's hash, the latest signed head, (if configured) the anchor file, an
+    empty log beside data that is only written with events, and the tables' guard (triggers).
     """
     key = audit_key()
     records = anchor_records()
@@ -234,6 +235,10 @@ def audit_verify() -> tuple[int, BrokenLink | None]:
             broken = empty_log_problem(checked, head, audited_rows())
         if broken is None or _latest_head() == head:
             break
+    if broken is None:
+        missing = guard_problem(connection)
+        if missing is not None:
+            broken = BrokenLink(0, missing)
     return checked, broken
 
 
