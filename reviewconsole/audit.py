@@ -140,6 +140,8 @@ def anchor_append(head: Head) -> None:
     }
     if head.restore:
         record["restore"] = True
+    if head.backup:
+        record["backup"] = True
     line = json.dumps(record, separators=(",", ":")) + "\n"
     # One write of a short line to a file opened for appending: concurrent writers never
     # interleave within a line.
@@ -167,6 +169,7 @@ def anchor_records() -> list[Head] | None:
                     hash=str(item["hash"]),
                     signature=str(item["signature"]),
                     restore=bool(item.get("restore", False)),
+                    backup=bool(item.get("backup", False)),
                 )
             )
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
@@ -251,3 +254,16 @@ def record_restore_anchor(head: Head | None) -> None:
             audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, restore=True
         )
     )
+
+
+def record_backup_anchor(head: Head | None) -> bool:
+    """Tell the anchor file that ``backup`` wrote a copy of the chain ending at ``head``, so a
+    restore can tell that copy from one cut at its end; whether a record was written."""
+    if not settings.AUDIT_ANCHOR_FILE or head is None:
+        return False
+    anchor_append(
+        signed_head(
+            audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, backup=True
+        )
+    )
+    return True
