@@ -120,7 +120,7 @@ class Recipe:
             f"CREATE ROLE {app} {APP_ROLE};",
             f"CREATE DATABASE {name} OWNER {owner};",
             f"REVOKE ALL ON DATABASE {name} FROM PUBLIC;",
-            f"GRANT CONNECT, TEMPORARY ON DATABASE {name} TO {app};",
+            f"GRANT CONNECT ON DATABASE {name} TO {app};",
         ]
 
     @property
