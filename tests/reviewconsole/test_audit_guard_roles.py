@@ -21,7 +21,7 @@ from django.db import DatabaseError, connection, transaction
 
 from reviewconsole.guard import AUDIT_TABLES, GUARD_MISSING, guard_problem
 from reviewconsole.roles import Role
-from tests.helpers import run_json
+from tests.helpers import audit_guards_lifted, run_json
 
 only_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="roles and replication roles are PostgreSQL's"
@@ -82,6 +82,17 @@ def test_truncating_a_table_the_events_reference_cannot_cascade_into_them(
         raw("TRUNCATE auth_user CASCADE")
 
     assert audit_rows() == before
+
+
+@pytest.mark.django_db
+def test_the_harness_puts_the_guard_back_as_the_migrations_left_it() -> None:
+    # Transactional tests' flush lifts the guard as the owner would; it must come back firing
+    # always, or every later test would run against a weaker guard than production's.
+    assert guard_problem(connection) is None
+    with transaction.atomic(), audit_guards_lifted(connection):
+        assert guard_problem(connection) is not None
+
+    assert guard_problem(connection) is None
 
 
 # verify_audit names a guard that is gone or no longer fires always.
