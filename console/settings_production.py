@@ -13,9 +13,38 @@ from reviewconsole.client_address import proxy_networks
 
 DEBUG = False
 
+# Refused, not warned: a weak key signs sessions and, until AUDIT_HMAC_KEY is its own, the chain.
+# The bar is Django's own (check --deploy, security.W009): 50 characters, 5 distinct, not a
+# generated insecure key.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY or SECRET_KEY == DEV_SECRET_KEY:
-    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set to a long random value in production")
+if (
+    SECRET_KEY == DEV_SECRET_KEY
+    or len(SECRET_KEY) < 50
+    or len(set(SECRET_KEY)) < 5
+    or SECRET_KEY.startswith("django-insecure-")
+):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be set to a long random value in production "
+        "(at least 50 characters, 5 of them distinct)"
+    )
+
+# The audit chain's head key, explicit and apart from the secret key: rotating the secret key
+# must not break the chain, and one leaked key must not sign both.
+AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "")
+if len(AUDIT_HMAC_KEY) < 32 or AUDIT_HMAC_KEY == SECRET_KEY:
+    raise ImproperlyConfigured(
+        "AUDIT_HMAC_KEY must be set in production to a random value of at least 32 characters, "
+        "not the secret key (e.g. python -c 'import secrets; print(secrets.token_hex(32))')"
+    )
+
+# The anchor file is the only witness of the chain outside the database: without it, a cut
+# through both audit tables, or a backup cut at its end, goes unnoticed. Its folder must exist.
+AUDIT_ANCHOR_FILE = os.environ.get("AUDIT_ANCHOR_FILE", "")
+if not AUDIT_ANCHOR_FILE or not Path(AUDIT_ANCHOR_FILE).parent.is_dir():
+    raise ImproperlyConfigured(
+        "AUDIT_ANCHOR_FILE must name a file in an existing folder in production, ideally "
+        "append-only on other storage (see docs/operations.md, Audit verification)"
+    )
 
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "").split(",") if h.strip()

@@ -33,6 +33,7 @@ from reviewconsole.chain import (
     latest_anchor,
     signed_head,
 )
+from reviewconsole.guard import guard_problem
 from reviewconsole.models import Action, ChainHead, Event
 from reviewconsole.reasons import reason_within_cap
 
@@ -139,6 +140,8 @@ def anchor_append(head: Head) -> None:
     }
     if head.restore:
         record["restore"] = True
+    if head.backup:
+        record["backup"] = True
     line = json.dumps(record, separators=(",", ":")) + "\n"
     # One write of a short line to a file opened for appending: concurrent writers never
     # interleave within a line.
@@ -166,6 +169,7 @@ def anchor_records() -> list[Head] | None:
                     hash=str(item["hash"]),
                     signature=str(item["signature"]),
                     restore=bool(item.get("restore", False)),
+                    backup=bool(item.get("backup", False)),
                 )
             )
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
@@ -214,8 +218,8 @@ def audited_rows() -> dict[str, int]:
 def audit_verify() -> tuple[int, BrokenLink | None]:
     """(events checked, the first problem or None).
 
-    Every link, every event's hash, the latest signed head, (if configured) the anchor file, and
-    an empty log beside data that is only written with events.
+    Every link, every event's hash, the latest signed head, (if configured) the anchor file, an
+    empty log beside data that is only written with events, and the tables' guard (triggers).
     """
     key = audit_key()
     records = anchor_records()
@@ -234,6 +238,10 @@ def audit_verify() -> tuple[int, BrokenLink | None]:
             broken = empty_log_problem(checked, head, audited_rows())
         if broken is None or _latest_head() == head:
             break
+    if broken is None:
+        missing = guard_problem(connection)
+        if missing is not None:
+            broken = BrokenLink(0, missing)
     return checked, broken
 
 
@@ -246,3 +254,16 @@ def record_restore_anchor(head: Head | None) -> None:
             audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, restore=True
         )
     )
+
+
+def record_backup_anchor(head: Head | None) -> bool:
+    """Tell the anchor file that ``backup`` wrote a copy of the chain ending at ``head``, so a
+    restore can tell that copy from one cut at its end; whether a record was written."""
+    if not settings.AUDIT_ANCHOR_FILE or head is None:
+        return False
+    anchor_append(
+        signed_head(
+            audit_key(), count=head.count, event_id=head.event_id, hash=head.hash, backup=True
+        )
+    )
+    return True

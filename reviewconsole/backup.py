@@ -1,9 +1,11 @@
 """Online backup and restore of the SQLite database (PostgreSQL uses pg_dump / pg_restore).
 
 A restore checks the backup before touching the live database: it must be an intact SQLite
-database of this console whose audit chain verifies, head signature included, whose log is not
-empty beside audited data, and which, when an anchor file is kept, passes through a head that
-file recorded. The restore is then recorded as an event in the restored audit log.
+database of this console with the audit tables' guard (the triggers as the migrations made
+them), whose audit chain verifies, head signature included, whose log is not empty beside
+audited data, and which, when an anchor file is kept, ends where a backup that file recorded
+ended (``backup`` records the head of each copy it writes), so a copy cut at its end is refused.
+The restore is then recorded as an event in the restored audit log.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from reviewconsole.audit import (
     audit_key,
     audited_models,
     event_record,
+    record_backup_anchor,
     record_restore_anchor,
 )
 from reviewconsole.chain import (
@@ -32,6 +35,7 @@ from reviewconsole.chain import (
     NOT_ANCHORED,
     ChainedEvent,
     Head,
+    backup_tail_problem,
     empty_log_problem,
     first_broken_link,
     latest_anchor,
@@ -39,6 +43,7 @@ from reviewconsole.chain import (
 )
 from reviewconsole.cli import readable_file
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.guard import sqlite_guard_problem
 from reviewconsole.models import Action
 
 NOT_SQLITE = (
@@ -49,6 +54,7 @@ NOT_A_DATABASE = "is not an intact SQLite database"
 NOT_A_BACKUP = "is not a backup of this console"
 TOO_OLD = "is a backup made before the audit chain was signed; restore it with that release"
 BROKEN_CHAIN = "its audit chain does not verify"
+NO_GUARD = "it lacks the audit guard every database of this console has"
 
 REQUIRED_TABLES = {"django_migrations", "reviewconsole_event", "reviewconsole_chainhead"}
 
@@ -62,8 +68,9 @@ def _live_sqlite() -> sqlite3.Connection:
     return raw
 
 
-def database_backup(*, destination: Path) -> int:
-    """Copy the live database page by page while others keep reading and writing."""
+def database_backup(*, destination: Path) -> tuple[int, bool]:
+    """Copy the live database page by page while others keep reading and writing: (pages,
+    whether the anchor file recorded the copy's chain head)."""
     if destination.exists():
         raise ValidationFailure("OUTPUT", f"{destination} exists; choose a new file")
     if not destination.parent.is_dir():
@@ -78,6 +85,7 @@ def database_backup(*, destination: Path) -> int:
             target.execute("PRAGMA journal_mode=DELETE")
             pages = target.execute("PRAGMA page_count").fetchone()[0]
             check = target.execute("PRAGMA integrity_check").fetchone()[0]
+            head = _backup_head(target) if check == "ok" else None
         finally:
             target.close()
     except BaseException:
@@ -86,7 +94,8 @@ def database_backup(*, destination: Path) -> int:
     if check != "ok":
         destination.unlink(missing_ok=True)
         raise ValidationFailure("OUTPUT", f"the copy failed its integrity check: {check}")
-    return int(pages)
+    # The copy's head, as it ends: a restore takes only a copy ending where a recorded one did.
+    return int(pages), record_backup_anchor(head)
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -150,7 +159,7 @@ def _anchor_problem(backup: sqlite3.Connection) -> str | None:
         return FORGED_ANCHOR
     if not passes_through_anchor(_backup_events(backup), records):
         return NOT_ANCHORED
-    return None
+    return backup_tail_problem(_backup_head(backup), records)
 
 
 def _checked_backup(backup: sqlite3.Connection) -> tuple[int, Head | None]:
@@ -164,6 +173,9 @@ def _checked_backup(backup: sqlite3.Connection) -> tuple[int, Head | None]:
     columns = {r[1] for r in backup.execute("PRAGMA table_info(reviewconsole_event)")}
     if not tables >= REQUIRED_TABLES or "hash_version" not in columns:
         raise ValidationFailure("FILE", TOO_OLD)
+    unguarded = sqlite_guard_problem(backup)
+    if unguarded is not None:
+        raise ValidationFailure("FILE", f"{NO_GUARD}: {unguarded}")
     head = _backup_head(backup)
     checked, broken = first_broken_link(_backup_events(backup), key=audit_key(), head=head)
     if broken is not None:
@@ -209,6 +221,8 @@ def database_restore(*, source_file: Path) -> dict[str, Any]:
             pages = int(backup.execute("PRAGMA page_count").fetchone()[0])
         finally:
             backup.close()
+    except ValidationFailure:
+        raise
     except (sqlite3.DatabaseError, ValueError, TypeError) as exc:
         # Nothing was replaced: the copy is the last step and SQLite applies it all or nothing.
         raise ValidationFailure("FILE", f"{NOT_A_DATABASE}: {exc}") from None

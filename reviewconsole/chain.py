@@ -133,6 +133,8 @@ class Head:
     signature: str = ""
     # In the anchor file only: the chain was replaced by a restore and starts over from here.
     restore: bool = False
+    # In the anchor file only: ``backup`` wrote a copy of the chain ending here.
+    backup: bool = False
 
 
 def audit_key_bytes(*, hmac_key: str, secret_key: str) -> bytes:
@@ -149,10 +151,13 @@ def head_signature(
     event_id: int,
     hash: str,
     restore: bool = False,
+    backup: bool = False,
 ) -> str:
     fields: dict[str, Any] = {"count": count, "event_id": event_id, "hash": hash}
     if restore:
         fields["restore"] = True
+    if backup:
+        fields["backup"] = True
     return hmac.new(key, rfc8785.dumps(fields), hashlib.sha256).hexdigest()
 
 
@@ -163,14 +168,22 @@ def signed_head(
     event_id: int,
     hash: str,
     restore: bool = False,
+    backup: bool = False,
 ) -> Head:
-    signature = head_signature(key, count=count, event_id=event_id, hash=hash, restore=restore)
-    return Head(count, event_id, hash, signature, restore)
+    signature = head_signature(
+        key, count=count, event_id=event_id, hash=hash, restore=restore, backup=backup
+    )
+    return Head(count, event_id, hash, signature, restore, backup)
 
 
 def head_is_genuine(key: bytes, head: Head) -> bool:
     expected = head_signature(
-        key, count=head.count, event_id=head.event_id, hash=head.hash, restore=head.restore
+        key,
+        count=head.count,
+        event_id=head.event_id,
+        hash=head.hash,
+        restore=head.restore,
+        backup=head.backup,
     )
     return hmac.compare_digest(expected, head.signature)
 
@@ -189,6 +202,11 @@ EMPTY_LOG = (
 )
 NOT_ANCHORED = (
     "the chain passes through no head that the anchor file records: not a state of this log"
+)
+NOT_A_RECORDED_BACKUP = (
+    "the backup ends at event {event_id} ({count} events), where no backup that the anchor file "
+    "records ends: events were cut from its end, or `backup` did not write it with this anchor "
+    "file"
 )
 
 
@@ -320,3 +338,19 @@ def passes_through_anchor(events: Iterable[ChainedEvent], records: Sequence[Head
         if (event.id, event.hash) in wanted.get(position, set()):
             return True
     return False
+
+
+def backup_tail_problem(head: Head | None, records: Sequence[Head]) -> str | None:
+    """The problem of a backup's chain ending at ``head`` where no backup recorded in the anchor
+    file's ``records`` ended; None when one did, when the file records nothing yet, or when the
+    backup has no head (``passes_through_anchor`` judges an empty chain).
+
+    A backup cut at its end still passes through anchored heads (every head is recorded), so
+    only the record ``backup`` wrote of the head it copied shows that its tail is whole.
+    """
+    if not records or head is None:
+        return None
+    recorded = {(r.count, r.event_id, r.hash) for r in records if r.backup}
+    if (head.count, head.event_id, head.hash) in recorded:
+        return None
+    return NOT_A_RECORDED_BACKUP.format(event_id=head.event_id, count=head.count)

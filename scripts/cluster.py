@@ -16,9 +16,16 @@ a unit), waits until each instance and MCP server answers its health check and H
 too, then runs until interrupted and stops everything it started. docs/operations.md ("Several instances") shows the commands and the HAProxy
 configuration it prints with ``--print-config``; a test holds the two equal.
 
+``--database`` is an administrator's connection, used only to prepare: it creates two roles and
+the database (docs/operations.md, "Database roles"). ``NAME_owner`` owns the database and its
+tables and runs the migrations; ``NAME_app``, which owns nothing, is no superuser and is no member
+of the owner, is what every instance, MCP server and worker connects as, granted by
+``manage.py grant_app_role`` after each migrate: it cannot lift the audit tables' guard.
+
 Secrets come from the environment (``DJANGO_SECRET_KEY``, ``AUDIT_HMAC_KEY``); when unset they
 are generated once and kept in ``STATE/secrets.env`` (mode 600), so the audit chain signed by one
-run verifies in the next. ``STATE`` (``--state``, default ``var/cluster``) also holds the HAProxy
+run verifies in the next. ``STATE`` (``--state``, default ``var/cluster``) also holds the audit
+anchor file (``AUDIT_ANCHOR_FILE``; in production put it on other storage), the HAProxy
 configuration, its stats socket, the collected static files and each process's log.
 """
 
@@ -42,7 +49,12 @@ from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
+# An administrator's connection: it creates the roles and the database, and nothing else.
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/console"
+# The roles' attributes: neither may create roles or databases, nor is a superuser; the
+# application's role inherits nothing (should it ever be granted a role, it must SET ROLE).
+OWNER_ROLE = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"
+APP_ROLE = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT"
 # What HAProxy asks each instance; an instance answering anything else is taken out of rotation.
 HEALTH_PATH = "/healthz"
 # The MCP endpoint: the one path HAProxy sends to the MCP servers.
@@ -63,6 +75,53 @@ class Recipe:
     threads: int = 4  # threads per gunicorn worker process
     database: str = DEFAULT_DATABASE
     python: str = ".venv/bin/python"
+
+    @property
+    def database_name(self) -> str:
+        return urllib.parse.urlsplit(self.database).path.lstrip("/")
+
+    @property
+    def owner_role(self) -> str:
+        """Owns the database and its tables; runs the migrations."""
+        return f"{self.database_name}_owner"
+
+    @property
+    def app_role(self) -> str:
+        """What the console's processes connect as: owns nothing, cannot lift the guard."""
+        return f"{self.database_name}_app"
+
+    def _as(self, role: str) -> str:
+        parsed = urllib.parse.urlsplit(self.database)
+        host = parsed.hostname or ""
+        netloc = f"{role}@{host}" + (f":{parsed.port}" if parsed.port else "")
+        return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
+
+    @property
+    def owner_url(self) -> str:
+        return self._as(self.owner_role)
+
+    @property
+    def app_url(self) -> str:
+        return self._as(self.app_role)
+
+    @property
+    def administrator_url(self) -> str:
+        """``database``'s server, on its maintenance database: where roles are created."""
+        return urllib.parse.urlunsplit(
+            urllib.parse.urlsplit(self.database)._replace(path="/postgres")
+        )
+
+    def setup_sql(self) -> list[str]:
+        """What an administrator runs once: the two roles, the database the owner owns, and
+        connecting to it for the two roles only."""
+        name, owner, app = self.database_name, self.owner_role, self.app_role
+        return [
+            f"CREATE ROLE {owner} {OWNER_ROLE};",
+            f"CREATE ROLE {app} {APP_ROLE};",
+            f"CREATE DATABASE {name} OWNER {owner};",
+            f"REVOKE ALL ON DATABASE {name} FROM PUBLIC;",
+            f"GRANT CONNECT ON DATABASE {name} TO {app};",
+        ]
 
     @property
     def web_ports(self) -> list[int]:
@@ -193,7 +252,10 @@ backend mcp
             "DJANGO_SETTINGS_MODULE": "console.settings_production",
             "DJANGO_SECRET_KEY": secret_key,
             "AUDIT_HMAC_KEY": audit_key,
-            "DATABASE_URL": self.database,
+            # A signed copy of each chain head, outside the database; on other storage in
+            # production (docs/operations.md, Audit verification).
+            "AUDIT_ANCHOR_FILE": f"{state}/audit-anchor.jsonl",
+            "DATABASE_URL": self.app_url,
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DJANGO_CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{self.port}",
             # Plain HTTP on the loopback here; with TLS at HAProxy leave it at 1.
@@ -208,13 +270,17 @@ backend mcp
     def script(self, state: str = "var/cluster") -> str:
         """The commands, as a shell would run them (what docs/operations.md shows)."""
         lines = [
-            f"export DATABASE_URL={self.database}",
+            f"psql {self.administrator_url} <<'SQL'",
+            *self.setup_sql(),
+            "SQL",
+            f"export DATABASE_URL={self.app_url}",
             *[
                 f"export {k}={v}"
                 for k, v in self.environment("…", "…", state).items()
                 if k != "DATABASE_URL"
             ],
-            f"{self.python} manage.py migrate --noinput",
+            f"DATABASE_URL={self.owner_url} {self.python} manage.py migrate --noinput",
+            f"DATABASE_URL={self.owner_url} {self.python} manage.py grant_app_role {self.app_role}",
             f"{self.python} manage.py collectstatic --noinput",
         ]
         for port in self.web_ports:
@@ -249,27 +315,42 @@ def free_run(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
-def database_create(url: str) -> None:
-    """Create the PostgreSQL database ``url`` names if it does not exist yet."""
+def database_create(recipe: Recipe) -> None:
+    """Run the recipe's setup (``Recipe.setup_sql``) as its administrator, each statement that
+    is still to do: the roles and the database are made once. A database another role owns
+    (one an earlier recipe made as the administrator) is refused: its tables would stay the
+    administrator's."""
     import psycopg
 
-    parsed = urllib.parse.urlsplit(url)
-    name = parsed.path.lstrip("/")
-    server = urllib.parse.urlunsplit(parsed._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{name}"')
+    create_owner, create_app, create_database, *access = recipe.setup_sql()
+    with psycopg.connect(recipe.administrator_url, autocommit=True) as conn:
+        for role, statement in [(recipe.owner_role, create_owner), (recipe.app_role, create_app)]:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                conn.execute(statement)
+        owner = conn.execute(
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s",
+            [recipe.database_name],
+        ).fetchone()
+        if owner is None:
+            conn.execute(create_database)
+        elif owner[0] != recipe.owner_role:
+            raise SystemExit(
+                f"database {recipe.database_name} belongs to {owner[0]}, not {recipe.owner_role}:"
+                " transfer it and its tables (docs/operations.md, Database roles) or name another"
+            )
+        for statement in access:
+            conn.execute(statement)
 
 
 def database_drop(url: str) -> None:
+    """Drop the database ``url`` names and the two roles the recipe made for it."""
     import psycopg
 
-    parsed = urllib.parse.urlsplit(url)
-    name = parsed.path.lstrip("/")
-    server = urllib.parse.urlunsplit(parsed._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    recipe = Recipe(database=url)
+    with psycopg.connect(recipe.administrator_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{recipe.database_name}" WITH (FORCE)')
+        for role in (recipe.app_role, recipe.owner_role):
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
 def _secrets(state: Path) -> tuple[str, str]:
@@ -349,11 +430,15 @@ class Cluster:
     def mcp_url(self) -> str:
         return f"{self.url}{MCP_PATH}"
 
-    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def manage(
+        self, *args: str, check: bool = True, as_owner: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """``manage.py ARGS`` as the application's role, or (``as_owner``) as the owner's."""
+        env = {**self.env, "DATABASE_URL": self.recipe.owner_url} if as_owner else self.env
         result = subprocess.run(  # noqa: S603
             [self.recipe.python, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             check=False,
@@ -437,8 +522,9 @@ def running(
     secret, audit = _secrets(state)
     env = {**os.environ, **recipe.environment(secret, audit, str(state)), **(extra_env or {})}
     cluster = Cluster(recipe, env, state)
-    database_create(recipe.database)
-    cluster.manage("migrate", "--noinput")
+    database_create(recipe)
+    cluster.manage("migrate", "--noinput", as_owner=True)
+    cluster.manage("grant_app_role", recipe.app_role, as_owner=True)
     cluster.manage("collectstatic", "--noinput")
     (state / "haproxy.cfg").write_text(recipe.haproxy_config(str(state)))
     try:

@@ -21,6 +21,7 @@ from django.core.management.base import CommandError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from reviewconsole import clock
+from reviewconsole.guard import AUDIT_TABLES
 
 
 @contextmanager
@@ -146,26 +147,33 @@ def copy_database(template: Path, db: Path) -> Path:
     return db
 
 
-AUDIT_TABLES = ("reviewconsole_event", "reviewconsole_chainhead")
-
-
 @contextmanager
 def audit_guards_lifted(connection: BaseDatabaseWrapper) -> Iterator[None]:
     """The audit tables without their guards, inside the caller's transaction, as only the
     tables' owner can have them: the test harness flushing its own database between tests.
 
     The triggers have no switch an ordinary session could use (reviewconsole migration 0011);
-    PostgreSQL lets the owner disable them (``ALTER TABLE … DISABLE TRIGGER``), SQLite lets
-    whoever holds the file drop and recreate them. The application never does either.
+    PostgreSQL lets the owner disable them (``ALTER TABLE … DISABLE TRIGGER``) and enable them
+    again as they were, firing always (migration 0013); SQLite lets whoever holds the file drop
+    and recreate them. The application never does either, and its role cannot.
     """
     present = [t for t in AUDIT_TABLES if t in connection.introspection.table_names()]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT c.relname, t.tgname, t.tgenabled FROM pg_trigger t "
+                "JOIN pg_class c ON c.oid = t.tgrelid "
+                "WHERE NOT t.tgisinternal AND c.relname = ANY(%s) "
+                "AND c.relnamespace = to_regnamespace(current_schema())",
+                [present],
+            )
+            triggers = cursor.fetchall()
             for table in present:
                 cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
             yield
-            for table in present:
-                cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+            enabled = {"A": "ENABLE ALWAYS", "R": "ENABLE REPLICA", "O": "ENABLE", "D": "DISABLE"}
+            for table, name, state in triggers:
+                cursor.execute(f'ALTER TABLE {table} {enabled[state]} TRIGGER "{name}"')
             return
         cursor.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN (%s, %s)",

@@ -39,7 +39,7 @@ def test_sqlite_url_keeps_the_sqlite_tuning(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "AUDIT_"))}
     return subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -51,16 +51,23 @@ def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_production_settings_pass_check_deploy() -> None:
-    result = run_manage(
-        "check",
-        "--deploy",
-        "--fail-level",
-        "WARNING",
-        DJANGO_SETTINGS_MODULE="console.settings_production",
-        DJANGO_SECRET_KEY="k" * 10 + "Zq8#pW2!xR5@mN7$vB4%cL9^tH3&jF6*gD1(sA0)eY",
-        DJANGO_ALLOWED_HOSTS="console.example",
-    )
+SECRET_KEY = "k" * 10 + "Zq8#pW2!xR5@mN7$vB4%cL9^tH3&jF6*gD1(sA0)eY"
+
+
+def production(tmp_path: Path, **env: str) -> dict[str, str]:
+    """The environment production settings need, with ``env`` over it (a value "" removes)."""
+    complete = {
+        "DJANGO_SETTINGS_MODULE": "console.settings_production",
+        "DJANGO_SECRET_KEY": SECRET_KEY,
+        "DJANGO_ALLOWED_HOSTS": "console.example",
+        "AUDIT_HMAC_KEY": "a3f1" * 16,
+        "AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl"),
+    }
+    return {k: v for k, v in {**complete, **env}.items() if v}
+
+
+def test_production_settings_pass_check_deploy(tmp_path: Path) -> None:
+    result = run_manage("check", "--deploy", "--fail-level", "WARNING", **production(tmp_path))
     assert result.returncode == 0, result.stderr + result.stdout
     assert "no issues" in result.stdout
 
@@ -71,13 +78,33 @@ def test_production_settings_refuse_the_development_key() -> None:
     assert "DJANGO_SECRET_KEY" in result.stderr
 
 
-def test_production_settings_refuse_a_trusted_proxy_that_is_not_an_address() -> None:
+def test_production_settings_refuse_a_trusted_proxy_that_is_not_an_address(tmp_path: Path) -> None:
     result = run_manage(
         "check",
-        DJANGO_SETTINGS_MODULE="console.settings_production",
-        DJANGO_SECRET_KEY="k" * 10 + "Zq8#pW2!xR5@mN7$vB4%cL9^tH3&jF6*gD1(sA0)eY",
-        DJANGO_ALLOWED_HOSTS="console.example",
-        CONSOLE_TRUSTED_PROXIES="127.0.0.1, balancer.internal",
+        **production(tmp_path, CONSOLE_TRUSTED_PROXIES="127.0.0.1, balancer.internal"),
     )
     assert result.returncode != 0
     assert "CONSOLE_TRUSTED_PROXIES: 'balancer.internal'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DJANGO_SECRET_KEY", "short"),
+        ("DJANGO_SECRET_KEY", "ab" * 40),  # long, but five characters it has not
+        ("DJANGO_SECRET_KEY", "django-insecure-" + SECRET_KEY),
+        ("AUDIT_HMAC_KEY", ""),
+        ("AUDIT_HMAC_KEY", "short"),
+        ("AUDIT_HMAC_KEY", SECRET_KEY),  # the secret key again: not a key of its own
+        ("AUDIT_ANCHOR_FILE", ""),
+        ("AUDIT_ANCHOR_FILE", "/nonexistent-folder/anchor.jsonl"),
+    ],
+)
+def test_production_settings_refuse_to_start_without_their_audit_keys_and_anchor(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    result = run_manage("check", **production(tmp_path, **{variable: value}))
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert variable in result.stderr.strip().splitlines()[-1]

@@ -21,6 +21,7 @@ from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 
 from reviewconsole.chain import EMPTY_LOG, NOT_ANCHORED
+from reviewconsole.guard import GUARD_MISSING
 from reviewconsole.roles import Role
 from tests.helpers import (
     AUDIT_TABLES,
@@ -208,10 +209,11 @@ def test_restore_refuses_a_backup_whose_audit_log_was_emptied(live: Path, tmp_pa
     backup = tmp_path / "backup.sqlite3"
     manage_ok(live, "backup", str(backup))
     with sqlite3.connect(backup) as conn:
-        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
-            conn.execute(f'DROP TRIGGER "{name}"')
+        guard = triggers_dropped(conn)
         for table in AUDIT_TABLES:
             conn.execute(f"DELETE FROM {table}")  # noqa: S608
+        for sql in guard:  # and put back, so that only the emptied log is wrong
+            conn.execute(sql)
     conn.close()
     manage_ok(live, "add_user", "late", "--role", "agent")
     before = live_state(live)
@@ -262,10 +264,102 @@ def test_with_an_anchor_file_restore_takes_a_backup_of_its_own_history(
     anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
     backup = tmp_path / "backup.sqlite3"
     manage_ok(live, "add_user", "rita", "--role", "reviewer", **anchor)
-    manage_ok(live, "backup", str(backup))
+    assert manage_ok(live, "backup", str(backup), **anchor)["anchored"] is True
     manage_ok(live, "add_user", "late", "--role", "agent", **anchor)
 
     restored = manage_ok(live, "restore", str(backup), "--yes", **anchor)
 
     assert restored["events"] >= 2
     assert manage_ok(live, "verify_audit", **anchor)["ok"] is True
+
+
+# restore: a backup without the guard, or cut at its end, is refused.
+
+
+def triggers_dropped(conn: sqlite3.Connection) -> list[str]:
+    """Drop every trigger of ``conn``'s database; the statements that made them."""
+    found = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    for name, _sql in found:
+        conn.execute(f'DROP TRIGGER "{name}"')
+    return [sql for _name, sql in found]
+
+
+def tail_cut(backup: Path, events: int, *, guard_back: bool) -> None:
+    """What the tables' owner can do to a backup: cut its last ``events`` events and as many
+    chain heads, so what is left is an earlier, genuinely signed state of the chain."""
+    with sqlite3.connect(backup) as conn:
+        guard = triggers_dropped(conn)
+        for table in AUDIT_TABLES:
+            conn.execute(
+                f"DELETE FROM {table} WHERE id IN "  # noqa: S608
+                f"(SELECT id FROM {table} ORDER BY id DESC LIMIT ?)",
+                [events],
+            )
+        if guard_back:
+            for sql in guard:
+                conn.execute(sql)
+    conn.close()
+
+
+def test_restore_refuses_a_backup_whose_guard_was_dropped(live: Path, tmp_path: Path) -> None:
+    backup = tmp_path / "backup.sqlite3"
+    manage_ok(live, "backup", str(backup))
+    with sqlite3.connect(backup) as conn:
+        conn.execute('DROP TRIGGER "reviewconsole_chainhead_no_update"')
+    conn.close()
+    manage_ok(live, "add_user", "late", "--role", "agent")
+    before = live_state(live)
+
+    payload = manage_refused(live, "restore", str(backup), "--yes")
+
+    assert payload["field"] == "FILE"
+    assert GUARD_MISSING.format(names="reviewconsole_chainhead_no_update") in payload["error"]
+    assert live_state(live) == before
+
+
+def test_restore_refuses_a_backup_whose_guard_was_dropped_and_tail_cut(
+    live: Path, tmp_path: Path
+) -> None:
+    for name in ("a1", "a2", "a3"):
+        manage_ok(live, "add_user", name, "--role", "agent")
+    backup = tmp_path / "backup.sqlite3"
+    manage_ok(live, "backup", str(backup))
+    tail_cut(backup, 2, guard_back=False)
+    before = live_state(live)
+
+    payload = manage_refused(live, "restore", str(backup), "--yes")
+
+    assert payload["field"] == "FILE" and "guard" in payload["error"]
+    assert live_state(live) == before
+    assert manage_ok(live, "verify_audit")["ok"] is True
+
+
+def test_with_an_anchor_file_restore_refuses_a_backup_cut_at_its_end(
+    live: Path, tmp_path: Path
+) -> None:
+    anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
+    for name in ("a1", "a2", "a3"):
+        manage_ok(live, "add_user", name, "--role", "agent", **anchor)
+    backup = tmp_path / "backup.sqlite3"
+    manage_ok(live, "backup", str(backup), **anchor)
+    tail_cut(backup, 2, guard_back=True)
+    before = live_state(live)
+
+    payload = manage_refused(live, "restore", str(backup), "--yes", **anchor)
+
+    assert payload["field"] == "FILE"
+    assert "no backup that the anchor file records ends" in payload["error"]
+    assert live_state(live) == before
+
+
+def test_with_an_anchor_file_restore_refuses_a_backup_it_did_not_record(
+    live: Path, tmp_path: Path
+) -> None:
+    anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
+    manage_ok(live, "add_user", "rita", "--role", "reviewer", **anchor)
+    backup = tmp_path / "backup.sqlite3"
+    assert manage_ok(live, "backup", str(backup))["anchored"] is False  # no anchor file named
+
+    payload = manage_refused(live, "restore", str(backup), "--yes", **anchor)
+
+    assert "no backup that the anchor file records ends" in payload["error"]

@@ -16,8 +16,9 @@ class Command(JsonCommand):
 
     def execute_json(self, **options: Any) -> dict[str, Any]:
         destination = Path(options["output"]).resolve()
-        pages = database_backup(destination=destination)
-        return {"ok": True, "file": str(destination), "pages": pages}
+        pages, anchored = database_backup(destination=destination)
+        return {"ok": True, "file": str(destination), "pages": pages, "anchored": anchored}
 
     def render_text(self, result: dict[str, Any]) -> str:
-        return f"backup written to {result['file']} ({result['pages']} pages)"
+        recorded = "; its chain head recorded in the anchor file" if result["anchored"] else ""
+        return f"backup written to {result['file']} ({result['pages']} pages){recorded}"
