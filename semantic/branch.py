@@ -293,7 +293,7 @@ def vector_branch(
         z = reference.significance(vector, sims, codes, nulls, asked)
         significance[positions] = z
         depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
-        close = z > curves.floor
+        close = z > curves.floors(asked, codes)
         chosen, chosen_z = positions[close], z[close]
         best = chosen[np.lexsort((order[chosen], -chosen_z))][:depth]
         ranks[best] = np.arange(1, len(best) + 1)

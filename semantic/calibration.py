@@ -49,6 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -145,6 +146,36 @@ def fitted_logistic(
     return Logistic(float(beta[0]), float(beta[1]))
 
 
+# The chance, per question nothing answers, that an item of a scope is ranked by meaning alone
+# because the unrelated items of the scope are many (a family-wise error rate).
+FAMILY_ERROR = 0.05
+
+
+@dataclass(frozen=True)
+class PairNull:
+    """How significant unrelated items of one language pair came out in the labelled questions
+    nothing answers: the highest, and the mean and deviation of all."""
+
+    highest: float
+    mean: float
+    sd: float
+
+    def floor(self, items: int) -> float:
+        """What an item must exceed in a scope holding ``items`` items of its language: more
+        than any unrelated item of the labelled questions reached, and more than the largest of
+        ``items`` unrelated items would reach by chance once in twenty (the fitted null, with a
+        Bonferroni correction: a large scope needs a larger significance)."""
+        chance = NormalDist().inv_cdf(1.0 - FAMILY_ERROR / max(items, 1))
+        return max(self.highest, self.mean + self.sd * chance)
+
+    def as_json(self) -> dict[str, float]:
+        return {
+            "highest": round(self.highest, 3),
+            "mean": round(self.mean, 3),
+            "sd": round(self.sd, 3),
+        }
+
+
 @dataclass(frozen=True)
 class Calibration:
     """The curves and the floor of one model (``source``: ``fitted`` from labelled pairs, or
@@ -155,6 +186,22 @@ class Calibration:
     lexical: Logistic
     floor: float
     source: str
+    # Per (query language, item language) code: the null of that pair as fitted, the highest
+    # significance an unrelated item reached, and the mean and deviation of all of them.
+    nulls: tuple[tuple[PairNull | None, ...], ...] | None = None
+
+    def floors(self, asked: int, codes: np.ndarray) -> np.ndarray:
+        """The floor each item must exceed, by its language and the question's, and by how many
+        items of its language the scope holds (``PairNull.floor``)."""
+        if self.nulls is None:
+            return np.full(len(codes), self.floor)
+        found = np.full(len(codes), self.floor)
+        for code in np.unique(codes):
+            null = self.nulls[asked][int(code)]
+            if null is not None:
+                chosen = codes == code
+                found[chosen] = null.floor(int(chosen.sum()))
+        return found
 
     def relevance(self, significance: float | None, share: float | None) -> float:
         """The estimated probability that an item answers the query, from what found it: its
@@ -208,6 +255,12 @@ def _logistic(value: Mapping[str, Any] | None) -> Logistic | None:
 _DEFAULT_LEXICAL = Logistic(9.0, -3.0)
 
 
+def _pair_null(value: Mapping[str, Any] | None) -> PairNull | None:
+    if not value:
+        return None
+    return PairNull(float(value["highest"]), float(value["mean"]), float(value["sd"]))
+
+
 def for_model(model: str) -> Calibration:
     """The calibration of ``model`` (the embedder's name): fitted when the calibration file has
     the model, else the default floor. The lexical curve is the file's, for every model."""
@@ -216,7 +269,13 @@ def for_model(model: str) -> Calibration:
     entry = (found.get("models") or {}).get(model) or {}
     fitted = _logistic(entry.get("curve"))
     if fitted is not None and fitted.a > 0 and "floor" in entry:
-        return Calibration(model, fitted, lexical, float(entry["floor"]), "fitted")
+        floor = float(entry["floor"])
+        pairs = entry.get("nulls") or {}
+        nulls = tuple(
+            tuple(_pair_null(pairs.get(f"{asked}>{item}")) for item in LANGUAGES)
+            for asked in LANGUAGES
+        )
+        return Calibration(model, fitted, lexical, floor, "fitted", nulls)
     floor = _default_floor()
     return Calibration(
         model, Logistic(DEFAULT_SLOPE, -DEFAULT_SLOPE * floor), lexical, floor, "default"
@@ -374,9 +433,18 @@ def reference_of(embedder: Any) -> Reference:
     return Reference(embedder.name, parts[0], parts[1])
 
 
-def significances(
-    embedder: Any, labelled: LabelledSet, reference: Reference
-) -> list[tuple[np.ndarray, np.ndarray]]:
+@dataclass(frozen=True)
+class Scored:
+    """One labelled question: the significance of every item of its set, which answer it, the
+    items' language codes and the question's."""
+
+    z: np.ndarray
+    answers: np.ndarray
+    codes: np.ndarray
+    asked: int
+
+
+def significances(embedder: Any, labelled: LabelledSet, reference: Reference) -> list[Scored]:
     """Per question of ``labelled``: the significance of every item, and which items answer."""
     ids = list(labelled.items)
     texts = [labelled.items[i] for i in ids]
@@ -386,8 +454,9 @@ def significances(
     vectors = np.asarray(embedder.queries([q for q, _ in labelled.queries]), dtype=np.float32)
     found = []
     for (question, answers), vector in zip(labelled.queries, vectors, strict=True):
-        z = reference.significance(vector, matrix @ vector, codes, nulls, language_code(question))
-        found.append((z, np.array([i in answers for i in ids])))
+        asked = language_code(question)
+        z = reference.significance(vector, matrix @ vector, codes, nulls, asked)
+        found.append(Scored(z, np.array([i in answers for i in ids]), codes, asked))
     return found
 
 
@@ -398,63 +467,94 @@ CANDIDATES = 10
 
 
 def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
-    """The curves fitted on ``sets``, and the floor.
+    """The curves fitted on ``sets``, and the floors.
 
     - The vector curve: maximum likelihood over each question's ``CANDIDATES`` most significant
       items, answer or not: the probability that such an item answers.
-    - The floor: the highest significance the best item of a question nothing answers reached
-      (no labelled question of that kind is answered by meaning), or where the curve reaches one
-      half when the sets hold no such question. Stored as the curve's intercept moved so that
-      the curve reaches one half there.
+    - The nulls, per (question language, item language): how significant the items of the
+      questions nothing answers came out (``PairNull``: the highest, the mean and deviation). A
+      model's meaning is weaker across languages than within one, and so is the significance of
+      an unrelated item in the other language: each pair gets its own floor. ``floor``: the
+      highest of them, for pairs without an example, or where the curve reaches one half when
+      the sets hold no question nothing answers.
     - The lexical curve: over every item sharing a token with its question.
 
-    The report says what the floor does on each set."""
+    The report says what the floors do on each set."""
     reference = reference_of(embedder)
     z_all: list[float] = []
     y_all: list[int] = []
     share_all: list[float] = []
     share_y: list[int] = []
-    nothing_best: list[float] = []
+    unrelated: dict[tuple[int, int], list[float]] = {}
     per_set = []
     for labelled in sets:
         scored = significances(embedder, labelled, reference)
         ids = list(labelled.items)
-        for (z, answers), shares in zip(scored, labelled.shares, strict=True):
-            if not answers.any():
-                nothing_best.append(float(z.max()))
-            top = np.argsort(-z, kind="stable")[:CANDIDATES]
-            z_all.extend(float(v) for v in z[top])
-            y_all.extend(int(a) for a in answers[top])
-            for item, answer in zip(ids, answers, strict=True):
+        for one, shares in zip(scored, labelled.shares, strict=True):
+            if not one.answers.any():
+                for code in np.unique(one.codes):
+                    values = one.z[one.codes == code].tolist()
+                    unrelated.setdefault((one.asked, int(code)), []).extend(values)
+            top = np.argsort(-one.z, kind="stable")[:CANDIDATES]
+            z_all.extend(float(v) for v in one.z[top])
+            y_all.extend(int(a) for a in one.answers[top])
+            for item, answer in zip(ids, one.answers, strict=True):
                 share = shares.get(item, 0.0)
                 if share > 0:
                     share_all.append(share)
                     share_y.append(int(answer))
         per_set.append((labelled.name, scored))
     curve = fitted_logistic(z_all, y_all)
-    floor = max(nothing_best) if nothing_best else curve.at(0.5)
+    nulls = {
+        pair: PairNull(max(values), float(np.mean(values)), float(np.std(values)))
+        for pair, values in unrelated.items()
+    }
+    floor = max(n.highest for n in nulls.values()) if nulls else curve.at(0.5)
+    calibrated = Calibration(
+        embedder.name,
+        curve,
+        _DEFAULT_LEXICAL,
+        floor,
+        "fitted",
+        tuple(
+            tuple(nulls.get((asked, item)) for item in range(len(LANGUAGES)))
+            for asked in range(len(LANGUAGES))
+        ),
+    )
     lexical = fitted_logistic(share_all, share_y) if share_all else None
+
+    def over(one: Scored) -> np.ndarray:
+        return one.z > calibrated.floors(one.asked, one.codes)
+
     report = []
     for name, scored in per_set:
-        answered = [(z, a) for z, a in scored if a.any()]
-        nothing = [z for z, a in scored if not a.any()]
+        answered = [one for one in scored if one.answers.any()]
+        nothing = [one for one in scored if not one.answers.any()]
         report.append(
             {
                 "set": name,
                 "questions": len(scored),
-                "answers": sum(int(a.sum()) for _, a in answered),
-                "answers_reaching_floor": sum(int((z[a] >= floor).sum()) for z, a in answered),
-                "other_items_reaching_floor": sum(int((z[~a] >= floor).sum()) for z, a in answered),
+                "answers": sum(int(one.answers.sum()) for one in answered),
+                "answers_reaching_floor": sum(
+                    int((over(one) & one.answers).sum()) for one in answered
+                ),
+                "other_items_reaching_floor": sum(
+                    int((over(one) & ~one.answers).sum()) for one in answered
+                ),
                 "nothing_questions": len(nothing),
-                "nothing_questions_answered": sum(int((z > floor).any()) for z in nothing),
+                "nothing_questions_answered": sum(int(over(one).any()) for one in nothing),
             }
         )
     return {
         "model": embedder.name,
         "curve": curve.as_json(),
         "floor": round(floor, 3),
+        "nulls": {
+            f"{LANGUAGES[asked]}>{LANGUAGES[item]}": null.as_json()
+            for (asked, item), null in sorted(nulls.items())
+        },
         "lexical": lexical.as_json() if lexical is not None else None,
         "pairs": len(z_all),
-        "nothing_questions": len(nothing_best),
+        "nothing_questions": sum(one["nothing_questions"] for one in report),
         "sets": report,
     }

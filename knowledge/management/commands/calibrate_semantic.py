@@ -108,6 +108,7 @@ class Command(JsonCommand):
             kept.setdefault("models", {})[result["model"]] = {
                 "curve": result["curve"],
                 "floor": result["floor"],
+                "nulls": result["nulls"],
                 "fitted_on": Path(options["file"]).name,
                 "fitted_at": clock.now().date().isoformat(),
                 "sets": result["sets"],
@@ -122,8 +123,12 @@ class Command(JsonCommand):
         lines = [
             f"model: {result['model']}",
             f"vector curve: a={result['curve']['a']} b={result['curve']['b']}",
-            f"floor: significance above {result['floor']} "
-            f"({result['nothing_questions']} questions nothing answers)",
+            "unrelated items' significance (question>item language: highest, mean, sd): "
+            + "; ".join(
+                f"{pair} {v['highest']}, {v['mean']}, {v['sd']}"
+                for pair, v in result["nulls"].items()
+            )
+            + f" ({result['nothing_questions']} questions nothing answers)",
         ]
         if result.get("lexical"):
             lines.append(f"lexical curve: a={result['lexical']['a']} b={result['lexical']['b']}")
