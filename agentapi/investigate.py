@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
 from agentapi.limits import require_live_capacity
 from agentapi.operations import NotFound
@@ -46,19 +47,21 @@ def investigate(*, user: User, request: InvestigationRequest) -> dict[str, Any]:
 
 def investigation_queue(*, user: User, request: InvestigationRequest) -> QueuedInvestigation:
     """Queue the ticket for the worker (checked as a run now would be); refused with ``TooBusy``
-    while the account has its limit of live investigations in flight."""
-    require_live_capacity(user)
-    return investigation_request(
-        actor=user,
-        text=request.text,
-        scope=request.scope.as_mapping(),
-        occurred_at=request.occurred_at,
-        known_at=request.known_at,
-        facts=dict(request.facts),
-        provider=request.provider,
-        run_id=request.run_id,
-        max_calls=request.max_calls,
-    )
+    while the account has its limit of live investigations in flight. The count and the
+    request's insert are one transaction under the account's lock."""
+    with transaction.atomic():
+        require_live_capacity(user)
+        return investigation_request(
+            actor=user,
+            text=request.text,
+            scope=request.scope.as_mapping(),
+            occurred_at=request.occurred_at,
+            known_at=request.known_at,
+            facts=dict(request.facts),
+            provider=request.provider,
+            run_id=request.run_id,
+            max_calls=request.max_calls,
+        )
 
 
 def pending(queued: QueuedInvestigation, url: str) -> dict[str, Any]:

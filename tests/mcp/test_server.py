@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
 from agentapi.api import api
-from agentapi.limits import LIVE_RETRY_AFTER_SECONDS, TOO_MANY_LIVE, LiveRunsHere, TooBusy
+from agentapi.limits import LIVE_RETRY_AFTER_SECONDS, TOO_MANY_LIVE, TooBusy, live_run_held
 from agentapi.mcp_server import TOOLS as SPECS
 from agentapi.mcp_server import build_server
 from agentapi.services import token_create, token_revoke
@@ -370,18 +370,17 @@ def test_live_investigations_count_with_the_accounts_queued_ones(
     assert not call(token, "investigate", body).is_error
 
 
-def test_live_runs_held_by_this_process_are_counted_per_account(
+def test_live_runs_held_within_calls_are_counted_per_account(
     agent: User, make_user: Callable[[str, str], User], settings: Any
 ) -> None:
     settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
-    runs = LiveRunsHere()
     other = make_user("agent-9", "agent")
-    with runs.held(agent):
-        with pytest.raises(TooBusy), runs.held(agent):
+    with live_run_held(agent):
+        with pytest.raises(TooBusy), live_run_held(agent):
             pass
-        with runs.held(other):
+        with live_run_held(other):
             pass
-    with runs.held(agent):
+    with live_run_held(agent):
         pass
 
 
