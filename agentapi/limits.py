@@ -202,7 +202,10 @@ def live_run_held(user: User) -> Iterator[None]:
     ``investigate``), refused with ``TooBusy`` when none is free; freed when the call ends."""
     with transaction.atomic():
         require_live_capacity(user)
-        held = LiveRun.objects.create(actor=user, started_at=clock.now())
+        now = clock.now()
+        # Rows left by processes that died during their calls go once they no longer count.
+        LiveRun.objects.filter(actor=user, started_at__lte=now - live_run_stale_after()).delete()
+        held = LiveRun.objects.create(actor=user, started_at=now)
     try:
         yield
     finally:
