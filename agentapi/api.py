@@ -51,6 +51,7 @@ from agentapi.schemas import (
     SkillRunResult,
     ValidationErrors,
 )
+from experience.runs.claims import run_name
 from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
@@ -343,7 +344,7 @@ def investigation_create(
     user = _user(request)
     if payload.provider == "live":
         queued = investigation_queue(user=user, request=payload)
-        url = _poll_url(queued.run_id)
+        url = _poll_url(run_name(queued.run_id))
         response["Location"] = url
         return Status(202, pending(queued, url))
     return investigate(user=user, request=payload)

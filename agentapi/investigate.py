@@ -11,14 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
 from agentapi.limits import require_live_capacity
 from agentapi.operations import NotFound
 from agentapi.schemas import InvestigationRequest
+from experience.runs.claims import run_name, run_named
 from investigations.models import Investigation, RequestState
 from investigations.models import InvestigationRequest as QueuedInvestigation
 from investigations.services import (
     INVESTIGATE_PERMISSION,
+    investigation_answer,
     investigation_request,
     investigation_run,
 )
@@ -41,29 +44,31 @@ def investigate(*, user: User, request: InvestigationRequest) -> dict[str, Any]:
         run_id=request.run_id,
         max_calls=request.max_calls,
     )
-    return investigation.as_json()
+    return investigation_answer(investigation)
 
 
 def investigation_queue(*, user: User, request: InvestigationRequest) -> QueuedInvestigation:
     """Queue the ticket for the worker (checked as a run now would be); refused with ``TooBusy``
-    while the account has its limit of live investigations in flight."""
-    require_live_capacity(user)
-    return investigation_request(
-        actor=user,
-        text=request.text,
-        scope=request.scope.as_mapping(),
-        occurred_at=request.occurred_at,
-        known_at=request.known_at,
-        facts=dict(request.facts),
-        provider=request.provider,
-        run_id=request.run_id,
-        max_calls=request.max_calls,
-    )
+    while the account has its limit of live investigations in flight. The count and the
+    request's insert are one transaction under the account's lock."""
+    with transaction.atomic():
+        require_live_capacity(user)
+        return investigation_request(
+            actor=user,
+            text=request.text,
+            scope=request.scope.as_mapping(),
+            occurred_at=request.occurred_at,
+            known_at=request.known_at,
+            facts=dict(request.facts),
+            provider=request.provider,
+            run_id=request.run_id,
+            max_calls=request.max_calls,
+        )
 
 
 def pending(queued: QueuedInvestigation, url: str) -> dict[str, Any]:
     return {
-        "run_id": queued.run_id,
+        "run_id": run_name(queued.run_id),
         "state": queued.state,
         "steps": len(queued.steps),
         "poll": url,
@@ -73,12 +78,15 @@ def pending(queued: QueuedInvestigation, url: str) -> dict[str, Any]:
 def investigation_poll(*, user: User, run_id: str) -> tuple[int, dict[str, Any]]:
     """The caller's own investigation under ``run_id``: 200 with the stored run, 202 with its
     progress while queued or running, 200 with status ``error`` when the worker gave up. Another
-    account's run id is answered as an unknown one."""
+    account's or tenant's run id is answered as an unknown one."""
     require(user, INVESTIGATE_PERMISSION)
-    stored = Investigation.objects.filter(run_id=run_id, actor=user).first()
+    claim = run_named(user, run_id)
+    if claim is None or claim.owner_id != user.pk:
+        raise NotFound(NO_SUCH_INVESTIGATION)
+    stored = Investigation.objects.filter(run_id=claim.run_id, actor=user).first()
     if stored is not None:
-        return 200, stored.as_json()
-    queued = QueuedInvestigation.objects.filter(run_id=run_id, actor=user).first()
+        return 200, investigation_answer(stored)
+    queued = QueuedInvestigation.objects.filter(run_id=claim.run_id, actor=user).first()
     if queued is None:
         raise NotFound(NO_SUCH_INVESTIGATION)
     if queued.state == RequestState.FAILED:
@@ -90,7 +98,7 @@ def failed(queued: QueuedInvestigation) -> dict[str, Any]:
     """A run the worker gave up on, in the shape of a stored run (status ``error``)."""
     arguments = queued.arguments
     return {
-        "run_id": queued.run_id,
+        "run_id": run_name(queued.run_id),
         "status": "error",
         "reason": queued.error,
         "answer": None,

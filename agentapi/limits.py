@@ -4,16 +4,17 @@ Both answer ``429 Too Many Requests`` with ``Retry-After`` (seconds); an MCP too
 rate is refused with ``rate_limited`` and ``retry_after`` (``account_rate_wait``, one count with
 the API's). Both are counted in the database, so they hold across every web instance of a deployment: the rate per account in fixed
 windows (``RateCount``, one row per account, counted by one atomic statement), the live
-investigations in flight from their rows. Defaults and settings: docs/contracts.md, Limits.
+investigations in flight from their rows (the worker's ``InvestigationRequest``, the MCP calls'
+``LiveRun``), counted and written under the account's lock. Defaults and settings: docs/contracts.md, Limits.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -22,7 +23,7 @@ from django.db import connection, transaction
 from django.http import HttpRequest
 from ninja.throttling import BaseThrottle
 
-from agentapi.models import RateCount
+from agentapi.models import LiveRun, RateCount
 from investigations.models import InvestigationRequest, RequestState
 from reviewconsole import clock
 
@@ -150,43 +151,62 @@ def live_investigations_limit() -> int:
     return int(getattr(settings, "CONSOLE_API_LIVE_INVESTIGATIONS", DEFAULT_LIVE_INVESTIGATIONS))
 
 
-def _queued_or_running(user: User) -> int:
-    return InvestigationRequest.objects.filter(
+def live_run_stale_after() -> timedelta:
+    """How long a run held within an MCP call can last at most: its wall time, one model
+    call's wait past it, and a minute more. A row older than that was left by a process that
+    died during the call and no longer counts."""
+    seconds = float(getattr(settings, "INVESTIGATION_MAX_SECONDS", 60))
+    seconds += float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60)) + 60
+    return timedelta(seconds=seconds)
+
+
+def _live_runs(user: User) -> int:
+    """Every live investigation of ``user`` in flight, whatever started it: queued or running
+    for the worker (the API, the console), or held within an MCP call on any instance."""
+    queued = InvestigationRequest.objects.filter(
         actor=user, state__in=[RequestState.QUEUED, RequestState.RUNNING]
     ).count()
+    held = LiveRun.objects.filter(
+        actor=user, started_at__gt=clock.now() - live_run_stale_after()
+    ).count()
+    return queued + held
 
 
-def require_live_capacity(user: User, *, also_running: int = 0) -> None:
-    """Refuse another live investigation while the account has its limit queued or running
-    (``also_running``: the ones this process runs itself, which have no queued row)."""
+def _account_locked(user: User) -> None:
+    """Take the account's lock until the current transaction ends: one live-run count and its
+    insert at a time per account, on every instance. PostgreSQL locks the account's row (``FOR
+    NO KEY UPDATE``: rows that merely point at the account are not held up); SQLite's
+    transactions take the database's write lock when they begin (``transaction_mode``
+    ``IMMEDIATE``), which already serialises them."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("the account's lock is held by a transaction: call within one")
+    model = type(user)
+    list(model._default_manager.select_for_update(no_key=True).filter(pk=user.pk).values("pk"))
+
+
+def require_live_capacity(user: User) -> None:
+    """Refuse another live investigation while the account has its limit in flight.
+
+    Call within the transaction that then writes the run's row (``live_capacity_taken``): the
+    count and the insert hold the account's lock together, so simultaneous requests of one
+    account, over any transport and on any instance, cannot all see a free place."""
+    _account_locked(user)
     limit = live_investigations_limit()
-    if _queued_or_running(user) + also_running >= limit:
+    if _live_runs(user) >= limit:
         raise TooBusy(TOO_MANY_LIVE.format(limit=limit), LIVE_RETRY_AFTER_SECONDS)
 
 
-class LiveRunsHere:
-    """Live investigations this process runs within a call (the MCP tool ``investigate``), per
-    account. Each counts with the account's queued and running ones against
-    ``CONSOLE_API_LIVE_INVESTIGATIONS``, so one token cannot hold every thread of a remote MCP
-    server with model calls. The ones run inside calls are counted per process: a deployment
-    of several MCP instances allows each account the limit on each instance at most."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running: Counter[int] = Counter()
-
-    @contextmanager
-    def held(self, user: User) -> Iterator[None]:
-        with self._lock:
-            require_live_capacity(user, also_running=self._running[user.pk])
-            self._running[user.pk] += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._running[user.pk] -= 1
-                if self._running[user.pk] <= 0:
-                    del self._running[user.pk]
-
-
-LIVE_RUNS_HERE = LiveRunsHere()
+@contextmanager
+def live_run_held(user: User) -> Iterator[None]:
+    """Hold one of ``user``'s live places for a run answered within this call (the MCP tool
+    ``investigate``), refused with ``TooBusy`` when none is free; freed when the call ends."""
+    with transaction.atomic():
+        require_live_capacity(user)
+        now = clock.now()
+        # Rows left by processes that died during their calls go once they no longer count.
+        LiveRun.objects.filter(actor=user, started_at__lte=now - live_run_stale_after()).delete()
+        held = LiveRun.objects.create(actor=user, started_at=now)
+    try:
+        yield
+    finally:
+        LiveRun.objects.filter(pk=held.pk).delete()

@@ -35,7 +35,7 @@ from agentapi import operations
 from agentapi.api import field_path
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
-from agentapi.limits import LIVE_RUNS_HERE, TooBusy, account_rate_wait
+from agentapi.limits import TooBusy, account_rate_wait, live_run_held
 from agentapi.operations import NotFound
 from agentapi.schemas import (
     CaseProposal,
@@ -143,7 +143,7 @@ def _investigate(user: User, args: dict[str, Any]) -> dict[str, Any]:
     if request.provider != "live":
         return investigate(user=user, request=request)
     # A live model holds this call (and a thread of the server) for up to the run's wall time.
-    with LIVE_RUNS_HERE.held(user):
+    with live_run_held(user):
         return investigate(user=user, request=request)
 
 

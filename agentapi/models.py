@@ -44,3 +44,23 @@ class RateCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.hits} in window {self.period_index}"
+
+
+class LiveRun(models.Model):
+    """A live investigation an MCP server is answering within a call (stdio or Streamable
+    HTTP): it counts, with the account's queued and running ones, against
+    ``CONSOLE_API_LIVE_INVESTIGATIONS`` on every instance (``agentapi.limits.live_run_held``).
+
+    Written when the call starts, in the transaction that counted the account's live runs under
+    its lock, and deleted when the call ends. A row whose process died with it stops counting
+    once no run could still be going (``agentapi.limits.LIVE_RUN_STALE_AFTER``).
+    """
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    started_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["actor", "started_at"], name="live_run_actor")]
+
+    def __str__(self) -> str:
+        return f"live run of {self.actor_id} since {self.started_at:%Y-%m-%d %H:%M:%S}"

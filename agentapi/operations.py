@@ -33,7 +33,7 @@ from experience.retrieval.block import experience_context as context_block
 from experience.retrieval.service import retrieve_experience
 from experience.review.outcomes import run_outcome_report
 from experience.runs import records as experience_run_records
-from experience.runs.claims import run_claim, run_owner
+from experience.runs.claims import run_claim, run_named
 from experience.runs.models import Reference, Run
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole import clock
@@ -144,16 +144,17 @@ def run_read(*, user: User, run_id: str) -> dict[str, Any]:
         raise NotFound(NO_SUCH_RUN)
     # The caller's own run (a reviewer's: any run of their tenants); another account's run is
     # answered as an unknown id.
-    claim = run_owner(run_id)
+    claim = run_named(user, run_id)
     if claim is None or not (
         claim.owner_id == user.pk or (holds(user, REVIEW_CASE) and may_access(user, claim.tenant))
     ):
         raise NotFound(NO_SUCH_RUN)
-    runs = list(visible(Run.objects.filter(run_id=run_id), user).order_by("started_at", "id"))
+    stored = claim.run_id
+    runs = list(visible(Run.objects.filter(run_id=stored), user).order_by("started_at", "id"))
     references = _visible_references(
         user,
         list(
-            Reference.objects.filter(run_id=run_id)
+            Reference.objects.filter(run_id=stored)
             .order_by("read_at", "id")
             .values_list("item_id", "item_type", "read_at")
         ),
@@ -254,8 +255,8 @@ def _record_read(
     run_id = validate_run_id(run_id)
     at = clock.now()
     with transaction.atomic():
-        run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
-        experience_run_records.references_record(run_id=run_id, items=items, at=at)
+        claim = run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
+        experience_run_records.references_record(run_id=claim.run_id, items=items, at=at)
 
 
 def _run_json(run: Run) -> dict[str, Any]:

@@ -168,9 +168,8 @@ RunId = Annotated[
             "type": "string",
             "pattern": rf"^[^{_SPACE}\x00]{{1,{MAX_RUN_ID}}}$",
             "description": "the agent investigation this read belongs to: the caller's own, "
-            "opened in this scope's tenant by its first read; an id opened by another account "
-            "or in another tenant is refused (422 on run_id), so choose an unpredictable one "
-            "(a UUID)",
+            "opened in this scope's tenant by its first read; the same id used by another "
+            "account or in another tenant is another run",
         }
     ),
 ]
@@ -657,8 +656,9 @@ class InvestigationRequest(RequestBody):
     )
     run_id: RunId | None = Field(
         default=None,
-        description="default: a new id; an id that already names an investigation, or that "
-        "another account or tenant opened, is refused (422 on run_id)",
+        description="default: a new id; an id of one of your runs that already has an "
+        "investigation is refused (422 on run_id); another account's or tenant's run of the "
+        "same id is another run",
     )
     max_calls: MaxCalls | None = Field(default=None, description="default: 6")
 

@@ -138,8 +138,8 @@ class TicketResult:
 def _arm(
     ticket: Ticket, index: int, *, with_memory: bool, provider: Provider | None = None
 ) -> Investigation:
-    # Unpredictable, so no account can claim a replay's run id first (experience.run_claims);
-    # the arm's writes, its claim included, are rolled back.
+    # A run of its own, whatever another account or tenant names its runs
+    # (experience.run_claims); the arm's writes, its claim included, are rolled back.
     arm = "with" if with_memory else "without"
     run_id = f"replay-{index:04d}-{arm}-{uuid.uuid4().hex[:16]}"
     with transaction.atomic():

@@ -13,7 +13,7 @@ from evaluation.domain import CITATION_SEPARATORS, TicketSet, citation_targets, 
 from evaluation.models import HeldoutTicket, ReplayReport
 from experience.cases.models import Case, Evidence, Skill
 from experience.core.models import ItemType, Status
-from experience.runs.models import Reference
+from experience.runs.models import Reference, RunOwner
 from knowledge.models import Document, DocumentKind
 from reviewconsole.tenancy import require_known_tenant, visible
 
@@ -129,8 +129,12 @@ def heldout_leaks(ticket_set: TicketSet) -> list[Leak]:
 
     leaks: list[Leak] = []
     for batch in _batches(run_ids):
+        # A run id of the set names every run opened under it, in any tenant, by any account
+        # (each is stored under an id of its own: experience.runs.claims).
+        names = {run_id: run_id for run_id in batch}
+        names |= dict(RunOwner.objects.filter(name__in=batch).values_list("run_id", "name"))
         references = (
-            Reference.objects.filter(run_id__in=batch)
+            Reference.objects.filter(run_id__in=list(names))
             .filter(
                 Q(item_type=ItemType.CASE, item_id__in=_approved_case_ids())
                 | Q(item_type=ItemType.SKILL, item_id__in=_approved_skill_ids())
@@ -138,7 +142,9 @@ def heldout_leaks(ticket_set: TicketSet) -> list[Leak]:
             .values_list("run_id", "item_id")
             .distinct()
         )
-        leaks += [Leak(*paths[run], REFERENCED, run, item) for run, item in references]
+        leaks += [
+            Leak(*paths[names[run]], REFERENCED, names[run], item) for run, item in references
+        ]
     for batch in _batches(targets):
         evidence = (
             Evidence.objects.filter(case__status=Status.APPROVED)

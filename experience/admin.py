@@ -132,8 +132,8 @@ class RunOutcomeAdmin(ReadOnlyAdmin):
 @admin.register(RunOwner)
 class RunOwnerAdmin(ReadOnlyAdmin):
     tenant_field = "tenant"
-    list_display = ("run_id", "owner", "tenant", "first_read_at")
-    search_fields = ("run_id",)
+    list_display = ("run_id", "name", "owner", "tenant", "first_read_at")
+    search_fields = ("run_id", "name")
 
 
 @admin.register(RunFollowUp)

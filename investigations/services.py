@@ -14,7 +14,7 @@ from django_tasks import task
 
 from experience.retrieval.block import experience_context
 from experience.retrieval.request import MAX_QUERY
-from experience.runs.claims import run_claim
+from experience.runs.claims import run_claim, run_name
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
@@ -57,13 +57,14 @@ MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
 PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
 FACT_VALUE = "must be a string, an integer or a boolean"
 
-# The run id of the investigation this thread is running: skill runs stored under it are steps of
-# the investigation, whose own after-action review covers them.
+# The stored run id of the investigation this thread is running: skill runs stored under it are
+# steps of the investigation, whose own after-action review covers them.
 _RUNNING: ContextVar[str | None] = ContextVar("investigation_running", default=None)
 
 
 def investigation_running(run_id: str) -> bool:
-    """True while ``run_id`` names the investigation being run here (its steps are storing)."""
+    """True while ``run_id`` is the stored id of the investigation being run here (its steps are
+    storing)."""
     return _RUNNING.get() == run_id
 
 
@@ -181,10 +182,11 @@ def investigation_run(
     )
     provider, max_calls, run_id = _run_options(provider, max_calls, run_id)
     started_at = moment()
-    # The run is opened (claimed) before the model runs: a tool refusing another account's run
-    # id would only end in a recorded step, and nothing may be written under it.
+    # The run is opened (claimed) before the model runs, so a reused id of the actor's own is
+    # refused before anything is written. Its tools read under the caller's id for the run; the
+    # run is stored under its stored id.
     with transaction.atomic():
-        _open_run(
+        stored_id = _open_run(
             run_id=run_id,
             actor=actor,
             tenant=ticket.scope.get("tenant"),
@@ -193,7 +195,7 @@ def investigation_run(
         )
     model = provider_instance or provider_for(provider)
     budget = Budget(max_calls=max_calls, max_seconds=float(settings.INVESTIGATION_MAX_SECONDS))
-    running = _RUNNING.set(run_id)
+    running = _RUNNING.set(stored_id)
     try:
         outcome = run_ticket(
             ticket,
@@ -212,13 +214,19 @@ def investigation_run(
     return _store(
         ticket=ticket,
         outcome=outcome,
-        run_id=run_id,
+        run_id=stored_id,
         provider=provider,
         budget=budget,
         actor=actor,
         started_at=started_at,
         finished_at=moment(),
     )
+
+
+def investigation_answer(investigation: Investigation) -> dict[str, Any]:
+    """A stored investigation in the contract's shape, under the run id its caller gave (its
+    stored id differs when another account or tenant used the same id)."""
+    return {**investigation.as_json(), "run_id": run_name(investigation.run_id)}
 
 
 def _run_options(provider: object, max_calls: object, run_id: object) -> tuple[str, int, str]:
@@ -242,16 +250,17 @@ def _run_options(provider: object, max_calls: object, run_id: object) -> tuple[s
 
 def _open_run(
     *, run_id: str, actor: User, tenant: str | None, at: datetime, queued: bool = False
-) -> None:
-    """Claim ``run_id`` for ``actor`` (another account's id is refused as such, whatever it
-    holds), then refuse an id that already names an investigation, or a queued one unless this
-    is that queued run (``queued``)."""
-    run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at)
-    taken = Investigation.objects.filter(run_id=run_id).exists()
+) -> str:
+    """Open ``actor``'s run ``run_id`` in ``tenant`` (another account's or tenant's run of that
+    name is another run) and give its stored id; refuse a run of the actor's that already has an
+    investigation, or a queued one unless this is that queued run (``queued``)."""
+    stored_id = run_claim(run_id=run_id, actor=actor, tenant=tenant, at=at).run_id
+    taken = Investigation.objects.filter(run_id=stored_id).exists()
     if not queued:
-        taken = taken or InvestigationRequest.objects.filter(run_id=run_id).exists()
+        taken = taken or InvestigationRequest.objects.filter(run_id=stored_id).exists()
     if taken:
         raise ValidationFailure("run_id", RUN_ID_TAKEN)
+    return stored_id
 
 
 # --- background runs: the console's tickets and the API's live investigations ------------------
@@ -292,9 +301,9 @@ def investigation_request(
     now = now or clock.now()
     with transaction.atomic():
         # Claimed when queued, so no other account can take the id before the worker runs it.
-        _open_run(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
+        stored_id = _open_run(run_id=run_id, actor=actor, tenant=ticket.scope.get("tenant"), at=now)
         request = InvestigationRequest.objects.create(
-            run_id=run_id,
+            run_id=stored_id,
             tenant=ticket.scope.get("tenant") or "",
             text=ticket.text,
             arguments={
@@ -349,7 +358,8 @@ def investigation_request_run(pk: int) -> str:
                 facts=arguments.get("facts") or {},
                 provider=arguments.get("provider") or "scripted",
                 max_calls=arguments.get("max_calls"),
-                run_id=request.run_id,
+                # The name the caller gave the run: its tools read under it, as a run now would.
+                run_id=run_name(request.run_id),
                 on_step=step_stored,
                 queued=True,
             )

@@ -78,9 +78,9 @@ def bind(
         if documents:
             read_at = moment()
             with transaction.atomic():
-                run_claim(run_id=run_id, actor=actor, tenant=scope["tenant"], at=read_at)
+                claim = run_claim(run_id=run_id, actor=actor, tenant=scope["tenant"], at=read_at)
                 references_record(
-                    run_id=run_id,
+                    run_id=claim.run_id,
                     items=[(doc, ItemType.DOCUMENT) for doc in dict.fromkeys(documents)],
                     at=read_at,
                 )

@@ -176,9 +176,11 @@ class _RunState:
         self.cases = tuple(skill.case_links.order_by("position").values_list("case_id", flat=True))
         # Read when the run started (its claim's first read, the references' time).
         with transaction.atomic():
-            run_claim(run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=self.started_at)
+            claim = run_claim(
+                run_id=self.run_id, actor=self.actor, tenant=skill.tenant, at=self.started_at
+            )
             references_record(
-                run_id=self.run_id,
+                run_id=claim.run_id,
                 items=[(skill.id, ItemType.SKILL), *((c, ItemType.CASE) for c in self.cases)],
                 at=self.started_at,
             )

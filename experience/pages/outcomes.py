@@ -26,6 +26,8 @@ def run_outcome(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
             outcome=request.POST.get("outcome", ""),
             note=request.POST.get("note", ""),
             actor=request.user,  # type: ignore[arg-type]
+            # The page's address holds the run's stored id.
+            stored=True,
         )
     except ValidationFailure as failure:
         messages.error(request, f"{failure.field}: {failure.message}")

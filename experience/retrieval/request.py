@@ -136,11 +136,11 @@ def read_request_record(
         raise ValueError("a request with scope fields missing reads nothing and records nothing")
     read = list(items)
     with transaction.atomic():
-        run_claim(
+        claim = run_claim(
             run_id=request.run_id,
             actor=request.actor,
             tenant=request.scope["tenant"],
             at=request.at,
         )
         if read:
-            references_record(run_id=request.run_id, items=read, at=request.at, in_block=in_block)
+            references_record(run_id=claim.run_id, items=read, at=request.at, in_block=in_block)

@@ -3,7 +3,8 @@
 A run id is any id under which memory was read (``Reference`` rows: recall, a context block, a
 skill run, an investigation). It belongs to the account and tenant that opened it
 (``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
-anyone who may not see its tenant it is a run with no reads. The latest outcome of a run is kept
+anyone else (another account, anyone who may not see its tenant) it is a run with no reads. The
+latest outcome of a run is kept
 and every report is audited (with the outcome and reporter it replaced);
 ``experience.lessons.outcome_tallies`` turns outcomes into confidence inputs of the items the run
 read. Only a reviewer's report counts, in either direction (``experience.lessons.domain.
@@ -27,7 +28,7 @@ from django.db import transaction
 from experience.cases.models import Case, Skill
 from experience.lessons import outdating
 from experience.lessons.models import Lesson
-from experience.runs.claims import run_owner
+from experience.runs.claims import run_named, run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -100,15 +101,22 @@ def run_outcome_report(
     actor: User,
     note: str | None = None,
     now: datetime | None = None,
+    stored: bool = False,
 ) -> dict[str, Any]:
-    """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run."""
+    """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run.
+
+    ``run_id`` is the run id as its caller knows it (``experience.runs.claims.run_named``: the
+    actor's own run, or a reviewer's run of their tenants; another account's run answers as an
+    unknown one), or with ``stored`` the run's stored id (the console's run page)."""
     require(actor, USE_EXPERIENCE, message=USE_REFUSED)
     run_id, outcome, note = _validate(run_id, outcome, note)
-    claim = run_owner(run_id)
-    items = run_read_items(run_id)
+    claim = run_owner(run_id) if stored else run_named(actor, run_id)
+    key = claim.run_id if claim is not None else run_id
+    items = run_read_items(key)
     # A run of a tenant the actor may not see (or whose reads reach one, recorded before runs had
     # owners) answers as one with no reads: the answer never tells which run ids exist in other
-    # tenants. Inside the actor's tenants, a run of another account is no secret to hide.
+    # tenants. Another account's run is found only by a reviewer (``run_named``), or by its
+    # stored id on its console page, shown to the users of its tenant.
     if (
         claim is None
         or not items
@@ -122,12 +130,12 @@ def run_outcome_report(
     now = now or clock.now()
     # A reviewer's report is what lets a confirmation count (lesson_domain.counted_outcomes).
     reviewed = holds(actor, REVIEW_CASE)
-    previous = RunOutcome.objects.select_for_update().filter(run_id=run_id).first()
+    previous = RunOutcome.objects.select_for_update().filter(run_id=key).first()
     if previous is not None and previous.reviewed and not reviewed:
         raise ValidationFailure("run_id", REVIEWED_OUTCOME)
     if previous is None:
         RunOutcome.objects.create(
-            run_id=run_id,
+            run_id=key,
             outcome=outcome,
             note=note,
             reported_by=actor,
@@ -141,7 +149,7 @@ def run_outcome_report(
     event_record(
         actor=actor,
         action=Action.RUN_OUTCOME,
-        target=run_id,
+        target=key,
         reason=note,
         details={
             "outcome": outcome,
@@ -157,7 +165,7 @@ def run_outcome_report(
     )
     dispatch(
         Event.RUN_OUTCOME_REPORTED,
-        run_id=run_id,
+        run_id=key,
         outcome=outcome,
         reviewed=reviewed,
         actor=actor,
@@ -169,7 +177,7 @@ def run_outcome_report(
     read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
     if read_lessons and reviewed:
         outdating.lessons_outdated_check(
-            outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=run_id
+            outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=key
         )
     return {
         "run_id": run_id,

@@ -127,11 +127,18 @@ class Outcome(models.TextChoices):
 
 
 class RunOwner(models.Model):
-    """Who opened a run: the account (and the tenant of its scope) that first read memory or
-    stored a run under ``run_id``. One per run id; another account's read under it, or the same
-    account's under another tenant, is refused (``experience.run_claims``)."""
+    """One run: the account (and the tenant of its scope) that opened it under the run id it
+    chose (``name``), and the run's stored id (``run_id``), under which its reads, skill runs,
+    investigation, outcome and follow-up are kept.
+
+    A run is keyed by tenant, account and name: the same name chosen by two accounts, or by one
+    account in two tenants, opens two runs, and nobody learns that the other exists
+    (``experience.runs.claims``). The stored id is the name itself when no other run holds it,
+    else the name with an unpredictable suffix (``~`` and 8 hex digits)."""
 
     run_id = models.CharField(max_length=100, unique=True)
+    # The run id as its owner chose it (and reads under it, and asks for it).
+    name = models.CharField(max_length=100)
     # Null only for runs recorded before runs had owners and whose reader nobody recorded: no
     # account may read under them again; a reviewer of their tenant may still report outcomes.
     owner = models.ForeignKey(
@@ -142,10 +149,19 @@ class RunOwner(models.Model):
     first_read_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "run_id"], name="run_owner_tenant")]
+        indexes = [
+            models.Index(fields=["tenant", "run_id"], name="run_owner_tenant"),
+            models.Index(fields=["tenant", "name"], name="run_owner_tenant_name"),
+        ]
+        constraints = [
+            # Also the index of an account's lookups by name, in one tenant or in all of them.
+            models.UniqueConstraint(
+                fields=["owner", "name", "tenant"], name="run_owner_one_run_per_name"
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.run_id} of {self.owner_id} in {self.tenant or '-'}"
+        return f"{self.name} of {self.owner_id} in {self.tenant or '-'} ({self.run_id})"
 
 
 class RunOutcome(models.Model):

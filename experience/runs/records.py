@@ -73,7 +73,8 @@ def run_store(
     actor: User,
     prompt: Mapping[str, Any] | None = None,
 ) -> Run:
-    run_claim(run_id=run_id, actor=actor, tenant=scope.get("tenant"), at=started_at)
+    # Stored under the run's stored id (``run_id`` is the name its caller chose).
+    run_id = run_claim(run_id=run_id, actor=actor, tenant=scope.get("tenant"), at=started_at).run_id
     run = Run.objects.create(
         run_id=run_id,
         skill_id=skill_id[:80],

@@ -20,7 +20,6 @@ from agentapi.api import api
 from agentapi.services import token_create
 from experience.cases.schema import VALID_TO_ORDER
 from experience.review.outcomes import NO_READS
-from experience.runs.claims import RUN_TAKEN
 from investigations.providers import LIVE_NOT_CONFIGURED
 from investigations.services import RUN_ID_TAKEN
 from tests.api.conftest import Demo
@@ -32,12 +31,10 @@ MAX_EXAMPLES = 20
 DESCRIBED_RULES: dict[tuple[str, ...], tuple[str, ...] | None] = {
     ("body", "valid_to"): (VALID_TO_ORDER,),
     ("body", "supersedes"): None,
-    # A taken investigation id; an outcome for a run id under which nothing was read; a run id
-    # opened by another account or in another tenant (the generator reuses ids across tenants).
-    ("body", "run_id"): (RUN_ID_TAKEN, RUN_TAKEN),
-    # The outcome endpoint's run id (a path parameter), and ``?run_id=`` of a read by id.
-    ("path", "run_id"): (NO_READS, RUN_TAKEN),
-    ("query", "run_id"): (RUN_TAKEN,),
+    # A run id of the caller's that already names an investigation.
+    ("body", "run_id"): (RUN_ID_TAKEN,),
+    # The outcome endpoint's run id (a path parameter): no run of the caller's read under it.
+    ("path", "run_id"): (NO_READS,),
     ("body", "provider"): (LIVE_NOT_CONFIGURED,),
 }
 

@@ -14,9 +14,9 @@ from django.core.management import CommandError, call_command
 from experience.cases.models import Case
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
-from experience.review.outcomes import NO_READS, NOT_OWNER, OUTCOME_INVALID, run_outcome_report
+from experience.review.outcomes import NO_READS, OUTCOME_INVALID, run_outcome_report
 from experience.runs.models import RunOutcome
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
 from tests.experience.conftest import NOW, QUERY, SCOPE
@@ -63,7 +63,7 @@ def test_bad_outcome_is_refused_naming_outcome(agent: User) -> None:
     assert (refused.value.field, refused.value.message) == ("outcome", OUTCOME_INVALID)
 
 
-def test_another_agent_may_not_report_but_a_reviewer_may(
+def test_another_agents_run_is_unknown_to_an_agent_but_a_reviewer_reports_it(
     approved_case: Callable[..., Case],
     agent: User,
     make_user: Callable[[str, str], User],
@@ -72,9 +72,9 @@ def test_another_agent_may_not_report_but_a_reviewer_may(
     approved_case()
     experience_context(QUERY, SCOPE, NOW, "run-p", 200, actor=agent)
     stranger = make_user("other-agent", Role.AGENT)
-    with pytest.raises(PermissionRefused) as refused:
+    with pytest.raises(ValidationFailure) as refused:
         run_outcome_report(run_id="run-p", outcome="unresolved", actor=stranger)
-    assert refused.value.message == NOT_OWNER
+    assert (refused.value.field, refused.value.message) == ("run_id", NO_READS)
     assert run_outcome_report(run_id="run-p", outcome="unresolved", actor=reviewer)
 
 

@@ -26,7 +26,6 @@ from experience.retrieval.request import (
     read_request_open,
     read_request_record,
 )
-from experience.runs.claims import RUN_TAKEN
 from experience.runs.models import Reference, RunOwner
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import TenantMembership
@@ -116,14 +115,18 @@ def test_recording_claims_the_run_and_records_each_read_at_the_requests_instant(
     assert list(Reference.objects.values_list("run_id", "item_id", "item_type", "read_at")) == [
         ("run-1", case.id, "case", AT)
     ]
-    # Nothing found still claims the run, so a refusal never depends on what the scope holds.
+    # Nothing found still opens the run.
     read_request_record(opened(agent, run_id="run-2"), [])
     assert RunOwner.objects.filter(run_id="run-2", owner=agent).exists()
+    # Another account's read under the same id opens its own run, stored under an id of its own.
     other = make_user("agent-8", Role.AGENT)
-    with pytest.raises(ValidationFailure) as refusal:
-        read_request_record(opened(other), [(case.id, ItemType.CASE)])
-    assert (refusal.value.field, refusal.value.message) == ("run_id", RUN_TAKEN)
-    assert Reference.objects.count() == 1
+    read_request_record(opened(other), [(case.id, ItemType.CASE)])
+    others = RunOwner.objects.get(name="run-1", owner=other)
+    assert others.run_id != "run-1" and others.tenant == SCOPE["tenant"]
+    assert list(Reference.objects.filter(run_id="run-1").values_list("item_id", flat=True)) == [
+        case.id
+    ]
+    assert Reference.objects.filter(run_id=others.run_id).count() == 1
 
 
 # --- the same refusals as the two reads it opens ----------------------------------------------

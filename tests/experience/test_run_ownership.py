@@ -1,8 +1,10 @@
-"""Issue 23, item 4: a run id belongs to the account and tenant that opened it.
+"""A run is keyed by tenant, account and the run id its caller chose (issue 23, item 4; issue 37,
+item 8).
 
-Another account's read under it, or its owner's under another tenant, is refused naming
-``run_id`` before anything is written; outcomes come from the owner or a reviewer of the run's
-tenant; a revocation's impact lists only runs of the revoked item's tenant.
+The same id chosen by another account, or by the same account in another tenant, opens another
+run: nothing is refused, so no answer tells that an id is taken, and no one can squat on another
+tenant's ids. Outcomes come from the run's owner or a reviewer of its tenant; another account's
+run answers as an unknown one; a revocation's impact lists only runs of the revoked item's tenant.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from experience.cases.models import Case, Skill
 from experience.retrieval.service import retrieve_experience
 from experience.review import impact as impacts
 from experience.review import revocation
-from experience.review.outcomes import NO_READS, NOT_OWNER, run_outcome_report
+from experience.review.outcomes import NO_READS, run_outcome_report
 from experience.runs import records as run_records
-from experience.runs.claims import RUN_TAKEN, run_owner
-from experience.runs.models import Reference, Run, RunOutcome
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from experience.runs.claims import run_named
+from experience.runs.models import Reference, Run, RunOutcome, RunOwner
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Event, TenantMembership
 from reviewconsole.roles import Role
 from tests.experience.conftest import NOW, QUERY, SCOPE
@@ -84,58 +86,100 @@ def written() -> tuple[int, int, int]:
     return Reference.objects.count(), Run.objects.count(), Event.objects.count()
 
 
-def test_another_account_reading_under_a_run_id_is_refused_and_writes_nothing(
+def claims(name: str) -> list[tuple[int | None, str, str]]:
+    """(owner, tenant, stored id) of every run opened under ``name``, first opened first."""
+    return list(
+        RunOwner.objects.filter(name=name).order_by("id").values_list("owner", "tenant", "run_id")
+    )
+
+
+def stored_id(name: str, actor: User, tenant: str = SCOPE["tenant"]) -> str:
+    return RunOwner.objects.get(name=name, owner=actor, tenant=tenant).run_id
+
+
+def read_ids(stored: str) -> set[str]:
+    return set(Reference.objects.filter(run_id=stored).values_list("item_id", flat=True))
+
+
+def test_another_account_reading_under_a_run_id_opens_a_run_of_its_own(
     memory: Skill, owner: User, stranger: User
 ) -> None:
-    assert recall("run-y", owner)["items"]
-    before = written()
-    with pytest.raises(ValidationFailure) as refused:
-        recall("run-y", stranger)
-    assert (refused.value.field, refused.value.message) == ("run_id", RUN_TAKEN)
-    with pytest.raises(ValidationFailure) as refused_run:
-        run_skill(memory.id, SCOPE, CONTEXT, "run-y", NOW, actor=stranger)
-    assert refused_run.value.field == "run_id"
-    assert written() == before
-    claim = run_owner("run-y")
-    assert claim is not None
-    assert (claim.owner_id, claim.tenant) == (owner.pk, SCOPE["tenant"])
+    first = recall("run-y", owner)["items"]
+    owners_reads = Reference.objects.filter(run_id="run-y").count()
+
+    again = recall("run-y", stranger)
+    assert [i["id"] for i in again["items"]] == [i["id"] for i in first]
+    result = run_skill(memory.id, SCOPE, CONTEXT, "run-y", NOW, actor=stranger)
+    assert result.run_id == "run-y"
+
+    (owner_id, _, owners), (stranger_id, _, strangers) = claims("run-y")
+    assert (owner_id, owners, stranger_id) == (owner.pk, "run-y", stranger.pk)
+    assert strangers != owners and strangers.startswith("run-y~")
+    # The owner's run holds the owner's reads only; the stranger's reads and run are its own.
+    assert Reference.objects.filter(run_id=owners).count() == owners_reads
+    assert read_ids(strangers) >= {i["id"] for i in first}
+    assert Run.objects.get(run_id=strangers).actor_id == stranger.pk
+    assert not Run.objects.filter(run_id=owners).exists()
 
 
-def test_a_refused_reader_cannot_report_or_replace_the_owners_outcome(
+def test_another_accounts_run_answers_its_outcome_as_an_unknown_one(
     memory: Skill, owner: User, stranger: User
 ) -> None:
     recall("run-y", owner)
     run_outcome_report(run_id="run-y", outcome="resolved_by_lead", actor=owner)
-    with pytest.raises(ValidationFailure):
-        recall("run-y", stranger)
-    with pytest.raises(PermissionRefused) as refused:
-        run_outcome_report(run_id="run-y", outcome="lead_was_wrong", actor=stranger)
-    assert refused.value.message == NOT_OWNER
+    answers = []
+    for run_id in ("run-y", "run-nobody-opened"):
+        with pytest.raises(ValidationFailure) as refused:
+            run_outcome_report(run_id=run_id, outcome="lead_was_wrong", actor=stranger)
+        answers.append((refused.value.field, refused.value.message))
+    assert answers == [("run_id", NO_READS)] * 2
+    # The stranger's own run of the same id is the stranger's to report on, and only it.
+    recall("run-y", stranger)
+    mine = run_outcome_report(run_id="run-y", outcome="lead_was_wrong", actor=stranger)
+    assert (mine["run_id"], mine["previous"]) == ("run-y", None)
     kept = RunOutcome.objects.get(run_id="run-y")
     assert (kept.outcome, kept.reported_by_id) == ("resolved_by_lead", owner.pk)
+    strangers = RunOutcome.objects.get(run_id=stored_id("run-y", stranger))
+    assert (strangers.outcome, strangers.reported_by_id) == ("lead_was_wrong", stranger.pk)
 
 
-def test_an_agent_of_another_tenant_is_refused_and_the_owner_still_reports(
+def test_the_same_run_id_in_two_tenants_is_two_runs(
     memory: Skill, owner: User, outsider: User
 ) -> None:
     recall("run-a", owner)
-    before = written()
-    with pytest.raises(ValidationFailure) as refused:
-        recall("run-a", outsider, OTHER_SCOPE)
-    assert (refused.value.field, refused.value.message) == ("run_id", RUN_TAKEN)
-    assert written() == before
-    result = run_outcome_report(run_id="run-a", outcome="resolved_by_lead", actor=owner)
-    # The outcome moves tenant A's items only.
-    assert other_case().id not in {item["id"] for item in result["items"]}
+    theirs = recall("run-a", outsider, OTHER_SCOPE)
+    assert [i["id"] for i in theirs["items"]] == [other_case().id]
+    a_result = run_outcome_report(run_id="run-a", outcome="resolved_by_lead", actor=owner)
+    b_result = run_outcome_report(run_id="run-a", outcome="lead_was_wrong", actor=outsider)
+    # Each outcome moves its own tenant's items.
+    assert other_case().id not in {item["id"] for item in a_result["items"]}
+    assert [item["id"] for item in b_result["items"]] == [other_case().id]
+    assert read_ids(stored_id("run-a", outsider, OTHER)) == {other_case().id}
+    assert other_case().id not in read_ids("run-a")
 
 
-def test_the_owner_under_another_tenant_is_refused(memory: Skill, agent: User) -> None:
+def test_an_id_taken_first_in_another_tenant_is_no_squat(
+    memory: Skill, owner: User, outsider: User, reviewer: User
+) -> None:
+    # Tenant B's agent takes a predictable id before tenant A's agent uses it.
+    recall("2026-10-01-001", outsider, OTHER_SCOPE)
+    assert recall("2026-10-01-001", owner)["items"]
+    result = run_outcome_report(run_id="2026-10-01-001", outcome="resolved_by_lead", actor=owner)
+    assert result["items"] and other_case().id not in {i["id"] for i in result["items"]}
+    # Tenant A's reviewer finds A's run by the id its agent gave, and by its stored id.
+    reviewer = limited(reviewer, SCOPE["tenant"])
+    owners = stored_id("2026-10-01-001", owner)
+    for run_id in ("2026-10-01-001", owners):
+        named = run_named(reviewer, run_id)
+        assert named is not None and named.run_id == owners
+
+
+def test_the_owner_under_another_tenant_opens_another_run(memory: Skill, agent: User) -> None:
     # A deployment-wide agent opens a run in tenant A; the same id in tenant B is another run.
     recall("run-wide", agent)
-    with pytest.raises(ValidationFailure) as refused:
-        recall("run-wide", agent, OTHER_SCOPE)
-    assert refused.value.field == "run_id"
-    assert not Reference.objects.filter(run_id="run-wide", item_id=other_case().id).exists()
+    assert [i["id"] for i in recall("run-wide", agent, OTHER_SCOPE)["items"]] == [other_case().id]
+    assert [tenant for _, tenant, _ in claims("run-wide")] == [SCOPE["tenant"], OTHER]
+    assert other_case().id not in read_ids("run-wide")
 
 
 def test_a_reviewer_of_the_runs_tenant_reports_its_outcome(
@@ -164,8 +208,6 @@ def test_revocation_impact_lists_only_runs_of_the_items_tenant(
     memory: Skill, owner: User, outsider: User, second_reviewer: User
 ) -> None:
     recall("run-a", owner)
-    with pytest.raises(ValidationFailure):
-        recall("run-a", outsider, OTHER_SCOPE)
     recall("run-b", outsider, OTHER_SCOPE)
     # A read of B's case under A's run, as runs recorded before runs had owners may hold.
     run_records.references_record(run_id="run-a", items=[(other_case().id, "case")], at=NOW)
@@ -175,7 +217,7 @@ def test_revocation_impact_lists_only_runs_of_the_items_tenant(
     assert outcome.impact.runs == ["run-b"]
 
 
-# --- commands: the refusal JSON -----------------------------------------------------------------
+# --- commands ---------------------------------------------------------------------------------
 
 SCOPE_FLAGS = [flag for name, value in SCOPE.items() for flag in (f"--{name}", value)]
 
@@ -189,19 +231,22 @@ def command(*args: str) -> tuple[dict[str, Any], bool]:
     return json.loads(out.getvalue()), True
 
 
-def test_recall_and_run_skill_under_another_accounts_run_id_are_refused(
+def test_commands_under_another_accounts_run_id_open_the_callers_own_run(
     memory: Skill, owner: User, stranger: User
 ) -> None:
     recall("run-y", owner)
-    before = written()
-    refusal = {"ok": False, "error": RUN_TAKEN, "field": "run_id"}
-    assert command("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-y", "--as", "agent-x") == (
-        refusal,
-        False,
-    )
+    run_outcome_report(run_id="run-y", outcome="resolved_by_lead", actor=owner)
+    # Another account's run and an unknown one are answered alike.
+    foreign = command("run_outcome", "run-y", "--outcome", "lead_was_wrong", "--as", "agent-x")
+    unknown = command("run_outcome", "run-nobody", "--outcome", "lead_was_wrong", "--as", "agent-x")
+    assert foreign == ({**unknown[0]}, False) and unknown[1] is False
+    recalled, ok = command("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-y", "--as", "agent-x")
+    assert ok and recalled["items"]
     flags = ["--at", "2026-09-18T14:00:00+08:00", "--known-at", "2026-09-18T14:10:00+08:00"]
-    answer = command(
+    ran, ok = command(
         "run_skill", memory.id, *SCOPE_FLAGS, *flags, "--run-id", "run-y", "--as", "agent-x"
     )
-    assert answer == (refusal, False)
-    assert written() == before
+    assert ok and ran["run_id"] == "run-y"
+    reported, ok = command("run_outcome", "run-y", "--outcome", "lead_was_wrong", "--as", "agent-x")
+    assert ok and reported["previous"] is None
+    assert RunOutcome.objects.get(run_id="run-y").outcome == "resolved_by_lead"

@@ -8,10 +8,10 @@ from datetime import datetime
 import pytest
 from django.contrib.auth.models import User
 
-from experience.review.outcomes import NOT_OWNER, run_outcome_report
+from experience.review.outcomes import NO_READS, run_outcome_report
 from experience.runs.models import Reference
 from investigations.services import investigation_run
-from reviewconsole.errors import PermissionRefused
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.roles import Role
 from tests.investigations.conftest import AT, KNOWN, TICKET
 
@@ -40,8 +40,9 @@ def test_investigation_actor_reports_the_outcome(
     )
     assert Reference.objects.filter(run_id="inv-owned").exists()
     stranger = make_user("agent-other", Role.AGENT)
-    with pytest.raises(PermissionRefused) as refused:
+    # Another account's run answers as an unknown one.
+    with pytest.raises(ValidationFailure) as refused:
         run_outcome_report(run_id="inv-owned", outcome="resolved_by_lead", actor=stranger)
-    assert refused.value.message == NOT_OWNER
+    assert (refused.value.field, refused.value.message) == ("run_id", NO_READS)
     result = run_outcome_report(run_id="inv-owned", outcome="resolved_by_lead", actor=agent)
     assert result["outcome"] == "resolved_by_lead"

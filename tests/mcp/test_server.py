@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -17,12 +18,20 @@ from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
 from agentapi.api import api
-from agentapi.limits import LIVE_RETRY_AFTER_SECONDS, TOO_MANY_LIVE, LiveRunsHere, TooBusy
+from agentapi.limits import (
+    LIVE_RETRY_AFTER_SECONDS,
+    TOO_MANY_LIVE,
+    TooBusy,
+    live_run_held,
+    live_run_stale_after,
+)
 from agentapi.mcp_server import TOOLS as SPECS
 from agentapi.mcp_server import build_server
+from agentapi.models import LiveRun
 from agentapi.services import token_create, token_revoke
 from experience.cases.models import Case, EvidenceCheck
 from experience.runs.models import Reference, Run
+from reviewconsole import clock
 from tests.api.conftest import (
     FACTS,
     KNOWN_AT,
@@ -370,19 +379,33 @@ def test_live_investigations_count_with_the_accounts_queued_ones(
     assert not call(token, "investigate", body).is_error
 
 
-def test_live_runs_held_by_this_process_are_counted_per_account(
+def test_live_runs_held_within_calls_are_counted_per_account(
     agent: User, make_user: Callable[[str, str], User], settings: Any
 ) -> None:
     settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
-    runs = LiveRunsHere()
     other = make_user("agent-9", "agent")
-    with runs.held(agent):
-        with pytest.raises(TooBusy), runs.held(agent):
+    with live_run_held(agent):
+        with pytest.raises(TooBusy), live_run_held(agent):
             pass
-        with runs.held(other):
+        with live_run_held(other):
             pass
-    with runs.held(agent):
+    with live_run_held(agent):
         pass
+
+
+def test_a_live_run_left_by_a_process_that_died_stops_counting(agent: User, settings: Any) -> None:
+    """A row whose call can no longer be running (its process died) holds no place."""
+    settings.CONSOLE_API_LIVE_INVESTIGATIONS = 1
+    now = clock.now()
+    left = LiveRun.objects.create(actor=agent, started_at=now - live_run_stale_after())
+    with live_run_held(agent):
+        assert not LiveRun.objects.filter(pk=left.pk).exists()
+    recent = LiveRun.objects.create(
+        actor=agent, started_at=now - live_run_stale_after() + timedelta(seconds=1)
+    )
+    with pytest.raises(TooBusy), live_run_held(agent):
+        pass
+    assert LiveRun.objects.filter(pk=recent.pk).exists()
 
 
 def test_over_http_the_token_comes_with_each_request_not_the_command() -> None:

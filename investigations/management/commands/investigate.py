@@ -7,7 +7,7 @@ from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
 from investigations.domain import MAX_CALLS_LIMIT
 from investigations.providers import PROVIDERS, SCRIPTED
-from investigations.services import MAX_CALLS_RANGE, investigation_run
+from investigations.services import MAX_CALLS_RANGE, investigation_answer, investigation_run
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, arguments_text, integer_option, user_by_name
@@ -88,7 +88,7 @@ class Command(JsonCommand):
             )
         except ValidationFailure as failure:
             raise ValidationFailure(_flag(failure.field), failure.message) from None
-        return investigation.as_json()
+        return investigation_answer(investigation)
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = [f"run: {result['run_id']}", f"status: {result['status']}"]
