@@ -8,7 +8,6 @@ last of those replays does, so tickets known after that meet a skill whose cited
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from django.db import transaction
@@ -71,7 +70,6 @@ def replay_demo_here(
     ticket_set: TicketSet, *, provider: Provider | None = None, compare_branches: bool = False
 ) -> dict[str, Any]:
     """Load the demo memory into this (temporary) database and replay against it."""
-    semantic: Counter[str] = Counter()
     with transaction.atomic():
         timeline = prepare_demo_memory()
         heldout_check(ticket_set)
@@ -80,8 +78,7 @@ def replay_demo_here(
             timeline=timeline,
             provider=provider,
             compare_branches=compare_branches,
-            semantic=semantic,
         )
         transaction.set_rollback(True)
     notes = memory_notes() + [event_note(event) for event in timeline]
-    return results_json(ticket_set, results, memory=DEMO, memory_notes=notes, semantic=semantic)
+    return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

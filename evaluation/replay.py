@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -152,8 +152,10 @@ class TicketResult:
     ticket: Ticket
     with_memory: Investigation
     without_memory: Investigation
-    # The arm with memory again with the vector branch off, when the replay compares branches.
+    # The arm with memory again with the vector branch off, when the replay compares branches,
+    # and what the vector branch did in the searches of the arm with memory (``semantic``).
     lexical_memory: Investigation | None = None
+    semantic: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def scores(self) -> tuple[Score, Score]:
@@ -187,15 +189,14 @@ def replay_tickets(
     timeline: Sequence[MemoryEvent] = (),
     provider: Provider | None = None,
     compare_branches: bool = False,
-    semantic: Counter[str] | None = None,
 ) -> list[TicketResult]:
     """Both arms of every ticket, in the order the tickets became known.
 
     A timeline event applies before the first ticket known at or after its time; events are
     the only writes that stay, and only as long as the caller's transaction does. With
     ``compare_branches``, the arm with memory runs a third time, with the vector branch off
-    (``SEMANTIC_EMBEDDER=off`` in this process for that arm only), over the same memory;
-    ``semantic`` then counts what the vector branch did in the arm with memory.
+    (``SEMANTIC_EMBEDDER=off`` in this process for that arm only), over the same memory, and
+    what the vector branch did in each search of the arm with memory is counted.
     """
     pending = sorted(timeline, key=lambda event: event.at)
     order = sorted(range(len(ticket_set.tickets)), key=lambda i: ticket_set.tickets[i].known_at)
@@ -204,15 +205,22 @@ def replay_tickets(
         ticket = ticket_set.tickets[index]
         while pending and pending[0].at <= ticket.known_at:
             pending.pop(0).apply()
-        lexical = None
+        lexical, semantic = None, Counter[str]()
         if compare_branches:
             with embedder_set(embedders.OFF):
                 lexical = _arm(ticket, index, with_memory=True, provider=provider)
         results[index] = TicketResult(
             ticket=ticket,
-            with_memory=_arm(ticket, index, with_memory=True, provider=provider, semantic=semantic),
+            with_memory=_arm(
+                ticket,
+                index,
+                with_memory=True,
+                provider=provider,
+                semantic=semantic if compare_branches else None,
+            ),
             without_memory=_arm(ticket, index, with_memory=False, provider=provider),
             lexical_memory=lexical,
+            semantic=dict(semantic),
         )
     return [results[index] for index in range(len(ticket_set.tickets))]
 
@@ -239,7 +247,6 @@ def results_json(
     *,
     memory: str,
     memory_notes: Sequence[str] = (),
-    semantic: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The report of a replay: totals, totals per situation, and every ticket's two arms; when
     the replay compared branches, ``branches`` too (``branches_json``)."""
@@ -294,23 +301,30 @@ def results_json(
         "tickets": tickets,
     }
     if any(result.lexical_memory is not None for result in results):
-        report["branches"] = branches_json(results, semantic or {})
+        report["branches"] = branches_json(results)
     return report
 
 
-def branches_json(results: Sequence[TicketResult], semantic: Mapping[str, int]) -> dict[str, Any]:
+def branches_json(results: Sequence[TicketResult]) -> dict[str, Any]:
     """The arm with memory lexical only against with the vector branch (``branch_comparison``),
-    with the embedder compared and what its branch did in the searches of the vector arm (a
-    branch that searched no vectors, ``not_indexed``, compared nothing)."""
+    with the embedder compared and what its branch did in the searches of the vector arm, over
+    all and per ticket (a search whose scope has no vector, ``not_indexed``, compared nothing)."""
+    compared = [result for result in results if result.lexical_memory is not None]
     pairs = [
         BranchPair(result.ticket, result.lexical_memory, result.with_memory)
-        for result in results
+        for result in compared
         if result.lexical_memory is not None
     ]
+    semantic: Counter[str] = Counter()
+    for result in compared:
+        semantic.update(result.semantic)
+    comparison = branch_comparison(pairs)
+    for entry, result in zip(comparison["tickets"], compared, strict=True):
+        entry["semantic"] = dict(sorted(result.semantic.items()))
     return {
         "embedder": str(getattr(settings, "SEMANTIC_EMBEDDER", embedders.LOCAL)),
         "semantic": dict(sorted(semantic.items())),
-        **branch_comparison(pairs),
+        **comparison,
     }
 
 
@@ -332,17 +346,13 @@ def replay_current(
     With a provider, each arm goes through the investigation runner (``evaluation.investigator``).
     With ``compare_branches``, the arm with memory also runs lexical only (``replay_tickets``).
     """
-    semantic: Counter[str] = Counter()
     with transaction.atomic():
         heldout_check(ticket_set)
-        results = replay_tickets(
-            ticket_set, provider=provider, compare_branches=compare_branches, semantic=semantic
-        )
+        results = replay_tickets(ticket_set, provider=provider, compare_branches=compare_branches)
         transaction.set_rollback(True)
     return results_json(
         ticket_set,
         results,
         memory=CURRENT,
         memory_notes=["this database's memory as it is now, rolled back after the replay"],
-        semantic=semantic,
     )

@@ -203,8 +203,10 @@ def test_a_lead_on_a_no_match_ticket_is_reported_as_not_holding(world: str) -> N
     assert branches["holds"] is False
     assert branches["tickets"][1][VECTOR]["leads"] == [world]
     assert branches["tickets"][1][LEXICAL]["leads"] == []
-    # The vector branch searched vectors in every search of the arm with memory.
-    assert set(branches["semantic"]) == {"used"}
+    # The vector branch searched vectors in every search of the arm with memory: one knowledge
+    # search and one context block a ticket.
+    assert branches["semantic"] == {"used": 4}
+    assert [entry["semantic"] for entry in branches["tickets"]] == [{"used": 2}, {"used": 2}]
 
 
 def test_the_comparison_s_figures_are_the_ones_worked_out_by_hand(world: str) -> None:
