@@ -254,10 +254,20 @@ def _branch_pair(counts: dict[str, Any], name: str) -> str:
     return f"{counts[name][LEXICAL]} / {counts[name][VECTOR]}"
 
 
+def _branch_row(group: dict[str, Any], width: int) -> str:
+    return (
+        f"{group['situation']:{width}}  {group['tickets']:>7}  "
+        f"{_branch_pair(group, 'wrong_causes'):>12}  "
+        f"{_branch_pair(group, 'no_match_leads'):>14}  {_branch_pair(group, 'leads'):>7}  "
+        f"{'yes' if group['holds'] else 'NO'}"
+    )
+
+
 def render_branches(branches: dict[str, Any]) -> str:
     """The arm with memory, lexical only / with the vector branch, per situation."""
-    groups = [*branches["situations"], {"situation": "total", **branches["totals"]}]
-    width = max(len(group["situation"]) for group in [{"situation": "situation"}, *groups])
+    total = {**branches["totals"], "situation": "total"}
+    width = max(len(group["situation"]) for group in [*branches["situations"], total])
+    width = max(width, len("situation"))
     header = (
         f"{'situation':{width}}  {'tickets':>7}  {'wrong causes':>12}  "
         f"{'no-match leads':>14}  {'leads':>7}  holds"
@@ -273,16 +283,8 @@ def render_branches(branches: dict[str, Any]) -> str:
         header,
         rule,
     ]
-    for group in groups:
-        if group["situation"] == "total":
-            lines.append(rule)
-        lines.append(
-            f"{group['situation']:{width}}  {group['tickets']:>7}  "
-            f"{_branch_pair(group, 'wrong_causes'):>12}  "
-            f"{_branch_pair(group, 'no_match_leads'):>14}  {_branch_pair(group, 'leads'):>7}  "
-            f"{'yes' if group['holds'] else 'NO'}"
-        )
-    lines.append("")
+    lines += [_branch_row(group, width) for group in branches["situations"]]
+    lines += [rule, _branch_row(total, width), ""]
     lines.append(
         "the vector branch holds in every situation"
         if branches["holds"]
