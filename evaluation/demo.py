@@ -82,13 +82,20 @@ def register_set_tenants(ticket_set: TicketSet) -> None:
         tenant_ensure(name=tenant, actor=None, now=MEMORY_APPROVED_AT)
 
 
-def replay_demo_here(ticket_set: TicketSet, *, provider: Provider | None = None) -> dict[str, Any]:
+def replay_demo_here(
+    ticket_set: TicketSet, *, provider: Provider | None = None, compare_branches: bool = False
+) -> dict[str, Any]:
     """Load the demo memory into this (temporary) database and replay against it."""
     with transaction.atomic():
         timeline = prepare_demo_memory()
         register_set_tenants(ticket_set)
         heldout_check(ticket_set)
-        results = replay_tickets(ticket_set, timeline=timeline, provider=provider)
+        results = replay_tickets(
+            ticket_set,
+            timeline=timeline,
+            provider=provider,
+            compare_branches=compare_branches,
+        )
         transaction.set_rollback(True)
     notes = memory_notes(ticket_set) + [event_note(event) for event in timeline]
     return results_json(ticket_set, results, memory=DEMO, memory_notes=notes)

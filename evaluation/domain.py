@@ -542,3 +542,102 @@ def totals(scores: Iterable[Score]) -> dict[str, int]:
         for name, value in one.counts().items():
             summed[name] += value
     return summed
+
+
+# --- memory's lexical and vector branches compared ---------------------------------------------
+
+# The arm with memory run twice: with the vector branch off (lexical search only) and as the
+# deployment configures it (the vector branch on).
+LEXICAL = "lexical"
+VECTOR = "vector"
+BRANCHES = (LEXICAL, VECTOR)
+# The situation a ticket set gives a ticket that nothing in memory answers (the shipped set's
+# printer ticket): any case memory offers it is a guess, so a lead taken on it is one too much.
+NO_MATCH = "no-match"
+# The step an investigation records for each case of the context block it reads as a lead.
+LEAD = "lead"
+
+
+def is_no_match(ticket: Ticket) -> bool:
+    """Whether nothing in memory answers ``ticket``: its set says so by its situation."""
+    return ticket.situation == NO_MATCH
+
+
+def lead_ids(investigation: Investigation) -> list[str]:
+    """The cases ``investigation`` took as leads, in the order it read them."""
+    return [step.name for step in investigation.steps if step.kind == LEAD]
+
+
+@dataclass(frozen=True)
+class BranchPair:
+    """One ticket's arm with memory, lexical only and with the vector branch."""
+
+    ticket: Ticket
+    lexical: Investigation
+    vector: Investigation
+
+
+def _branch_counts(pairs: Sequence[BranchPair]) -> dict[str, Any]:
+    wrong = {
+        branch: sum(
+            int(score(getattr(pair, branch), pair.ticket.truth).wrong_cause) for pair in pairs
+        )
+        for branch in BRANCHES
+    }
+    leads = {
+        branch: sum(len(lead_ids(getattr(pair, branch))) for pair in pairs) for branch in BRANCHES
+    }
+    no_match_leads = {
+        branch: sum(
+            len(lead_ids(getattr(pair, branch))) for pair in pairs if is_no_match(pair.ticket)
+        )
+        for branch in BRANCHES
+    }
+    return {
+        "tickets": len(pairs),
+        "no_match_tickets": sum(1 for pair in pairs if is_no_match(pair.ticket)),
+        "wrong_causes": wrong,
+        "no_match_leads": no_match_leads,
+        "leads": leads,
+        # The vector branch holds when it makes no more wrong-cause claims and takes no more
+        # leads on tickets nothing answers than the lexical search alone.
+        "holds": wrong[VECTOR] <= wrong[LEXICAL]
+        and no_match_leads[VECTOR] <= no_match_leads[LEXICAL],
+    }
+
+
+def _branch_arm(investigation: Investigation, truth: Truth) -> dict[str, Any]:
+    return {
+        "claim": investigation.claim,
+        "outcome": investigation.outcome,
+        "wrong_cause": score(investigation, truth).wrong_cause,
+        "leads": lead_ids(investigation),
+    }
+
+
+def branch_comparison(pairs: Sequence[BranchPair]) -> dict[str, Any]:
+    """The arm with memory, lexical only against with the vector branch: wrong-cause claims and
+    leads taken on tickets nothing answers (``NO_MATCH``), per situation and over all, and
+    whether the vector branch holds (no more of either than lexical) in each."""
+    situations: dict[str, list[BranchPair]] = {}
+    for pair in pairs:
+        situations.setdefault(pair.ticket.situation, []).append(pair)
+    groups = [{"situation": name, **_branch_counts(group)} for name, group in situations.items()]
+    return {
+        "no_match_situation": NO_MATCH,
+        # Situation by situation: a branch that trades a wrong claim in one for one in another
+        # does not hold.
+        "holds": all(group["holds"] for group in groups),
+        "totals": _branch_counts(pairs),
+        "situations": groups,
+        "tickets": [
+            {
+                "id": pair.ticket.id,
+                "situation": pair.ticket.situation,
+                "no_match": is_no_match(pair.ticket),
+                LEXICAL: _branch_arm(pair.lexical, pair.ticket.truth),
+                VECTOR: _branch_arm(pair.vector, pair.ticket.truth),
+            }
+            for pair in pairs
+        ],
+    }

@@ -9,11 +9,13 @@ and revocation impact lists keep naming real investigations only.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from evaluation.domain import (
@@ -21,10 +23,12 @@ from evaluation.domain import (
     CURRENT,
     WITH,
     WITHOUT,
+    BranchPair,
     Investigation,
     Score,
     Ticket,
     TicketSet,
+    branch_comparison,
     paired_calls_to_cause,
     parse_ticket_set,
     score,
@@ -33,6 +37,7 @@ from evaluation.domain import (
     wrong_causes_from_memory,
 )
 from evaluation.investigator import CONTEXT_BUDGET, investigate
+from evaluation.retrieval_eval import embedder_set
 from evaluation.selectors import heldout_check
 from experience.cases.executor import TicketContext, run_skill
 from experience.cases.models import Case
@@ -43,6 +48,13 @@ from experience.retrieval.service import retrieve_experience
 from investigations.domain import Provider
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file
+from reviewconsole.errors import ValidationFailure
+from semantic import embedders
+
+VECTOR_BRANCH_OFF = (
+    "the vector branch is off (SEMANTIC_EMBEDDER / CONSOLE_EMBEDDER=off): there is no branch to "
+    "compare the lexical search with"
+)
 
 
 def load_ticket_set(path: str) -> TicketSet:
@@ -53,15 +65,25 @@ def load_ticket_set(path: str) -> TicketSet:
 class DatabaseTools:
     """The investigator's tools bound to the real services, under one replay run id."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, semantic: Counter[str] | None = None) -> None:
         self.run_id = run_id
         self.actor = system_agent()
+        # What the vector branch did in each search and context block (its ``semantic``
+        # status), when the caller counts it.
+        self.semantic = semantic
+
+    def _searched(self, answer: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.semantic is not None:
+            self.semantic[str(answer.get("semantic") or embedders.OFF)] += 1
+        return answer
 
     def experience_context(
         self, query: str, scope: Mapping[str, str], now: datetime
     ) -> Mapping[str, Any]:
-        return experience_context(
-            query[:MAX_QUERY], scope, now, self.run_id, CONTEXT_BUDGET, actor=self.actor
+        return self._searched(
+            experience_context(
+                query[:MAX_QUERY], scope, now, self.run_id, CONTEXT_BUDGET, actor=self.actor
+            )
         )
 
     def retrieve_experience(
@@ -99,18 +121,20 @@ class DatabaseTools:
         known_at: datetime,
         facts: Mapping[str, object],
     ) -> Mapping[str, Any]:
-        return search_knowledge(
-            query,
-            KnowledgeContext(
-                tenant=scope["tenant"],
-                brand=scope["brand"],
-                store=scope["store"],
-                campaign=scope["campaign"],
-                occurred_at=occurred_at,
-                known_at=known_at,
-                facts=dict(facts),
-            ),
-            actor=self.actor,
+        return self._searched(
+            search_knowledge(
+                query,
+                KnowledgeContext(
+                    tenant=scope["tenant"],
+                    brand=scope["brand"],
+                    store=scope["store"],
+                    campaign=scope["campaign"],
+                    occurred_at=occurred_at,
+                    known_at=known_at,
+                    facts=dict(facts),
+                ),
+                actor=self.actor,
+            )
         )
 
 
@@ -128,6 +152,10 @@ class TicketResult:
     ticket: Ticket
     with_memory: Investigation
     without_memory: Investigation
+    # The arm with memory again with the vector branch off, when the replay compares branches,
+    # and what the vector branch did in the searches of the arm with memory (``semantic``).
+    lexical_memory: Investigation | None = None
+    semantic: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def scores(self) -> tuple[Score, Score]:
@@ -136,7 +164,12 @@ class TicketResult:
 
 
 def _arm(
-    ticket: Ticket, index: int, *, with_memory: bool, provider: Provider | None = None
+    ticket: Ticket,
+    index: int,
+    *,
+    with_memory: bool,
+    provider: Provider | None = None,
+    semantic: Counter[str] | None = None,
 ) -> Investigation:
     # A run of its own, whatever another account or tenant names its runs
     # (experience.run_claims); the arm's writes, its claim included, are rolled back.
@@ -144,7 +177,7 @@ def _arm(
     run_id = f"replay-{index:04d}-{arm}-{uuid.uuid4().hex[:16]}"
     with transaction.atomic():
         investigation = investigate(
-            ticket, DatabaseTools(run_id), with_memory=with_memory, provider=provider
+            ticket, DatabaseTools(run_id, semantic), with_memory=with_memory, provider=provider
         )
         transaction.set_rollback(True)
     return investigation
@@ -155,11 +188,15 @@ def replay_tickets(
     *,
     timeline: Sequence[MemoryEvent] = (),
     provider: Provider | None = None,
+    compare_branches: bool = False,
 ) -> list[TicketResult]:
     """Both arms of every ticket, in the order the tickets became known.
 
     A timeline event applies before the first ticket known at or after its time; events are
-    the only writes that stay, and only as long as the caller's transaction does.
+    the only writes that stay, and only as long as the caller's transaction does. With
+    ``compare_branches``, the arm with memory runs a third time, with the vector branch off
+    (``SEMANTIC_EMBEDDER=off`` in this process for that arm only), over the same memory, and
+    what the vector branch did in each search of the arm with memory is counted.
     """
     pending = sorted(timeline, key=lambda event: event.at)
     order = sorted(range(len(ticket_set.tickets)), key=lambda i: ticket_set.tickets[i].known_at)
@@ -168,10 +205,22 @@ def replay_tickets(
         ticket = ticket_set.tickets[index]
         while pending and pending[0].at <= ticket.known_at:
             pending.pop(0).apply()
+        lexical, semantic = None, Counter[str]()
+        if compare_branches:
+            with embedder_set(embedders.OFF):
+                lexical = _arm(ticket, index, with_memory=True, provider=provider)
         results[index] = TicketResult(
             ticket=ticket,
-            with_memory=_arm(ticket, index, with_memory=True, provider=provider),
+            with_memory=_arm(
+                ticket,
+                index,
+                with_memory=True,
+                provider=provider,
+                semantic=semantic if compare_branches else None,
+            ),
             without_memory=_arm(ticket, index, with_memory=False, provider=provider),
+            lexical_memory=lexical,
+            semantic=dict(semantic),
         )
     return [results[index] for index in range(len(ticket_set.tickets))]
 
@@ -199,7 +248,8 @@ def results_json(
     memory: str,
     memory_notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The report of a replay: totals, totals per situation, and every ticket's two arms."""
+    """The report of a replay: totals, totals per situation, and every ticket's two arms; when
+    the replay compared branches, ``branches`` too (``branches_json``)."""
     tickets = []
     situations: dict[str, dict[str, Any]] = {}
     all_with: list[Score] = []
@@ -220,7 +270,7 @@ def results_json(
                 WITHOUT: _arm_json(result.without_memory, without_score),
             }
         )
-    return {
+    report: dict[str, Any] = {
         "set": {
             "name": ticket_set.name,
             "description": ticket_set.description,
@@ -250,20 +300,55 @@ def results_json(
         ],
         "tickets": tickets,
     }
+    if any(result.lexical_memory is not None for result in results):
+        report["branches"] = branches_json(results)
+    return report
+
+
+def branches_json(results: Sequence[TicketResult]) -> dict[str, Any]:
+    """The arm with memory lexical only against with the vector branch (``branch_comparison``),
+    with the embedder compared and what its branch did in the searches of the vector arm, over
+    all and per ticket (a search whose scope has no vector, ``not_indexed``, compared nothing)."""
+    compared = [result for result in results if result.lexical_memory is not None]
+    pairs = [
+        BranchPair(result.ticket, result.lexical_memory, result.with_memory)
+        for result in compared
+        if result.lexical_memory is not None
+    ]
+    semantic: Counter[str] = Counter()
+    for result in compared:
+        semantic.update(result.semantic)
+    comparison = branch_comparison(pairs)
+    for entry, result in zip(comparison["tickets"], compared, strict=True):
+        entry["semantic"] = dict(sorted(result.semantic.items()))
+    return {
+        "embedder": str(getattr(settings, "SEMANTIC_EMBEDDER", embedders.LOCAL)),
+        "semantic": dict(sorted(semantic.items())),
+        **comparison,
+    }
+
+
+def vector_branch_required() -> None:
+    """Refuse a comparison of branches when the vector branch is off: there is none to compare."""
+    if not embedders.enabled():
+        raise ValidationFailure("--compare-branches", VECTOR_BRANCH_OFF)
 
 
 def event_note(event: MemoryEvent) -> str:
     return f"{event.at.isoformat()}: {event.description}"
 
 
-def replay_current(ticket_set: TicketSet, *, provider: Provider | None = None) -> dict[str, Any]:
+def replay_current(
+    ticket_set: TicketSet, *, provider: Provider | None = None, compare_branches: bool = False
+) -> dict[str, Any]:
     """Replay against this database's memory; everything the replay wrote is rolled back.
 
     With a provider, each arm goes through the investigation runner (``evaluation.investigator``).
+    With ``compare_branches``, the arm with memory also runs lexical only (``replay_tickets``).
     """
     with transaction.atomic():
         heldout_check(ticket_set)
-        results = replay_tickets(ticket_set, provider=provider)
+        results = replay_tickets(ticket_set, provider=provider, compare_branches=compare_branches)
         transaction.set_rollback(True)
     return results_json(
         ticket_set,

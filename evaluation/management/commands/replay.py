@@ -11,8 +11,8 @@ from django.db import transaction
 
 from evaluation.chart import render_chart
 from evaluation.demo import replay_demo_here
-from evaluation.domain import DEMO, MEMORIES, WITH, WITHOUT, TicketSet
-from evaluation.replay import load_ticket_set, replay_current
+from evaluation.domain import DEMO, LEXICAL, MEMORIES, VECTOR, WITH, WITHOUT, TicketSet
+from evaluation.replay import load_ticket_set, replay_current, vector_branch_required
 from evaluation.selectors import HeldoutLeaked, heldout_check, require_known_tenants
 from evaluation.services import report_store
 from investigations.domain import Provider
@@ -65,6 +65,14 @@ class Command(JsonCommand):
             help="drive both arms through the investigation runner with this provider (live "
             "needs CONSOLE_LLM_BASE_URL and CONSOLE_LLM_MODEL); default: the fixed policy",
         )
+        parser.add_argument(
+            "--compare-branches",
+            action="store_true",
+            dest="compare_branches",
+            help="also run the arm with memory with the vector branch off, over the same "
+            "memory, and report per situation the wrong causes and the leads taken on no-match "
+            "tickets lexical only against with the vector branch, and whether it holds",
+        )
         parser.add_argument(INNER_FLAG, action="store_true", dest="inner", help=argparse.SUPPRESS)
         parser.add_argument("--expect-hash", dest="expect_hash", help=argparse.SUPPRESS)
         # The moment the report is stored at, for a loader that dates what it loads (the demo).
@@ -77,8 +85,13 @@ class Command(JsonCommand):
             provider = provider_for(provider_name) if provider_name else None
         except ValidationFailure as failure:
             raise ValidationFailure("--provider", failure.message) from None
+        compare = bool(options.get("compare_branches"))
+        if compare:
+            vector_branch_required()
         if options["inner"]:
-            return self._replay_here(ticket_set, options.get("expect_hash"), provider)
+            return self._replay_here(
+                ticket_set, options.get("expect_hash"), provider, compare_branches=compare
+            )
         memory = options["memory"] or ticket_set.memory
         actor = user_by_name(options["as_user"]) if options.get("as_user") else None
         at = parse_optional_aware_datetime(options.get("at"), field="--at")
@@ -92,10 +105,10 @@ class Command(JsonCommand):
                 # not held out for this team either.
                 heldout_check(ticket_set)
                 result = self._replay_on_temporary_database(
-                    options["file"], ticket_set, provider_name
+                    options["file"], ticket_set, provider_name, compare_branches=compare
                 )
             else:
-                result = replay_current(ticket_set, provider=provider)
+                result = replay_current(ticket_set, provider=provider, compare_branches=compare)
             if provider_name:
                 result = {**result, "provider": provider_name}
             chart = render_chart(
@@ -121,7 +134,12 @@ class Command(JsonCommand):
         return payload
 
     def _replay_on_temporary_database(
-        self, file: str, ticket_set: TicketSet, provider_name: str | None
+        self,
+        file: str,
+        ticket_set: TicketSet,
+        provider_name: str | None,
+        *,
+        compare_branches: bool = False,
     ) -> dict[str, Any]:
         return run_on_temporary_database(
             "replay",
@@ -131,22 +149,32 @@ class Command(JsonCommand):
             "--expect-hash",
             ticket_set.content_hash,
             *(("--provider", provider_name) if provider_name else ()),
+            *(("--compare-branches",) if compare_branches else ()),
             timeout=1800,
         )
 
     def _replay_here(
-        self, ticket_set: TicketSet, expect_hash: str | None, provider: Provider | None
+        self,
+        ticket_set: TicketSet,
+        expect_hash: str | None,
+        provider: Provider | None,
+        *,
+        compare_branches: bool = False,
     ) -> dict[str, Any]:
         enter_temporary_database()
         if expect_hash != ticket_set.content_hash:
             raise ValidationFailure("FILE", CHANGED)
         try:
-            return replay_demo_here(ticket_set, provider=provider)
+            return replay_demo_here(
+                ticket_set, provider=provider, compare_branches=compare_branches
+            )
         except HeldoutLeaked as leaked:
             raise CommandRefused(str(leaked), leaked.as_json()) from None
 
     def render_text(self, result: dict[str, Any]) -> str:
-        return render_table(result)
+        if "branches" not in result:
+            return render_table(result)
+        return render_table(result) + "\n\n" + render_branches(result["branches"])
 
 
 def _out_directory(value: str | None) -> Path | None:
@@ -222,4 +250,48 @@ def render_table(result: dict[str, Any]) -> str:
     lines += [f"memory: {note}" for note in result.get("memory_notes", [])]
     for kind, path in (result.get("files") or {}).items():
         lines.append(f"{kind}: {path}")
+    return "\n".join(lines)
+
+
+def _branch_pair(counts: dict[str, Any], name: str) -> str:
+    return f"{counts[name][LEXICAL]} / {counts[name][VECTOR]}"
+
+
+def _branch_row(group: dict[str, Any], width: int) -> str:
+    return (
+        f"{group['situation']:{width}}  {group['tickets']:>7}  "
+        f"{_branch_pair(group, 'wrong_causes'):>12}  "
+        f"{_branch_pair(group, 'no_match_leads'):>14}  {_branch_pair(group, 'leads'):>7}  "
+        f"{'yes' if group['holds'] else 'NO'}"
+    )
+
+
+def render_branches(branches: dict[str, Any]) -> str:
+    """The arm with memory, lexical only / with the vector branch, per situation."""
+    total = {**branches["totals"], "situation": "total"}
+    width = max(len(group["situation"]) for group in [*branches["situations"], total])
+    width = max(width, len("situation"))
+    header = (
+        f"{'situation':{width}}  {'tickets':>7}  {'wrong causes':>12}  "
+        f"{'no-match leads':>14}  {'leads':>7}  holds"
+    )
+    rule = "-" * len(header)
+    semantic = ", ".join(f"{status} {n}" for status, n in branches["semantic"].items())
+    lines = [
+        f"memory's branches, the arm with memory: lexical only / with the vector branch "
+        f"({branches['embedder']}; its searches: {semantic or 'none'})",
+        f"a no-match ticket is one of situation {branches['no_match_situation']}: nothing in "
+        "memory answers it",
+        "",
+        header,
+        rule,
+    ]
+    lines += [_branch_row(group, width) for group in branches["situations"]]
+    lines += [rule, _branch_row(total, width), ""]
+    lines.append(
+        "the vector branch holds in every situation"
+        if branches["holds"]
+        else "the vector branch does NOT hold: more wrong causes or no-match leads than lexical "
+        "in a situation marked NO"
+    )
     return "\n".join(lines)
