@@ -121,10 +121,21 @@ class Logistic:
 def fitted_logistic(
     x: Sequence[float], y: Sequence[int], *, balanced: bool = False, ridge: float = 1e-3
 ) -> Logistic:
-    """Maximum-likelihood logistic regression of ``y`` (0/1) on ``x`` (Newton's method, a small
-    ridge so a perfectly separated set still has a finite slope). ``balanced``: positives and
-    negatives weighted to count alike (the curve then does not learn how rare answers are)."""
-    xs = np.asarray(x, dtype=np.float64)
+    """Maximum-likelihood logistic regression of ``y`` (0/1) on ``x`` (one feature)."""
+    weights = fitted_weights(
+        np.asarray(x, dtype=np.float64)[:, None], y, balanced=balanced, ridge=ridge
+    )
+    return Logistic(float(weights[0]), float(weights[1]))
+
+
+def fitted_weights(
+    features: np.ndarray, y: Sequence[int], *, balanced: bool = False, ridge: float = 1e-3
+) -> np.ndarray:
+    """Maximum-likelihood logistic regression of ``y`` (0/1) on the columns of ``features``,
+    their weights then the intercept (Newton's method, a small ridge so a perfectly separated
+    set still has finite weights). ``balanced``: positives and negatives weighted to count alike
+    (the curve then does not learn how rare answers are)."""
+    xs = np.asarray(features, dtype=np.float64)
     ys = np.asarray(y, dtype=np.float64)
     positives = max(float(ys.sum()), 1.0)
     negatives = max(float(len(ys) - ys.sum()), 1.0)
@@ -133,17 +144,18 @@ def fitted_logistic(
         if balanced
         else np.ones_like(ys)
     )
-    design = np.column_stack([xs, np.ones_like(xs)])
-    beta = np.zeros(2)
+    design = np.column_stack([xs, np.ones(len(xs))])
+    size = design.shape[1]
+    beta = np.zeros(size)
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-(design @ beta)))
         gradient = design.T @ (weights * (ys - p)) - ridge * beta
-        hessian = (design * (weights * p * (1 - p))[:, None]).T @ design + ridge * np.eye(2)
+        hessian = (design * (weights * p * (1 - p))[:, None]).T @ design + ridge * np.eye(size)
         step = np.linalg.solve(hessian, gradient)
         beta = beta + step
         if float(np.abs(step).max()) < 1e-9:
             break
-    return Logistic(float(beta[0]), float(beta[1]))
+    return beta
 
 
 # The chance, per question nothing answers, that an item of a scope is ranked by meaning alone
@@ -188,6 +200,10 @@ class Calibration:
     lexical: Logistic
     floor: float
     source: str
+    # Both at once where the vector branch scored the item: (weight of the significance, of the
+    # share of words, intercept). An item whose words match but whose meaning does not is less
+    # likely to answer than its words alone say.
+    joint: tuple[float, float, float] | None = None
     # Per (query language, item language) code: the null of that pair as fitted, the highest
     # significance an unrelated item reached, and the mean and deviation of all of them.
     nulls: tuple[tuple[PairNull | None, ...], ...] | None = None
@@ -209,13 +225,17 @@ class Calibration:
         """The estimated probability that an item answers the query, from what found it: its
         significance where the vector branch scored it, the share of the query's words it holds
         where a lexical branch found it."""
+        words = share if share is not None and share > 0 else 0.0
+        if significance is not None and not math.isfinite(significance):
+            return 1.0 if significance > 0 else round(self.lexical(words) if words else 0.0, 3)
+        if significance is not None and self.joint is not None:
+            a, c, b = self.joint
+            return round(Logistic(1.0, 0.0)(a * significance + c * words + b), 3)
         best = 0.0
-        if significance is not None and math.isfinite(significance):
+        if significance is not None:
             best = max(best, self.vector(significance))
-        elif significance is not None and significance > 0:
-            best = 1.0
-        if share is not None and share > 0:
-            best = max(best, self.lexical(share))
+        if words:
+            best = max(best, self.lexical(words))
         return round(best, 3)
 
 
@@ -272,12 +292,18 @@ def for_model(model: str) -> Calibration:
     fitted = _logistic(entry.get("curve"))
     if fitted is not None and fitted.a > 0 and "floor" in entry:
         floor = float(entry["floor"])
+        joint = entry.get("joint")
+        weights = (
+            (float(joint["significance"]), float(joint["share"]), float(joint["b"]))
+            if joint
+            else None
+        )
         pairs = entry.get("nulls") or {}
         nulls = tuple(
             tuple(_pair_null(pairs.get(f"{asked}>{item}")) for item in LANGUAGES)
             for asked in LANGUAGES
         )
-        return Calibration(model, fitted, lexical, floor, "fitted", nulls)
+        return Calibration(model, fitted, lexical, floor, "fitted", weights, nulls)
     floor = _default_floor()
     return Calibration(
         model, Logistic(DEFAULT_SLOPE, -DEFAULT_SLOPE * floor), lexical, floor, "default"
@@ -480,6 +506,8 @@ def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
       highest of them, for pairs without an example, or where the curve reaches one half when
       the sets hold no question nothing answers.
     - The lexical curve: over every item sharing a token with its question.
+    - The joint curve, of the significance and the share of words together, where the vector
+      branch scored the item: over both kinds of items above.
 
     The report says what the floors do on each set."""
     reference = reference_of(embedder)
@@ -487,6 +515,8 @@ def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
     y_all: list[int] = []
     share_all: list[float] = []
     share_y: list[int] = []
+    joint_rows: list[tuple[float, float]] = []
+    joint_y: list[int] = []
     unrelated: dict[tuple[int, int], list[float]] = {}
     per_set = []
     for labelled in sets:
@@ -500,11 +530,15 @@ def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
             top = np.argsort(-one.z, kind="stable")[:CANDIDATES]
             z_all.extend(float(v) for v in one.z[top])
             y_all.extend(int(a) for a in one.answers[top])
-            for item, answer in zip(ids, one.answers, strict=True):
+            chosen = {int(i) for i in top}
+            for index, (item, answer) in enumerate(zip(ids, one.answers, strict=True)):
                 share = shares.get(item, 0.0)
                 if share > 0:
                     share_all.append(share)
                     share_y.append(int(answer))
+                if share > 0 or index in chosen:
+                    joint_rows.append((float(one.z[index]), share))
+                    joint_y.append(int(answer))
         per_set.append((labelled.name, scored))
     curve = fitted_logistic(z_all, y_all)
     nulls = {
@@ -518,12 +552,14 @@ def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
         _DEFAULT_LEXICAL,
         floor,
         "fitted",
+        None,
         tuple(
             tuple(nulls.get((asked, item)) for item in range(len(LANGUAGES)))
             for asked in range(len(LANGUAGES))
         ),
     )
     lexical = fitted_logistic(share_all, share_y) if share_all else None
+    joint = fitted_weights(np.array(joint_rows), joint_y) if joint_rows else None
 
     def over(one: Scored) -> np.ndarray:
         return one.z > calibrated.floors(one.asked, one.codes)
@@ -556,6 +592,15 @@ def fitted(embedder: Any, sets: Sequence[LabelledSet]) -> dict[str, Any]:
             for (asked, item), null in sorted(nulls.items())
         },
         "lexical": lexical.as_json() if lexical is not None else None,
+        "joint": (
+            {
+                "significance": round(float(joint[0]), 6),
+                "share": round(float(joint[1]), 6),
+                "b": round(float(joint[2]), 6),
+            }
+            if joint is not None
+            else None
+        ),
         "pairs": len(z_all),
         "nothing_questions": sum(one["nothing_questions"] for one in report),
         "sets": report,

@@ -109,6 +109,7 @@ class Command(JsonCommand):
                 "curve": result["curve"],
                 "floor": result["floor"],
                 "nulls": result["nulls"],
+                "joint": result["joint"],
                 "fitted_on": Path(options["file"]).name,
                 "fitted_at": clock.now().date().isoformat(),
                 "sets": result["sets"],
