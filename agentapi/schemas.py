@@ -392,8 +392,8 @@ RELEVANCE = (
     "(docs: Result shapes)"
 )
 SIMILARITY = (
-    "its cosine similarity to the query, where the vector branch scored it; absent otherwise "
-    "(docs: Result shapes)"
+    "its cosine similarity to the query, where the vector branch scored it; null or absent "
+    "otherwise (docs: Result shapes)"
 )
 SemanticStatus = Literal["used", "partial", "not_indexed", "unavailable"]
 SEMANTIC_DESCRIPTION = (

@@ -119,6 +119,11 @@ def test_search_knowledge(agent_token: str, demo: Demo) -> None:
     result = call(agent_token, "search_knowledge", search_body())
     assert not result.is_error
     assert result.structured_content["status"] == "retrieved"
+    # Every item says how relevant it is, and which branches found it (the vector branch is off
+    # here: no similarity).
+    for item in result.structured_content["evidence"]:
+        assert 0.0 < item["relevance"] <= 1.0
+        assert item["found_by"] and item.get("similarity") is None
 
 
 def test_search_without_campaign_needs_context(agent_token: str, demo: Demo) -> None:
@@ -134,6 +139,7 @@ def test_retrieve_experience_records_reads(agent_token: str, demo: Demo) -> None
     assert not result.is_error
     items = result.structured_content["items"]
     assert items
+    assert all(0.0 <= item["relevance"] <= 1.0 for item in items)
     assert set(Reference.objects.filter(run_id="mcp-run-1").values_list("item_id", flat=True)) == {
         item["id"] for item in items
     }
