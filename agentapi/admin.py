@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from agentapi.models import ApiToken, RateCount
+from agentapi.models import ApiToken, LiveRun, RateCount
 from agentapi.services import token_revoke
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -77,4 +77,25 @@ class RateCountAdmin(admin.ModelAdmin[RateCount]):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: RateCount | None = None) -> bool:
+        return False
+
+
+@admin.register(LiveRun)
+class LiveRunAdmin(admin.ModelAdmin[LiveRun]):
+    """Live investigations answered within MCP calls, as the limit counts them: read-only,
+    deployment-wide users (a row left by a dead process stops counting by itself)."""
+
+    list_display = ("actor", "started_at")
+    readonly_fields = list_display
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: LiveRun | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: LiveRun | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: LiveRun | None = None) -> bool:
         return False

@@ -105,7 +105,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--sweep",
         action="store_true",
-        help="also score the fusion settings around the configured ones (margin x votes x floor)",
+        help="also score the fusion settings around the configured ones (significance floor x votes)",
     )
     parser.add_argument("--no-latency", action="store_true", help="quality figures only")
     args = parser.parse_args(argv)

@@ -435,12 +435,12 @@ def _approve_checked(case_id: str, *, reviewer: User, now: datetime) -> None:
     )
 
 
-def _demo_lexicon(operator: User) -> None:
+def _demo_lexicon(operator: User, now: datetime) -> None:
     """The demo's bilingual pairs, set by its operator (audited) where not already so."""
     have = dict(Synonym.objects.filter(term__in=DEMO_LEXICON).values_list("term", "canonical"))
     for term, canonical in DEMO_LEXICON.items():
         if have.get(term) != canonical:
-            synonym_set(term=term, canonical=canonical, actor=operator)
+            synonym_set(term=term, canonical=canonical, actor=operator, now=now)
 
 
 def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
@@ -448,7 +448,7 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
     now = (now or clock.now()).replace(second=0, microsecond=0)
     users = demo_users(now)
     operator, reviewer, second = users["olivia"], users["rita"], users["ravi"]
-    _demo_lexicon(operator)
+    _demo_lexicon(operator, _days_ago(now, KNOWLEDGE_DAYS))
     knowledge = load_demo_knowledge(operator=operator, now=_days_ago(now, KNOWLEDGE_DAYS))
     at = _days_ago(now, EXPERIENCE_DAYS)
     experience = load_demo_experience(operator=operator, reviewer=reviewer, now=at)

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.timeparse import parse_aware_datetime
 
 KNOWLEDGE = "knowledge"
@@ -39,13 +41,20 @@ VECTOR = "vector"
 ARMS = (LEXICAL, VECTOR)
 
 # The prefixes an expected id of each kind starts with (reviewconsole.itemids).
-ID_PREFIXES = {KNOWLEDGE: ("doc:",), EXPERIENCE: ("case:", "skill:", "lesson:")}
-SCOPE_NAMES = ("tenant", "brand", "store", "campaign", "deployment")
+ID_PREFIXES = {
+    KNOWLEDGE: (itemids.DOCUMENT.prefix,),
+    EXPERIENCE: tuple(kind.prefix for kind in (itemids.CASE, itemids.SKILL, itemids.LESSON)),
+}
+SCOPE_NAMES = SCOPE_FIELDS
 # What each kind needs, as the API takes it (knowledge has no deployment; experience reads as of
 # ``now``, knowledge as of the ticket's ``occurred_at`` and ``known_at``).
 NEEDED = {
-    KNOWLEDGE: ("tenant", "brand", "store", "campaign", "occurred_at", "known_at"),
-    EXPERIENCE: ("tenant", "brand", "store", "campaign", "deployment", "now"),
+    KNOWLEDGE: (
+        *(name for name in SCOPE_FIELDS if name != "deployment"),
+        "occurred_at",
+        "known_at",
+    ),
+    EXPERIENCE: (*SCOPE_FIELDS, "now"),
 }
 TIME_NAMES = ("occurred_at", "known_at", "now")
 FIELDS = (
@@ -263,7 +272,7 @@ def queries_parsed(text: str, defaults: Mapping[str, Any]) -> list[Query]:
 
 def matches(expected: str, returned: str) -> bool:
     """Whether the returned id is the expected one (``doc:KEY`` stands for every version)."""
-    if expected.startswith("doc:") and "@" not in expected:
+    if expected.startswith(itemids.DOCUMENT.prefix) and "@" not in expected:
         return returned.split("@", 1)[0] == expected
     return returned == expected
 

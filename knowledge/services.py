@@ -470,7 +470,9 @@ def lexicon_editable(actor: User | AnonymousUser | None, permission: str) -> boo
 
 
 @transaction.atomic
-def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
+def synonym_set(
+    *, term: str, canonical: str, actor: User, now: datetime | None = None
+) -> Synonym:
     require(actor, CHANGE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
@@ -486,6 +488,7 @@ def synonym_set(*, term: str, canonical: str, actor: User) -> Synonym:
         action=Action.LEXICON_CHANGE,
         target=f"synonym:{term}",
         details={"canonical": canonical},
+        at=now,
     )
     return synonym
 

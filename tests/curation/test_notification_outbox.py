@@ -196,7 +196,10 @@ def test_a_revocation_reason_cannot_shape_the_mail(
     revocation.case_revoke(case=case, actor=reviewer, reason=INJECTED)
 
     [message] = mail.outbox
-    [line] = message.body.splitlines()
+    # One line of the mail's own words; the impact follows, one indented line per part, ids only.
+    line, *impact = message.body.splitlines()
+    assert impact and all(part.startswith("  ") for part in impact)
+    assert "evil" not in "".join(impact)
     assert "http://evil.example" not in line
     assert_only_console_links(line)
     assert "x" * 130 not in line  # the title is cut short
@@ -214,7 +217,8 @@ def test_a_revocation_mail_defuses_bare_domains_unc_paths_and_full_width_forms(
     revocation.case_revoke(case=case, actor=reviewer, reason="see ｗｗｗ．evil.test/login")
 
     [message] = mail.outbox
-    [line] = message.body.splitlines()
+    line, *impact = message.body.splitlines()
+    assert "evil" not in "".join(impact)
     assert "evil-login[.]com/reset" in line
     assert "[\\][\\]evil[.]test\\share" in line
     assert "ｗｗｗ[.]evil[.]test/login" in line
