@@ -470,9 +470,7 @@ def lexicon_editable(actor: User | AnonymousUser | None, permission: str) -> boo
 
 
 @transaction.atomic
-def synonym_set(
-    *, term: str, canonical: str, actor: User, now: datetime | None = None
-) -> Synonym:
+def synonym_set(*, term: str, canonical: str, actor: User, now: datetime | None = None) -> Synonym:
     require(actor, CHANGE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
