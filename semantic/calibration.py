@@ -41,6 +41,7 @@ there, until its operator fits one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -401,11 +402,14 @@ def reference(model: str, dim: int) -> Reference | None:
     texts = background_texts()
     found: dict[str, tuple[np.ndarray, ...]] = {}
     for space in (BACKGROUND_SPACE, BACKGROUND_QUERY_SPACE):
+        # Only vectors of the texts as shipped now: a reference changed by an upgrade is embedded
+        # again by the worker before it is used.
         rows = {
             item: bytes(vector)
-            for item, vector in ItemVector.objects.filter(
+            for item, digest, vector in ItemVector.objects.filter(
                 space=space, model=model, item__in=list(texts)
-            ).values_list("item", "vector")
+            ).values_list("item", "text_hash", "vector")
+            if digest == hashlib.sha256(texts[item].encode("utf-8")).hexdigest()
         }
         if len(rows) < len(texts):
             return None
