@@ -31,20 +31,23 @@ NO_SUCH_INVESTIGATION = "no investigation of yours has this run id"
 RUN_FAILED = "run_failed"
 
 
+def _ticket(request: InvestigationRequest) -> dict[str, Any]:
+    """The ticket as the runner and the queue both take it."""
+    return {
+        "text": request.text,
+        "scope": request.scope.as_mapping(),
+        "occurred_at": request.occurred_at,
+        "known_at": request.known_at,
+        "facts": dict(request.facts),
+        "provider": request.provider,
+        "run_id": request.run_id,
+        "max_calls": request.max_calls,
+    }
+
+
 def investigate(*, user: User, request: InvestigationRequest) -> dict[str, Any]:
     """Run the ticket as the token's user; the service checks the permission and the tenant."""
-    investigation = investigation_run(
-        actor=user,
-        text=request.text,
-        scope=request.scope.as_mapping(),
-        occurred_at=request.occurred_at,
-        known_at=request.known_at,
-        facts=dict(request.facts),
-        provider=request.provider,
-        run_id=request.run_id,
-        max_calls=request.max_calls,
-    )
-    return investigation_answer(investigation)
+    return investigation_answer(investigation_run(actor=user, **_ticket(request)))
 
 
 def investigation_queue(*, user: User, request: InvestigationRequest) -> QueuedInvestigation:
@@ -53,17 +56,7 @@ def investigation_queue(*, user: User, request: InvestigationRequest) -> QueuedI
     request's insert are one transaction under the account's lock."""
     with transaction.atomic():
         require_live_capacity(user)
-        return investigation_request(
-            actor=user,
-            text=request.text,
-            scope=request.scope.as_mapping(),
-            occurred_at=request.occurred_at,
-            known_at=request.known_at,
-            facts=dict(request.facts),
-            provider=request.provider,
-            run_id=request.run_id,
-            max_calls=request.max_calls,
-        )
+        return investigation_request(actor=user, **_ticket(request))
 
 
 def pending(queued: QueuedInvestigation, url: str) -> dict[str, Any]:
