@@ -96,7 +96,12 @@ def refusal(unmet: Iterable[str]) -> list[Condition]:
     return [Condition(name, str(CONDITION_LABELS.get(name, name)), False) for name in unmet]
 
 
-def refusal_of(error: ReviewRefused | PermissionRefused | ValidationFailure) -> list[Condition]:
+# What a write may be refused with: a review's unmet conditions, the permission or tenant, a value.
+Refused = ReviewRefused | PermissionRefused | ValidationFailure
+REFUSED = (ReviewRefused, PermissionRefused, ValidationFailure)
+
+
+def refusal_of(error: Refused) -> list[Condition]:
     """What a refused write left unmet, as checklist lines: a review's unmet conditions, the
     permission or tenant refused, or the value refused in its field."""
     if isinstance(error, ReviewRefused):

@@ -13,12 +13,12 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from experience.core.models import Status
-from experience.core.review import Impact, ReviewRefused
+from experience.core.review import Impact
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.domain import ConflictSide, favoured_side
 from experience.lessons.models import Lesson
 from experience.pages.availability import availability_view
-from experience.pages.checklists import refusal_of
+from experience.pages.checklists import REFUSED, Refused, refusal_of
 from experience.pages.lessons import LESSONS_PER_PAGE
 from experience.pages.revocation import (
     IMPACT_CHANGED,
@@ -35,7 +35,7 @@ from experience.pages.sentences import (
 from experience.review import conflicts
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.permissions import (
     RESOLVE_LESSON_CONFLICT,
@@ -86,9 +86,7 @@ CONFLICT_REFUSALS: dict[str, Any] = {
 }
 
 
-def _conflict_refusal(
-    error: ReviewRefused | PermissionRefused | ValidationFailure,
-) -> list[Condition]:
+def _conflict_refusal(error: Refused) -> list[Condition]:
     if not isinstance(error, ValidationFailure):
         return refusal_of(error)
     field = str(CONFLICT_FIELDS.get(error.field, error.field))
@@ -174,7 +172,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 precondition=str(request.POST.get("precondition", ""))[:MAX_REASON],
                 tags=[t for t in str(request.POST.get("tags", "")).split(",") if t.strip()],
             )
-        except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+        except REFUSED as error:
             errors = _conflict_refusal(error)
         else:
             if resolution.impact is not None:

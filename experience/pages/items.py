@@ -22,9 +22,8 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experience.cases.models import Case, Skill
-from experience.core.review import ReviewRefused
 from experience.lessons.models import Lesson
-from experience.pages.checklists import conditions, refusal_of
+from experience.pages.checklists import REFUSED, Refused, conditions, refusal_of
 from experience.pages.forms import ReviewForm
 from experience.pages.queue import in_queue, queue_context, queue_filters_of, queue_url
 from experience.pages.revocation import (
@@ -37,7 +36,6 @@ from experience.pages.revocation import (
 from experience.pages.selectors import queue_neighbours
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
-from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import REVIEW_CASE, VIEW_LESSON
@@ -55,7 +53,6 @@ from reviewconsole.views import (
 
 Item = Case | Skill | Lesson
 View = Callable[..., HttpResponse]
-Refused = ReviewRefused | PermissionRefused | ValidationFailure
 
 # Every kind's live checklist is the approval-checklist partial of the case page.
 CHECKLIST_TEMPLATE = "experience/case_detail.html"
@@ -150,7 +147,7 @@ def _decision(
     decide = approve if form.cleaned_data["decision"] == "approve" else reject
     try:
         return decide(actor=acting_user(request), reason=form.cleaned_data["reason"]), []
-    except (ReviewRefused, PermissionRefused, ValidationFailure) as refused:
+    except REFUSED as refused:
         return None, refusal_of(refused)
 
 
@@ -215,7 +212,7 @@ def revoke_on_page(request: HtmxHttpRequest, item: Item, page: ItemPage) -> Http
     reason = str(request.POST.get("reason", ""))
     try:
         outcome = page.revoke(**page.subject(item), actor=acting_user(request), reason=reason)
-    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+    except REFUSED as error:
         return refused_on_page(request, page, item, error, reason)
     messages.success(request, impact_confirmation(outcome.impact))
     if "previewed_impact" in request.POST and impact_changed(request.POST, outcome.impact):

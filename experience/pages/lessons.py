@@ -21,28 +21,22 @@ from experience.cases.selectors import cited_case, gate_fields
 from experience.core.availability import case_availability, case_usable, lesson_availability
 from experience.core.domain import REVOCABLE, same_scope
 from experience.core.models import Status
-from experience.core.review import ReviewRefused
 from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.lessons.domain import LESSON_TYPES
 from experience.lessons.models import Lesson
 from experience.pages.availability import availability_view, availability_views
-from experience.pages.checklists import LESSON_CONDITIONS
+from experience.pages.checklists import LESSON_CONDITIONS, REFUSED
 from experience.pages.items import ItemPage, item_views, refused_on_page
 from experience.pages.revocation import impact_preview
-from experience.pages.sentences import (
-    outdated_cause_sentence,
-)
+from experience.pages.sentences import outdated_cause_sentence
 from experience.review import revocation
 from reviewconsole import clock
 from reviewconsole.display import local_times_in
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.permissions import (
-    REVIEW_CASE,
-    VIEW_LESSON,
-)
+from reviewconsole.permissions import REVIEW_CASE, VIEW_LESSON
 from reviewconsole.views import (
     Condition,
     HtmxHttpRequest,
@@ -55,8 +49,6 @@ from reviewconsole.views import (
 )
 
 LESSONS_PER_PAGE = 25
-
-
 ANY_STATUS = "all"
 
 
@@ -203,11 +195,11 @@ LESSON_VIEWS = item_views(LESSON_PAGE)
 def lesson_restore(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     """Restore an outdated lesson with a reason (``experience.lessons.outdating``); revoking it
     goes through the revoke panel, which previews the impact."""
-    lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
+    lesson = or_404(LESSON_PAGE.get_visible(digest, acting_user(request)))
     reason = str(request.POST.get("reason", ""))
     try:
         outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
-    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+    except REFUSED as error:
         return refused_on_page(request, LESSON_PAGE, lesson, error, reason)
     messages.success(request, gettext("The lesson is restored and back in retrieval."))
     return finish(request, lesson.get_absolute_url())
@@ -217,7 +209,7 @@ def lesson_restore(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 @console_view(VIEW_LESSON, REVIEW_CASE)
 def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     user = acting_user(request)
-    candidate = or_404(lesson_selectors.lesson_get_visible(user, digest))
+    candidate = or_404(LESSON_PAGE.get_visible(digest, user))
     reason = str(request.POST.get("reason", ""))
     target = Lesson.objects.filter(
         pk=str(request.POST.get("target", "")), tenant=candidate.tenant
@@ -228,7 +220,7 @@ def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         outcome = lessons.merge_accept(
             candidate=candidate, target=target, actor=user, reason=reason
         )
-    except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
+    except REFUSED as error:
         return refused_on_page(request, LESSON_PAGE, candidate, error, reason)
     messages.success(request, gettext("Merged into a new version."))
     return finish(request, Lesson.objects.get(pk=outcome.merged).get_absolute_url())
