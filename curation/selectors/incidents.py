@@ -12,9 +12,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from curation.domain.incidents import MERGE_SCOPE, canonical_incident
-from curation.models import (
-    IncidentMerge,
-)
+from curation.models import IncidentMerge
 from experience.cases.models import Case
 from reviewconsole.tenancy import visible
 

@@ -24,11 +24,7 @@ from curation.domain.proposals import (
 )
 from curation.domain.proposals import proven as pattern_proven
 from curation.domain.staleness import cited_documents
-from curation.models import (
-    ProposalStatus,
-    RunDraft,
-    SkillProposal,
-)
+from curation.models import ProposalStatus, RunDraft, SkillProposal
 from curation.selectors.incidents import (
     IncidentSupport,
     case_incident,

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from curation.models import (
-    Thread,
-)
+from curation.models import Thread
 from curation.selectors.proposals import proposal_queue
 from curation.selectors.rereview import rereview_queue
 from curation.selectors.similarity import near_duplicate_queue

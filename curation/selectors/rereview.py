@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Max, QuerySet
 
 from curation.domain.staleness import cited_documents
-from curation.models import (
-    ReReview,
-    ReReviewResolution,
-    ReReviewStatus,
-)
+from curation.models import ReReview, ReReviewResolution, ReReviewStatus
 from experience.cases.models import Case, Evidence, Skill
 from experience.runs.models import Reference, Run, RunCitation
 from knowledge.models import Document

@@ -12,10 +12,7 @@ from django.db.models import Q, QuerySet
 
 from curation.domain.incidents import canonical_incident
 from curation.domain.similarity import ComparedRow, compare_cases
-from curation.models import (
-    LinkStatus,
-    NearDuplicate,
-)
+from curation.models import LinkStatus, NearDuplicate
 from curation.selectors.incidents import incident_merges
 from experience.cases.models import Case
 from experience.core.models import Status

@@ -10,10 +10,7 @@ from django.db.models import Count, QuerySet
 
 from curation.domain.threads import Attachment, Message, Unit
 from curation.domain.threads import thread_units as message_units
-from curation.models import (
-    Thread,
-    ThreadMessage,
-)
+from curation.models import Thread, ThreadMessage
 from experience.cases.models import Case
 from reviewconsole.tenancy import visible
 

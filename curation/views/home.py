@@ -7,11 +7,7 @@ from django.views.decorators.http import require_GET
 
 from curation.selectors.queues import queue_counts
 from reviewconsole.permissions import VIEW_CASE
-from reviewconsole.views import (
-    HtmxHttpRequest,
-    console_view,
-    render_page,
-)
+from reviewconsole.views import HtmxHttpRequest, console_view, render_page
 
 # --- home --------------------------------------------------------------------------------------
 

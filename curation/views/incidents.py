@@ -9,12 +9,8 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from curation import incidents
-from curation.forms import (
-    IncidentMergeForm,
-)
-from curation.selectors.incidents import (
-    merge_list,
-)
+from curation.forms import IncidentMergeForm
+from curation.selectors.incidents import merge_list
 from curation.views import PER_PAGE
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user

@@ -12,11 +12,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import proposals
-from curation.forms import (
-    ProposalAdoptForm,
-    ProposalFilterForm,
-    ReasonForm,
-)
+from curation.forms import ProposalAdoptForm, ProposalFilterForm, ReasonForm
 from curation.models import ProposalStatus
 from curation.selectors.proposals import (
     proposal_get_visible,
@@ -33,14 +29,7 @@ from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import ADD_SKILL, VIEW_CASE, VIEW_SKILL
 from reviewconsole.permissions import REVIEW_CASE as REVIEW
-from reviewconsole.views import (
-    HtmxHttpRequest,
-    console_view,
-    finish,
-    or_404,
-    paginate,
-    render_page,
-)
+from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, paginate, render_page
 
 # --- proposals and support ----------------------------------------------------------------------
 

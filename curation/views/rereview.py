@@ -10,11 +10,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from curation import rereview, scan
-from curation.forms import (
-    ReasonForm,
-    RecertifyForm,
-    ReReviewFilterForm,
-)
+from curation.forms import ReasonForm, RecertifyForm, ReReviewFilterForm
 from curation.models import ReReview, ReReviewReason, ReReviewStatus
 from curation.selectors.rereview import rereview_get_visible, rereview_queue
 from curation.views import PER_PAGE
@@ -27,14 +23,7 @@ from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import ADD_CASE, VIEW_CASE, VIEW_SKILL
 from reviewconsole.permissions import REVIEW_CASE as REVIEW
-from reviewconsole.views import (
-    HtmxHttpRequest,
-    console_view,
-    finish,
-    or_404,
-    paginate,
-    render_page,
-)
+from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, paginate, render_page
 
 # --- re-review ---------------------------------------------------------------------------------
 

@@ -14,10 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import incidents
-from curation.forms import (
-    LinkFilterForm,
-    LinkResolveForm,
-)
+from curation.forms import LinkFilterForm, LinkResolveForm
 from curation.selectors.incidents import (
     incident_group,
     incident_merges,
@@ -40,14 +37,7 @@ from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import REVIEW_CASE as REVIEW
 from reviewconsole.permissions import VIEW_CASE
-from reviewconsole.views import (
-    HtmxHttpRequest,
-    console_view,
-    finish,
-    or_404,
-    paginate,
-    render_page,
-)
+from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, paginate, render_page
 
 
 def similar_url(case_id: str) -> str:

@@ -17,12 +17,7 @@ from curation.domain.threads import (
     candidate_case,
     require_thread_tenant,
 )
-from curation.forms import (
-    CandidateForm,
-    ThreadImportForm,
-    excerpt_field,
-    use_field,
-)
+from curation.forms import CandidateForm, ThreadImportForm, excerpt_field, use_field
 from curation.models import Thread
 from curation.selectors.threads import (
     cases_citing_thread,

@@ -21,9 +21,7 @@ from experience.core.availability import (
     Availability,
 )
 from experience.core.models import Status
-from experience.pages.selectors import (
-    availabilities,
-)
+from experience.pages.selectors import availabilities
 
 # --- one availability state, phrased for people ----------------------------------------------
 

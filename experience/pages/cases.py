@@ -17,20 +17,10 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from experience.cases.models import Case, Evidence, EvidenceCheck
-from experience.cases.selectors import (
-    case_approval_checklist,
-    case_evidence,
-    gate_fields,
-)
-from experience.cases.services import (
-    case_approve,
-    case_reject,
-    evidence_check,
-)
+from experience.cases.selectors import case_approval_checklist, case_evidence, gate_fields
+from experience.cases.services import case_approve, case_reject, evidence_check
 from experience.core import domain
-from experience.core.availability import (
-    case_availability,
-)
+from experience.core.availability import case_availability
 from experience.core.models import Status
 from experience.lessons.selectors import item_confidences
 from experience.pages.availability import availability_view, availability_views
@@ -51,17 +41,8 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemrefs import item_titles
 from reviewconsole.links import item_url
-from reviewconsole.permissions import (
-    VERIFY_EVIDENCE,
-    VIEW_CASE,
-)
-from reviewconsole.views import (
-    Condition,
-    HtmxHttpRequest,
-    console_view,
-    diff_lines,
-    or_404,
-)
+from reviewconsole.permissions import VERIFY_EVIDENCE, VIEW_CASE
+from reviewconsole.views import Condition, HtmxHttpRequest, console_view, diff_lines, or_404
 
 
 @dataclass

@@ -12,11 +12,7 @@ from experience.core.review import ReviewRefused
 from experience.lessons import domain as lesson_domain
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.tenancy import NOT_IN_TENANT
-from reviewconsole.views import (
-    Checklist,
-    Condition,
-    checklist_of,
-)
+from reviewconsole.views import Checklist, Condition, checklist_of
 
 # What each unmet condition asks for, phrased so it reads as a checklist line (the names are in
 # docs/contracts.md, Unmet conditions).

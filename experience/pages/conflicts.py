@@ -27,21 +27,13 @@ from experience.pages.revocation import (
     impact_reach,
     impact_views,
 )
-from experience.pages.sentences import (
-    CONFLICT_FOUND_ON,
-    conflict_reason_sentence,
-    lesson_type_name,
-)
+from experience.pages.sentences import CONFLICT_FOUND_ON, conflict_reason_sentence, lesson_type_name
 from experience.review import conflicts
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.permissions import (
-    RESOLVE_LESSON_CONFLICT,
-    VIEW_LESSON,
-    holds,
-)
+from reviewconsole.permissions import RESOLVE_LESSON_CONFLICT, VIEW_LESSON, holds
 from reviewconsole.reasons import MAX_REASON
 from reviewconsole.views import (
     Condition,

@@ -13,25 +13,12 @@ from django.views.decorators.http import require_GET
 from experience.core.models import Status
 from experience.pages.availability import availability_views
 from experience.pages.forms import QueueFilterForm
-from experience.pages.selectors import (
-    QueueFilters,
-    queue_neighbours,
-    review_queue_rows,
-)
+from experience.pages.selectors import QueueFilters, queue_neighbours, review_queue_rows
 from reviewconsole import clock
 from reviewconsole.links import item_url
-from reviewconsole.permissions import (
-    VIEW_CASE,
-    VIEW_LESSON,
-    VIEW_SKILL,
-)
+from reviewconsole.permissions import VIEW_CASE, VIEW_LESSON, VIEW_SKILL
 from reviewconsole.tenancy import tenants_of
-from reviewconsole.views import (
-    HtmxHttpRequest,
-    console_view,
-    paginate,
-    render_page,
-)
+from reviewconsole.views import HtmxHttpRequest, console_view, paginate, render_page
 
 QUEUE_PER_PAGE = 25
 

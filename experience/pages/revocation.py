@@ -20,20 +20,13 @@ from experience.core.review import Impact, ReviewOutcome, ReviewRefused
 from experience.lessons.models import Lesson, LessonConflict
 from experience.pages.checklists import refusal_of
 from experience.pages.forms import RevokeForm
-from experience.pages.selectors import (
-    skills_by_id,
-)
+from experience.pages.selectors import skills_by_id
 from experience.review.impact import impact_stored, revocation_impact, stored_impacts
 from experience.runs.models import RevocationImpact
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
-from reviewconsole.views import (
-    Condition,
-    HtmxHttpRequest,
-    finish,
-    render_page,
-)
+from reviewconsole.views import Condition, HtmxHttpRequest, finish, render_page
 
 
 def run_url(run_id: str) -> str:

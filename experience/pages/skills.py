@@ -16,29 +16,17 @@ from experience.cases.selectors import (
 )
 from experience.cases.services import skill_approve, skill_reject
 from experience.core import domain
-from experience.core.availability import (
-    case_availability,
-    case_usable,
-    skill_availability,
-)
+from experience.core.availability import case_availability, case_usable, skill_availability
 from experience.lessons.selectors import item_confidences
 from experience.pages.availability import availability_view
 from experience.pages.checklists import PROMPT_SKILL_CONDITIONS, SKILL_CONDITIONS
 from experience.pages.items import ItemPage, item_views
-from experience.pages.selectors import (
-    runs_of_skill,
-    skill_get_visible,
-)
+from experience.pages.selectors import runs_of_skill, skill_get_visible
 from experience.review.revocation import skill_revoke
 from reviewconsole import clock
 from reviewconsole.links import item_url
-from reviewconsole.permissions import (
-    VIEW_SKILL,
-)
-from reviewconsole.views import (
-    Condition,
-    HtmxHttpRequest,
-)
+from reviewconsole.permissions import VIEW_SKILL
+from reviewconsole.views import Condition, HtmxHttpRequest
 
 
 def _constraints(schema: Mapping[str, Any]) -> list[str]:
