@@ -43,8 +43,17 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from curation import domain as curation_domain
 from curation import threads
+from curation.domain.threads import (
+    COUNTER_USES,
+    DIAGNOSIS,
+    OBSERVATION,
+    OUTCOME,
+    THREAD_SCOPE_FIELDS,
+    CandidateDraft,
+    CounterDraft,
+    Pick,
+)
 from curation.scan import curation_scan
 from evaluation.models import ReplayReport
 from experience.cases import selectors, services
@@ -265,17 +274,17 @@ def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
     """Import the demo thread and build the candidate an operator would from it."""
     data = read_json_file(str(THREAD_FIXTURE))
     # Where the thread happened, as an intake tool would pass it on: the builder starts from it.
-    data["scope"] = {name: DEMO_SCOPE[name] for name in curation_domain.THREAD_SCOPE_FIELDS}
+    data["scope"] = {name: DEMO_SCOPE[name] for name in THREAD_SCOPE_FIELDS}
     thread, imported = threads.thread_import(data=data, actor=operator, now=now)
     picks = [
-        curation_domain.Pick("m1", curation_domain.OBSERVATION),
-        curation_domain.Pick("m4", curation_domain.OBSERVATION),
-        curation_domain.Pick("m8", curation_domain.DIAGNOSIS),
-        curation_domain.Pick("m8/attachment-1", curation_domain.DIAGNOSIS),
-        curation_domain.Pick("m5", curation_domain.COUNTER_USES[0]),
-        curation_domain.Pick("m10", curation_domain.OUTCOME),
+        Pick("m1", OBSERVATION),
+        Pick("m4", OBSERVATION),
+        Pick("m8", DIAGNOSIS),
+        Pick("m8/attachment-1", DIAGNOSIS),
+        Pick("m5", COUNTER_USES[0]),
+        Pick("m10", OUTCOME),
     ]
-    draft = curation_domain.CandidateDraft(
+    draft = CandidateDraft(
         scope=dict(DEMO_SCOPE),
         # Typed without knowing the approved case's incident id: the near-duplicate check
         # pairs the two, and a reviewer merges the incidents.
@@ -287,7 +296,7 @@ def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
         valid_to="2028-12-31T00:00:00+08:00",
         diagnosis="活动B后台的适用门店列表缺少二号店，二号店订单因门店范围不符被拒绝使用优惠券。",
         counterevidence=(
-            curation_domain.CounterDraft(
+            CounterDraft(
                 hypothesis="优惠券缓存未刷新",
                 statement="顾客刷新两次并重新登录后仍失败，同一时间一号店同券正常。",
                 refutes="排除客户端缓存；服务端缓存未单独排除。",

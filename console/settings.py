@@ -205,7 +205,7 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
 # A success pattern (an approved lesson) is proposed as a skill once at least this many distinct
-# incidents confirmed it with at least this success rate (curation/domain.py, proven_pattern).
+# incidents confirmed it with at least this success rate (curation/domain/proposals.py, proven).
 SKILL_PROPOSAL_MIN_INCIDENTS = int(os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_INCIDENTS", "3"))
 SKILL_PROPOSAL_MIN_SUCCESS_RATE = float(
     os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_SUCCESS_RATE", "0.8")

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from curation import incidents, proposals, rereview, scan, threads
-from curation.domain import CandidateDraft, CounterDraft, Pick
+from curation.domain.threads import CandidateDraft, CounterDraft, Pick
 from curation.models import (
     IncidentMerge,
     LinkStatus,
@@ -23,7 +23,8 @@ from curation.models import (
     SkillProposal,
     Thread,
 )
-from curation.selectors import incident_support, similar_cases
+from curation.selectors.incidents import incident_support
+from curation.selectors.similarity import similar_cases
 from experience.cases import selectors as experience_selectors
 from experience.cases import services as experience_services
 from experience.cases.models import Case, Skill
