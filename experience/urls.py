@@ -40,7 +40,7 @@ urlpatterns = [
     path("runs/<path:run_id>/", run_views.run_detail, name="run-detail"),
 ]
 
-# Lessons (experience.lesson_views).
+# Lessons (experience.pages.lessons).
 urlpatterns += [
     path("lessons/", lesson_views.lesson_list, name="lesson-list"),
     path("lessons/conflicts/", lesson_views.conflict_list, name="lesson-conflicts"),
