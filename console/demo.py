@@ -57,12 +57,13 @@ from curation.domain.threads import (
 from curation.scan import curation_scan
 from evaluation.models import ReplayReport
 from experience.cases import selectors, services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.prompting import prompt_tools
-from experience.cases.schema import parse_skill
+from experience.cases.schema import TicketContext, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.demo import (
+    APPROVAL_REASON,
     DEMO_FACTS,
     DEMO_SCOPE,
     case_check_and_approve,
@@ -113,7 +114,6 @@ TICKET = "两杯水果茶，优惠券用不了"
 TICKET_OCCURRED_AT = "2026-09-18T14:00:00+08:00"
 TICKET_KNOWN_AT = "2026-09-18T14:10:00+08:00"
 
-APPROVAL_REASON = "诊断证据已核对，反证记录完整，适用范围与本门店本版本一致"
 SUMMARY_REVOCATION_REASON = (
     "复盘摘要的门店结论未与后台变更记录核对，撤销以停止复用；读过它的运行需要复核"
 )

@@ -41,6 +41,7 @@ from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
+from reviewconsole.services import system_agent
 from tests.curation.conftest import THREAD_ID, other_wording, thread_json, unrelated
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data
 
@@ -510,7 +511,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
         started_at=NOW,
         finished_at=NOW,
         cited_documents=["doc:rule-store@1"],
-        actor=experience_services.system_agent(),
+        actor=system_agent(),
     )
     document_revoke(document=Document.objects.get(), actor=operator, reason="写错")
     queued = scan.curation_scan(days=365).queued
