@@ -340,7 +340,8 @@ def test_a_merge_makes_two_incidents_one_and_chains_resolve() -> None:
     assert canonical_incident("INC-3", merges) == "INC-1"
     roots = {canonical_incident(i, merges) for i in ["INC-1", "INC-2", "INC-3", "INC-4"]}
     assert roots == {"INC-1", "INC-4"}
-    assert not hasattr(incident_rules, "distinct_incidents")  # counting lives in experience.core.domain
+    # Counting lives in experience.core.domain.
+    assert not hasattr(incident_rules, "distinct_incidents")
 
 
 def test_a_merge_plan_records_roots_and_refuses_what_is_already_one() -> None:
