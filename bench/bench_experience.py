@@ -336,7 +336,11 @@ def measure(
         bare(item)()
         impact(item)()
     results = []
-    for label, item_of in (("typical", lambda: rng.choice(typical)), ("hot", lambda: data["hot"])):
+    pickers: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("typical", lambda: rng.choice(typical)),
+        ("hot", lambda: data["hot"]),
+    )
+    for label, item_of in pickers:
         bare_samples, impact_samples = [], []
         for _ in range(repeat):
             item = item_of()

@@ -14,7 +14,7 @@ import pytest
 from experience.core import domain
 from experience.lessons import domain as lesson_domain
 from knowledge import services as knowledge_services
-from reviewconsole import tenancy
+from reviewconsole import permissions, tenancy
 from reviewconsole.models import Action
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +81,7 @@ def test_every_experience_unmet_name_is_documented() -> None:
 def test_other_unmet_names_are_documented() -> None:
     names = [
         tenancy.NOT_IN_TENANT,
-        knowledge_services.NOT_PERMITTED,
+        permissions.NOT_PERMITTED,
         knowledge_services.REASON_UNMET,
         knowledge_services.ALREADY_APPROVED_UNMET,
         knowledge_services.ALREADY_REVOKED_UNMET,
