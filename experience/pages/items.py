@@ -31,13 +31,7 @@ from experience.cases.selectors import (
     skill_approval_checklist,
     skill_cases,
 )
-from experience.cases.services import (
-    case_approve,
-    case_reject,
-    evidence_check,
-    skill_approve,
-    skill_reject,
-)
+from experience.cases.services import evidence_check
 from experience.core import domain
 from experience.core.availability import (
     CITED_CASE_NOT_APPROVED,
@@ -73,6 +67,7 @@ from experience.pages.selectors import (
     skills_by_id,
     skills_citing_case,
 )
+from experience.review.decisions import case_approve, case_reject, skill_approve, skill_reject
 from experience.review.impact import impact_stored, revocation_impact, stored_impacts
 from experience.review.revocation import case_revoke, skill_revoke
 from experience.runs.models import RevocationImpact

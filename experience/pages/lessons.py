@@ -22,9 +22,7 @@ from experience.core.availability import case_availability, case_usable, lesson_
 from experience.core.domain import REVOCABLE, same_scope
 from experience.core.models import Status
 from experience.core.review import Impact, ReviewRefused
-from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
-from experience.lessons import services as lessons
 from experience.lessons.domain import LESSON_TYPES, ConflictSide, favoured_side
 from experience.lessons.models import Lesson
 from experience.pages.forms import ReviewForm
@@ -51,7 +49,8 @@ from experience.pages.sentences import (
     lesson_type_name,
     outdated_cause_sentence,
 )
-from experience.review import conflicts, revocation
+from experience.review import conflicts, decisions, revocation
+from experience.review import outdating as review_outdating
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
 from reviewconsole.display import local_times_in
@@ -222,7 +221,7 @@ def _detail_context(
         if lesson.status == Status.OUTDATED
         else None,
         "restore_url": reverse("experience:lesson-restore", args=[digest]),
-        # Restoring, like approving, is never the submitter's own (outdating.lesson_restore).
+        # Restoring, like approving, is never the submitter's own (review_outdating.lesson_restore).
         "own_submission": lesson.submitted_by_id == user.pk,
         "errors": errors or [],
         "reason": reason,
@@ -245,8 +244,8 @@ def lesson_detail(request: HtmxHttpRequest, digest: str) -> HttpResponse:
 LESSON_REVIEW = ReviewKind(
     "lesson",
     "experience/lesson_detail.html",
-    lessons.lesson_approve,
-    lessons.lesson_reject,
+    decisions.lesson_approve,
+    decisions.lesson_reject,
     _detail_context,
 )
 
@@ -301,7 +300,7 @@ def lesson_restore(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     lesson = or_404(lesson_selectors.lesson_get_visible(acting_user(request), digest))
     reason = str(request.POST.get("reason", ""))
     try:
-        outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
+        review_outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
     except (ReviewRefused, PermissionRefused, ValidationFailure) as error:
         lesson.refresh_from_db()
         return render_page(
@@ -326,8 +325,8 @@ def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     ).first()
     try:
         if target is None:
-            raise ValidationFailure("target", lessons.NOT_A_MERGE)
-        outcome = lessons.merge_accept(
+            raise ValidationFailure("target", decisions.NOT_A_MERGE)
+        outcome = decisions.merge_accept(
             candidate=candidate, target=target, actor=user, reason=reason
         )
     except (ReviewRefused, PermissionRefused, ValidationFailure) as error:

@@ -9,7 +9,7 @@ and every report is audited (with the outcome and reporter it replaced);
 ``experience.lessons.outcome_tallies`` turns outcomes into confidence inputs of the items the run
 read. Only a reviewer's report counts, in either direction (``experience.lessons.domain.
 counted_outcomes``): an agent's report is kept and shown, and an agent's refutation queues a
-re-review of what the run read (``Event.RUN_OUTCOME_REPORTED``, ``curation.rereview``). So only a
+re-review of what the run read (``RunOutcomeReported``, ``curation.rereview``). So only a
 reviewer's report checks the lessons it reached against the outdated rule
 (``experience.lessons.outdating``), and an outcome a reviewer reported is changed only by a
 reviewer: an agent cannot take back, by re-reporting its own run, the evidence a reviewer added
@@ -26,13 +26,15 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
-from experience.lessons import outdating
 from experience.lessons.models import Lesson
+from experience.lessons.outdating import lesson_heirs
+from experience.review.events import RunOutcomeReported
+from experience.review.outdating import lessons_outdated_check
 from experience.runs.claims import run_named, run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
@@ -163,22 +165,18 @@ def run_outcome_report(
         },
         at=now,
     )
+    # Curation, above: an agent's refutation queues what the run read for re-review, a
+    # reviewer's report closes the entries it answers.
     dispatch(
-        Event.RUN_OUTCOME_REPORTED,
-        run_id=key,
-        outcome=outcome,
-        reviewed=reviewed,
-        actor=actor,
-        items=items,
-        at=now,
+        RunOutcomeReported(
+            run_id=key, outcome=outcome, reviewed=reviewed, actor=actor, items=tuple(items), now=now
+        )
     )
     # A reviewer's report (which may replace another reviewer's) may have turned a lesson the
     # run read (or a later version of one) outdated; an agent's counts nothing, so it cannot.
     read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
     if read_lessons and reviewed:
-        outdating.lessons_outdated_check(
-            outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=key
-        )
+        lessons_outdated_check(lesson_heirs(read_lessons), now=now, on="outcome", detail=key)
     return {
         "run_id": run_id,
         "outcome": outcome,

@@ -24,7 +24,7 @@ from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.outcome_tallies import NONE as NO_VOTES
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
-from experience.review import conflicts
+from experience.review import conflicts, decisions
 from experience.review.outcomes import run_outcome_report
 from experience.runs import records as run_records
 from experience.runs.claims import run_claim
@@ -42,7 +42,7 @@ LESSON_QUERY = "优惠券 无法使用"
 def approved_lesson(reviewer: User, second_reviewer: User) -> Callable[..., Lesson]:
     def make(data: dict[str, Any]) -> Lesson:
         lesson, _ = lessons.lesson_submit(content=parse_lesson(data), actor=reviewer)
-        lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="seen twice")
+        decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="seen twice")
         return lesson_selectors.lesson_get(lesson.id)
 
     return make
@@ -280,7 +280,7 @@ def test_a_merged_lesson_inherits_every_outcome_of_its_predecessors(
         content=parse_lesson(lesson_data([third.id], scene={**SCENE, "tags": ["优惠券"]})),
         actor=operator,
     )
-    merged = lessons.merge_accept(
+    merged = decisions.merge_accept(
         candidate=candidate, target=target, actor=second_reviewer, reason="same lesson"
     )
     inputs = lesson_score(Lesson.objects.get(pk=merged.merged)).inputs

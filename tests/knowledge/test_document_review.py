@@ -20,6 +20,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from experience.cases.services import system_agent
+from experience.review.documents import document_revoke
 from experience.runs.models import RevocationImpact
 from experience.runs.records import run_store
 from knowledge.models import Document
@@ -29,7 +30,6 @@ from knowledge.services import (
     OWN_SUBMISSION,
     DocumentReviewRefused,
     document_approve,
-    document_revoke,
     document_save_new_version,
     documents_import,
 )
