@@ -10,10 +10,10 @@ supersede) change what the retrieval index above this package holds, so they liv
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
@@ -314,18 +314,47 @@ def skill_store(
     return skill, True
 
 
-@transaction.atomic
-def skill_submit(
-    *,
-    content: SkillContent,
-    actor: User,
-    via: str = SubmittedVia.CONSOLE,
-    now: datetime | None = None,
-) -> tuple[Skill, bool]:
-    require(actor, ADD_SKILL, message=SUBMIT_SKILL_REFUSED)
-    if content.unresolved():
-        raise ValidationFailure("cases", "file references (#N) are only meaningful in an import")
-    return skill_store(content, actor=actor, via=via, now=now or clock.now())
+class Referencing(Protocol):
+    def unresolved(self) -> tuple[str, ...]: ...
+
+
+Content = TypeVar("Content", bound=Referencing)
+Stored = TypeVar("Stored", bound=ReviewedItem)
+
+FILE_REFERENCES_IN_IMPORTS = "file references (#N) are only meaningful in an import"
+
+
+@dataclass(frozen=True)
+class Submission(Generic[Content, Stored]):
+    """How a skill or a lesson is submitted on the console (or by a service in its name): the
+    permission it needs and its refusal, the field that names the cases it cites (``#N`` file
+    references are only meaningful in an import), and the kind's store."""
+
+    store: Callable[..., tuple[Stored, bool]]
+    permission: str
+    refused: str
+    references: str
+
+    def submit(
+        self,
+        *,
+        content: Content,
+        actor: User,
+        via: str = SubmittedVia.CONSOLE,
+        now: datetime | None = None,
+    ) -> tuple[Stored, bool]:
+        """Submit a candidate as ``actor``; identical content returns the stored row."""
+        with transaction.atomic():
+            require(actor, self.permission, message=self.refused)
+            if content.unresolved():
+                raise ValidationFailure(self.references, FILE_REFERENCES_IN_IMPORTS)
+            return self.store(content, actor=actor, via=via, now=now or clock.now())
+
+
+SKILL_SUBMISSION: Submission[SkillContent, Skill] = Submission(
+    skill_store, ADD_SKILL, SUBMIT_SKILL_REFUSED, "cases"
+)
+skill_submit = SKILL_SUBMISSION.submit
 
 
 @transaction.atomic

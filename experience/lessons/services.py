@@ -23,6 +23,8 @@ from experience.cases.services import (
     CASE_REFERENCE_NOT_CASE,
     CASE_REFERENCE_OUT_OF_RANGE,
     CASE_REFERENCE_UNKNOWN,
+    FILE_REFERENCES_IN_IMPORTS,
+    Submission,
     Submitted,
     item_inserted,
 )
@@ -136,19 +138,10 @@ def lesson_store(
     return lesson, True
 
 
-@transaction.atomic
-def lesson_submit(
-    *,
-    content: LessonContent,
-    actor: User,
-    via: str = SubmittedVia.CONSOLE,
-    now: datetime | None = None,
-) -> tuple[Lesson, bool]:
-    """Submit a candidate lesson as ``actor``; identical content returns the stored row."""
-    require(actor, ADD_LESSON, message=SUBMIT_LESSON_REFUSED)
-    if content.unresolved():
-        raise ValidationFailure("supports", "file references (#N) are only meaningful in an import")
-    return lesson_store(content, actor=actor, via=via, now=now or clock.now())
+LESSON_SUBMISSION: Submission[LessonContent, Lesson] = Submission(
+    lesson_store, ADD_LESSON, SUBMIT_LESSON_REFUSED, "supports"
+)
+lesson_submit = LESSON_SUBMISSION.submit
 
 
 @transaction.atomic
@@ -160,7 +153,7 @@ def lesson_propose(
     the stored row."""
     require(actor, (PROPOSE_CASE, ADD_LESSON), message=PROPOSE_LESSON_REFUSED)
     if content.unresolved():
-        raise ValidationFailure("supports", "file references (#N) are only meaningful in an import")
+        raise ValidationFailure("supports", FILE_REFERENCES_IN_IMPORTS)
     return lesson_store(content, actor=actor, via=SubmittedVia.API, now=now or clock.now())
 
 

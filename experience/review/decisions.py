@@ -24,7 +24,14 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.services import lesson_content, lesson_store
 from experience.review.lesson_conflicts import conflict_close, conflicts_detect
-from experience.review.lifecycle import CASE, LESSON, SKILL, status_followed
+from experience.review.lifecycle import (
+    CASE,
+    LESSON,
+    SKILL,
+    approval,
+    rejection,
+    status_followed,
+)
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
@@ -41,9 +48,10 @@ NOT_A_MERGE = "is not a proposed merge of this candidate"
 def case_approve(
     *, case: Case, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    """Approve a candidate case under four eyes. Effects: the case enters the retrieval index
-    and the lessons citing it see it usable; curation closes nothing (it is approved); the
-    version it supersedes, if any, leaves the index and closes its re-review entries."""
+    """Approve a candidate case under four eyes: the row and its audit event, then its effects
+    (``lifecycle.status_followed``: it enters the retrieval index and the index entries of the
+    lessons citing it see it usable). The version it supersedes, if any, is marked so and
+    audited, leaves the index and closes its re-review entries (curation)."""
     now = now or clock.now()
     case = CASE.approved(case, actor=actor, reason=reason, now=now)
     status_followed(case, now=now)
@@ -58,20 +66,16 @@ def case_approve(
 def case_reject(
     *, case: Case, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    now = now or clock.now()
-    case = CASE.rejected(case, actor=actor, reason=reason, now=now)
-    status_followed(case, now=now)
-    return ReviewOutcome(case.id, case.status)
+    return rejection(CASE, case, actor=actor, reason=reason, now=now or clock.now())
 
 
 @transaction.atomic
 def skill_approve(
     *, skill: Skill, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    """Approve a candidate skill under four eyes; it enters the retrieval index."""
-    now = now or clock.now()
-    skill = SKILL.approved(skill, actor=actor, reason=reason, now=now)
-    status_followed(skill, now=now)
+    """Approve a candidate skill under four eyes: the row and its audit event, then its effects
+    (``lifecycle.status_followed``: it enters the retrieval index)."""
+    skill = approval(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
     return ReviewOutcome(skill.id, skill.status)
 
 
@@ -79,10 +83,7 @@ def skill_approve(
 def skill_reject(
     *, skill: Skill, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    now = now or clock.now()
-    skill = SKILL.rejected(skill, actor=actor, reason=reason, now=now)
-    status_followed(skill, now=now)
-    return ReviewOutcome(skill.id, skill.status)
+    return rejection(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,7 @@ def _lesson_superseded(old_id: str, *, by: Lesson, actor: User, now: datetime) -
 def lesson_reject(
     *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
 ) -> ReviewOutcome:
-    now = now or clock.now()
-    lesson = LESSON.rejected(lesson, actor=actor, reason=reason, now=now)
-    status_followed(lesson, now=now)
-    return ReviewOutcome(lesson.id, lesson.status)
+    return rejection(LESSON, lesson, actor=actor, reason=reason, now=now or clock.now())
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from functools import partial
+from typing import Any, Generic, TypeVar
 
 from django.contrib.auth.models import User
 
@@ -27,7 +28,7 @@ from experience.cases.selectors import (
 )
 from experience.core import domain
 from experience.core.models import ItemType, Status
-from experience.core.review import Impact, ReviewRefused, require_item_tenant
+from experience.core.review import Impact, ReviewOutcome, ReviewRefused, require_item_tenant
 from experience.index import lesson_inputs, postings
 from experience.lessons.models import Lesson
 from experience.lessons.selectors import lesson_approval_checklist
@@ -47,9 +48,10 @@ class ReviewKind(Generic[I]):
 
     item_type: ItemType
     model: type[I]
-    # Every unmet condition of approving the item now, by name (item, reviewer, reason, now):
-    # the selector the console's live checklist shows, so the page and the decision agree.
-    approval_unmet: Callable[[I, User, str, datetime], list[str]]
+    # Every unmet condition of approving the item now, by name (``item``, then keywords
+    # ``reviewer``, ``reason``, ``now``): the selector the console's live checklist shows, so the
+    # page and the decision agree.
+    approval_unmet: Callable[..., list[str]]
     approve_action: Action
     reject_action: Action
     revoke_action: Action
@@ -60,74 +62,57 @@ class ReviewKind(Generic[I]):
         """The row again, locked for the decision (a concurrent decision waits, then sees it)."""
         return self.model._default_manager.select_for_update().get(pk=item.pk)
 
-    def approved(self, item: I, *, actor: User, reason: str, now: datetime) -> I:
-        """Approve a candidate of the actor's tenant (locked here) and audit it; refused with
-        every unmet condition named, nothing written."""
+    def _decided(
+        self,
+        item: I,
+        actor: User,
+        reason: str,
+        now: datetime,
+        status: Status,
+        unmet: Callable[[I], list[str]],
+    ) -> I:
+        """Lock an item of the actor's tenant and refuse with every unmet condition named
+        (nothing written); else give it ``status`` with who decided, when and why (the fields
+        named after the status: ``approved_by``, ``approved_at``, ``approved_reason``…)."""
         require_item_tenant(actor, item)
         item = self.locked(item)
-        unmet = self.approval_unmet(item, actor, reason, now)
-        if unmet:
-            raise ReviewRefused(item.id, item.status, unmet)
-        item.status = Status.APPROVED
-        item.approved_by = actor
-        item.approved_at = now
-        item.approved_reason = reason.strip()
-        item.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
-        event_record(
-            actor=actor,
-            action=self.approve_action,
-            target=item.id,
-            reason=reason.strip(),
-            details=accounts.provenance(actor),
-            at=now,
-        )
+        refused = unmet(item)
+        if refused:
+            raise ReviewRefused(item.id, item.status, refused)
+        item.status = status
+        decided: dict[str, object] = {
+            f"{status.value}_by": actor,
+            f"{status.value}_at": now,
+            f"{status.value}_reason": reason.strip(),
+        }
+        for name, value in decided.items():
+            setattr(item, name, value)
+        item.save(update_fields=["status", *decided])
+        return item
+
+    def approved(self, item: I, *, actor: User, reason: str, now: datetime) -> I:
+        """Approve a candidate under its kind's rules and audit it."""
+        rules = partial(self.approval_unmet, reviewer=actor, reason=reason, now=now)
+        item = self._decided(item, actor, reason, now, Status.APPROVED, rules)
+        _audited(self.approve_action, item, actor, reason, now, accounts.provenance(actor))
         return item
 
     def rejected(self, item: I, *, actor: User, reason: str, now: datetime) -> I:
-        """Reject a candidate of the actor's tenant (locked here) and audit it."""
-        require_item_tenant(actor, item)
-        item = self.locked(item)
-        unmet = domain.rejection_unmet(
-            status=item.status, reviewer=reviewer_of(actor), reason=reason
-        )
-        if unmet:
-            raise ReviewRefused(item.id, item.status, unmet)
-        item.status = Status.REJECTED
-        item.rejected_by = actor
-        item.rejected_at = now
-        item.rejected_reason = reason.strip()
-        item.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
-        event_record(
-            actor=actor, action=self.reject_action, target=item.id, reason=reason.strip(), at=now
-        )
+        """Reject a candidate (a reviewer, a reason) and audit it."""
+        rules = partial(_status_unmet, domain.rejection_unmet, actor=actor, reason=reason)
+        item = self._decided(item, actor, reason, now, Status.REJECTED, rules)
+        _audited(self.reject_action, item, actor, reason, now)
         return item
 
     def revoked(self, item: I, *, actor: User, reason: str, now: datetime) -> tuple[I, Impact]:
-        """Revoke an approved (or outdated) item of the actor's tenant (locked here): what it
-        reached is computed once it is revoked, stored (runs flagged for follow-up) and
-        recorded in its audit event."""
-        require_item_tenant(actor, item)
-        item = self.locked(item)
-        unmet = domain.revocation_unmet(
-            status=item.status, reviewer=reviewer_of(actor), reason=reason
-        )
-        if unmet:
-            raise ReviewRefused(item.id, item.status, unmet)
-        item.status = Status.REVOKED
-        item.revoked_by = actor
-        item.revoked_at = now
-        item.revoked_reason = reason.strip()
-        item.save(update_fields=["status", "revoked_by", "revoked_at", "revoked_reason"])
+        """Revoke an approved (or outdated) item (a reviewer, a reason): what it reached is
+        computed once it is revoked, stored (its runs flagged for follow-up) and recorded in its
+        audit event."""
+        rules = partial(_status_unmet, domain.revocation_unmet, actor=actor, reason=reason)
+        item = self._decided(item, actor, reason, now, Status.REVOKED, rules)
         impact = revocation_impact(item.id, now=now)
         impact_store(item.id, self.item_type, impact, actor=actor, reason=reason.strip(), now=now)
-        event_record(
-            actor=actor,
-            action=self.revoke_action,
-            target=item.id,
-            reason=reason.strip(),
-            details={"impact": impact.as_json()},
-            at=now,
-        )
+        _audited(self.revoke_action, item, actor, reason, now, {"impact": impact.as_json()})
         return item, impact
 
     def superseded(self, old_id: str, *, by: I, actor: User, now: datetime) -> I | None:
@@ -157,12 +142,30 @@ class ReviewKind(Generic[I]):
         return old
 
 
+def _status_unmet(
+    rule: Callable[..., list[str]], item: Case | Skill | Lesson, *, actor: User, reason: str
+) -> list[str]:
+    """A rejection's or revocation's rule (``experience.core.domain``) asked of ``item``."""
+    return rule(status=item.status, reviewer=reviewer_of(actor), reason=reason)
+
+
+def _audited(
+    action: Action,
+    item: Case | Skill | Lesson,
+    actor: User,
+    reason: str,
+    now: datetime,
+    details: dict[str, Any] | None = None,
+) -> None:
+    event_record(
+        actor=actor, action=action, target=item.id, reason=reason.strip(), details=details, at=now
+    )
+
+
 CASE = ReviewKind(
     item_type=ItemType.CASE,
     model=Case,
-    approval_unmet=lambda case, reviewer, reason, now: case_approval_checklist(
-        case=case, reviewer=reviewer, reason=reason, now=now
-    ),
+    approval_unmet=lambda case, **rest: case_approval_checklist(case=case, **rest),
     approve_action=Action.CASE_APPROVE,
     reject_action=Action.CASE_REJECT,
     revoke_action=Action.CASE_REVOKE,
@@ -172,9 +175,7 @@ CASE = ReviewKind(
 SKILL = ReviewKind(
     item_type=ItemType.SKILL,
     model=Skill,
-    approval_unmet=lambda skill, reviewer, reason, now: skill_approval_checklist(
-        skill=skill, reviewer=reviewer, reason=reason, now=now
-    ),
+    approval_unmet=lambda skill, **rest: skill_approval_checklist(skill=skill, **rest),
     approve_action=Action.SKILL_APPROVE,
     reject_action=Action.SKILL_REJECT,
     revoke_action=Action.SKILL_REVOKE,
@@ -184,9 +185,7 @@ SKILL = ReviewKind(
 LESSON = ReviewKind(
     item_type=ItemType.LESSON,
     model=Lesson,
-    approval_unmet=lambda lesson, reviewer, reason, now: lesson_approval_checklist(
-        lesson=lesson, reviewer=reviewer, reason=reason, now=now
-    ),
+    approval_unmet=lambda lesson, **rest: lesson_approval_checklist(lesson=lesson, **rest),
     approve_action=Action.LESSON_APPROVE,
     reject_action=Action.LESSON_REJECT,
     revoke_action=Action.LESSON_REVOKE,
@@ -208,3 +207,31 @@ def status_followed(item: Case | Skill | Lesson, *, now: datetime) -> None:
     if isinstance(item, Case):
         lesson_inputs.case_status_followed(item=item)
     dispatch(ItemStatusChanged(item=item, now=now))
+
+
+def approval(kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime) -> I:
+    """An approval with nothing more to it than the row and its effects (a skill's)."""
+    item = kind.approved(item, actor=actor, reason=reason, now=now)
+    status_followed(item, now=now)
+    return item
+
+
+def rejection(
+    kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime
+) -> ReviewOutcome:
+    """A rejection, the same for every kind: the row and its audit event, then its effects (an
+    item never approved is in no index; curation closes what it had opened for it)."""
+    item = kind.rejected(item, actor=actor, reason=reason, now=now)
+    status_followed(item, now=now)
+    return ReviewOutcome(item.id, item.status)
+
+
+def revocation(
+    kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime
+) -> tuple[I, ReviewOutcome]:
+    """A revocation: the row, its impact stored and its audit event, then its effects (out of
+    the index; curation closes its re-review entries and mails whoever approved it, the impact
+    in the mail)."""
+    item, impact = kind.revoked(item, actor=actor, reason=reason, now=now)
+    status_followed(item, now=now)
+    return item, ReviewOutcome(item.id, item.status, impact)

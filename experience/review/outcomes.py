@@ -19,6 +19,7 @@ or restored an item over.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,40 @@ def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, 
     return run_id, str(outcome), reason_within_cap(note, field="note").strip()
 
 
+@dataclass(frozen=True)
+class ReadItem:
+    """An item the run read: its id and kind."""
+
+    id: str
+    type: str
+
+
+@dataclass(frozen=True)
+class OutcomeReport:
+    """What :func:`run_outcome_report` answers (the API's and MCP's ``RunOutcomeResult`` is
+    read from it)."""
+
+    run_id: str
+    outcome: str
+    note: str
+    reported_by: str
+    reported_at: str
+    # The outcome replaced, if any.
+    previous: str | None
+    # Whether this report can move confidence (``_counts``).
+    counts: bool
+    items: tuple[ReadItem, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **{name: getattr(self, name) for name in _REPORT_FIELDS},
+            "items": [{"id": item.id, "type": item.type} for item in self.items],
+        }
+
+
+_REPORT_FIELDS = ("run_id", "outcome", "note", "reported_by", "reported_at", "previous", "counts")
+
+
 @transaction.atomic
 def run_outcome_report(
     *,
@@ -104,7 +139,7 @@ def run_outcome_report(
     note: str | None = None,
     now: datetime | None = None,
     stored: bool = False,
-) -> dict[str, Any]:
+) -> OutcomeReport:
     """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run.
 
     ``run_id`` is the run id as its caller knows it (``experience.runs.claims.run_named``: the
@@ -177,13 +212,13 @@ def run_outcome_report(
     read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
     if read_lessons and reviewed:
         lessons_outdated_check(lesson_heirs(read_lessons), now=now, on="outcome", detail=key)
-    return {
-        "run_id": run_id,
-        "outcome": outcome,
-        "note": note,
-        "reported_by": actor.get_username(),
-        "reported_at": now.isoformat(),
-        "previous": previous.outcome if previous else None,
-        "counts": _counts(outcome, reviewed),
-        "items": [{"id": item_id, "type": kind} for item_id, kind in items],
-    }
+    return OutcomeReport(
+        run_id=run_id,
+        outcome=outcome,
+        note=note,
+        reported_by=actor.get_username(),
+        reported_at=now.isoformat(),
+        previous=previous.outcome if previous else None,
+        counts=_counts(outcome, reviewed),
+        items=tuple(ReadItem(id=item_id, type=kind) for item_id, kind in items),
+    )

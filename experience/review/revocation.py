@@ -17,7 +17,7 @@ from experience.core.review import ReviewOutcome
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson
 from experience.review.lesson_conflicts import conflict_close
-from experience.review.lifecycle import CASE, LESSON, SKILL, status_followed
+from experience.review.lifecycle import CASE, LESSON, SKILL, revocation
 from reviewconsole import clock
 
 
@@ -29,10 +29,8 @@ def case_revoke(
     support and the runs that read any of them are stored as its impact (the runs flagged for
     follow-up); it leaves the retrieval index and the lessons citing it see it gone; curation
     closes its re-review entries and mails whoever approved it (the mail says the impact)."""
-    now = now or clock.now()
-    case, impact = CASE.revoked(case, actor=actor, reason=reason, now=now)
-    status_followed(case, now=now)
-    return ReviewOutcome(case.id, case.status, impact)
+    _, outcome = revocation(CASE, case, actor=actor, reason=reason, now=now or clock.now())
+    return outcome
 
 
 @transaction.atomic
@@ -41,10 +39,8 @@ def skill_revoke(
 ) -> ReviewOutcome:
     """Revoke an approved skill: its impact (the runs that read it) stored, out of the index,
     its re-review entries closed and its approvers mailed."""
-    now = now or clock.now()
-    skill, impact = SKILL.revoked(skill, actor=actor, reason=reason, now=now)
-    status_followed(skill, now=now)
-    return ReviewOutcome(skill.id, skill.status, impact)
+    _, outcome = revocation(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
+    return outcome
 
 
 @transaction.atomic
@@ -55,8 +51,7 @@ def lesson_revoke(
     conflicts) stored, out of the index, its re-review entries closed, its approvers mailed,
     and its open conflicts closed keeping the other side."""
     now = now or clock.now()
-    lesson, impact = LESSON.revoked(lesson, actor=actor, reason=reason, now=now)
-    status_followed(lesson, now=now)
+    lesson, outcome = revocation(LESSON, lesson, actor=actor, reason=reason, now=now)
     for conflict in lesson_selectors.conflicts_of(lesson).filter(status=ConflictStatus.OPEN):
         conflict_close(
             conflict,
@@ -66,4 +61,4 @@ def lesson_revoke(
             reason=reason.strip(),
             now=now,
         )
-    return ReviewOutcome(lesson.id, lesson.status, impact)
+    return outcome

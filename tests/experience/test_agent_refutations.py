@@ -104,7 +104,7 @@ def test_one_fresh_agent_token_refuting_one_run_takes_nothing_out(
     read = retrieved(agent, "fresh-run")
     assert lesson.id in read and all(c.id in read for c in cases)
 
-    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent)
+    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent).as_json()
 
     assert report["counts"] is False
     after = scores(*ids)
@@ -144,7 +144,9 @@ def test_a_reviewers_report_of_the_run_makes_the_refutation_count(
     lesson, _cases, _skill = memory
     retrieved(agent, "fresh-run")
     run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent)
-    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=reviewer)
+    report = run_outcome_report(
+        run_id="fresh-run", outcome="lead_was_wrong", actor=reviewer
+    ).as_json()
     assert report["counts"] is True
     # Two incidents for it, one counted refutation: 0.386, below the threshold it was above.
     stored = Lesson.objects.get(pk=lesson.id)

@@ -137,7 +137,9 @@ def test_a_reviewers_report_confirms_an_agents_run_and_counts_once(
     assert waiting.value == before.value and waiting.inputs.unconfirmed_outcomes == 1
     assert "awaiting a reviewer" in waiting.why()
 
-    confirmed = run_outcome_report(run_id="run-1", outcome="resolved_by_lead", actor=reviewer)
+    confirmed = run_outcome_report(
+        run_id="run-1", outcome="resolved_by_lead", actor=reviewer
+    ).as_json()
     assert confirmed["counts"] is True
     once = case_score(case)
     assert once.inputs.confirming_outcomes == 1 and once.inputs.unconfirmed_outcomes == 0
@@ -168,14 +170,16 @@ def test_refutations_count_from_reviewers_once_per_account(
         read(account, f"agent-bad-{n}")
         report = run_outcome_report(
             run_id=f"agent-bad-{n}", outcome="lead_was_wrong", actor=account
-        )
+        ).as_json()
         assert report["counts"] is False
     waiting = case_score(case)
     assert waiting.value == before.value
     assert (waiting.inputs.refuting_outcomes, waiting.inputs.unconfirmed_refutations) == (0, 2)
     for n in range(3):
         read(agent, f"bad-{n}")
-        report = run_outcome_report(run_id=f"bad-{n}", outcome="lead_was_wrong", actor=reviewer)
+        report = run_outcome_report(
+            run_id=f"bad-{n}", outcome="lead_was_wrong", actor=reviewer
+        ).as_json()
         assert report["counts"] is True
     assert case_score(case).inputs.refuting_outcomes == 1
     read(agent, "bad-other")
@@ -189,7 +193,7 @@ def test_unresolved_says_nothing(
     case = approved_case()
     before = case_score(case)
     read(agent, "open")
-    report = run_outcome_report(run_id="open", outcome="unresolved", actor=reviewer)
+    report = run_outcome_report(run_id="open", outcome="unresolved", actor=reviewer).as_json()
     assert report["counts"] is False
     assert case_score(case) == before
 

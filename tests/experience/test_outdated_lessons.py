@@ -215,7 +215,7 @@ def test_confidence_falling_below_the_threshold_after_being_above_makes_it_outda
     assert lesson.id in recalled(agent)  # read under run-l
     # The agent's own refutation counts nothing (tests/experience/test_agent_refutations.py);
     # a reviewer's report of the run does.
-    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer)
+    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer).as_json()
     assert result["counts"] is True
     # Two incidents for it, one refutation: 0.386, below the threshold; fewer counterexamples
     # than support, so it is the fall that makes it outdated, found when the outcome came in.
