@@ -90,11 +90,11 @@ def test_approve_racing_reject_ends_in_one_consistent_state(
     assert sum(not isinstance(r, Exception) for r in results) == 1
     final = selectors.case_get(candidate.id).status
     assert final in {Status.APPROVED, Status.REJECTED}
-    decisions = Event.objects.filter(
+    decided = Event.objects.filter(
         target=candidate.id, action__in=[Action.CASE_APPROVE, Action.CASE_REJECT]
     )
-    assert decisions.count() == 1
-    assert decisions.get().action == (
+    assert decided.count() == 1
+    assert decided.get().action == (
         Action.CASE_APPROVE if final == Status.APPROVED else Action.CASE_REJECT
     )
 
