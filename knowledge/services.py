@@ -279,6 +279,17 @@ def document_approve(
     return DocumentReview(document)
 
 
+def document_revoke(
+    *, document: Document, actor: User, reason: str, now: datetime | None = None
+) -> DocumentReview:
+    """Revoke a version with a reason, for callers that import knowledge alone: the one
+    revocation, ``experience.review.documents.document_revoke``, reached through the revocation
+    experience installs (``knowledge.hooks``), which stores what it reached with it."""
+    impact = hooks.document_revoke(document=document, actor=actor, reason=reason, now=now)
+    document.refresh_from_db()
+    return DocumentReview(document, impact)
+
+
 def document_revoke_locked(*, document: Document, actor: User, reason: str) -> Document:
     """The version locked for its revocation; refused, nothing written, when a condition is
     unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``)."""
