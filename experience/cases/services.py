@@ -10,10 +10,10 @@ supersede) change what the retrieval index above this package holds, so they liv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
@@ -118,7 +118,32 @@ def item_inserted(item: ReviewedItem) -> bool:
     return True
 
 
-def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -> tuple[Case, bool]:
+class Storable(Protocol):
+    """What every kind's parsed content gives its row (``CaseContent``, ``SkillContent``,
+    ``experience.lessons.schema.LessonContent``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def valid_from(self) -> datetime: ...
+
+    @property
+    def valid_to(self) -> datetime: ...
+
+    @property
+    def scope(self) -> Mapping[str, str]: ...
+
+
+Row = TypeVar("Row", bound=ReviewedItem)
+
+
+def tenant_required(content: Storable, *, actor: User, via: str, now: datetime) -> None:
+    """The content's tenant is one of the actor's (an import may create it, the rest of the
+    import permitting)."""
     require_input_tenant(
         actor,
         content.scope["tenant"],
@@ -126,6 +151,41 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
         create=via == SubmittedVia.IMPORT,
         now=now,
     )
+
+
+def row_stored(
+    model: type[Row],
+    content: Storable,
+    canonical: dict[str, Any],
+    actor: User,
+    via: str,
+    now: datetime,
+    **fields: Any,
+) -> tuple[Row, bool]:
+    """A new candidate's row with what every kind stores (its content-addressed id and hash,
+    the canonical content, title, validity, submission and scope) and the kind's own
+    ``fields``; the stored row instead, not created, when a concurrent submission stored it
+    first."""
+    row = model(
+        id=content.id,
+        content_hash=itemids.digest_of(content.id),
+        content=canonical,
+        title=content.title,
+        valid_from=content.valid_from,
+        valid_to=content.valid_to,
+        submitted_by=actor,
+        submitted_via=via,
+        submitted_at=now,
+        **content.scope,
+        **fields,
+    )
+    if not item_inserted(row):
+        return cast(Row, model._default_manager.get(pk=row.pk)), False
+    return row, True
+
+
+def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -> tuple[Case, bool]:
+    tenant_required(content, actor=actor, via=via, now=now)
     # A new version corrects a case of its own tenant, whoever submits it: superseding takes
     # the old version out of retrieval and shows its content in the new version's diff.
     if (
@@ -138,12 +198,14 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
     if existing is not None:
         return existing, False
     canonical = content.canonical()
-    case = Case(
-        id=case_id,
-        content_hash=itemids.digest_of(case_id),
-        content=canonical,
+    case, created = row_stored(
+        Case,
+        content,
+        canonical,
+        actor,
+        via,
+        now,
         incident=content.incident,
-        title=content.title,
         summary=content.summary,
         observations=canonical["observations"],
         diagnosis=canonical["diagnosis"],
@@ -151,15 +213,9 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
         outcome=canonical["outcome"],
         supersedes=content.supersedes,
         search_text=content.search_text(),
-        valid_from=content.valid_from,
-        valid_to=content.valid_to,
-        submitted_by=actor,
-        submitted_via=via,
-        submitted_at=now,
-        **content.scope,
     )
-    if not item_inserted(case):
-        return Case.objects.get(pk=case_id), False
+    if not created:
+        return case, False
     # Curation, above: the case's similarity signature and near-duplicate links, queued.
     dispatch(CaseStored(case=case, now=now))
     Evidence.objects.bulk_create(
@@ -255,13 +311,7 @@ def case_propose(*, data: object, actor: User, now: datetime | None = None) -> t
 def skill_store(
     content: SkillContent, *, actor: User, via: str, now: datetime
 ) -> tuple[Skill, bool]:
-    require_input_tenant(
-        actor,
-        content.scope["tenant"],
-        field="scope.tenant",
-        create=via == SubmittedVia.IMPORT,
-        now=now,
-    )
+    tenant_required(content, actor=actor, via=via, now=now)
     if content.prompt is None and not content.recipe:
         # A skill is a recipe or a prompt; content built without either is a defect upstream.
         raise ValidationFailure("recipe", NO_BODY)
@@ -279,23 +329,19 @@ def skill_store(
         if case_id not in stored:
             raise ValidationFailure(f"cases[{i}]", f"{case_id} {CASE_REFERENCE_UNKNOWN}")
     canonical = content.canonical()
-    skill = Skill(
-        id=skill_id,
-        content_hash=itemids.digest_of(skill_id),
-        content=canonical,
-        title=content.title,
+    skill, created = row_stored(
+        Skill,
+        content,
+        canonical,
+        actor,
+        via,
+        now,
         when=content.when,
         recipe=canonical.get("recipe", []),
         prompt=canonical.get("prompt") or {},
-        valid_from=content.valid_from,
-        valid_to=content.valid_to,
-        submitted_by=actor,
-        submitted_via=via,
-        submitted_at=now,
-        **content.scope,
     )
-    if not item_inserted(skill):
-        return Skill.objects.get(pk=skill_id), False
+    if not created:
+        return skill, False
     SkillCase.objects.bulk_create(
         SkillCase(skill=skill, case_id=case_id, position=position)
         for position, case_id in enumerate(canonical["cases"])

@@ -26,7 +26,8 @@ from experience.cases.services import (
     FILE_REFERENCES_IN_IMPORTS,
     Submission,
     Submitted,
-    item_inserted,
+    row_stored,
+    tenant_required,
 )
 from experience.core.models import Status, SubmittedVia
 from experience.lessons.events import LessonStored
@@ -37,14 +38,13 @@ from experience.lessons.models import (
     LessonRelation,
 )
 from experience.lessons.schema import LessonContent
-from reviewconsole import clock, itemids
+from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import ADD_LESSON, PROPOSE_CASE, require
 from reviewconsole.scopes import SCOPE_FIELDS
-from reviewconsole.tenancy import require_input_tenant
 
 SUBMIT_LESSON_REFUSED = "submitting lessons needs the operator or reviewer role"
 
@@ -61,13 +61,7 @@ SUPERSEDES_UNKNOWN = "names no stored lesson of the same tenant"
 def lesson_store(
     content: LessonContent, *, actor: User, via: str, now: datetime
 ) -> tuple[Lesson, bool]:
-    require_input_tenant(
-        actor,
-        content.scope["tenant"],
-        field="scope.tenant",
-        create=via == SubmittedVia.IMPORT,
-        now=now,
-    )
+    tenant_required(content, actor=actor, via=via, now=now)
     tenant = content.scope["tenant"]
     if (
         content.supersedes
@@ -85,11 +79,13 @@ def lesson_store(
             if case_id not in stored:
                 raise ValidationFailure(f"{name}[{i}]", f"{case_id} {CASE_REFERENCE_UNKNOWN}")
     canonical = content.canonical()
-    lesson = Lesson(
-        id=lesson_id,
-        content_hash=itemids.digest_of(lesson_id),
-        content=canonical,
-        title=content.title,
+    lesson, created = row_stored(
+        Lesson,
+        content,
+        canonical,
+        actor,
+        via,
+        now,
         lesson_type=content.lesson_type,
         scene_tags=canonical["scene"]["tags"],
         scene_description=content.description,
@@ -97,15 +93,9 @@ def lesson_store(
         conclusion=content.conclusion,
         supersedes=content.supersedes,
         search_text=content.search_text(),
-        valid_from=content.valid_from,
-        valid_to=content.valid_to,
-        submitted_by=actor,
-        submitted_via=via,
-        submitted_at=now,
-        **content.scope,
     )
-    if not item_inserted(lesson):
-        return Lesson.objects.get(pk=lesson_id), False
+    if not created:
+        return lesson, False
     LessonCase.objects.bulk_create(
         [
             *(
