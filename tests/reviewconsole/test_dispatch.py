@@ -44,7 +44,9 @@ def recorder(name: str, calls: list[Any], answer: object = None) -> Any:
 
 
 @pytest.mark.django_db
-def test_handlers_run_in_the_order_they_subscribed_and_answer_nothing(heard: list[Any]) -> None:
+def test_handlers_run_in_the_order_they_subscribed_and_their_answers_go_nowhere(
+    heard: list[Any],
+) -> None:
     first, second = recorder("first", heard, answer=1), recorder("second", heard, answer=2)
     dispatch.dispatch_subscribe(Noted, first)
     dispatch.dispatch_subscribe(Noted, second)
@@ -53,9 +55,8 @@ def test_handlers_run_in_the_order_they_subscribed_and_answer_nothing(heard: lis
 
     event = Noted(note="x", now=NOW)
     with transaction.atomic():
-        answered = dispatch.dispatch(event)
+        dispatch.dispatch(event)
 
-    assert answered is None
     assert heard == [("first", event, True), ("second", event, True)]
 
 
