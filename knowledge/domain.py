@@ -23,6 +23,13 @@ from reviewconsole.errors import ValidationFailure
 RRF_K = 60
 HISTORICAL_CASE_PREFIX = "历史案例，仅作排查线索"
 
+# The status of a knowledge search's answer (docs/contracts.md, Statuses): read by the search, the
+# verifier of an investigation's answer, a skill's recipe steps and the replay's investigator.
+RETRIEVED = "retrieved"
+NEEDS_CONTEXT = "needs_context"
+CONFLICTING_SOURCES = "conflicting_sources"
+NO_MATCH = "no_match"
+
 # Han ideographs (unified, extension A-F, compatibility). Everything that is neither an ASCII
 # letter/digit nor one of these separates tokens.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U0002f800-\U0002fa1f"

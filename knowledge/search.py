@@ -17,7 +17,11 @@ from django.db.models import Q
 from knowledge import lexicon as index_lexicon
 from knowledge import postings
 from knowledge.domain import (
+    CONFLICTING_SOURCES,
     MATCH,
+    NEEDS_CONTEXT,
+    NO_MATCH,
+    RETRIEVED,
     RRF_K,
     UNKNOWN,
     Conditions,
@@ -38,11 +42,6 @@ from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
 from semantic.branch import OFF, Branch, vector_branch
 from semantic.branch import votes as vector_votes
-
-RETRIEVED = "retrieved"
-NEEDS_CONTEXT = "needs_context"
-CONFLICTING_SOURCES = "conflicting_sources"
-NO_MATCH = "no_match"
 
 DEFAULT_LIMIT = 4
 MAX_LIMIT = 50

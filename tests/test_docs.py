@@ -42,8 +42,8 @@ def command_names() -> list[str]:
 
 
 def experience_unmet_names() -> list[str]:
-    """The string constants between the unmet-names and lifecycle headers of experience/domain.py
-    and experience/lesson_domain.py."""
+    """The string constants between the unmet-names and lifecycle headers of
+    experience/core/domain.py and experience/lessons/domain.py."""
     names = []
     for module in (domain, lesson_domain):
         source = Path(str(module.__file__)).read_text(encoding="utf-8")

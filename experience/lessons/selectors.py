@@ -86,7 +86,7 @@ def visible_lessons(user: User) -> QuerySet[Lesson]:
 
 
 def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
-    # Distinct incidents follow incident merges, as skills' do (experience.selectors).
+    # Distinct incidents follow incident merges, as skills' do (experience.cases.selectors).
     links, _ = selectors.with_canonical_incident(
         LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
     )

@@ -107,8 +107,10 @@ def test_both_demo_commands_use_the_one_temporary_database_helper() -> None:
 def test_functions_no_code_path_called_stay_removed() -> None:
     import agentapi.models
     import curation.aar_drafts
-    import curation.domain
-    import curation.selectors
+    import curation.domain.incidents
+    import curation.domain.staleness
+    import curation.selectors.incidents
+    import curation.selectors.proposals
     import experience.cases.selectors
     import experience.lessons.domain
     import experience.lessons.selectors
@@ -117,13 +119,15 @@ def test_functions_no_code_path_called_stay_removed() -> None:
     removed: dict[object, tuple[str, ...]] = {
         experience.cases.selectors: ("evidence_get", "review_queue", "NO_SUCH_EVIDENCE"),
         experience.pages.selectors: ("skill_lines",),
-        curation.domain: ("distinct_incidents", "parse_document_id"),
+        curation.domain.incidents: ("distinct_incidents",),
+        curation.domain.staleness: ("parse_document_id",),
         curation.aar_drafts: ("drafts_of_case",),
         experience.lessons.domain: ("scene_similarity", "lesson_availability"),
         experience.lessons.selectors: ("lesson_in_open_conflict",),
         agentapi.models.ApiToken: ("is_revoked",),
         # Support counted as incidents is IncidentSupport: Confidence is the estimator's.
-        curation.selectors: ("Confidence", "confidence_of"),
+        curation.selectors.incidents: ("Confidence", "confidence_of"),
+        curation.selectors.proposals: ("Confidence", "confidence_of"),
     }
     for module, names in removed.items():
         assert [name for name in names if hasattr(module, name)] == []
