@@ -271,7 +271,7 @@ def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str
 )
 def run_outcome(
     request: HttpRequest, run_id: Path[RunId], payload: RunOutcomeRequest
-) -> dict[str, Any]:
+) -> RunOutcomeResult:
     """What happened after the run: ``resolved_by_lead``, ``lead_was_wrong`` or ``unresolved``,
     with a note; by an account that read memory under the run, or a reviewer. A reviewer's
     outcome moves the confidence of every item the run read; an agent's waits for a reviewer

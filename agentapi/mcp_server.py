@@ -99,7 +99,8 @@ class RunOutcomeArguments(RunOutcomeRequest, ArgModelBase):
     run_id: RunId
 
 
-Operation = Callable[[User, dict[str, Any]], dict[str, Any]]
+# An operation answers a dict, or the response model itself where its service is typed.
+Operation = Callable[[User, dict[str, Any]], dict[str, Any] | BaseModel]
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def _context(user: User, args: dict[str, Any]) -> dict[str, Any]:
     return operations.experience_context(user=user, request=request)
 
 
-def _outcome(user: User, args: dict[str, Any]) -> dict[str, Any]:
+def _outcome(user: User, args: dict[str, Any]) -> RunOutcomeResult:
     run_id = args.pop("run_id")
     request = RunOutcomeRequest.model_validate(args)
     return operations.run_outcome(user=user, run_id=run_id, request=request)
@@ -329,7 +330,7 @@ class ToolRunner:
                 close_old_connections()
 
 
-def _as_the_api_answers(spec: ToolSpec, payload: dict[str, Any]) -> dict[str, Any]:
+def _as_the_api_answers(spec: ToolSpec, payload: dict[str, Any] | BaseModel) -> dict[str, Any]:
     """The operation's answer as the HTTP API writes it: read through the response model (every
     field of the outputSchema present, optional ones as null; nothing the model does not name)
     and encoded by the API's JSON encoder."""

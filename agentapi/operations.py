@@ -22,6 +22,7 @@ from agentapi.schemas import (
     ExperienceRetrieveRequest,
     KnowledgeSearchRequest,
     RunOutcomeRequest,
+    RunOutcomeResult,
     SkillRunRequest,
 )
 from experience.cases import services as experience_services
@@ -288,6 +289,10 @@ def experience_context(*, user: User, request: ExperienceContextRequest) -> dict
     )
 
 
-def run_outcome(*, user: User, run_id: str, request: RunOutcomeRequest) -> dict[str, Any]:
+def run_outcome(*, user: User, run_id: str, request: RunOutcomeRequest) -> RunOutcomeResult:
     require(user, USE_EXPERIENCE, message=USE_REFUSED)
-    return run_outcome_report(run_id=run_id, outcome=request.outcome, note=request.note, actor=user)
+    report = run_outcome_report(
+        run_id=run_id, outcome=request.outcome, note=request.note, actor=user
+    )
+    # The service's typed answer, read as the API's schema (the same fields, one shape).
+    return RunOutcomeResult.model_validate(report, from_attributes=True)

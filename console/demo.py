@@ -74,7 +74,7 @@ from experience.lessons import services as lessons
 from experience.lessons.models import LessonConflict
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
-from experience.review import revocation
+from experience.review import decisions, revocation
 from experience.review.outcomes import run_outcome_report, run_read_items
 from experience.runs.models import Run
 from investigations.models import Investigation
@@ -217,7 +217,7 @@ def _lessons(*, cases: list[str], submitter: User, reviewer: User, now: datetime
     for content in contents:
         lesson, _ = lessons.lesson_submit(content=content, actor=submitter, now=now)
         if lesson.status == Status.CANDIDATE:
-            lessons.lesson_approve(
+            decisions.lesson_approve(
                 lesson=lesson, actor=reviewer, reason=LESSON_APPROVAL_REASON, now=now
             )
         ids.append(lesson.id)
@@ -330,7 +330,7 @@ def _second_skill(*, cases: list[str], operator: User, reviewer: User, now: date
     )
     skill, _ = services.skill_submit(content=content, actor=operator, now=now)
     if skill.status == Status.CANDIDATE:
-        services.skill_approve(
+        decisions.skill_approve(
             skill=skill, actor=reviewer, reason=SECOND_SKILL_APPROVAL_REASON, now=now
         )
     return skill.id
@@ -417,7 +417,7 @@ def _prompt_skill(
     )
     skill, _ = services.skill_submit(content=content, actor=operator, now=now)
     if skill.status == Status.CANDIDATE:
-        services.skill_approve(
+        decisions.skill_approve(
             skill=skill, actor=reviewer, reason=PROMPT_SKILL_APPROVAL_REASON, now=now
         )
     if not Run.objects.filter(run_id=PROMPT_SKILL_RUN).exists():

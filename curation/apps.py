@@ -9,22 +9,32 @@ class CurationConfig(AppConfig):
         from curation import subscribers
         from curation.selectors.incidents import canonical_incident_expression
         from curation.tasks import schedule_next_scan
+        from experience.cases.events import CaseStored
         from experience.cases.selectors import canonical_incident_install
+        from experience.lessons.events import LessonStored
+        from experience.review.events import (
+            ItemStatusChanged,
+            LessonConflictClosed,
+            LessonConflictOpened,
+            RunOutcomeReported,
+        )
+        from experience.runs.events import SkillRunStored
+        from investigations.events import InvestigationStored
         from reviewconsole.background import worker_start_hook_install
-        from reviewconsole.dispatch import Event, dispatch_subscribe
+        from reviewconsole.dispatch import dispatch_subscribe
 
         # What curation does when the apps below it write, in the writer's transaction
         # (docs/architecture.md, "Events"): near-duplicate links, re-review, reviewer mails and
         # after-action reviews.
-        dispatch_subscribe(Event.CASE_STORED, subscribers.similar_cases_queued)
-        dispatch_subscribe(Event.LESSON_STORED, subscribers.lesson_merges_queued)
-        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.rereview_closed)
-        dispatch_subscribe(Event.ITEM_STATUS_CHANGED, subscribers.revocation_notified)
-        dispatch_subscribe(Event.LESSON_CONFLICT_OPENED, subscribers.conflict_notified)
-        dispatch_subscribe(Event.LESSON_CONFLICT_CLOSED, subscribers.conflict_rereview_settled)
-        dispatch_subscribe(Event.SKILL_RUN_STORED, subscribers.skill_run_review_queued)
-        dispatch_subscribe(Event.RUN_OUTCOME_REPORTED, subscribers.refutation_rereview_queued)
-        dispatch_subscribe(Event.INVESTIGATION_STORED, subscribers.investigation_review_queued)
+        dispatch_subscribe(CaseStored, subscribers.similar_cases_queued)
+        dispatch_subscribe(LessonStored, subscribers.lesson_merges_queued)
+        dispatch_subscribe(ItemStatusChanged, subscribers.rereview_closed)
+        dispatch_subscribe(ItemStatusChanged, subscribers.revocation_notified)
+        dispatch_subscribe(LessonConflictOpened, subscribers.conflict_notified)
+        dispatch_subscribe(LessonConflictClosed, subscribers.conflict_rereview_settled)
+        dispatch_subscribe(SkillRunStored, subscribers.skill_run_review_queued)
+        dispatch_subscribe(RunOutcomeReported, subscribers.refutation_rereview_queued)
+        dispatch_subscribe(InvestigationStored, subscribers.investigation_review_queued)
         # Every worker makes sure the periodic scan is queued.
         worker_start_hook_install(schedule_next_scan)
         # Skill approval and every distinct-incident count go through incident merges.

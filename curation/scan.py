@@ -55,9 +55,9 @@ from experience.core.gate import usable_case_q
 from experience.core.models import Status
 from experience.lessons.domain import SUCCESS_PATTERN
 from experience.lessons.models import Lesson, LessonConflict
-from experience.lessons.outdating import lessons_outdated_scan
 from experience.lessons.selectors import lesson_availability, open_conflict_ids
-from experience.lessons.services import conflicts_scan
+from experience.review.lesson_conflicts import conflicts_scan
+from experience.review.outdating import lessons_outdated_scan
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.models import Action

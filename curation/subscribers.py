@@ -2,15 +2,12 @@
 
 ``CurationConfig.ready`` subscribes these handlers to the events those writes publish
 (``reviewconsole.dispatch``; every event, publisher and subscriber is listed in
-docs/architecture.md, "Events"). Each runs in the writer's transaction: what it queues exists
-exactly when the write committed, and it records no event of its own (the write that caused it
-is the audited act).
+docs/architecture.md, "Events"). Each takes the event, runs in the writer's transaction and
+returns nothing: what it queues exists exactly when the write committed, and it records no
+event of its own (the write that caused it is the audited act).
 """
 
 from __future__ import annotations
-
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from curation import aar
 from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
@@ -22,33 +19,39 @@ from curation.rereview import (
     rereview_close_for,
 )
 from curation.tasks import aar_draft_task, case_index_task, lesson_index_task, notify_task
+from experience.cases.events import CaseStored
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
-from experience.lessons.models import Lesson, LessonConflict
-from experience.runs.models import Run
-from investigations.models import Investigation
+from experience.lessons.events import LessonStored
+from experience.lessons.models import Lesson
+from experience.review.events import (
+    ItemStatusChanged,
+    LessonConflictClosed,
+    LessonConflictOpened,
+    RunOutcomeReported,
+)
+from experience.runs.events import SkillRunStored
+from investigations.events import InvestigationStored
 from investigations.services import investigation_running
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
 
-
-def similar_cases_queued(*, case: Case) -> None:
+def similar_cases_queued(event: CaseStored) -> None:
     """A new case, however it was stored (console, import, an agent's proposal), gets its
     similarity signature and near-duplicate links off the request path."""
-    case_index_task.enqueue(case.pk)
+    case_index_task.enqueue(event.case.pk)
 
 
-def lesson_merges_queued(*, lesson: Lesson) -> None:
+def lesson_merges_queued(event: LessonStored) -> None:
     """A new candidate lesson, however it was stored, is compared in meaning with the approved
     lessons of its scope and type off the request path (merges in words are found when read)."""
-    lesson_index_task.enqueue(lesson.pk)
+    lesson_index_task.enqueue(event.lesson.pk)
 
 
-def rereview_closed(*, item: Case | Skill | Lesson) -> None:
+def rereview_closed(event: ItemStatusChanged) -> None:
     """A case or skill that stops being approved (superseded, revoked) closes its re-review
     entries, so that queue empties as the reviews happen. A lesson that turns outdated is
     queued and its approvers are told; restored, revoked or superseded, its entries close."""
+    item = event.item
     if isinstance(item, Case | Skill):
         rereview_close_for(item)
     elif isinstance(item, Lesson):
@@ -57,48 +60,45 @@ def rereview_closed(*, item: Case | Skill | Lesson) -> None:
             notify_task.enqueue(OUTDATED, outdated_key(item.id, item.outdated_at))
 
 
-def refutation_rereview_queued(
-    *,
-    run_id: str,
-    outcome: str,
-    reviewed: bool,
-    actor: User,
-    items: list[tuple[str, str]],
-    at: datetime,
-) -> None:
+def refutation_rereview_queued(event: RunOutcomeReported) -> None:
     """An agent's refutation puts what its run read in the re-review queue, naming the run (it
     counts nothing until a reviewer reports that run's outcome); a reviewer's report closes the
     entries it answers."""
     refutation_rereview_followed(
-        run_id=run_id, outcome=outcome, reviewed=reviewed, actor=actor, items=items, at=at
+        run_id=event.run_id,
+        outcome=event.outcome,
+        reviewed=event.reviewed,
+        actor=event.actor,
+        items=list(event.items),
+        at=event.now,
     )
 
 
-def revocation_notified(*, item: Case | Skill | Lesson) -> None:
+def revocation_notified(event: ItemStatusChanged) -> None:
     """Whoever approved a revoked item is told."""
-    if item.status == Status.REVOKED:
-        notify_task.enqueue(REVOKED, str(item.pk))
+    if event.item.status == Status.REVOKED:
+        notify_task.enqueue(REVOKED, str(event.item.pk))
 
 
-def conflict_notified(*, conflict: LessonConflict) -> None:
+def conflict_notified(event: LessonConflictOpened) -> None:
     """The approvers of both lessons of a new conflict are told; the less supported lesson is
     put in the re-review queue."""
-    conflict_rereview_queued(conflict)
-    notify_task.enqueue(CONFLICT, str(conflict.pk))
+    conflict_rereview_queued(event.conflict)
+    notify_task.enqueue(CONFLICT, str(event.conflict.pk))
 
 
-def conflict_rereview_settled(*, conflict: LessonConflict) -> None:
+def conflict_rereview_settled(event: LessonConflictClosed) -> None:
     """A resolved conflict closes the re-review entry it opened."""
-    conflict_rereview_closed(conflict)
+    conflict_rereview_closed(event.conflict)
 
 
-def skill_run_review_queued(*, run: Run) -> None:
+def skill_run_review_queued(event: SkillRunStored) -> None:
     """A finished skill run is reviewed after the fact, unless it is a step of the investigation
     being run here (reviewed with the investigation)."""
-    if not investigation_running(run.run_id):
-        aar_draft_task.enqueue(aar.SKILL_RUN, run.pk)
+    if not investigation_running(event.run.run_id):
+        aar_draft_task.enqueue(aar.SKILL_RUN, event.run.pk)
 
 
-def investigation_review_queued(*, investigation: Investigation) -> None:
+def investigation_review_queued(event: InvestigationStored) -> None:
     """A finished investigation is reviewed after the fact."""
-    aar_draft_task.enqueue(aar.INVESTIGATION, investigation.pk)
+    aar_draft_task.enqueue(aar.INVESTIGATION, event.investigation.pk)

@@ -22,8 +22,8 @@ from experience.cases.executor import SkillRunResult, run_skill
 from experience.cases.models import Case
 from experience.cases.schema import TicketContext, evidence_objects
 from experience.core.models import Status
+from experience.review import decisions, revocation
 from experience.review import imports as review_imports
-from experience.review import revocation
 from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.permissions import VERIFY_EVIDENCE, holds
@@ -96,7 +96,7 @@ def case_check_and_approve(
     for item in case.evidence_items.filter(section="diagnosis").order_by("position"):
         if not item.checks.filter(checked_by=reviewer).exists():
             services.evidence_check(case=case, key=item.key, actor=reviewer, note=note, now=now)
-    services.case_approve(case=case, actor=reviewer, reason=reason, now=now)
+    decisions.case_approve(case=case, actor=reviewer, reason=reason, now=now)
 
 
 def load_demo_experience(
@@ -144,7 +144,7 @@ def load_demo_experience(
         else:
             skill = selectors.skill_get(result.id)
             if skill.status == Status.CANDIDATE:
-                services.skill_approve(
+                decisions.skill_approve(
                     skill=skill, actor=reviewer, reason=SKILL_APPROVAL_REASON, now=now
                 )
         approved.append(result.id)

@@ -18,6 +18,7 @@ from experience.retrieval.request import MAX_QUERY
 from experience.runs.claims import run_claim, run_name
 from investigations import domain
 from investigations.domain import Budget, Provider, Ticket, run_ticket
+from investigations.events import InvestigationStored
 from investigations.models import Investigation, InvestigationRequest, RequestState
 from investigations.providers import (
     provider_checked,
@@ -28,7 +29,7 @@ from investigations.tools import bind, declarations
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.background import retrying
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -403,7 +404,8 @@ def _store(
         actor=actor,
         **{name: ticket.scope.get(name) or "" for name in SCOPE_FIELDS},
     )
-    dispatch(Event.INVESTIGATION_STORED, investigation=investigation)
+    # Curation, above: the investigation's after-action review, queued.
+    dispatch(InvestigationStored(investigation=investigation, now=finished_at))
     event_record(
         actor=actor,
         action=Action.INVESTIGATION_RUN,

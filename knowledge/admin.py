@@ -7,12 +7,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.db.models.options import Options
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from knowledge import hooks
 from knowledge.hooks import revocation_preview
 from knowledge.models import (
     Document,
@@ -28,7 +30,6 @@ from knowledge.services import (
     NOTHING_CHANGED,
     document_add,
     document_approve,
-    document_revoke,
     document_save_new_version,
     document_unchanged,
     four_eyes_required,
@@ -291,6 +292,16 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
     ) -> HttpResponse | None:
         return self._lifecycle_action(request, queryset, "revoke")
 
+    @staticmethod
+    def _decided(document: Document, actor: User, reason: str, verb: str) -> list[str]:
+        """Approve or revoke one version; the runs a revocation reached. A revocation goes
+        through experience's, which stores what it reached (``knowledge.hooks``)."""
+        if verb == "approve":
+            document_approve(document=document, actor=actor, reason=reason)
+            return []
+        impact = hooks.document_revoke(document=document, actor=actor, reason=reason)
+        return impact.get("runs", [])
+
     def _lifecycle_action(
         self, request: HttpRequest, queryset: QuerySet[Document], verb: str
     ) -> HttpResponse | None:
@@ -299,17 +310,13 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
             if not reason:
                 self.message_user(request, "A reason is required.", messages.ERROR)
             else:
-                service = document_approve if verb == "approve" else document_revoke
                 done = []
                 for document in queryset:
                     try:
-                        review = service(
-                            document=document, actor=acting_user(request), reason=reason
-                        )
+                        runs = self._decided(document, acting_user(request), reason, verb)
                     except (ValidationFailure, PermissionRefused) as exc:
                         self.message_user(request, str(exc), messages.WARNING)
                         continue
-                    runs = review.impact.get("runs", [])
                     done.append(
                         document.public_id
                         + (f" (runs to re-check: {', '.join(runs)})" if runs else "")

@@ -1,13 +1,16 @@
-"""What revoking a knowledge document reaches in apps that knowledge does not import.
+"""A knowledge document's revocation, as knowledge's own edges reach it.
 
-The revocation itself publishes ``DOCUMENT_REVOKED`` (``reviewconsole.dispatch``): each
-subscriber stores, in the revocation's transaction, what it reaches (experience: the runs whose
-tool results cited the document) and answers it as ``{"skills": [...], "runs": [...]}``;
-:func:`impact_merged` merges the answers for the revocation's audit event.
+Revoking a version reaches the apps above knowledge: the runs of its tenant whose tool results
+cited it are stored with the revocation and flagged for follow-up. So the revocation is
+experience's write, ``experience.review.documents.document_revoke``, which names both parts in
+one transaction: knowledge's (``knowledge.services.document_revoked_record``: the version marked
+revoked, out of the search index, audited with the impact) and the impact stored.
 
-Before that, the revoke pages (console and admin) show what a revocation would reach. That is a
-read asked before anything is written, not an effect of a write, so the app that stores the
-impact registers a previewer here at start-up (its ``AppConfig.ready``).
+Knowledge's edges sit below experience and cannot import it: the console's review and revoke
+pages, the admin action and an import that attests a revoked version. Experience installs at
+start-up (its ``AppConfig.ready``) the revocation they call and the previewer the revoke pages
+(console and admin) show before a revocation is confirmed. No answer is merged: each is the one
+function's.
 
 Every call names the document's tenant beside its id: ``doc:KEY@N`` names a document only within
 a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reached.
@@ -15,32 +18,74 @@ a tenant, so another tenant's runs that cited its own ``doc:KEY@N`` are not reac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
-Impact = Mapping[str, Sequence[str]]
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
+    from knowledge.models import Document
 
-def impact_merged(answers: Iterable[object]) -> dict[str, list[str]]:
-    """The answers' impacts merged: per kind, each id once, sorted (``skills`` and ``runs``
-    always present)."""
-    merged: dict[str, set[str]] = {"skills": set(), "runs": set()}
-    for answer in answers:
-        if isinstance(answer, Mapping):
-            for kind, ids in answer.items():
-                merged.setdefault(kind, set()).update(ids)
-    return {kind: sorted(ids) for kind, ids in merged.items()}
+# What a revocation reaches, as its audit event records it: ``{"skills": [...], "runs": [...]}``.
+Impact = dict[str, list[str]]
 
 
-RevocationPreviewer = Callable[[str, str], Impact]
-revocation_previewers: list[RevocationPreviewer] = []
+class Revoker(Protocol):
+    def __call__(
+        self,
+        *,
+        document: Document,
+        actor: User,
+        reason: str,
+        now: datetime | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> Any: ...
 
 
-def revocation_previewer_register(previewer: RevocationPreviewer) -> None:
-    if previewer not in revocation_previewers:
-        revocation_previewers.append(previewer)
+class Previewer(Protocol):
+    def __call__(self, document_id: str, tenant: str) -> Impact: ...
 
 
-def revocation_preview(*, item_id: str, tenant: str) -> dict[str, list[str]]:
-    """What revoking ``item_id`` of ``tenant`` would reach now, merged as a revocation merges
-    what it reached."""
-    return impact_merged(previewer(item_id, tenant) for previewer in revocation_previewers)
+@dataclass(frozen=True)
+class DocumentRevocation:
+    revoke: Revoker
+    preview: Previewer
+
+
+_installed: list[DocumentRevocation] = []
+
+
+class RevocationNotInstalled(RuntimeError):
+    pass
+
+
+def document_revocation_install(revocation: DocumentRevocation) -> None:
+    _installed[:] = [revocation]
+
+
+def _revocation() -> DocumentRevocation:
+    if not _installed:
+        raise RevocationNotInstalled("experience installs the document revocation at start-up")
+    return _installed[0]
+
+
+def document_revoke(
+    *,
+    document: Document,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> Impact:
+    """Revoke ``document`` through the installed revocation; answers what it reached."""
+    review = _revocation().revoke(
+        document=document, actor=actor, reason=reason, now=now, details=details
+    )
+    return dict(review.impact)
+
+
+def revocation_preview(*, item_id: str, tenant: str) -> Impact:
+    """What revoking ``item_id`` of ``tenant`` would reach now."""
+    return _revocation().preview(item_id, tenant)

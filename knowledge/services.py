@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -11,9 +12,9 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.db.models import Max, Q
 
-from knowledge import postings
+from knowledge import hooks, postings
 from knowledge.domain import expand, tokenize
-from knowledge.hooks import impact_merged
+from knowledge.events import LexiconChanged
 from knowledge.lexicon import indexed_lexicon, searchable
 from knowledge.models import Document, DocumentStore, Synonym, lexicon_stamp_renewed
 from knowledge.schema import DocumentContent, parse_document
@@ -21,7 +22,7 @@ from knowledge.selectors import document_content
 from knowledge.tasks import lexicon_reindex_task
 from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -238,42 +239,33 @@ def _approve(
     )
 
 
-def _revoke(
+def document_revoked_record(
     document: Document,
+    *,
     actor: User,
     reason: str,
-    details: dict[str, Any] | None = None,
-    *,
+    impact: Mapping[str, list[str]],
+    details: Mapping[str, Any] | None = None,
     now: datetime,
-) -> dict[str, list[str]]:
-    """Revoke ``document``; store and return what the revocation reaches (runs that cited it)."""
+) -> None:
+    """Knowledge's part of a revocation (the whole is ``experience.review.documents.
+    document_revoke``, which computes and stores ``impact``, what it reached): the version
+    marked revoked, taken out of the search index, and audited with the impact."""
     document.revoked = True
     document.revoked_by = actor
     document.revoked_at = now
     document.revoked_reason = reason
     document.save(update_fields=["revoked", "revoked_by", "revoked_at", "revoked_reason"])
     postings.document_unindexed(document)
-    # What it reaches in the apps above (experience: the runs of its tenant that cited it).
-    impact = impact_merged(
-        dispatch(
-            Event.DOCUMENT_REVOKED,
-            document_id=document.public_id,
-            tenant=document.tenant,
-            actor=actor,
-            reason=reason,
-            now=now,
-        )
-    )
     event_record(
         actor=actor,
         action=Action.DOCUMENT_REVOKE,
         target=document.public_id,
         reason=reason,
         # The tenant names which ``doc:KEY@N`` this is (keys are per tenant).
-        details={**(details or {}), "tenant": document.tenant, "impact": impact},
+        details={**(details or {}), "tenant": document.tenant, "impact": dict(impact)},
         at=now,
     )
-    return impact
 
 
 @transaction.atomic
@@ -287,15 +279,23 @@ def document_approve(
     return DocumentReview(document)
 
 
-@transaction.atomic
 def document_revoke(
     *, document: Document, actor: User, reason: str, now: datetime | None = None
 ) -> DocumentReview:
-    """Revoke a version with a reason; the impact (runs that cited it) is stored with it."""
+    """Revoke a version with a reason, for callers that import knowledge alone: the one
+    revocation, ``experience.review.documents.document_revoke``, reached through the revocation
+    experience installs (``knowledge.hooks``), which stores what it reached with it."""
+    impact = hooks.document_revoke(document=document, actor=actor, reason=reason, now=now)
+    document.refresh_from_db()
+    return DocumentReview(document, impact)
+
+
+def document_revoke_locked(*, document: Document, actor: User, reason: str) -> Document:
+    """The version locked for its revocation; refused, nothing written, when a condition is
+    unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``)."""
     document = Document.objects.select_for_update().get(pk=document.pk)
     _refuse_if_unmet(document, actor, reason, approve=False)
-    impact = _revoke(document, actor, reason.strip(), now=now or clock.now())
-    return DocumentReview(document, impact)
+    return document
 
 
 def document_unchanged(*, base: Document, content: DocumentContent, published_given: bool) -> bool:
@@ -446,8 +446,13 @@ def documents_import(*, items: object, actor: User, now: datetime | None = None)
                     document, actor, f"approved in import ({ATTESTED_IMPORT})", attested, now=now
                 )
             if item.revoked:
-                _revoke(
-                    document, actor, f"revoked in import ({ATTESTED_IMPORT})", attested, now=now
+                # Through the revocation experience installs, which stores what it reached.
+                hooks.document_revoke(
+                    document=document,
+                    actor=actor,
+                    reason=f"revoked in import ({ATTESTED_IMPORT})",
+                    details=attested,
+                    now=now,
                 )
             result.created.append(document.public_id)
     return result
@@ -472,6 +477,7 @@ def lexicon_editable(actor: User | AnonymousUser | None, permission: str) -> boo
 @transaction.atomic
 def synonym_set(*, term: str, canonical: str, actor: User, now: datetime | None = None) -> Synonym:
     require(actor, CHANGE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
+    now = now or clock.now()
     term, canonical = _check_term(term, "term"), _check_term(canonical, "canonical")
     if term == canonical:
         raise ValidationFailure("canonical", "must differ from the term")
@@ -479,7 +485,8 @@ def synonym_set(*, term: str, canonical: str, actor: User, now: datetime | None 
     # A new stamp tells caches and the indexes that the lexicon changed; the indexes follow in
     # the background (searches use the lexicon each was computed under until then).
     lexicon_stamp_renewed()
-    dispatch(Event.LEXICON_CHANGED)
+    # The experience retrieval index, above: its expanded postings follow, queued.
+    dispatch(LexiconChanged(now=now))
     lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,
@@ -492,16 +499,18 @@ def synonym_set(*, term: str, canonical: str, actor: User, now: datetime | None 
 
 
 @transaction.atomic
-def synonym_delete(*, synonym: Synonym, actor: User) -> None:
+def synonym_delete(*, synonym: Synonym, actor: User, now: datetime | None = None) -> None:
     require(actor, DELETE_SYNONYM, deployment_wide=True, message=LEXICON_REFUSED)
+    now = now or clock.now()
     term = synonym.term
     Synonym.objects.filter(pk=synonym.pk).delete()
     lexicon_stamp_renewed()
-    dispatch(Event.LEXICON_CHANGED)
+    dispatch(LexiconChanged(now=now))
     lexicon_reindex_task.enqueue()
     event_record(
         actor=actor,
         action=Action.LEXICON_CHANGE,
         target=f"synonym:{term}",
         details={"deleted": True},
+        at=now,
     )

@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from knowledge import hooks
 from knowledge.conclusions import with_allowed_conclusions
 from knowledge.forms import (
     DocumentFilterForm,
@@ -52,7 +53,6 @@ from knowledge.services import (
     document_add,
     document_approve,
     document_review_unmet,
-    document_revoke,
     document_save_new_version,
     four_eyes_required,
 )
@@ -428,7 +428,8 @@ def document_review(
         ]
     else:
         approve = form.cleaned_data["decision"] == "approve"
-        service = document_approve if approve else document_revoke
+        # A draft is withdrawn by revoking it, through the one revocation (knowledge.hooks).
+        service = document_approve if approve else hooks.document_revoke
         try:
             service(document=document, actor=user, reason=form.cleaned_data["reason"])
         except DocumentRefusal as refused:
@@ -501,13 +502,13 @@ def document_revoke_view(
         errors = _form_problems(form)
     elif request.method == "POST":
         try:
-            review = document_revoke(
+            impact = hooks.document_revoke(
                 document=document, actor=user, reason=form.cleaned_data["reason"]
             )
         except DocumentRefusal as refused:
             errors = _conditions([], refused.conditions)
         else:
-            runs = review.impact.get("runs", [])
+            runs = impact.get("runs", [])
             messages.success(
                 request,
                 gettext(

@@ -1,13 +1,18 @@
-"""Events: what a write sets in motion in the apps above the one that makes it.
+"""The bus: what a write sets in motion in the apps *above* the one that makes it.
 
-A lower app never imports a higher one (docs/architecture.md, "Dependency direction"), and
-inside ``experience`` a subject never imports the ones above it, yet some writes concern them:
-a case approved is indexed for retrieval and closes its re-review entries, a finished skill run
-is reviewed after the fact, a revoked document reaches the runs that cited it. The service that
-performs such a write publishes the event by name where it writes, ``dispatch(Event.CASE_STORED,
-case=case)``; each app that reacts subscribes a handler in its ``AppConfig.ready`` with
-:func:`dispatch_subscribe`. docs/architecture.md ("Events") lists every event, the services that
-publish it and its subscribers; a test holds that list to the subscriptions.
+A lower app never imports a higher one (docs/architecture.md, "Dependency direction"), yet some
+writes concern them: a case stored gets its near-duplicate links in ``curation``, an item that
+leaves ``approved`` closes its re-review entries and, revoked, mails its approvers, a finished
+skill run is reviewed after the fact. Everything a write sets in motion in its own app or below
+it is called by name in the write (``experience.review.decisions`` names the index, the lesson
+inputs and the impact of every decision); only these upward effects go through here.
+
+Each event is one frozen dataclass, defined beside the writes that publish it and carrying the
+write's moment (``now``); the service publishes it where it writes,
+``dispatch(CaseStored(case=case, now=now))``, and each app that reacts subscribes a handler, which
+takes the event and returns nothing, in its ``AppConfig.ready`` with :func:`dispatch_subscribe`.
+docs/architecture.md ("Events") lists every event, the services that publish it and its
+subscribers; a test holds that list to the code.
 
 Every handler runs in the writer's transaction, at the point of publishing, in the order the
 apps subscribed (``INSTALLED_APPS``): what it writes commits or rolls back with the write, and a
@@ -20,63 +25,49 @@ between. Publishing outside a transaction is refused.
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import StrEnum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django.db import transaction
-
-Handler = Callable[..., object]
 
 OUTSIDE_TRANSACTION = "is published outside a transaction; its handlers belong to the write's"
 
 
-class Event(StrEnum):
-    """Every event, named ``<app>.<subject>.<what happened>``; the payload in each comment."""
+@dataclass(frozen=True, kw_only=True)
+class Published:
+    """What every event carries: the moment of the write that publishes it. Each event is a
+    frozen subclass named for what happened (``CaseStored``, ``ItemStatusChanged``…)."""
 
-    # case: a new case row (submitted, proposed, imported, re-certified)
-    CASE_STORED = "experience.case.stored"
-    # lesson: a new candidate lesson row (submitted, proposed, imported, drafted)
-    LESSON_STORED = "experience.lesson.stored"
-    # item: a case, skill or lesson whose status was just saved (approved, rejected, superseded,
-    # revoked)
-    ITEM_STATUS_CHANGED = "experience.item.status_changed"
-    # conflict: a lesson conflict just recorded
-    LESSON_CONFLICT_OPENED = "experience.lesson_conflict.opened"
-    # conflict: a lesson conflict just resolved
-    LESSON_CONFLICT_CLOSED = "experience.lesson_conflict.closed"
-    # run: a skill run just stored
-    SKILL_RUN_STORED = "experience.skill_run.stored"
-    # run_id, outcome, reviewed, actor, items ([(item_id, item_type)]): a run's outcome just
-    # reported (or changed)
-    RUN_OUTCOME_REPORTED = "experience.run_outcome.reported"
-    # investigation: an investigation just stored
-    INVESTIGATION_STORED = "investigations.investigation.stored"
-    # no payload: a synonym set or deleted
-    LEXICON_CHANGED = "knowledge.lexicon.changed"
-    # document_id, tenant, actor, reason: a document version just revoked; each handler answers
-    # what the revocation reached ({"skills": [...], "runs": [...]}), stored with it
-    DOCUMENT_REVOKED = "knowledge.document.revoked"
+    now: datetime
 
 
-_subscribers: dict[Event, list[Handler]] = {event: [] for event in Event}
+E = TypeVar("E", bound=Published)
+Handler = Callable[[Any], None]
+
+_subscribers: dict[type[Published], list[Handler]] = {}
 
 
 class OutsideTransaction(RuntimeError):
     pass
 
 
-def dispatch_subscribe(event: Event, handler: Handler) -> None:
-    """Run ``handler(**payload)`` whenever ``event`` is published (once, however often asked)."""
-    if handler not in _subscribers[event]:
-        _subscribers[event].append(handler)
+def dispatch_subscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
+    """Run ``handler(event)`` whenever an event of ``event_type`` is published (once, however
+    often asked)."""
+    handlers = _subscribers.setdefault(event_type, [])
+    if handler not in handlers:
+        handlers.append(handler)
 
 
-def subscribers(event: Event) -> tuple[Handler, ...]:
-    return tuple(_subscribers[event])
+def subscribers(event_type: type[Published]) -> tuple[Handler, ...]:
+    return tuple(_subscribers.get(event_type, ()))
 
 
-def dispatch(event: Event, **payload: object) -> list[object]:
-    """Run every handler of ``event`` with ``payload`` in the caller's transaction; returns their
-    answers in the order they subscribed."""
+def dispatch(event: Published) -> None:
+    """Run every handler of ``event``'s type in the caller's transaction, in the order they
+    subscribed. Handlers answer nothing: a write learns nothing back from the apps above it."""
     if not transaction.get_connection().in_atomic_block:
-        raise OutsideTransaction(f"{event} {OUTSIDE_TRANSACTION}")
-    return [handler(**payload) for handler in _subscribers[event]]
+        raise OutsideTransaction(f"{type(event).__name__} {OUTSIDE_TRANSACTION}")
+    for handler in _subscribers.get(type(event), ()):
+        handler(event)

@@ -9,7 +9,7 @@ import-linter ``root_packages``) followed by at least one ``.name``, not precede
 ``experience.case.approve`` reads like module ``experience.case``), so a dotted name passes when it
 is one of:
 
-1. a module or package, or an attribute chain off one (``experience.cases.services.case_approve``,
+1. a module or package, or an attribute chain off one (``experience.review.decisions.case_approve``,
    ``reviewconsole.models.Action.CASE_APPROVE``): the longest prefix that is a module is imported
    and the rest is looked up attribute by attribute;
 2. a Django model label (``knowledge.Document``) or permission (``experience.use_experience``);
@@ -210,7 +210,7 @@ FILE_NAMES = sorted(set(named(ROOTED_PATH)) | set(named(NAMED_FILE)))
 
 def test_the_scan_finds_the_names_it_is_meant_to() -> None:
     dotted = {token for _, token in DOTTED_NAMES}
-    assert "experience.cases.services.case_approve" in dotted
+    assert "experience.review.decisions.case_approve" in dotted
     assert event_names(), "the Events table of docs/architecture.md was not found"
     assert "experience.case.approve" in dotted
     files = {token for _, token in FILE_NAMES}

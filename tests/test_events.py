@@ -11,6 +11,9 @@ write.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
+import inspect
 import re
 import tomllib
 import weakref
@@ -18,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from django.contrib.auth.models import User
@@ -27,11 +30,13 @@ from django.db.models import signals
 
 from experience.cases.models import Case
 from experience.cases.schema import parse_case
-from experience.cases.services import case_approve, case_submit, evidence_check
+from experience.cases.services import case_submit, evidence_check
 from experience.core.models import Status
 from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions
+from experience.review.decisions import case_approve
 from experience.review.outcomes import run_outcome_report
 from experience.review.revocation import lesson_revoke
 from experience.runs.claims import run_claim
@@ -39,21 +44,20 @@ from experience.runs.models import Run, RunOutcome
 from experience.runs.records import references_record, run_store
 from investigations.models import Investigation
 from investigations.services import investigation_run
-from knowledge.models import Document, Synonym
-from knowledge.services import document_revoke, documents_import, synonym_set
+from knowledge.models import Synonym
+from knowledge.services import synonym_set
 from reviewconsole import dispatch
-from reviewconsole.dispatch import Event
+from reviewconsole.dispatch import Published
 from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
 from tests.experience.test_lessons import lesson_data
 from tests.investigations.conftest import AT, KNOWN, TICKET
-from tests.knowledge.conftest import document
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = tuple(
-    tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
-        "root_packages"
-    ]
-)
+IMPORTLINTER = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+    "importlinter"
+]
+PACKAGES = tuple(IMPORTLINTER["root_packages"])
+LAYERS = next(c for c in IMPORTLINTER["contracts"] if c["id"] == "layers")["layers"]
 DOTTED = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+){{2,}}$")
 
 MODEL_SIGNALS = {
@@ -116,8 +120,31 @@ def functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
                     yield f"{node.name}.{method.name}", method
 
 
+def layer_of(package: str) -> int:
+    """The position of an app in the ``layers`` contract, 0 at the top."""
+    for position, layer in enumerate(LAYERS):
+        if package in [name.strip() for name in layer.split("|")]:
+            return position
+    raise AssertionError(f"{package} is in no layer")
+
+
+def events_in_source() -> dict[str, str]:
+    """Every event: the qualified name of each class deriving from ``Published``, by class
+    name (class names are unique among events)."""
+    found: dict[str, str] = {}
+    for module, path in source_files():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id == "Published" for base in node.bases
+            ):
+                assert node.name not in found, f"two events named {node.name}"
+                found[node.name] = f"{module}.{node.name}"
+    return found
+
+
 def published_in_source() -> dict[str, set[str]]:
-    """Per event name: the functions whose body calls ``dispatch(Event.NAME, ...)``."""
+    """Per event: the functions whose body calls ``dispatch(EventName(...))``."""
+    events = events_in_source()
     found: dict[str, set[str]] = defaultdict(set)
     for module, path in source_files():
         if module == dispatch.__name__:
@@ -131,12 +158,22 @@ def published_in_source() -> dict[str, set[str]]:
                     continue
                 event = node.args[0] if node.args else None
                 assert (
-                    isinstance(event, ast.Attribute)
-                    and isinstance(event.value, ast.Name)
-                    and event.value.id == "Event"
-                ), f"{module}.{name} publishes an event not named as Event.NAME"
-                found[Event[event.attr].value].add(f"{module}.{name}")
+                    isinstance(event, ast.Call)
+                    and isinstance(event.func, ast.Name)
+                    and event.func.id in events
+                ), f"{module}.{name} publishes something not built as EventName(...)"
+                found[events[event.func.id]].add(f"{module}.{name}")
     return found
+
+
+def event_class(name: str) -> type[Published]:
+    module, _, qualname = name.rpartition(".")
+    cls = getattr(importlib.import_module(module), qualname)
+    assert isinstance(cls, type) and issubclass(cls, Published), name
+    return cls
+
+
+EVENTS = sorted(events_in_source().values())
 
 
 def qualified(handler: Any) -> str:
@@ -145,12 +182,39 @@ def qualified(handler: Any) -> str:
 
 def test_the_docs_list_every_event_with_its_publishers_and_subscribers() -> None:
     table = documented()
-    assert set(table) == {event.value for event in Event}
+    assert set(table) == set(EVENTS)
     in_source = published_in_source()
-    for event in Event:
-        publishers, handlers = table[event.value]
-        assert publishers == in_source[event.value], event
-        assert handlers == [qualified(h) for h in dispatch.subscribers(event)], event
+    for name in EVENTS:
+        publishers, handlers = table[name]
+        assert publishers == in_source[name], name
+        assert handlers == [qualified(h) for h in dispatch.subscribers(event_class(name))], name
+
+
+@pytest.mark.parametrize("name", EVENTS)
+def test_an_event_is_a_frozen_dataclass_that_carries_the_moment_of_its_write(name: str) -> None:
+    cls = event_class(name)
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    assert params.frozen and "now" in {f.name for f in dataclasses.fields(cls)}
+
+
+@pytest.mark.parametrize("name", EVENTS)
+def test_only_effects_that_go_up_a_layer_are_on_the_bus(name: str) -> None:
+    """What a write sets in motion in its own app or below is called by name in the write: each
+    subscriber sits in an app above the one that defines (and publishes) the event."""
+    publisher = layer_of(name.split(".")[0])
+    for handler in dispatch.subscribers(event_class(name)):
+        assert layer_of(handler.__module__.split(".")[0]) < publisher, qualified(handler)
+
+
+@pytest.mark.parametrize("name", EVENTS)
+def test_a_handler_takes_the_event_and_returns_nothing(name: str) -> None:
+    for handler in dispatch.subscribers(event_class(name)):
+        hints = get_type_hints(handler)
+        parameters = list(inspect.signature(handler).parameters)
+        assert hints.get("return") is type(None), qualified(handler)
+        assert len(parameters) == 1 and hints[parameters[0]] is event_class(name), qualified(
+            handler
+        )
 
 
 def project_receivers(signal: Any) -> Iterator[str]:
@@ -216,7 +280,7 @@ def opposed_lessons(request: pytest.FixtureRequest) -> tuple[Lesson, Lesson]:
     reviewer, second = users(request, "reviewer", "second_reviewer")
     cited = [case.id for case in two_approved_cases(request)]
     first, _ = lessons.lesson_submit(content=parse_lesson(lesson_data(cited)), actor=reviewer)
-    lessons.lesson_approve(lesson=first, actor=second, reason="two incidents")
+    decisions.lesson_approve(lesson=first, actor=second, reason="two incidents")
     other = lesson_data(cited, lesson_type="success_pattern", conclusion="刷新")
     opposed, _ = lessons.lesson_submit(content=parse_lesson(other), actor=reviewer)
     return first, opposed
@@ -249,7 +313,7 @@ def lesson_conflict_opened(request: pytest.FixtureRequest) -> tuple[Write, Writt
     (second,) = users(request, "second_reviewer")
     _, opposed = opposed_lessons(request)
     return (
-        lambda: lessons.lesson_approve(lesson=opposed, actor=second, reason="another incident"),
+        lambda: decisions.lesson_approve(lesson=opposed, actor=second, reason="another incident"),
         LessonConflict.objects.exists,
     )
 
@@ -257,7 +321,7 @@ def lesson_conflict_opened(request: pytest.FixtureRequest) -> tuple[Write, Writt
 def lesson_conflict_closed(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     (second,) = users(request, "second_reviewer")
     _, opposed = opposed_lessons(request)
-    lessons.lesson_approve(lesson=opposed, actor=second, reason="another incident")
+    decisions.lesson_approve(lesson=opposed, actor=second, reason="another incident")
     return (
         lambda: lesson_revoke(lesson=opposed, actor=second, reason="refreshing never helped"),
         LessonConflict.objects.filter(status=ConflictStatus.RESOLVED).exists,
@@ -323,57 +387,49 @@ def lexicon_changed(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     )
 
 
-def document_revoked(request: pytest.FixtureRequest) -> tuple[Write, Written]:
-    (operator,) = users(request, "operator")
-    documents_import(items=[document()], actor=operator)
-    version = Document.objects.get()
-    return (
-        lambda: document_revoke(document=version, actor=operator, reason="wrong threshold"),
-        Document.objects.filter(revoked=True).exists,
-    )
-
-
-SCENARIOS: dict[Event, Callable[[pytest.FixtureRequest], tuple[Write, Written]]] = {
-    Event.CASE_STORED: case_stored,
-    Event.LESSON_STORED: lesson_stored,
-    Event.ITEM_STATUS_CHANGED: item_status_changed,
-    Event.LESSON_CONFLICT_OPENED: lesson_conflict_opened,
-    Event.LESSON_CONFLICT_CLOSED: lesson_conflict_closed,
-    Event.SKILL_RUN_STORED: skill_run_stored,
-    Event.RUN_OUTCOME_REPORTED: run_outcome_reported,
-    Event.INVESTIGATION_STORED: investigation_stored,
-    Event.LEXICON_CHANGED: lexicon_changed,
-    Event.DOCUMENT_REVOKED: document_revoked,
+SCENARIOS: dict[str, Callable[[pytest.FixtureRequest], tuple[Write, Written]]] = {
+    "experience.cases.events.CaseStored": case_stored,
+    "experience.lessons.events.LessonStored": lesson_stored,
+    "experience.review.events.ItemStatusChanged": item_status_changed,
+    "experience.review.events.LessonConflictOpened": lesson_conflict_opened,
+    "experience.review.events.LessonConflictClosed": lesson_conflict_closed,
+    "experience.runs.events.SkillRunStored": skill_run_stored,
+    "experience.review.events.RunOutcomeReported": run_outcome_reported,
+    "investigations.events.InvestigationStored": investigation_stored,
+    "knowledge.events.LexiconChanged": lexicon_changed,
 }
 
 
 @pytest.fixture
 def scenario(
     request: pytest.FixtureRequest, frozen_clock: Callable[[datetime], Any]
-) -> Callable[[Event], tuple[Write, Written]]:
+) -> Callable[[str], tuple[Write, Written]]:
     frozen_clock(NOW)
-    return lambda event: SCENARIOS[event](request)
+    return lambda name: SCENARIOS[name](request)
 
 
 def test_every_event_has_a_scenario() -> None:
-    assert set(SCENARIOS) == set(Event)
+    assert set(SCENARIOS) == set(EVENTS)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("event", list(Event))
+@pytest.mark.parametrize("name", EVENTS)
 def test_an_event_reaches_every_subscriber_inside_the_writers_transaction(
-    event: Event,
-    scenario: Callable[[Event], tuple[Write, Written]],
+    name: str,
+    scenario: Callable[[str], tuple[Write, Written]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    write, written = scenario(event)
+    event = event_class(name)
+    write, written = scenario(name)
     expected = [qualified(handler) for handler in dispatch.subscribers(event)]
-    reached: list[tuple[str, bool]] = []
+    reached: list[tuple[str, bool, datetime]] = []
 
     def spy(handler: Any) -> Any:
-        def heard(**payload: Any) -> object:
-            reached.append((qualified(handler), transaction.get_connection().in_atomic_block))
-            return handler(**payload)
+        def heard(published: Published) -> None:
+            reached.append(
+                (qualified(handler), transaction.get_connection().in_atomic_block, published.now)
+            )
+            handler(published)
 
         return heard
 
@@ -383,19 +439,20 @@ def test_an_event_reaches_every_subscriber_inside_the_writers_transaction(
     write()
 
     assert written()
-    assert reached == [(name, True) for name in expected]
+    assert reached == [(handler, True, NOW) for handler in expected]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("event", list(Event))
+@pytest.mark.parametrize("name", EVENTS)
 def test_a_subscriber_that_fails_undoes_the_write(
-    event: Event,
-    scenario: Callable[[Event], tuple[Write, Written]],
+    name: str,
+    scenario: Callable[[str], tuple[Write, Written]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    write, written = scenario(event)
+    event = event_class(name)
+    write, written = scenario(name)
 
-    def refuse(**_: Any) -> None:
+    def refuse(published: Published) -> None:
         raise Refused
 
     monkeypatch.setitem(dispatch._subscribers, event, [*dispatch.subscribers(event), refuse])

@@ -1,1 +1,3 @@
-"""Reviewed items: investigation cases and their evidence, skills, their review rules, and the executor that runs a skill."""
+"""Reviewed items: investigation cases and their evidence, skills, their submission and review
+rules (their review decisions are in ``experience.review``), and the executor that runs a
+skill."""

@@ -1,22 +1,25 @@
-"""Every write to the experience memory: atomic, permission-checked and audited.
+"""Submissions of cases and skills and the checks of their evidence: atomic,
+permission-checked and audited.
 
 The acting user always comes from the caller's authenticated identity (the ``actor`` argument),
-never from a field of the submitted content. What a write sets in motion above this package (the
-retrieval index, curation) it publishes where it writes, ``dispatch(Event.…)``
-(``reviewconsole.dispatch``; docs/architecture.md, "Events", lists who reacts).
+never from a field of the submitted content. Review decisions (approve, reject, revoke,
+supersede) change what the retrieval index above this package holds, so they live above it, in
+``experience.review``. A stored case concerns curation, above ``experience``: it is published
+(``CaseStored``, ``reviewconsole.dispatch``; docs/architecture.md, "Events").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Model
 
+from experience.cases.events import CaseStored
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
 from experience.cases.schema import (
     NO_BODY,
@@ -24,17 +27,12 @@ from experience.cases.schema import (
     SkillContent,
     parse_case,
 )
-from experience.cases.selectors import (
-    case_approval_checklist,
-    reviewer_of,
-    skill_approval_checklist,
-)
 from experience.core import domain
-from experience.core.models import ReviewedItem, Status, SubmittedVia
-from experience.core.review import ReviewOutcome, ReviewRefused, require_item_tenant
-from reviewconsole import accounts, clock, itemids
+from experience.core.models import ReviewedItem, SubmittedVia
+from experience.core.review import require_item_tenant
+from reviewconsole import clock, itemids
 from reviewconsole.audit import event_record
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
@@ -105,7 +103,32 @@ def item_inserted(item: ReviewedItem) -> bool:
     return True
 
 
-def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -> tuple[Case, bool]:
+class Storable(Protocol):
+    """What every kind's parsed content gives its row (``CaseContent``, ``SkillContent``,
+    ``experience.lessons.schema.LessonContent``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def valid_from(self) -> datetime: ...
+
+    @property
+    def valid_to(self) -> datetime: ...
+
+    @property
+    def scope(self) -> Mapping[str, str]: ...
+
+
+Row = TypeVar("Row", bound=ReviewedItem)
+
+
+def tenant_required(content: Storable, *, actor: User, via: str, now: datetime) -> None:
+    """The content's tenant is one of the actor's (an import may create it, the rest of the
+    import permitting)."""
     require_input_tenant(
         actor,
         content.scope["tenant"],
@@ -113,6 +136,41 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
         create=via == SubmittedVia.IMPORT,
         now=now,
     )
+
+
+def row_stored(
+    model: type[Row],
+    content: Storable,
+    canonical: dict[str, Any],
+    actor: User,
+    via: str,
+    now: datetime,
+    **fields: Any,
+) -> tuple[Row, bool]:
+    """A new candidate's row with what every kind stores (its content-addressed id and hash,
+    the canonical content, title, validity, submission and scope) and the kind's own
+    ``fields``; the stored row instead, not created, when a concurrent submission stored it
+    first."""
+    row = model(
+        id=content.id,
+        content_hash=itemids.digest_of(content.id),
+        content=canonical,
+        title=content.title,
+        valid_from=content.valid_from,
+        valid_to=content.valid_to,
+        submitted_by=actor,
+        submitted_via=via,
+        submitted_at=now,
+        **content.scope,
+        **fields,
+    )
+    if not item_inserted(row):
+        return cast(Row, model._default_manager.get(pk=row.pk)), False
+    return row, True
+
+
+def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -> tuple[Case, bool]:
+    tenant_required(content, actor=actor, via=via, now=now)
     # A new version corrects a case of its own tenant, whoever submits it: superseding takes
     # the old version out of retrieval and shows its content in the new version's diff.
     if (
@@ -125,12 +183,14 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
     if existing is not None:
         return existing, False
     canonical = content.canonical()
-    case = Case(
-        id=case_id,
-        content_hash=itemids.digest_of(case_id),
-        content=canonical,
+    case, created = row_stored(
+        Case,
+        content,
+        canonical,
+        actor,
+        via,
+        now,
         incident=content.incident,
-        title=content.title,
         summary=content.summary,
         observations=canonical["observations"],
         diagnosis=canonical["diagnosis"],
@@ -138,16 +198,11 @@ def _store_case(content: CaseContent, *, actor: User, via: str, now: datetime) -
         outcome=canonical["outcome"],
         supersedes=content.supersedes,
         search_text=content.search_text(),
-        valid_from=content.valid_from,
-        valid_to=content.valid_to,
-        submitted_by=actor,
-        submitted_via=via,
-        submitted_at=now,
-        **content.scope,
     )
-    if not item_inserted(case):
-        return Case.objects.get(pk=case_id), False
-    dispatch(Event.CASE_STORED, case=case)
+    if not created:
+        return case, False
+    # Curation, above: the case's similarity signature and near-duplicate links, queued.
+    dispatch(CaseStored(case=case, now=now))
     Evidence.objects.bulk_create(
         Evidence(
             case=case,
@@ -241,13 +296,7 @@ def case_propose(*, data: object, actor: User, now: datetime | None = None) -> t
 def skill_store(
     content: SkillContent, *, actor: User, via: str, now: datetime
 ) -> tuple[Skill, bool]:
-    require_input_tenant(
-        actor,
-        content.scope["tenant"],
-        field="scope.tenant",
-        create=via == SubmittedVia.IMPORT,
-        now=now,
-    )
+    tenant_required(content, actor=actor, via=via, now=now)
     if content.prompt is None and not content.recipe:
         # A skill is a recipe or a prompt; content built without either is a defect upstream.
         raise ValidationFailure("recipe", NO_BODY)
@@ -265,23 +314,19 @@ def skill_store(
         if case_id not in stored:
             raise ValidationFailure(f"cases[{i}]", f"{case_id} {CASE_REFERENCE_UNKNOWN}")
     canonical = content.canonical()
-    skill = Skill(
-        id=skill_id,
-        content_hash=itemids.digest_of(skill_id),
-        content=canonical,
-        title=content.title,
+    skill, created = row_stored(
+        Skill,
+        content,
+        canonical,
+        actor,
+        via,
+        now,
         when=content.when,
         recipe=canonical.get("recipe", []),
         prompt=canonical.get("prompt") or {},
-        valid_from=content.valid_from,
-        valid_to=content.valid_to,
-        submitted_by=actor,
-        submitted_via=via,
-        submitted_at=now,
-        **content.scope,
     )
-    if not item_inserted(skill):
-        return Skill.objects.get(pk=skill_id), False
+    if not created:
+        return skill, False
     SkillCase.objects.bulk_create(
         SkillCase(skill=skill, case_id=case_id, position=position)
         for position, case_id in enumerate(canonical["cases"])
@@ -300,18 +345,47 @@ def skill_store(
     return skill, True
 
 
-@transaction.atomic
-def skill_submit(
-    *,
-    content: SkillContent,
-    actor: User,
-    via: str = SubmittedVia.CONSOLE,
-    now: datetime | None = None,
-) -> tuple[Skill, bool]:
-    require(actor, ADD_SKILL, message=SUBMIT_SKILL_REFUSED)
-    if content.unresolved():
-        raise ValidationFailure("cases", "file references (#N) are only meaningful in an import")
-    return skill_store(content, actor=actor, via=via, now=now or clock.now())
+class Referencing(Protocol):
+    def unresolved(self) -> tuple[str, ...]: ...
+
+
+Content = TypeVar("Content", bound=Referencing)
+Stored = TypeVar("Stored", bound=ReviewedItem)
+
+FILE_REFERENCES_IN_IMPORTS = "file references (#N) are only meaningful in an import"
+
+
+@dataclass(frozen=True)
+class Submission(Generic[Content, Stored]):
+    """How a skill or a lesson is submitted on the console (or by a service in its name): the
+    permission it needs and its refusal, the field that names the cases it cites (``#N`` file
+    references are only meaningful in an import), and the kind's store."""
+
+    store: Callable[..., tuple[Stored, bool]]
+    permission: str
+    refused: str
+    references: str
+
+    def submit(
+        self,
+        *,
+        content: Content,
+        actor: User,
+        via: str = SubmittedVia.CONSOLE,
+        now: datetime | None = None,
+    ) -> tuple[Stored, bool]:
+        """Submit a candidate as ``actor``; identical content returns the stored row."""
+        with transaction.atomic():
+            require(actor, self.permission, message=self.refused)
+            if content.unresolved():
+                raise ValidationFailure(self.references, FILE_REFERENCES_IN_IMPORTS)
+            return self.store(content, actor=actor, via=via, now=now or clock.now())
+
+
+SKILL_SUBMISSION: Submission[SkillContent, Skill] = Submission(
+    skill_store, ADD_SKILL, SUBMIT_SKILL_REFUSED, "cases"
+)
+skill_submit = SKILL_SUBMISSION.submit
 
 
 @transaction.atomic
@@ -339,145 +413,3 @@ def evidence_check(
         at=now,
     )
     return check
-
-
-def case_locked(case: Case) -> Case:
-    return Case.objects.select_for_update().get(pk=case.pk)
-
-
-def skill_locked(skill: Skill) -> Skill:
-    return Skill.objects.select_for_update().get(pk=skill.pk)
-
-
-@transaction.atomic
-def case_approve(
-    *, case: Case, actor: User, reason: str, now: datetime | None = None
-) -> ReviewOutcome:
-    require_item_tenant(actor, case)
-    case = case_locked(case)
-    now = now or clock.now()
-    unmet = case_approval_checklist(case=case, reviewer=actor, reason=reason, now=now)
-    if unmet:
-        raise ReviewRefused(case.id, case.status, unmet)
-    case.status = Status.APPROVED
-    case.approved_by = actor
-    case.approved_at = now
-    case.approved_reason = reason.strip()
-    case.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
-    dispatch(Event.ITEM_STATUS_CHANGED, item=case)
-    event_record(
-        actor=actor,
-        action=Action.CASE_APPROVE,
-        target=case.id,
-        reason=reason.strip(),
-        details=accounts.provenance(actor),
-        at=now,
-    )
-    if case.supersedes:
-        _supersede(case.supersedes, by=case, actor=actor, now=now)
-    return ReviewOutcome(case.id, case.status)
-
-
-def supersede_version(
-    model: type[M], old_id: str, *, by: Any, action: Action, actor: User, now: datetime
-) -> M | None:
-    """Mark the approved (or, for a lesson, outdated) version ``old_id`` superseded by ``by`` and
-    audit it; None when there is no such version. Only a version of the new one's tenant is ever
-    superseded, even by a row stored before submission refused other tenants' ids."""
-    old = (
-        model._default_manager.select_for_update()
-        .filter(pk=old_id, tenant=by.tenant, status__in=[Status.APPROVED, Status.OUTDATED])
-        .first()
-    )
-    if old is None:
-        return None
-    old.status = Status.SUPERSEDED  # type: ignore[attr-defined]
-    old.superseded_by = by.id  # type: ignore[attr-defined]
-    old.superseded_at = now  # type: ignore[attr-defined]
-    old.save(update_fields=["status", "superseded_by", "superseded_at"])
-    dispatch(Event.ITEM_STATUS_CHANGED, item=old)
-    event_record(
-        actor=actor,
-        action=action,
-        target=old.pk,
-        reason=f"superseded by {by.id}",
-        details={"superseded_by": by.id},
-        at=now,
-    )
-    return old
-
-
-def _supersede(old_id: str, *, by: Case, actor: User, now: datetime) -> None:
-    supersede_version(Case, old_id, by=by, action=Action.CASE_SUPERSEDE, actor=actor, now=now)
-
-
-def item_reject(
-    item: ReviewedItem, *, actor: User, reason: str, action: Action, now: datetime
-) -> ReviewOutcome:
-    """Reject a locked candidate case or skill (the rules are the same for both)."""
-    unmet = domain.rejection_unmet(status=item.status, reviewer=reviewer_of(actor), reason=reason)
-    if unmet:
-        raise ReviewRefused(item.id, item.status, unmet)
-    item.status = Status.REJECTED
-    item.rejected_by = actor
-    item.rejected_at = now
-    item.rejected_reason = reason.strip()
-    item.save(update_fields=["status", "rejected_by", "rejected_at", "rejected_reason"])
-    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
-    event_record(actor=actor, action=action, target=item.id, reason=reason.strip(), at=now)
-    return ReviewOutcome(item.id, item.status)
-
-
-@transaction.atomic
-def case_reject(
-    *, case: Case, actor: User, reason: str, now: datetime | None = None
-) -> ReviewOutcome:
-    require_item_tenant(actor, case)
-    return item_reject(
-        case_locked(case),
-        actor=actor,
-        reason=reason,
-        action=Action.CASE_REJECT,
-        now=now or clock.now(),
-    )
-
-
-@transaction.atomic
-def skill_approve(
-    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
-) -> ReviewOutcome:
-    require_item_tenant(actor, skill)
-    skill = skill_locked(skill)
-    now = now or clock.now()
-    unmet = skill_approval_checklist(skill=skill, reviewer=actor, reason=reason, now=now)
-    if unmet:
-        raise ReviewRefused(skill.id, skill.status, unmet)
-    skill.status = Status.APPROVED
-    skill.approved_by = actor
-    skill.approved_at = now
-    skill.approved_reason = reason.strip()
-    skill.save(update_fields=["status", "approved_by", "approved_at", "approved_reason"])
-    dispatch(Event.ITEM_STATUS_CHANGED, item=skill)
-    event_record(
-        actor=actor,
-        action=Action.SKILL_APPROVE,
-        target=skill.id,
-        reason=reason.strip(),
-        details=accounts.provenance(actor),
-        at=now,
-    )
-    return ReviewOutcome(skill.id, skill.status)
-
-
-@transaction.atomic
-def skill_reject(
-    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
-) -> ReviewOutcome:
-    require_item_tenant(actor, skill)
-    return item_reject(
-        skill_locked(skill),
-        actor=actor,
-        reason=reason,
-        action=Action.SKILL_REJECT,
-        now=now or clock.now(),
-    )

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from experience.core import availability
 from experience.core.availability import CitedCase, GateFields, case_usable
@@ -160,16 +160,24 @@ class CaseFacts:
     submitter_holder: int | None = None
 
 
-def common_unmet(
-    *,
-    status: str,
-    submitted_by: int,
-    valid_to: datetime,
-    reviewer: Reviewer,
-    reason: str,
-    now: datetime,
-    submitter_holder: int | None = None,
-) -> list[str]:
+class Submitted(Protocol):
+    """What every kind's approval facts hold (``CaseFacts``, ``SkillFacts``,
+    ``experience.lessons.domain.LessonFacts``)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def submitted_by(self) -> int: ...
+
+    @property
+    def valid_to(self) -> datetime: ...
+
+    @property
+    def submitter_holder(self) -> int | None: ...
+
+
+def common_unmet(item: Submitted, *, reviewer: Reviewer, reason: str, now: datetime) -> list[str]:
     """What approving any kind of item needs: a reviewer other than its submitter, and another
     person than the submitter (not an account either holds), a reason, a candidate whose
     validity has not ended."""
@@ -178,11 +186,13 @@ def common_unmet(
         unmet.append(NOT_REVIEWER)
     if not reason.strip():
         unmet.append(REASON_REQUIRED)
-    if status != CANDIDATE:
+    if item.status != CANDIDATE:
         unmet.append(NOT_CANDIDATE)
-    if valid_to <= now:
+    if item.valid_to <= now:
         unmet.append(EXPIRED)
-    unmet += four_eyes_unmet(reviewer, submitted_by=submitted_by, submitter_holder=submitter_holder)
+    unmet += four_eyes_unmet(
+        reviewer, submitted_by=item.submitted_by, submitter_holder=item.submitter_holder
+    )
     return unmet
 
 
@@ -202,15 +212,7 @@ def case_approval_unmet(
     case: CaseFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Every unmet condition of approving a case, by name."""
-    unmet = common_unmet(
-        status=case.status,
-        submitted_by=case.submitted_by,
-        valid_to=case.valid_to,
-        reviewer=reviewer,
-        reason=reason,
-        now=now,
-        submitter_holder=case.submitter_holder,
-    )
+    unmet = common_unmet(case, reviewer=reviewer, reason=reason, now=now)
     if not states_cause(case.diagnosis_statement):
         unmet.append(NO_DIAGNOSIS)
     if case.checked_diagnosis_evidence < 1:
@@ -272,15 +274,7 @@ def skill_approval_unmet(
     skill: SkillFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Approval of a skill: the common rules plus ≥ 2 usable cited cases of distinct incidents."""
-    unmet = common_unmet(
-        status=skill.status,
-        submitted_by=skill.submitted_by,
-        valid_to=skill.valid_to,
-        reviewer=reviewer,
-        reason=reason,
-        now=now,
-        submitter_holder=skill.submitter_holder,
-    )
+    unmet = common_unmet(skill, reviewer=reviewer, reason=reason, now=now)
     if not all(case_usable(case, now) for case in skill.cases):
         unmet.append(CASE_UNAVAILABLE)
     if any(not same_scope(case.scope, skill.scope) for case in skill.cases):

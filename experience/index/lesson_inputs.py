@@ -10,9 +10,9 @@ cases are usable now, decay, and run outcomes (read per call).
 Kept in step in the writer's transaction by every change that alters them:
 
 * the lesson is indexed (``experience.index.postings`` calls :func:`evidence_refreshed`);
-* a cited case changes status (approved, rejected, superseded, revoked: the decision publishes
-  ``ITEM_STATUS_CHANGED``, :func:`case_status_followed`);
-* a conflict naming the lesson opens or closes (``LESSON_CONFLICT_OPENED`` and ``_CLOSED``,
+* a cited case changes status (approved, rejected, superseded, revoked: the decision calls
+  :func:`case_status_followed`, through ``experience.review.lifecycle.status_followed``);
+* a conflict naming the lesson opens or closes (``experience.review.lesson_conflicts`` calls
   :func:`conflict_followed`);
 * an incident merge changes the canonical incident of cited cases (``curation.incidents``
   calls :func:`incidents_merged`).
@@ -175,13 +175,13 @@ def incidents_merged(tenant: str, brand: str, incidents: Iterable[str]) -> int:
 
 
 def case_status_followed(*, item: Any) -> None:
-    """``ITEM_STATUS_CHANGED``: a case's new status reaches the entries of the lessons citing
-    it."""
+    """A review decision saved ``item``'s status: a case's reaches the entries of the lessons
+    citing it."""
     if isinstance(item, Case):
         evidence_refreshed(lessons_citing([item.pk]))
 
 
 def conflict_followed(*, conflict: LessonConflict) -> None:
-    """``LESSON_CONFLICT_OPENED`` or ``_CLOSED``: both lessons' entries say whether they are in
-    an open conflict."""
+    """A conflict opened or closed: both lessons' entries say whether they are in an open
+    conflict."""
     evidence_refreshed([conflict.lesson_a_id, conflict.lesson_b_id])

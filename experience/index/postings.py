@@ -9,9 +9,9 @@ Each scope also packs its entries' gate times, set sizes, kind and tie order int
 (``IndexScope.arrays``, :data:`ENTRY_DTYPE`), so that a retrieval reads what ranking needs for
 the whole scope and the query's posting lists in one statement (:func:`scope_read`).
 
-Written at write time, in the writer's transaction: every review decision publishes the item's
-new status (``reviewconsole.dispatch``, ``ITEM_STATUS_CHANGED``) and
-:func:`item_status_followed` indexes an approved item and takes out one in any other status
+Written at write time, in the writer's transaction: every review decision calls
+:func:`item_status_followed` with the item's new status (``experience.review.lifecycle``), which
+indexes an approved item and takes out one in any other status
 (revoked, superseded, rejected). Both lock the scope's row first and rewrite its array with the
 entry added or taken out, so concurrent writers into one scope queue on that row. A lexicon
 change leaves the expanded postings of every scope behind: each scope carries the lexicon stamp
@@ -373,8 +373,8 @@ def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
 
 
 def item_status_followed(*, item: Any) -> None:
-    """``ITEM_STATUS_CHANGED`` of a case, skill or lesson: keep its entry in step with its
-    status, in the writer's transaction."""
+    """A review decision saved the status of a case, skill or lesson: keep its entry in step
+    with it, in the decision's transaction."""
 
     kind = kind_of_model(type(item))
     if kind is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django_tasks import task
 
 from experience.index.postings import expanded_refreshed
+from knowledge.events import LexiconChanged
 from reviewconsole.background import retrying
 
 
@@ -18,7 +19,7 @@ def expanded_refresh_task(attempt: int = 1) -> int:
         return expanded_refreshed()
 
 
-def expanded_refresh_queue() -> None:
-    """``LEXICON_CHANGED``: queue the refresh in the change's transaction, so the task exists
+def expanded_refresh_queue(event: LexiconChanged) -> None:
+    """``LexiconChanged``: queue the refresh in the change's transaction, so the task exists
     exactly when the change committed."""
     expanded_refresh_task.enqueue()

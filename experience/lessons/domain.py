@@ -108,15 +108,7 @@ def lesson_approval_unmet(
     lesson: LessonFacts, *, reviewer: Reviewer, reason: str, now: datetime
 ) -> list[str]:
     """Every unmet condition of approving a lesson, by name."""
-    unmet = common_unmet(
-        status=lesson.status,
-        submitted_by=lesson.submitted_by,
-        valid_to=lesson.valid_to,
-        reviewer=reviewer,
-        reason=reason,
-        now=now,
-        submitter_holder=lesson.submitter_holder,
-    )
+    unmet = common_unmet(lesson, reviewer=reviewer, reason=reason, now=now)
     if not any(
         case_usable(case, now) and same_scope(case.scope, lesson.scope) for case in lesson.supports
     ):

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from experience.cases.models import Case, Evidence, EvidenceCheck
 from experience.cases.selectors import case_approval_checklist, case_evidence, gate_fields
-from experience.cases.services import case_approve, case_reject, evidence_check
+from experience.cases.services import evidence_check
 from experience.core import domain
 from experience.core.availability import case_availability
 from experience.core.models import Status
@@ -35,6 +35,7 @@ from experience.pages.selectors import (
     same_incident_cases,
     skills_citing_case,
 )
+from experience.review.decisions import case_approve, case_reject
 from experience.review.revocation import case_revoke
 from reviewconsole import accounts, clock
 from reviewconsole.errors import ValidationFailure

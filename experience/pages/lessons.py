@@ -21,9 +21,7 @@ from experience.cases.selectors import cited_case, gate_fields
 from experience.core.availability import case_availability, case_usable, lesson_availability
 from experience.core.domain import REVOCABLE, same_scope
 from experience.core.models import Status
-from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
-from experience.lessons import services as lessons
 from experience.lessons.domain import LESSON_TYPES
 from experience.lessons.models import Lesson
 from experience.pages.availability import availability_view, availability_views
@@ -31,7 +29,8 @@ from experience.pages.checklists import LESSON_CONDITIONS, REFUSED
 from experience.pages.items import ItemPage, item_views, refused_on_page
 from experience.pages.revocation import impact_preview
 from experience.pages.sentences import outdated_cause_sentence
-from experience.review import revocation
+from experience.review import decisions, revocation
+from experience.review import outdating as review_outdating
 from reviewconsole import clock
 from reviewconsole.display import local_times_in
 from reviewconsole.errors import ValidationFailure
@@ -164,7 +163,7 @@ def _lesson_context(
         if lesson.status == Status.OUTDATED
         else None,
         "restore_url": reverse("experience:lesson-restore", args=[lesson.digest]),
-        # Restoring, like approving, is never the submitter's own (outdating.lesson_restore).
+        # Restoring, like approving, is never the submitter's own (review_outdating.lesson_restore).
         "own_submission": lesson.submitted_by_id == user.pk,
         "errors": errors,
     }
@@ -179,8 +178,8 @@ LESSON_PAGE = ItemPage(
     context=_lesson_context,
     unmet=lesson_selectors.lesson_approval_checklist,
     universe=lambda lesson: LESSON_CONDITIONS,
-    approve=lessons.lesson_approve,
-    reject=lessons.lesson_reject,
+    approve=decisions.lesson_approve,
+    reject=decisions.lesson_reject,
     revoke=revocation.lesson_revoke,
     decided=_("The lesson “%(title)s” is now %(status)s."),
     # Its page previews the impact in its revoke panel, posted to the review with
@@ -198,7 +197,7 @@ def lesson_restore(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     lesson = or_404(LESSON_PAGE.get_visible(digest, acting_user(request)))
     reason = str(request.POST.get("reason", ""))
     try:
-        outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
+        review_outdating.lesson_restore(lesson=lesson, actor=acting_user(request), reason=reason)
     except REFUSED as error:
         return refused_on_page(request, LESSON_PAGE, lesson, error, reason)
     messages.success(request, gettext("The lesson is restored and back in retrieval."))
@@ -216,8 +215,8 @@ def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
     ).first()
     try:
         if target is None:
-            raise ValidationFailure("target", lessons.NOT_A_MERGE)
-        outcome = lessons.merge_accept(
+            raise ValidationFailure("target", decisions.NOT_A_MERGE)
+        outcome = decisions.merge_accept(
             candidate=candidate, target=target, actor=user, reason=reason
         )
     except REFUSED as error:

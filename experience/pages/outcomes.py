@@ -34,5 +34,5 @@ def run_outcome(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     except PermissionRefused as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, f"{result['run_id']}: {result['outcome']}")
+        messages.success(request, f"{result.run_id}: {result.outcome}")
     return finish(request, reverse("experience:run-detail", args=[run_id]))

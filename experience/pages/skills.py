@@ -14,7 +14,6 @@ from experience.cases.selectors import (
     skill_approval_checklist,
     skill_cases,
 )
-from experience.cases.services import skill_approve, skill_reject
 from experience.core import domain
 from experience.core.availability import case_availability, case_usable, skill_availability
 from experience.lessons.selectors import item_confidences
@@ -22,6 +21,7 @@ from experience.pages.availability import availability_view
 from experience.pages.checklists import PROMPT_SKILL_CONDITIONS, SKILL_CONDITIONS
 from experience.pages.items import ItemPage, item_views
 from experience.pages.selectors import runs_of_skill, skill_get_visible
+from experience.review.decisions import skill_approve, skill_reject
 from experience.review.revocation import skill_revoke
 from reviewconsole import clock
 from reviewconsole.links import item_url

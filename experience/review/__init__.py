@@ -1,1 +1,3 @@
-"""Decisions that reach across subjects: revocation and its impact, imports of mixed files, reported outcomes."""
+"""Every review decision, with its effects named (``decisions``, ``revocation``, ``outdating``,
+``lesson_conflicts``, ``conflicts``, ``documents``), one lifecycle described per kind
+(``lifecycle``), revocation impact, imports of mixed files, reported outcomes."""

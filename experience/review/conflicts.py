@@ -9,12 +9,9 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from experience.cases.services import item_inserted as item_inserted
-from experience.cases.services import item_reject as item_reject
 from experience.core import domain
 from experience.core.models import SubmittedVia
 from experience.core.review import Impact, ReviewRefused
-from experience.core.review import require_item_tenant as require_item_tenant
 from experience.lessons import domain as ld
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import (
@@ -24,7 +21,6 @@ from experience.lessons.models import (
 )
 from experience.lessons.schema import LessonContent
 from experience.lessons.services import RESOLVE_REFUSED, lesson_content, lesson_store
-from experience.review.revocation import item_revoke as item_revoke
 from experience.review.revocation import lesson_revoke
 from reviewconsole import clock
 from reviewconsole.audit import event_record

@@ -15,6 +15,7 @@ from experience.core import domain
 from experience.core.review import Impact
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.selectors import lessons_losing_support
+from experience.runs.followups import follow_ups_flag
 from experience.runs.models import RevocationImpact
 from experience.runs.selectors import context_blocks_among, runs_citing_document, runs_referencing
 from knowledge.models import Document
@@ -22,7 +23,7 @@ from reviewconsole import clock, itemids
 from reviewconsole.errors import ValidationFailure
 
 if TYPE_CHECKING:
-    pass
+    from django.contrib.auth.models import User
 
 
 def item_tenant(item_id: str) -> str | None:
@@ -145,3 +146,23 @@ def impact_lines(impact: Impact) -> list[str]:
         "runs to re-check: " + listed(impact.runs),
         "of them, context blocks that carried it: " + listed(impact.context_blocks),
     ]
+
+
+def impact_store(
+    item_id: str, item_type: str, impact: Impact, *, actor: User, reason: str, now: datetime
+) -> None:
+    """Store what a revocation reached beside it, and flag the runs that read it: they stay
+    flagged on the runs pages until someone follows them up."""
+    RevocationImpact.objects.create(
+        item_id=item_id,
+        item_type=item_type,
+        skills=impact.skills,
+        lessons=impact.lessons,
+        runs=impact.runs,
+        conflicts=impact.conflicts,
+        context_blocks=impact.context_blocks,
+        revoked_by=actor,
+        reason=reason,
+        created_at=now,
+    )
+    follow_ups_flag(run_ids=impact.runs, item_id=item_id, at=now)

@@ -9,7 +9,7 @@ and every report is audited (with the outcome and reporter it replaced);
 ``experience.lessons.outcome_tallies`` turns outcomes into confidence inputs of the items the run
 read. Only a reviewer's report counts, in either direction (``experience.lessons.domain.
 counted_outcomes``): an agent's report is kept and shown, and an agent's refutation queues a
-re-review of what the run read (``Event.RUN_OUTCOME_REPORTED``, ``curation.rereview``). So only a
+re-review of what the run read (``RunOutcomeReported``, ``curation.rereview``). So only a
 reviewer's report checks the lessons it reached against the outdated rule
 (``experience.lessons.outdating``), and an outcome a reviewer reported is changed only by a
 reviewer: an agent cannot take back, by re-reporting its own run, the evidence a reviewer added
@@ -19,6 +19,7 @@ or restored an item over.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +27,15 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
-from experience.lessons import outdating
 from experience.lessons.models import Lesson
+from experience.lessons.outdating import lesson_heirs
+from experience.review.events import RunOutcomeReported
+from experience.review.outdating import lessons_outdated_check
 from experience.runs.claims import run_named, run_owner
 from experience.runs.models import Outcome, Reference, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
@@ -93,6 +96,40 @@ def _validate(run_id: object, outcome: object, note: object) -> tuple[str, str, 
     return run_id, str(outcome), reason_within_cap(note, field="note").strip()
 
 
+@dataclass(frozen=True)
+class ReadItem:
+    """An item the run read: its id and kind."""
+
+    id: str
+    type: str
+
+
+@dataclass(frozen=True)
+class OutcomeReport:
+    """What :func:`run_outcome_report` answers (the API's and MCP's ``RunOutcomeResult`` is
+    read from it)."""
+
+    run_id: str
+    outcome: str
+    note: str
+    reported_by: str
+    reported_at: str
+    # The outcome replaced, if any.
+    previous: str | None
+    # Whether this report can move confidence (``_counts``).
+    counts: bool
+    items: tuple[ReadItem, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **{name: getattr(self, name) for name in _REPORT_FIELDS},
+            "items": [{"id": item.id, "type": item.type} for item in self.items],
+        }
+
+
+_REPORT_FIELDS = ("run_id", "outcome", "note", "reported_by", "reported_at", "previous", "counts")
+
+
 @transaction.atomic
 def run_outcome_report(
     *,
@@ -102,7 +139,7 @@ def run_outcome_report(
     note: str | None = None,
     now: datetime | None = None,
     stored: bool = False,
-) -> dict[str, Any]:
+) -> OutcomeReport:
     """Record ``outcome`` for ``run_id``; replaces an earlier report of the same run.
 
     ``run_id`` is the run id as its caller knows it (``experience.runs.claims.run_named``: the
@@ -163,29 +200,25 @@ def run_outcome_report(
         },
         at=now,
     )
+    # Curation, above: an agent's refutation queues what the run read for re-review, a
+    # reviewer's report closes the entries it answers.
     dispatch(
-        Event.RUN_OUTCOME_REPORTED,
-        run_id=key,
-        outcome=outcome,
-        reviewed=reviewed,
-        actor=actor,
-        items=items,
-        at=now,
+        RunOutcomeReported(
+            run_id=key, outcome=outcome, reviewed=reviewed, actor=actor, items=tuple(items), now=now
+        )
     )
     # A reviewer's report (which may replace another reviewer's) may have turned a lesson the
     # run read (or a later version of one) outdated; an agent's counts nothing, so it cannot.
     read_lessons = [item_id for item_id, kind in items if kind == "lesson"]
     if read_lessons and reviewed:
-        outdating.lessons_outdated_check(
-            outdating.lesson_heirs(read_lessons), now=now, on="outcome", detail=key
-        )
-    return {
-        "run_id": run_id,
-        "outcome": outcome,
-        "note": note,
-        "reported_by": actor.get_username(),
-        "reported_at": now.isoformat(),
-        "previous": previous.outcome if previous else None,
-        "counts": _counts(outcome, reviewed),
-        "items": [{"id": item_id, "type": kind} for item_id, kind in items],
-    }
+        lessons_outdated_check(lesson_heirs(read_lessons), now=now, on="outcome", detail=key)
+    return OutcomeReport(
+        run_id=run_id,
+        outcome=outcome,
+        note=note,
+        reported_by=actor.get_username(),
+        reported_at=now.isoformat(),
+        previous=previous.outcome if previous else None,
+        counts=_counts(outcome, reviewed),
+        items=tuple(ReadItem(id=item_id, type=kind) for item_id, kind in items),
+    )

@@ -12,9 +12,10 @@ from django.db.models import Field
 
 from experience.core import domain
 from experience.runs.claims import run_claim
+from experience.runs.events import SkillRunStored
 from experience.runs.models import Reference, Run, RunCitation
 from reviewconsole.audit import event_record
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from reviewconsole.models import Action
 from reviewconsole.reasons import reason_clipped
 
@@ -91,7 +92,8 @@ def run_store(
         prompt=dict(prompt or {}),
         **{name: (scope.get(name) or "")[:64] for name in domain.SCOPE_FIELDS},
     )
-    dispatch(Event.SKILL_RUN_STORED, run=run)
+    # Curation, above: the run's after-action review, queued.
+    dispatch(SkillRunStored(run=run, now=finished_at))
     RunCitation.objects.bulk_create(
         RunCitation(run=run, run_id_text=run_id, document_id=document_id)
         for document_id in sorted(set(cited_documents))

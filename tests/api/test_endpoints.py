@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 
 from experience.cases.models import Case, EvidenceCheck
 from experience.core.models import Status
+from experience.review import decisions
 from experience.runs.models import Reference, Run
 from reviewconsole.models import Action, Event
 from tests.api.conftest import (
@@ -232,13 +233,13 @@ def test_candidates_are_invisible_to_agents(agent_client: BearerClient, demo: De
 def test_a_rejected_or_revoked_case_is_not_found(
     agent_client: BearerClient, demo: Demo, second_reviewer: User
 ) -> None:
-    from experience.cases import selectors, services
+    from experience.cases import selectors
     from experience.review import revocation
 
     revocation.case_revoke(
         case=selectors.case_get(demo.cases[0]), actor=second_reviewer, reason="wrong diagnosis"
     )
-    services.case_reject(
+    decisions.case_reject(
         case=selectors.case_get(demo.candidates[0]), actor=second_reviewer, reason="duplicate"
     )
     assert agent_client.get(f"/api/v1/cases/{demo.cases[0]}").status_code == 404

@@ -121,8 +121,8 @@ def test_a_revocation_through_one_instance_is_honoured_by_the_next_search_of_ano
 ) -> None:
     from experience.cases import selectors as case_selectors
     from experience.review import revocation
+    from experience.review.documents import document_revoke
     from knowledge.models import Document
-    from knowledge.services import document_revoke
 
     b = other_instance(NOW)
     headers = bearer(agent)
@@ -165,7 +165,8 @@ def test_an_approval_through_one_instance_is_found_by_the_next_search_of_another
     other_instance: Callable[..., Instance],
 ) -> None:
     from experience.cases.models import Case
-    from experience.cases.services import case_approve, evidence_check
+    from experience.cases.services import evidence_check
+    from experience.review.decisions import case_approve
     from knowledge.services import documents_import
 
     b = other_instance(NOW)

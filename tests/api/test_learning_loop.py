@@ -14,8 +14,9 @@ from django.urls import reverse
 from curation.aar_drafts import DRAFTER
 from curation.models import RunDraft
 from experience.cases.models import Case
-from experience.cases.services import case_approve, evidence_check
+from experience.cases.services import evidence_check
 from experience.core.models import Status
+from experience.review.decisions import case_approve
 from tests.api.conftest import BearerClient, Demo, retrieve_body, run_body
 
 pytestmark = pytest.mark.django_db

@@ -15,6 +15,7 @@ from experience.cases.models import Skill
 from experience.cases.prompting import prompt_tools
 from experience.cases.schema import parse_skill
 from experience.cases.tools import tool_specs
+from experience.review import decisions
 from experience.runs.models import Run
 from tests.api.conftest import SCOPE, BearerClient, Demo, demo, run_body
 from tests.experience.conftest import prompt_skill_data
@@ -38,7 +39,7 @@ def prompt_skill(demo: Demo, operator: User, reviewer: User) -> Skill:
         prompt_skill_data(demo.cases, scope=dict(SCOPE)), tool_specs(), prompt_tools()
     )
     skill, _ = services.skill_submit(content=content, actor=operator)
-    services.skill_approve(skill=skill, actor=reviewer, reason="两个不同事故，工具只读")
+    decisions.skill_approve(skill=skill, actor=reviewer, reason="两个不同事故，工具只读")
     return skill
 
 

@@ -179,8 +179,9 @@ def test_an_investigation_drafts_its_review(skill: Skill, agent: User) -> None:
 def test_the_learning_loop_from_run_to_context_block(
     skill: Skill, agent: User, second_reviewer: User
 ) -> None:
-    from experience.cases.services import case_approve, evidence_check
+    from experience.cases.services import evidence_check
     from experience.retrieval.block import experience_context
+    from experience.review.decisions import case_approve
     from experience.review.outcomes import run_outcome_report
     from tests.experience.conftest import QUERY
 

@@ -23,17 +23,13 @@ from curation.aar_drafts import (
 )
 from curation.models import RunDraft
 from experience.cases.models import Case, Skill
-from experience.cases.services import case_approve, evidence_check
+from experience.cases.services import evidence_check
 from experience.core.models import Status, SubmittedVia
 from experience.lessons.models import Lesson, LessonMergeProposal
 from experience.lessons.schema import parse_lesson
 from experience.lessons.selectors import MEANING, lesson_approval_checklist, merge_proposals
-from experience.lessons.services import (
-    lesson_approve,
-    lesson_reject,
-    lesson_submit,
-    merge_accept,
-)
+from experience.lessons.services import lesson_submit
+from experience.review.decisions import case_approve, lesson_approve, lesson_reject, merge_accept
 from reviewconsole.models import Action, Event
 from tests.curation.test_aar import (
     approved_case,

@@ -18,12 +18,12 @@ from curation.proposals import NO_LONGER_PROVEN, proposal_adopt
 from curation.scan import curation_scan
 from curation.selectors.proposals import proposal_queue
 from experience.cases.models import Case, Skill
-from experience.cases.services import skill_approve
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
-from experience.lessons.services import lesson_approve, lesson_submit
+from experience.lessons.services import lesson_submit
+from experience.review.decisions import lesson_approve, skill_approve
 from experience.review.outcomes import run_outcome_report
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record

@@ -34,11 +34,13 @@ from experience.core import review
 from experience.core.domain import OWN_SUBMISSION, TOO_FEW_INCIDENTS
 from experience.core.models import Status
 from experience.pages.selectors import QueueFilters, review_queue_rows
+from experience.review import decisions
 from experience.review import revocation as experience_revocation
+from experience.review.documents import document_revoke
 from experience.runs import records as experience_run_records
 from experience.runs.models import Reference
 from knowledge.models import Document
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.services import system_agent
@@ -164,7 +166,7 @@ def test_the_built_candidate_is_approved_by_another_reviewer_once_checked(
         thread=thread, picks=PICKS, draft=store_scope_draft(), actor=operator
     )
     experience_services.evidence_check(case=case, key="diagnosis/0", actor=reviewer)
-    outcome = experience_services.case_approve(case=case, actor=reviewer, reason="配置截图核对无误")
+    outcome = decisions.case_approve(case=case, actor=reviewer, reason="配置截图核对无误")
     assert outcome.status == Status.APPROVED
 
 
@@ -228,7 +230,7 @@ def test_no_link_for_dissimilar_other_scope_or_same_incident(
 
 def test_rejected_cases_are_not_linked_to(submit: Submit, second_reviewer: User) -> None:
     first = submit(case_data(incident="INC-1"))
-    experience_services.case_reject(case=first, actor=second_reviewer, reason="duplicate")
+    decisions.case_reject(case=first, actor=second_reviewer, reason="duplicate")
     submit(other_wording("INC-2"))
     assert not NearDuplicate.objects.exists()
 
@@ -289,9 +291,7 @@ def test_same_incident_merges_the_ids_and_every_count_follows(
         skill=skill, reviewer=second_reviewer, reason="ok", now=NOW
     )
     with pytest.raises(review.ReviewRefused) as refused:
-        experience_services.skill_approve(
-            skill=skill, actor=second_reviewer, reason="two incidents?"
-        )
+        decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents?")
     assert TOO_FEW_INCIDENTS in refused.value.unmet
 
 
@@ -495,7 +495,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
     skill, _ = experience_services.skill_submit(
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=reviewer
     )
-    experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     documents_import(items=[rule_document(1)], actor=operator)
     experience_run_records.run_store(
         run_id="run-1",
@@ -547,11 +547,9 @@ def test_recertification_is_a_reviewed_new_version_that_empties_the_queue(
 
     # The new version's evidence is unchecked: a reviewer checks it, then approves.
     with pytest.raises(review.ReviewRefused):
-        experience_services.case_approve(case=new, actor=reviewer, reason="same as before")
+        decisions.case_approve(case=new, actor=reviewer, reason="same as before")
     experience_services.evidence_check(case=new, key="diagnosis/0", actor=reviewer)
-    experience_services.case_approve(
-        case=new, actor=reviewer, reason="rechecked against today's rules"
-    )
+    decisions.case_approve(case=new, actor=reviewer, reason="rechecked against today's rules")
     old.refresh_from_db()
     entry.refresh_from_db()
     assert old.status == Status.SUPERSEDED and old.superseded_by == new.id
@@ -604,7 +602,7 @@ def test_a_reviewer_confirms_a_skill_and_it_leaves_the_queue_until_unused_again(
     skill, _ = experience_services.skill_submit(
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=reviewer
     )
-    experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
     frozen_clock(NOW + 100 * DAY)
     entries = {e.item_id: e for e in scan.curation_scan(days=90).queued}
     skill_entry, case_entry = entries[skill.id], entries[first.id]
@@ -730,9 +728,9 @@ def test_adopting_a_proposal_submits_a_candidate_that_someone_else_approves(
     assert events(Action.PROPOSAL_ADOPT)[0].details["proposal"] == proposal.pk
 
     with pytest.raises(review.ReviewRefused) as refused:
-        experience_services.skill_approve(skill=skill, actor=reviewer, reason="mine")
+        decisions.skill_approve(skill=skill, actor=reviewer, reason="mine")
     assert refused.value.unmet == [OWN_SUBMISSION]
-    experience_services.skill_approve(skill=skill, actor=second_reviewer, reason="两次不同事故")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="两次不同事故")
     assert Skill.objects.get(pk=skill.id).status == Status.APPROVED
     # A skill citing every supporting case covers the pattern: nothing is proposed again.
     assert scan.curation_scan(days=365).proposals == []

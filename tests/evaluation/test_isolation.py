@@ -25,7 +25,7 @@ from experience.cases.schema import parse_case
 from experience.core import domain as experience_domain
 from experience.core.models import ItemType, Status
 from experience.core.review import ReviewRefused
-from experience.review import revocation
+from experience.review import decisions, revocation
 from experience.runs import records as run_records
 from knowledge.services import documents_import
 from reviewconsole.errors import ValidationFailure
@@ -234,7 +234,7 @@ def test_approving_a_case_that_cites_a_held_out_ticket_is_refused(
     case = submitted(data, reviewer)
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refused:
-        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        decisions.case_approve(case=case, actor=second_reviewer, reason="checked")
     assert refused.value.unmet == [experience_domain.CITES_HELDOUT_TICKET]
     assert selectors.case_get(case.id).status == Status.CANDIDATE
     assert not Event.objects.filter(action=Action.CASE_APPROVE, target=case.id).exists()
@@ -244,7 +244,7 @@ def test_the_refusal_joins_the_other_unmet_conditions(now: datetime, reviewer: U
     heldout_register(ticket_set=the_set(), actor=reviewer)
     case = submitted(citing(HELD_OUT), reviewer)
     with pytest.raises(ReviewRefused) as refused:
-        services.case_approve(case=case, actor=reviewer, reason="")
+        decisions.case_approve(case=case, actor=reviewer, reason="")
     assert refused.value.unmet[-1] == experience_domain.CITES_HELDOUT_TICKET
     assert {"reason_required", "own_submission"} <= set(refused.value.unmet)
 
@@ -265,6 +265,6 @@ def test_registration_happens_before_approval_can_leak(
     heldout_register(ticket_set=the_set(), actor=reviewer)
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refused:
-        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        decisions.case_approve(case=case, actor=second_reviewer, reason="checked")
     assert refused.value.unmet == [experience_domain.CITES_HELDOUT_TICKET]
     assert heldout_leaks(the_set()) == []

@@ -15,6 +15,7 @@ from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core import review
+from experience.review import decisions
 
 SCOPE = {
     "tenant": "teahouse",
@@ -169,7 +170,7 @@ def approve_checked(case: Case, *, actor: User, reason: str = "checked") -> revi
     """``actor`` checks ``diagnosis/0`` and approves ``case``, as a reviewer does: the submitter's
     own check (``verified: true`` in ``case_data``) does not count toward approval."""
     services.evidence_check(case=case, key="diagnosis/0", actor=actor)
-    return services.case_approve(case=case, actor=actor, reason=reason)
+    return decisions.case_approve(case=case, actor=actor, reason=reason)
 
 
 @pytest.fixture
@@ -195,7 +196,7 @@ def approved_skill(
             content=parse_skill(skill_data([first.id, second.id], **changes), tool_specs()),
             actor=reviewer,
         )
-        services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+        decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
         return selectors.skill_get(skill.id)
 
     return make

@@ -27,10 +27,11 @@ from experience.cases.schema import parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
-from experience.lessons import outdating
 from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions
+from experience.review import outdating as review_outdating
 from knowledge.models import Document
 from knowledge.services import DocumentReviewRefused, document_approve, documents_import
 from reviewconsole.models import Action, Event
@@ -78,7 +79,7 @@ def submitted_case(actor: User, **changes: Any) -> Case:
 
 def refused_approval(case: Case, actor: User) -> list[str]:
     with pytest.raises(ReviewRefused) as refused:
-        services.case_approve(case=selectors.case_get(case.id), actor=actor, reason="looks right")
+        decisions.case_approve(case=selectors.case_get(case.id), actor=actor, reason="looks right")
     assert selectors.case_get(case.id).status == Status.CANDIDATE
     return refused.value.unmet
 
@@ -90,7 +91,7 @@ def check(case: Case, actor: User) -> None:
 def approved_case(submitter: User, approver: User, **changes: Any) -> Case:
     case = submitted_case(submitter, **changes)
     check(case, approver)
-    services.case_approve(case=case, actor=approver, reason="checked")
+    decisions.case_approve(case=case, actor=approver, reason="checked")
     return selectors.case_get(case.id)
 
 
@@ -114,7 +115,7 @@ def test_a_check_by_the_submitters_puppet_does_not_count_for_an_independent_appr
     check(case, pam)
     assert refused_approval(case, second_reviewer) == ["no_checked_diagnosis_evidence"]
     check(case, second_reviewer)
-    services.case_approve(case=case, actor=second_reviewer, reason="checked it myself")
+    decisions.case_approve(case=case, actor=second_reviewer, reason="checked it myself")
     assert selectors.case_get(case.id).status == Status.APPROVED
 
 
@@ -153,7 +154,7 @@ def test_a_password_set_on_the_shell_frees_the_account(
     check(case, second_reviewer)
     assert NOT_INDEPENDENT in refused_approval(case, pam)
     call_command("add_user", "pam", "--role", Role.REVIEWER, "--password", PASSWORD + "-new")
-    services.case_approve(case=case, actor=pam, reason="now someone else's")
+    decisions.case_approve(case=case, actor=pam, reason="now someone else's")
     assert selectors.case_get(case.id).status == Status.APPROVED
 
 
@@ -199,7 +200,7 @@ def test_skills_and_lessons_follow_the_same_rule(
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=pat
     )
     with pytest.raises(ReviewRefused) as refused:
-        services.skill_approve(skill=skill, actor=pam, reason="two incidents")
+        decisions.skill_approve(skill=skill, actor=pam, reason="two incidents")
     assert refused.value.unmet == [NOT_INDEPENDENT]
 
     lesson, _ = lessons.lesson_submit(
@@ -219,21 +220,21 @@ def test_skills_and_lessons_follow_the_same_rule(
         actor=pat,
     )
     with pytest.raises(ReviewRefused) as refused:
-        lessons.lesson_approve(lesson=lesson, actor=pam, reason="holds")
+        decisions.lesson_approve(lesson=lesson, actor=pam, reason="holds")
     assert refused.value.unmet == [NOT_INDEPENDENT]
 
     # Restore, like approve: an outdated lesson of Pat's is not Pam's to bring back.
-    lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="holds")
+    decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="holds")
     Lesson.objects.filter(pk=lesson.id).update(
         status=Status.OUTDATED, outdated_cause="contradicted"
     )
     with pytest.raises(ReviewRefused) as refused:
-        outdating.lesson_restore(
+        review_outdating.lesson_restore(
             lesson=Lesson.objects.get(pk=lesson.id), actor=pam, reason="still holds"
         )
     assert refused.value.unmet == [NOT_INDEPENDENT]
     assert Lesson.objects.get(pk=lesson.id).status == Status.OUTDATED
-    outdating.lesson_restore(
+    review_outdating.lesson_restore(
         lesson=Lesson.objects.get(pk=lesson.id), actor=reviewer, reason="still holds"
     )
     assert Lesson.objects.get(pk=lesson.id).status == Status.APPROVED

@@ -31,12 +31,12 @@ from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as ld
-from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import Lesson
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
-from experience.review import revocation
+from experience.review import decisions, revocation
+from experience.review import outdating as review_outdating
 from experience.review.outcomes import REVIEWED_OUTCOME, run_outcome_report
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
@@ -90,7 +90,7 @@ def memory(
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data([c.id for c in two_cases]), tool_specs()), actor=reviewer
     )
-    services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     return lesson, two_cases, selectors.skill_get(skill.id)
 
 
@@ -104,7 +104,7 @@ def test_one_fresh_agent_token_refuting_one_run_takes_nothing_out(
     read = retrieved(agent, "fresh-run")
     assert lesson.id in read and all(c.id in read for c in cases)
 
-    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent)
+    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent).as_json()
 
     assert report["counts"] is False
     after = scores(*ids)
@@ -144,7 +144,9 @@ def test_a_reviewers_report_of_the_run_makes_the_refutation_count(
     lesson, _cases, _skill = memory
     retrieved(agent, "fresh-run")
     run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=agent)
-    report = run_outcome_report(run_id="fresh-run", outcome="lead_was_wrong", actor=reviewer)
+    report = run_outcome_report(
+        run_id="fresh-run", outcome="lead_was_wrong", actor=reviewer
+    ).as_json()
     assert report["counts"] is True
     # Two incidents for it, one counted refutation: 0.386, below the threshold it was above.
     stored = Lesson.objects.get(pk=lesson.id)
@@ -223,7 +225,7 @@ def restored(
     retrieved(agent, "old-run")
     run_outcome_report(run_id="old-run", outcome="lead_was_wrong", actor=agent)
     outdated_by_evidence(contradicted, two_cases[1], second_reviewer)
-    outdating.lesson_restore(
+    review_outdating.lesson_restore(
         lesson=contradicted, actor=make_user("rhea", "reviewer"), reason="the campaign differs"
     )
     return Lesson.objects.get(pk=contradicted.id)
@@ -262,7 +264,9 @@ def test_the_submitter_cannot_restore_her_own_lesson(
     assert contradicted.submitted_by == reviewer
     outdated_by_evidence(contradicted, two_cases[1], second_reviewer)
     with pytest.raises(ReviewRefused) as refusal:
-        outdating.lesson_restore(lesson=contradicted, actor=reviewer, reason="mine and it holds")
+        review_outdating.lesson_restore(
+            lesson=contradicted, actor=reviewer, reason="mine and it holds"
+        )
     assert refusal.value.unmet == [domain.OWN_SUBMISSION]
     assert Lesson.objects.get(pk=contradicted.id).status == Status.OUTDATED
     client = Client()
@@ -271,7 +275,7 @@ def test_the_submitter_cannot_restore_her_own_lesson(
     assert client.post(url, {"reason": "mine and it holds"}).status_code == 422
     assert Lesson.objects.get(pk=contradicted.id).status == Status.OUTDATED
     assert not Event.objects.filter(action=Action.LESSON_RESTORE).exists()
-    outdating.lesson_restore(lesson=contradicted, actor=second_reviewer, reason="it holds")
+    review_outdating.lesson_restore(lesson=contradicted, actor=second_reviewer, reason="it holds")
     assert Lesson.objects.get(pk=contradicted.id).status == Status.APPROVED
 
 

@@ -13,6 +13,7 @@ from experience.cases import selectors, services
 from experience.cases.models import Case
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
+from experience.review import decisions
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import approve_checked
 
@@ -43,7 +44,7 @@ def test_a_guard_s_unmet_names_refuse_the_approval(
     case = submit_case()
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refused:
-        services.case_approve(case=case, actor=second_reviewer, reason="")
+        decisions.case_approve(case=case, actor=second_reviewer, reason="")
     # Reported once each, after the memory's own conditions; the guard ran once.
     assert refused.value.unmet == ["reason_required", "cites_heldout_ticket"]
     assert seen == [case.id]

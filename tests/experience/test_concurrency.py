@@ -16,7 +16,7 @@ from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.demo import demo_context, load_demo_knowledge
-from experience.review import revocation
+from experience.review import decisions, revocation
 from experience.runs.models import Run
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE, approve_checked, case_data
@@ -65,7 +65,7 @@ def test_twenty_concurrent_approvals_give_one_approval_and_one_event(
     candidate: Case, second_reviewer: User
 ) -> None:
     results = in_threads(
-        20, lambda _: services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+        20, lambda _: decisions.case_approve(case=candidate, actor=second_reviewer, reason="ok")
     )
 
     approved = [r for r in results if not isinstance(r, Exception)]
@@ -82,19 +82,19 @@ def test_approve_racing_reject_ends_in_one_consistent_state(
 ) -> None:
     def act(index: int) -> Any:
         if index % 2:
-            return services.case_reject(case=candidate, actor=second_reviewer, reason="no")
-        return services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+            return decisions.case_reject(case=candidate, actor=second_reviewer, reason="no")
+        return decisions.case_approve(case=candidate, actor=second_reviewer, reason="ok")
 
     results = in_threads(10, act)
 
     assert sum(not isinstance(r, Exception) for r in results) == 1
     final = selectors.case_get(candidate.id).status
     assert final in {Status.APPROVED, Status.REJECTED}
-    decisions = Event.objects.filter(
+    decided = Event.objects.filter(
         target=candidate.id, action__in=[Action.CASE_APPROVE, Action.CASE_REJECT]
     )
-    assert decisions.count() == 1
-    assert decisions.get().action == (
+    assert decided.count() == 1
+    assert decided.get().action == (
         Action.CASE_APPROVE if final == Status.APPROVED else Action.CASE_REJECT
     )
 
@@ -105,7 +105,7 @@ def test_approve_racing_revoke_ends_in_one_consistent_state(
     def act(index: int) -> Any:
         if index % 2:
             return revocation.case_revoke(case=candidate, actor=second_reviewer, reason="wrong")
-        return services.case_approve(case=candidate, actor=second_reviewer, reason="ok")
+        return decisions.case_approve(case=candidate, actor=second_reviewer, reason="ok")
 
     results = in_threads(10, act)
 
@@ -142,7 +142,7 @@ def live_skill(operator: User, reviewer: User, second_reviewer: User) -> Skill:
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data(ids), tool_specs()), actor=reviewer
     )
-    services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     return skill
 
 

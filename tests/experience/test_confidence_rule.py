@@ -24,7 +24,7 @@ from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.outcome_tallies import NONE as NO_VOTES
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
-from experience.review import conflicts
+from experience.review import conflicts, decisions
 from experience.review.outcomes import run_outcome_report
 from experience.runs import records as run_records
 from experience.runs.claims import run_claim
@@ -42,7 +42,7 @@ LESSON_QUERY = "优惠券 无法使用"
 def approved_lesson(reviewer: User, second_reviewer: User) -> Callable[..., Lesson]:
     def make(data: dict[str, Any]) -> Lesson:
         lesson, _ = lessons.lesson_submit(content=parse_lesson(data), actor=reviewer)
-        lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="seen twice")
+        decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="seen twice")
         return lesson_selectors.lesson_get(lesson.id)
 
     return make
@@ -137,7 +137,9 @@ def test_a_reviewers_report_confirms_an_agents_run_and_counts_once(
     assert waiting.value == before.value and waiting.inputs.unconfirmed_outcomes == 1
     assert "awaiting a reviewer" in waiting.why()
 
-    confirmed = run_outcome_report(run_id="run-1", outcome="resolved_by_lead", actor=reviewer)
+    confirmed = run_outcome_report(
+        run_id="run-1", outcome="resolved_by_lead", actor=reviewer
+    ).as_json()
     assert confirmed["counts"] is True
     once = case_score(case)
     assert once.inputs.confirming_outcomes == 1 and once.inputs.unconfirmed_outcomes == 0
@@ -168,14 +170,16 @@ def test_refutations_count_from_reviewers_once_per_account(
         read(account, f"agent-bad-{n}")
         report = run_outcome_report(
             run_id=f"agent-bad-{n}", outcome="lead_was_wrong", actor=account
-        )
+        ).as_json()
         assert report["counts"] is False
     waiting = case_score(case)
     assert waiting.value == before.value
     assert (waiting.inputs.refuting_outcomes, waiting.inputs.unconfirmed_refutations) == (0, 2)
     for n in range(3):
         read(agent, f"bad-{n}")
-        report = run_outcome_report(run_id=f"bad-{n}", outcome="lead_was_wrong", actor=reviewer)
+        report = run_outcome_report(
+            run_id=f"bad-{n}", outcome="lead_was_wrong", actor=reviewer
+        ).as_json()
         assert report["counts"] is True
     assert case_score(case).inputs.refuting_outcomes == 1
     read(agent, "bad-other")
@@ -189,7 +193,7 @@ def test_unresolved_says_nothing(
     case = approved_case()
     before = case_score(case)
     read(agent, "open")
-    report = run_outcome_report(run_id="open", outcome="unresolved", actor=reviewer)
+    report = run_outcome_report(run_id="open", outcome="unresolved", actor=reviewer).as_json()
     assert report["counts"] is False
     assert case_score(case) == before
 
@@ -280,7 +284,7 @@ def test_a_merged_lesson_inherits_every_outcome_of_its_predecessors(
         content=parse_lesson(lesson_data([third.id], scene={**SCENE, "tags": ["优惠券"]})),
         actor=operator,
     )
-    merged = lessons.merge_accept(
+    merged = decisions.merge_accept(
         candidate=candidate, target=target, actor=second_reviewer, reason="same lesson"
     )
     inputs = lesson_score(Lesson.objects.get(pk=merged.merged)).inputs

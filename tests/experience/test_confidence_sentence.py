@@ -21,6 +21,7 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions
 from experience.review.outcomes import run_outcome_report
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record
@@ -63,7 +64,7 @@ def confirmed_lesson(
     contradicts = [approved_case(incident=i, title=f"二号店券可用 {i}") for i in CONTRADICTING]
     data = lesson_data([c.id for c in supports], contradicts=[c.id for c in contradicts])
     lesson, _ = lessons.lesson_submit(content=parse_lesson(data), actor=reviewer)
-    lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="two incidents")
+    decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="two incidents")
     frozen_clock(NOW + timedelta(days=CONFIRMED_AFTER_DAYS))
     # An agent read it under its run (below the recall threshold, so as a read by id does).
     agent = make_user("agent-9", "agent")

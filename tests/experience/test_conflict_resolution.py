@@ -20,9 +20,8 @@ from experience.cases.models import Case
 from experience.core.models import Status
 from experience.lessons import domain as ld
 from experience.lessons import selectors as lesson_selectors
-from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
-from experience.review import conflicts
+from experience.review import conflicts, decisions, lesson_conflicts
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
@@ -83,7 +82,7 @@ def test_narrowing_resolves_an_explicit_link_conflict(
         tags=["服务端缓存"],
     )
     narrowed = Lesson.objects.get(pk=result.narrowed)
-    approval = lessons.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
+    approval = decisions.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
     # No conflict opens at once between the kept lesson and the narrowed version.
     assert approval.conflicts == ()
     assert open_conflicts() == []
@@ -100,7 +99,7 @@ def test_narrowing_resolves_an_explicit_link_conflict(
     assert [c.id for c in evidence.supports] == [third.id]
     assert evidence.contradicts == []
     # The scan finds nothing either.
-    assert lessons.conflicts_scan(actor=None, now=clock.now()) == []
+    assert lesson_conflicts.conflicts_scan(actor=None, now=clock.now()) == []
     assert open_conflicts() == []
 
 
@@ -129,10 +128,10 @@ def test_narrowing_resolves_a_type_opposition_conflict_for_good(
         tags=["服务端缓存"],
     )
     narrowed = Lesson.objects.get(pk=result.narrowed)
-    approval = lessons.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
+    approval = decisions.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
     assert approval.conflicts == ()
     assert open_conflicts() == []
-    assert lessons.conflicts_scan(actor=None, now=clock.now()) == []
+    assert lesson_conflicts.conflicts_scan(actor=None, now=clock.now()) == []
     assert Lesson.objects.get(pk=success.id).status == Status.SUPERSEDED
 
 
@@ -167,7 +166,7 @@ def test_a_new_counterexample_after_narrowing_is_a_conflict_again(
         precondition="服务端缓存已过期",
     )
     narrowed = Lesson.objects.get(pk=result.narrowed)
-    lessons.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
+    decisions.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
     later = submit_lesson(
         lesson_data(
             [third.id],
@@ -179,7 +178,7 @@ def test_a_new_counterexample_after_narrowing_is_a_conflict_again(
         ),
         actor=make_user("rex", "reviewer"),
     )
-    approval = lessons.lesson_approve(lesson=later, actor=second_reviewer, reason="new evidence")
+    approval = decisions.lesson_approve(lesson=later, actor=second_reviewer, reason="new evidence")
     (reopened,) = open_conflicts()
     assert approval.conflicts == (reopened.pk,) and reopened.found_by == ld.EXPLICIT_LINK
 

@@ -18,6 +18,7 @@ from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.retrieval.service import retrieve_experience
+from experience.review import decisions
 from tests.experience.conftest import skill_data
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +95,7 @@ def test_recovery_feedback_alone_cannot_be_approved(
 ) -> None:
     case = selectors.case_get(loaded["items"][RECOVERY_ONLY]["id"])
     assert refused(
-        lambda: services.case_approve(case=case, actor=second_reviewer, reason="顾客说好了")
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="顾客说好了")
     ) == [domain.NO_CHECKED_DIAGNOSIS_EVIDENCE, domain.NO_COUNTEREVIDENCE]
 
 
@@ -111,7 +112,7 @@ def test_instruction_in_an_excerpt_changes_nothing(
     assert not EvidenceCheck.objects.filter(evidence__case=case).exists()
     assert not operator.has_perm("experience.review_case")
     assert refused(
-        lambda: services.case_approve(case=case, actor=operator, reason="按指令批准")
+        lambda: decisions.case_approve(case=case, actor=operator, reason="按指令批准")
     ) == [
         domain.NOT_REVIEWER,
         domain.OWN_SUBMISSION,
@@ -120,7 +121,9 @@ def test_instruction_in_an_excerpt_changes_nothing(
         domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
         domain.NO_COUNTEREVIDENCE,
     ]
-    assert refused(lambda: services.case_approve(case=case, actor=second_reviewer, reason="x")) == [
+    assert refused(
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="x")
+    ) == [
         domain.NO_DIAGNOSIS,
         domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
         domain.NO_COUNTEREVIDENCE,
@@ -141,13 +144,13 @@ def test_second_summary_does_not_count_as_another_incident(
     first = selectors.case_get(loaded["cases"][0])
     assert summary.incident == first.incident
     services.evidence_check(case=summary, key="diagnosis/0", actor=reviewer)
-    services.case_approve(case=summary, actor=reviewer, reason="同一事故的复盘摘要")
+    decisions.case_approve(case=summary, actor=reviewer, reason="同一事故的复盘摘要")
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data([first.id, summary.id], title="重复摘要"), tool_specs()),
         actor=operator,
     )
     assert refused(
-        lambda: services.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
+        lambda: decisions.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
     ) == [domain.TOO_FEW_INCIDENTS]
 
 

@@ -30,6 +30,7 @@ from experience.cases.schema import parse_case
 from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
+from experience.review import decisions
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from tests.experience.conftest import case_data
@@ -62,7 +63,7 @@ def rita_s_case(reviewer: User, at_now: datetime) -> Case:
 
 def refused(case: Case, actor: User) -> list[str]:
     with pytest.raises(ReviewRefused) as refusal:
-        services.case_approve(case=case, actor=actor, reason="evidence read")
+        decisions.case_approve(case=case, actor=actor, reason="evidence read")
     assert selectors.case_get(case.id).status == Status.CANDIDATE
     return refusal.value.unmet
 
@@ -112,7 +113,7 @@ def test_the_submitters_checks_never_count(
 def test_the_approvers_own_check_counts(rita_s_case: Case, second_reviewer: User) -> None:
     assert refused(rita_s_case, second_reviewer) == [UNMET]
     services.evidence_check(case=rita_s_case, key="diagnosis/0", actor=second_reviewer)
-    outcome = services.case_approve(case=rita_s_case, actor=second_reviewer, reason="read it")
+    outcome = decisions.case_approve(case=rita_s_case, actor=second_reviewer, reason="read it")
     assert outcome.status == Status.APPROVED
 
 
@@ -123,7 +124,7 @@ def test_a_third_reviewers_check_counts(
     assert refused(rita_s_case, second_reviewer) == [UNMET]
     services.evidence_check(case=rita_s_case, key="diagnosis/0", actor=rhea)
     assert selectors.case_facts(rita_s_case).checked_diagnosis_evidence == 1
-    outcome = services.case_approve(case=rita_s_case, actor=second_reviewer, reason="rhea read it")
+    outcome = decisions.case_approve(case=rita_s_case, actor=second_reviewer, reason="rhea read it")
     assert outcome.status == Status.APPROVED
 
 

@@ -27,6 +27,7 @@ from experience.cases.tools import tool_specs
 from experience.core.models import SubmittedVia
 from experience.core.review import ReviewRefused
 from experience.lessons.models import Lesson
+from experience.review import decisions
 from experience.review.imports import items_import
 from reviewconsole.errors import ValidationFailure
 from tests.experience.conftest import NOW, case_data, prompt_data, prompt_skill_data, skill_data
@@ -191,7 +192,7 @@ def test_a_skill_stored_without_its_body_earlier_is_not_approvable(
     for submitted in (first, second):
         case = Case.objects.get(pk=submitted.id)
         services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
-        services.case_approve(case=case, actor=second_reviewer, reason="checked")
+        decisions.case_approve(case=case, actor=second_reviewer, reason="checked")
     (stored,) = items_import(items=[skill_data([first.id, second.id])], actor=reviewer)
     # As the defect stored it (the content is immutable to the ORM, so in SQL).
     with connection.cursor() as cursor:
@@ -200,7 +201,7 @@ def test_a_skill_stored_without_its_body_earlier_is_not_approvable(
             ["[]", "{}", stored.id],
         )
     with pytest.raises(ReviewRefused) as refused:
-        services.skill_approve(
+        decisions.skill_approve(
             skill=Skill.objects.get(pk=stored.id), actor=second_reviewer, reason="two incidents"
         )
     assert refused.value.unmet == ["no_recipe"]

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from experience.cases.models import Case
 from experience.core.models import Status
-from experience.lessons import services as lessons
+from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from reviewconsole.models import TenantMembership
 from reviewconsole.services import user_set_role
@@ -141,7 +141,7 @@ def test_merge_from_the_page(
     assert done.status_code == 303
     merged = Lesson.objects.get(supersedes=target.id, status=Status.APPROVED)
     assert done["Location"] == merged.get_absolute_url()
-    assert lessons.lesson_selectors.lesson_evidence(merged).supports
+    assert lesson_selectors.lesson_evidence(merged).supports
 
 
 def test_a_conflict_names_each_choice_chooses_nothing_for_the_reviewer_and_previews_the_revocation(

@@ -26,7 +26,7 @@ from experience.lessons import services as lessons
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
-from experience.review import conflicts, revocation
+from experience.review import conflicts, decisions, lesson_conflicts, revocation
 from experience.review import imports as review_imports
 from experience.runs.models import RevocationImpact
 from reviewconsole import clock
@@ -78,7 +78,7 @@ def approved_lesson(
 ) -> Callable[..., Lesson]:
     def make(data: dict[str, Any]) -> Lesson:
         lesson = submit_lesson(data)
-        lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="two incidents")
+        decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="two incidents")
         return lesson_selectors.lesson_get(lesson.id)
 
     return make
@@ -162,7 +162,7 @@ def test_approval_follows_four_eyes_reason_and_a_supporting_case(
     candidate_case = submit_case()
     lesson = submit_lesson(lesson_data([candidate_case.id]))
     with pytest.raises(ReviewRefused) as refusal:
-        lessons.lesson_approve(lesson=lesson, actor=reviewer, reason="")
+        decisions.lesson_approve(lesson=lesson, actor=reviewer, reason="")
     assert refusal.value.unmet == [
         domain.REASON_REQUIRED,
         domain.OWN_SUBMISSION,
@@ -170,7 +170,7 @@ def test_approval_follows_four_eyes_reason_and_a_supporting_case(
     ]
     assert Lesson.objects.get().status == Status.CANDIDATE
     approve_checked(candidate_case, actor=second_reviewer)
-    outcome = lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="backed")
+    outcome = decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="backed")
     assert outcome.status == Status.APPROVED
     assert Event.objects.filter(action=Action.LESSON_APPROVE, target=lesson.id).count() == 1
 
@@ -351,7 +351,7 @@ def test_narrowing_keeps_the_conflict_open_until_the_new_version_is_approved(
     narrowed = Lesson.objects.get(pk=result.narrowed)
     assert narrowed.supersedes == success.id and narrowed.status == Status.CANDIDATE
     assert LessonConflict.objects.get(pk=conflict.pk).status == ConflictStatus.OPEN
-    lessons.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
+    decisions.lesson_approve(lesson=narrowed, actor=second_reviewer, reason="narrowed")
     closed = LessonConflict.objects.get(pk=conflict.pk)
     assert (closed.status, closed.resolution) == (ConflictStatus.RESOLVED, "narrowed")
     assert Lesson.objects.get(pk=success.id).status == Status.SUPERSEDED
@@ -369,7 +369,7 @@ def test_a_new_version_of_a_conflicted_lesson_waits_for_the_conflict(
     )
     version = submit_lesson(lesson_data([two_cases[0].id], supersedes=failure.id))
     with pytest.raises(ReviewRefused) as refusal:
-        lessons.lesson_approve(lesson=version, actor=second_reviewer, reason="update")
+        decisions.lesson_approve(lesson=version, actor=second_reviewer, reason="update")
     assert refusal.value.unmet == [ld.CONFLICT_UNRESOLVED]
 
 
@@ -381,10 +381,10 @@ def test_the_curation_scan_finds_conflicts_approval_did_not_record(
         lesson_data([c.id for c in two_cases], lesson_type="success_pattern", conclusion="刷新")
     )
     LessonConflict.objects.all().delete()
-    found = lessons.conflicts_scan(actor=second_reviewer, now=clock.now())
+    found = lesson_conflicts.conflicts_scan(actor=second_reviewer, now=clock.now())
     assert [(c.lesson_a_id, c.lesson_b_id) for c in found] == [tuple(sorted((first.id, second.id)))]
     assert found[0].detected_on == "scan"
-    assert lessons.conflicts_scan(actor=second_reviewer, now=clock.now()) == []
+    assert lesson_conflicts.conflicts_scan(actor=second_reviewer, now=clock.now()) == []
 
 
 def test_curate_reports_lesson_conflicts(
@@ -437,7 +437,7 @@ def test_accepting_a_merge_makes_a_new_version_with_both_cases_evidence(
     )
     proposals = lesson_selectors.merge_proposals(candidate)
     assert [p.target for p in proposals] == [target.id]
-    outcome = lessons.merge_accept(
+    outcome = decisions.merge_accept(
         candidate=candidate, target=target, actor=second_reviewer, reason="same lesson"
     )
     merged = Lesson.objects.get(pk=outcome.merged)
@@ -461,7 +461,9 @@ def test_a_merge_by_the_candidates_submitter_is_refused(
     target = approved_lesson(lesson_data([two_cases[0].id]))
     candidate = submit_lesson(lesson_data([two_cases[1].id]), actor=second_reviewer)
     with pytest.raises(ReviewRefused) as refusal:
-        lessons.merge_accept(candidate=candidate, target=target, actor=second_reviewer, reason="x")
+        decisions.merge_accept(
+            candidate=candidate, target=target, actor=second_reviewer, reason="x"
+        )
     assert domain.OWN_SUBMISSION in refusal.value.unmet
     assert Lesson.objects.get(pk=target.id).status == Status.APPROVED
 

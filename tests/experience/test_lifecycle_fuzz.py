@@ -42,7 +42,7 @@ from experience.lessons import services as lessons
 from experience.lessons.models import Lesson, LessonConflict
 from experience.lessons.schema import parse_lesson
 from experience.retrieval.service import retrieve_experience
-from experience.review import conflicts, revocation
+from experience.review import conflicts, decisions, revocation
 from experience.review import revocation as revocation_
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data, without_verified
@@ -89,7 +89,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(case_id=cases, own=st.booleans())
         def approve_case(self, case_id: str, own: bool) -> None:
             with contextlib.suppress(*REFUSALS):
-                services.case_approve(
+                decisions.case_approve(
                     case=selectors.case_get(case_id),
                     actor=submitter if own else approver,
                     reason="fuzz",
@@ -98,7 +98,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(case_id=cases)
         def reject_case(self, case_id: str) -> None:
             with contextlib.suppress(*REFUSALS):
-                services.case_reject(case=selectors.case_get(case_id), actor=approver, reason="no")
+                decisions.case_reject(case=selectors.case_get(case_id), actor=approver, reason="no")
 
         @rule(case_id=cases)
         def revoke_case(self, case_id: str) -> None:
@@ -121,7 +121,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         def approve_skill(self, skill_id: str) -> None:
             if skill_id:
                 with contextlib.suppress(*REFUSALS):
-                    services.skill_approve(
+                    decisions.skill_approve(
                         skill=selectors.skill_get(skill_id), actor=approver, reason="ok"
                     )
 
@@ -164,7 +164,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(lesson_id=lesson_ids, own=st.booleans())
         def approve_lesson(self, lesson_id: str, own: bool) -> None:
             with contextlib.suppress(*REFUSALS):
-                lessons.lesson_approve(
+                decisions.lesson_approve(
                     lesson=lesson_selectors.lesson_get(lesson_id),
                     actor=submitter if own else approver,
                     reason="fuzz",
@@ -173,7 +173,7 @@ def build_machine(submitter: User, approver: User, agent: User) -> type[RuleBase
         @rule(lesson_id=lesson_ids)
         def reject_lesson(self, lesson_id: str) -> None:
             with contextlib.suppress(*REFUSALS):
-                lessons.lesson_reject(
+                decisions.lesson_reject(
                     lesson=lesson_selectors.lesson_get(lesson_id), actor=approver, reason="no"
                 )
 

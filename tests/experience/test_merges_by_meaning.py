@@ -55,7 +55,8 @@ def approved_lesson(
 ) -> Callable[[dict[str, Any]], Any]:
     from experience.lessons.models import Lesson
     from experience.lessons.schema import parse_lesson
-    from experience.lessons.services import lesson_approve, lesson_submit
+    from experience.lessons.services import lesson_submit
+    from experience.review.decisions import lesson_approve
 
     supports = [
         approved_case(incident="INC-A", title="A").id,

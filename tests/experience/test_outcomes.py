@@ -33,7 +33,9 @@ def confidence_of(case: Case, agent: User, run_id: str) -> float:
 def test_owner_reports_and_it_is_audited(approved_case: Callable[..., Case], agent: User) -> None:
     case = approved_case()
     experience_context(QUERY, SCOPE, NOW, "run-o", 200, actor=agent)
-    result = run_outcome_report(run_id="run-o", outcome="resolved_by_lead", note="ok", actor=agent)
+    result = run_outcome_report(
+        run_id="run-o", outcome="resolved_by_lead", note="ok", actor=agent
+    ).as_json()
     assert (result["outcome"], result["previous"], result["items"]) == (
         "resolved_by_lead",
         None,
@@ -45,7 +47,7 @@ def test_owner_reports_and_it_is_audited(approved_case: Callable[..., Case], age
         agent.pk,
         "resolved_by_lead",
     )
-    again = run_outcome_report(run_id="run-o", outcome="lead_was_wrong", actor=agent)
+    again = run_outcome_report(run_id="run-o", outcome="lead_was_wrong", actor=agent).as_json()
     assert again["previous"] == "resolved_by_lead"
     assert RunOutcome.objects.get().outcome == "lead_was_wrong"  # the latest report counts
 

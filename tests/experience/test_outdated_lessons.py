@@ -29,12 +29,11 @@ from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as ld
-from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
-from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.retrieval.block import experience_context
-from experience.review import revocation
+from experience.review import decisions, revocation
+from experience.review import outdating as review_outdating
 from experience.review.outcomes import run_outcome_report
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record
@@ -163,11 +162,11 @@ def test_restore_needs_a_reason_and_brings_the_lesson_back(
     curation_scan()
     restorer = make_user("rhea", "reviewer")
     with pytest.raises(ReviewRefused) as refusal:
-        outdating.lesson_restore(lesson=contradicted, actor=restorer, reason="  ")
+        review_outdating.lesson_restore(lesson=contradicted, actor=restorer, reason="  ")
     assert refusal.value.unmet == [domain.REASON_REQUIRED]
     assert Lesson.objects.get(pk=contradicted.id).status == Status.OUTDATED
 
-    outcome = outdating.lesson_restore(
+    outcome = review_outdating.lesson_restore(
         lesson=contradicted, actor=restorer, reason="the revoked case was a different campaign"
     )
     assert outcome.status == Status.APPROVED
@@ -183,14 +182,14 @@ def test_restore_needs_a_reason_and_brings_the_lesson_back(
     assert curation_scan().outdated == []
     # Restoring twice is refused by name.
     with pytest.raises(ReviewRefused) as twice:
-        outdating.lesson_restore(lesson=contradicted, actor=restorer, reason="again")
+        review_outdating.lesson_restore(lesson=contradicted, actor=restorer, reason="again")
     assert twice.value.unmet == [ld.NOT_OUTDATED]
 
 
 def test_restore_needs_the_review_permission(contradicted: Lesson, operator: User) -> None:
     curation_scan()
     with pytest.raises(ReviewRefused) as refusal:
-        outdating.lesson_restore(lesson=contradicted, actor=operator, reason="holds")
+        review_outdating.lesson_restore(lesson=contradicted, actor=operator, reason="holds")
     assert refusal.value.unmet == [domain.NOT_REVIEWER]
 
 
@@ -216,7 +215,7 @@ def test_confidence_falling_below_the_threshold_after_being_above_makes_it_outda
     assert lesson.id in recalled(agent)  # read under run-l
     # The agent's own refutation counts nothing (tests/experience/test_agent_refutations.py);
     # a reviewer's report of the run does.
-    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer)
+    result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer).as_json()
     assert result["counts"] is True
     # Two incidents for it, one refutation: 0.386, below the threshold; fewer counterexamples
     # than support, so it is the fall that makes it outdated, found when the outcome came in.
@@ -261,7 +260,7 @@ def test_a_new_version_supersedes_an_outdated_lesson(
 ) -> None:
     curation_scan()
     version = submit_lesson(lesson_data([three_cases[0].id], supersedes=contradicted.id))
-    lessons.lesson_approve(lesson=version, actor=make_user("rhea", "reviewer"), reason="reworded")
+    decisions.lesson_approve(lesson=version, actor=make_user("rhea", "reviewer"), reason="reworded")
     assert Lesson.objects.get(pk=contradicted.id).status == Status.SUPERSEDED
     entry = ReReview.objects.get(item_id=contradicted.id)
     assert (entry.status, entry.resolution) == (
@@ -326,7 +325,7 @@ def test_another_tenants_reviewer_can_neither_see_nor_restore_it(contradicted: L
     assert client.post(url, {"reason": "mine now"}).status_code == 404
     assert contradicted.id not in client.get(reverse("curation:rereview-list")).content.decode()
     with pytest.raises(ValidationFailure) as refusal:
-        outdating.lesson_restore(lesson=contradicted, actor=outsider, reason="mine now")
+        review_outdating.lesson_restore(lesson=contradicted, actor=outsider, reason="mine now")
     assert refusal.value.field == "id"
     assert Lesson.objects.get(pk=contradicted.id).status == Status.OUTDATED
 

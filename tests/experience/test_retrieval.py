@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from experience.cases import selectors, services
+from experience.cases import selectors
 from experience.cases.models import Case, Skill
 from experience.index import postings
 from experience.lessons import selectors as lesson_selectors
@@ -18,7 +18,7 @@ from experience.retrieval import pipeline
 from experience.retrieval import service as retrieval
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
-from experience.review import revocation
+from experience.review import decisions, revocation
 from experience.runs.models import Reference
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.permissions import NOT_PERMITTED
@@ -124,7 +124,7 @@ def test_rejected_and_superseded_are_invisible(
     agent: User,
 ) -> None:
     rejected = submit_case(case_data(incident="INC-5"))
-    services.case_reject(case=rejected, actor=second_reviewer, reason="no")
+    decisions.case_reject(case=rejected, actor=second_reviewer, reason="no")
     old = approved_case()
     new = submit_case(case_data(supersedes=old.id))
     approve_checked(new, actor=second_reviewer, reason="更正")

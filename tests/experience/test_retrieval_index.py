@@ -7,8 +7,9 @@ revocations, supersessions and lexicon changes, and while a scope's expanded pos
 the lexicon.
 
 The random corpora are written as rows (with times no review could give them), each change then
-published as the service making it publishes it (``reviewconsole.dispatch``), so the index hears
-of it exactly as it does from the services; the review services themselves are followed by
+followed by the calls a review decision makes once it has saved a status
+(``experience.review.lifecycle.status_followed``, the lesson inputs of a conflict), so the index
+hears of it exactly as it does from the services; the review services themselves are followed by
 ``test_the_index_follows_approval_revocation_and_supersession``.
 """
 
@@ -27,10 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experience.cases.models import Case, Skill, SkillCase
-from experience.cases.services import case_reject
 from experience.core import domain
 from experience.core.models import Status
-from experience.index import postings
+from experience.index import lesson_inputs, postings
 from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
@@ -40,12 +40,15 @@ from experience.retrieval.block import experience_context
 from experience.retrieval.pipeline import gated_cases, gated_skills
 from experience.retrieval.recall import recallable_lessons
 from experience.retrieval.service import ranked_items
+from experience.review.decisions import case_reject
+from experience.review.events import LessonConflictClosed, LessonConflictOpened
+from experience.review.lifecycle import status_followed
 from experience.review.revocation import case_revoke
 from knowledge.domain import sha256_hex
 from knowledge.models import Synonym
 from knowledge.postings import lexicon_stamp
 from knowledge.services import synonym_delete, synonym_set
-from reviewconsole.dispatch import Event, dispatch
+from reviewconsole.dispatch import dispatch
 from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
 
 pytestmark = pytest.mark.django_db
@@ -115,8 +118,8 @@ def _common(
 
 
 def status_published(item: Case | Skill | Lesson) -> None:
-    """What a review decision publishes once it has saved an item's status."""
-    dispatch(Event.ITEM_STATUS_CHANGED, item=item)
+    """What a review decision calls once it has saved an item's status."""
+    status_followed(item, now=NOW)
 
 
 def approved_published(item: Case | Skill | Lesson) -> None:
@@ -542,14 +545,16 @@ def open_conflict(first: Lesson, second: Lesson) -> LessonConflict:
         detected_at=NOW - timedelta(days=1),
         detected_on="scan",
     )
-    dispatch(Event.LESSON_CONFLICT_OPENED, conflict=conflict)
+    lesson_inputs.conflict_followed(conflict=conflict)
+    dispatch(LessonConflictOpened(conflict=conflict, now=NOW))
     return conflict
 
 
 def conflict_resolved(conflict: LessonConflict) -> None:
     conflict.status = "resolved"
     conflict.save(update_fields=["status"])
-    dispatch(Event.LESSON_CONFLICT_CLOSED, conflict=conflict)
+    lesson_inputs.conflict_followed(conflict=conflict)
+    dispatch(LessonConflictClosed(conflict=conflict, now=NOW))
 
 
 def cited_late(lesson: Lesson, case: Case, relation: str, position: int) -> None:

@@ -136,7 +136,7 @@ def test_another_accounts_run_answers_its_outcome_as_an_unknown_one(
     assert answers == [("run_id", NO_READS)] * 2
     # The stranger's own run of the same id is the stranger's to report on, and only it.
     recall("run-y", stranger)
-    mine = run_outcome_report(run_id="run-y", outcome="lead_was_wrong", actor=stranger)
+    mine = run_outcome_report(run_id="run-y", outcome="lead_was_wrong", actor=stranger).as_json()
     assert (mine["run_id"], mine["previous"]) == ("run-y", None)
     kept = RunOutcome.objects.get(run_id="run-y")
     assert (kept.outcome, kept.reported_by_id) == ("resolved_by_lead", owner.pk)
@@ -150,8 +150,10 @@ def test_the_same_run_id_in_two_tenants_is_two_runs(
     recall("run-a", owner)
     theirs = recall("run-a", outsider, OTHER_SCOPE)
     assert [i["id"] for i in theirs["items"]] == [other_case().id]
-    a_result = run_outcome_report(run_id="run-a", outcome="resolved_by_lead", actor=owner)
-    b_result = run_outcome_report(run_id="run-a", outcome="lead_was_wrong", actor=outsider)
+    a_result = run_outcome_report(run_id="run-a", outcome="resolved_by_lead", actor=owner).as_json()
+    b_result = run_outcome_report(
+        run_id="run-a", outcome="lead_was_wrong", actor=outsider
+    ).as_json()
     # Each outcome moves its own tenant's items.
     assert other_case().id not in {item["id"] for item in a_result["items"]}
     assert [item["id"] for item in b_result["items"]] == [other_case().id]
@@ -165,7 +167,9 @@ def test_an_id_taken_first_in_another_tenant_is_no_squat(
     # Tenant B's agent takes a predictable id before tenant A's agent uses it.
     recall("2026-10-01-001", outsider, OTHER_SCOPE)
     assert recall("2026-10-01-001", owner)["items"]
-    result = run_outcome_report(run_id="2026-10-01-001", outcome="resolved_by_lead", actor=owner)
+    result = run_outcome_report(
+        run_id="2026-10-01-001", outcome="resolved_by_lead", actor=owner
+    ).as_json()
     assert result["items"] and other_case().id not in {i["id"] for i in result["items"]}
     # Tenant A's reviewer finds A's run by the id its agent gave, and by its stored id.
     reviewer = limited(reviewer, SCOPE["tenant"])
@@ -188,7 +192,7 @@ def test_a_reviewer_of_the_runs_tenant_reports_its_outcome(
 ) -> None:
     recall("run-a", owner)
     reviewer = limited(reviewer, SCOPE["tenant"])
-    result = run_outcome_report(run_id="run-a", outcome="lead_was_wrong", actor=reviewer)
+    result = run_outcome_report(run_id="run-a", outcome="lead_was_wrong", actor=reviewer).as_json()
     assert result["reported_by"] == reviewer.username
 
 

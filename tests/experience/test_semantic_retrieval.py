@@ -215,7 +215,8 @@ def test_a_lesson_saying_the_same_in_other_words_is_proposed_as_a_merge_of_its_t
     from experience.lessons.models import Lesson, LessonMergeProposal
     from experience.lessons.schema import parse_lesson
     from experience.lessons.selectors import MEANING, merge_proposals
-    from experience.lessons.services import lesson_approve, lesson_submit
+    from experience.lessons.services import lesson_submit
+    from experience.review.decisions import lesson_approve
 
     supports = [case.id for case in cases]
 

@@ -17,9 +17,9 @@ from experience.cases.tools import tool_specs
 from experience.core import domain
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
+from experience.review import decisions, revocation
 from experience.review import impact as impacts
 from experience.review import imports as review_imports
-from experience.review import revocation
 from experience.runs import records as run_records
 from experience.runs.models import Reference, RevocationImpact
 from reviewconsole.errors import ImmutableContentError, PermissionRefused, ValidationFailure
@@ -150,7 +150,7 @@ def test_reviewer_checks_evidence(
 def test_approve(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
-    outcome = services.case_approve(case=case, actor=second_reviewer, reason=" 证据已核对 ")
+    outcome = decisions.case_approve(case=case, actor=second_reviewer, reason=" 证据已核对 ")
     case.refresh_from_db()
     assert outcome.status == case.status == Status.APPROVED
     assert (case.approved_by, case.approved_at, case.approved_reason) == (
@@ -165,7 +165,7 @@ def test_approve(submit_case: Callable[..., Case], second_reviewer: User) -> Non
 def test_four_eyes(submit_case: Callable[..., Case], reviewer: User) -> None:
     case = submit_case()
     # The submitter's own check (``verified: true`` in the import) does not count either.
-    assert refused(lambda: services.case_approve(case=case, actor=reviewer, reason="ok")) == [
+    assert refused(lambda: decisions.case_approve(case=case, actor=reviewer, reason="ok")) == [
         domain.OWN_SUBMISSION,
         domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
     ]
@@ -179,7 +179,7 @@ def test_only_reviewers_approve(
     case = submit_case()
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
     for actor in (operator, agent):
-        assert refused(partial(services.case_approve, case=case, actor=actor, reason="ok")) == [
+        assert refused(partial(decisions.case_approve, case=case, actor=actor, reason="ok")) == [
             domain.NOT_REVIEWER
         ]
 
@@ -228,7 +228,7 @@ def test_unmet_conditions_by_name(
 ) -> None:
     case = submit_case(case_data(**changes))
     assert (
-        refused(lambda: services.case_approve(case=case, actor=second_reviewer, reason="ok"))
+        refused(lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="ok"))
         == expected
     )
 
@@ -243,10 +243,12 @@ def test_checked_observation_is_not_checked_diagnosis(
     services.evidence_check(case=case, key="observations/0", actor=reviewer)
     services.evidence_check(case=case, key="outcome/0", actor=reviewer)
     assert refused(
-        lambda: services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="ok")
     ) == [domain.NO_CHECKED_DIAGNOSIS_EVIDENCE]
     services.evidence_check(case=case, key="diagnosis/0", actor=reviewer)
-    assert services.case_approve(case=case, actor=second_reviewer, reason="ok").status == "approved"
+    assert (
+        decisions.case_approve(case=case, actor=second_reviewer, reason="ok").status == "approved"
+    )
 
 
 def test_reason_state_and_expiry(
@@ -256,31 +258,31 @@ def test_reason_state_and_expiry(
 ) -> None:
     case = submit_case()
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
-    assert refused(lambda: services.case_approve(case=case, actor=second_reviewer, reason=" ")) == [
-        domain.REASON_REQUIRED
-    ]
+    assert refused(
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason=" ")
+    ) == [domain.REASON_REQUIRED]
     frozen_clock(datetime.fromisoformat("2027-12-31T00:00:00+08:00"))
     assert refused(
-        lambda: services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="ok")
     ) == [domain.EXPIRED]
     frozen_clock(NOW)
-    services.case_approve(case=case, actor=second_reviewer, reason="ok")
+    decisions.case_approve(case=case, actor=second_reviewer, reason="ok")
     assert refused(
-        lambda: services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="ok")
     ) == [domain.NOT_CANDIDATE]
 
 
 def test_reject(submit_case: Callable[..., Case], second_reviewer: User) -> None:
     case = submit_case()
     services.evidence_check(case=case, key="diagnosis/0", actor=second_reviewer)
-    assert refused(lambda: services.case_reject(case=case, actor=second_reviewer, reason="")) == [
+    assert refused(lambda: decisions.case_reject(case=case, actor=second_reviewer, reason="")) == [
         domain.REASON_REQUIRED
     ]
-    outcome = services.case_reject(case=case, actor=second_reviewer, reason="证据不足")
+    outcome = decisions.case_reject(case=case, actor=second_reviewer, reason="证据不足")
     assert outcome.status == Status.REJECTED
     assert events(Action.CASE_REJECT, case.id)[0].reason == "证据不足"
     assert refused(
-        lambda: services.case_approve(case=case, actor=second_reviewer, reason="ok")
+        lambda: decisions.case_approve(case=case, actor=second_reviewer, reason="ok")
     ) == [domain.NOT_CANDIDATE]
 
 
@@ -322,11 +324,12 @@ def test_skill_from_two_incidents(
 ) -> None:
     a, b = approved_case(incident="INC-1"), approved_case(incident="INC-2")
     skill = submit_skill([a.id, b.id], reviewer)
-    assert refused(lambda: services.skill_approve(skill=skill, actor=reviewer, reason="ok")) == [
+    assert refused(lambda: decisions.skill_approve(skill=skill, actor=reviewer, reason="ok")) == [
         domain.OWN_SUBMISSION
     ]
     assert (
-        services.skill_approve(skill=skill, actor=second_reviewer, reason="ok").status == "approved"
+        decisions.skill_approve(skill=skill, actor=second_reviewer, reason="ok").status
+        == "approved"
     )
     assert events(Action.SKILL_APPROVE, skill.id)[0].actor == second_reviewer
 
@@ -338,7 +341,7 @@ def test_two_summaries_of_one_incident_count_once(
     b = approved_case(incident="INC-1", title="同一事故的另一份摘要")
     skill = submit_skill([a.id, b.id], reviewer)
     assert refused(
-        lambda: services.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
+        lambda: decisions.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
     ) == [domain.TOO_FEW_INCIDENTS]
 
 
@@ -352,7 +355,7 @@ def test_skill_needs_approved_cases_of_its_scope(
     pending = submit_case(case_data(incident="INC-2"))
     skill = submit_skill([a.id, pending.id], reviewer)
     assert refused(
-        lambda: services.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
+        lambda: decisions.skill_approve(skill=skill, actor=second_reviewer, reason="ok")
     ) == [
         domain.CASE_UNAVAILABLE,
         domain.TOO_FEW_INCIDENTS,
@@ -362,7 +365,7 @@ def test_skill_needs_approved_cases_of_its_scope(
     )
     mixed = submit_skill([a.id, other.id], reviewer)
     assert refused(
-        lambda: services.skill_approve(skill=mixed, actor=second_reviewer, reason="ok")
+        lambda: decisions.skill_approve(skill=mixed, actor=second_reviewer, reason="ok")
     ) == [domain.SCOPE_MISMATCH]
 
 

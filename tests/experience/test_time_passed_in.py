@@ -25,11 +25,12 @@ from experience.cases import selectors, services
 from experience.cases.models import Case
 from experience.lessons import services as lessons
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions, revocation
 from experience.review import imports as review_imports
-from experience.review import revocation
+from experience.review.documents import document_revoke
 from experience.runs.models import Reference, RevocationImpact, RunFollowUp
 from knowledge.models import Document
-from knowledge.services import document_approve, document_revoke, documents_import
+from knowledge.services import document_approve, documents_import
 from reviewconsole import clock
 from reviewconsole.models import Event, Tenant
 from reviewconsole.roles import Role
@@ -93,7 +94,7 @@ def test_case_approve_reads_the_clock_once(
     checked_candidate: Case, second_reviewer: User, counting: Callable[[], CountingClock]
 ) -> None:
     last, counter = last_event(), counting()
-    services.case_approve(case=checked_candidate, actor=second_reviewer, reason="checked")
+    decisions.case_approve(case=checked_candidate, actor=second_reviewer, reason="checked")
     assert counter.reads == 1
     assert selectors.case_get(checked_candidate.id).approved_at == MOMENT
     assert [e.created_at for e in events_since(last)] == [MOMENT]
@@ -109,7 +110,7 @@ def test_approving_a_new_version_supersedes_the_old_one_at_the_same_moment(
     new = submit_case(case_data(supersedes=old.id, summary="补充：门店列表已更正。"))
     services.evidence_check(case=new, key="diagnosis/0", actor=second_reviewer)
     last, counter = last_event(), counting()
-    services.case_approve(case=new, actor=second_reviewer, reason="corrected")
+    decisions.case_approve(case=new, actor=second_reviewer, reason="corrected")
     assert counter.reads == 1
     assert selectors.case_get(old.id).superseded_at == MOMENT
     assert {e.created_at for e in events_since(last)} == {MOMENT}
@@ -125,7 +126,7 @@ def test_lesson_approve_reads_the_clock_once(
     case = approved_case()
     lesson, _ = lessons.lesson_submit(content=parse_lesson(lesson_data([case.id])), actor=reviewer)
     last, counter = last_event(), counting()
-    lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="one incident")
+    decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="one incident")
     assert counter.reads == 1
     lesson.refresh_from_db()
     assert lesson.approved_at == MOMENT
@@ -214,11 +215,11 @@ def test_a_write_given_its_moment_never_reads_the_clock(
     counting: Callable[[], CountingClock],
 ) -> None:
     last, counter = last_event(), counting()
-    services.case_approve(case=checked_candidate, actor=second_reviewer, reason="ok", now=GIVEN)
+    decisions.case_approve(case=checked_candidate, actor=second_reviewer, reason="ok", now=GIVEN)
     lesson, _ = lessons.lesson_submit(
         content=parse_lesson(lesson_data([checked_candidate.id])), actor=reviewer, now=GIVEN
     )
-    lessons.lesson_approve(lesson=lesson, actor=second_reviewer, reason="ok", now=GIVEN)
+    decisions.lesson_approve(lesson=lesson, actor=second_reviewer, reason="ok", now=GIVEN)
     revocation.case_revoke(case=checked_candidate, actor=second_reviewer, reason="no", now=GIVEN)
     assert counter.reads == 0
     assert {e.created_at for e in events_since(last)} == {GIVEN}

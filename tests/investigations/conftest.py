@@ -11,6 +11,7 @@ from experience.cases import services
 from experience.cases.models import Skill
 from experience.cases.schema import parse_case, parse_skill
 from experience.cases.tools import tool_specs
+from experience.review import decisions
 from tests.experience.conftest import approve_checked, case_data, skill_data
 from tests.knowledge.conftest import fixture_documents, knowledge_base
 
@@ -50,6 +51,6 @@ def memory(
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data(ids), tool_specs()), actor=reviewer
     )
-    services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     frozen_clock(datetime.fromisoformat("2026-09-18T14:20:00+08:00"))
     return skill

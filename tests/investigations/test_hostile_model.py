@@ -22,6 +22,7 @@ from experience.cases.models import Skill
 from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions
 from experience.runs.models import Reference
 from investigations.domain import (
     ANSWERED,
@@ -111,7 +112,7 @@ def lesson(
     cases = list(memory.case_links.order_by("position").values_list("case_id", flat=True))
     frozen_clock(REVIEWED_AT)
     submitted, _ = lessons.lesson_submit(content=parse_lesson(lesson_data(cases)), actor=reviewer)
-    lessons.lesson_approve(lesson=submitted, actor=second_reviewer, reason="two incidents")
+    decisions.lesson_approve(lesson=submitted, actor=second_reviewer, reason="two incidents")
     frozen_clock(datetime.fromisoformat("2026-09-18T14:20:00+08:00"))
     submitted.refresh_from_db()
     return submitted

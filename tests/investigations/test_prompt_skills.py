@@ -23,6 +23,7 @@ from experience.cases.schema import TicketContext, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.core.review import ReviewRefused
+from experience.review import decisions
 from experience.review.revocation import case_revoke, skill_revoke
 from experience.runs.models import Reference, Run
 from investigations.verification import CITATION_NOT_IN_RUN, OUTPUT_SHAPE_MISMATCH
@@ -66,7 +67,7 @@ def prompt_skill(
     frozen_clock(REVIEWED_AT)
     content = parse_skill(prompt_skill_data(cited_cases(memory)), tool_specs(), prompt_tools())
     skill, _ = services.skill_submit(content=content, actor=reviewer)
-    services.skill_approve(skill=skill, actor=second_reviewer, reason="两个不同事故，工具只读")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="两个不同事故，工具只读")
     frozen_clock(datetime.fromisoformat("2026-09-18T14:20:00+08:00"))
     skill.refresh_from_db()
     return skill
@@ -195,9 +196,9 @@ def test_a_prompt_skill_is_reviewed_like_a_recipe_skill(
     skill, _ = services.skill_submit(content=content, actor=reviewer)
 
     with pytest.raises(ReviewRefused) as own:
-        services.skill_approve(skill=skill, actor=reviewer, reason="mine")
+        decisions.skill_approve(skill=skill, actor=reviewer, reason="mine")
     with pytest.raises(ReviewRefused) as one_incident:
-        services.skill_approve(skill=skill, actor=second_reviewer, reason="one case")
+        decisions.skill_approve(skill=skill, actor=second_reviewer, reason="one case")
 
     assert "own_submission" in own.value.unmet
     assert one_incident.value.unmet == ["too_few_incidents"]
@@ -218,7 +219,7 @@ def test_approval_refuses_a_tool_no_longer_registered_read_only(
     monkeypatch.setattr(prompting, "_tools", {})
 
     with pytest.raises(ReviewRefused) as refused:
-        services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+        decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
 
     assert refused.value.unmet == ["prompt_tool_not_allowed"]
 

@@ -44,5 +44,7 @@ def test_investigation_actor_reports_the_outcome(
     with pytest.raises(ValidationFailure) as refused:
         run_outcome_report(run_id="inv-owned", outcome="resolved_by_lead", actor=stranger)
     assert (refused.value.field, refused.value.message) == ("run_id", NO_READS)
-    result = run_outcome_report(run_id="inv-owned", outcome="resolved_by_lead", actor=agent)
+    result = run_outcome_report(
+        run_id="inv-owned", outcome="resolved_by_lead", actor=agent
+    ).as_json()
     assert result["outcome"] == "resolved_by_lead"

@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 
 from experience.cases.models import Skill
 from experience.core.models import ItemType
+from experience.review.documents import document_revoke
 from experience.review.impact import revocation_impact
 from experience.runs.models import Reference
 from investigations.domain import (
@@ -37,7 +38,6 @@ from knowledge.conclusions import (
 )
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 from knowledge.models import Document
-from knowledge.services import document_revoke
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.tenancy import NOT_IN_TENANT

@@ -18,10 +18,12 @@ from experience.cases.schema import TicketContext, parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import ItemType
 from experience.core.review import NO_SUCH_SKILL
+from experience.review import decisions
+from experience.review.documents import document_revoke
 from experience.runs import records as run_records
 from experience.runs.models import Run
 from knowledge.models import Document
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from reviewconsole import clock
 from reviewconsole.errors import UnknownId
 from reviewconsole.roles import Role
@@ -79,7 +81,7 @@ def a_skill(people: dict[str, User]) -> Skill:
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()),
         actor=people["reviewer"],
     )
-    services.skill_approve(skill=skill, actor=people["second"], reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=people["second"], reason="two incidents")
     return skill
 
 

@@ -43,6 +43,7 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import Lesson
 from experience.retrieval.block import experience_context
 from experience.retrieval.service import retrieve_experience
+from experience.review import decisions
 from experience.review.outcomes import run_outcome_report
 from reviewconsole import clock
 from reviewconsole.models import Action, Event
@@ -92,7 +93,7 @@ def world(
     skill, _ = services.skill_submit(
         content=parse_skill(skill_data([c.id for c in two_cases]), tool_specs()), actor=reviewer
     )
-    services.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
+    decisions.skill_approve(skill=skill, actor=second_reviewer, reason="two incidents")
     candidate = submit_case(case_data(incident="INC-9", title="二号店优惠券：候选"))
     agent.set_password(PASSWORD)
     agent.save(update_fields=["password"])

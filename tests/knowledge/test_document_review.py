@@ -19,8 +19,10 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from experience.review.documents import document_revoke
 from experience.runs.models import RevocationImpact
 from experience.runs.records import run_store
+from knowledge import services as knowledge_services
 from knowledge.models import Document
 from knowledge.services import (
     ATTESTED_IMPORT,
@@ -28,7 +30,6 @@ from knowledge.services import (
     OWN_SUBMISSION,
     DocumentReviewRefused,
     document_approve,
-    document_revoke,
     document_save_new_version,
     documents_import,
 )
@@ -229,6 +230,21 @@ def test_the_service_stores_the_impact_of_a_revocation(approved: Document, opera
     )
     event = Event.objects.get(action=Action.DOCUMENT_REVOKE, target=approved.public_id)
     assert event.details["impact"] == {"skills": [], "runs": ["run-1"]}
+
+
+def test_knowledges_own_callers_reach_the_one_revocation(
+    approved: Document, operator: User
+) -> None:
+    """``knowledge.services.document_revoke`` (and knowledge's pages, admin and import) revoke
+    through experience's revocation, installed at start-up: the impact is stored with it."""
+    cite(approved.public_id, "run-1")
+
+    review_ = knowledge_services.document_revoke(
+        document=approved, actor=operator, reason="wrong threshold"
+    )
+
+    assert review_.document.revoked and review_.impact == {"skills": [], "runs": ["run-1"]}
+    assert RevocationImpact.objects.get(item_id=approved.public_id).runs == ["run-1"]
 
 
 def test_revoking_in_the_admin_stores_the_impact(approved: Document, operator: User) -> None:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
+from experience.review.documents import document_revoke
 from knowledge.domain import (
     GateFields,
     ReferenceDocument,
@@ -40,7 +41,7 @@ from knowledge.postings import (
     scope_ids,
 )
 from knowledge.search import KnowledgeContext, search_knowledge
-from knowledge.services import document_revoke, documents_import, synonym_delete, synonym_set
+from knowledge.services import documents_import, synonym_delete, synonym_set
 from reviewconsole.roles import Role
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,10 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from experience.review.documents import document_revoke
 from knowledge.models import Document
 from knowledge.search import KnowledgeContext, search_knowledge
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from reviewconsole.roles import Role
 from reviewconsole.services import system_agent
 from tests.knowledge.conftest import document

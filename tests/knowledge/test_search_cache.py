@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from experience.review.documents import document_revoke
 from knowledge import search
 from knowledge.models import Document
 from knowledge.search import KnowledgeContext, search_knowledge
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from tests.knowledge.test_postings import BRAND, STORES, TENANT, at, corpus
 
 pytestmark = pytest.mark.django_db

@@ -7,12 +7,12 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import User
 
+from experience.review.documents import document_revoke
 from knowledge.models import Document, Synonym
 from knowledge.services import (
     LEXICON_REFUSED,
     NOTHING_CHANGED,
     document_approve,
-    document_revoke,
     document_save_new_version,
     documents_import,
     synonym_delete,

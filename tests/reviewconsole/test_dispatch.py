@@ -1,7 +1,10 @@
-"""The event dispatch: handlers run in the writer's transaction, in the order they subscribed."""
+"""The event dispatch: handlers run in the writer's transaction, in the order they subscribed,
+take the event and answer nothing."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -11,9 +14,13 @@ from django_tasks_db.models import DBTaskResult
 
 from knowledge.models import Synonym
 from reviewconsole import dispatch
-from reviewconsole.dispatch import Event, OutsideTransaction
+from reviewconsole.dispatch import OutsideTransaction, Published
+from tests.experience.conftest import NOW
 
-EVENT = Event.LEXICON_CHANGED
+
+@dataclass(frozen=True, kw_only=True)
+class Noted(Published):
+    note: str = ""
 
 
 class Refused(Exception):
@@ -21,40 +28,50 @@ class Refused(Exception):
 
 
 @pytest.fixture
-def heard(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any], bool]]:
-    """``EVENT`` with no subscriber but the test's own; each call as (handler, payload, in a
+def heard(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Noted, bool]]:
+    """``Noted`` with no subscriber but the test's own; each call as (handler, event, in a
     transaction)."""
-    monkeypatch.setitem(dispatch._subscribers, EVENT, [])
+    monkeypatch.setitem(dispatch._subscribers, Noted, [])
     return []
 
 
 def recorder(name: str, calls: list[Any], answer: object = None) -> Any:
-    def handler(**payload: Any) -> object:
-        calls.append((name, payload, transaction.get_connection().in_atomic_block))
+    def handler(event: Noted) -> object:
+        calls.append((name, event, transaction.get_connection().in_atomic_block))
         return answer
 
     return handler
 
 
 @pytest.mark.django_db
-def test_handlers_run_in_the_order_they_subscribed_and_answer(heard: list[Any]) -> None:
+def test_handlers_run_in_the_order_they_subscribed_and_their_answers_go_nowhere(
+    heard: list[Any],
+) -> None:
     first, second = recorder("first", heard, answer=1), recorder("second", heard, answer=2)
-    dispatch.dispatch_subscribe(EVENT, first)
-    dispatch.dispatch_subscribe(EVENT, second)
-    dispatch.dispatch_subscribe(EVENT, first)  # once, however often asked
-    assert dispatch.subscribers(EVENT) == (first, second)
+    dispatch.dispatch_subscribe(Noted, first)
+    dispatch.dispatch_subscribe(Noted, second)
+    dispatch.dispatch_subscribe(Noted, first)  # once, however often asked
+    assert dispatch.subscribers(Noted) == (first, second)
 
+    event = Noted(note="x", now=NOW)
     with transaction.atomic():
-        answers = dispatch.dispatch(EVENT, item="x")
+        dispatch.dispatch(event)
 
-    assert answers == [1, 2]
-    assert heard == [("first", {"item": "x"}, True), ("second", {"item": "x"}, True)]
+    assert heard == [("first", event, True), ("second", event, True)]
+
+
+def test_an_event_is_frozen_and_carries_the_moment_of_its_write() -> None:
+    event = Noted(note="x", now=NOW)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.note = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Noted(note="x")  # type: ignore[call-arg]
 
 
 def test_publishing_outside_a_transaction_is_refused(heard: list[Any]) -> None:
-    dispatch.dispatch_subscribe(EVENT, recorder("handler", heard))
+    dispatch.dispatch_subscribe(Noted, recorder("handler", heard))
     with pytest.raises(OutsideTransaction):
-        dispatch.dispatch(EVENT)
+        dispatch.dispatch(Noted(now=NOW))
     assert heard == []
 
 
@@ -70,34 +87,27 @@ def test_what_a_handler_writes_commits_or_rolls_back_with_the_write(
     """The queue is a table: a task a handler queues exists exactly when the write committed."""
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
-    def queue(**payload: Any) -> None:
-        _noted.enqueue(str(payload["note"]))
+    def queue(event: Noted) -> None:
+        _noted.enqueue(event.note)
 
-    dispatch.dispatch_subscribe(EVENT, queue)
+    dispatch.dispatch_subscribe(Noted, queue)
     with pytest.raises(Refused), transaction.atomic():
-        dispatch.dispatch(EVENT, note="rolled back")
+        dispatch.dispatch(Noted(note="rolled back", now=NOW))
         raise Refused
     assert not DBTaskResult.objects.exists()
 
     with transaction.atomic():
-        dispatch.dispatch(EVENT, note="committed")
+        dispatch.dispatch(Noted(note="committed", now=NOW))
     assert [row.args_kwargs["args"] for row in DBTaskResult.objects.all()] == [["committed"]]
 
 
 @pytest.mark.django_db
 def test_a_failing_handler_fails_the_write(heard: list[Any]) -> None:
-    def refuse(**_: Any) -> None:
+    def refuse(event: Noted) -> None:
         raise Refused
 
-    dispatch.dispatch_subscribe(EVENT, refuse)
+    dispatch.dispatch_subscribe(Noted, refuse)
     with pytest.raises(Refused), transaction.atomic():
         Synonym.objects.create(term="点数", canonical="积分")
-        dispatch.dispatch(EVENT)
+        dispatch.dispatch(Noted(now=NOW))
     assert not Synonym.objects.filter(term="点数").exists()
-
-
-def test_every_event_is_named_after_its_app() -> None:
-    apps = {"experience", "investigations", "knowledge"}
-    for event in Event:
-        app, subject, happened = event.value.split(".")
-        assert app in apps and subject and happened, event

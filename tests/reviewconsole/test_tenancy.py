@@ -11,10 +11,12 @@ from django.test import Client
 from django.urls import reverse
 
 from experience.cases.models import Case
-from experience.cases.services import case_approve, evidence_check
+from experience.cases.services import evidence_check
 from experience.core.review import NO_SUCH_CASE
+from experience.review.decisions import case_approve
+from experience.review.documents import document_revoke
 from knowledge.models import Document
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.roles import Role
 from reviewconsole.selectors import AUDIT_LOG_REFUSED, events_csv_rows, events_filtered

@@ -17,9 +17,10 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from agentapi.services import token_create
+from experience.review.documents import document_revoke
 from knowledge.models import Document
 from knowledge.search import KnowledgeContext, search_knowledge
-from knowledge.services import document_revoke, documents_import
+from knowledge.services import documents_import
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from semantic.branch import caches_cleared

@@ -9,14 +9,9 @@ from django.contrib.auth.models import User
 
 from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_case, parse_skill
-from experience.cases.services import (
-    case_approve,
-    case_submit,
-    evidence_check,
-    skill_approve,
-    skill_submit,
-)
+from experience.cases.services import case_submit, evidence_check, skill_submit
 from experience.cases.tools import tool_specs
+from experience.review.decisions import case_approve, skill_approve
 from experience.runs.models import Run
 from experience.runs.records import references_record, run_store
 from reviewconsole import clock

@@ -19,7 +19,7 @@ from django.utils.html import escape
 
 from experience.cases.models import Case, Skill
 from experience.cases.schema import parse_skill
-from experience.cases.services import case_approve, evidence_check, skill_approve, skill_submit
+from experience.cases.services import evidence_check, skill_submit
 from experience.cases.tools import tool_specs
 from experience.core import availability, domain
 from experience.core.models import Status
@@ -27,6 +27,8 @@ from experience.core.review import ReviewRefused
 from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
+from experience.review import decisions
+from experience.review.decisions import case_approve, skill_approve
 from experience.review.revocation import case_revoke
 from reviewconsole import clock
 from reviewconsole.timeparse import to_utc_iso
@@ -107,7 +109,7 @@ def test_a_lesson_whose_support_is_revoked_is_unavailable_on_its_page_and_in_the
 ) -> None:
     case = memory["cases"][0]
     lesson = _lesson(operator, [case.id])
-    lessons.lesson_approve(lesson=lesson, actor=reviewer, reason="one incident backs it")
+    decisions.lesson_approve(lesson=lesson, actor=reviewer, reason="one incident backs it")
     case_revoke(case=case, actor=second_reviewer, reason="wrong store")
     client.force_login(reviewer)
     html = _page(client, Lesson.objects.get(pk=lesson.id))
@@ -332,7 +334,7 @@ def test_the_lesson_list_shows_the_same_state_as_the_lesson_page(
 ) -> None:
     case = memory["cases"][0]
     lesson = _lesson(operator, [case.id])
-    lessons.lesson_approve(lesson=lesson, actor=reviewer, reason="one incident backs it")
+    decisions.lesson_approve(lesson=lesson, actor=reviewer, reason="one incident backs it")
     client.force_login(reviewer)
     listed = client.get(reverse("experience:lesson-list") + "?status=approved").content.decode()
     assert "badge-approved" in listed and "approved, unavailable" not in listed

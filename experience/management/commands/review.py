@@ -7,10 +7,9 @@ from experience.cases import selectors, services
 from experience.core import domain
 from experience.core.review import Impact, ReviewOutcome, ReviewRefused
 from experience.lessons import selectors as lesson_selectors
-from experience.lessons import services as lessons
+from experience.review import decisions, revocation
 from experience.review import documents as review_documents
 from experience.review import impact as impacts
-from experience.review import revocation
 from experience.review import revocation as revocation_
 from knowledge.services import document_review_unmet
 from reviewconsole import clock
@@ -69,24 +68,24 @@ class Command(JsonCommand):
         if kind == "case":
             case = selectors.case_get(item_id, user=actor)
             action = {
-                "approve": services.case_approve,
-                "reject": services.case_reject,
+                "approve": decisions.case_approve,
+                "reject": decisions.case_reject,
                 "revoke": revocation.case_revoke,
             }[operation]
             return action(case=case, actor=actor, reason=reason)
         if kind == "skill":
             skill = selectors.skill_get(item_id, user=actor)
             skill_action = {
-                "approve": services.skill_approve,
-                "reject": services.skill_reject,
+                "approve": decisions.skill_approve,
+                "reject": decisions.skill_reject,
                 "revoke": revocation.skill_revoke,
             }[operation]
             return skill_action(skill=skill, actor=actor, reason=reason)
         if kind == "lesson":
             lesson = lesson_selectors.lesson_get(item_id, user=actor)
             lesson_action = {
-                "approve": lessons.lesson_approve,
-                "reject": lessons.lesson_reject,
+                "approve": decisions.lesson_approve,
+                "reject": decisions.lesson_reject,
                 "revoke": revocation_.lesson_revoke,
             }[operation]
             return lesson_action(lesson=lesson, actor=actor, reason=reason)

@@ -22,7 +22,7 @@ class Command(JsonCommand):
             outcome=options["outcome"],
             note=options["note"],
             actor=user_by_name(options["as_user"]),
-        )
+        ).as_json()
 
     def render_text(self, result: dict[str, Any]) -> str:
         lines = [f"{result['run_id']}: {result['outcome']} (by {result['reported_by']})"]
