@@ -60,7 +60,8 @@ class ReviewKind(Generic[I]):
 
     def locked(self, item: I) -> I:
         """The row again, locked for the decision (a concurrent decision waits, then sees it)."""
-        return self.model._default_manager.select_for_update().get(pk=item.pk)
+        row: I = self.model._default_manager.select_for_update().get(pk=item.pk)
+        return row
 
     def _decided(
         self,
@@ -120,7 +121,7 @@ class ReviewKind(Generic[I]):
         ``by`` and audit it; None when there is no such version. Only a version of the new
         one's tenant is ever superseded, even by a row stored before submission refused other
         tenants' ids."""
-        old = (
+        old: I | None = (
             self.model._default_manager.select_for_update()
             .filter(pk=old_id, tenant=by.tenant, status__in=[Status.APPROVED, Status.OUTDATED])
             .first()

@@ -86,7 +86,8 @@ def approved_lesson(
 
 def recall(agent: User, query: str = "优惠券 无法使用", **kw: Any) -> list[dict[str, Any]]:
     result = retrieve_experience(query, SCOPE, kw.pop("now", clock.now()), "run-l", 10, actor=agent)
-    return result["items"]
+    items: list[dict[str, Any]] = result["items"]
+    return items
 
 
 # --- import -----------------------------------------------------------------------------------
@@ -184,7 +185,8 @@ def test_review_command_approves_rejects_and_revokes_lessons(
     def review(*args: str) -> dict[str, Any]:
         out = StringIO()
         call_command("review", *args, "--as", second_reviewer.username, "--json", stdout=out)
-        return json.loads(out.getvalue())
+        answer: dict[str, Any] = json.loads(out.getvalue())
+        return answer
 
     assert review("approve", lesson.id, "--reason", "ok")["status"] == "approved"
     assert review("reject", other.id, "--reason", "duplicate")["status"] == "rejected"

@@ -47,7 +47,8 @@ def signals_kept() -> Iterator[None]:
 
 def body(response: Any) -> dict[str, Any]:
     assert response["Content-Type"] == "application/json"
-    return json.loads(response.content)
+    answer: dict[str, Any] = json.loads(response.content)
+    return answer
 
 
 # --- /healthz ------------------------------------------------------------------------------------

@@ -77,10 +77,10 @@ def test_add_user_sets_and_clears_tenant_limits() -> None:
     tenants_exist("a", "b")
     status, _ = run_json("add_user", "tia", "--role", "reviewer", "--tenant", "a", "--tenant", "b")
     assert status == 0
-    assert tenants_of(User.objects.get(username="tia")) == {"a", "b"}
+    assert tenants_of(User.objects.get(username="tia")) == frozenset({"a", "b"})
 
     run_json("add_user", "tia", "--role", "reviewer")  # no tenant flags: limits unchanged
-    assert tenants_of(User.objects.get(username="tia")) == {"a", "b"}
+    assert tenants_of(User.objects.get(username="tia")) == frozenset({"a", "b"})
 
     run_json("add_user", "tia", "--role", "reviewer", "--all-tenants")
     assert tenants_of(User.objects.get(username="tia")) is None
