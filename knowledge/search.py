@@ -12,22 +12,19 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
-from django.db.models import Q
 
 from knowledge import lexicon as index_lexicon
 from knowledge import postings
 from knowledge.domain import (
+    DOCUMENT_GATE,
+    INDEX_GATE,
+    KNOWN,
     MATCH,
-    RRF_K,
+    OCCURRED,
     UNKNOWN,
     Conditions,
     Quote,
     compare_conditions,
-    exact_order,
-    expand,
-    rrf_fraction,
-    rrf_fractions,
-    tokenize,
 )
 from knowledge.models import Document, DocumentStore
 from knowledge.postings import VECTOR_SPACE
@@ -38,6 +35,23 @@ from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
 from semantic.branch import OFF, Branch, vector_branch
 from semantic.branch import votes as vector_votes
+from textsearch.arrays import CACHE as _arrays_cache
+from textsearch.arrays import ROW_VERSION, arrays_column
+from textsearch.domain import (
+    RRF_K,
+    ParsedQuery,
+    columns_admit,
+    exact_order,
+    parse_query,
+    reparsed,
+    rrf_fraction,
+    rrf_fractions,
+)
+from textsearch.gate import gate_q
+from textsearch.postings import ids_of, micros, token_key
+
+# This index's name in the engine's array cache (``textsearch.arrays``).
+INDEX_NAME = "knowledge"
 
 RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
@@ -86,17 +100,18 @@ def _result(
 
 
 def gated_rows(context: KnowledgeContext) -> Any:
-    """The gate of step 2, entirely in the database: scope, approval, validity, knowledge time."""
+    """The gate of step 2, entirely in the database: the scope, then ``DOCUMENT_GATE``
+    (review, validity, knowledge time) as a filter."""
     return DocumentStore.objects.filter(
-        Q(document__valid_to__isnull=True) | Q(document__valid_to__gt=context.occurred_at),
+        gate_q(
+            DOCUMENT_GATE,
+            {OCCURRED: context.occurred_at, KNOWN: context.known_at},
+            "document__",
+        ),
         tenant=context.tenant,
         brand=context.brand,
         campaign=context.campaign,
         store=context.store,
-        document__approved=True,
-        document__revoked=False,
-        document__valid_from__lte=context.occurred_at,
-        document__published_at__lte=context.known_at,
     )
 
 
@@ -261,50 +276,20 @@ class _Read:
     scope_id: int | None = None
 
 
-# PostgreSQL: a scope's packed array is sent only when it differs from the one this process
-# kept. Every update of the row writes a new row version, named by the transaction that wrote it
-# (``xmin``) and its place (``ctid``, new for each version a transaction writes), so an unchanged
-# pair means unchanged arrays. SQLite reads the blob in process memory and needs no such cache.
-_arrays_cache: OrderedDict[tuple[str | None, ...], tuple[str, np.ndarray]] = OrderedDict()
-_arrays_lock = threading.Lock()
-ARRAYS_CACHE_BYTES = 32 * 1024 * 1024
-_ROW_VERSION = "(s.xmin::text || ':' || s.ctid::text)"
-
-
-def _cached_arrays(scope: tuple[str | None, ...]) -> tuple[str, np.ndarray] | None:
-    with _arrays_lock:
-        cached = _arrays_cache.get(scope)
-        if cached is not None:
-            _arrays_cache.move_to_end(scope)
-        return cached
-
-
-def _keep_arrays(scope: tuple[str | None, ...], version: str, entries: np.ndarray) -> None:
-    with _arrays_lock:
-        _arrays_cache[scope] = (version, entries)
-        _arrays_cache.move_to_end(scope)
-        while sum(e.nbytes for _, e in _arrays_cache.values()) > ARRAYS_CACHE_BYTES:
-            _arrays_cache.popitem(last=False)
-
-
-def _read(
-    raw_query: frozenset[str], expanded_query: frozenset[str], context: KnowledgeContext
-) -> _Read:
-    raw = sorted({postings.token_key(t) for t in raw_query})
-    expanded = sorted({postings.token_key(t) for t in expanded_query})
+def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
+    raw = sorted({token_key(t) for t in query.raw})
+    expanded = sorted({token_key(t) for t in query.expanded})
     every = sorted(set(raw) | set(expanded))
     scope = [context.tenant, context.brand, context.campaign, context.store]
-    key = tuple(scope)
+    key = (INDEX_NAME, *scope)
     versioned = connection.vendor == "postgresql"
-    cached = _cached_arrays(key) if versioned else None
+    cached = _arrays_cache.get(key) if versioned else None
     raw_test, raw_params = _token_test(raw, array=versioned)
     expanded_test, expanded_params = _token_test(expanded, array=versioned)
     every_test, every_params = _token_test(every, array=versioned)
     sql = _POSTINGS_SQL.format(
-        version=_ROW_VERSION if versioned else "NULL",
-        arrays=f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.arrays END"
-        if versioned
-        else "s.arrays",
+        version=ROW_VERSION if versioned else "NULL",
+        arrays=arrays_column("s.arrays") if versioned else "s.arrays",
         raw=raw_test,
         expanded=expanded_test,
         every=every_test,
@@ -318,37 +303,42 @@ def _read(
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
                 read.found, read.stamp, read.scope_id = True, stamp, scope_id
-                if first is None and cached is not None and version == cached[0]:
-                    read.entries = cached[1]
+                kept = _arrays_cache.current(key, version, first) if versioned else None
+                if kept is not None:
+                    read.entries = kept
                 else:
                     read.entries = postings.entries_of(first)
                     if versioned and version is not None:
-                        _keep_arrays(key, version, read.entries)
+                        _arrays_cache.keep(key, version, read.entries)
                 read.multi_version = bool(multi_version)
             else:
                 if first is not None:
-                    read.raw.append(postings.ids_of(first))
+                    read.raw.append(ids_of(first))
                 if second is not None:
-                    read.expanded.append(postings.ids_of(second))
+                    read.expanded.append(ids_of(second))
     return read
 
 
-def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
-    """The head of the fused ranking, exactly as the definition orders it."""
-    raw_query = tokenize(query)
+def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
+    """The head of the fused ranking, exactly as the definition orders it. ``query`` is parsed
+    once (its raw tokens); it is expanded again only when the index moved to another lexicon."""
     stamp = index_lexicon.last_indexed_stamp()
+    stamp, lexicon = index_lexicon.indexed_for(stamp)
+    if isinstance(query, str):
+        parsed = parse_query(query, lexicon, stamp)
+    else:
+        parsed = reparsed(query, lexicon, stamp)
     for _attempt in range(5):
-        stamp, lexicon = index_lexicon.indexed_for(stamp)
-        expanded_query = tokenize(expand(query, lexicon))
-        if not raw_query and not expanded_query:
+        if parsed.empty:
             return NOTHING
-        read = _read(raw_query, expanded_query, context)
+        read = _read(parsed, context)
         if not read.found:
             return NOTHING
-        if read.stamp == stamp:
-            return _ranked(read, len(raw_query), len(expanded_query), context, query)
+        if read.stamp == parsed.stamp:
+            return _ranked(read, len(parsed.raw), len(parsed.expanded), context, parsed.text)
         # The index moved to another lexicon since it was read: expand the query again with it.
-        stamp = read.stamp
+        stamp, lexicon = index_lexicon.indexed_for(read.stamp)
+        parsed = reparsed(parsed, lexicon, stamp)
     raise RuntimeError("the lexicon kept changing during one search")
 
 
@@ -373,17 +363,14 @@ def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> lis
 def _ranked(
     read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext, query: str = ""
 ) -> Ranked:
+    """The head of the ranking over ``read``: the sizes of the query's raw and expanded token
+    sets and its text (what the vector branch embeds) come from the query parsed once."""
     entries = read.entries
     count = len(entries)
     if count == 0:
         return NOTHING
-    at = postings.micros(context.occurred_at)
-    known = postings.micros(context.known_at)
-    gated = (
-        (entries["valid_from"] <= at)
-        & (at < entries["valid_to"])
-        & (entries["published_at"] <= known)
-    )
+    instants = {OCCURRED: micros(context.occurred_at), KNOWN: micros(context.known_at)}
+    gated = np.asarray(columns_admit(INDEX_GATE, entries, instants), dtype=bool)
     if read.multi_version:
         # Only the newest gated version of each doc_key goes on to ranking.
         index = np.nonzero(gated)[0]
