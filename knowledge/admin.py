@@ -53,6 +53,7 @@ from reviewconsole.permissions import (
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 from reviewconsole.views import refusal_as_403
+from textsearch.admin import EntryAdminFields, PostingAdminFields
 
 CONTENT_FIELDS = (
     "doc_key",
@@ -402,17 +403,13 @@ class SearchScopeAdmin(IndexAdmin):
 
 
 @admin.register(SearchEntry)
-class SearchEntryAdmin(IndexAdmin):
-    tenant_field = "scope__tenant"
+class SearchEntryAdmin(EntryAdminFields, IndexAdmin):
     list_display = ("public_id", "scope", "has_newer", "rule_contested")
-    exclude = ("expanded_tokens",)
 
 
 @admin.register(PostingList)
-class PostingListAdmin(IndexAdmin):
-    tenant_field = "scope__tenant"
-    list_display = ("token", "scope")
-    exclude = ("raw", "expanded")
+class PostingListAdmin(PostingAdminFields, IndexAdmin):
+    pass
 
 
 @admin.register(LexiconState)

@@ -48,7 +48,7 @@ from textsearch.domain import (
     rrf_fractions,
 )
 from textsearch.gate import gate_q
-from textsearch.postings import ids_of, micros, token_key
+from textsearch.postings import ids_of, micros, placeholders, token_key
 
 # This index's name in the engine's array cache (``textsearch.arrays``).
 INDEX_NAME = "knowledge"
@@ -251,18 +251,13 @@ WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 """
 
 
-def _placeholders(values: list[str]) -> str:
-    # An empty IN () is not SQL; a space is never part of a token, so it matches nothing.
-    return ", ".join(["%s"] * len(values)) if values else "%s"
-
-
 def _token_test(values: list[str], *, array: bool) -> tuple[str, list[Any]]:
     """``p.token`` among ``values``: on PostgreSQL one array parameter, so the statement's text
     is the same for every query (the driver parses a new text each time, which cost more than
     the database's answer); elsewhere an ``IN`` list."""
     if array:
         return "= ANY(%s)", [values]
-    return f"IN ({_placeholders(values)})", values or [" "]
+    return f"IN ({placeholders(len(values))})", values or [" "]
 
 
 @dataclass

@@ -146,9 +146,7 @@ def _merged(blob: Any, add: set[int], remove: set[int]) -> bytes:
     return ids.astype(ID_DTYPE).tobytes()
 
 
-def changes_applied(
-    changes: Changes, models: IndexModels, fresh: set[int] | None = None
-) -> None:
+def changes_applied(changes: Changes, models: IndexModels, fresh: set[int] | None = None) -> None:
     """Write ``changes`` into the posting lists (rows locked while they are rewritten).
 
     Scopes in ``fresh`` were created by the caller and have no lists yet: theirs are written
@@ -195,3 +193,9 @@ def changes_applied(
             models.posting.objects.bulk_create(created, batch_size=1000)
             models.posting.objects.bulk_update(updated, ["raw", "expanded"], batch_size=1000)
             models.posting.objects.filter(pk__in=emptied).delete()
+
+
+def placeholders(count: int) -> str:
+    """``count`` parameters of an ``IN (...)`` list. An empty ``IN ()`` is not SQL: a space,
+    never part of a token, stands in and matches nothing."""
+    return ", ".join(["%s"] * count) if count else "%s"

@@ -155,14 +155,15 @@ def experience_context(
 
     threshold = context_threshold()
     chunk_of = chunk_size(request.size)
-    query = request.query
+    parsed = request.parsed
+    assert parsed is not None  # a complete request is parsed
     block, semantic = pipeline.answered(
-        query,
+        parsed,
         exact,
         now,
         lambda ranked: (
             context.build_block(
-                _candidates(BestFirst(ranked, now, query, explain=False), exact, chunk_of),
+                _candidates(BestFirst(ranked, now, parsed, explain=False), exact, chunk_of),
                 scope=exact,
                 now=now,
                 budget=request.size,

@@ -264,7 +264,9 @@ def scopes(draw: st.DrawFn) -> Scope:
 
 
 @given(documents(), scopes())
-def test_the_gate_never_admits_an_out_of_scope_document(doc: DocumentGateFields, scope: Scope) -> None:
+def test_the_gate_never_admits_an_out_of_scope_document(
+    doc: DocumentGateFields, scope: Scope
+) -> None:
     if admits(doc, scope):
         assert (doc.tenant, doc.brand, doc.campaign) == (scope.tenant, scope.brand, scope.campaign)
         assert scope.store in doc.stores
