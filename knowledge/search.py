@@ -33,22 +33,25 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from semantic.branch import OFF, Branch, vector_branch
-from semantic.branch import votes as vector_votes
 from textsearch.arrays import CACHE as _arrays_cache
 from textsearch.arrays import ROW_VERSION, arrays_column
 from textsearch.domain import (
     RRF_K,
     ParsedQuery,
     columns_admit,
-    exact_order,
     parse_query,
     reparsed,
-    rrf_fraction,
     rrf_fractions,
 )
 from textsearch.gate import gate_q
 from textsearch.postings import ids_of, micros, placeholders, token_key
+from textsearch.ranking import EXACT_RATIO_BOUND, intersections
+from textsearch.ranking import exact_head as _exact_head
+from textsearch.ranking import found_by as _branches_of
+from textsearch.ranking import jaccard_order as _jaccard_order
+from textsearch.ranking import shares as _shares
+from textsearch.vector import OFF, Branch, fusion_columns, ranks_or_none, vector_branch
+from textsearch.vector import votes as vector_votes
 
 # This index's name in the engine's array cache (``textsearch.arrays``).
 INDEX_NAME = "knowledge"
@@ -185,7 +188,7 @@ def search_knowledge(
 @dataclass(frozen=True)
 class Ranked:
     """The first ``limit`` fused documents (their ids), how many matched, which of the chosen
-    ones are in conflict, which branches found each (``BRANCHES``), and what the vector branch
+    ones are in conflict, which branches found each (``textsearch.ranking.BRANCHES``), and what the vector branch
     did (``semantic.branch`` statuses)."""
 
     chosen: list[int]
@@ -197,9 +200,6 @@ class Ranked:
     # Of the chosen: ``relevance`` and, where the vector branch scored it, ``similarity``.
     relevance: list[dict[str, float]] = field(default_factory=list)
 
-
-# The branches a result names in ``found_by``, in this order.
-RAW, EXPANDED, VECTOR = "raw", "expanded", "vector"
 
 NOTHING = Ranked([], 0, [])
 
@@ -338,17 +338,7 @@ def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
 
 
 def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
-    return [name for name, rank in zip((RAW, EXPANDED, VECTOR), ranks, strict=False) if rank[index]]
-
-
-def _shares(inters: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    """Per entry, the larger share of the query's tokens it holds in the raw or expanded
-    branch (what the lexical relevance curve reads)."""
-    shares = np.zeros(len(inters[0]), dtype=np.float64)
-    for inter, size in zip(inters, sizes, strict=True):
-        if size:
-            np.maximum(shares, inter / size, out=shares)
-    return shares
+    return list(_branches_of([int(rank[index]) for rank in ranks]))
 
 
 def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> list[dict[str, float]]:
@@ -377,14 +367,17 @@ def _ranked(
         gated[index[versions < newest[groups]]] = False
     order = entries["order"].astype(np.int64)
     ids = entries["id"]
-    positions = _positions(ids)
     branches = []
     inters = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
-        inter = _intersections(ids, positions, lists, count)
+        inter = intersections(ids, lists)
+        if inter is None:
+            # The array and the lists come from one statement (or the kept array of the same
+            # row version): they always agree.
+            raise RuntimeError("a posting list names an entry its scope's array does not hold")
         inters.append(inter)
         candidates = np.nonzero(gated & (inter > 0))[0]
         common = inter[candidates]
@@ -406,7 +399,7 @@ def _ranked(
             order,
             count,
             context.limit,
-            vector.ranks if vector.ranked else None,
+            ranks_or_none(vector),
             vector_votes(),
         )
         if partial is not None:
@@ -426,9 +419,7 @@ def _ranked(
         rank = np.zeros(count, dtype=np.int64)
         rank[by_rank] = np.arange(1, len(by_rank) + 1)
         ranks.append(rank)
-    if vector.ranked:
-        assert vector.ranks is not None
-        ranks.extend([vector.ranks] * vector_votes())
+    ranks.extend(fusion_columns(vector, vector_votes()))
     fused = np.nonzero(np.logical_or.reduce([rank > 0 for rank in ranks]))[0]
     if len(fused) == 0:
         return Ranked([], 0, [], semantic=vector.status)
@@ -587,97 +578,6 @@ def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:
         return False
     members = gated & (entries["rule"] == entries["rule"][index])
     return len(np.unique(entries["requirements"][members])) > 1
-
-
-def _positions(ids: np.ndarray) -> np.ndarray:
-    """A table from entry id (less the scope's smallest) to the entry's position in the array."""
-    if len(ids) == 0:
-        return np.zeros(1, dtype=np.int64)
-    table = np.zeros(int(ids[-1] - ids[0]) + 1, dtype=np.int64)
-    table[ids - ids[0]] = np.arange(len(ids))
-    return table
-
-
-def _intersections(
-    ids: np.ndarray, positions: np.ndarray, lists: list[np.ndarray], count: int
-) -> np.ndarray:
-    """|query ∩ document| per entry: how many of the query's posting lists hold each entry.
-
-    Posting lists and the scope array come from one statement, so every listed id is an entry.
-    """
-    if not lists or count == 0:
-        return np.zeros(count, dtype=np.int64)
-    listed = np.concatenate(lists)
-    return np.bincount(positions[listed - ids[0]], minlength=count).astype(np.int64)
-
-
-# Below this union size the double common/union orders the Jaccard ratios exactly.
-EXACT_RATIO_BOUND = 2**26
-
-
-def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """The permutation ordering entries by common/union descending, then by ``order``: exactly.
-
-    The distinct (common, union) pairs are few; they are ranked exactly in Python (equal ratios
-    share a rank), and each entry sorts by the integer key (rank, order).
-    """
-    if len(common) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if int(union.max()) < EXACT_RATIO_BOUND:
-        # 0 < common <= union < 2**26: two different ratios a/b != c/d differ by at least
-        # 1/(b*d) > 2**-52, while each correctly rounded quotient (at most 1) is off by at most
-        # 2**-54; so the doubles order exactly as the ratios and are equal exactly when they are.
-        # Sorted by the double (ties in any order), then by (run of equal ratios, order): two
-        # quicksorts cost less than one lexsort. ``order`` is unique per entry (a rank), so the
-        # integer keys are unique and no stable sort is needed.
-        ratio = common / union
-        by_ratio = np.argsort(-ratio)
-        ordered = ratio[by_ratio]
-        runs = np.zeros(len(ordered), dtype=np.int64)
-        np.cumsum(ordered[1:] != ordered[:-1], out=runs[1:])
-        key = runs * (int(order.max()) + 1) + order[by_ratio]
-        return by_ratio[np.argsort(key)]
-    width = int(union.max()) + 1
-    pairs, inverse = np.unique(common * width + union, return_inverse=True)
-    ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
-    dense = np.zeros(len(pairs), dtype=np.int64)
-    previous: tuple[int, int] | None = None
-    rank = -1
-    index = {int(code): i for i, code in enumerate(pairs)}
-    for code in ranked:
-        value = (code // width, code % width)
-        if previous is None or value[0] * previous[1] != previous[0] * value[1]:
-            rank += 1
-        dense[index[code]] = rank
-        previous = value
-    key = dense[inverse.reshape(-1)] * (int(order.max()) + 1) + order
-    return np.argsort(key, kind="stable")
-
-
-def _exact_head(
-    rows: Sequence[tuple[int | None, ...]], limit: int, *, complete: bool
-) -> list[int] | None:
-    """The payloads of the first ``limit`` rows in exact order, or None if unsure.
-
-    ``rows`` are ``(tie key, rank in each branch or None..., payload)`` (the raw and expanded
-    branches, and the vector branch when it ran) ordered by the float of the fused score, then
-    the tie key; ``complete`` says whether they are all the matched rows.
-    Float rounding is monotone, so a row not given (float at most the last given one's) can
-    only outrank a chosen row when the last given float equals the smallest chosen float.
-    """
-    values = {int(row[0] or 0): _fused_value(row[1:-1]) for row in rows}
-    payloads = {int(row[0] or 0): int(row[-1] or 0) for row in rows}
-    chosen = exact_order((*values[key], key) for key in payloads)[:limit]
-    if not complete and rows:
-        last = values[int(rows[-1][0] or 0)]
-        lowest = min(values[key][0] / values[key][1] for key in chosen)
-        if not last[0] / last[1] < lowest:
-            return None
-    return [payloads[key] for key in chosen]
-
-
-def _fused_value(ranks: Sequence[int | None]) -> tuple[int, int]:
-    return rrf_fraction([r for r in ranks if r])
 
 
 _EVIDENCE_FIELDS = (

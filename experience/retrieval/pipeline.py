@@ -45,8 +45,6 @@ from experience.lessons.selectors import CaseTimes, SkillEvidence, skill_evidenc
 from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons
 from semantic import calibration, embedders
-from semantic.branch import NOT_INDEXED, OFF, vector_branch
-from semantic.branch import votes as vector_votes
 from textsearch.domain import (
     ParsedQuery,
     expand,
@@ -57,6 +55,9 @@ from textsearch.domain import (
     tokenize,
 )
 from textsearch.postings import micros
+from textsearch.ranking import BRANCHES, found_by
+from textsearch.vector import NOT_INDEXED, OFF, ranks_or_none, vector_branch
+from textsearch.vector import votes as vector_votes
 
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
@@ -176,8 +177,6 @@ class Moved(Exception):
 
 _CASE = postings.KIND_CODES[ItemType.CASE]
 _LESSON = postings.KIND_CODES[ItemType.LESSON]
-# The branches a hit names in ``found_by``, in the order ``ranking.Ranking`` holds them.
-BRANCHES = ("raw", "expanded", "vector")
 
 
 class IndexRanking:
@@ -237,7 +236,7 @@ class IndexRanking:
             candidates=candidates,
             known=entries["kind"] == _CASE,
             decide=self._admitted,
-            vector=vector.ranks if vector.ranked else None,
+            vector=ranks_or_none(vector),
             votes=vector_votes(),
             lessons=entries["kind"] == _LESSON,
         )
@@ -284,14 +283,7 @@ class IndexRanking:
                 rows[p].kind,
                 rows[p].title,
                 rows[p],
-                # The vector branch's votes repeat its column: named once.
-                tuple(
-                    dict.fromkeys(
-                        BRANCHES[min(i, len(BRANCHES) - 1)]
-                        for i, rank in enumerate(item_ranks)
-                        if rank
-                    )
-                ),
+                found_by(item_ranks),
                 item_ranks,
                 self._vector.described(p, float(self._shares[p]) or None),
             )
