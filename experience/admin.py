@@ -14,7 +14,7 @@ from experience.lessons.models import Lesson, LessonCase, LessonConflict, Lesson
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.scopes import SCOPE_FIELDS
-from textsearch.admin import EntryAdminFields, PostingAdminFields
+from textsearch.admin import EntryAdmin, PostingAdmin
 
 
 class EvidenceInline(ReadOnlyInline):
@@ -154,11 +154,11 @@ class IndexScopeAdmin(ReadOnlyAdmin):
 
 
 @admin.register(IndexEntry)
-class IndexEntryAdmin(EntryAdminFields, ReadOnlyAdmin):
+class IndexEntryAdmin(EntryAdmin):
     list_display = ("item_id", "kind", "title", "scope")
     list_filter = ("kind",)
 
 
 @admin.register(IndexPosting)
-class IndexPostingAdmin(PostingAdminFields, ReadOnlyAdmin):
+class IndexPostingAdmin(PostingAdmin):
     pass

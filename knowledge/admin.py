@@ -53,7 +53,7 @@ from reviewconsole.permissions import (
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 from reviewconsole.views import refusal_as_403
-from textsearch.admin import EntryAdminFields, PostingAdminFields
+from textsearch.admin import EntryAdmin, PostingAdmin
 
 CONTENT_FIELDS = (
     "doc_key",
@@ -403,12 +403,12 @@ class SearchScopeAdmin(IndexAdmin):
 
 
 @admin.register(SearchEntry)
-class SearchEntryAdmin(EntryAdminFields, IndexAdmin):
+class SearchEntryAdmin(IndexAdmin, EntryAdmin):
     list_display = ("public_id", "scope", "has_newer", "rule_contested")
 
 
 @admin.register(PostingList)
-class PostingListAdmin(PostingAdminFields, IndexAdmin):
+class PostingListAdmin(IndexAdmin, PostingAdmin):
     pass
 
 

@@ -1,20 +1,22 @@
-"""What the admin shows of an index's posting lists, for both indexes' admins (each app
-registers its concrete model with its own permission rules)."""
+"""What the admin shows of an index's entries and posting lists, for both indexes' admins (each
+app registers its concrete models; knowledge adds its own view permission in front)."""
 
 from __future__ import annotations
 
+from reviewconsole.admin_support import ReadOnlyAdmin
 
-class PostingAdminFields:
+
+class PostingAdmin(ReadOnlyAdmin):
     """A posting list by its token and scope (its id blobs are not shown), limited to the
     viewer's tenants through its scope."""
 
     tenant_field = "scope__tenant"
-    list_display: tuple[str, ...] = ("token", "scope")
-    exclude: tuple[str, ...] = ("raw", "expanded")
+    list_display = ("token", "scope")
+    exclude = ("raw", "expanded")
 
 
-class EntryAdminFields:
+class EntryAdmin(ReadOnlyAdmin):
     """An index entry without its expanded token set."""
 
     tenant_field = "scope__tenant"
-    exclude: tuple[str, ...] = ("expanded_tokens",)
+    exclude = ("expanded_tokens",)

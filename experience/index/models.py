@@ -24,7 +24,8 @@ class IndexScope(ScopeFields, IndexedScope):
     lists in one statement. NULL when not packed (retrieval then ranks from the texts)."""
 
     stamp = models.CharField(max_length=32, blank=True)
-    arrays = models.BinaryField(null=True)
+    # NULL: not packed (retrieval then ranks from the texts), where knowledge's is empty.
+    arrays = models.BinaryField(null=True)  # type: ignore[assignment]
 
     class Meta:
         constraints = [
