@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.itemids import ItemId
-from textsearch.models import IndexedEntry, IndexedScope, Posting
+from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
 
 
 class DocumentKind(models.TextChoices):
@@ -240,16 +240,12 @@ class SearchEntry(IndexedEntry):
 
 
 class PostingList(Posting):
-    """Token → the sorted entry ids of one scope whose raw (expanded) token set holds it."""
+    """A search scope's posting list of one token (``textsearch.models.Posting``)."""
 
-    scope = models.ForeignKey(
-        SearchScope, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
+    scope = posting_scope(SearchScope)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["scope", "token"], name="posting_list_unique"),
-        ]
+        constraints = [posting_unique("posting_list_unique")]
 
 
 class LexiconState(models.Model):

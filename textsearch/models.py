@@ -10,6 +10,8 @@ A concrete posting model adds its ``scope`` (a foreign key to its scope model, `
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 
@@ -34,6 +36,18 @@ class IndexedEntry(models.Model):
 
     class Meta:
         abstract = True
+
+
+def posting_scope(scope_model: Any) -> Any:
+    """A concrete posting model's ``scope``: no index of its own (the constraint serves)."""
+    return models.ForeignKey(
+        scope_model, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+
+
+def posting_unique(name: str) -> models.UniqueConstraint:
+    """A concrete posting model's constraint: one list per scope and token."""
+    return models.UniqueConstraint(fields=["scope", "token"], name=name)
 
 
 class Posting(models.Model):

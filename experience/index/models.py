@@ -10,7 +10,7 @@ from django.db import models
 
 from experience.core.models import ID_LENGTH, ScopeFields
 from reviewconsole.scopes import SCOPE_FIELDS
-from textsearch.models import IndexedEntry, IndexedScope, Posting
+from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
 
 
 class IndexScope(ScopeFields, IndexedScope):
@@ -72,13 +72,9 @@ class IndexEntry(IndexedEntry):
 
 
 class IndexPosting(Posting):
-    """Token → the sorted entry ids of one scope whose raw (expanded) token set holds it."""
+    """A retrieval scope's posting list of one token (``textsearch.models.Posting``)."""
 
-    scope = models.ForeignKey(
-        IndexScope, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
+    scope = posting_scope(IndexScope)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["scope", "token"], name="experience_posting_unique"),
-        ]
+        constraints = [posting_unique("experience_posting_unique")]

@@ -118,8 +118,9 @@ def read_request_open(
     exact: dict[str, str] = {}
     if not missing:
         exact = {name: str(scope[name]).strip() for name in SCOPE_FIELDS}
-        # The tenant is checked here whoever calls (the API, MCP, a command, the console).
-        require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=refused)
+        # The tenant is checked here whoever calls (the API, MCP, a command, the console): the
+        # permission was checked first, above, so only the tenant's use and existence remain.
+        require_scope(actor, None, exact["tenant"], message=refused)
     return ReadRequest(
         actor=actor,
         query=checked_query,
