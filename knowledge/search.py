@@ -298,7 +298,7 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
                 read.found, read.stamp, read.scope_id = True, stamp, scope_id
-                kept = _arrays_cache.current(key, version, first) if versioned else None
+                kept = _arrays_cache.unchanged(cached, version, first)
                 if kept is not None:
                     read.entries = kept
                 else:

@@ -67,14 +67,16 @@ class ArraysCache:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def current(self, key: Hashable, version: str | None, blob: object) -> np.ndarray | None:
-        """The kept entries when the statement sent no array (``blob`` None) and the row is
-        still at ``version``; None otherwise (the caller unpacks ``blob``)."""
-        if blob is not None:
-            return None
-        cached = self.get(key)
-        if cached is not None and version == cached[0]:
-            return cached[1]
+    @staticmethod
+    def unchanged(
+        sent: tuple[str, np.ndarray] | None, version: str | None, blob: object
+    ) -> np.ndarray | None:
+        """The entries kept with the version the statement was ``sent`` when it sent no array
+        (``blob`` None) because the row is still at that ``version``; None otherwise (the
+        caller unpacks ``blob``). Compared with what was sent, not with what the cache holds
+        now: another search may have kept another version meanwhile."""
+        if blob is None and sent is not None and version == sent[0]:
+            return sent[1]
         return None
 
 

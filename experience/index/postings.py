@@ -638,7 +638,7 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             stamp, lexicon = kp.lexicon_for(lexicon_stamp)
             query = reparsed(query, lexicon, stamp)
             continue
-        kept = _arrays_cache.current(cache_key, version, blob) if versioned else None
+        kept = _arrays_cache.unchanged(cached, version, blob)
         if kept is not None:
             entries = kept
         elif blob is None:
