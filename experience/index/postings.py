@@ -4,7 +4,7 @@ Every approved item of every registered kind (cases, skills and lessons; :data:`
 ``IndexEntry`` in the ``IndexScope`` of its exact five-field scope, with its gate times and the
 sizes of its raw and expanded token sets; per scope and token an ``IndexPosting`` holds the
 sorted entry ids whose raw (expanded) set contains the token. The posting lists are written by
-the same machinery as knowledge search's (``knowledge.postings.Changes``/``changes_applied``).
+the engine under knowledge search too (``textsearch.postings.Changes``/``changes_applied``).
 Each scope also packs its entries' gate times, set sizes, kind and tie order into one array
 (``IndexScope.arrays``, :data:`ENTRY_DTYPE`), so that a retrieval reads what ranking needs for
 the whole scope and the query's posting lists in one statement (:func:`scope_read`).
@@ -194,7 +194,7 @@ KIND_CODES: dict[str, int] = {name: code for code, name in enumerate(KINDS)}
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 
 # One record per entry of a scope, ordered by entry id. Times are microseconds since the epoch
-# (``knowledge.postings.micros``; valid_to NEVER when open, approved_at NEVER when unknown);
+# (``textsearch.postings.micros``; valid_to NEVER when open, approved_at NEVER when unknown);
 # ``order`` is the rank of the entry's item id among the scope's item ids (ties are ordered by
 # id); ``kind`` a code of :data:`KIND_CODES`.
 ENTRY_DTYPE = np.dtype(
