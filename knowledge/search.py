@@ -45,9 +45,8 @@ from textsearch.domain import (
 )
 from textsearch.gate import gate_q
 from textsearch.postings import ids_of, micros, placeholders, token_key
-from textsearch.ranking import EXACT_RATIO_BOUND, intersections
+from textsearch.ranking import BRANCHES, EXACT_RATIO_BOUND, intersections, position_table
 from textsearch.ranking import exact_head as _exact_head
-from textsearch.ranking import found_by as _branches_of
 from textsearch.ranking import jaccard_order as _jaccard_order
 from textsearch.ranking import shares as _shares
 from textsearch.vector import OFF, Branch, fusion_columns, ranks_or_none, vector_branch
@@ -338,7 +337,8 @@ def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
 
 
 def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
-    return list(_branches_of([int(rank[index]) for rank in ranks]))
+    # The vector branch's repeated columns come last: the names stop at its first.
+    return [name for name, rank in zip(BRANCHES, ranks, strict=False) if rank[index]]
 
 
 def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> list[dict[str, float]]:
@@ -367,17 +367,17 @@ def _ranked(
         gated[index[versions < newest[groups]]] = False
     order = entries["order"].astype(np.int64)
     ids = entries["id"]
+    table = position_table(ids, always=True)
     branches = []
     inters = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
-        inter = intersections(ids, lists)
-        if inter is None:
-            # The array and the lists come from one statement (or the kept array of the same
-            # row version): they always agree.
-            raise RuntimeError("a posting list names an entry its scope's array does not hold")
+        # The array and the lists come from one statement (or the kept array of the same row
+        # version): they agree, so the count is not checked.
+        inter = intersections(ids, lists, table=table, checked=False)
+        assert inter is not None
         inters.append(inter)
         candidates = np.nonzero(gated & (inter > 0))[0]
         common = inter[candidates]

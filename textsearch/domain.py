@@ -240,9 +240,11 @@ class Term:
 def instant_of(term: Term, now: Any) -> Any:
     """The instant ``term`` compares with: ``now`` itself, or its entry ``term.instant`` when
     the request gives several (a mapping of instants by name)."""
-    if term.comparison is Comparison.IS or not isinstance(now, Mapping):
+    if term.comparison is Comparison.IS:
         return now
-    return now[term.instant]
+    if type(now) is dict or isinstance(now, Mapping):
+        return now[term.instant]
+    return now
 
 
 def first_failed(terms: Sequence[Term], item: object, now: Any) -> Term | None:
@@ -266,14 +268,16 @@ def columns_admit(terms: Sequence[Term], columns: Any, now: Any) -> Any:
     """``terms`` (time terms only) over whole columns (``columns[field]``: numpy arrays of an
     index's microseconds, where a missing end is stored as a value after every instant): the
     elementwise *and* of what :func:`values_admit` checks one item at a time."""
-    admitted: Any = True
+    admitted: Any = None
     for term in terms:
         column = columns[term.field]
-        at = instant_of(term, now)
-        admitted = admitted & (
-            column <= at if term.comparison is Comparison.AT_OR_BEFORE_NOW else at < column
-        )
-    return admitted
+        at = now[term.instant] if type(now) is dict else instant_of(term, now)
+        holds = column <= at if term.comparison is Comparison.AT_OR_BEFORE_NOW else at < column
+        if admitted is None:
+            admitted = holds
+        else:
+            admitted &= holds
+    return True if admitted is None else admitted
 
 
 @dataclass(frozen=True)

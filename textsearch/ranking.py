@@ -33,30 +33,51 @@ _EXACT_FLOAT = 1 << 26
 _EXACT_INT64 = 1 << 20
 
 
-def intersections(ids: np.ndarray, lists: list[np.ndarray]) -> np.ndarray | None:
+def position_table(ids: np.ndarray, *, always: bool = False) -> np.ndarray | None:
+    """A table from entry id (less the scope's smallest) to the entry's position in ``ids``
+    (sorted; -1 where no entry has the id): built when the ids span at most ``_TABLE_SPAN``
+    times their count, or ``always``; None otherwise (the ids are searched instead)."""
+    count = len(ids)
+    if count == 0:
+        return None
+    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
+    if not always and span > _TABLE_SPAN * count:
+        return None
+    table = np.full(span, -1, dtype=np.int64)
+    table[ids - low] = np.arange(count)
+    return table
+
+
+def intersections(
+    ids: np.ndarray,
+    lists: list[np.ndarray],
+    *,
+    table: np.ndarray | None = None,
+    checked: bool = True,
+) -> np.ndarray | None:
     """|query ∩ item| per entry of ``ids`` (sorted): how many of the query's posting lists hold
-    each. None when a list names an entry ``ids`` does not hold (the array and the lists
-    disagree: the caller does not trust them)."""
+    each. ``table``: :func:`position_table` of ``ids`` when the caller built it (once for both
+    branches). ``checked``: None when a list names an entry ``ids`` does not hold (the array and
+    the lists disagree: the caller does not trust them); unchecked, the caller knows they agree
+    (read in one statement)."""
     count = len(ids)
     if not lists:
         return np.zeros(count, dtype=np.int64)
     listed = np.concatenate(lists)
     if count == 0:
         return None if len(listed) else np.zeros(0, dtype=np.int64)
-    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
-    if span <= _TABLE_SPAN * count:
-        # A table from entry id to position (ids of one scope are spread thinly enough).
-        table = np.full(span, -1, dtype=np.int64)
-        table[ids - low] = np.arange(count)
-        inside = (listed >= low) & (listed < low + span)
-        if not inside.all():
+    if table is None:
+        table = position_table(ids)
+    low = int(ids[0])
+    if table is not None:
+        if checked and not ((listed >= low) & (listed < low + len(table))).all():
             return None
         at = table[listed - low]
-        if (at < 0).any():
+        if checked and (at < 0).any():
             return None
     else:
         at = np.searchsorted(ids, listed)
-        if (at >= count).any() or (ids[np.minimum(at, count - 1)] != listed).any():
+        if checked and ((at >= count).any() or (ids[np.minimum(at, count - 1)] != listed).any()):
             return None
     return np.bincount(at, minlength=count).astype(np.int64)
 
