@@ -107,7 +107,8 @@ def branch_order(
         return positions
     common = hits[positions]
     union = query_size + sizes[positions].astype(np.int64) - common
-    return positions[jaccard_order(common, union, order[positions].astype(np.int64))]
+    ordered: np.ndarray = positions[jaccard_order(common, union, order[positions].astype(np.int64))]
+    return ordered
 
 
 def ranks(branch: np.ndarray, admitted: np.ndarray) -> np.ndarray:
