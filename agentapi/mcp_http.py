@@ -33,9 +33,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentapi.auth import token_user
 from agentapi.mcp_server import build_http_server
+from reviewconsole.health import HEALTH_PATH
 
 MCP_PATH = "/mcp"
-HEALTH_PATH = "/healthz"
 
 
 def _agent(token: str) -> int | None:

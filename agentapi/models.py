@@ -53,7 +53,7 @@ class LiveRun(models.Model):
 
     Written when the call starts, in the transaction that counted the account's live runs under
     its lock, and deleted when the call ends. A row whose process died with it stops counting
-    once no run could still be going (``agentapi.limits.LIVE_RUN_STALE_AFTER``).
+    once no run could still be going (``agentapi.limits.live_run_stale_after``).
     """
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

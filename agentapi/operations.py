@@ -25,8 +25,9 @@ from agentapi.schemas import (
     SkillRunRequest,
 )
 from experience.cases import services as experience_services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Case, Skill
+from experience.cases.schema import TicketContext
 from experience.cases.selectors import skill_availability
 from experience.core.models import ItemType, Status
 from experience.retrieval.block import experience_context as context_block

@@ -312,10 +312,10 @@ def build(scale: float, rng: random.Random) -> dict[str, Any]:
 def measure(
     data: dict[str, Any], rng: random.Random, repeat: int
 ) -> list[tuple[str, float, float]]:
-    from experience.cases.services import system_agent
     from experience.retrieval.service import retrieve_experience
     from experience.review.impact import revocation_impact
     from experience.runs.models import Reference
+    from reviewconsole.services import system_agent
 
     agent = system_agent()
 
@@ -336,7 +336,11 @@ def measure(
         bare(item)()
         impact(item)()
     results = []
-    for label, item_of in (("typical", lambda: rng.choice(typical)), ("hot", lambda: data["hot"])):
+    pickers: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("typical", lambda: rng.choice(typical)),
+        ("hot", lambda: data["hot"]),
+    )
+    for label, item_of in pickers:
         bare_samples, impact_samples = [], []
         for _ in range(repeat):
             item = item_of()
@@ -600,9 +604,9 @@ def statements_gain(data: dict[str, Any], repeat: int) -> list[tuple[str, float,
 
         return run
 
-    from experience.cases.services import system_agent
     from reviewconsole import access, tenancy
     from reviewconsole.models import Tenant
+    from reviewconsole.services import system_agent
 
     agent = system_agent()
     arms += [
@@ -711,7 +715,7 @@ def main() -> None:
         data = build(args.scale, rng)
         from django.conf import settings
 
-        from experience.cases.services import system_agent
+        from reviewconsole.services import system_agent
 
         print(
             f"{vendor} (DEBUG={settings.DEBUG}): {data['cases']:,} cases in {data['scopes']:,} scopes, {data['skills']:,} skills, "

@@ -76,22 +76,14 @@ def main() -> None:
 def report(calls: int, runs: int) -> None:
     from datetime import datetime
 
-    from experience.cases.services import system_agent
+    from experience.cases.schema import TicketContext
     from experience.cases.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
     from investigations.declarations import SEARCH_DECLARATION
-    from investigations.domain import (
-        Budget,
-        Ticket,
-        TicketContext,
-        ToolCall,
-        Transcript,
-        Turn,
-        run_ticket,
-    )
+    from investigations.domain import Budget, Ticket, ToolCall, Transcript, Turn, run_ticket
     from investigations.services import investigation_run
     from knowledge.services import documents_import
     from reviewconsole.roles import Role
-    from reviewconsole.services import user_set_role
+    from reviewconsole.services import system_agent, user_set_role
 
     operator = user_set_role(username="bench-operator", role=Role.OPERATOR)
     documents = json.loads((ROOT / "fixtures" / "knowledge.json").read_text(encoding="utf-8"))

@@ -79,8 +79,8 @@ def import_curve(sizes: list[int]) -> Iterator[tuple[int, float, float, int]]:
 
 
 def context_p50(data: dict[str, Any], repeat: int) -> tuple[float, float]:
-    from experience.cases.services import system_agent
     from experience.retrieval.block import experience_context
+    from reviewconsole.services import system_agent
 
     agent = system_agent()
     scope = {"tenant": "teahouse", "brand": "leaf-and-cup", "store": "store-0001",

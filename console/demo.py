@@ -43,17 +43,27 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from curation import domain as curation_domain
 from curation import threads
+from curation.domain.threads import (
+    COUNTER_USES,
+    DIAGNOSIS,
+    OBSERVATION,
+    OUTCOME,
+    THREAD_SCOPE_FIELDS,
+    CandidateDraft,
+    CounterDraft,
+    Pick,
+)
 from curation.scan import curation_scan
 from evaluation.models import ReplayReport
 from experience.cases import selectors, services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.prompting import prompt_tools
-from experience.cases.schema import parse_skill
+from experience.cases.schema import TicketContext, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.demo import (
+    APPROVAL_REASON,
     DEMO_FACTS,
     DEMO_SCOPE,
     case_check_and_approve,
@@ -104,7 +114,6 @@ TICKET = "两杯水果茶，优惠券用不了"
 TICKET_OCCURRED_AT = "2026-09-18T14:00:00+08:00"
 TICKET_KNOWN_AT = "2026-09-18T14:10:00+08:00"
 
-APPROVAL_REASON = "诊断证据已核对，反证记录完整，适用范围与本门店本版本一致"
 SUMMARY_REVOCATION_REASON = (
     "复盘摘要的门店结论未与后台变更记录核对，撤销以停止复用；读过它的运行需要复核"
 )
@@ -265,17 +274,17 @@ def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
     """Import the demo thread and build the candidate an operator would from it."""
     data = read_json_file(str(THREAD_FIXTURE))
     # Where the thread happened, as an intake tool would pass it on: the builder starts from it.
-    data["scope"] = {name: DEMO_SCOPE[name] for name in curation_domain.THREAD_SCOPE_FIELDS}
+    data["scope"] = {name: DEMO_SCOPE[name] for name in THREAD_SCOPE_FIELDS}
     thread, imported = threads.thread_import(data=data, actor=operator, now=now)
     picks = [
-        curation_domain.Pick("m1", curation_domain.OBSERVATION),
-        curation_domain.Pick("m4", curation_domain.OBSERVATION),
-        curation_domain.Pick("m8", curation_domain.DIAGNOSIS),
-        curation_domain.Pick("m8/attachment-1", curation_domain.DIAGNOSIS),
-        curation_domain.Pick("m5", curation_domain.COUNTER_USES[0]),
-        curation_domain.Pick("m10", curation_domain.OUTCOME),
+        Pick("m1", OBSERVATION),
+        Pick("m4", OBSERVATION),
+        Pick("m8", DIAGNOSIS),
+        Pick("m8/attachment-1", DIAGNOSIS),
+        Pick("m5", COUNTER_USES[0]),
+        Pick("m10", OUTCOME),
     ]
-    draft = curation_domain.CandidateDraft(
+    draft = CandidateDraft(
         scope=dict(DEMO_SCOPE),
         # Typed without knowing the approved case's incident id: the near-duplicate check
         # pairs the two, and a reviewer merges the incidents.
@@ -287,7 +296,7 @@ def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
         valid_to="2028-12-31T00:00:00+08:00",
         diagnosis="活动B后台的适用门店列表缺少二号店，二号店订单因门店范围不符被拒绝使用优惠券。",
         counterevidence=(
-            curation_domain.CounterDraft(
+            CounterDraft(
                 hypothesis="优惠券缓存未刷新",
                 statement="顾客刷新两次并重新登录后仍失败，同一时间一号店同券正常。",
                 refutes="排除客户端缓存；服务端缓存未单独排除。",

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Exists, OuterRef, Q
 
-from curation.selectors import rereview_queue
+from curation.selectors.rereview import rereview_queue
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict

@@ -207,13 +207,13 @@ DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
 CURATION_STALE_AFTER_DAYS = int(os.environ.get("CONSOLE_STALE_AFTER_DAYS", "90"))
 CURATION_SIMILARITY_THRESHOLD = 0.4
 # A success pattern (an approved lesson) is proposed as a skill once at least this many distinct
-# incidents confirmed it with at least this success rate (curation/domain.py, proven_pattern).
+# incidents confirmed it with at least this success rate (curation/domain/proposals.py, proven).
 SKILL_PROPOSAL_MIN_INCIDENTS = int(os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_INCIDENTS", "3"))
 SKILL_PROPOSAL_MIN_SUCCESS_RATE = float(
     os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_SUCCESS_RATE", "0.8")
 )
 
-# Lessons' computed confidence (experience/lesson_domain.py): the Wilson lower bound at this many
+# Lessons' computed confidence (experience/lessons/domain.py): the Wilson lower bound at this many
 # standard deviations, halved every half-life since the last confirmation; retrieval leaves out
 # lessons below the threshold unless they are in an unresolved conflict (then flagged).
 LESSON_CONFIDENCE_Z = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_Z", "1.0"))
@@ -262,7 +262,7 @@ NOTIFY_CANDIDATE_WAIT_HOURS = float(os.environ.get("CONSOLE_NOTIFY_WAIT_HOURS", 
 CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "")
 # How often the curation scan (staleness, proposals, conflicts) runs on the workers.
 CURATION_SCAN_INTERVAL_SECONDS = int(os.environ.get("CONSOLE_CURATION_SCAN_INTERVAL", "3600"))
-# The context block keeps items whose confidence is at least this (experience.context_service).
+# The context block keeps items whose confidence is at least this (experience.retrieval.block).
 CONTEXT_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_CONTEXT_CONFIDENCE_THRESHOLD", "0.3"))
 # An investigation's wall-time budget, and the longest one live model call may wait; a call
 # never waits past what is left of the budget (docs/contracts.md, Investigations).

@@ -22,7 +22,9 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from experience.cases.schema import MAX_EXCERPT
+from experience.cases.schema import MAX_EXCERPT, MAX_TITLE
+from experience.lessons.domain import FAILURE_LESSON, LESSON_TYPES, SUCCESS_PATTERN, TOOL_USAGE
+from experience.lessons.schema import MAX_TAG, MAX_TAGS
 from investigations.verification import (
     ANSWER_MALFORMED,
     CITATION_NOT_IN_RUN,
@@ -35,7 +37,6 @@ SKILL_RUN = "skill run"
 INVESTIGATION = "investigation"
 STEP_OF_INVESTIGATION = "a step of an investigation, reviewed with the investigation"
 DRAFT_VALIDITY = timedelta(days=365)
-MAX_TITLE = 300
 # A draft at least this similar (Jaccard of title and summary tokens) to an open candidate of the
 # same scope is the same lesson learned again: the run is attached to that candidate instead.
 NEAR_DUPLICATE = Fraction(1, 2)
@@ -213,11 +214,6 @@ def near_duplicate_of(
 SUCCEEDED = frozenset({"needs_review", "answered"})
 # A run that stopped for facts it lacked teaches how to use the checks, not that they fail.
 LACKED_FACTS = frozenset({"needs_context"})
-SUCCESS_PATTERN = "success_pattern"
-FAILURE_LESSON = "failure_lesson"
-TOOL_USAGE = "tool_usage"
-LESSON_TYPES = (SUCCESS_PATTERN, FAILURE_LESSON, TOOL_USAGE, "domain_knowledge")
-MAX_TAG = 60
 MAX_LESSON_TEXT = 2_000
 
 # Why a review agent's draft was refused (the runner's codes where the check is the runner's).
@@ -243,7 +239,7 @@ def allowed_lesson_types(trace: Trace) -> frozenset[str]:
 
 def _tags(trace: Trace) -> list[str]:
     tags = [trace.kind, *(step.tool for step in trace.steps if step.tool)]
-    return list(dict.fromkeys(_clip(tag.lower(), MAX_TAG) for tag in tags))[:20]
+    return list(dict.fromkeys(_clip(tag.lower(), MAX_TAG) for tag in tags))[:MAX_TAGS]
 
 
 def _checks(trace: Trace, *, passed: bool) -> list[str]:

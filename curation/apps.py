@@ -7,7 +7,7 @@ class CurationConfig(AppConfig):
 
     def ready(self) -> None:
         from curation import subscribers
-        from curation.selectors import canonical_incident_expression
+        from curation.selectors.incidents import canonical_incident_expression
         from curation.tasks import schedule_next_scan
         from experience.cases.selectors import canonical_incident_install
         from reviewconsole.background import worker_start_hook_install

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.reasons import REASON_REQUIRED
 
 IMPORT_REFUSED = "importing threads needs the operator or reviewer role"
 BUILD_REFUSED = "building candidates needs the operator or reviewer role"
 REVIEW_REFUSED = "this decision needs the reviewer role"
 ADOPT_REFUSED = "submitting skills needs the operator or reviewer role"
-REASON_REQUIRED = "a reason is required"
 
 
 def reason_given(reason: str) -> str:

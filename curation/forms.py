@@ -11,7 +11,17 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from curation import domain
+from curation.domain.threads import (
+    COUNTER_USES,
+    DIAGNOSIS,
+    MAX_COUNTER_ENTRIES,
+    OBSERVATION,
+    OUTCOME,
+    CandidateDraft,
+    CounterDraft,
+    Pick,
+    Unit,
+)
 from curation.models import LinkStatus, ProposalStatus, ReReviewReason, ReReviewStatus
 from experience.cases.schema import MAX_WHEN
 from reviewconsole.errors import ValidationFailure
@@ -29,10 +39,10 @@ counter_label = lazy(_counter_label, str)
 
 USE_CHOICES = [
     ("", _("— not used")),
-    (domain.OBSERVATION, _("Observation")),
-    (domain.DIAGNOSIS, _("Diagnosis evidence")),
-    *((use, counter_label(n)) for n, use in enumerate(domain.COUNTER_USES, start=1)),
-    (domain.OUTCOME, _("Outcome evidence")),
+    (OBSERVATION, _("Observation")),
+    (DIAGNOSIS, _("Diagnosis evidence")),
+    *((use, counter_label(n)) for n, use in enumerate(COUNTER_USES, start=1)),
+    (OUTCOME, _("Outcome evidence")),
 ]
 
 
@@ -93,10 +103,10 @@ class CandidateForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
     )
 
-    def __init__(self, *args: Any, units: Sequence[domain.Unit], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, units: Sequence[Unit], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.units = list(units)
-        for n in range(1, domain.MAX_COUNTER_ENTRIES + 1):
+        for n in range(1, MAX_COUNTER_ENTRIES + 1):
             self.fields[f"counter-{n}-hypothesis"] = forms.CharField(
                 label=_("Hypothesis"), required=False, max_length=20_000
             )
@@ -125,25 +135,25 @@ class CandidateForm(forms.Form):
                 "statement": self[f"counter-{n}-statement"],
                 "refutes": self[f"counter-{n}-refutes"],
             }
-            for n in range(1, domain.MAX_COUNTER_ENTRIES + 1)
+            for n in range(1, MAX_COUNTER_ENTRIES + 1)
         ]
 
     def scope_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in SCOPE_FIELDS]
 
-    def picks(self) -> list[domain.Pick]:
+    def picks(self) -> list[Pick]:
         data = self.cleaned_data
         return [
-            domain.Pick(unit.key, data[use_field(unit.key)], data.get(excerpt_field(unit.key), ""))
+            Pick(unit.key, data[use_field(unit.key)], data.get(excerpt_field(unit.key), ""))
             for unit in self.units
             if data.get(use_field(unit.key))
         ]
 
-    def draft(self) -> domain.CandidateDraft:
+    def draft(self) -> CandidateDraft:
         data = self.cleaned_data
         valid_from: datetime = data["valid_from"]
         valid_to: datetime = data["valid_to"]
-        return domain.CandidateDraft(
+        return CandidateDraft(
             scope={name: data[name].strip() for name in SCOPE_FIELDS},
             incident=data["incident"].strip(),
             title=data["title"].strip(),
@@ -152,12 +162,12 @@ class CandidateForm(forms.Form):
             valid_to=valid_to.isoformat(),
             diagnosis=data["diagnosis"].strip(),
             counterevidence=tuple(
-                domain.CounterDraft(
+                CounterDraft(
                     hypothesis=data[f"counter-{n}-hypothesis"].strip(),
                     statement=data[f"counter-{n}-statement"].strip(),
                     refutes=data[f"counter-{n}-refutes"].strip(),
                 )
-                for n in range(1, domain.MAX_COUNTER_ENTRIES + 1)
+                for n in range(1, MAX_COUNTER_ENTRIES + 1)
             ),
             outcome=data["outcome"].strip(),
         )

@@ -14,10 +14,20 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.db import transaction
 
-from curation import domain
 from curation.checks import REVIEW_REFUSED, reason_given
+from curation.domain import similarity as similarity_rules
+from curation.domain.incidents import canonical_incident, merge_plan
+from curation.domain.similarity import (
+    DEFAULT_SIMILARITY_THRESHOLD,
+    band_keys,
+    lsh_shape,
+    shingles,
+    signature,
+    similarity_text,
+)
 from curation.models import CaseBand, CaseSignature, IncidentMerge, LinkStatus, NearDuplicate
-from curation.selectors import incident_merges, scope_key
+from curation.selectors.incidents import incident_merges
+from curation.selectors.similarity import scope_key
 from experience.cases.models import Case
 from experience.core.models import ItemType, Status
 from experience.index.lesson_inputs import incidents_merged
@@ -57,14 +67,12 @@ LINKABLE = (Status.CANDIDATE, Status.APPROVED)
 
 
 def similarity_threshold() -> float:
-    return float(
-        getattr(settings, "CURATION_SIMILARITY_THRESHOLD", domain.DEFAULT_SIMILARITY_THRESHOLD)
-    )
+    return float(getattr(settings, "CURATION_SIMILARITY_THRESHOLD", DEFAULT_SIMILARITY_THRESHOLD))
 
 
 def _case_shingles(case: Case) -> frozenset[str]:
-    return domain.shingles(
-        domain.similarity_text(
+    return shingles(
+        similarity_text(
             case.title,
             case.summary,
             (str(item.get("excerpt", "")) for item in case.observations or []),
@@ -79,11 +87,11 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
     own = _case_shingles(case)
     if not own:
         return []
-    values = domain.signature(own)
+    values = signature(own)
     threshold = similarity_threshold()
-    bands, rows = domain.lsh_shape(threshold)
+    bands, rows = lsh_shape(threshold)
     key = scope_key(case.scope)
-    keys = domain.band_keys(values, bands=bands, rows=rows)
+    keys = band_keys(values, bands=bands, rows=rows)
     CaseSignature.objects.update_or_create(
         case=case, defaults={"scope_key": key, "values": list(values), "threshold": threshold}
     )
@@ -107,15 +115,15 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
         if peer.status in LINKABLE and peer.scope == case.scope
     ]
     merges = incident_merges(case.tenant, case.brand)
-    own_incident = domain.canonical_incident(case.incident, merges)
+    own_incident = canonical_incident(case.incident, merges)
     now = now or clock.now()
     similar = []
     for peer in candidates:
         if case.supersedes == peer.id or peer.supersedes == case.id:
             continue
-        if domain.canonical_incident(peer.incident, merges) == own_incident:
+        if canonical_incident(peer.incident, merges) == own_incident:
             continue
-        measured = domain.similarity(own, _case_shingles(peer))
+        measured = similarity_rules.similarity(own, _case_shingles(peer))
         if measured < threshold:
             continue
         similar.append((measured, peer))
@@ -128,7 +136,7 @@ def case_link_similar(*, case: Case, now: datetime | None = None) -> list[NearDu
         if peer.id not in {p.id for _, p in chosen}
         and case.supersedes != peer.id
         and peer.supersedes != case.id
-        and domain.canonical_incident(peer.incident, merges) != own_incident
+        and canonical_incident(peer.incident, merges) != own_incident
     ][:NEAR_DUPLICATE_LINKS]
     ids = [case.id, *(peer.id for _, peer in chosen), *(peer.id for _, peer in close)]
     existing = {
@@ -196,7 +204,7 @@ def _resolve_links_within_incidents(tenant: str, brand: str, *, actor: User, now
     for link in NearDuplicate.objects.filter(
         status=LinkStatus.OPEN, case_a__tenant=tenant, case_a__brand=brand
     ).select_related("case_a", "case_b"):
-        if domain.canonical_incident(link.case_a.incident, merges) == domain.canonical_incident(
+        if canonical_incident(link.case_a.incident, merges) == canonical_incident(
             link.case_b.incident, merges
         ):
             link.status = LinkStatus.SAME_INCIDENT
@@ -246,7 +254,7 @@ def incident_merge(
         .values_list("pk", flat=True)
     )
     merges = incident_merges(tenant, brand)
-    alias_root, into_root = domain.merge_plan(alias, into, merges)
+    alias_root, into_root = merge_plan(alias, into, merges)
     now = now or clock.now()
     merge = IncidentMerge.objects.create(
         tenant=tenant,

@@ -25,23 +25,27 @@ QUOTE_LIMIT = 120
 OPEN_QUOTE, CLOSE_QUOTE = "“", "”"
 
 # Over the normalised text. A match ending in a colon is a scheme (its colon is bracketed); in any
-# other match every dot and backslash is.
-_LABEL = r"[^\W_](?:[\w-]*[^\W_])?"
-_TLD = r"(?:xn--[a-z0-9-]+|[^\W\d_]{2,})"
+# other match every dot and backslash is. Every repetition is bounded (a label by DNS's 63
+# characters, a host by its 127 labels, a scheme by 32 characters) or anchored at the start of its
+# run, so the scan from each position reads a bounded window and a long run of letters or labels
+# (a 100,000-character reason) costs linear time. A longer run still shows its link: a suffix of it
+# matches, and that suffix holds the colon or the dots that are bracketed.
+_LABEL = r"[^\W_](?:[\w-]{0,61}[^\W_])?"
+_TLD = r"(?:xn--[a-z0-9-]{1,59}|[^\W\d_]{2,63})"
 _LINK_LIKE = re.compile(
     "|".join(
         [
             # Any scheme followed by a slash or backslash: http://, http:/, file:\\.
-            r"[a-z][a-z0-9+.\-]*:(?=[/\\])",
+            r"[a-z][a-z0-9+.\-]{0,31}:(?=[/\\])",
             # Schemes a mail program links without slashes.
             r"(?<![a-z0-9])(?:mailto|tel|sms|callto|skype|sip|xmpp|javascript|data|file|news|http|https|ftp):",
-            # A UNC path: two backslashes or more before a name.
-            r"\\{2,}(?=[^\W_])",
+            # A UNC path: two backslashes or more before a name, matched from the run's first.
+            r"(?<!\\)\\{2,}(?=[^\W_])",
             # www. before anything at all, and an IPv4 address, wherever they start.
             r"www\d{0,3}\.",
             r"\d{1,3}(?:\.\d{1,3}){3}",
             # A host name: labels ending in a top-level domain.
-            _LABEL + r"(?:\." + _LABEL + r")*\." + _TLD,
+            _LABEL + r"(?:\." + _LABEL + r"){0,125}\." + _TLD,
         ]
     ),
     re.IGNORECASE,

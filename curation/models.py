@@ -7,6 +7,7 @@ Imported threads are written once. Queue entries change only through their resol
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -18,7 +19,7 @@ from experience.core.models import ID_LENGTH, SCOPE_LENGTH, ScopeFields
 from reviewconsole.scopes import SCOPE_FIELDS
 
 
-def _user_fk(*, null: bool = True) -> models.ForeignKey:
+def _user_fk(*, null: bool = True) -> models.ForeignKey[Any, Any]:
     return models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=null,

@@ -33,6 +33,7 @@ from curation.mail_text import console_link, quoted
 from curation.models import NotificationOptOut, NotificationSent, OutboxMail
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
+from experience.lessons.domain import CONFIDENCE_FELL, CONTRADICTED
 from experience.lessons.models import Lesson, LessonConflict
 from experience.review.impact import impact_lines, latest_impact
 from reviewconsole import clock
@@ -260,8 +261,8 @@ def notify_conflict(conflict_pk: int, now: datetime | None = None) -> int:
 
 # Why a lesson turned outdated, as its approvers read it (experience.lessons.outdating).
 OUTDATED_CAUSES = {
-    "contradicted": "its counterexamples reach its support",
-    "confidence_fell": "its confidence fell below the threshold after having been above it",
+    CONTRADICTED: "its counterexamples reach its support",
+    CONFIDENCE_FELL: "its confidence fell below the threshold after having been above it",
 }
 
 

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from curation.checks import ADOPT_REFUSED, REVIEW_REFUSED, reason_given
 from curation.models import ProposalStatus, SkillProposal
-from curation.selectors import proposal_still_proven, proposal_support, proposal_validity
+from curation.selectors.proposals import proposal_still_proven, proposal_support, proposal_validity
 from experience.cases.models import Skill
 from experience.cases.schema import parse_skill
 from experience.cases.services import skill_submit

@@ -14,7 +14,17 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from curation import domain
+from curation.domain.proposals import (
+    MAX_QUERY,
+    PATTERN_DOCUMENT,
+    PATTERN_LESSON,
+    draft_query,
+    draft_recipe,
+    hypothesis_as_written,
+    shared_patterns,
+)
+from curation.domain.staleness import document_findings, unused
+from curation.domain.threads import collapse_space
 from curation.incidents import case_link_similar
 from curation.models import (
     NearDuplicate,
@@ -26,16 +36,18 @@ from curation.models import (
     SkillProposal,
 )
 from curation.rereview import close_entries, resolution_of
-from curation.selectors import (
-    cited_documents_of,
+from curation.selectors.proposals import (
     covered_by_skill,
-    document_states,
-    last_confirmations,
-    last_reads,
     latest_titles,
     lesson_records,
     pattern_cases,
     proven_settings,
+)
+from curation.selectors.rereview import (
+    cited_documents_of,
+    document_states,
+    last_confirmations,
+    last_reads,
 )
 from experience.cases.models import Case, Skill
 from experience.cases.schema import MAX_WHEN
@@ -163,7 +175,7 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
     ]
     for item, item_type, cited in items:
         assert item.approved_at is not None
-        if domain.unused(
+        if unused(
             approved_at=item.approved_at,
             last_read_at=reads.get(item.id),
             last_confirmed_at=confirmations.get(item.id),
@@ -174,7 +186,7 @@ def _scan_staleness(now: datetime, days: int) -> list[ReReview]:
             if entry:
                 queued.append(entry)
         revoked, newest = states.get(item.tenant, (set(), {}))
-        for finding in domain.document_findings(cited, revoked=revoked, newest_approved=newest):
+        for finding in document_findings(cited, revoked=revoked, newest_approved=newest):
             entry = _queue(
                 item,
                 item_type,
@@ -215,12 +227,12 @@ def _close_gone(now: datetime) -> list[ReReview]:
 def _scan_proposals(now: datetime) -> list[SkillProposal]:
     cases = list(Case.objects.filter(usable_case_q(now)))
     patterns = pattern_cases(cases)
-    drafts = domain.shared_patterns(patterns)
+    drafts = shared_patterns(patterns)
     titles = latest_titles(
         {
             (dict(d.scope)["tenant"], d.pattern.value)
             for d in drafts
-            if d.pattern.kind == domain.PATTERN_DOCUMENT
+            if d.pattern.kind == PATTERN_DOCUMENT
         }
     )
     by_id = {c.case_id: c for c in patterns}
@@ -241,14 +253,14 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
                 proposals.append(existing)
             continue
         members = [by_id[i] for i in draft.case_ids]
-        if draft.pattern.kind == domain.PATTERN_DOCUMENT:
+        if draft.pattern.kind == PATTERN_DOCUMENT:
             title = titles.get((scope["tenant"], draft.pattern.value), draft.pattern.value)
-            query = domain.draft_query(draft.pattern, document_title=title)
+            query = draft_query(draft.pattern, document_title=title)
             skill_title = f"核对知识文档「{title}」"
             when = f"同一范围内已有 {len(draft.incidents)} 个不同事件核对过知识文档 {draft.pattern.value}："
         else:
-            written = domain.hypothesis_as_written(draft.pattern, members)
-            query = domain.draft_query(draft.pattern, written=written)
+            written = hypothesis_as_written(draft.pattern, members)
+            query = draft_query(draft.pattern, written=written)
             skill_title = f"排查并排除假设「{written}」"
             when = f"同一范围内已有 {len(draft.incidents)} 个不同事件排除过假设「{written}」："
         when += "；".join(sorted({m.title for m in members}))
@@ -261,7 +273,7 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
                 incidents=list(draft.incidents),
                 title=skill_title[:300],
                 when=when[:MAX_WHEN],
-                recipe=domain.draft_recipe(query),
+                recipe=draft_recipe(query),
                 created_at=now,
                 updated_at=now,
             )
@@ -290,7 +302,7 @@ def _scan_proven_lessons(now: datetime) -> list[SkillProposal]:
         if not found.proven(config) or covered_by_skill(lesson.scope, found.case_ids):
             continue
         existing = SkillProposal.objects.filter(
-            **lesson.scope, pattern_kind=domain.PATTERN_LESSON, pattern=lesson.id
+            **lesson.scope, pattern_kind=PATTERN_LESSON, pattern=lesson.id
         ).first()
         if existing is not None:
             if existing.status == ProposalStatus.OPEN and existing.case_ids != list(found.case_ids):
@@ -308,15 +320,13 @@ def _scan_proven_lessons(now: datetime) -> list[SkillProposal]:
         proposals.append(
             SkillProposal.objects.create(
                 **lesson.scope,
-                pattern_kind=domain.PATTERN_LESSON,
+                pattern_kind=PATTERN_LESSON,
                 pattern=lesson.id,
                 case_ids=list(found.case_ids),
                 incidents=sorted(record.successes),
                 title=f"按已验证的经验排查：{lesson.scene_description}"[:300],
                 when=when[:MAX_WHEN],
-                recipe=domain.draft_recipe(
-                    domain.collapse_space(lesson.scene_description)[: domain.MAX_QUERY]
-                ),
+                recipe=draft_recipe(collapse_space(lesson.scene_description)[:MAX_QUERY]),
                 created_at=now,
                 updated_at=now,
             )

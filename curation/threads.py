@@ -8,10 +8,16 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from curation import domain
 from curation.checks import BUILD_REFUSED, IMPORT_REFUSED
+from curation.domain.threads import (
+    CandidateDraft,
+    Pick,
+    candidate_case,
+    parse_thread,
+    require_thread_tenant,
+)
 from curation.models import Thread, ThreadMessage
-from curation.selectors import thread_units
+from curation.selectors.threads import thread_units
 from experience.cases.models import Case
 from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
@@ -35,7 +41,7 @@ def thread_import(*, data: object, actor: User, now: datetime | None = None) -> 
 
     The thread's ``tenant`` must be one the actor may use (refused naming ``tenant``)."""
     require(actor, ADD_CASE, message=IMPORT_REFUSED)
-    content = domain.parse_thread(data)
+    content = parse_thread(data)
     now = now or clock.now()
     require_input_tenant(actor, content.tenant, field="tenant", create=True, now=now)
     # Thread ids are per tenant: another tenant's thread of this id is not looked at, so the
@@ -86,8 +92,8 @@ def thread_import(*, data: object, actor: User, now: datetime | None = None) -> 
 def candidate_build(
     *,
     thread: Thread,
-    picks: Sequence[domain.Pick],
-    draft: domain.CandidateDraft,
+    picks: Sequence[Pick],
+    draft: CandidateDraft,
     actor: User,
     now: datetime | None = None,
 ) -> tuple[Case, bool]:
@@ -97,8 +103,8 @@ def candidate_build(
     Only a user who may see the thread builds from it, and the case's scope tenant is the
     thread's (refused naming ``scope.tenant``): evidence never moves to another tenant."""
     require(actor, ADD_CASE, thread.tenant, message=BUILD_REFUSED)
-    domain.require_thread_tenant(thread.tenant, draft.scope)
-    data = domain.candidate_case(thread_units(thread), picks, draft)
+    require_thread_tenant(thread.tenant, draft.scope)
+    data = candidate_case(thread_units(thread), picks, draft)
     now = now or clock.now()
     case, created = case_submit(content=parse_case(data), actor=actor, now=now)
     if created:

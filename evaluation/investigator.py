@@ -41,6 +41,7 @@ from evaluation.domain import (
     Ticket,
     check_kind,
 )
+from experience.cases.schema import TicketContext
 from experience.retrieval.context import CONFLICT_MARK
 from investigations.declarations import (
     RETRIEVE_EXPERIENCE,
@@ -48,15 +49,7 @@ from investigations.declarations import (
     SEARCH_DECLARATION,
     SEARCH_KNOWLEDGE,
 )
-from investigations.domain import (
-    ANSWERED,
-    Budget,
-    Handler,
-    Outcome,
-    Provider,
-    TicketContext,
-    run_ticket,
-)
+from investigations.domain import ANSWERED, Budget, Handler, Outcome, Provider, run_ticket
 from investigations.domain import (
     NEEDS_CONTEXT as RUN_NEEDS_CONTEXT,
 )
@@ -68,17 +61,13 @@ from knowledge.conclusions import (
 from knowledge.conclusions import (
     RULES_EXCLUDE_PURCHASE as CONCLUDES_RULES_EXCLUDE,
 )
+from knowledge.domain import CONFLICTING_SOURCES, NEEDS_CONTEXT, NO_MATCH, RETRIEVED
 
-# Result words of the tools this policy reads (docs/contracts.md, Statuses).
-RETRIEVED = "retrieved"
-NEEDS_CONTEXT = "needs_context"
-CONFLICTING_SOURCES = "conflicting_sources"
-NO_MATCH = "no_match"
+# Result words of the tools this policy reads (docs/contracts.md, Statuses); the search's own
+# (RETRIEVED, NEEDS_CONTEXT, CONFLICTING_SOURCES, NO_MATCH) are knowledge.domain's.
 NEEDS_REVIEW = "needs_review"
 MEMORY_OK = "ok"
 DECIDED = frozenset({RETRIEVED, CONFLICTING_SOURCES, NO_MATCH})
-# The context block's token budget in a replay: room for a few items, as an agent would ask.
-CONTEXT_BUDGET = 600
 
 # Re-searching after the customer answered; more rounds than this means the rules keep asking
 # for facts the ticket cannot give.

@@ -36,19 +36,20 @@ from evaluation.domain import (
     totals,
     wrong_causes_from_memory,
 )
-from evaluation.investigator import CONTEXT_BUDGET, investigate
+from evaluation.investigator import investigate
 from evaluation.retrieval_eval import embedder_set
 from evaluation.selectors import heldout_check
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Case
-from experience.cases.services import system_agent
+from experience.cases.schema import TicketContext
 from experience.retrieval.block import experience_context
 from experience.retrieval.request import MAX_QUERY
 from experience.retrieval.service import retrieve_experience
-from investigations.domain import Provider
+from investigations.domain import CONTEXT_BUDGET, Provider
 from knowledge.search import KnowledgeContext, search_knowledge
 from reviewconsole.cli import read_json_file
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.services import system_agent
 from semantic import embedders
 
 VECTOR_BRANCH_OFF = (
@@ -172,7 +173,7 @@ def _arm(
     semantic: Counter[str] | None = None,
 ) -> Investigation:
     # A run of its own, whatever another account or tenant names its runs
-    # (experience.run_claims); the arm's writes, its claim included, are rolled back.
+    # (experience.runs.claims); the arm's writes, its claim included, are rolled back.
     arm = "with" if with_memory else "without"
     run_id = f"replay-{index:04d}-{arm}-{uuid.uuid4().hex[:16]}"
     with transaction.atomic():

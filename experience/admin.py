@@ -119,7 +119,7 @@ class LessonMergeProposalAdmin(ReadOnlyAdmin):
     search_fields = ("candidate__id", "target__id")
 
 
-# Run owners and outcomes (experience.outcome_models).
+# Run owners and outcomes (experience.runs.models).
 from experience.runs.models import RunOutcome, RunOwner  # noqa: E402
 
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from experience.cases import selectors, services
-from experience.cases.executor import SkillRunResult, TicketContext, run_skill
+from experience.cases.executor import SkillRunResult, run_skill
 from experience.cases.models import Case
-from experience.cases.schema import evidence_objects
+from experience.cases.schema import TicketContext, evidence_objects
 from experience.core.models import Status
 from experience.review import imports as review_imports
 from experience.review import revocation

@@ -20,9 +20,9 @@ import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
+from experience.cases.schema import TicketContext
 from experience.core.prompts import shape_problems
 from investigations.verification import (
     ANSWER_MALFORMED,
@@ -68,6 +68,9 @@ DEFAULT_MAX_CALLS = 6
 MAX_CALLS_LIMIT = 20
 DEFAULT_MAX_SECONDS = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
+# The token budget of the context block a run reads (in its instructions, or asked for in a
+# replay): a few reviewed items, not a flood (the block is cut to it; experience.retrieval.block).
+CONTEXT_BUDGET = 600
 
 INSTRUCTIONS = """You investigate one customer support ticket for a chain of tea shops.
 Use the tools to gather evidence; they already know the ticket's scope (tenant, brand, store,
@@ -105,13 +108,6 @@ def instructions_with(block: str, instructions: str = INSTRUCTIONS) -> str:
     if not block.strip():
         return instructions
     return f"{instructions}\n\n{CONTEXT_INTRODUCTION}\n{block.strip()}"
-
-
-@dataclass(frozen=True)
-class TicketContext:
-    occurred_at: datetime | None
-    known_at: datetime | None
-    facts: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,20 @@ def live_configured() -> bool:
     return bool(_setting("CONSOLE_LLM_BASE_URL") and _setting("CONSOLE_LLM_MODEL"))
 
 
+PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
+
+
+def provider_checked(provider: object) -> str:
+    """``provider`` when it names a provider this deployment can run (the live one only once it
+    is configured); otherwise a ``ValidationFailure`` on ``provider``. One check for an
+    investigation and a prompt skill's run alike."""
+    if provider not in PROVIDERS:
+        raise ValidationFailure("provider", PROVIDER_UNKNOWN)
+    if provider == LIVE and not live_configured():
+        raise ValidationFailure("provider", LIVE_NOT_CONFIGURED)
+    return str(provider)
+
+
 # Who writes an after-action review's lesson (``AAR_REVIEW_AGENT``, env
 # ``CONSOLE_AAR_REVIEW_AGENT``): ``trace``, the deterministic draft, or ``live``, the live model
 # configured above as the review agent (its draft is checked against the trace).

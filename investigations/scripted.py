@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from investigations.declarations import MAX_QUERY, RETRIEVE_EXPERIENCE, RUN_SKILL, SEARCH_KNOWLEDGE
 from investigations.domain import ToolCall, Transcript, Turn
 from knowledge.conclusions import (
     ASK_FOR_FACTS,
@@ -29,10 +30,6 @@ from knowledge.conclusions import (
 )
 from knowledge.domain import HISTORICAL_CASE_PREFIX
 
-SEARCH_KNOWLEDGE = "search_knowledge"
-RETRIEVE_EXPERIENCE = "retrieve_experience"
-RUN_SKILL = "run_skill"
-MAX_QUERY = 200
 MAX_INPUT = 2_000
 INPUTS_PREFIX = "inputs."
 

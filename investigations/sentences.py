@@ -2,8 +2,8 @@
 
 The codes stay what the API, MCP and ``investigate --json`` return (docs/contracts.md); pages show
 the translated sentence with the code as a tooltip (``{{ code|investigation_code }}``), rendered
-like the experience memory's codes (``experience.sentences``). A test keeps this covering every
-conclusion code, verification reason and end reason the runner writes.
+like the experience memory's codes (``experience.pages.sentences``). A test keeps this covering
+every conclusion code, verification reason and end reason the runner writes.
 """
 
 from __future__ import annotations

@@ -12,17 +12,15 @@ from django.conf import settings
 from django.db import transaction
 from django_tasks import task
 
+from experience.cases.schema import TicketContext
 from experience.retrieval.block import experience_context
 from experience.retrieval.request import MAX_QUERY
 from experience.runs.claims import run_claim, run_name
 from investigations import domain
-from investigations.domain import Budget, Provider, Ticket, TicketContext, run_ticket
+from investigations.domain import Budget, Provider, Ticket, run_ticket
 from investigations.models import Investigation, InvestigationRequest, RequestState
 from investigations.providers import (
-    LIVE,
-    LIVE_NOT_CONFIGURED,
-    PROVIDERS,
-    live_configured,
+    provider_checked,
     provider_for,
 )
 from investigations.selectors import unusable_items
@@ -42,7 +40,7 @@ from reviewconsole.permissions import (
 from reviewconsole.reasons import reason_clipped
 from reviewconsole.runids import validate_run_id
 from reviewconsole.scopes import SCOPE_FIELDS, validate_scope_value
-from reviewconsole.timeparse import aware_required, to_utc_iso
+from reviewconsole.timeparse import aware_required
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -54,7 +52,6 @@ MAX_FACTS = 32
 RUN_ID_TAKEN = "already names an investigation; choose another run id"
 TEXT_REQUIRED = f"must be a non-empty string of at most {MAX_TEXT} characters"
 MAX_CALLS_RANGE = f"must be an integer from 1 to {domain.MAX_CALLS_LIMIT}"
-PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
 FACT_VALUE = "must be a string, an integer or a boolean"
 
 # The stored run id of the investigation this thread is running: skill runs stored under it are
@@ -124,11 +121,6 @@ def _ticket(
     )
 
 
-# The token budget of the context block in a run's instructions: a few reviewed items, not a
-# flood (the block is cut to it; see experience.context).
-CONTEXT_BUDGET = 600
-
-
 def context_block(ticket: Ticket, *, run_id: str, actor: User, at: datetime | None = None) -> str:
     """The context block of the ticket's exact scope for the run's instructions, as of the time
     the ticket became known (else ``at``, the run's moment); every item in it is recorded as read
@@ -139,7 +131,7 @@ def context_block(ticket: Ticket, *, run_id: str, actor: User, at: datetime | No
     scope = {name: str(value or "") for name, value in ticket.scope.items()}
     now = ticket.context.known_at or at or clock.now()
     block = experience_context(
-        ticket.text.strip()[:MAX_QUERY], scope, now, run_id, CONTEXT_BUDGET, actor=actor
+        ticket.text.strip()[:MAX_QUERY], scope, now, run_id, domain.CONTEXT_BUDGET, actor=actor
     )
     return str(block.get("block") or "")
 
@@ -232,10 +224,7 @@ def investigation_answer(investigation: Investigation) -> dict[str, Any]:
 def _run_options(provider: object, max_calls: object, run_id: object) -> tuple[str, int, str]:
     """The provider, call budget and run id of a run, checked once for every path (a run now
     or one queued for the worker): a taken run id is refused before anything is written."""
-    if provider not in PROVIDERS:
-        raise ValidationFailure("provider", PROVIDER_UNKNOWN)
-    if provider == LIVE and not live_configured():
-        raise ValidationFailure("provider", LIVE_NOT_CONFIGURED)
+    provider = provider_checked(provider)
     if max_calls is None:
         max_calls = domain.DEFAULT_MAX_CALLS
     if (
@@ -394,11 +383,7 @@ def _store(
     started_at: datetime,
     finished_at: datetime,
 ) -> Investigation:
-    context: dict[str, Any] = {
-        "occurred_at": to_utc_iso(ticket.context.occurred_at),
-        "known_at": to_utc_iso(ticket.context.known_at),
-        "facts": dict(ticket.context.facts),
-    }
+    context = ticket.context.as_json()
     investigation = Investigation.objects.create(
         run_id=run_id,
         text=ticket.text,

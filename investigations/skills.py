@@ -38,20 +38,16 @@ from experience.cases.executor import (
     TOOL_REFUSED,
 )
 from experience.cases.prompting import PromptRun, PromptRunOutcome
+from experience.cases.schema import TicketContext
 from investigations import domain
-from investigations.domain import Budget, Handler, Provider, Ticket, TicketContext, run_ticket
+from investigations.domain import Budget, Handler, Provider, Ticket, run_ticket
 from investigations.providers import (
-    LIVE,
-    LIVE_NOT_CONFIGURED,
-    PROVIDERS,
-    live_configured,
+    provider_checked,
     provider_for,
 )
 from investigations.selectors import unusable_items
 from investigations.tools import bind, declarations
-from reviewconsole.errors import ValidationFailure
 
-PROVIDER_UNKNOWN = "must be one of " + ", ".join(PROVIDERS)
 # Steps a prompt skill's sub-agent must never produce: a tool it does not declare, a scope or
 # time argument. Either ends the skill run in fallback.
 REFUSED_OUTCOMES = frozenset({domain.UNKNOWN_TOOL, domain.SCOPE_ARGUMENT_REFUSED})
@@ -137,11 +133,7 @@ class PromptSkillRunner:
     """The runner ``experience`` hands prompt skills to (``prompt_runner_install``)."""
 
     def provider_checked(self, provider: object) -> str:
-        if provider not in PROVIDERS:
-            raise ValidationFailure("provider", PROVIDER_UNKNOWN)
-        if provider == LIVE and not live_configured():
-            raise ValidationFailure("provider", LIVE_NOT_CONFIGURED)
-        return str(provider)
+        return provider_checked(provider)
 
     def run(self, run: PromptRun) -> PromptRunOutcome:
         model: Provider = (

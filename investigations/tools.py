@@ -2,9 +2,9 @@
 
 Each handler closes over the ticket's scope, times, run id and the acting user; the model's
 arguments are only the tool's own (``query``, ``skill_id``). ``search_knowledge`` runs through
-the skill tool registry (``experience.tools``), the same handler a recipe step calls; the memory
-tools are the services an agent calls, with the actor's permissions. Every document a search
-returns is recorded as read under the run id, so revoking it reaches this run.
+the skill tool registry (``experience.cases.tools``), the same handler a recipe step calls; the
+memory tools are the services an agent calls, with the actor's permissions. Every document a
+search returns is recorded as read under the run id, so revoking it reaches this run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.db import transaction
 
-from experience.cases.executor import TicketContext as SkillTicketContext
 from experience.cases.executor import run_skill
 from experience.cases.tools import SEARCH_KNOWLEDGE, CallContext, default_registry
 from experience.core.models import ItemType
@@ -90,14 +89,11 @@ def bind(
         return retrieve_experience(arguments["query"], scope, now, run_id, actor=actor)
 
     def skill(arguments: Mapping[str, str]) -> Mapping[str, Any]:
-        skill_context = SkillTicketContext(
-            occurred_at=context.occurred_at, known_at=context.known_at, facts=dict(context.facts)
-        )
         inputs = cast("Mapping[str, object] | None", arguments.get("inputs"))
         return run_skill(
             arguments["skill_id"],
             scope,
-            skill_context,
+            context,
             run_id,
             now,
             actor=actor,

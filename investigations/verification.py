@@ -34,13 +34,11 @@ from knowledge.conclusions import (
     CONCLUSION_CODES,
     KNOWLEDGE_HAS_NO_ANSWER,
     LEAD_NEEDS_REVIEW,
-    NEEDS_CONTEXT_STATUS,
-    NO_MATCH_STATUS,
     RULES_DO_NOT_EXPLAIN,
     RULES_EXCLUDE_PURCHASE,
     allowed_conclusion,
 )
-from knowledge.domain import HISTORICAL_CASE_PREFIX
+from knowledge.domain import HISTORICAL_CASE_PREFIX, NEEDS_CONTEXT, NO_MATCH
 
 QUOTE_NOT_VERBATIM = "quote_not_verbatim"
 CITATION_NOT_IN_RUN = "citation_not_in_run"
@@ -224,9 +222,9 @@ def _uncited(result: Mapping[str, Any]) -> set[str]:
     """What a search result allows with nothing to cite: no match, or facts it lacks."""
     status = result.get("status")
     allowed = set()
-    if status == NO_MATCH_STATUS:
+    if status == NO_MATCH:
         allowed.add(KNOWLEDGE_HAS_NO_ANSWER)
-    if status == NEEDS_CONTEXT_STATUS and result.get("missing"):
+    if status == NEEDS_CONTEXT and result.get("missing"):
         allowed.add(ASK_FOR_FACTS)
     return allowed
 

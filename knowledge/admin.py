@@ -76,7 +76,7 @@ CONTENT_FIELDS = (
 PUBLISHED_AT_HELP = "When this version becomes known; empty means the moment it is saved."
 
 
-class DocumentForm(forms.ModelForm):
+class DocumentForm(forms.ModelForm[Document]):
     stores = forms.CharField(
         help_text="Store codes separated by commas, e.g. store-001, store-004",
         widget=forms.TextInput(attrs={"size": 60}),

@@ -30,10 +30,6 @@ CONCLUSION_CODES = (
     LEAD_NEEDS_REVIEW,
 )
 
-# What a result status allows when it carries no evidence to cite.
-NO_MATCH_STATUS = "no_match"
-NEEDS_CONTEXT_STATUS = "needs_context"
-
 
 def allowed_conclusion(item: Mapping[str, Any]) -> str:
     """The one conclusion a ``search_knowledge`` evidence item supports.

@@ -30,6 +30,13 @@ from textsearch.domain import tokenize as tokenize
 
 HISTORICAL_CASE_PREFIX = "历史案例，仅作排查线索"
 
+# The status of a knowledge search's answer (docs/contracts.md, Statuses): read by the search, the
+# verifier of an investigation's answer, a skill's recipe steps and the replay's investigator.
+RETRIEVED = "retrieved"
+NEEDS_CONTEXT = "needs_context"
+CONFLICTING_SOURCES = "conflicting_sources"
+NO_MATCH = "no_match"
+
 
 # --- the definition, kept as the oracle that the indexed search is tested against ------------
 
@@ -61,11 +68,11 @@ def reference_search(
     newest = newest_versions((d.doc_key, d.version) for d in documents)
     documents = [d for d in documents if (d.doc_key, d.version) in newest]
     rankings = []
-    for query, tokens_of in (
-        (raw_query, lambda d: d.raw_tokens),
-        (expanded_query, lambda d: d.expanded_tokens),
-    ):
-        scored = [(jaccard(query, tokens_of(d)), d.public_id) for d in documents]
+    for query, expanded in ((raw_query, False), (expanded_query, True)):
+        scored = [
+            (jaccard(query, d.expanded_tokens if expanded else d.raw_tokens), d.public_id)
+            for d in documents
+        ]
         rankings.append(
             [pid for score, pid in sorted(scored, key=lambda p: (-p[0], p[1])) if score > 0]
         )

@@ -8,6 +8,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from reviewconsole.errors import ImmutableContentError
 from reviewconsole.itemids import ItemId
 from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
 
@@ -15,10 +16,6 @@ from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope
 class DocumentKind(models.TextChoices):
     RULE = "rule", _("rule")
     CASE = "case", _("historical case")
-
-
-class ImmutableContentError(RuntimeError):
-    pass
 
 
 # Fields that may change after a version is saved: its lifecycle, never its content.

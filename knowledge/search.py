@@ -16,11 +16,15 @@ from django.db import connection
 from knowledge import lexicon as index_lexicon
 from knowledge import postings
 from knowledge.domain import (
+    CONFLICTING_SOURCES,
     DOCUMENT_GATE,
     INDEX_GATE,
     KNOWN,
     MATCH,
+    NEEDS_CONTEXT,
+    NO_MATCH,
     OCCURRED,
+    RETRIEVED,
     UNKNOWN,
     Conditions,
     Quote,
@@ -33,10 +37,9 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from textsearch.arrays import CACHE as _arrays_cache
-from textsearch.arrays import ROW_VERSION, arrays_column
+from textsearch.arrays import CACHE, ROW_VERSION, arrays_column
+from textsearch.domain import RRF_K as RRF_K
 from textsearch.domain import (
-    RRF_K,
     ParsedQuery,
     columns_admit,
     parse_query,
@@ -45,20 +48,24 @@ from textsearch.domain import (
 )
 from textsearch.gate import gate_q
 from textsearch.postings import ids_of, micros, placeholders, token_key
-from textsearch.ranking import BRANCHES, EXACT_RATIO_BOUND, intersections, position_table
-from textsearch.ranking import exact_head as _exact_head
-from textsearch.ranking import jaccard_order as _jaccard_order
+from textsearch.ranking import (
+    BRANCHES,
+    EXACT_RATIO_BOUND,
+    exact_head,
+    intersections,
+    jaccard_order,
+    position_table,
+)
 from textsearch.ranking import shares as _shares
 from textsearch.vector import OFF, Branch, fusion_columns, ranks_or_none, vector_branch
 from textsearch.vector import votes as vector_votes
 
-# This index's name in the engine's array cache (``textsearch.arrays``).
+# This index's name in the engine's array cache (``textsearch.arrays``), and the cache.
 INDEX_NAME = "knowledge"
-
-RETRIEVED = "retrieved"
-NEEDS_CONTEXT = "needs_context"
-CONFLICTING_SOURCES = "conflicting_sources"
-NO_MATCH = "no_match"
+_arrays_cache = CACHE
+# The engine's exact orders, by the names this module's ranking (and its tests) use.
+_jaccard_order = jaccard_order
+_exact_head = exact_head
 
 DEFAULT_LIMIT = 4
 MAX_LIMIT = 50

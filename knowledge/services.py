@@ -35,9 +35,9 @@ from reviewconsole.permissions import (
     refusals,
     require,
 )
+from reviewconsole.reasons import REASON_REQUIRED
 from reviewconsole.tenancy import NOT_IN_TENANT, require_input_tenant
 
-REASON_REQUIRED = "a reason is required"
 ALREADY_REVOKED = "is already revoked"
 ALREADY_APPROVED = "is already approved"
 CONTENT_DIFFERS = "already exists with other content; save the change as a new version"

@@ -49,11 +49,12 @@ NO_ACCESS = Access(frozenset(), frozenset())
 def _permission_rows(ids: QuerySet[Any], column: str) -> QuerySet[Any]:
     """``(kind, permission id as text)`` rows: ids, not names, so the statement joins nothing
     (the names come from :func:`_names`)."""
-    return (
+    rows: QuerySet[Any] = (
         ids.order_by()
         .annotate(_kind=Value(_PERMISSION), _value=Cast(column, CharField()))
         .values_list("_kind", "_value")
     )
+    return rows
 
 
 # Every permission's ``app_label.codename`` by id, read once per process and again when a

@@ -306,7 +306,7 @@ class TenantMembershipInline(admin.TabularInline[TenantMembership, User]):
         return self._editable(request, obj)
 
 
-class ConsoleUserAdmin(UserAdmin):
+class ConsoleUserAdmin(UserAdmin[User]):
     """Users, written through the user services.
 
     No one edits ``is_superuser`` or direct permissions here (superusers are made on the shell
@@ -497,7 +497,9 @@ class TaskResultAdmin(DBTaskResultAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_deployment_wide(request.user) and super().has_module_permission(request)
 
-    def has_view_permission(self, request: HttpRequest, obj: DBTaskResult | None = None) -> bool:
+    def has_view_permission(
+        self, request: HttpRequest, obj: DBTaskResult[Any, Any] | None = None
+    ) -> bool:
         return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
 
 

@@ -8,7 +8,7 @@ from axes.backends import AxesStandaloneBackend
 from django.http import HttpRequest
 
 
-class LoginThrottleBackend(AxesStandaloneBackend):
+class LoginThrottleBackend(AxesStandaloneBackend):  # type: ignore[misc]
     """django-axes' lockout check, applied when a login comes with a request.
 
     ``authenticate()`` without a request (a management command, the test client's ``login``)
@@ -24,4 +24,5 @@ class LoginThrottleBackend(AxesStandaloneBackend):
     ) -> None:
         if request is None:
             return None
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        super().authenticate(request, username=username, password=password, **kwargs)
+        return None

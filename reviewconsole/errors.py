@@ -25,6 +25,11 @@ class ValidationFailure(ValueError):
         return ValidationFailure(field, self.message)
 
 
+class ImmutableContentError(RuntimeError):
+    """A write that would change hashed content after it was stored: only lifecycle columns may
+    change (the experience items' and the knowledge documents' rows alike)."""
+
+
 class PermissionRefused(PermissionError):
     def __init__(self, message: str, *, unmet: str = "not_permitted") -> None:
         super().__init__(message)

@@ -51,7 +51,7 @@ class ZonedDateTimeInput(forms.DateTimeInput):
         if isinstance(value, datetime):
             if timezone.is_aware(value):
                 value = timezone.localtime(value)
-            return value.strftime(LOCAL_FORMAT)
+            return str(value.strftime(LOCAL_FORMAT))
         if isinstance(value, str) and value:
             moment = _parse(value)
             if moment is not None and moment.tzinfo is not None:

@@ -187,7 +187,7 @@ def exposition() -> bytes:
     """Every metric, in Prometheus' text format."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         processes = CollectorRegistry()
-        multiprocess.MultiProcessCollector(processes)
+        multiprocess.MultiProcessCollector(processes)  # type: ignore[no-untyped-call]
         measured = generate_latest(processes)
     else:
         measured = generate_latest(REGISTRY)

@@ -11,6 +11,7 @@ from reviewconsole.errors import ValidationFailure
 
 MAX_REASON = 2_000
 REASON_TOO_LONG = f"must be at most {MAX_REASON} characters"
+REASON_REQUIRED = "a reason is required"
 
 
 def reason_clipped(text: str) -> str:

@@ -233,10 +233,10 @@ def user_set_role(
 
 
 def system_agent() -> User:
-    """The account a command that names no user (``research``) acts as, so that its read is
-    checked like any agent's: ``SYSTEM_AGENT`` in the agent role, made on first use. An existing
-    account is taken as it is: deactivated or moved to another role, its reads are refused.
-    ``experience.cases.services.system_agent`` is the same account, for the commands above the core."""
+    """The account a command, replay or benchmark that names no user (``research``, ``recall``,
+    ``run_skill``, ``investigate``, ``replay``) acts as, so that its reads are checked like any
+    agent's: ``SYSTEM_AGENT`` in the agent role, made on first use. An existing account is taken
+    as it is: deactivated or moved to another role, its reads are refused."""
     existing = User.objects.filter(username=SYSTEM_AGENT).first()
     return existing or user_set_role(username=SYSTEM_AGENT, role=Role.AGENT)
 

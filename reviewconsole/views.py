@@ -34,6 +34,7 @@ from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.forms import EventFilterForm, TimeZoneForm, action_label
 from reviewconsole.itemrefs import item_of, item_titles
+from reviewconsole.links import RUN_PAGE
 from reviewconsole.models import Action
 from reviewconsole.permissions import VIEW_EVENT
 from reviewconsole.selectors import events_csv_rows, events_filtered
@@ -50,9 +51,6 @@ def target_parts(target: str) -> list[str]:
     """The items an event's target names: both of a pair, else the target itself."""
     parts = target.split(PAIR_SEPARATOR)
     return parts if len(parts) == 2 and all(item_of(part) for part in parts) else [target]
-
-
-RUN_PAGE = "experience:run-detail"
 
 
 EVENTS_PER_PAGE = 50

@@ -196,7 +196,7 @@ def query_vector(embedder: embedders.Embedder, text: str) -> np.ndarray:
     timeout = float(getattr(settings, "SEMANTIC_QUERY_TIMEOUT", DEFAULT_QUERY_TIMEOUT))
     future = _executor.submit(embedder.queries, [text])
     try:
-        vector = np.asarray(future.result(timeout=timeout), dtype=np.float32)[0]
+        vector: np.ndarray = np.asarray(future.result(timeout=timeout), dtype=np.float32)[0]
     except FutureTimeout:
         future.cancel()
         raise embedders.EmbedderUnavailable(

@@ -364,13 +364,14 @@ class Reference:
         codes are ``codes`` and whose item-end statistics are ``item_null``, None when the scope
         was packed without them: then the query's end alone)."""
         means, sds = self.query_null(query)
-        from_query = (sims.astype(np.float64) - means[codes]) / sds[codes]
+        from_query: np.ndarray = (sims.astype(np.float64) - means[codes]) / sds[codes]
         if item_null is None:
             return from_query
         mean = item_null[:, 2 * query_code].astype(np.float64)
         sd = np.maximum(item_null[:, 2 * query_code + 1].astype(np.float64), _LEAST_SD)
-        from_item = (sims.astype(np.float64) - mean) / sd
-        return (from_query + from_item) / 2
+        from_item: np.ndarray = (sims.astype(np.float64) - mean) / sd
+        both: np.ndarray = (from_query + from_item) / 2
+        return both
 
 
 def _null(references: tuple[np.ndarray, ...], vectors: np.ndarray) -> np.ndarray:

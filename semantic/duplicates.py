@@ -187,7 +187,8 @@ class Background:
 
     def means(self, matrix: np.ndarray, lang: str) -> np.ndarray:
         """Each row's mean cosine to the reference texts of ``lang``."""
-        return np.asarray(matrix @ self.vectors[lang].T).mean(axis=1)
+        means: np.ndarray = np.asarray(matrix @ self.vectors[lang].T).mean(axis=1)
+        return means
 
 
 def background_of(model: str, vectors: Mapping[str, np.ndarray]) -> Background:

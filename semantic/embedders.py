@@ -55,7 +55,8 @@ def normalised(vectors: Any) -> np.ndarray:
     if matrix.ndim == 1:
         matrix = matrix.reshape(1, -1)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
 def local_model_name() -> str:

@@ -14,7 +14,7 @@ import pytest
 from experience.core import domain
 from experience.lessons import domain as lesson_domain
 from knowledge import services as knowledge_services
-from reviewconsole import tenancy
+from reviewconsole import permissions, tenancy
 from reviewconsole.models import Action
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,8 +42,8 @@ def command_names() -> list[str]:
 
 
 def experience_unmet_names() -> list[str]:
-    """The string constants between the unmet-names and lifecycle headers of experience/domain.py
-    and experience/lesson_domain.py."""
+    """The string constants between the unmet-names and lifecycle headers of
+    experience/core/domain.py and experience/lessons/domain.py."""
     names = []
     for module in (domain, lesson_domain):
         source = Path(str(module.__file__)).read_text(encoding="utf-8")
@@ -81,7 +81,7 @@ def test_every_experience_unmet_name_is_documented() -> None:
 def test_other_unmet_names_are_documented() -> None:
     names = [
         tenancy.NOT_IN_TENANT,
-        knowledge_services.NOT_PERMITTED,
+        permissions.NOT_PERMITTED,
         knowledge_services.REASON_UNMET,
         knowledge_services.ALREADY_APPROVED_UNMET,
         knowledge_services.ALREADY_REVOKED_UNMET,

@@ -55,6 +55,7 @@ def test_every_root_package_is_a_layer() -> None:
 
 def _contract(contract_id: str) -> dict[str, Any]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contract: dict[str, Any]
     (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == contract_id]
     return contract
 

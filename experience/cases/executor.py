@@ -17,20 +17,23 @@ from django.db import transaction
 
 from experience.cases.models import Case, Skill
 from experience.cases.prompting import PromptRun, PromptRunOutcome, prompt_runner, prompt_tools
+from experience.cases.schema import PROMPT, TicketContext
 from experience.cases.selectors import skill_availability
 from experience.cases.tools import CallContext, Tool, default_registry, tool_specs
 from experience.core import domain
 from experience.core.models import ItemType, RunStatus
 from experience.core.prompts import PromptSpec, inputs_checked, prompt_checked
+from experience.core.review import NO_SUCH_SKILL
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record, run_store
-from knowledge.search import NEEDS_CONTEXT, RETRIEVED, evidence_supports
+from knowledge.domain import NEEDS_CONTEXT, RETRIEVED
+from knowledge.search import evidence_supports
 from reviewconsole import clock, itemids
 from reviewconsole.errors import UnknownId, ValidationFailure
 from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 from reviewconsole.runids import validate_run_id
 from reviewconsole.tenancy import may_access
-from reviewconsole.timeparse import aware_required, to_utc_iso
+from reviewconsole.timeparse import aware_required
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -39,7 +42,6 @@ NEEDS_REVIEW = RunStatus.NEEDS_REVIEW.value
 FALLBACK = RunStatus.FALLBACK.value
 TOOL_TIMEOUT_SECONDS = 10.0
 USE_REFUSED = "running skills needs the agent or reviewer role"
-NO_SUCH_SKILL = "no skill with this id"
 NOT_RUN = "not_run"
 PASSED = "passed"
 FAILED = "failed"
@@ -67,28 +69,11 @@ ANSWER_VERIFIED_DETAIL = (
     "the sub-agent's answer passed verification against its own tool calls and its output "
     "matches the declared shape; the cited cases are historical leads only, a person reviews it"
 )
-PROMPT = "prompt"
 INPUTS_NOT_DECLARED = "a recipe skill declares no inputs"
 PASSED_DETAIL = (
     "every step found current evidence that matches; the cited cases are historical leads only, "
     "the current evidence and the ticket's own requests decide"
 )
-
-
-@dataclass(frozen=True)
-class TicketContext:
-    """The caller's knowledge context: when it happened, what was known, and the ticket's facts."""
-
-    occurred_at: datetime | None
-    known_at: datetime | None
-    facts: Mapping[str, object] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "occurred_at": to_utc_iso(self.occurred_at),
-            "known_at": to_utc_iso(self.known_at),
-            "facts": dict(self.facts),
-        }
 
 
 @dataclass(frozen=True)

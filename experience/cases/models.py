@@ -7,7 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from experience.core.models import ID_LENGTH, ImmutableContentError, ReviewedItem
+from experience.core.models import ID_LENGTH, ReviewedItem
+from reviewconsole.errors import ImmutableContentError
 from reviewconsole.scopes import SCOPE_FIELDS
 
 

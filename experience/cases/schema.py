@@ -1,4 +1,5 @@
-"""The import format of cases and skills, validated into frozen values.
+"""The import format of cases and skills, validated into frozen values, and the ticket context a
+skill runs with (``TicketContext``, also the context of an investigation's ticket).
 
 The format is described in docs/contracts.md, Import formats.
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -81,6 +82,22 @@ VALID_TO_ORDER = "must be after valid_from"
 BAD_CASE_REFERENCE = (
     'must be a case id (case:<sha256>) or "#N", the N-th item (from 0) of the same file'
 )
+
+
+@dataclass(frozen=True)
+class TicketContext:
+    """The caller's knowledge context: when it happened, what was known, and the ticket's facts."""
+
+    occurred_at: datetime | None
+    known_at: datetime | None
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "occurred_at": to_utc_iso(self.occurred_at),
+            "known_at": to_utc_iso(self.known_at),
+            "facts": dict(self.facts),
+        }
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
@@ -42,7 +42,9 @@ UNKNOWN_ID = "must be a case:…, skill:…, lesson:… or doc:KEY@VERSION id"
 def case_get(case_id: str, *, field: str = "id", user: User | None = None) -> Case:
     """The case with this id; with ``user``, only one of a tenant the user sees: another
     tenant's case is answered exactly as an unknown id (ids never tell what exists elsewhere)."""
-    case = Case.objects.select_related("submitted_by", "approved_by").filter(pk=case_id).first()
+    case: Case | None = (
+        Case.objects.select_related("submitted_by", "approved_by").filter(pk=case_id).first()
+    )
     if case is None or (user is not None and not may_access(user, case.tenant)):
         raise ValidationFailure(field, f"{NO_SUCH_CASE}: {case_id}")
     return case
@@ -50,7 +52,9 @@ def case_get(case_id: str, *, field: str = "id", user: User | None = None) -> Ca
 
 def skill_get(skill_id: str, *, field: str = "id", user: User | None = None) -> Skill:
     """The skill with this id, as ``case_get`` finds a case."""
-    skill = Skill.objects.select_related("submitted_by", "approved_by").filter(pk=skill_id).first()
+    skill: Skill | None = (
+        Skill.objects.select_related("submitted_by", "approved_by").filter(pk=skill_id).first()
+    )
     if skill is None or (user is not None and not may_access(user, skill.tenant)):
         raise ValidationFailure(field, f"{NO_SUCH_SKILL}: {skill_id}")
     return skill
@@ -148,7 +152,7 @@ def with_canonical_incident(links: _Links, case: str = "case") -> tuple[_Links, 
     expression = _incident_identity.get("expression")
     if expression is None:
         return links, f"{case}__incident"
-    return cast(_Links, links.annotate(canonical_incident=expression(case))), "canonical_incident"
+    return links.annotate(canonical_incident=expression(case)), "canonical_incident"
 
 
 def cited_case_columns(incident: str) -> tuple[str, ...]:

@@ -46,8 +46,6 @@ from reviewconsole.permissions import (
     require,
 )
 from reviewconsole.reasons import reason_within_cap
-from reviewconsole.roles import Role
-from reviewconsole.services import user_set_role
 from reviewconsole.tenancy import NOT_IN_TENANT, require_input_tenant
 
 M = TypeVar("M", bound=Model)
@@ -86,19 +84,6 @@ CASE_REFERENCE_OUT_OF_RANGE = "points past the end of this file"
 
 
 CASE_REFERENCE_DUPLICATE = "cites the same case twice"
-
-
-SYSTEM_AGENT = "system-agent"
-
-
-def system_agent() -> User:
-    """The account a command, replay or benchmark that names no user reads memory as.
-
-    Made with the agent role on first use. An existing account is taken as it is: when an
-    administrator deactivates it or changes its role, the permission check refuses its reads.
-    """
-    existing = User.objects.filter(username=SYSTEM_AGENT).first()
-    return existing or user_set_role(username=SYSTEM_AGENT, role=Role.AGENT)
 
 
 @dataclass(frozen=True)

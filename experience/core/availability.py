@@ -9,7 +9,7 @@ Each gate is a tuple of :class:`Term` (a field compared with ``now`` or a value)
 predicates here evaluate the terms; ``experience.core.gate`` turns the same terms into the ORM
 expression, so a query filters exactly what the predicate admits (``tests/experience/
 test_availability.py`` holds the two together). A term also names the availability code an
-item failing it gets; the console phrases each code (``experience.pages.items``,
+item failing it gets; the console phrases each code (``experience.pages.availability``,
 ``AVAILABILITY_TEXT``).
 
 No Django imports: the clock is passed in.

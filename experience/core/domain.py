@@ -141,7 +141,7 @@ def check_counts(*, checked_by: int, submitted_by: int) -> bool:
     """Four eyes on evidence: a check counts toward approval only when someone other than the
     item's submitter made it (the approver's own check counts). Both are holders
     (``reviewconsole.accounts``): a check by an account the submitter holds, or that holds the
-    submitter's, is the submitter's own. ``experience.selectors`` counts checks in SQL by this
+    submitter's, is the submitter's own. ``experience.cases.selectors`` counts checks in SQL by this
     rule; a test holds the two together."""
     return checked_by != submitted_by
 

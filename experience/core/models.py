@@ -13,12 +13,9 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from reviewconsole import itemids
+from reviewconsole.errors import ImmutableContentError
 from reviewconsole.links import item_page
 from reviewconsole.scopes import SCOPE_FIELDS
-
-
-class ImmutableContentError(RuntimeError):
-    pass
 
 
 class Status(models.TextChoices):

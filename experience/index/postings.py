@@ -281,12 +281,13 @@ def _order_of(scope_id: int, item_id: str, models: Models) -> int:
     """How many of the scope's entries have an item id before ``item_id`` (code point order, as
     Python compares them, whatever the database's collation)."""
     binary = "C" if connection.vendor == "postgresql" else "BINARY"
-    return (
+    before: int = (
         models.entry.objects.filter(scope_id=scope_id)
         .annotate(binary_id=Collate("item_id", binary))
         .filter(binary_id__lt=item_id)
         .count()
     )
+    return before
 
 
 def _array_with(scope_id: int, entry: Any, models: Models) -> None:

@@ -22,7 +22,7 @@ class Lesson(ReviewedItem):
     """Distilled experience citing reviewed cases as evidence for and against it.
 
     Its confidence is computed from that evidence when it is read
-    (``experience.lesson_selectors``), never stored or typed in.
+    (``experience.lessons.selectors``), never stored or typed in.
     """
 
     lesson_type = models.CharField(max_length=20, choices=LessonType.choices)

@@ -1,7 +1,7 @@
 """The import format of lessons (``"type": "lesson"``), validated into a frozen value.
 
 The format is in docs/contracts.md (Import formats). Pure: no Django imports; every error names
-its JSON path, as ``experience.schema`` does for cases and skills.
+its JSON path, as ``experience.cases.schema`` does for cases and skills.
 """
 
 from __future__ import annotations

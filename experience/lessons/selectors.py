@@ -58,7 +58,7 @@ def confidence_settings() -> ConfidenceSettings:
 def lesson_get(lesson_id: str, *, field: str = "id", user: User | None = None) -> Lesson:
     """The lesson with this id, as ``selectors.case_get`` finds a case: with ``user``, another
     tenant's lesson is answered exactly as an unknown id."""
-    lesson = (
+    lesson: Lesson | None = (
         Lesson.objects.select_related("submitted_by", "approved_by").filter(pk=lesson_id).first()
     )
     if lesson is None or (user is not None and not may_access(user, lesson.tenant)):
@@ -86,7 +86,7 @@ def visible_lessons(user: User) -> QuerySet[Lesson]:
 
 
 def _links(lesson_ids: Iterable[str]) -> QuerySet[LessonCase]:
-    # Distinct incidents follow incident merges, as skills' do (experience.selectors).
+    # Distinct incidents follow incident merges, as skills' do (experience.cases.selectors).
     links, _ = selectors.with_canonical_incident(
         LessonCase.objects.filter(lesson_id__in=list(lesson_ids)).select_related("case")
     )

@@ -385,7 +385,7 @@ def case_get_visible(digest: str, user: User | AnonymousUser) -> Case | None:
 
 
 def skill_get_visible(digest: str, user: User | AnonymousUser) -> Skill | None:
-    skill = (
+    skill: Skill | None = (
         Skill.objects.select_related("submitted_by", "approved_by", "rejected_by", "revoked_by")
         .filter(pk=str(ItemId.skill(digest)))
         .first()

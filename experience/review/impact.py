@@ -68,7 +68,7 @@ def revocation_impact(
     runs, ``context_blocks`` names the ones whose context block carried one of the items.
 
     Only runs of the item's own tenant are listed: a run opened in another tenant never read it
-    (``experience.run_claims``), and its id is not for this tenant's reviewers to see. A
+    (``experience.runs.claims``), and its id is not for this tenant's reviewers to see. A
     document is named within its ``tenant`` (``doc:KEY@N`` may name one in several tenants), so
     its callers pass it; other items' tenants are read from their rows."""
     kind = domain.item_type(item_id)

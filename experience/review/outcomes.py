@@ -2,7 +2,7 @@
 
 A run id is any id under which memory was read (``Reference`` rows: recall, a context block, a
 skill run, an investigation). It belongs to the account and tenant that opened it
-(``experience.run_claims``): its owner, or a reviewer of its tenant, may report its outcome; for
+(``experience.runs.claims``): its owner, or a reviewer of its tenant, may report its outcome; for
 anyone else (another account, anyone who may not see its tenant) it is a run with no reads. The
 latest outcome of a run is kept
 and every report is audited (with the outcome and reporter it replaced);

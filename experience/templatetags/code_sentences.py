@@ -1,5 +1,5 @@
 """``{{ code|code_sentence }}``: a machine code (unmet name, run reason) as a translated sentence,
-the code itself in the tooltip (``experience.sentences`` holds the mapping)."""
+the code itself in the tooltip (``experience.pages.sentences`` holds the mapping)."""
 
 from __future__ import annotations
 

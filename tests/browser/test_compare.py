@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 def _box(page: Any, selector: str) -> dict[str, float]:
     box = page.locator(selector).first.bounding_box()
     assert box is not None, selector
-    return box
+    return dict(box)
 
 
 def test_compare_side_by_side_on_a_laptop_and_stacked_on_a_phone(

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from console.demo import RECALL_RUN, SECOND_SKILL_RUN
 from console.selectors import dashboard_counts
-from curation.domain import MIN_PROPOSAL_INCIDENTS
+from curation.domain.proposals import MIN_PROPOSAL_INCIDENTS
 from curation.models import ReReview, ReReviewStatus, SkillProposal
 from curation.proposals import SUPPORT_TOO_LOW, proposal_adopt
 from experience.cases.models import Case

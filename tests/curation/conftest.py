@@ -25,7 +25,8 @@ THREAD_ID = "T-20260918-store-002-coupon"
 
 
 def thread_json() -> dict[str, Any]:
-    return json.loads(THREAD_FILE.read_text(encoding="utf-8"))
+    thread: dict[str, Any] = json.loads(THREAD_FILE.read_text(encoding="utf-8"))
+    return thread
 
 
 def other_wording(incident: str, **changes: Any) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from curation import aar
 from curation.aar_drafts import DRAFTER, aar_drafter, run_draft, trace_of_run
 from curation.models import RunDraft
 from curation.tasks import aar_draft_task
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Case, EvidenceCheck, Skill
+from experience.cases.schema import TicketContext
 from experience.cases.selectors import case_approval_checklist
 from experience.core.models import Status
 from experience.runs.models import Run

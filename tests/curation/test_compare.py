@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from curation import domain
+from curation.domain.similarity import COMPARED_SECTIONS, ONLY_HERE, SAME, SIMILAR, compare_cases
 from curation.models import NearDuplicate
 from experience.cases.models import Case
 from reviewconsole import clock
@@ -31,12 +31,12 @@ def test_statements_are_marked_same_similar_or_only_in_one_case() -> None:
     )
     right["diagnosis"]["statement"] = "活动适用门店不含二号店！"  # folds to the same text
     right["outcome"]["statement"] = "补充门店后，订单恢复。"
-    rows = {row.section: row for row in domain.compare_cases(left, right)}
+    rows = {row.section: row for row in compare_cases(left, right)}
     assert list(rows) == ["observations", "diagnosis", "counterevidence", "outcome"]
-    assert [e.match for e in rows["observations"].left] == [domain.ONLY_HERE]
-    assert [e.match for e in rows["diagnosis"].left] == [domain.SAME]
+    assert [e.match for e in rows["observations"].left] == [ONLY_HERE]
+    assert [e.match for e in rows["diagnosis"].left] == [SAME]
     assert not rows["diagnosis"].differs and not rows["counterevidence"].differs
-    assert rows["outcome"].differs and rows["outcome"].left[0].match == domain.SIMILAR
+    assert rows["outcome"].differs and rows["outcome"].left[0].match == SIMILAR
     assert rows["counterevidence"].left[0].text == "缓存未刷新: 刷新后仍失败。"
 
 
@@ -73,7 +73,7 @@ def test_the_candidate_stands_beside_the_approved_case_with_the_decision_beside_
     assert html.index(candidate.title) < html.index(approved.title)
     assert "Candidate" in html and "Approved case it resembles" in html
     # One row per section, in order, each with both cases' statements.
-    starts = [html.index(f'id="row-{s}"') for s in domain.COMPARED_SECTIONS]
+    starts = [html.index(f'id="row-{s}"') for s in COMPARED_SECTIONS]
     assert starts == sorted(starts)
     diagnosis = html[starts[1] : starts[2]]
     assert "活动门店范围没有二号店。" in diagnosis and "活动适用门店不含二号店。" in diagnosis

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from curation.incidents import incident_merge
 from curation.models import IncidentMerge
-from curation.selectors import (
+from curation.selectors.incidents import (
     canonical_incident_expression,
     case_incident,
     incident_support,

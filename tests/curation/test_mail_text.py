@@ -172,3 +172,23 @@ def test_punctuation_that_is_not_link_like_is_left_alone(text: str) -> None:
     assume(not link_like(text))
     one_line = " ".join(text.split())
     assert quoted(text, limit=10_000) == f"{OPEN_QUOTE}{one_line}{CLOSE_QUOTE}"
+
+
+@pytest.mark.parametrize(
+    ("text", "defused_tail"),
+    [
+        # A label past DNS's 63 characters, a scheme past 32, a host past 127 labels: each is
+        # still found (a suffix of it is link-like) and its dot or colon bracketed.
+        ("x" * 100_000 + " at evil.com", "evil[.]com"),
+        ("a" * 70 + ".com/reset", "a[.]com/reset"),
+        ("s" * 40 + "://host", "s[:]//host"),
+        ("a." * 200 + "com", "a[.]a[.]com"),
+    ],
+)
+def test_long_runs_are_defused_in_one_pass(text: str, defused_tail: str) -> None:
+    # These lengths took minutes when every start of a long run was scanned to its end (a
+    # 100,000-character revocation reason reached the mail); the scan is now bounded per start.
+    shown = quoted(text, limit=len(text) * 2)
+    assert shown.endswith(defused_tail + CLOSE_QUOTE), shown[-40:]
+    # The oracle's own patterns scan to the end of a run: they read the tail, where the link is.
+    assert link_like(shown[-300:]) == [], shown[-40:]

@@ -12,11 +12,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client
 
-from curation import domain
+from curation.domain.proposals import PATTERN_LESSON, pattern_record, proven
 from curation.models import ProposalStatus, RunDraft, SkillProposal
 from curation.proposals import NO_LONGER_PROVEN, proposal_adopt
 from curation.scan import curation_scan
-from curation.selectors import proposal_queue
+from curation.selectors.proposals import proposal_queue
 from experience.cases.models import Case, Skill
 from experience.cases.services import skill_approve
 from experience.core.models import Status
@@ -79,7 +79,7 @@ def read_and_report(item: Lesson, run_id: str, outcome: str, *, by: User, reader
 
 
 def lesson_proposals() -> list[SkillProposal]:
-    return list(SkillProposal.objects.filter(pattern_kind=domain.PATTERN_LESSON))
+    return list(SkillProposal.objects.filter(pattern_kind=PATTERN_LESSON))
 
 
 def test_enough_confirmed_outcomes_propose_a_skill(
@@ -201,7 +201,7 @@ def test_proposals_of_two_tenants_never_mix(
     assert set(other.case_ids) == {c.id for c in cases}
     assert "run:run-ok-t" not in other.incidents and "run:run-ok-other" not in mine.incidents
     limited = user_set_role(username="lena", role=Role.REVIEWER, tenants=[OTHER])
-    assert list(proposal_queue(limited).filter(pattern_kind=domain.PATTERN_LESSON)) == [other]
+    assert list(proposal_queue(limited).filter(pattern_kind=PATTERN_LESSON)) == [other]
 
 
 def test_a_proposal_is_adopted_by_one_reviewer_and_approved_only_by_another(
@@ -285,13 +285,13 @@ def test_a_pattern_is_proven_by_distinct_incidents_and_its_rate(
     rate: float,
     expected: bool,
 ) -> None:
-    record = domain.pattern_record(
+    record = pattern_record(
         supporting=supporting,
         contradicting=contradicting,
         confirmed_runs=confirmed,
         refuted_runs=refuted,
     )
-    assert domain.proven(record, min_incidents=minimum, min_rate=rate) is expected
+    assert proven(record, min_incidents=minimum, min_rate=rate) is expected
 
 
 # --- the loop, end to end ------------------------------------------------------------------------

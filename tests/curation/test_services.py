@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from curation import incidents, proposals, rereview, scan, threads
-from curation.domain import CandidateDraft, CounterDraft, Pick
+from curation.domain.threads import CandidateDraft, CounterDraft, Pick
 from curation.models import (
     IncidentMerge,
     LinkStatus,
@@ -23,7 +23,8 @@ from curation.models import (
     SkillProposal,
     Thread,
 )
-from curation.selectors import incident_support, similar_cases
+from curation.selectors.incidents import incident_support
+from curation.selectors.similarity import similar_cases
 from experience.cases import selectors as experience_selectors
 from experience.cases import services as experience_services
 from experience.cases.models import Case, Skill
@@ -40,6 +41,7 @@ from knowledge.models import Document
 from knowledge.services import document_revoke, documents_import
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
+from reviewconsole.services import system_agent
 from tests.curation.conftest import THREAD_ID, other_wording, thread_json, unrelated
 from tests.experience.conftest import NOW, SCOPE, case_data, skill_data
 
@@ -509,7 +511,7 @@ def test_a_skill_cites_the_documents_its_runs_cited(
         started_at=NOW,
         finished_at=NOW,
         cited_documents=["doc:rule-store@1"],
-        actor=experience_services.system_agent(),
+        actor=system_agent(),
     )
     document_revoke(document=Document.objects.get(), actor=operator, reason="写错")
     queued = scan.curation_scan(days=365).queued

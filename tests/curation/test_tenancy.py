@@ -21,8 +21,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from curation import domain, incidents, scan, threads
+from curation import incidents, scan, threads
 from curation.admin import TenantScopedAdmin
+from curation.domain.threads import parse_thread
 from curation.models import (
     IncidentMerge,
     NearDuplicate,
@@ -459,7 +460,7 @@ def test_the_migration_rehashes_threads_so_reimporting_with_the_tenant_is_a_no_o
     data = thread_json()
     assert data["tenant"] == settings.DEMO_TENANT
     thread, _ = threads.thread_import(data=data, actor=operator)
-    without_tenant = copy.deepcopy(domain.parse_thread(data).canonical())
+    without_tenant = copy.deepcopy(parse_thread(data).canonical())
     del without_tenant["tenant"]
 
     migration.thread_content_hashes_without_tenant(apps, None)
@@ -468,7 +469,7 @@ def test_the_migration_rehashes_threads_so_reimporting_with_the_tenant_is_a_no_o
 
     migration.thread_content_hashes(apps, None)
     thread.refresh_from_db()
-    assert thread.content_hash == domain.parse_thread(data).content_hash
+    assert thread.content_hash == parse_thread(data).content_hash
     again, created = threads.thread_import(data=data, actor=operator)
     assert (again.pk, created) == (thread.pk, False)
 

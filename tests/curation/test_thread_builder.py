@@ -13,7 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from curation import domain, threads
+from curation import threads
+from curation.domain.threads import parse_thread
 from curation.models import Thread
 from experience.cases.models import Case
 from reviewconsole.errors import ValidationFailure
@@ -35,20 +36,20 @@ def field_value(html: str, name: str) -> str | None:
 
 
 def test_a_thread_may_say_where_it_happened_and_a_bad_value_is_refused_by_path() -> None:
-    content = domain.parse_thread({**thread_json(), "scope": GIVEN})
+    content = parse_thread({**thread_json(), "scope": GIVEN})
     assert dict(content.scope) == GIVEN
     # Without a scope a thread hashes as before; with one, its hash differs.
-    assert domain.parse_thread(thread_json()).content_hash != content.content_hash
+    assert parse_thread(thread_json()).content_hash != content.content_hash
     for bad, path in (
         ({"store": "any"}, "scope.store"),
         ({"tenant": "teahouse"}, "scope.tenant"),
         ({"store": ""}, "scope.store"),
     ):
         with pytest.raises(ValidationFailure) as failure:
-            domain.parse_thread({**thread_json(), "scope": bad})
+            parse_thread({**thread_json(), "scope": bad})
         assert failure.value.field == path
     with pytest.raises(ValidationFailure) as failure:
-        domain.parse_thread({**thread_json(), "scope": ["store-002"]})
+        parse_thread({**thread_json(), "scope": ["store-002"]})
     assert failure.value.field == "scope"
 
 

@@ -24,7 +24,7 @@ from experience.core.availability import (
     skill_availability,
 )
 from experience.index.postings import ENTRY_DTYPE
-from experience.pages.items import AvailabilityView, availability_view
+from experience.pages.availability import AvailabilityView, availability_view
 from experience.retrieval import pipeline
 from textsearch import postings as kp
 

@@ -11,15 +11,15 @@ import pytest
 from django.contrib.auth.models import User
 from django_tasks_db.models import DBTaskResult
 
-from experience.cases.executor import NO_SUCH_SKILL
 from experience.cases.models import Case
-from experience.cases.services import system_agent
 from experience.core.models import Status
+from experience.core.review import NO_SUCH_SKILL
 from experience.retrieval.block import BUDGET_INVALID
 from experience.runs.models import Reference, Run
 from reviewconsole.cli import FILE_IS_DIRECTORY
 from reviewconsole.models import Event
 from reviewconsole.reasons import MAX_REASON, REASON_TOO_LONG
+from reviewconsole.services import system_agent
 from tests.api.conftest import NOW, SCOPE, Demo, demo
 from tests.helpers import run_json
 

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience.cases import selectors, services
+from experience.cases import selectors
 from experience.cases.models import Case, EvidenceCheck, Skill
 from experience.core import domain
 from experience.runs.models import Reference, Run
@@ -20,6 +20,7 @@ from knowledge.services import documents_import
 from reviewconsole.cli import read_json_file
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
+from reviewconsole.services import SYSTEM_AGENT, system_agent
 from tests.experience.conftest import NOW, QUERY, case_data, skill_data, without_verified
 
 pytestmark = pytest.mark.django_db
@@ -312,7 +313,7 @@ def test_without_as_the_commands_act_as_the_system_agent(
     assert ok and recalled["status"] == "ok"
     ran, ok = run("run_skill", skill.id, *SCOPE_FLAGS, *TICKET_FLAGS, "--run-id", "run-b")
     assert ok and ran["status"] == "fallback"
-    agent = User.objects.get(username=services.SYSTEM_AGENT)
+    agent = User.objects.get(username=SYSTEM_AGENT)
     assert list(agent.groups.values_list("name", flat=True)) == [Role.AGENT]
     assert Run.objects.get(run_id="run-b").actor == agent
 
@@ -322,11 +323,11 @@ def test_the_system_agent_is_refused_once_it_loses_the_use_permission(
 ) -> None:
     """The default account is not a way around the check: an administrator can stop it."""
     approved_case()
-    agent = services.system_agent()
+    agent = system_agent()
     agent.groups.clear()
     refused, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-x")
     assert not ok and refused["unmet"] == ["not_permitted"]
-    assert services.system_agent() == agent and not agent.groups.exists()
+    assert system_agent() == agent and not agent.groups.exists()
     assert not Reference.objects.filter(run_id="run-x").exists()
     unknown, ok = run("recall", QUERY, *SCOPE_FLAGS, "--run-id", "run-y", "--as", "nobody")
     assert not ok and unknown["field"] == "--as"

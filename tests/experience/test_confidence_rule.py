@@ -1,6 +1,6 @@
 """How run outcomes move confidence: no single account can multiply its reports.
 
-The rule (experience/lesson_domain.py, ``counted_outcomes``; docs/contracts.md): each account is
+The rule (experience/lessons/domain.py, ``counted_outcomes``; docs/contracts.md): each account is
 one vote per item and direction; a confirmation counts only from a reviewer; an item in an open
 conflict gains no confirmation; a new version inherits its predecessors' outcomes.
 """

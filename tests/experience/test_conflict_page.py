@@ -1,6 +1,6 @@
 """The conflict page tells the truth: each side's current availability and confidence, a banner
 worded from those same figures, and a warning before a decision that leaves neither lesson of
-the conflict in retrieval (``experience/pages/lessons.py``: ``_conflict_side``, ``_standing``)."""
+the conflict in retrieval (``experience/pages/conflicts.py``: ``_conflict_side``, ``_standing``)."""
 
 # The fixtures are imported from the modules that define them; pytest passes them as same-named
 # arguments.

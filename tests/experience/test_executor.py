@@ -10,14 +10,16 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
 from experience.cases import executor, selectors, services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Skill
+from experience.cases.schema import TicketContext
 from experience.cases.tools import (
     SEARCH_KNOWLEDGE_SIGNATURE,
     CallContext,
     Tool,
     search_knowledge_handler,
 )
+from experience.core.review import NO_SUCH_SKILL
 from experience.review import documents as review_documents
 from experience.review import revocation
 from experience.runs.models import Reference, Run, RunCitation
@@ -171,7 +173,7 @@ def test_missing_ticket_times_fall_back(skill: Skill, agent: User) -> None:
 def test_unknown_skill_is_refused_and_nothing_is_stored(knowledge: None, agent: User) -> None:
     with pytest.raises(UnknownId) as refused:
         run_skill("skill:" + "0" * 64, SCOPE, CONTEXT, "run-u", NOW, actor=agent)
-    assert (refused.value.field, refused.value.message) == ("skill_id", executor.NO_SUCH_SKILL)
+    assert (refused.value.field, refused.value.message) == ("skill_id", NO_SUCH_SKILL)
     assert not Run.objects.filter(run_id="run-u").exists()
 
 

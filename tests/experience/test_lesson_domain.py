@@ -193,7 +193,7 @@ def test_approval_needs_a_usable_supporting_case_of_the_scope() -> None:
     other = facts(supports=(cited("INC-1", scope={**SCOPE, "store": "x"}),))
     assert ld.lesson_approval_unmet(other, reviewer=reviewer, reason="ok", now=NOW) == [
         ld.NO_SUPPORTING_CASE,
-        ld.SCOPE_MISMATCH,
+        domain.SCOPE_MISMATCH,
     ]
 
 

@@ -19,8 +19,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Case, Skill
+from experience.cases.schema import TicketContext
 from experience.retrieval.service import retrieve_experience
 from experience.review import impact as impacts
 from experience.review import revocation

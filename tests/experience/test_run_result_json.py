@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from experience.cases.executor import SkillRunResult, TicketContext, run_skill
+from experience.cases.executor import SkillRunResult, run_skill
 from experience.cases.models import Skill
+from experience.cases.schema import TicketContext
 from experience.cases.tools import CallContext, search_knowledge_handler
 from experience.review import revocation
 from experience.runs.models import Run

@@ -15,14 +15,14 @@ from experience.cases.models import Case, Evidence, EvidenceCheck, Skill
 from experience.cases.schema import parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core import domain
-from experience.core.models import ImmutableContentError, Status
+from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.review import impact as impacts
 from experience.review import imports as review_imports
 from experience.review import revocation
 from experience.runs import records as run_records
 from experience.runs.models import Reference, RevocationImpact
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ImmutableContentError, PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import (
     NOW,

@@ -22,8 +22,9 @@ from investigations.services import investigation_request_failed, investigation_
 from knowledge.conclusions import RULES_DO_NOT_EXPLAIN
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, client_for, token_for
+from tests.investigations.llm_stub import Stub, answer, stub
 from tests.investigations.test_api import PATH, body
-from tests.investigations.test_live import RULE_B_QUOTE, SEARCH, Stub, answer, stub
+from tests.investigations.test_live import RULE_B_QUOTE, SEARCH
 
 __all__ = ["client_for", "stub", "token_for"]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from experience.cases.schema import TicketContext
 from investigations import domain
 from investigations.domain import (
     ANSWERED,
@@ -24,7 +25,6 @@ from investigations.domain import (
     UNKNOWN_TOOL,
     Budget,
     Ticket,
-    TicketContext,
     ToolCall,
     ToolDeclaration,
     Transcript,
@@ -380,8 +380,9 @@ def test_a_missing_time_runs_nothing() -> None:
 
 # --- purity ------------------------------------------------------------------------------------
 
-PURE = ["domain.py", "verification.py", "scripted.py"]
+PURE = ["domain.py", "verification.py", "scripted.py", "declarations.py"]
 PURE_MODULES = {
+    "investigations.declarations",
     "investigations.domain",
     "investigations.verification",
     "knowledge.conclusions",

@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from openai import APITimeoutError
 
+from experience.cases.schema import TicketContext
 from experience.runs.models import Reference
 from investigations.domain import (
     ANSWERED,
@@ -25,7 +26,6 @@ from investigations.domain import (
     SCOPE_ARGUMENT_REFUSED,
     ProviderTimeout,
     Ticket,
-    TicketContext,
     Transcript,
 )
 from investigations.live import LiveProvider

@@ -16,10 +16,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from experience.cases import executor, services
-from experience.cases.executor import TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Skill
 from experience.cases.prompting import prompt_tools
-from experience.cases.schema import parse_skill
+from experience.cases.schema import TicketContext, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.core.review import ReviewRefused

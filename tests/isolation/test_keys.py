@@ -12,11 +12,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from experience.cases import services
-from experience.cases.executor import NO_SUCH_SKILL, TicketContext, run_skill
+from experience.cases.executor import run_skill
 from experience.cases.models import Case, Skill
-from experience.cases.schema import parse_case, parse_skill
+from experience.cases.schema import TicketContext, parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import ItemType
+from experience.core.review import NO_SUCH_SKILL
 from experience.runs import records as run_records
 from experience.runs.models import Run
 from knowledge.models import Document

@@ -19,7 +19,8 @@ FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "knowledge.json"
 
 @pytest.fixture
 def fixture_documents() -> list[dict[str, Any]]:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+    documents: list[dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    return documents
 
 
 @pytest.fixture

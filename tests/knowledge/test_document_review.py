@@ -19,7 +19,6 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from experience.cases.services import system_agent
 from experience.runs.models import RevocationImpact
 from experience.runs.records import run_store
 from knowledge.models import Document
@@ -36,6 +35,7 @@ from knowledge.services import (
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.roles import Role
+from reviewconsole.services import system_agent
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 
-from knowledge.search import NEEDS_CONTEXT, SEARCH_REFUSED, KnowledgeContext, search_knowledge
+from knowledge.domain import NEEDS_CONTEXT
+from knowledge.search import SEARCH_REFUSED, KnowledgeContext, search_knowledge
 from knowledge.services import documents_import
 from reviewconsole.errors import PermissionRefused
 from reviewconsole.permissions import NOT_PERMITTED

@@ -7,11 +7,10 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import User
 
-from knowledge.models import Document, ImmutableContentError, Synonym
+from knowledge.models import Document, Synonym
 from knowledge.services import (
     LEXICON_REFUSED,
     NOTHING_CHANGED,
-    REASON_REQUIRED,
     document_approve,
     document_revoke,
     document_save_new_version,
@@ -19,9 +18,10 @@ from knowledge.services import (
     synonym_delete,
     synonym_set,
 )
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import ImmutableContentError, PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, Event
 from reviewconsole.permissions import NOT_PERMITTED
+from reviewconsole.reasons import REASON_REQUIRED
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
 from tests.helpers import tenants_exist

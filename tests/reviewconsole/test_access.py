@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from reviewconsole import permissions as P
 from reviewconsole.access import AccessBackend, access_of, forget
 from reviewconsole.access import names_forget as forget_names
+from reviewconsole.errors import PermissionRefused
 from reviewconsole.models import TenantMembership
 from reviewconsole.tenancy import may_access, tenants_of
 
@@ -131,7 +132,7 @@ def test_a_scope_check_reads_access_and_the_tenant_in_one_statement() -> None:
     assert unknown.value.field == "tenant"
 
     fresh = User.objects.get(pk=agent.pk)
-    with pytest.raises(P.PermissionRefused):
+    with pytest.raises(PermissionRefused):
         P.require_scope(fresh, "experience.change_case", "nowhere")
 
 

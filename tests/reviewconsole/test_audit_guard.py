@@ -21,10 +21,9 @@ from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 
 from reviewconsole.chain import EMPTY_LOG, NOT_ANCHORED
-from reviewconsole.guard import GUARD_MISSING
+from reviewconsole.guard import AUDIT_TABLES, GUARD_MISSING
 from reviewconsole.roles import Role
 from tests.helpers import (
-    AUDIT_TABLES,
     audit_guards_lifted,
     copy_database,
     manage_on_sqlite,

@@ -28,7 +28,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agentapi.services import token_create
-from curation.domain import parse_thread
+from curation.domain.threads import parse_thread
 from curation.forms import RecertifyForm
 from experience.cases.models import Case, Skill
 from knowledge.forms import COMMON_ZONES

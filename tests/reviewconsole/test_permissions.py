@@ -116,7 +116,7 @@ def test_the_local_refusal_copies_are_gone() -> None:
         reviewconsole.views: ("_require_deployment_wide",),
     }.items():
         assert [name for name in names if hasattr(module, name)] == []
-    assert agentapi.operations.require is require
+    assert vars(agentapi.operations)["require"] is require
     with pytest.raises(ImportError):
         __import__("curation.services")
 

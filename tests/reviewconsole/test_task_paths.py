@@ -20,7 +20,7 @@ NEW = "experience.index.tasks.expanded_refresh_task"
 pytestmark = pytest.mark.django_db
 
 
-def queued(task_path: str) -> DBTaskResult:
+def queued(task_path: str) -> DBTaskResult[Any, Any]:
     """A row as the database backend writes it when a task is enqueued."""
     return DBTaskResult.objects.create(
         args_kwargs={"args": [], "kwargs": {}},

@@ -47,7 +47,7 @@ class FakeRun:
 @pytest.fixture
 def fake_run(monkeypatch: pytest.MonkeyPatch) -> FakeRun:
     fake = FakeRun(stdout=json.dumps({"ok": True, "answer": 42}))
-    monkeypatch.setattr(temporary_database.subprocess, "run", fake)
+    monkeypatch.setattr("reviewconsole.temporary_database.subprocess.run", fake)
     return fake
 
 

@@ -59,7 +59,8 @@ def case(tenant: str) -> dict[str, Any]:
     items = json.loads((FIXTURES / "experience.json").read_text(encoding="utf-8"))
     first = copy.deepcopy(next(item for item in items if item["type"] == "case"))
     first["scope"]["tenant"] = tenant
-    return _unchecked(first)
+    unchecked: dict[str, Any] = _unchecked(first)
+    return unchecked
 
 
 def _unchecked(value: Any) -> Any:
@@ -272,7 +273,7 @@ def test_tenant_ensure_is_idempotent(operator: User) -> None:
 
 
 @pytest.fixture
-def task_result(db: None) -> DBTaskResult:
+def task_result(db: None) -> DBTaskResult[Any, Any]:
     from django.utils import timezone
 
     return DBTaskResult.objects.create(
@@ -285,7 +286,9 @@ def task_result(db: None) -> DBTaskResult:
     )
 
 
-def test_a_tenant_limited_admin_cannot_read_task_results(task_result: DBTaskResult) -> None:
+def test_a_tenant_limited_admin_cannot_read_task_results(
+    task_result: DBTaskResult[Any, Any],
+) -> None:
     client = console(limited("ada-tea", Role.ADMIN, "teahouse"))
     changelist = client.get(reverse("admin:django_tasks_database_dbtaskresult_changelist"))
     detail = client.get(
@@ -297,7 +300,7 @@ def test_a_tenant_limited_admin_cannot_read_task_results(task_result: DBTaskResu
 
 
 def test_a_deployment_wide_admin_reads_task_results(
-    admin_user: User, task_result: DBTaskResult
+    admin_user: User, task_result: DBTaskResult[Any, Any]
 ) -> None:
     client = console(admin_user)
     assert (

@@ -10,8 +10,8 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django_htmx.middleware import HtmxDetails
 
-from curation import views as curation_views
-from experience.pages import items as experience_views
+from curation.views import home, incidents, proposals, rereview, similarity, threads
+from experience.pages import cases, conflicts, items, lessons, queue, revocation, skills
 from knowledge import views as knowledge_views
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
@@ -51,7 +51,9 @@ def test_or_404_passes_what_was_found_and_refuses_nothing() -> None:
 
 
 def test_the_shared_helpers_have_no_copies_left_in_app_views() -> None:
-    for module in (experience_views, curation_views, knowledge_views):
+    curation_views = (home, incidents, proposals, rereview, similarity, threads)
+    experience_views = (cases, conflicts, items, lessons, queue, revocation, skills)
+    for module in (*experience_views, *curation_views, knowledge_views):
         copies = ("item_url", "_finish", "_case_or_404", "_skill_or_404", "_document_url")
         assert [name for name in copies if name in vars(module) and name != "item_url"] == []
         if "item_url" in vars(module):

@@ -44,7 +44,7 @@ def signals_kept() -> Iterator[None]:
         signal.signal(number, handler)
 
 
-def hand_made_row(*, args_kwargs: Any, task_path: str = ECHO) -> DBTaskResult:
+def hand_made_row(*, args_kwargs: Any, task_path: str = ECHO) -> DBTaskResult[Any, Any]:
     return DBTaskResult.objects.create(
         args_kwargs=args_kwargs,
         task_path=task_path,

@@ -20,7 +20,7 @@ from reviewconsole.management.commands.worker import ConsoleWorker, sweep_interv
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def claimed(seconds_ago: int, worker_id: str) -> DBTaskResult:
+def claimed(seconds_ago: int, worker_id: str) -> DBTaskResult[Any, Any]:
     return DBTaskResult.objects.create(
         args_kwargs={"args": [], "kwargs": {}},
         task_path="curation.tasks.curation_scan_task",

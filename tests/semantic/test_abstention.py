@@ -40,7 +40,9 @@ def local_model(settings: Any) -> Any:
     caches_cleared()
 
 
-def seed_search(query: str, actor: User, store: str = "store-001", campaign: str = "campaign-a"):
+def seed_search(
+    query: str, actor: User, store: str = "store-001", campaign: str = "campaign-a"
+) -> dict[str, Any]:
     context = KnowledgeContext(
         tenant=settings.DEMO_TENANT,
         brand=settings.DEMO_BRAND,

@@ -15,12 +15,12 @@ from experience.cases.services import (
     evidence_check,
     skill_approve,
     skill_submit,
-    system_agent,
 )
 from experience.cases.tools import tool_specs
 from experience.runs.models import Run
 from experience.runs.records import references_record, run_store
 from reviewconsole import clock
+from reviewconsole.services import system_agent
 from reviewconsole.timeparse import to_utc_iso
 
 SCOPE = {

@@ -3,7 +3,6 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.retrieval.block import BUDGET_INVALID, OK, experience_context
 from experience.retrieval.context import MAX_BUDGET, smallest_block
 from experience.retrieval.service import DEFAULT_LIMIT, LIMIT_INVALID, retrieve_experience
@@ -11,6 +10,7 @@ from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.scopes import SCOPE_FIELDS
+from reviewconsole.services import SYSTEM_AGENT, system_agent
 from reviewconsole.timeparse import parse_aware_datetime
 
 

@@ -4,13 +4,14 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.cases.executor import TicketContext, run_skill
-from experience.cases.services import SYSTEM_AGENT, system_agent
+from experience.cases.executor import run_skill
+from experience.cases.schema import TicketContext
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
 from knowledge.management.commands.research import add_fact_arguments, facts_from_options
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, arguments_text, user_by_name
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.services import SYSTEM_AGENT, system_agent
 from reviewconsole.timeparse import parse_aware_datetime
 
 

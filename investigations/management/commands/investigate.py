@@ -3,7 +3,6 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from experience.cases.services import SYSTEM_AGENT, system_agent
 from experience.management.commands.recall import add_scope_arguments, scope_from_options
 from investigations.domain import MAX_CALLS_LIMIT
 from investigations.providers import PROVIDERS, SCRIPTED
@@ -12,6 +11,7 @@ from knowledge.management.commands.research import add_fact_arguments, facts_fro
 from reviewconsole import clock
 from reviewconsole.cli import JsonCommand, arguments_text, integer_option, user_by_name
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.services import SYSTEM_AGENT, system_agent
 from reviewconsole.timeparse import parse_aware_datetime
 
 # The service names the fields of the API body; the shell names its flags.

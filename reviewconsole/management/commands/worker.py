@@ -119,7 +119,7 @@ class ConsoleWorker(Worker):
             if self.running and not task_result:
                 time.sleep(self.interval)
 
-    def run_task(self, db_task_result: DBTaskResult) -> None:
+    def run_task(self, db_task_result: DBTaskResult[Any, Any]) -> None:
         problem = task_row_problem(db_task_result)
         if problem is None:
             super().run_task(db_task_result)
