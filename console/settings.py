@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "reviewconsole",
     "semantic",
+    # The text-search engine under knowledge search and experience retrieval (abstract models).
+    "textsearch",
     "knowledge",
     "experience",
     "agentapi",

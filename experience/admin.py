@@ -14,6 +14,7 @@ from experience.lessons.models import Lesson, LessonCase, LessonConflict, Lesson
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.scopes import SCOPE_FIELDS
+from textsearch.admin import EntryAdmin, PostingAdmin
 
 
 class EvidenceInline(ReadOnlyInline):
@@ -153,15 +154,11 @@ class IndexScopeAdmin(ReadOnlyAdmin):
 
 
 @admin.register(IndexEntry)
-class IndexEntryAdmin(ReadOnlyAdmin):
-    tenant_field = "scope__tenant"
+class IndexEntryAdmin(EntryAdmin):
     list_display = ("item_id", "kind", "title", "scope")
     list_filter = ("kind",)
-    exclude = ("expanded_tokens",)
 
 
 @admin.register(IndexPosting)
-class IndexPostingAdmin(ReadOnlyAdmin):
-    tenant_field = "scope__tenant"
-    list_display = ("token", "scope")
-    exclude = ("raw", "expanded")
+class IndexPostingAdmin(PostingAdmin):
+    pass

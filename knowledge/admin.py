@@ -54,6 +54,7 @@ from reviewconsole.permissions import (
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 from reviewconsole.views import refusal_as_403
+from textsearch.admin import EntryAdmin, PostingAdmin
 
 CONTENT_FIELDS = (
     "doc_key",
@@ -409,17 +410,13 @@ class SearchScopeAdmin(IndexAdmin):
 
 
 @admin.register(SearchEntry)
-class SearchEntryAdmin(IndexAdmin):
-    tenant_field = "scope__tenant"
+class SearchEntryAdmin(IndexAdmin, EntryAdmin):
     list_display = ("public_id", "scope", "has_newer", "rule_contested")
-    exclude = ("expanded_tokens",)
 
 
 @admin.register(PostingList)
-class PostingListAdmin(IndexAdmin):
-    tenant_field = "scope__tenant"
-    list_display = ("token", "scope")
-    exclude = ("raw", "expanded")
+class PostingListAdmin(IndexAdmin, PostingAdmin):
+    pass
 
 
 @admin.register(LexiconState)

@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
-from functools import cmp_to_key
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
 import rfc8785
 
 from reviewconsole.errors import ValidationFailure
+from textsearch.domain import RRF_K as RRF_K
+from textsearch.domain import Comparison, Term, gate_holds
+from textsearch.domain import exact_order as exact_order
+from textsearch.domain import expand as expand
+from textsearch.domain import jaccard as jaccard
+from textsearch.domain import rank_branch as rank_branch
+from textsearch.domain import reciprocal_rank_fusion as reciprocal_rank_fusion
+from textsearch.domain import rrf_fraction as rrf_fraction
+from textsearch.domain import rrf_fractions as rrf_fractions
+from textsearch.domain import tokenize as tokenize
 
-RRF_K = 60
 HISTORICAL_CASE_PREFIX = "历史案例，仅作排查线索"
 
 # The status of a knowledge search's answer (docs/contracts.md, Statuses): read by the search, the
@@ -29,147 +36,6 @@ RETRIEVED = "retrieved"
 NEEDS_CONTEXT = "needs_context"
 CONFLICTING_SOURCES = "conflicting_sources"
 NO_MATCH = "no_match"
-
-# Han ideographs (unified, extension A-F, compatibility). Everything that is neither an ASCII
-# letter/digit nor one of these separates tokens.
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U0002f800-\U0002fa1f"
-_TOKEN_RUN = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
-_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
-
-
-def tokenize(text: str) -> frozenset[str]:
-    """Lower-cased ASCII letter/digit runs, and adjacent pairs inside each CJK run."""
-    tokens: set[str] = set()
-    for match in _TOKEN_RUN.finditer(text):
-        run = match.group()
-        if _ASCII_RUN.fullmatch(run):
-            tokens.add(run.lower())
-        elif len(run) == 1:
-            tokens.add(run)
-        else:
-            tokens.update(run[i : i + 2] for i in range(len(run) - 1))
-    return frozenset(tokens)
-
-
-def expand(text: str, lexicon: Mapping[str, str]) -> str:
-    """Rewrite every lexicon term to its canonical word in one left-to-right pass.
-
-    Longer terms win over their prefixes, and a replacement is never rewritten again.
-    ASCII terms match case-insensitively.
-    """
-    if not lexicon:
-        return text
-    folded = {term.lower(): canonical for term, canonical in lexicon.items() if term}
-    pattern = _lexicon_pattern(tuple(sorted(folded, key=lambda t: (-len(t), t))))
-    return pattern.sub(lambda m: folded[m.group().lower()], text)
-
-
-_pattern_cache: dict[tuple[str, ...], re.Pattern[str]] = {}
-
-
-def _lexicon_pattern(terms: tuple[str, ...]) -> re.Pattern[str]:
-    pattern = _pattern_cache.get(terms)
-    if pattern is None:
-        if len(_pattern_cache) > 32:
-            _pattern_cache.clear()
-        pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
-        _pattern_cache[terms] = pattern
-    return pattern
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
-    if not a or not b:
-        return Fraction(0)
-    inter = len(a & b)
-    if inter == 0:
-        return Fraction(0)
-    return Fraction(inter, len(a) + len(b) - inter)
-
-
-# Ids that order ties: public ids, or their ranks in id order.
-Key = TypeVar("Key", str, int)
-
-
-def exact_order(scored: Iterable[tuple[int, int, Key]]) -> list[Key]:
-    """Ids of ``(numerator, denominator, id)`` by n/d descending, ties by id: exactly, at any size.
-
-    Python's int division is correctly rounded, and correctly rounded division is monotone:
-    n1/d1 < n2/d2 implies float(n1/d1) <= float(n2/d2). Sorting by the float is therefore exact
-    except inside a run of equal floats, which is re-sorted by integer cross-multiplication.
-    No Fraction is built. Denominators must be positive.
-    """
-    items = sorted((-(n / d), doc_id, n, d) for n, d, doc_id in scored)
-    ordered: list[Key] = []
-    i, size = 0, len(items)
-    while i < size:
-        j = i + 1
-        while j < size and items[j][0] == items[i][0]:
-            j += 1
-        if j - i == 1:
-            ordered.append(items[i][1])
-        else:
-            run = sorted(items[i:j], key=cmp_to_key(_by_exact_value))
-            ordered.extend(item[1] for item in run)
-        i = j
-    return ordered
-
-
-def _by_exact_value(a: tuple[float, Key, int, int], b: tuple[float, Key, int, int]) -> int:
-    left, right = b[2] * a[3], a[2] * b[3]  # b/bd vs a/ad, descending
-    if left != right:
-        return -1 if left < right else 1
-    return -1 if a[1] < b[1] else (1 if a[1] > b[1] else 0)
-
-
-def rank_branch(
-    query: frozenset[str], documents: Iterable[tuple[str, Collection[str]]]
-) -> list[str]:
-    """Ids of documents with a positive Jaccard score, best first, ties by id.
-
-    Each document's tokens must be distinct (stored token sets are). Ordered exactly
-    (``exact_order``) as |A∩B| / (|A| + |B| − |A∩B|).
-    """
-    if not query:
-        return []
-    size = len(query)
-    scored = []
-    for doc_id, tokens in documents:
-        inter = len(query.intersection(tokens))
-        if inter:
-            scored.append((inter, size + len(tokens) - inter, doc_id))
-    return exact_order(scored)
-
-
-def rrf_fraction(ranks: Iterable[int], k: int = RRF_K) -> tuple[int, int]:
-    """Σ 1/(k + rank) as one integer fraction (numerator, denominator), not reduced."""
-    numerator, denominator = 0, 1
-    for rank in ranks:
-        numerator, denominator = numerator * (k + rank) + denominator, denominator * (k + rank)
-    return numerator, denominator
-
-
-def rrf_fractions(ranks: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
-    """``rrf_fraction`` of many items at once: per item (one column of every branch's ranks,
-    0 where a branch does not rank it), Σ 1/(k + rank) as (numerator, denominator) arrays,
-    int64, exact while the product of one (k + rank) per branch fits."""
-    size = len(ranks[0]) if ranks else 0
-    numerator = np.zeros(size, dtype=np.int64)
-    denominator = np.ones(size, dtype=np.int64)
-    for rank in ranks:
-        has = rank > 0
-        a = k + rank.astype(np.int64)
-        numerator = np.where(has, numerator * a + denominator, numerator)
-        denominator = np.where(has, denominator * a, denominator)
-    return numerator, denominator
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Fuse ranked id lists: score = Σ 1/(k + rank), rank from 1; ties by id; exact at any size."""
-    ranks: dict[str, list[int]] = {}
-    for ranking in rankings:
-        for rank, doc_id in enumerate(ranking, start=1):
-            ranks.setdefault(doc_id, []).append(rank)
-    return exact_order((*rrf_fraction(parts, k), doc_id) for doc_id, parts in ranks.items())
 
 
 # --- the definition, kept as the oracle that the indexed search is tested against ------------
@@ -202,11 +68,11 @@ def reference_search(
     newest = newest_versions((d.doc_key, d.version) for d in documents)
     documents = [d for d in documents if (d.doc_key, d.version) in newest]
     rankings = []
-    for query, tokens_of in (
-        (raw_query, lambda d: d.raw_tokens),
-        (expanded_query, lambda d: d.expanded_tokens),
-    ):
-        scored = [(jaccard(query, tokens_of(d)), d.public_id) for d in documents]
+    for query, expanded in ((raw_query, False), (expanded_query, True)):
+        scored = [
+            (jaccard(query, d.expanded_tokens if expanded else d.raw_tokens), d.public_id)
+            for d in documents
+        ]
         rankings.append(
             [pid for score, pid in sorted(scored, key=lambda p: (-p[0], p[1])) if score > 0]
         )
@@ -349,8 +215,31 @@ def conflicting(documents: Iterable[tuple[str, str, Mapping[str, Any]]]) -> froz
 # --- the gate ------------------------------------------------------------------------------
 
 
+# A document version's gate, declared once as terms (``textsearch.domain.Term``): reviewed
+# (approved, not revoked), in force when the ticket's event occurred (``occurred_at``; an open
+# end never closes) and published by the time the ticket was known (``known_at``). ``admits``
+# evaluates them over one version, ``knowledge.search.gated_rows`` as a database filter and the
+# search over the index's packed columns (``INDEX_GATE``: the index holds reviewed versions
+# only), so the three cannot drift apart.
+OCCURRED, KNOWN = "occurred_at", "known_at"
+REVIEWED_GATE = (
+    Term("approved", Comparison.IS, value=True),
+    Term("revoked", Comparison.IS, value=False),
+)
+INDEX_GATE = (
+    Term("valid_from", Comparison.AT_OR_BEFORE_NOW, instant=OCCURRED),
+    Term("valid_to", Comparison.AFTER_NOW, instant=OCCURRED, open_when_missing=True),
+    Term("published_at", Comparison.AT_OR_BEFORE_NOW, instant=KNOWN),
+)
+DOCUMENT_GATE = (*REVIEWED_GATE, *INDEX_GATE)
+# The scope fields a document names one value of (it lists its stores, any of which matches).
+SCOPE_TERMS = ("tenant", "brand", "campaign")
+
+
 @dataclass(frozen=True)
-class GateFields:
+class DocumentGateFields:
+    """What the gate reads of a document version (its scope lists stores)."""
+
     tenant: str
     brand: str
     stores: frozenset[str]
@@ -371,19 +260,16 @@ class Scope:
     occurred_at: datetime
     known_at: datetime
 
+    def instants(self) -> dict[str, datetime]:
+        return {OCCURRED: self.occurred_at, KNOWN: self.known_at}
 
-def admits(doc: GateFields, scope: Scope) -> bool:
-    """The search gate: scope, validity, publication and review. The database query mirrors it."""
+
+def admits(doc: DocumentGateFields, scope: Scope) -> bool:
+    """The search gate: scope, then :data:`DOCUMENT_GATE` (review, validity, publication)."""
     return (
-        doc.tenant == scope.tenant
-        and doc.brand == scope.brand
+        all(getattr(doc, name) == getattr(scope, name) for name in SCOPE_TERMS)
         and scope.store in doc.stores
-        and doc.campaign == scope.campaign
-        and doc.approved
-        and not doc.revoked
-        and doc.valid_from <= scope.occurred_at
-        and (doc.valid_to is None or scope.occurred_at < doc.valid_to)
-        and doc.published_at <= scope.known_at
+        and gate_holds(DOCUMENT_GATE, doc, scope.instants())
     )
 
 

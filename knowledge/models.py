@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.errors import ImmutableContentError
 from reviewconsole.itemids import ItemId
+from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
 
 
 class DocumentKind(models.TextChoices):
@@ -176,7 +177,7 @@ class Synonym(models.Model):
 # --- the search index: postings per scope, maintained when documents are approved or revoked ---
 
 
-class SearchScope(models.Model):
+class SearchScope(IndexedScope):
     """One scope key (tenant, brand, campaign, store) that postings and entries hang from.
 
     ``arrays`` packs, per entry of the scope, what the gate and the ranking need (see
@@ -187,7 +188,6 @@ class SearchScope(models.Model):
     brand = models.CharField(max_length=64)
     campaign = models.CharField(max_length=64)
     store = models.CharField(max_length=64)
-    arrays = models.BinaryField(default=b"")
     multi_version = models.BooleanField(default=False)
 
     class Meta:
@@ -201,7 +201,7 @@ class SearchScope(models.Model):
         return f"{self.tenant}/{self.brand}/{self.campaign}/{self.store}"
 
 
-class SearchEntry(models.Model):
+class SearchEntry(IndexedEntry):
     """One approved, unrevoked document version in one scope: what the gate and ranking read.
 
     ``has_newer``: another approved, unrevoked version of the same doc_key with a higher version
@@ -219,10 +219,6 @@ class SearchEntry(models.Model):
     valid_from = models.DateTimeField()
     valid_to = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField()
-    raw_size = models.PositiveIntegerField()
-    expanded_size = models.PositiveIntegerField()
-    # The expanded set the postings hold for this entry (what a lexicon change compares with).
-    expanded_tokens = models.TextField(default="")
     has_newer = models.BooleanField(default=False)
     rule_contested = models.BooleanField(default=False)
 
@@ -240,23 +236,13 @@ class SearchEntry(models.Model):
         return f"{self.public_id} in {self.scope_id}"
 
 
-class PostingList(models.Model):
-    """Token → the sorted entry ids of one scope whose raw (expanded) token set holds it."""
+class PostingList(Posting):
+    """A search scope's posting list of one token (``textsearch.models.Posting``)."""
 
-    scope = models.ForeignKey(
-        SearchScope, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    token = models.CharField(max_length=100)
-    raw = models.BinaryField(default=b"")
-    expanded = models.BinaryField(default=b"")
+    scope = posting_scope(SearchScope)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["scope", "token"], name="posting_list_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.scope_id}:{self.token}"
+        constraints = [posting_unique("posting_list_unique")]
 
 
 class LexiconState(models.Model):

@@ -18,19 +18,17 @@ lexicon stamp in the same statement as the posting lists and runs again when it 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
-from knowledge.domain import sha256_hex
+from knowledge.domain import REVIEWED_GATE, sha256_hex
 from knowledge.models import (
     Document,
     DocumentStore,
@@ -43,14 +41,12 @@ from knowledge.models import (
 )
 from reviewconsole.itemids import ItemId
 from semantic.tasks import scopes_changed
+from textsearch import postings as ts
+from textsearch.domain import gate_holds
+from textsearch.postings import NEVER as NEVER
+from textsearch.postings import Changes, changes_applied, micros
 
 __all__ = ["lexicon_stamp_renewed"]
-
-# Tokens longer than this are stored (and looked up) by their hash, so every key fits an index.
-MAX_TOKEN_KEY = 64
-ID_DTYPE = np.dtype("<i8")
-NEVER = np.iinfo(np.int64).max
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # One record per entry of a scope. Times are microseconds since the epoch (valid_to: NEVER when
 # open); ``order`` is the rank of the entry's public id in id order (the ties' order); ``group``
@@ -79,177 +75,30 @@ ENTRY_DTYPE = np.dtype(
 VECTOR_SPACE = "knowledge"
 
 
-def token_key(token: str) -> str:
-    if len(token) <= MAX_TOKEN_KEY:
-        return token
-    return "#" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:48]
-
-
-def micros(moment: datetime | None) -> int:
-    if moment is None:
-        return int(NEVER)
-    delta = moment - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def moment(value: int) -> datetime:
-    """The aware datetime :func:`micros` gave ``value`` for (exact to the microsecond; NEVER is
-    the latest datetime there is)."""
-    if value >= NEVER:
-        return datetime.max.replace(tzinfo=UTC)
-    return EPOCH + timedelta(microseconds=int(value))
-
-
-def ids_of(blob: bytes | memoryview | None) -> np.ndarray:
-    if not blob:
-        return np.empty(0, dtype=ID_DTYPE)
-    return np.frombuffer(bytes(blob), dtype=ID_DTYPE)
-
-
 def entries_of(blob: bytes | memoryview | None) -> np.ndarray:
-    if not blob:
-        return np.empty(0, dtype=ENTRY_DTYPE)
-    return np.frombuffer(bytes(blob), dtype=ENTRY_DTYPE)
+    return ts.entries_of(blob, ENTRY_DTYPE)
 
 
 @dataclass(frozen=True)
-class IndexModels:
-    """The models the index writes: the live ones, or a migration's historical ones."""
+class IndexModels(ts.IndexModels):
+    """The models the index writes (the live ones, or a migration's historical ones): the
+    engine's three and the documents they index."""
 
-    document: Any = Document
     scope: Any = SearchScope
     entry: Any = SearchEntry
     posting: Any = PostingList
-    # The columns of a scope key, in the order callers give them (other indexes key otherwise).
     scope_fields: tuple[str, ...] = ("tenant", "brand", "campaign", "store")
+    document: Any = Document
 
 
 LIVE = IndexModels()
 
 
 def scope_ids(
-    keys: Iterable[tuple[str, ...]],
-    models: IndexModels = LIVE,
-    created: set[int] | None = None,
+    keys: Iterable[tuple[str, ...]], models: IndexModels = LIVE, created: set[int] | None = None
 ) -> dict[tuple[str, ...], int]:
-    """Ids of the scope keys (``models.scope_fields``: tenant, brand, campaign, store here),
-    created when missing (their ids are added to ``created``)."""
-    wanted = set(keys)
-    found: dict[tuple[str, ...], int] = {}
-    fields = models.scope_fields
-    if len(wanted) <= 50:
-        for key in wanted:
-            scope, new = models.scope.objects.get_or_create(**dict(zip(fields, key, strict=True)))
-            found[key] = scope.pk
-            if new and created is not None:
-                created.add(scope.pk)
-        return found
-    # Many keys (a bulk load): read every scope once, create the missing ones together.
-    known = {tuple(row[1:]): row[0] for row in models.scope.objects.values_list("pk", *fields)}
-    missing = sorted(wanted - set(known))
-    models.scope.objects.bulk_create(
-        [models.scope(**dict(zip(fields, key, strict=True))) for key in missing], batch_size=2000
-    )
-    fresh = {
-        tuple(row[1:]): row[0]
-        for row in models.scope.objects.filter(pk__gt=max(known.values(), default=0)).values_list(
-            "pk", *fields
-        )
-    }
-    if created is not None:
-        created.update(fresh[key] for key in missing)
-    known.update(fresh)
-    return {key: known[key] for key in wanted}
-
-
-@dataclass
-class Changes:
-    """Entry ids to add to and remove from each token's raw and expanded lists, per scope."""
-
-    by_scope: dict[int, dict[str, tuple[set[int], set[int], set[int], set[int]]]] = field(
-        default_factory=dict
-    )
-
-    def _slot(self, scope_id: int, token: str) -> tuple[set[int], set[int], set[int], set[int]]:
-        return self.by_scope.setdefault(scope_id, {}).setdefault(
-            token_key(token), (set(), set(), set(), set())
-        )
-
-    def add(
-        self, scope_id: int, entry_id: int, raw: Iterable[str], expanded: Iterable[str]
-    ) -> None:
-        for token in raw:
-            self._slot(scope_id, token)[0].add(entry_id)
-        for token in expanded:
-            self._slot(scope_id, token)[2].add(entry_id)
-
-    def remove(
-        self, scope_id: int, entry_id: int, raw: Iterable[str], expanded: Iterable[str]
-    ) -> None:
-        for token in raw:
-            self._slot(scope_id, token)[1].add(entry_id)
-        for token in expanded:
-            self._slot(scope_id, token)[3].add(entry_id)
-
-
-def _merged(blob: Any, add: set[int], remove: set[int]) -> bytes:
-    ids = ids_of(blob)
-    if remove:
-        ids = ids[~np.isin(ids, np.fromiter(remove, dtype=ID_DTYPE))]
-    if add:
-        ids = np.union1d(ids, np.fromiter(add, dtype=ID_DTYPE))
-    return ids.astype(ID_DTYPE).tobytes()
-
-
-def changes_applied(
-    changes: Changes, models: IndexModels = LIVE, fresh: set[int] | None = None
-) -> None:
-    """Write ``changes`` into the posting lists (rows locked while they are rewritten).
-
-    Scopes in ``fresh`` were created by the caller and have no lists yet: theirs are written
-    without reading.
-    """
-    new_rows = []
-    for scope_id in fresh or ():
-        for key, (raw_add, _, expanded_add, _) in changes.by_scope.pop(scope_id, {}).items():
-            new_rows.append(
-                models.posting(
-                    scope_id=scope_id,
-                    token=key,
-                    raw=_merged(b"", raw_add, set()),
-                    expanded=_merged(b"", expanded_add, set()),
-                )
-            )
-    models.posting.objects.bulk_create(new_rows, batch_size=2000)
-    for scope_id, tokens in changes.by_scope.items():
-        keys = sorted(tokens)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            rows = {
-                row.token: row
-                for row in models.posting.objects.select_for_update().filter(
-                    scope_id=scope_id, token__in=chunk
-                )
-            }
-            created, updated, emptied = [], [], []
-            for key in chunk:
-                raw_add, raw_remove, expanded_add, expanded_remove = tokens[key]
-                row = rows.get(key)
-                raw = _merged(row.raw if row else b"", raw_add, raw_remove)
-                expanded = _merged(row.expanded if row else b"", expanded_add, expanded_remove)
-                if row is None:
-                    if raw or expanded:
-                        created.append(
-                            models.posting(scope_id=scope_id, token=key, raw=raw, expanded=expanded)
-                        )
-                elif raw or expanded:
-                    row.raw, row.expanded = raw, expanded
-                    updated.append(row)
-                else:
-                    emptied.append(row.pk)
-            models.posting.objects.bulk_create(created, batch_size=1000)
-            models.posting.objects.bulk_update(updated, ["raw", "expanded"], batch_size=1000)
-            models.posting.objects.filter(pk__in=emptied).delete()
+    """Ids of the scope keys (tenant, brand, campaign, store), created when missing."""
+    return ts.scope_ids(keys, models, created)
 
 
 def groups_refreshed(
@@ -390,7 +239,7 @@ def batched() -> Iterator[None]:
 
 def document_indexed(document: Any, models: IndexModels = LIVE) -> None:
     """Put an approved, unrevoked version into the index of every store it lists."""
-    if not document.approved or document.revoked:
+    if not gate_holds(REVIEWED_GATE, document, None):
         return
     if _batch.pending is not None and models is LIVE:
         _batch.pending[document.pk] = document
@@ -466,7 +315,7 @@ def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
     """
     keys = {(d.tenant, d.brand, d.campaign, s) for d, stores in documents for s in stores}
     fresh: set[int] = set()
-    ids = scope_ids(keys, created=fresh)
+    ids = scope_ids(keys, LIVE, created=fresh)
     entries = []
     tokens: dict[int, tuple[list[str], list[str]]] = {}
     for document, stores in documents:
@@ -498,7 +347,7 @@ def bulk_indexed(documents: Sequence[tuple[Any, Sequence[str]]]) -> int:
         raw_list, expanded_list = tokens[entry.document_id]
         changes.add(entry.scope_id, entry.pk, raw_list, expanded_list)
         added += len(raw_list) + len(expanded_list)
-    changes_applied(changes, fresh=fresh)
+    changes_applied(changes, LIVE, fresh=fresh)
     return added
 
 

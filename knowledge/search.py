@@ -12,26 +12,23 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
-from django.db.models import Q
 
 from knowledge import lexicon as index_lexicon
 from knowledge import postings
 from knowledge.domain import (
     CONFLICTING_SOURCES,
+    DOCUMENT_GATE,
+    INDEX_GATE,
+    KNOWN,
     MATCH,
     NEEDS_CONTEXT,
     NO_MATCH,
+    OCCURRED,
     RETRIEVED,
-    RRF_K,
     UNKNOWN,
     Conditions,
     Quote,
     compare_conditions,
-    exact_order,
-    expand,
-    rrf_fraction,
-    rrf_fractions,
-    tokenize,
 )
 from knowledge.models import Document, DocumentStore
 from knowledge.postings import VECTOR_SPACE
@@ -40,8 +37,35 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from semantic.branch import OFF, Branch, vector_branch
-from semantic.branch import votes as vector_votes
+from textsearch.arrays import CACHE, ROW_VERSION, arrays_column
+from textsearch.domain import RRF_K as RRF_K
+from textsearch.domain import (
+    ParsedQuery,
+    columns_admit,
+    parse_query,
+    reparsed,
+    rrf_fractions,
+)
+from textsearch.gate import gate_q
+from textsearch.postings import ids_of, micros, placeholders, token_key
+from textsearch.ranking import (
+    BRANCHES,
+    EXACT_RATIO_BOUND,
+    exact_head,
+    intersections,
+    jaccard_order,
+    position_table,
+)
+from textsearch.ranking import shares as _shares
+from textsearch.vector import OFF, Branch, fusion_columns, ranks_or_none, vector_branch
+from textsearch.vector import votes as vector_votes
+
+# This index's name in the engine's array cache (``textsearch.arrays``), and the cache.
+INDEX_NAME = "knowledge"
+_arrays_cache = CACHE
+# The engine's exact orders, by the names this module's ranking (and its tests) use.
+_jaccard_order = jaccard_order
+_exact_head = exact_head
 
 DEFAULT_LIMIT = 4
 MAX_LIMIT = 50
@@ -85,17 +109,18 @@ def _result(
 
 
 def gated_rows(context: KnowledgeContext) -> Any:
-    """The gate of step 2, entirely in the database: scope, approval, validity, knowledge time."""
+    """The gate of step 2, entirely in the database: the scope, then ``DOCUMENT_GATE``
+    (review, validity, knowledge time) as a filter."""
     return DocumentStore.objects.filter(
-        Q(document__valid_to__isnull=True) | Q(document__valid_to__gt=context.occurred_at),
+        gate_q(
+            DOCUMENT_GATE,
+            {OCCURRED: context.occurred_at, KNOWN: context.known_at},
+            "document__",
+        ),
         tenant=context.tenant,
         brand=context.brand,
         campaign=context.campaign,
         store=context.store,
-        document__approved=True,
-        document__revoked=False,
-        document__valid_from__lte=context.occurred_at,
-        document__published_at__lte=context.known_at,
     )
 
 
@@ -169,7 +194,7 @@ def search_knowledge(
 @dataclass(frozen=True)
 class Ranked:
     """The first ``limit`` fused documents (their ids), how many matched, which of the chosen
-    ones are in conflict, which branches found each (``BRANCHES``), and what the vector branch
+    ones are in conflict, which branches found each (``textsearch.ranking.BRANCHES``), and what the vector branch
     did (``semantic.branch`` statuses)."""
 
     chosen: list[int]
@@ -181,9 +206,6 @@ class Ranked:
     # Of the chosen: ``relevance`` and, where the vector branch scored it, ``similarity``.
     relevance: list[dict[str, float]] = field(default_factory=list)
 
-
-# The branches a result names in ``found_by``, in this order.
-RAW, EXPANDED, VECTOR = "raw", "expanded", "vector"
 
 NOTHING = Ranked([], 0, [])
 
@@ -235,18 +257,13 @@ WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 """
 
 
-def _placeholders(values: list[str]) -> str:
-    # An empty IN () is not SQL; a space is never part of a token, so it matches nothing.
-    return ", ".join(["%s"] * len(values)) if values else "%s"
-
-
 def _token_test(values: list[str], *, array: bool) -> tuple[str, list[Any]]:
     """``p.token`` among ``values``: on PostgreSQL one array parameter, so the statement's text
     is the same for every query (the driver parses a new text each time, which cost more than
     the database's answer); elsewhere an ``IN`` list."""
     if array:
         return "= ANY(%s)", [values]
-    return f"IN ({_placeholders(values)})", values or [" "]
+    return f"IN ({placeholders(len(values))})", values or [" "]
 
 
 @dataclass
@@ -260,50 +277,20 @@ class _Read:
     scope_id: int | None = None
 
 
-# PostgreSQL: a scope's packed array is sent only when it differs from the one this process
-# kept. Every update of the row writes a new row version, named by the transaction that wrote it
-# (``xmin``) and its place (``ctid``, new for each version a transaction writes), so an unchanged
-# pair means unchanged arrays. SQLite reads the blob in process memory and needs no such cache.
-_arrays_cache: OrderedDict[tuple[str | None, ...], tuple[str, np.ndarray]] = OrderedDict()
-_arrays_lock = threading.Lock()
-ARRAYS_CACHE_BYTES = 32 * 1024 * 1024
-_ROW_VERSION = "(s.xmin::text || ':' || s.ctid::text)"
-
-
-def _cached_arrays(scope: tuple[str | None, ...]) -> tuple[str, np.ndarray] | None:
-    with _arrays_lock:
-        cached = _arrays_cache.get(scope)
-        if cached is not None:
-            _arrays_cache.move_to_end(scope)
-        return cached
-
-
-def _keep_arrays(scope: tuple[str | None, ...], version: str, entries: np.ndarray) -> None:
-    with _arrays_lock:
-        _arrays_cache[scope] = (version, entries)
-        _arrays_cache.move_to_end(scope)
-        while sum(e.nbytes for _, e in _arrays_cache.values()) > ARRAYS_CACHE_BYTES:
-            _arrays_cache.popitem(last=False)
-
-
-def _read(
-    raw_query: frozenset[str], expanded_query: frozenset[str], context: KnowledgeContext
-) -> _Read:
-    raw = sorted({postings.token_key(t) for t in raw_query})
-    expanded = sorted({postings.token_key(t) for t in expanded_query})
+def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
+    raw = sorted({token_key(t) for t in query.raw})
+    expanded = sorted({token_key(t) for t in query.expanded})
     every = sorted(set(raw) | set(expanded))
     scope = [context.tenant, context.brand, context.campaign, context.store]
-    key = tuple(scope)
+    key = (INDEX_NAME, *scope)
     versioned = connection.vendor == "postgresql"
-    cached = _cached_arrays(key) if versioned else None
+    cached = _arrays_cache.get(key) if versioned else None
     raw_test, raw_params = _token_test(raw, array=versioned)
     expanded_test, expanded_params = _token_test(expanded, array=versioned)
     every_test, every_params = _token_test(every, array=versioned)
     sql = _POSTINGS_SQL.format(
-        version=_ROW_VERSION if versioned else "NULL",
-        arrays=f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.arrays END"
-        if versioned
-        else "s.arrays",
+        version=ROW_VERSION if versioned else "NULL",
+        arrays=arrays_column("s.arrays") if versioned else "s.arrays",
         raw=raw_test,
         expanded=expanded_test,
         every=every_test,
@@ -317,52 +304,48 @@ def _read(
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
                 read.found, read.stamp, read.scope_id = True, stamp, scope_id
-                if first is None and cached is not None and version == cached[0]:
-                    read.entries = cached[1]
+                kept = _arrays_cache.unchanged(cached, version, first)
+                if kept is not None:
+                    read.entries = kept
                 else:
                     read.entries = postings.entries_of(first)
                     if versioned and version is not None:
-                        _keep_arrays(key, version, read.entries)
+                        _arrays_cache.keep(key, version, read.entries)
                 read.multi_version = bool(multi_version)
             else:
                 if first is not None:
-                    read.raw.append(postings.ids_of(first))
+                    read.raw.append(ids_of(first))
                 if second is not None:
-                    read.expanded.append(postings.ids_of(second))
+                    read.expanded.append(ids_of(second))
     return read
 
 
-def ranked_top(query: str, context: KnowledgeContext) -> Ranked:
-    """The head of the fused ranking, exactly as the definition orders it."""
-    raw_query = tokenize(query)
+def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
+    """The head of the fused ranking, exactly as the definition orders it. ``query`` is parsed
+    once (its raw tokens); it is expanded again only when the index moved to another lexicon."""
     stamp = index_lexicon.last_indexed_stamp()
+    stamp, lexicon = index_lexicon.indexed_for(stamp)
+    if isinstance(query, str):
+        parsed = parse_query(query, lexicon, stamp)
+    else:
+        parsed = reparsed(query, lexicon, stamp)
     for _attempt in range(5):
-        stamp, lexicon = index_lexicon.indexed_for(stamp)
-        expanded_query = tokenize(expand(query, lexicon))
-        if not raw_query and not expanded_query:
+        if parsed.empty:
             return NOTHING
-        read = _read(raw_query, expanded_query, context)
+        read = _read(parsed, context)
         if not read.found:
             return NOTHING
-        if read.stamp == stamp:
-            return _ranked(read, len(raw_query), len(expanded_query), context, query)
+        if read.stamp == parsed.stamp:
+            return _ranked(read, len(parsed.raw), len(parsed.expanded), context, parsed.text)
         # The index moved to another lexicon since it was read: expand the query again with it.
-        stamp = read.stamp
+        stamp, lexicon = index_lexicon.indexed_for(read.stamp)
+        parsed = reparsed(parsed, lexicon, stamp)
     raise RuntimeError("the lexicon kept changing during one search")
 
 
 def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
-    return [name for name, rank in zip((RAW, EXPANDED, VECTOR), ranks, strict=False) if rank[index]]
-
-
-def _shares(inters: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    """Per entry, the larger share of the query's tokens it holds in the raw or expanded
-    branch (what the lexical relevance curve reads)."""
-    shares = np.zeros(len(inters[0]), dtype=np.float64)
-    for inter, size in zip(inters, sizes, strict=True):
-        if size:
-            np.maximum(shares, inter / size, out=shares)
-    return shares
+    # The vector branch's repeated columns come last: the names stop at its first.
+    return [name for name, rank in zip(BRANCHES, ranks, strict=False) if rank[index]]
 
 
 def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> list[dict[str, float]]:
@@ -372,17 +355,14 @@ def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> lis
 def _ranked(
     read: _Read, raw_size: int, expanded_size: int, context: KnowledgeContext, query: str = ""
 ) -> Ranked:
+    """The head of the ranking over ``read``: the sizes of the query's raw and expanded token
+    sets and its text (what the vector branch embeds) come from the query parsed once."""
     entries = read.entries
     count = len(entries)
     if count == 0:
         return NOTHING
-    at = postings.micros(context.occurred_at)
-    known = postings.micros(context.known_at)
-    gated = (
-        (entries["valid_from"] <= at)
-        & (at < entries["valid_to"])
-        & (entries["published_at"] <= known)
-    )
+    instants = {OCCURRED: micros(context.occurred_at), KNOWN: micros(context.known_at)}
+    gated = np.asarray(columns_admit(INDEX_GATE, entries, instants), dtype=bool)
     if read.multi_version:
         # Only the newest gated version of each doc_key goes on to ranking.
         index = np.nonzero(gated)[0]
@@ -394,14 +374,17 @@ def _ranked(
         gated[index[versions < newest[groups]]] = False
     order = entries["order"].astype(np.int64)
     ids = entries["id"]
-    positions = _positions(ids)
+    table = position_table(ids, always=True)
     branches = []
     inters = []
     for lists, query_size, sizes in (
         (read.raw, raw_size, entries["raw_size"]),
         (read.expanded, expanded_size, entries["expanded_size"]),
     ):
-        inter = _intersections(ids, positions, lists, count)
+        # The array and the lists come from one statement (or the kept array of the same row
+        # version): they agree, so the count is not checked.
+        inter = intersections(ids, lists, table=table, checked=False)
+        assert inter is not None
         inters.append(inter)
         candidates = np.nonzero(gated & (inter > 0))[0]
         common = inter[candidates]
@@ -423,7 +406,7 @@ def _ranked(
             order,
             count,
             context.limit,
-            vector.ranks if vector.ranked else None,
+            ranks_or_none(vector),
             vector_votes(),
         )
         if partial is not None:
@@ -443,9 +426,7 @@ def _ranked(
         rank = np.zeros(count, dtype=np.int64)
         rank[by_rank] = np.arange(1, len(by_rank) + 1)
         ranks.append(rank)
-    if vector.ranked:
-        assert vector.ranks is not None
-        ranks.extend([vector.ranks] * vector_votes())
+    ranks.extend(fusion_columns(vector, vector_votes()))
     fused = np.nonzero(np.logical_or.reduce([rank > 0 for rank in ranks]))[0]
     if len(fused) == 0:
         return Ranked([], 0, [], semantic=vector.status)
@@ -604,97 +585,6 @@ def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:
         return False
     members = gated & (entries["rule"] == entries["rule"][index])
     return len(np.unique(entries["requirements"][members])) > 1
-
-
-def _positions(ids: np.ndarray) -> np.ndarray:
-    """A table from entry id (less the scope's smallest) to the entry's position in the array."""
-    if len(ids) == 0:
-        return np.zeros(1, dtype=np.int64)
-    table = np.zeros(int(ids[-1] - ids[0]) + 1, dtype=np.int64)
-    table[ids - ids[0]] = np.arange(len(ids))
-    return table
-
-
-def _intersections(
-    ids: np.ndarray, positions: np.ndarray, lists: list[np.ndarray], count: int
-) -> np.ndarray:
-    """|query ∩ document| per entry: how many of the query's posting lists hold each entry.
-
-    Posting lists and the scope array come from one statement, so every listed id is an entry.
-    """
-    if not lists or count == 0:
-        return np.zeros(count, dtype=np.int64)
-    listed = np.concatenate(lists)
-    return np.bincount(positions[listed - ids[0]], minlength=count).astype(np.int64)
-
-
-# Below this union size the double common/union orders the Jaccard ratios exactly.
-EXACT_RATIO_BOUND = 2**26
-
-
-def _jaccard_order(common: np.ndarray, union: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """The permutation ordering entries by common/union descending, then by ``order``: exactly.
-
-    The distinct (common, union) pairs are few; they are ranked exactly in Python (equal ratios
-    share a rank), and each entry sorts by the integer key (rank, order).
-    """
-    if len(common) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if int(union.max()) < EXACT_RATIO_BOUND:
-        # 0 < common <= union < 2**26: two different ratios a/b != c/d differ by at least
-        # 1/(b*d) > 2**-52, while each correctly rounded quotient (at most 1) is off by at most
-        # 2**-54; so the doubles order exactly as the ratios and are equal exactly when they are.
-        # Sorted by the double (ties in any order), then by (run of equal ratios, order): two
-        # quicksorts cost less than one lexsort. ``order`` is unique per entry (a rank), so the
-        # integer keys are unique and no stable sort is needed.
-        ratio = common / union
-        by_ratio = np.argsort(-ratio)
-        ordered = ratio[by_ratio]
-        runs = np.zeros(len(ordered), dtype=np.int64)
-        np.cumsum(ordered[1:] != ordered[:-1], out=runs[1:])
-        key = runs * (int(order.max()) + 1) + order[by_ratio]
-        return by_ratio[np.argsort(key)]
-    width = int(union.max()) + 1
-    pairs, inverse = np.unique(common * width + union, return_inverse=True)
-    ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
-    dense = np.zeros(len(pairs), dtype=np.int64)
-    previous: tuple[int, int] | None = None
-    rank = -1
-    index = {int(code): i for i, code in enumerate(pairs)}
-    for code in ranked:
-        value = (code // width, code % width)
-        if previous is None or value[0] * previous[1] != previous[0] * value[1]:
-            rank += 1
-        dense[index[code]] = rank
-        previous = value
-    key = dense[inverse.reshape(-1)] * (int(order.max()) + 1) + order
-    return np.argsort(key, kind="stable")
-
-
-def _exact_head(
-    rows: Sequence[tuple[int | None, ...]], limit: int, *, complete: bool
-) -> list[int] | None:
-    """The payloads of the first ``limit`` rows in exact order, or None if unsure.
-
-    ``rows`` are ``(tie key, rank in each branch or None..., payload)`` (the raw and expanded
-    branches, and the vector branch when it ran) ordered by the float of the fused score, then
-    the tie key; ``complete`` says whether they are all the matched rows.
-    Float rounding is monotone, so a row not given (float at most the last given one's) can
-    only outrank a chosen row when the last given float equals the smallest chosen float.
-    """
-    values = {int(row[0] or 0): _fused_value(row[1:-1]) for row in rows}
-    payloads = {int(row[0] or 0): int(row[-1] or 0) for row in rows}
-    chosen = exact_order((*values[key], key) for key in payloads)[:limit]
-    if not complete and rows:
-        last = values[int(rows[-1][0] or 0)]
-        lowest = min(values[key][0] / values[key][1] for key in chosen)
-        if not last[0] / last[1] < lowest:
-            return None
-    return [payloads[key] for key in chosen]
-
-
-def _fused_value(ranks: Sequence[int | None]) -> tuple[int, int]:
-    return rrf_fraction([r for r in ranks if r])
 
 
 _EVIDENCE_FIELDS = (

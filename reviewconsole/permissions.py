@@ -85,7 +85,7 @@ def holds(user: User | AnonymousUser | None, *permissions: str) -> bool:
 
 def refusals(
     actor: User | AnonymousUser | None,
-    permission: str | tuple[str, ...],
+    permission: str | tuple[str, ...] | None,
     tenant: str | None = None,
     *,
     deployment_wide: bool = False,
@@ -95,9 +95,12 @@ def refusals(
     """What stands between ``actor`` and an operation, in the order :func:`require` checks it:
     the permission (or one of several), then the tenant (``not_in_tenant``), then, for what spans
     every tenant (``deployment_wide``), that no tenant limits the actor. Lazy, so ``require``
-    asks nothing past the first refusal; a review that lists every unmet condition takes all."""
-    wanted = (permission,) if isinstance(permission, str) else permission
-    if not holds(actor, *wanted):
+    asks nothing past the first refusal; a review that lists every unmet condition takes all.
+    ``permission`` None: checked already by the caller (only the tenant is asked)."""
+    wanted = (
+        () if permission is None else (permission,) if isinstance(permission, str) else permission
+    )
+    if permission is not None and not holds(actor, *wanted):
         yield PermissionRefused(
             message or f"this needs the permission {' or '.join(wanted)}", unmet=unmet
         )
@@ -109,7 +112,7 @@ def refusals(
 
 def require(
     actor: User | AnonymousUser | None,
-    permission: str | tuple[str, ...],
+    permission: str | tuple[str, ...] | None,
     tenant: str | None = None,
     *,
     deployment_wide: bool = False,
@@ -153,7 +156,7 @@ def permitted(
 
 def require_scope(
     actor: User | AnonymousUser | None,
-    permission: str | tuple[str, ...],
+    permission: str | tuple[str, ...] | None,
     tenant: str | None,
     *,
     message: str | None = None,
@@ -163,7 +166,9 @@ def require_scope(
     investigation): ``require`` for its tenant, then the tenant must exist
     (``tenancy.UnknownTenant`` naming ``field``; the API and MCP answer that as ``require``'s
     refusal, so an unknown tenant and a forbidden one look the same to an agent). A scope
-    without a tenant is not checked: its answer is ``fallback``/``needs_context``, nothing read."""
+    without a tenant is not checked: its answer is ``fallback``/``needs_context``, nothing read.
+    ``permission`` None: the caller checked the permission already (a request opened without
+    its scope complete), so only the tenant's use and existence are checked."""
     # A request's first check reads the actor's access and the tenant in one round trip; the
     # refusals keep their order (the permission, the tenant's use, then its existence).
     exists = tenant_read_with_access(actor, tenant) if tenant is not None else None

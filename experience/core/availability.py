@@ -20,8 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from typing import Any
+
+from textsearch.domain import Comparison as Comparison
+from textsearch.domain import GateFields as GateFields
+from textsearch.domain import Term as Term
+from textsearch.domain import columns_admit, values_admit
+from textsearch.domain import first_failed as first_failed
+from textsearch.domain import gate_holds as gate_holds
 
 APPROVED = "approved"
 
@@ -59,33 +65,6 @@ REASONS = {
 # --- the gate, declared once -----------------------------------------------------------------
 
 
-class Comparison(Enum):
-    IS = "is"  # the field equals the term's value
-    AT_OR_BEFORE_NOW = "at_or_before_now"  # field <= now; a missing time never is
-    AFTER_NOW = "after_now"  # now < field; a missing time never is
-
-
-@dataclass(frozen=True)
-class Term:
-    """One condition of a gate: ``field`` compared with ``now`` (or with ``value``), and the
-    codes of an item failing it (``cited_code``: of a skill citing a case failing it)."""
-
-    field: str
-    comparison: Comparison
-    code: str
-    cited_code: str = ""
-    value: str = ""
-
-    def holds(self, actual: Any, now: Any) -> bool:
-        if self.comparison is Comparison.IS:
-            return bool(actual == self.value)
-        if actual is None:
-            return False
-        if self.comparison is Comparison.AT_OR_BEFORE_NOW:
-            return bool(actual <= now)
-        return bool(now < actual)
-
-
 STATUS = Term("status", Comparison.IS, NOT_APPROVED_NOW, CITED_CASE_NOT_APPROVED, APPROVED)
 APPROVAL = Term("approved_at", Comparison.AT_OR_BEFORE_NOW, NOT_YET_APPROVED)
 STARTED = Term(
@@ -101,54 +80,27 @@ CITED_CASE_GATE = (STATUS, STARTED, NOT_ENDED)
 TIME_GATE = (APPROVAL, STARTED, NOT_ENDED)
 
 
-def first_failed(terms: Sequence[Term], item: object, now: Any) -> Term | None:
-    """The first of ``terms`` that ``item`` (anything with the terms' fields) fails at ``now``."""
-    for term in terms:
-        if not term.holds(getattr(item, term.field), now):
-            return term
-    return None
-
-
-def gate_holds(terms: Sequence[Term], item: object, now: Any) -> bool:
-    return first_failed(terms, item, now) is None
-
-
 def times_admit(*, valid_from: Any, valid_to: Any, approved_at: Any, now: Any) -> bool:
     """:data:`TIME_GATE` over plain comparable values (datetimes, or the index's microseconds)."""
     values = {"valid_from": valid_from, "valid_to": valid_to, "approved_at": approved_at}
-    return all(term.holds(values[term.field], now) for term in TIME_GATE)
+    return values_admit(TIME_GATE, values, now)
 
 
 def case_usable_values(*, status: Any, valid_from: Any, valid_to: Any, now: Any) -> bool:
     """:data:`CITED_CASE_GATE` over plain values: :func:`case_usable` of a case read as
     columns, without building a :class:`CitedCase` for it."""
     values = {"status": status, "valid_from": valid_from, "valid_to": valid_to}
-    return all(term.holds(values[term.field], now) for term in CITED_CASE_GATE)
+    return values_admit(CITED_CASE_GATE, values, now)
 
 
 def times_admit_columns(columns: Any, now: Any) -> Any:
     """:data:`TIME_GATE` over whole columns (``columns[field]``: numpy arrays of the index's
     microseconds, where a missing time is stored as a value after every ``now``): the
     elementwise *and* of the same terms :func:`times_admit` checks one item at a time."""
-    admitted: Any = True
-    for term in TIME_GATE:
-        column = columns[term.field]
-        admitted = admitted & (
-            column <= now if term.comparison is Comparison.AT_OR_BEFORE_NOW else now < column
-        )
-    return admitted
+    return columns_admit(TIME_GATE, columns, now)
 
 
 # --- what the gate reads -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GateFields:
-    status: str
-    scope: Mapping[str, str]
-    valid_from: datetime
-    valid_to: datetime
-    approved_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -1,38 +1,22 @@
-"""The availability gate as ORM expressions, built from the terms ``experience.core.availability``
-declares: a query filtered by one of these keeps exactly the rows whose fields the matching
-predicate admits (``tests/experience/test_availability.py`` checks it on every database).
+"""The availability gate as ORM expressions, built (``textsearch.gate``) from the terms
+``experience.core.availability`` declares: a query filtered by one of these keeps exactly the
+rows whose fields the matching predicate admits (``tests/experience/test_availability.py``
+checks it on every database).
 
 ``prefix`` is the lookup path of the gated row (``"lesson__"`` from a ``LessonCase``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 
 from django.db.models import Q
 
 from experience.core import domain
-from experience.core.availability import CITED_CASE_GATE, ITEM_GATE, Comparison, Term
-
-# SQL's NULL comparisons are never true, as a missing time never passes a term.
-_LOOKUPS = {
-    Comparison.IS: "exact",
-    Comparison.AT_OR_BEFORE_NOW: "lte",
-    Comparison.AFTER_NOW: "gt",
-}
-
-
-def term_q(term: Term, now: datetime, prefix: str = "") -> Q:
-    value = term.value if term.comparison is Comparison.IS else now
-    return Q(**{f"{prefix}{term.field}__{_LOOKUPS[term.comparison]}": value})
-
-
-def gate_q(terms: Sequence[Term], now: datetime, prefix: str = "") -> Q:
-    condition = Q()
-    for term in terms:
-        condition &= term_q(term, now, prefix)
-    return condition
+from experience.core.availability import CITED_CASE_GATE, ITEM_GATE
+from textsearch.gate import gate_q as gate_q
+from textsearch.gate import term_q as term_q
 
 
 def available_q(now: datetime, prefix: str = "") -> Q:

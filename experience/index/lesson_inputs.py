@@ -39,7 +39,7 @@ from experience.core.availability import CitedCase
 from experience.index.models import IndexEntry
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
 from experience.lessons.selectors import open_conflict_ids
-from knowledge import postings as kp
+from textsearch import postings as kp
 
 LESSON = "lesson"
 _CHUNK = 900

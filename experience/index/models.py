@@ -10,9 +10,10 @@ from django.db import models
 
 from experience.core.models import ID_LENGTH, ScopeFields
 from reviewconsole.scopes import SCOPE_FIELDS
+from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
 
 
-class IndexScope(ScopeFields):
+class IndexScope(ScopeFields, IndexedScope):
     """One exact five-field scope. ``stamp`` is the lexicon stamp its entries' expanded token
     sets (and expanded posting lists) were computed under; retrieval trusts them only while it
     equals the current stamp.
@@ -23,7 +24,8 @@ class IndexScope(ScopeFields):
     lists in one statement. NULL when not packed (retrieval then ranks from the texts)."""
 
     stamp = models.CharField(max_length=32, blank=True)
-    arrays = models.BinaryField(null=True)
+    # NULL: not packed (retrieval then ranks from the texts), where knowledge's is empty.
+    arrays = models.BinaryField(null=True)  # type: ignore[assignment]
 
     class Meta:
         constraints = [
@@ -37,7 +39,7 @@ class IndexScope(ScopeFields):
         return f"{self.tenant}/{self.brand}/{self.store}/{self.campaign}/{self.deployment}"
 
 
-class IndexEntry(models.Model):
+class IndexEntry(IndexedEntry):
     """One approved item of one kind (case, skill, lesson, …) in its scope's index.
 
     Times are microseconds since the epoch, what the gate compares with ``now``.
@@ -50,10 +52,6 @@ class IndexEntry(models.Model):
     valid_from = models.BigIntegerField()
     valid_to = models.BigIntegerField()
     approved_at = models.BigIntegerField()
-    raw_size = models.PositiveIntegerField()
-    expanded_size = models.PositiveIntegerField()
-    # The expanded set the postings hold for this entry (what a lexicon change compares with).
-    expanded_tokens = models.TextField(default="")
     # A lesson's confidence inputs as JSON (experience.index.lesson_inputs), kept in step with its cited
     # cases, incident merges and conflicts; empty when not written yet (recall reads the tables).
     evidence = models.TextField(default="", blank=True)
@@ -73,20 +71,10 @@ class IndexEntry(models.Model):
         return f"{self.item_id} in {self.scope_id}"
 
 
-class IndexPosting(models.Model):
-    """Token → the sorted entry ids of one scope whose raw (expanded) token set holds it."""
+class IndexPosting(Posting):
+    """A retrieval scope's posting list of one token (``textsearch.models.Posting``)."""
 
-    scope = models.ForeignKey(
-        IndexScope, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    token = models.CharField(max_length=100)
-    raw = models.BinaryField(default=b"")
-    expanded = models.BinaryField(default=b"")
+    scope = posting_scope(IndexScope)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["scope", "token"], name="experience_posting_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.scope_id}:{self.token}"
+        constraints = [posting_unique("experience_posting_unique")]

@@ -4,7 +4,7 @@ Every approved item of every registered kind (cases, skills and lessons; :data:`
 ``IndexEntry`` in the ``IndexScope`` of its exact five-field scope, with its gate times and the
 sizes of its raw and expanded token sets; per scope and token an ``IndexPosting`` holds the
 sorted entry ids whose raw (expanded) set contains the token. The posting lists are written by
-the same machinery as knowledge search's (``knowledge.postings.Changes``/``changes_applied``).
+the engine under knowledge search too (``textsearch.postings.Changes``/``changes_applied``).
 Each scope also packs its entries' gate times, set sizes, kind and tie order into one array
 (``IndexScope.arrays``, :data:`ENTRY_DTYPE`), so that a retrieval reads what ranking needs for
 the whole scope and the query's posting lists in one statement (:func:`scope_read`).
@@ -26,8 +26,6 @@ Ranking, the gate and hydration are the retrieval pipeline's (``experience.retri
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,10 +42,23 @@ from experience.index.lesson_inputs import evidence_refreshed
 from experience.index.models import IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson
 from knowledge import postings as kp
-from knowledge.domain import expand, tokenize
 from knowledge.models import LexiconState
 from reviewconsole.scopes import SCOPE_FIELDS
 from semantic.tasks import scopes_changed, space_reset
+from textsearch import postings as ts
+from textsearch.arrays import CACHE as _arrays_cache
+from textsearch.arrays import ROW_VERSION, arrays_column
+from textsearch.domain import ParsedQuery, expand, parse_query, reparsed, tokenize
+from textsearch.postings import (
+    Changes,
+    changes_applied,
+    ids_of,
+    micros,
+    moment,
+    placeholders,
+    scope_ids,
+    token_key,
+)
 
 
 @dataclass(frozen=True)
@@ -136,17 +147,11 @@ def kind_of_model(model: Any) -> Kind | None:
 
 
 @dataclass(frozen=True)
-class Models:
-    """The models the index writes: the live ones, or a migration's historical ones."""
+class Models(ts.IndexModels):
+    """The models the index writes (the live ones, or a migration's historical ones), keyed by
+    the five scope fields."""
 
-    scope: Any
-    entry: Any
-    posting: Any
-
-    def knowledge(self) -> kp.IndexModels:
-        return kp.IndexModels(
-            scope=self.scope, entry=self.entry, posting=self.posting, scope_fields=SCOPE_FIELDS
-        )
+    scope_fields: tuple[str, ...] = SCOPE_FIELDS
 
 
 def live() -> Models:
@@ -169,9 +174,9 @@ def _entry(
         "kind": kind,
         "item_id": item.pk,
         "title": item.title,
-        "valid_from": kp.micros(item.valid_from),
-        "valid_to": kp.micros(item.valid_to),
-        "approved_at": kp.micros(item.approved_at),
+        "valid_from": micros(item.valid_from),
+        "valid_to": micros(item.valid_to),
+        "approved_at": micros(item.approved_at),
         "raw_size": len(raw),
         "expanded_size": len(expanded),
         "expanded_tokens": " ".join(sorted(expanded)),
@@ -189,7 +194,7 @@ KIND_CODES: dict[str, int] = {name: code for code, name in enumerate(KINDS)}
 KIND_NAMES: tuple[str, ...] = tuple(KINDS)
 
 # One record per entry of a scope, ordered by entry id. Times are microseconds since the epoch
-# (``knowledge.postings.micros``; valid_to NEVER when open, approved_at NEVER when unknown);
+# (``textsearch.postings.micros``; valid_to NEVER when open, approved_at NEVER when unknown);
 # ``order`` is the rank of the entry's item id among the scope's item ids (ties are ordered by
 # id); ``kind`` a code of :data:`KIND_CODES`.
 ENTRY_DTYPE = np.dtype(
@@ -217,9 +222,7 @@ _PACKED_FIELDS = (
 
 
 def entries_of(blob: bytes | memoryview | None) -> np.ndarray:
-    if not blob:
-        return np.empty(0, dtype=ENTRY_DTYPE)
-    return np.frombuffer(bytes(blob), dtype=ENTRY_DTYPE)
+    return ts.entries_of(blob, ENTRY_DTYPE)
 
 
 def _records(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:
@@ -278,12 +281,13 @@ def _order_of(scope_id: int, item_id: str, models: Models) -> int:
     """How many of the scope's entries have an item id before ``item_id`` (code point order, as
     Python compares them, whatever the database's collation)."""
     binary = "C" if connection.vendor == "postgresql" else "BINARY"
-    return (
+    before: int = (
         models.entry.objects.filter(scope_id=scope_id)
         .annotate(binary_id=Collate("item_id", binary))
         .filter(binary_id__lt=item_id)
         .count()
     )
+    return before
 
 
 def _array_with(scope_id: int, entry: Any, models: Models) -> None:
@@ -330,7 +334,7 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
     if models.entry.objects.filter(item_id=item.pk).exists():
         return
     created: set[int] = set()
-    (scope_id,) = kp.scope_ids([_key(item)], models.knowledge(), created).values()
+    (scope_id,) = scope_ids([_key(item)], models, created).values()
     _scope_locked(scope_id, models)  # writers into one scope queue here, before any change
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if scope_id in created:
@@ -342,9 +346,9 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
     entry = models.entry.objects.create(
         scope_id=scope_id, **_entry(kind, item, raw, expanded, models)
     )
-    changes = kp.Changes()
+    changes = Changes()
     changes.add(scope_id, entry.pk, raw, expanded)
-    kp.changes_applied(changes, models.knowledge())
+    changes_applied(changes, models)
     _array_with(scope_id, entry, models)
     if models.entry is live().entry:
         scopes_changed(VECTOR_SPACE, [scope_id])  # the worker embeds the new entry
@@ -365,9 +369,9 @@ def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
         return
     pk, scope_id, expanded = row
     _scope_locked(scope_id, models)
-    changes = kp.Changes()
+    changes = Changes()
     changes.remove(scope_id, pk, tokenize(KINDS[kind].text(item)), expanded.split())
-    kp.changes_applied(changes, models.knowledge())
+    changes_applied(changes, models)
     models.entry.objects.filter(pk=pk).delete()
     _array_without(scope_id, pk, models)
 
@@ -397,7 +401,7 @@ def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
     entries = list(
         models.entry.objects.select_for_update().filter(scope_id=scope_id).order_by("pk")
     )
-    changes = kp.Changes()
+    changes = Changes()
     touched = []
     by_kind: dict[str, list[Any]] = {}
     for entry in entries:
@@ -422,7 +426,7 @@ def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
                 entry.expanded_tokens = " ".join(sorted(new))
                 entry.expanded_size = len(new)
                 touched.append(entry)
-    kp.changes_applied(changes, models.knowledge())
+    changes_applied(changes, models)
     models.entry.objects.bulk_update(touched, ["expanded_tokens", "expanded_size"], batch_size=1000)
     models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
     arrays_packed([scope_id], models)
@@ -520,7 +524,7 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
                 (kind.name, _key(row), row, tokenize(text), tokenize(expand(text, lexicon)))
             )
     created: set[int] = set()
-    ids = kp.scope_ids({key for _, key, _, _, _ in items}, models.knowledge(), created)
+    ids = scope_ids({key for _, key, _, _, _ in items}, models, created)
     models.scope.objects.all().update(stamp=_stamp_text(stamp))
     entries = [
         models.entry(scope_id=ids[key], **_entry(kind, row, raw, expanded, models))
@@ -531,10 +535,10 @@ def rebuild(models: Models | None = None, *, historical: Mapping[str, Any] | Non
         found = dict(models.entry.objects.values_list("item_id", "pk"))
         for entry in entries:
             entry.pk = found[entry.item_id]
-    changes = kp.Changes()
+    changes = Changes()
     for entry, (_, _, _, raw, expanded) in zip(entries, items, strict=True):
         changes.add(entry.scope_id, entry.pk, raw, expanded)
-    kp.changes_applied(changes, models.knowledge(), fresh=created)
+    changes_applied(changes, models, fresh=created)
     if _has(models.scope, "arrays"):
         arrays_packed(None, models)  # (a migration older than the arrays has none to pack)
     if historical is None:
@@ -565,23 +569,14 @@ class ScopeRead:
 STALE = None  # what :func:`scope_read` answers when the scope's index cannot answer the query
 
 
-def _placeholders(count: int) -> str:
-    # An empty IN () is not SQL; a space is never a token, so it matches nothing.
-    return ", ".join(["%s"] * count) if count else "%s"
-
-
 def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
     q = connection.ops.quote_name
     scope, posting, lexicon = (
         q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
     )
     where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
-    version = _ROW_VERSION if versioned else "NULL"
-    arrays = (
-        f"CASE WHEN {_ROW_VERSION} = %s THEN NULL ELSE s.{q('arrays')} END"
-        if versioned
-        else f"s.{q('arrays')}"
-    )
+    version = ROW_VERSION if versioned else "NULL"
+    arrays = arrays_column(f"s.{q('arrays')}") if versioned else f"s.{q('arrays')}"
     # One statement, so one snapshot: the scope's stamps and array, and the query's lists (raw
     # lists for raw tokens, expanded for expanded ones). Only quoted names are formatted in.
     return (
@@ -590,52 +585,44 @@ def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
         f" {arrays}, NULL"
         f" FROM {scope} s WHERE {where}"
         f" UNION ALL SELECT 1, NULL, p.{q('token')}, NULL, NULL,"
-        f" CASE WHEN p.{q('token')} IN ({_placeholders(raw)}) THEN p.{q('raw')} END,"
-        f" CASE WHEN p.{q('token')} IN ({_placeholders(expanded)}) THEN p.{q('expanded')} END"
+        f" CASE WHEN p.{q('token')} IN ({placeholders(raw)}) THEN p.{q('raw')} END,"
+        f" CASE WHEN p.{q('token')} IN ({placeholders(expanded)}) THEN p.{q('expanded')} END"
         f" FROM {posting} p JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
-        f" WHERE {where} AND p.{q('token')} IN ({_placeholders(every)})"
+        f" WHERE {where} AND p.{q('token')} IN ({placeholders(every)})"
     )
 
 
-# PostgreSQL: a scope's array is sent only when it differs from the one this process kept (as
-# knowledge search does: every update of the row writes a new row version, named by the
-# transaction that wrote it and its place, so an unchanged pair means an unchanged array).
-# SQLite reads the blob in process memory and needs no such cache.
-_ROW_VERSION = "(s.xmin::text || ':' || s.ctid::text)"
-_arrays_cache: OrderedDict[tuple[str, ...], tuple[str, np.ndarray]] = OrderedDict()
-_arrays_lock = threading.Lock()
-ARRAYS_CACHE_BYTES = 32 * 1024 * 1024
+# This index's name in the engine's array cache (``textsearch.arrays``: on PostgreSQL a scope's
+# array is sent only when it differs from the one this process kept).
+INDEX_NAME = "experience"
 
 
-def _cached_arrays(key: tuple[str, ...]) -> tuple[str, np.ndarray] | None:
-    with _arrays_lock:
-        cached = _arrays_cache.get(key)
-        if cached is not None:
-            _arrays_cache.move_to_end(key)
-        return cached
+def query_parsed(query: str) -> ParsedQuery:
+    """``query`` parsed once for a retrieval: its raw tokens, and its expanded ones under the
+    lexicon this process saw last (:func:`scope_read` expands again under another)."""
+    stamp, lexicon = kp.lexicon_for(kp.last_known_stamp())
+    return parse_query(query, lexicon, stamp)
 
 
-def _keep_arrays(key: tuple[str, ...], version: str, entries: np.ndarray) -> None:
-    with _arrays_lock:
-        _arrays_cache[key] = (version, entries)
-        _arrays_cache.move_to_end(key)
-        while sum(e.nbytes for _, e in _arrays_cache.values()) > ARRAYS_CACHE_BYTES:
-            _arrays_cache.popitem(last=False)
+def current_lexicon() -> tuple[str | None, Mapping[str, str]]:
+    """The current lexicon's stamp (read now) and the lexicon."""
+    return kp.lexicon_for(kp.lexicon_stamp())
 
 
-def scope_read(scope: Mapping[str, str], query: str) -> ScopeRead | None:
+def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead | None:
     """The scope's packed entries and the posting lists of ``query``'s tokens, in one statement;
     STALE (None) when the scope has no index, its array is not packed or its expanded postings
     are behind the lexicon (the caller ranks from the texts then)."""
+    if isinstance(query, str):
+        query = query_parsed(query)
     key = tuple(scope[name] for name in SCOPE_FIELDS)
+    cache_key = (INDEX_NAME, *key)
     versioned = connection.vendor == "postgresql"
-    stamp = kp.last_known_stamp()
     for _attempt in range(4):
-        raw_query, expanded_query, used = query_tokens(query, stamp)
-        raw = sorted({kp.token_key(t) for t in raw_query})
-        expanded = sorted({kp.token_key(t) for t in expanded_query})
+        raw = sorted({token_key(t) for t in query.raw})
+        expanded = sorted({token_key(t) for t in query.expanded})
         every = sorted({*raw, *expanded})
-        cached = _cached_arrays(key) if versioned else None
+        cached = _arrays_cache.get(cache_key) if versioned else None
         params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
         params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
         with connection.cursor() as cursor:
@@ -647,34 +634,29 @@ def scope_read(scope: Mapping[str, str], query: str) -> ScopeRead | None:
         _, scope_id, scope_stamp, lexicon_stamp, version, blob, _ = head
         if scope_stamp != _stamp_text(lexicon_stamp):
             return STALE
-        if lexicon_stamp != used:
-            stamp = lexicon_stamp  # the query was expanded under another lexicon: again
+        if lexicon_stamp != query.stamp:
+            # The query was expanded under another lexicon: again, under the one read.
+            stamp, lexicon = kp.lexicon_for(lexicon_stamp)
+            query = reparsed(query, lexicon, stamp)
             continue
-        if blob is None and cached is not None and version == cached[0]:
-            entries = cached[1]
+        kept = _arrays_cache.unchanged(cached, version, blob)
+        if kept is not None:
+            entries = kept
         elif blob is None:
             return STALE
         else:
             entries = entries_of(blob)
             if versioned:
-                _keep_arrays(key, version, entries)
+                _arrays_cache.keep(cache_key, version, entries)
         return ScopeRead(
             scope_id,
             entries,
-            [kp.ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None],
-            [kp.ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None],
-            len(raw_query),
-            len(expanded_query),
+            [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None],
+            [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None],
+            len(query.raw),
+            len(query.expanded),
         )
     return STALE
-
-
-def query_tokens(
-    query: str, stamp: str | None
-) -> tuple[frozenset[str], frozenset[str], str | None]:
-    """The query's raw and expanded token sets, and the lexicon stamp they were expanded under."""
-    current, lexicon = kp.lexicon_for(stamp)
-    return tokenize(query), tokenize(expand(query, lexicon)), current
 
 
 @dataclass(frozen=True)
@@ -695,7 +677,7 @@ class EntryRow:
 
     def gate_times(self) -> tuple[datetime, datetime, datetime]:
         """``(valid_from, valid_to, approved_at)`` as the item's aware datetimes."""
-        return kp.moment(self.valid_from), kp.moment(self.valid_to), kp.moment(self.approved_at)
+        return moment(self.valid_from), moment(self.valid_to), moment(self.approved_at)
 
 
 def entry_rows(entry_ids: Iterable[int]) -> dict[int, EntryRow]:
@@ -710,7 +692,7 @@ def entry_rows(entry_ids: Iterable[int]) -> dict[int, EntryRow]:
             chunk = wanted[start : start + 500]
             cursor.execute(
                 f"SELECT {columns} FROM {table}"  # noqa: S608 (quoted names only)
-                f" WHERE {q('id')} IN ({_placeholders(len(chunk))})",
+                f" WHERE {q('id')} IN ({placeholders(len(chunk))})",
                 chunk,
             )
             for row in cursor.fetchall():

@@ -25,6 +25,7 @@ from experience.index import postings
 from experience.retrieval import context, pipeline, ranking
 from experience.retrieval.order import BestFirst
 from experience.retrieval.request import Size, read_request_open, read_request_record
+from textsearch.domain import GateFields
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -58,7 +59,7 @@ def chunk_size(budget: int) -> int:
 
 @dataclass(frozen=True)
 class _Item:
-    gate: domain.GateFields
+    gate: GateFields
     title: str
     text: str
 
@@ -73,7 +74,7 @@ def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, 
             valid_from, valid_to, approved_at = hit.entry.gate_times()
             # Every index hit is of the caller's exact scope: they share its mapping, which
             # the builder's scope check then finds at once (``domain.same_scope``).
-            gate = domain.GateFields(Status.APPROVED, scope, valid_from, valid_to, approved_at)
+            gate = GateFields(Status.APPROVED, scope, valid_from, valid_to, approved_at)
             read[hit.item_id] = _Item(gate, hit.entry.title, hit.entry.block_text)
     for kind in postings.KINDS.values():
         ids = [hit.item_id for hit in hits if hit.kind == kind.name and hit.item_id not in read]
@@ -86,7 +87,7 @@ def _items(hits: Sequence[pipeline.Hit], scope: Mapping[str, str]) -> dict[str, 
         ):
             scope_row = rest[: len(domain.SCOPE_FIELDS)]
             valid_from, valid_to, approved_at, title = rest[len(scope_row) : len(scope_row) + 4]
-            gate = domain.GateFields(
+            gate = GateFields(
                 status,
                 dict(zip(domain.SCOPE_FIELDS, scope_row, strict=True)),
                 valid_from,
@@ -155,14 +156,15 @@ def experience_context(
 
     threshold = context_threshold()
     chunk_of = chunk_size(request.size)
-    query = request.query
+    parsed = request.parsed
+    assert parsed is not None  # a complete request is parsed
     block, semantic = pipeline.answered(
-        query,
+        parsed,
         exact,
         now,
         lambda ranked: (
             context.build_block(
-                _candidates(BestFirst(ranked, now, query, explain=False), exact, chunk_of),
+                _candidates(BestFirst(ranked, now, parsed, explain=False), exact, chunk_of),
                 scope=exact,
                 now=now,
                 budget=request.size,

@@ -45,7 +45,7 @@ from experience.lessons.selectors import confidence_settings
 from experience.retrieval import ranking
 from experience.retrieval.pipeline import Hit, Ranked
 from experience.retrieval.recall import with_confidence
-from knowledge.domain import RRF_K, tokenize
+from textsearch.domain import RRF_K, ParsedQuery, tokenize
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,13 @@ class BestFirst:
     """The items of one ranking in the order of their fused score, asked for as deep as needed;
     each item is scored once (its confidence with ``explain`` as ``with_confidence`` takes it)."""
 
-    def __init__(self, ranked: Ranked, now: datetime, query: str, *, explain: bool) -> None:
+    def __init__(
+        self, ranked: Ranked, now: datetime, query: str | ParsedQuery, *, explain: bool
+    ) -> None:
         self._ranked = ranked
         self._now = now
-        self._query = tokenize(query)
+        # The request's words (what a lesson's scene is matched against): the parsed query's.
+        self._query = query.raw if isinstance(query, ParsedQuery) else tokenize(query)
         self._explain = explain
         self._scored: dict[str, Scored] = {}
         self._depth = 0

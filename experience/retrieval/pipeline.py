@@ -44,11 +44,20 @@ from experience.lessons.outcome_tallies import OutcomeBatch
 from experience.lessons.selectors import CaseTimes, SkillEvidence, skill_evidence_rows
 from experience.retrieval import ranking
 from experience.retrieval.recall import Recallable, recallable_lessons
-from knowledge import postings as kp
-from knowledge.domain import expand, rank_branch, reciprocal_rank_fusion, tokenize
 from semantic import calibration, embedders
-from semantic.branch import NOT_INDEXED, OFF, vector_branch
-from semantic.branch import votes as vector_votes
+from textsearch.domain import (
+    ParsedQuery,
+    expand,
+    parse_query,
+    rank_branch,
+    reciprocal_rank_fusion,
+    reparsed,
+    tokenize,
+)
+from textsearch.postings import micros
+from textsearch.ranking import BRANCHES, found_by
+from textsearch.vector import NOT_INDEXED, OFF, ranks_or_none, vector_branch
+from textsearch.vector import votes as vector_votes
 
 # How many more cases and skills than asked for have their outcomes read with the lessons'.
 OUTCOMES_MARGIN = 2
@@ -62,7 +71,7 @@ ATTEMPTS = 3
 def available(entries: np.ndarray, now: datetime) -> np.ndarray:
     """The availability gate over packed index entries (one bool per entry): approved (every
     indexed item is) and the time terms of ``availability.TIME_GATE``."""
-    return np.asarray(availability.times_admit_columns(entries, kp.micros(now)), dtype=bool)
+    return np.asarray(availability.times_admit_columns(entries, micros(now)), dtype=bool)
 
 
 def gated_cases(scope: Mapping[str, str], now: datetime) -> Any:
@@ -168,8 +177,6 @@ class Moved(Exception):
 
 _CASE = postings.KIND_CODES[ItemType.CASE]
 _LESSON = postings.KIND_CODES[ItemType.LESSON]
-# The branches a hit names in ``found_by``, in the order ``ranking.Ranking`` holds them.
-BRANCHES = ("raw", "expanded", "vector")
 
 
 class IndexRanking:
@@ -229,7 +236,7 @@ class IndexRanking:
             candidates=candidates,
             known=entries["kind"] == _CASE,
             decide=self._admitted,
-            vector=vector.ranks if vector.ranked else None,
+            vector=ranks_or_none(vector),
             votes=vector_votes(),
             lessons=entries["kind"] == _LESSON,
         )
@@ -276,14 +283,7 @@ class IndexRanking:
                 rows[p].kind,
                 rows[p].title,
                 rows[p],
-                # The vector branch's votes repeat its column: named once.
-                tuple(
-                    dict.fromkeys(
-                        BRANCHES[min(i, len(BRANCHES) - 1)]
-                        for i, rank in enumerate(item_ranks)
-                        if rank
-                    )
-                ),
+                found_by(item_ranks),
                 item_ranks,
                 self._vector.described(p, float(self._shares[p]) or None),
             )
@@ -340,7 +340,7 @@ class TextRanking:
 
     def __init__(
         self,
-        query: str,
+        query: str | ParsedQuery,
         scope: Mapping[str, str],
         now: datetime,
         lessons: Mapping[str, Recallable] | None = None,
@@ -385,7 +385,7 @@ Answer = TypeVar("Answer")
 
 
 def answered(
-    query: str,
+    query: str | ParsedQuery,
     scope: Mapping[str, str],
     now: datetime,
     use: Callable[[Ranked], Answer],
@@ -396,16 +396,20 @@ def answered(
     """``use`` applied to the ranking of ``query`` in ``scope`` at ``now``: from the index when
     it can answer (read again when entries moved between its reads), else from the texts.
     ``ahead``: how deep the caller will most likely ask (outcomes of that many leading items are
-    read with the lessons'); ``lessons``: the recallable lessons when the caller knows them."""
+    read with the lessons'); ``lessons``: the recallable lessons when the caller knows them.
+    ``query`` is parsed once (here when the caller did not) and passed down."""
+    parsed = query if isinstance(query, ParsedQuery) else postings.query_parsed(query)
     for _attempt in range(ATTEMPTS):
-        read = postings.scope_read(scope, query)
+        read = postings.scope_read(scope, parsed)
         if read is postings.STALE:
             break
         try:
-            return use(IndexRanking(read, scope, now, ahead=ahead, lessons=lessons, query=query))
+            return use(
+                IndexRanking(read, scope, now, ahead=ahead, lessons=lessons, query=parsed.text)
+            )
         except Moved:
             continue
-    return use(TextRanking(query, scope, now, lessons))
+    return use(TextRanking(parsed, scope, now, lessons))
 
 
 def semantic_note(status: str) -> dict[str, str]:
@@ -418,7 +422,7 @@ def semantic_note(status: str) -> dict[str, str]:
 
 
 def _ranked_from_texts(
-    query: str,
+    query: str | ParsedQuery,
     scope: Mapping[str, str],
     now: datetime,
     lessons: Mapping[str, Recallable],
@@ -476,23 +480,27 @@ def _item_tokens(
     return cached
 
 
-def _ranked(query: str, texts: list[tuple[str, str]]) -> list[str]:
+def _ranked(query: str | ParsedQuery, texts: list[tuple[str, str]]) -> list[str]:
     """Ids ranked as ``experience.core.domain.rank_items`` ranks them (raw + expanded, RRF)."""
     raw, expanded, _ = _branches(query, texts)
     return reciprocal_rank_fusion([raw, expanded])
 
 
 def _branches(
-    query: str, texts: list[tuple[str, str]]
+    query: str | ParsedQuery, texts: list[tuple[str, str]]
 ) -> tuple[list[str], list[str], dict[str, float]]:
     """The raw and the expanded branch's ranked ids, and per item found the larger share of the
-    query's tokens it holds in either."""
-    stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
+    query's tokens it holds in either (the query expanded again only under another lexicon)."""
+    stamp, lexicon = postings.current_lexicon()
+    if isinstance(query, ParsedQuery):
+        parsed = reparsed(query, lexicon, stamp)
+    else:
+        parsed = parse_query(query, lexicon, stamp)
     if stamp is None or stamp != _tokens_stamp[0]:
         _tokens.clear()
         _tokens_stamp[0] = stamp
     sets = [(item_id, _item_tokens(item_id, text, lexicon)) for item_id, text in texts]
-    raw_query, expanded_query = tokenize(query), tokenize(expand(query, lexicon))
+    raw_query, expanded_query = parsed.raw, parsed.expanded
     raw = rank_branch(raw_query, ((i, t[0]) for i, t in sets))
     expanded = rank_branch(expanded_query, ((i, t[1]) for i, t in sets))
     shares: dict[str, float] = {}

@@ -1,6 +1,7 @@
 """Exact lexical ranking over a scope's packed entries, as vector operations (numpy).
 
-Orders items exactly as ``knowledge.domain`` does for texts: each branch (raw and expanded tokens)
+Orders items exactly as ``textsearch.domain`` does for texts (the vector operations are the
+engine's, ``textsearch.ranking``): each branch (raw and expanded tokens)
 by Jaccard |q ∩ d| / |q ∪ d| descending (``rank_branch``), the branches fused by reciprocal rank
 fusion, Σ 1/(k + rank) descending (``reciprocal_rank_fusion``), ties by item id. No fraction is
 built per item: the few distinct (intersection, union) pairs of a branch are ordered exactly in
@@ -29,147 +30,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from knowledge.domain import RRF_K, exact_order, rrf_fraction, rrf_fractions
-
-# A position table is built when a scope's entry ids span at most this many times their count
-# (else the ids are searched).
-_TABLE_SPAN = 64
-# Below this (k + rank), a fused score's numerator and denominator are exact in a double, so
-# its float is correctly rounded (and floats order as the scores, but for equal floats).
-_EXACT_FLOAT = 1 << 26
-# Below this, the cross-multiplication of two fused scores fits an int64.
-_EXACT_INT64 = 1 << 20
-
-
-def intersections(ids: np.ndarray, lists: list[np.ndarray]) -> np.ndarray | None:
-    """|query ∩ item| per entry of ``ids`` (sorted): how many of the query's posting lists hold
-    each. None when a list names an entry ``ids`` does not hold (the array and the lists
-    disagree: the caller does not trust them)."""
-    count = len(ids)
-    if not lists:
-        return np.zeros(count, dtype=np.int64)
-    listed = np.concatenate(lists)
-    if count == 0:
-        return None if len(listed) else np.zeros(0, dtype=np.int64)
-    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
-    if span <= _TABLE_SPAN * count:
-        # A table from entry id to position (ids of one scope are spread thinly enough).
-        table = np.full(span, -1, dtype=np.int64)
-        table[ids - low] = np.arange(count)
-        inside = (listed >= low) & (listed < low + span)
-        if not inside.all():
-            return None
-        at = table[listed - low]
-        if (at < 0).any():
-            return None
-    else:
-        at = np.searchsorted(ids, listed)
-        if (at >= count).any() or (ids[np.minimum(at, count - 1)] != listed).any():
-            return None
-    return np.bincount(at, minlength=count).astype(np.int64)
-
-
-def branch_order(
-    hits: np.ndarray, query_size: int, sizes: np.ndarray, order: np.ndarray, among: np.ndarray
-) -> np.ndarray:
-    """Positions of the ``among`` entries sharing a token with the query (``hits`` > 0), by
-    Jaccard descending, then by ``order`` (the item ids' order)."""
-    positions = np.nonzero(among & (hits > 0))[0]
-    if len(positions) == 0:
-        return positions
-    common = hits[positions]
-    union = query_size + sizes[positions].astype(np.int64) - common
-    width = int(union.max()) + 1
-    pairs, inverse = np.unique(common * width + union, return_inverse=True)
-    ranked = exact_order((int(code) // width, int(code) % width, int(code)) for code in pairs)
-    dense = np.zeros(len(pairs), dtype=np.int64)
-    where = {int(code): i for i, code in enumerate(pairs)}
-    previous: tuple[int, int] | None = None
-    rank = -1
-    for code in ranked:
-        value = (code // width, code % width)
-        if previous is None or value[0] * previous[1] != previous[0] * value[1]:
-            rank += 1
-        dense[where[code]] = rank
-        previous = value
-    ties = order[positions].astype(np.int64)
-    key = dense[inverse.reshape(-1)] * (int(ties.max()) + 1) + ties
-    return positions[np.argsort(key, kind="stable")]
-
-
-def ranks(branch: np.ndarray, admitted: np.ndarray) -> np.ndarray:
-    """Per entry, its rank (from 1) among the admitted entries of ``branch``; 0 when absent."""
-    kept = branch[admitted[branch]]
-    rank = np.zeros(len(admitted), dtype=np.int64)
-    rank[kept] = np.arange(1, len(kept) + 1)
-    return rank
-
-
-def fused_order(
-    positions: np.ndarray,
-    first: np.ndarray,
-    second: np.ndarray,
-    order: np.ndarray,
-    k: int,
-    *more: np.ndarray,
-) -> np.ndarray:
-    """``positions`` by Σ 1/(k + rank) over the branches that rank them (``first``, ``second``
-    and any ``more``: the vector branch), descending, ties by ``order``: exactly."""
-    if len(positions) == 0:
-        return positions
-    branches = (first, second, *more)
-    top = k + int(max(branch[positions].max() for branch in branches))
-    # The denominator is a product of one (k + rank) per branch: exact in a double (and its
-    # float correctly rounded) while top ** branches stays below 2 ** 52.
-    if top >= _EXACT_FLOAT or (len(branches) > 2 and top ** len(branches) >= 1 << 52):
-        at = {int(order[p]): p for p in positions}
-        exact = exact_order(
-            (
-                *rrf_fraction([r for r in (int(b[p]) for b in branches) if r], k),
-                int(order[p]),
-            )
-            for p in positions
-        )
-        return np.array([at[tie] for tie in exact], dtype=positions.dtype)
-    # As one fraction, added branch by branch: 1/a, then (a + b)/(a·b), …; its float is
-    # correctly rounded.
-    numerator, denominator = rrf_fractions([branch[positions] for branch in branches], k)
-    value = numerator / denominator
-    ties = order[positions]
-    by_float = np.lexsort((ties, -value))
-    ordered = positions[by_float]
-    same = np.nonzero(value[by_float][1:] == value[by_float][:-1])[0]
-    if len(same) == 0:
-        return ordered
-    n, d = numerator[by_float], denominator[by_float]
-    if top < _EXACT_INT64 and len(branches) == 2:
-        unequal = same[n[same + 1] * d[same] != n[same] * d[same + 1]]
-    else:
-        unequal = np.array(
-            [i for i in same if int(n[i + 1]) * int(d[i]) != int(n[i]) * int(d[i + 1])],
-            dtype=np.int64,
-        )
-    if len(unequal) == 0:
-        return ordered  # equal floats are equal scores here: ``order`` already breaks the ties
-    # Distinct scores that round to one float (rare): order each such run exactly.
-    floats, tied = value[by_float], ties[by_float]
-    result = ordered.copy()
-    done: set[int] = set()
-    for i in unequal.tolist():
-        start = i
-        while start > 0 and floats[start - 1] == floats[i]:
-            start -= 1
-        if start in done:
-            continue
-        done.add(start)
-        end = i + 1
-        while end < len(floats) and floats[end] == floats[i]:
-            end += 1
-        at = {int(tied[j]): j for j in range(start, end)}
-        exact = exact_order((int(n[j]), int(d[j]), int(tied[j])) for j in range(start, end))
-        result[start:end] = ordered[[at[tie] for tie in exact]]
-    return result
-
+from textsearch.domain import RRF_K, rrf_fraction
+from textsearch.ranking import branch_order as branch_order
+from textsearch.ranking import fused_order as fused_order
+from textsearch.ranking import intersections as intersections
+from textsearch.ranking import ranks as ranks
 
 Decide = Callable[[np.ndarray], np.ndarray]
 

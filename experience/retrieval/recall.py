@@ -32,8 +32,8 @@ from experience.lessons.selectors import (
 )
 from experience.lessons.selectors import confidence_of as confidence_of
 from experience.lessons.selectors import incident_key as incident_key
-from knowledge import postings as kp
 from reviewconsole.statements import DATETIME, Param, Statement
+from textsearch import postings as kp
 
 if TYPE_CHECKING:
     from experience.index.postings import EntryRow

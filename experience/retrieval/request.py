@@ -23,6 +23,7 @@ from django.db import transaction
 
 from experience.core import domain
 from experience.core.models import ItemType
+from experience.index.postings import query_parsed
 from experience.runs.claims import run_claim
 from experience.runs.records import references_record
 from reviewconsole import clock
@@ -31,6 +32,7 @@ from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 from reviewconsole.runids import validate_run_id
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.timeparse import aware_required
+from textsearch.domain import ParsedQuery
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -73,6 +75,9 @@ class ReadRequest:
     scope: Mapping[str, str]
     missing: tuple[str, ...]
     at: datetime
+    # The query parsed once (raw and expanded tokens) when the scope is complete: the read, the
+    # ranking and the answer's order all use it.
+    parsed: ParsedQuery | None = None
 
     @property
     def complete(self) -> bool:
@@ -113,8 +118,9 @@ def read_request_open(
     exact: dict[str, str] = {}
     if not missing:
         exact = {name: str(scope[name]).strip() for name in SCOPE_FIELDS}
-        # The tenant is checked here whoever calls (the API, MCP, a command, the console).
-        require_scope(actor, USE_EXPERIENCE, exact["tenant"], message=refused)
+        # The tenant is checked here whoever calls (the API, MCP, a command, the console): the
+        # permission was checked first, above, so only the tenant's use and existence remain.
+        require_scope(actor, None, exact["tenant"], message=refused)
     return ReadRequest(
         actor=actor,
         query=checked_query,
@@ -124,6 +130,7 @@ def read_request_open(
         scope=exact,
         missing=missing,
         at=at if at is not None else clock.now(),
+        parsed=query_parsed(checked_query) if not missing else None,
     )
 
 

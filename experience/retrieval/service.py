@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from experience.core.models import ItemType
+from experience.index.postings import query_parsed
 from experience.retrieval import pipeline, ranking
 from experience.retrieval.order import BestFirst
 from experience.retrieval.recall import Recallable
@@ -48,14 +49,15 @@ def retrieve_experience(
     if not request.complete:
         return {"status": FALLBACK, "missing": list(request.missing), "items": []}
     exact = dict(request.scope)
-    query = request.query
+    parsed = request.parsed
+    assert parsed is not None  # a complete request is parsed
 
     def answer(ranked: pipeline.Ranked) -> tuple[list[dict[str, Any]], str]:
-        best = BestFirst(ranked, now, query, explain=True).head(request.size)
+        best = BestFirst(ranked, now, parsed, explain=True).head(request.size)
         return [one.item for one in best], ranked.semantic
 
     items, semantic = pipeline.answered(
-        query, exact, now, answer, ahead=ranking.first_depth(request.size) + 1
+        parsed, exact, now, answer, ahead=ranking.first_depth(request.size) + 1
     )
     # Claimed whatever was found, so a refusal never depends on what the scope holds.
     read_request_record(request, [(item["id"], ItemType(item["type"])) for item in items])
@@ -72,7 +74,8 @@ def ranked_items(
     def every(ranked: pipeline.Ranked) -> list[tuple[str, str, str]]:
         return [(hit.item_id, hit.kind, hit.title) for hit in ranked.head(MAX_HEAD)]
 
-    return pipeline.answered(query, scope, now, every, ahead=0, lessons=lessons)
+    parsed = query_parsed(query)
+    return pipeline.answered(parsed, scope, now, every, ahead=0, lessons=lessons)
 
 
 # Deeper than any scope holds items: the whole ranking.

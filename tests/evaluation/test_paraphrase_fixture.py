@@ -20,7 +20,7 @@ import pytest
 
 from console.demo import FIRST_CASE, SECOND_CASE
 from experience.cases.schema import CaseContent, parse_case
-from knowledge.domain import GateFields, Scope, admits
+from knowledge.domain import DocumentGateFields, Scope, admits
 from knowledge.schema import DocumentImport, parse_document
 from reviewconsole.timeparse import parse_aware_datetime
 
@@ -91,9 +91,9 @@ def _queries() -> list[dict[str, Any]]:
     return list(data["queries"])
 
 
-def _gate(doc: DocumentImport) -> GateFields:
+def _gate(doc: DocumentImport) -> DocumentGateFields:
     c = doc.content
-    return GateFields(
+    return DocumentGateFields(
         tenant=c.tenant,
         brand=c.brand,
         stores=frozenset(c.stores),

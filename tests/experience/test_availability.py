@@ -26,7 +26,7 @@ from experience.core.availability import (
 from experience.index.postings import ENTRY_DTYPE
 from experience.pages.availability import AvailabilityView, availability_view
 from experience.retrieval import pipeline
-from knowledge import postings as kp
+from textsearch import postings as kp
 
 SCOPE = {"tenant": "t", "brand": "b", "store": "s", "campaign": "c", "deployment": "d"}
 NOW = datetime(2026, 10, 1, 4, 0, tzinfo=UTC)

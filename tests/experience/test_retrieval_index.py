@@ -50,6 +50,7 @@ from knowledge.postings import lexicon_stamp
 from knowledge.services import synonym_delete, synonym_set
 from reviewconsole.dispatch import dispatch
 from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
+from textsearch.postings import ids_of
 
 pytestmark = pytest.mark.django_db
 
@@ -368,8 +369,8 @@ def snapshot() -> tuple[Any, Any, Any]:
     }
     lists = {
         (scopes[scope], token): (
-            sorted(entries[i] for i in postings.kp.ids_of(raw)),
-            sorted(entries[i] for i in postings.kp.ids_of(expanded)),
+            sorted(entries[i] for i in ids_of(raw)),
+            sorted(entries[i] for i in ids_of(expanded)),
         )
         for scope, token, raw, expanded in IndexPosting.objects.values_list(
             "scope_id", "token", "raw", "expanded"

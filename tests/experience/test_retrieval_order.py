@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -92,7 +93,7 @@ def test_ties_go_by_id() -> None:
 # --- through the services ---------------------------------------------------------------------
 
 
-def make_lesson(n: int, text: str, supports: list, user: User, tags: list[str]) -> Lesson:
+def make_lesson(n: int, text: str, supports: list[Any], user: User, tags: list[str]) -> Lesson:
     """A lesson of ``SCOPE`` with ``tags`` as its scene, ranked by ``text``; its id hashes its
     content, scene included, as a lesson's id does."""
     common = _common("lesson", n, Spec(text, 0, "now", True), user)
@@ -113,7 +114,7 @@ def make_lesson(n: int, text: str, supports: list, user: User, tags: list[str]) 
 
 
 def _pair_with_ids_against_the_order(
-    operator: User, first_supports: int, second_supports: int, tags: tuple[list, list]
+    operator: User, first_supports: int, second_supports: int, tags: tuple[list[str], list[str]]
 ) -> tuple[Lesson, Lesson]:
     """Two lessons with the same words (so the same relevance, bar the tie by id), the one the
     new order must put first holding the larger id: the relevance order alone puts it second."""
@@ -188,7 +189,7 @@ def test_the_head_asked_for_is_the_head_of_the_whole_order_read_no_deeper_than_n
     read: list[int] = []
     original = order.BestFirst._score
 
-    def counting(self: order.BestFirst, hits: list) -> None:
+    def counting(self: order.BestFirst, hits: list[Any]) -> None:
         read.append(len(hits))
         original(self, hits)
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from knowledge.domain import (
-    GateFields,
+    DocumentGateFields,
     Scope,
     admits,
     compare_conditions,
@@ -235,10 +235,10 @@ INSTANTS = st.integers(min_value=-5, max_value=5).map(lambda h: BASE + timedelta
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> GateFields:
+def documents(draw: st.DrawFn) -> DocumentGateFields:
     valid_from = draw(INSTANTS)
     valid_to = draw(st.one_of(st.none(), INSTANTS))
-    return GateFields(
+    return DocumentGateFields(
         tenant=draw(SCOPE_VALUES),
         brand=draw(SCOPE_VALUES),
         stores=frozenset(draw(st.lists(SCOPE_VALUES, min_size=1))),
@@ -264,7 +264,9 @@ def scopes(draw: st.DrawFn) -> Scope:
 
 
 @given(documents(), scopes())
-def test_the_gate_never_admits_an_out_of_scope_document(doc: GateFields, scope: Scope) -> None:
+def test_the_gate_never_admits_an_out_of_scope_document(
+    doc: DocumentGateFields, scope: Scope
+) -> None:
     if admits(doc, scope):
         assert (doc.tenant, doc.brand, doc.campaign) == (scope.tenant, scope.brand, scope.campaign)
         assert scope.store in doc.stores

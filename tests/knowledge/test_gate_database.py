@@ -10,7 +10,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain import GateFields, Scope, admits
+from knowledge.domain import DocumentGateFields, Scope, admits
 from knowledge.models import Document
 from knowledge.schema import DocumentContent
 from knowledge.search import KnowledgeContext, gated_rows
@@ -22,7 +22,7 @@ INSTANTS = st.integers(min_value=-3, max_value=3).map(lambda h: BASE + timedelta
 
 
 @st.composite
-def corpus(draw: st.DrawFn) -> list[GateFields]:
+def corpus(draw: st.DrawFn) -> list[DocumentGateFields]:
     docs = []
     for _ in range(draw(st.integers(min_value=1, max_value=6))):
         valid_from = draw(INSTANTS)
@@ -33,7 +33,7 @@ def corpus(draw: st.DrawFn) -> list[GateFields]:
             else st.none()
         )
         docs.append(
-            GateFields(
+            DocumentGateFields(
                 tenant=draw(VALUES),
                 brand=draw(VALUES),
                 stores=frozenset(draw(st.lists(VALUES, min_size=1, unique=True))),
@@ -71,7 +71,7 @@ class Rollback(Exception):
 )
 @given(docs=corpus(), scope=SCOPES)
 def test_database_gate_equals_the_pure_gate(
-    operator: User, docs: list[GateFields], scope: Scope
+    operator: User, docs: list[DocumentGateFields], scope: Scope
 ) -> None:
     try:
         with transaction.atomic():

@@ -22,7 +22,7 @@ from django.test import Client
 
 from experience.review.documents import document_revoke
 from knowledge.domain import (
-    GateFields,
+    DocumentGateFields,
     ReferenceDocument,
     Scope,
     admits,
@@ -36,13 +36,13 @@ from knowledge.postings import (
     bulk_finished,
     bulk_indexed,
     entries_of,
-    ids_of,
     rebuild,
     scope_ids,
 )
 from knowledge.search import KnowledgeContext, search_knowledge
 from knowledge.services import documents_import, synonym_delete, synonym_set
 from reviewconsole.roles import Role
+from textsearch.postings import ids_of
 
 pytestmark = pytest.mark.django_db
 
@@ -84,9 +84,9 @@ class Stored:
 
     item: dict[str, Any]
 
-    def gate_fields(self, revoked: set[str]) -> GateFields:
+    def gate_fields(self, revoked: set[str]) -> DocumentGateFields:
         item = self.item
-        return GateFields(
+        return DocumentGateFields(
             tenant=item["tenant"],
             brand=item["brand"],
             stores=frozenset(item["stores"]),
