@@ -32,6 +32,12 @@ from tests.helpers import ROOT, copy_database, manage_on_sqlite
 T = TypeVar("T")
 # The per-account rate the server runs with: the session below stays under it, the flood over it.
 RATE = 40
+# The server's rate limiter reads a clock standing still 30 s into a clock minute
+# (tests/mcp/manage_with_rate_clock.py): every call of the module counts in that one window,
+# which no slowness of the machine can end, and a refused call waits exactly 30 s.
+RATE_CLOCK_AT = "2026-09-18T06:00:30+00:00"
+RATE_WAIT = 30
+MANAGE_WITH_RATE_CLOCK = Path(__file__).with_name("manage_with_rate_clock.py")
 SCOPE = {
     "tenant": "teahouse",
     "brand": "leaf-and-cup",
@@ -114,13 +120,21 @@ def deployment(
     log = folder / "server.log"
     with log.open("wb") as output:
         server = subprocess.Popen(  # noqa: S603 - this interpreter and manage.py, fixed arguments
-            [sys.executable, "manage.py", "mcp_server", "--http", "--port", str(port)],
+            [
+                sys.executable,
+                str(MANAGE_WITH_RATE_CLOCK),
+                "mcp_server",
+                "--http",
+                "--port",
+                str(port),
+            ],
             cwd=ROOT,
             env={
                 **os.environ,
                 "DATABASE_URL": f"sqlite:///{database}",
                 "CONSOLE_EMBEDDER": "off",
                 "CONSOLE_API_RATE": f"{RATE}/m",
+                "RATE_CLOCK_AT": RATE_CLOCK_AT,
             },
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -360,7 +374,7 @@ def test_the_account_rate_holds_over_http(deployment: Deployment) -> None:
     assert not any(result.is_error for result in results[:RATE])
     refused = _structured(results[RATE])
     assert results[RATE].is_error and refused["error"] == "rate_limited"
-    assert 1 <= refused["retry_after"] <= 60
+    assert refused["retry_after"] == RATE_WAIT
 
 
 def test_only_post_is_served_and_health_needs_no_token(deployment: Deployment) -> None:
