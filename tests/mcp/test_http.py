@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from agentapi.mcp_server import TOOLS
-from tests.helpers import ROOT, copy_database, manage_on_sqlite
+from tests.helpers import ROOT, copy_database, manage_many_on_sqlite, manage_on_sqlite
 
 T = TypeVar("T")
 # The per-account rate the server runs with: the session below stays under it, the flood over it.
@@ -58,17 +58,35 @@ SEARCH = {
 }
 
 
+# The tokens the module's tests take, issued with the world in one process before the server
+# starts (``Deployment.token`` issues another in a process of its own once these are used up).
+TOKENS = ["agent-7", "agent-7", "agent-7", "agent-7", "agent-h", "agent-flood"]
+
+
 @dataclass
 class Deployment:
     url: str
     database: Path
+    issued: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     def manage(self, *args: str) -> str:
         done = manage_on_sqlite(self.database, *args, CONSOLE_EMBEDDER="off")
         assert done.returncode == 0, done.stderr + done.stdout
         return done.stdout.strip()
 
+    def set_up(self, *commands: list[str]) -> None:
+        """The world's commands and the ``TOKENS``, in one process."""
+        tokens = [["create_token", user, "--json"] for user in TOKENS]
+        done = manage_many_on_sqlite(self.database, *commands, *tokens, CONSOLE_EMBEDDER="off")
+        for result in done:
+            assert result.returncode == 0, (result.args, result.stderr + result.stdout)
+        for user, result in zip(TOKENS, done[len(commands) :], strict=True):
+            self.issued.setdefault(user, []).append(json.loads(result.stdout))
+
     def token(self, user: str) -> dict[str, str]:
+        """A token of its own for ``user``."""
+        if self.issued.get(user):
+            return self.issued[user].pop()
         issued: dict[str, str] = json.loads(self.manage("create_token", user, "--json"))
         return issued
 
@@ -114,10 +132,12 @@ def deployment(
     database = copy_database(migrated_sqlite, folder / "console.sqlite3")
     port = _free_port()
     world = Deployment(url=f"http://127.0.0.1:{port}/mcp", database=database)
-    world.manage("load_demo", "--no-replay", "--json")
-    world.manage("add_tenant", "harbor")
-    world.manage("add_user", "agent-h", "--role", "agent", "--tenant", "harbor")
-    world.manage("add_user", "agent-flood", "--role", "agent", "--tenant", "teahouse")
+    world.set_up(
+        ["load_demo", "--no-replay", "--json"],
+        ["add_tenant", "harbor"],
+        ["add_user", "agent-h", "--role", "agent", "--tenant", "harbor"],
+        ["add_user", "agent-flood", "--role", "agent", "--tenant", "teahouse"],
+    )
     log = folder / "server.log"
     with log.open("wb") as output:
         server = subprocess.Popen(  # noqa: S603 - this interpreter and manage.py, fixed arguments
