@@ -8,12 +8,14 @@ import asyncio
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +29,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from agentapi.mcp_server import TOOLS
-from tests.helpers import ROOT, copy_database, manage_many_on_sqlite, manage_on_sqlite
+from tests.helpers import (
+    ROOT,
+    copy_database,
+    json_made_once,
+    manage_many_on_sqlite,
+    manage_on_sqlite,
+)
 
 T = TypeVar("T")
 # The per-account rate the server runs with: the session below stays under it, the flood over it.
@@ -60,6 +68,7 @@ SEARCH = {
 
 # The tokens the module's tests take, issued with the world in one process before the server
 # starts (``Deployment.token`` issues another in a process of its own once these are used up).
+# Every pytest worker copies the same world, tokens included: each copy is a database of its own.
 TOKENS = ["agent-7", "agent-7", "agent-7", "agent-7", "agent-h", "agent-flood"]
 
 
@@ -74,14 +83,15 @@ class Deployment:
         assert done.returncode == 0, done.stderr + done.stdout
         return done.stdout.strip()
 
-    def set_up(self, *commands: list[str]) -> None:
-        """The world's commands and the ``TOKENS``, in one process."""
+    def set_up(self, *commands: list[str]) -> dict[str, list[dict[str, str]]]:
+        """The world's commands and the ``TOKENS``, in one process; the tokens issued."""
         tokens = [["create_token", user, "--json"] for user in TOKENS]
         done = manage_many_on_sqlite(self.database, *commands, *tokens, CONSOLE_EMBEDDER="off")
         for result in done:
             assert result.returncode == 0, (result.args, result.stderr + result.stdout)
         for user, result in zip(TOKENS, done[len(commands) :], strict=True):
             self.issued.setdefault(user, []).append(json.loads(result.stdout))
+        return self.issued
 
     def token(self, user: str) -> dict[str, str]:
         """A token of its own for ``user``."""
@@ -122,22 +132,40 @@ def _wait_until_serving(server: subprocess.Popen[bytes], health: str, log: Path)
     pytest.fail(f"mcp_server --http did not serve {health}: {log.read_text(encoding='utf-8')}")
 
 
+def _world(migrated_sqlite: Path, shared_folder: Path) -> tuple[Path, dict[str, Any]]:
+    """The demo world with a second tenant, its agent, a flooding agent and the ``TOKENS``, in
+    a SQLite file made once per run (pytest-xdist workers share it; each copies it)."""
+    template = shared_folder / "mcp-http-world.sqlite3"
+
+    def build() -> dict[str, Any]:
+        building = copy_database(migrated_sqlite, shared_folder / "mcp-http-world.building")
+        issued = Deployment(url="", database=building).set_up(
+            ["load_demo", "--no-replay", "--json"],
+            ["add_tenant", "harbor"],
+            ["add_user", "agent-h", "--role", "agent", "--tenant", "harbor"],
+            ["add_user", "agent-flood", "--role", "agent", "--tenant", "teahouse"],
+        )
+        # Fold the write-ahead log into the file, so the file alone is the whole database.
+        with closing(sqlite3.connect(building)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        building.rename(template)
+        return issued
+
+    issued = json_made_once(shared_folder / "mcp-http-world.json", build)
+    return template, issued
+
+
 @pytest.fixture(scope="module")
 def deployment(
-    migrated_sqlite: Path, tmp_path_factory: pytest.TempPathFactory
+    migrated_sqlite: Path, shared_folder: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
-    """The demo world in a SQLite file of its own, a second tenant with its own agent, and the
-    HTTP server on a free loopback port; stopped after the module."""
+    """The world of ``_world`` in a SQLite file of this module's own, and the HTTP server on a
+    free loopback port; stopped after the module."""
+    template, issued = _world(migrated_sqlite, shared_folder)
     folder = tmp_path_factory.mktemp("mcp-http")
-    database = copy_database(migrated_sqlite, folder / "console.sqlite3")
+    database = copy_database(template, folder / "console.sqlite3")
     port = _free_port()
-    world = Deployment(url=f"http://127.0.0.1:{port}/mcp", database=database)
-    world.set_up(
-        ["load_demo", "--no-replay", "--json"],
-        ["add_tenant", "harbor"],
-        ["add_user", "agent-h", "--role", "agent", "--tenant", "harbor"],
-        ["add_user", "agent-flood", "--role", "agent", "--tenant", "teahouse"],
-    )
+    world = Deployment(url=f"http://127.0.0.1:{port}/mcp", database=database, issued=issued)
     log = folder / "server.log"
     with log.open("wb") as output:
         server = subprocess.Popen(  # noqa: S603 - this interpreter and manage.py, fixed arguments
