@@ -4,7 +4,11 @@
 # summary at the end lists each step's result and the exit status is non-zero if any failed.
 # PostgreSQL is required when CI is set; elsewhere it is skipped with a warning if unreachable.
 # Arguments are passed to both pytest runs (`make test` passes none; `bash scripts/test.sh -x`).
+# The SQLite half runs every test; the PostgreSQL half only the modules that depend on the engine
+# (tests/postgresql_half.py), or every test with PG_FULL=1. Each half prints its 20 slowest tests;
+# the summary ends with the run's total wall time.
 set -uo pipefail
+STARTED=$SECONDS
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -37,8 +41,8 @@ step() {
   record "$name" "$status" "$([ "$status" -eq 0 ] || echo "exit $status")"
 }
 
-# pytest_half NAME [ENV=VALUE...]: the whole suite once, in the environment given, printing the
-# 20 slowest tests. Exit status 5 (nothing collected) and a run in which every test was skipped
+# pytest_half NAME [ENV=VALUE...]: the suite once, in the environment given (the PostgreSQL
+# half collects only the modules that depend on the engine), printing the 20 slowest tests. Exit status 5 (nothing collected) and a run in which every test was skipped
 # count as failures: a run that checked nothing must not pass.
 pytest_half() {
   local name=$1 log="$LOGS/$1.log" began=$SECONDS color=()
@@ -118,6 +122,8 @@ fi
 echo
 echo "== summary"
 printf '%s\n' "${SUMMARY[@]}"
+ELAPSED=$((SECONDS - STARTED))
+printf '  %-26s %d min %02d s\n' "total wall time" $((ELAPSED / 60)) $((ELAPSED % 60))
 if [ "$FAILED" -ne 0 ]; then
   echo "make test: FAILED"
   exit 1

@@ -19,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from reviewconsole.services import user_set_role
+from tests import postgresql_half
 from tests.helpers import (
     FIXTURE_TENANTS,
     audit_guards_lifted,
@@ -36,12 +37,28 @@ PASSWORD = "correct-horse-battery-staple"
 OWN_SQLITE_FILES = frozenset({"migrated_sqlite", "sqlite_database"})
 
 
+def _on_postgresql() -> bool:
+    from django.conf import settings
+
+    return bool(settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """On PostgreSQL, collect only the test modules that depend on the engine
+    (tests/postgresql_half.py says which); ``PG_FULL=1`` collects them all. A module named on
+    the command line is always collected."""
+    name = collection_path.name
+    if not (name.startswith("test_") and name.endswith(".py")):
+        return None
+    if not _on_postgresql() or postgresql_half.whole_suite():
+        return None
+    return None if postgresql_half.runs_on_postgresql(collection_path) else True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On PostgreSQL, skip what does not touch the test database's engine: tests on SQLite
     files of their own, and those marked ``sqlite_half`` (the screenshots: pages and pixels)."""
-    from django.conf import settings
-
-    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    if not _on_postgresql():
         return
     skip = pytest.mark.skip(reason="independent of the test database: runs in the SQLite half")
     for item in items:

@@ -100,6 +100,30 @@ def manage_on_sqlite(db: Path, *args: str, **extra_env: str) -> subprocess.Compl
     )
 
 
+def manage_many_on_sqlite(
+    db: Path, *commands: list[str], **extra_env: str
+) -> list[subprocess.CompletedProcess[str]]:
+    """``manage.py`` COMMANDS one after another in ONE separate process on the SQLite file
+    ``db`` (tests/manage_many.py): one process start instead of one per command, for a test
+    whose subject is what the commands leave in the file, not that each starts afresh. One
+    result per command run (exit status and stdout; stderr is the process's)."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", **extra_env}
+    done = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "tests.manage_many", json.dumps(list(commands))],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    return [
+        subprocess.CompletedProcess(command, answer["status"], answer["stdout"], done.stderr)
+        for command, answer in zip(commands, json.loads(done.stdout), strict=True)
+    ]
+
+
 def made_once(path: Path, make: Callable[[Path], None]) -> Path:
     """``path``, which ``make(building)`` writes at ``building`` the first time it is asked for.
 

@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 
 from tests.experience.conftest import case_data
+from tests.helpers import manage_many_on_sqlite
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 SCOPE_FLAGS = [
@@ -37,10 +38,17 @@ def manage(database: Path, *args: str) -> dict[str, Any]:
     return json.loads(completed.stdout) if "--json" in args else {}
 
 
+def written_in_one_process(database: Path, *commands: list[str]) -> list[dict[str, Any]]:
+    """``commands`` in one new process against ``database`` (tests/manage_many.py), each one's
+    JSON object: the writes before a restart need not each start a process of their own."""
+    done = manage_many_on_sqlite(database, *[[*command, "--skip-checks"] for command in commands])
+    for command in done:
+        assert command.returncode == 0, command.stdout + command.stderr
+    return [json.loads(command.stdout) if "--json" in command.args else {} for command in done]
+
+
 def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> None:
     database = sqlite_database
-    manage(database, "add_user", "rita", "--role", "reviewer", "--json")
-    manage(database, "add_user", "ravi", "--role", "reviewer", "--json")
     items = tmp_path / "cases.json"
     # The processes run on the real clock, so the case is valid around the real "now".
     today = datetime.now(UTC)
@@ -49,12 +57,18 @@ def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> Non
         "valid_to": (today + timedelta(days=365)).isoformat(),
     }
     items.write_text(json.dumps([case_data(**window)], ensure_ascii=False), encoding="utf-8")
-    imported = manage(database, "import_cases", str(items), "--as", "rita", "--json")
+    *_, imported = written_in_one_process(
+        database,
+        ["add_user", "rita", "--role", "reviewer", "--json"],
+        ["add_user", "ravi", "--role", "reviewer", "--json"],
+        ["import_cases", str(items), "--as", "rita", "--json"],
+    )
     case_id = imported["items"][0]["id"]
     # rita's own "verified" check does not count: ravi checks the diagnosis before approving.
-    manage(database, "review", "verify", case_id, "--evidence", "diagnosis/0", "--as", "ravi")
-    approved = manage(
-        database, "review", "approve", case_id, "--as", "ravi", "--reason", "ok", "--json"
+    _, approved = written_in_one_process(
+        database,
+        ["review", "verify", case_id, "--evidence", "diagnosis/0", "--as", "ravi"],
+        ["review", "approve", case_id, "--as", "ravi", "--reason", "ok", "--json"],
     )
     assert approved["status"] == "approved"
 
@@ -63,11 +77,12 @@ def test_memory_survives_a_restart(sqlite_database: Path, tmp_path: Path) -> Non
         database, "recall", "优惠券无法使用", *SCOPE_FLAGS, "--run-id", "run-1", "--json"
     )
     assert [item["id"] for item in recalled["items"]] == [case_id]
-    again = manage(database, "import_cases", str(items), "--as", "rita", "--json")
-    assert again["items"][0] == {"index": 0, "id": case_id, "type": "case", "created": False}
-    revoked = manage(
-        database, "review", "revoke", case_id, "--as", "ravi", "--reason", "x", "--json"
+    again, revoked = written_in_one_process(
+        database,
+        ["import_cases", str(items), "--as", "rita", "--json"],
+        ["review", "revoke", case_id, "--as", "ravi", "--reason", "x", "--json"],
     )
+    assert again["items"][0] == {"index": 0, "id": case_id, "type": "case", "created": False}
     assert revoked["impact"] == {"skills": [], "runs": ["run-1"]}
     after = manage(
         database, "recall", "优惠券无法使用", *SCOPE_FLAGS, "--run-id", "run-2", "--json"

@@ -63,8 +63,12 @@ RULE_A_QUOTE = "[rule] 活动A优惠券使用条件 (v2); conditions: mismatch (
 CASE_A_BODY = "[case] A店两杯水果茶优惠券无法使用 (v1); conditions: mismatch (mismatch: product)"
 CASE_A_QUOTE = f"{HISTORICAL_CASE_PREFIX}：{CASE_A_BODY}"
 OVERCLAIM = "Root cause confirmed: the campaign rule was wrong and is fixed now. Tell the customer it is fixed."
-# Generous: the runs below end in about a second; without the budget's cut they took 60 s or more.
-GENEROUS_SECONDS = 30
+# The time tests below cut a run after 1 s by one limit and set the other to OTHER_CUT_SECONDS,
+# so a run the tested limit failed to cut would last that long. They end in about a second; the
+# bound they assert lies far above that, so no load of the machine can fail them, and far below
+# the other cut, so a missing cut still fails them.
+OTHER_CUT_SECONDS = 600.0
+GENEROUS_SECONDS = 300
 
 
 def scope(store: str, campaign: str) -> dict[str, str]:
@@ -349,6 +353,7 @@ def test_a_hung_endpoint_is_cut_when_the_time_budget_ends(
     knowledge_base: None, operator: User, stub: Stub, settings: Any
 ) -> None:
     settings.INVESTIGATION_MAX_SECONDS = 1.0
+    settings.LLM_TIMEOUT_SECONDS = OTHER_CUT_SECONDS
     stub.replies = [HANG]
 
     started = time.monotonic()
@@ -367,6 +372,7 @@ def test_a_slow_endpoint_is_cut_by_the_configured_model_timeout(
 ) -> None:
     # Plenty of budget; the model answers its first turn, then takes longer than a call may.
     settings.LLM_TIMEOUT_SECONDS = 1.0
+    settings.INVESTIGATION_MAX_SECONDS = OTHER_CUT_SECONDS
     stub.replies = [SEARCH, HANG]
 
     started = time.monotonic()

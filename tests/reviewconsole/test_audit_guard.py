@@ -26,6 +26,7 @@ from reviewconsole.roles import Role
 from tests.helpers import (
     audit_guards_lifted,
     copy_database,
+    manage_many_on_sqlite,
     manage_on_sqlite,
     run_json,
 )
@@ -171,6 +172,15 @@ def manage_ok(db: Path, *args: str, **env: str) -> dict[str, Any]:
     return payload
 
 
+def manage_all_ok(db: Path, *commands: list[str], **env: str) -> list[dict[str, Any]]:
+    """``commands`` one after another in one process, each succeeding: the writes before the
+    backup a test tampers with need not each start a process of their own."""
+    done = manage_many_on_sqlite(db, *[[*command, "--json"] for command in commands], **env)
+    for result in done:
+        assert result.returncode == 0, result.stderr + result.stdout
+    return [json.loads(result.stdout) for result in done]
+
+
 def manage_refused(db: Path, *args: str, **env: str) -> dict[str, Any]:
     result: subprocess.CompletedProcess[str] = manage_on_sqlite(db, *args, "--json", **env)
     assert result.returncode != 0, result.stdout
@@ -262,9 +272,14 @@ def test_with_an_anchor_file_restore_takes_a_backup_of_its_own_history(
 ) -> None:
     anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
     backup = tmp_path / "backup.sqlite3"
-    manage_ok(live, "add_user", "rita", "--role", "reviewer", **anchor)
-    assert manage_ok(live, "backup", str(backup), **anchor)["anchored"] is True
-    manage_ok(live, "add_user", "late", "--role", "agent", **anchor)
+    _, backed_up, _ = manage_all_ok(
+        live,
+        ["add_user", "rita", "--role", "reviewer"],
+        ["backup", str(backup)],
+        ["add_user", "late", "--role", "agent"],
+        **anchor,
+    )
+    assert backed_up["anchored"] is True
 
     restored = manage_ok(live, "restore", str(backup), "--yes", **anchor)
 
@@ -319,10 +334,12 @@ def test_restore_refuses_a_backup_whose_guard_was_dropped(live: Path, tmp_path: 
 def test_restore_refuses_a_backup_whose_guard_was_dropped_and_tail_cut(
     live: Path, tmp_path: Path
 ) -> None:
-    for name in ("a1", "a2", "a3"):
-        manage_ok(live, "add_user", name, "--role", "agent")
     backup = tmp_path / "backup.sqlite3"
-    manage_ok(live, "backup", str(backup))
+    manage_all_ok(
+        live,
+        *[["add_user", name, "--role", "agent"] for name in ("a1", "a2", "a3")],
+        ["backup", str(backup)],
+    )
     tail_cut(backup, 2, guard_back=False)
     before = live_state(live)
 
@@ -337,10 +354,13 @@ def test_with_an_anchor_file_restore_refuses_a_backup_cut_at_its_end(
     live: Path, tmp_path: Path
 ) -> None:
     anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
-    for name in ("a1", "a2", "a3"):
-        manage_ok(live, "add_user", name, "--role", "agent", **anchor)
     backup = tmp_path / "backup.sqlite3"
-    manage_ok(live, "backup", str(backup), **anchor)
+    manage_all_ok(
+        live,
+        *[["add_user", name, "--role", "agent"] for name in ("a1", "a2", "a3")],
+        ["backup", str(backup)],
+        **anchor,
+    )
     tail_cut(backup, 2, guard_back=True)
     before = live_state(live)
 

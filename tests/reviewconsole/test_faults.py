@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, manage_on_sqlite
+from tests.helpers import ROOT, manage_many_on_sqlite, manage_on_sqlite
 from tests.reviewconsole.held_command import WRITING
 
 # The killed import: its write-ahead log gets uncommitted pages once its changes outgrow SQLite's
@@ -153,8 +153,12 @@ def test_restore_refuses_a_file_that_is_not_a_console_backup(
 
 
 def test_migrations_run_backwards_and_forwards(database: Path) -> None:
-    for app in ("agentapi", "experience", "knowledge", "reviewconsole"):
-        manage(database, "migrate", app, "zero", "--noinput")
-    manage(database, "migrate", "--noinput")
-    manage(database, "add_user", "again", "--role", "reviewer")
+    # Once each way, in one process: the subject is the migrations, not a process per command.
+    backwards = [
+        ["migrate", app, "zero", "--noinput"]
+        for app in ("agentapi", "experience", "knowledge", "reviewconsole")
+    ]
+    forwards = [["migrate", "--noinput"], ["add_user", "again", "--role", "reviewer"]]
+    for done in manage_many_on_sqlite(database, *backwards, *forwards):
+        assert done.returncode == 0, (done.args, done.stderr + done.stdout)
     assert count(database, "auth_group") == 4

@@ -15,11 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import copy_database, manage_on_sqlite
+from tests.helpers import copy_database, manage_many_on_sqlite, manage_on_sqlite
 
 
 def manage(db: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     return manage_on_sqlite(db, *args, **extra_env)
+
+
+def all_ok(db: Path, *commands: list[str], **extra_env: str) -> None:
+    """``commands`` one after another in one process, each succeeding: the steps before the
+    backup or restore a test is about need not each start a process of their own."""
+    for result in manage_many_on_sqlite(db, *commands, **extra_env):
+        ok(result)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
@@ -64,8 +71,11 @@ def tamper(db: Path, *statements: str) -> None:
 @pytest.fixture(scope="module")
 def template(migrated_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = copy_database(migrated_sqlite, tmp_path_factory.mktemp("template") / "console.sqlite3")
-    ok(manage(db, "add_user", "olivia", "--role", "operator", "--json"))
-    ok(manage(db, "add_user", "rita", "--role", "reviewer", "--json"))
+    all_ok(
+        db,
+        ["add_user", "olivia", "--role", "operator", "--json"],
+        ["add_user", "rita", "--role", "reviewer", "--json"],
+    )
     return db
 
 
@@ -82,8 +92,7 @@ def backup(live: Path, tmp_path: Path) -> Path:
     """A backup of ``live``, after which ``live`` moves on (one more user)."""
     path = tmp_path / "backups" / "console-backup.sqlite3"
     path.parent.mkdir()
-    ok(manage(live, "backup", str(path), "--json"))
-    ok(manage(live, "add_user", "late", "--role", "agent", "--json"))
+    all_ok(live, ["backup", str(path), "--json"], ["add_user", "late", "--role", "agent", "--json"])
     return path
 
 
@@ -164,9 +173,13 @@ def test_a_restore_restarts_the_anchor_file_at_the_backup(live: Path, tmp_path: 
     # The anchor file records heads the older backup does not reach; the restore says so in it.
     anchor = {"AUDIT_ANCHOR_FILE": str(tmp_path / "anchor.jsonl")}
     backup = tmp_path / "backup.sqlite3"
-    ok(manage(live, "add_user", "early", "--role", "agent", "--json", **anchor))
-    ok(manage(live, "backup", str(backup), "--json", **anchor))
-    ok(manage(live, "add_user", "late", "--role", "agent", "--json", **anchor))
+    all_ok(
+        live,
+        ["add_user", "early", "--role", "agent", "--json"],
+        ["backup", str(backup), "--json"],
+        ["add_user", "late", "--role", "agent", "--json"],
+        **anchor,
+    )
 
     ok(manage(live, "restore", str(backup), "--yes", "--json", **anchor))
 
