@@ -237,7 +237,7 @@ def shared_demo_replay(shared_folder: Path, monkeypatch: pytest.MonkeyPatch) -> 
     (tests/evaluation/test_commands.py, tests/experience/test_commands.py), every time."""
     from evaluation.management.commands import replay
 
-    run = replay.run_on_temporary_database
+    run = vars(replay)["run_on_temporary_database"]
 
     def shared(command: str, *arguments: str, timeout: int) -> dict[str, Any]:
         key = hashlib.sha256(json.dumps([command, *arguments]).encode()).hexdigest()[:16]
