@@ -49,7 +49,7 @@ from knowledge.services import synonym_set
 from reviewconsole import dispatch
 from reviewconsole.dispatch import Published
 from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
-from tests.experience.test_lessons import lesson_data
+from tests.experience.lessons.test_lessons import lesson_data
 from tests.investigations.conftest import AT, KNOWN, TICKET
 
 ROOT = Path(__file__).resolve().parent.parent

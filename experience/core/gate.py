@@ -1,6 +1,6 @@
 """The availability gate as ORM expressions, built (``textsearch.gate``) from the terms
 ``experience.core.availability`` declares: a query filtered by one of these keeps exactly the
-rows whose fields the matching predicate admits (``tests/experience/test_availability.py``
+rows whose fields the matching predicate admits (``tests/experience/core/test_availability.py``
 checks it on every database).
 
 ``prefix`` is the lookup path of the gated row (``"lesson__"`` from a ``LessonCase``).

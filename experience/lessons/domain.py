@@ -30,7 +30,7 @@ so never takes an item out of retrieval or the context block; one reviewer adds 
 success and one failure to it, ever (``wilson_step_bound``).
 
 The Wilson lower bound never rises when a failure is added and never falls when a success is
-added (``tests/experience/test_lesson_domain.py`` checks both with hypothesis); adding a
+added (``tests/experience/lessons/test_lesson_domain.py`` checks both with hypothesis); adding a
 contradicting incident leaves the last confirmation alone, so the decay keeps that order.
 """
 
@@ -355,7 +355,7 @@ def case_confidence(
     incident, so it counts one supporting incident while ``usable`` (``availability.
     case_usable``) and none otherwise; the latest confirmation is the first latest of its
     approval and the outcomes' last confirmation at or before ``now``, as ``max`` picks it.
-    ``tests/experience/test_lesson_domain.py`` holds it equal to the definition."""
+    ``tests/experience/lessons/test_lesson_domain.py`` holds it equal to the definition."""
     last = approved_at if approved_at is not None and approved_at <= now else None
     confirmed = outcomes.last_confirmed
     if confirmed is not None and confirmed <= now and (last is None or confirmed > last):

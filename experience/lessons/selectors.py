@@ -227,7 +227,7 @@ def lesson_confidences(
 ) -> dict[str, ld.Confidence]:
     """:func:`lesson_confidence` of many lessons in a constant number of statements (their
     links, their outcome tallies, their open conflicts): what a check of every approved lesson
-    reads. ``tests/experience/test_outdated_lessons.py`` holds the two equal."""
+    reads. ``tests/experience/lessons/test_outdated_lessons.py`` holds the two equal."""
     ids = [lesson.id for lesson in lessons]
     if not ids:
         return {}

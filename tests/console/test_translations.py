@@ -27,7 +27,7 @@ from experience.lessons import services as lessons
 from experience.lessons.models import Lesson
 from experience.lessons.schema import parse_lesson
 from tests.experience.conftest import approved_case, at_now, submit_case
-from tests.experience.test_lessons import lesson_data
+from tests.experience.lessons.test_lessons import lesson_data
 from tests.knowledge.conftest import fixture_documents, knowledge_base
 
 __all__ = ["approved_case", "at_now", "fixture_documents", "knowledge_base", "submit_case"]

@@ -17,7 +17,12 @@ from experience.lessons.models import Lesson, LessonConflict
 from experience.review import revocation
 from tests.experience import conftest as experience_fixtures
 from tests.experience.conftest import NOW
-from tests.experience.test_lessons import approved_lesson, lesson_data, submit_lesson, two_cases
+from tests.experience.lessons.test_lessons import (
+    approved_lesson,
+    lesson_data,
+    submit_lesson,
+    two_cases,
+)
 
 pytestmark = pytest.mark.django_db
 

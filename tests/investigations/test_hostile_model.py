@@ -49,7 +49,7 @@ from knowledge.conclusions import (
     RULES_EXCLUDE_PURCHASE,
 )
 from knowledge.domain import HISTORICAL_CASE_PREFIX
-from tests.experience.test_lessons import lesson_data
+from tests.experience.lessons.test_lessons import lesson_data
 from tests.investigations.conftest import AT, KNOWN, REVIEWED_AT, TICKET, memory
 from tests.investigations.llm_stub import HANG, Stub, answer, said, stub, tool_call
 

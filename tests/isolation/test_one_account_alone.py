@@ -56,7 +56,7 @@ from tests.experience.conftest import (  # noqa: F401 (fixtures)
     skill_data,
     submit_case,
 )
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,

@@ -42,7 +42,7 @@ from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE, skill_data
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,

@@ -26,7 +26,7 @@ from experience.runs.records import references_record
 from knowledge.domain import sha256_hex, tokenize
 from knowledge.services import synonym_set
 from tests.experience.conftest import NOW, SCOPE
-from tests.experience.test_retrieval_index import (
+from tests.experience.index.test_retrieval_index import (
     Spec,
     _common,
     approved_published,

@@ -23,8 +23,7 @@ from experience.cases.schema import TicketContext
 from experience.cases.tools import CallContext, search_knowledge_handler
 from experience.review import revocation
 from experience.runs.models import Run
-from tests.experience.conftest import NOW, SCOPE
-from tests.experience.test_executor import (  # noqa: F401 - fixtures used by name
+from tests.experience.cases.test_executor import (  # noqa: F401 - fixtures used by name
     CONTEXT,
     KNOWN,
     OCCURRED,
@@ -34,11 +33,12 @@ from tests.experience.test_executor import (  # noqa: F401 - fixtures used by na
     registry,
     tool_clock,
 )
+from tests.experience.conftest import NOW, SCOPE
 
 pytestmark = pytest.mark.django_db
 
 EXPECTED = json.loads(
-    (Path(__file__).parent / "data" / "run_skill_results.json").read_text(encoding="utf-8")
+    (Path(__file__).parent.parent / "data" / "run_skill_results.json").read_text(encoding="utf-8")
 )
 STEP = {"tool": "search_knowledge", "arguments": {"query": "优惠券无法使用的适用条件"}}
 MISMATCH = {"id": "doc:x@1", "conditions": {"status": "mismatch"}, "conflict": False}

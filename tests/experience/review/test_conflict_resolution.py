@@ -24,7 +24,7 @@ from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.review import conflicts, decisions, lesson_conflicts
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,

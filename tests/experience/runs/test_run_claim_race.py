@@ -13,7 +13,7 @@ from experience.runs.claims import run_claim
 from experience.runs.models import RunOwner
 from reviewconsole import clock
 from reviewconsole.roles import Role
-from tests.experience.test_concurrency import in_threads
+from tests.experience.cases.test_concurrency import in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

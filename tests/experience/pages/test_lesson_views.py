@@ -21,7 +21,7 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from reviewconsole.models import TenantMembership
 from reviewconsole.services import user_set_role
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,

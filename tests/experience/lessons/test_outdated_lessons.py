@@ -42,7 +42,7 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action, Event, TenantMembership
 from reviewconsole.services import user_set_role
 from tests.experience.conftest import SCOPE
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     recall,
@@ -213,7 +213,7 @@ def test_confidence_falling_below_the_threshold_after_being_above_makes_it_outda
     lesson = approved_lesson(lesson_data([c.id for c in two_cases]))  # 0.667, above 0.6
     assert lesson.confident_at is not None
     assert lesson.id in recalled(agent)  # read under run-l
-    # The agent's own refutation counts nothing (tests/experience/test_agent_refutations.py);
+    # The agent's own refutation counts nothing (tests/experience/review/test_agent_refutations.py);
     # a reviewer's report of the run does.
     result = run_outcome_report(run_id="run-l", outcome="lead_was_wrong", actor=reviewer).as_json()
     assert result["counts"] is True

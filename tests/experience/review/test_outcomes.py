@@ -86,14 +86,14 @@ def test_outcomes_move_the_confidence_of_what_the_run_read(
     case = approved_case()
     before = confidence_of(case, agent, "probe-0")
     experience_context(QUERY, SCOPE, NOW, "run-good", 200, actor=agent)
-    # The agent's confirmation waits for a reviewer (tests/experience/test_confidence_rule.py).
+    # The agent's confirmation waits for a reviewer (tests/experience/lessons/test_confidence_rule.py).
     run_outcome_report(run_id="run-good", outcome="resolved_by_lead", actor=agent)
     assert confidence_of(case, agent, "probe-1") == before
     run_outcome_report(run_id="run-good", outcome="resolved_by_lead", actor=reviewer)
     confirmed = confidence_of(case, agent, "probe-2")
     assert confirmed > before  # 2 successes of 2 against 1 of 1
     retrieve_experience(QUERY, SCOPE, NOW, "run-bad", actor=agent)
-    # A refutation too counts from a reviewer only (tests/experience/test_agent_refutations.py).
+    # A refutation too counts from a reviewer only (tests/experience/review/test_agent_refutations.py).
     run_outcome_report(run_id="run-bad", outcome="lead_was_wrong", actor=agent)
     assert confidence_of(case, agent, "probe-3a") == confirmed
     run_outcome_report(run_id="run-bad", outcome="lead_was_wrong", actor=reviewer)

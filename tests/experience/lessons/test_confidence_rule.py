@@ -31,7 +31,7 @@ from experience.runs.claims import run_claim
 from reviewconsole import clock
 from reviewconsole.roles import Role
 from tests.experience.conftest import QUERY, SCOPE, approve_checked, case_data
-from tests.experience.test_lessons import SCENE, lesson_data
+from tests.experience.lessons.test_lessons import SCENE, lesson_data
 
 pytestmark = pytest.mark.django_db
 

@@ -18,13 +18,13 @@ from django.test import Client
 from experience.core.models import Status
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.review import revocation
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,
     two_cases,
 )
-from tests.experience.test_revocation_impact import conflicted  # noqa: F401 (fixture)
+from tests.experience.review.test_revocation_impact import conflicted  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 

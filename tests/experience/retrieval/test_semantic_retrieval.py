@@ -194,7 +194,7 @@ def test_an_agent_retrieves_the_case_through_the_api_and_mcp_by_meaning(
 
 
 def delivery_lesson(supports: list[str], **changes: Any) -> dict[str, Any]:
-    from tests.experience.test_lessons import lesson_data
+    from tests.experience.lessons.test_lessons import lesson_data
 
     data = lesson_data(
         supports,

@@ -36,7 +36,7 @@ from reviewconsole.models import Event, Tenant
 from reviewconsole.roles import Role
 from reviewconsole.services import user_update
 from tests.experience.conftest import NOW, SCOPE, case_data
-from tests.experience.test_lessons import lesson_data
+from tests.experience.lessons.test_lessons import lesson_data
 from tests.knowledge.conftest import document
 
 pytestmark = pytest.mark.django_db

@@ -27,7 +27,7 @@ from experience.runs.claims import run_claim
 from experience.runs.records import references_record
 from reviewconsole import clock
 from tests.experience.conftest import NOW
-from tests.experience.test_lessons import lesson_data
+from tests.experience.lessons.test_lessons import lesson_data
 
 pytestmark = pytest.mark.django_db
 

@@ -44,7 +44,7 @@ def shaped(settings: Any) -> Any:
 
 
 def lesson(supports: list[str], content: dict[str, Any]) -> dict[str, Any]:
-    from tests.experience.test_lessons import lesson_data
+    from tests.experience.lessons.test_lessons import lesson_data
 
     return lesson_data(supports, **content)
 

@@ -32,7 +32,7 @@ from experience.runs.models import RevocationImpact
 from reviewconsole import clock
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE
-from tests.experience.test_lessons import (  # noqa: F401 (fixtures)
+from tests.experience.lessons.test_lessons import (  # noqa: F401 (fixtures)
     approved_lesson,
     lesson_data,
     submit_lesson,
