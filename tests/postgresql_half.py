@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,17 +40,13 @@ PRODUCTION_SOURCE = re.compile(
     r"|\.extra\(|\bCollate\b|\bGreatest\b|\bLeast\b|ignore_conflicts|update_conflicts"
     r"|__has_key|savepoint|advisory|pg_dump|pg_restore"
 )
-# Where production code lives (migrations are run by every test database of both halves).
-PRODUCTION_PACKAGES = (
-    "agentapi",
-    "console",
-    "curation",
-    "evaluation",
-    "experience",
-    "investigations",
-    "knowledge",
-    "reviewconsole",
-    "semantic",
+# Where production code lives: every package the import contracts cover (pyproject.toml's
+# ``root_packages``), so a new app is scanned the day it is added. Migrations are run by every
+# test database of both halves.
+PRODUCTION_PACKAGES = tuple(
+    tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "root_packages"
+    ]
 )
 
 # Production module → the test modules that exercise its engine-specific code.
@@ -81,16 +78,23 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/cases/test_executor.py",
         "tests/experience/cases/test_concurrency.py",
     ),
-    "experience/cases/services.py": ("tests/experience/cases/test_services.py",),
     "experience/index/postings.py": (
         "tests/experience/index/test_retrieval_index.py",
         "tests/experience/retrieval/test_retrieval.py",
     ),
     "experience/lessons/outcome_tallies.py": ("tests/experience/lessons/test_confidence_rule.py",),
-    "experience/lessons/outdating.py": ("tests/experience/lessons/test_outdated_lessons.py",),
-    "experience/lessons/services.py": ("tests/experience/lessons/test_lessons.py",),
     "experience/review/conflicts.py": ("tests/experience/review/test_conflict_resolution.py",),
+    "experience/review/decisions.py": (
+        "tests/experience/cases/test_concurrency.py",
+        "tests/experience/cases/test_services.py",
+        "tests/experience/lessons/test_lessons.py",
+    ),
+    "experience/review/lifecycle.py": (
+        "tests/experience/cases/test_concurrency.py",
+        "tests/experience/review/test_lifecycle_fuzz.py",
+    ),
     "experience/review/outcomes.py": ("tests/experience/review/test_outcomes.py",),
+    "experience/review/outdating.py": ("tests/experience/lessons/test_outdated_lessons.py",),
     "experience/runs/claims.py": (
         "tests/experience/runs/test_run_claim_race.py",
         "tests/experience/runs/test_run_ownership.py",
@@ -98,10 +102,6 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     "experience/runs/followups.py": ("tests/ui/test_run_follow_up.py",),
     "experience/runs/records.py": ("tests/experience/runs/test_persistence.py",),
     "knowledge/lexicon.py": ("tests/knowledge/test_lexicon_reindex.py",),
-    "knowledge/postings.py": (
-        "tests/knowledge/test_postings.py",
-        "tests/knowledge/test_partial_head.py",
-    ),
     "knowledge/search.py": (
         "tests/knowledge/test_search_cache.py",
         "tests/knowledge/test_exact_order.py",
@@ -140,6 +140,11 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/retrieval/test_semantic_retrieval.py",
     ),
     "semantic/packing.py": ("tests/evaluation/test_replay_branches.py",),
+    "textsearch/postings.py": (
+        "tests/knowledge/test_postings.py",
+        "tests/knowledge/test_partial_head.py",
+        "tests/experience/index/test_retrieval_index.py",
+    ),
 }
 
 # Folders whose every module runs in the PostgreSQL half.
