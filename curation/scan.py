@@ -282,7 +282,7 @@ def _scan_proposals(now: datetime) -> list[SkillProposal]:
 
 
 def _scan_proven_lessons(now: datetime) -> list[SkillProposal]:
-    """Success patterns proven often enough (``curation.domain.proven``) drafted as skill
+    """Success patterns proven often enough (``curation.domain.proposals.proven``) drafted as skill
     proposals; a lesson below the bar, in an open conflict or not available now stays a lesson.
     One proposal per lesson version, ever: a dismissed one is not drafted again."""
     config = proven_settings()

@@ -1,7 +1,8 @@
 """Every Python path and file path the documentation names exists.
 
 Read: README.md and every docs/**/*.md, inline code spans only (fenced blocks are commands and
-their output, not references).
+their output, not references); and the code spans of every docstring of the production code, for
+dotted names (a docstring that still names a module's old place fails as a page would).
 
 A dotted name is a token in a span that starts with one of the project's packages (the
 import-linter ``root_packages``) followed by at least one ``.name``, not preceded by a letter,
@@ -232,3 +233,36 @@ def test_every_dotted_name_the_docs_give_exists() -> None:
 
 def test_every_file_the_docs_name_exists() -> None:
     assert problems(FILE_NAMES, file_problem) == []
+
+
+def docstring_spans() -> list[tuple[str, str]]:
+    """(where, text) of every code span in the docstrings of the production code: a module's,
+    a class's or a function's (comments and messages are not read)."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(
+                    node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+                ):
+                    continue
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 1)}"
+                    found += [(where, m.group(2)) for m in SPAN.finditer(doc)]
+    return found
+
+
+def test_every_dotted_name_the_code_docstrings_give_exists() -> None:
+    """The docstrings name modules as the docs do (``experience.review.decisions``), and a
+    module that moves leaves none naming its old place."""
+    named_in_code = {
+        (where, match.group(0))
+        for where, span in docstring_spans()
+        for match in DOTTED.finditer(span)
+    }
+    assert named_in_code, "no dotted name found in any docstring"
+    assert problems(sorted(named_in_code), dotted_problem) == []

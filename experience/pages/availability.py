@@ -38,7 +38,7 @@ AVAILABILITY_TEXT = {
 
 @dataclass(frozen=True)
 class AvailabilityView:
-    """What every page shows of an item's availability (experience.domain decides it)."""
+    """What every page shows of an item's availability (``experience.core.availability`` decides it)."""
 
     available: bool | None  # None: not an approved item, so availability does not apply
     text: str = ""

@@ -1,7 +1,8 @@
 """Console pages of lessons: the list, a lesson side by side with its evidence, restoring an
 outdated lesson, merges (its review and revocation are the item views, ``experience.pages.items``).
 
-Every decision is made by ``experience.lessons``; every read by ``experience.lesson_selectors``.
+Every decision is made by ``experience.review`` (``experience.review.decisions``,
+``experience.review.outdating``); every read by ``experience.lessons.selectors``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The context block: reviewed experience an agent may put in its prompt, cut to a token budget.
 
-Pure (no Django imports); the service (``experience.context_service``) reads the candidates and
+Pure (no Django imports); the service (``experience.retrieval.block.experience_context``) reads the candidates and
 records the reads. "Inject with restraint": only items that pass the gate (approved, in force at
 ``now``, approved by ``now``, of exactly the caller's scope), that are available (a skill whose
 cited cases are gone, a lesson with no usable support, is not) and whose confidence is at least
