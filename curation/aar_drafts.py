@@ -19,7 +19,6 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from openai import APIError
 
 from curation import aar
 from curation.incidents import lesson_merges_by_meaning
@@ -83,6 +82,10 @@ def agent_reply(trace: aar.Trace) -> AgentReply | None:
     Called outside any transaction (a model call may take its time), before ``run_draft``."""
     if not review_agent_wanted():
         return None
+    # The SDK's errors, imported here: the SDK takes a second to load, and only a process that
+    # calls the live model needs it (every manage.py process imports this module).
+    from openai import APIError
+
     try:
         agent = review_agent()
         text = agent.complete(aar.REVIEW_AGENT_INSTRUCTIONS, aar.review_agent_input(trace))
