@@ -56,6 +56,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/investigations/test_live_limit_race.py",
         "tests/mcp/test_server.py",
     ),
+    "agentapi/auth.py": ("tests/api/test_auth_grants.py", "tests/api/test_tokens.py"),
     "agentapi/services.py": ("tests/api/test_tokens.py", "tests/api/test_auth_grants.py"),
     "curation/incidents.py": (
         "tests/curation/test_services.py",
