@@ -92,10 +92,8 @@ def _converted(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _column_converters() -> list[tuple[int, Any, list[Any]]]:
     """Per column of the statement's row that has any: its index, field and converters."""
-    fields = [
-        *(ApiToken._meta.get_field(name) for name in _TOKEN_COLUMNS),
-        *(User._meta.get_field(name) for name in _USER_FIELDS),
-    ]
+    token_fields = {field.attname: field for field in ApiToken._meta.concrete_fields}
+    fields = [*(token_fields[name] for name in _TOKEN_COLUMNS), *User._meta.concrete_fields]
     out = []
     for index, field in enumerate(fields):
         column = field.get_col(field.model._meta.db_table)

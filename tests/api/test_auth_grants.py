@@ -81,10 +81,12 @@ def test_the_token_statement_is_compiled_once_per_process(agent: User) -> None:
         compiled.append(self.query.model)
         return original(self, *args, **kwargs)
 
-    with mock.patch.object(SQLCompiler, "as_sql", counting):
-        with CaptureQueriesContext(connection) as queries:
-            assert token_user(issued.text) == agent
-            assert token_user("rca_0123456789ab_" + "x" * 43) is None
+    with (
+        mock.patch.object(SQLCompiler, "as_sql", counting),
+        CaptureQueriesContext(connection) as queries,
+    ):
+        assert token_user(issued.text) == agent
+        assert token_user("rca_0123456789ab_" + "x" * 43) is None
     assert compiled == []
     assert len(queries) == 2
 
