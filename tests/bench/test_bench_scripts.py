@@ -90,7 +90,8 @@ def check_api(output: str, *, postgres: bool) -> None:
 def check_knowledge(output: str) -> None:
     rows = figures(output, rf"^\s+(\d+) │\s+({NUMBER}) ms\s+({NUMBER}) │\s+({NUMBER}) │")
     assert [int(row[0]) for row in rows] == [20, 50]
-    assert "gated" not in output.lower() or "warning" not in output.lower(), output
+    # The corpus is built as the benchmark says: the gate admits each scope's size exactly.
+    assert "WARNING: the gate admitted" not in output, output
 
 
 def check_semantic(output: str) -> None:
