@@ -209,5 +209,5 @@ def test_the_comparison_reads_in_chinese(pair: dict[str, Any], second_reviewer: 
     url = reverse("curation:link-compare", args=[pair["link"].pk])
     html = client.get(url, headers={"Accept-Language": "zh-hans"}).content.decode()
     percent = round(pair["link"].similarity * 100)
-    assert f"措辞相似度 {percent}%" in html and "候选" in html
-    assert "[仅见于：候选：" in labels(html)
+    assert f"措辞相似度 {percent}%" in html and "与之相似的已批准案例" in html
+    assert "[仅见于：候选案例：" in labels(html)
