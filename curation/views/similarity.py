@@ -254,6 +254,7 @@ def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     left, right = comparison.left, comparison.right
     candidate = left if left.status == Status.CANDIDATE else None
     left_role, right_role = _roles(left, right)
+    heading_rows = _heading_rows(left, right)
     return render_page(
         request,
         "curation/link_compare.html",
@@ -261,7 +262,7 @@ def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "link": link,
             "left": left,
             "right": right,
-            "heading_rows": _heading_rows(left, right),
+            "heading_rows": heading_rows,
             "rows": [
                 {
                     "row": row,
@@ -271,7 +272,8 @@ def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 }
                 for row in comparison.rows
             ],
-            "differences": sum(1 for row in comparison.rows if row.differs),
+            "differences": sum(1 for row in heading_rows if row["differs"])
+            + sum(1 for row in comparison.rows if row.differs),
             "similarity": similarity_phrase(link),
             "measure": MEASURE_EXPLAINED.get(link.found_by, MEASURE_EXPLAINED["words"]),
             "compare_url": reverse("curation:link-compare", args=[link.pk]),
