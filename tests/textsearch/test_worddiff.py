@@ -4,6 +4,8 @@ ones the old, whatever the texts."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -113,7 +115,7 @@ def test_kept_and_inserted_rebuild_the_new_text_kept_and_deleted_the_old(
     assert rebuilt(old_side(segments)) == old
     # Segments are joined: no empty segment, no two neighbours of one kind.
     assert all(s.text for s in segments)
-    assert all(a.kind != b.kind for a, b in zip(segments, segments[1:], strict=False))
+    assert all(a.kind != b.kind for a, b in pairwise(segments))
     assert changed(segments) == (old != new)
 
 
