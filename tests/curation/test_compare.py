@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from curation.domain.similarity import COMPARED_SECTIONS, ONLY_HERE, SAME, SIMILAR, compare_cases
 from curation.models import NearDuplicate
+from curation.views.similarity import similarity_phrase
 from experience.cases.models import Case
 from reviewconsole import clock
 from reviewconsole.models import TenantMembership
@@ -177,6 +178,7 @@ def test_the_similarity_is_named_by_its_measure_the_same_way_in_every_list_and_p
     ]
     for url in pages:
         html = client.get(url).content.decode()
+        assert similarity_phrase(link) in html, url
         assert f"{percent}% similar in wording" in html, url
         assert "in text" not in html and "in meaning" not in html, url
     NearDuplicate.objects.filter(pk=link.pk).update(found_by="meaning", similarity=0.97)
