@@ -63,6 +63,10 @@ def _documents_of(entries: list[ReReview]) -> dict[int, dict[str, Any]]:
     return out
 
 
+def _confirmable(entry: ReReview) -> bool:
+    return entry.item_type == "skill" or entry.reason == ReReviewReason.REFUTED
+
+
 def _availability_of(entries: list[ReReview], user: Any) -> dict[str, AvailabilityView]:
     """Whether each entry's item may be used now, and why not, its cited cases named by title."""
     found = availabilities([entry.item_id for entry in entries], clock.now())
@@ -114,8 +118,8 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             **documents[entry.pk],
             "availability": states[entry.item_id],
             # Confirming says the item holds: never offered for one that may not be used now.
-            "confirmable": (entry.item_type == "skill" or entry.reason == ReReviewReason.REFUTED)
-            and states[entry.item_id].available is not False,
+            "confirmable": _confirmable(entry) and states[entry.item_id].available is not False,
+            "confirm_withheld": _confirmable(entry) and states[entry.item_id].available is False,
         }
         for entry in shown
     ]
