@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -10,7 +9,6 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
-from reviewconsole.display import local_text
 from reviewconsole.models import Action, Event
 from reviewconsole.tenancy import may_access, visible
 
@@ -103,44 +101,6 @@ def document_content(document: Document, stores: Sequence[str] | None = None) ->
         published_at=document.published_at,
         requirements=document.requirements,
     )
-
-
-# Shown in the viewer's zone, like every time on the page (the content holds UTC).
-TIME_FIELDS = frozenset({"valid_from", "valid_to", "published_at"})
-
-
-def document_lines(document: Document) -> list[str]:
-    """The content of a version as lines of text, in a stable order, for a line diff."""
-    canonical = document_content(document).canonical()
-    lines = []
-    for name in (
-        "title",
-        "kind",
-        "rule_key",
-        "tenant",
-        "brand",
-        "campaign",
-        "stores",
-        "valid_from",
-        "valid_to",
-        "published_at",
-        "source",
-    ):
-        value = canonical[name]
-        if name in TIME_FIELDS:
-            shown = local_text(value)
-        else:
-            shown = (
-                ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
-            )
-        lines.append(f"{name}: {shown}")
-    lines.append("requirements:")
-    lines += json.dumps(
-        canonical["requirements"], ensure_ascii=False, indent=2, sort_keys=True
-    ).splitlines()
-    lines.append("text:")
-    lines += canonical["text"].splitlines()
-    return lines
 
 
 def documents_visible(user: User | AnonymousUser, **filters: str) -> QuerySet[Document]:

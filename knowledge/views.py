@@ -9,7 +9,6 @@ call one service, and show what it said.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -36,7 +35,6 @@ from knowledge.search import search_knowledge
 from knowledge.selectors import (
     document_get,
     document_get_visible,
-    document_lines,
     document_revocations,
     document_stores,
     document_versions,
@@ -56,6 +54,7 @@ from knowledge.services import (
     document_save_new_version,
     four_eyes_required,
 )
+from knowledge.versions import requirement_rows, version_diff
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -77,7 +76,6 @@ from reviewconsole.views import (
     HtmxHttpRequest,
     checklist_of,
     console_view,
-    diff_lines,
     finish,
     one_or_tenant_choice,
     or_404,
@@ -140,12 +138,7 @@ def document_detail(
         other = document_get(document.tenant, doc_key, against)
         assert other is not None
         old, new = (other, document) if against < version else (document, other)
-        diff = diff_lines(
-            document_lines(old),
-            document_lines(new),
-            old_label=old.public_id,
-            new_label=new.public_id,
-        )
+        diff = version_diff(old, new)
     return render_page(
         request,
         "knowledge/document_detail.html",
@@ -198,42 +191,6 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
         partial="search-results",
         status=422 if bound and form.errors else 200,
     )
-
-
-# --- requirements as a table -------------------------------------------------------------------
-
-# Facts the search preview asks for by name; any other fact shows its own name.
-FACT_LABELS = {
-    "channel": _("Channel"),
-    "product": _("Product"),
-    "basket_cents": _("Basket (cents)"),
-}
-
-
-@dataclass(frozen=True)
-class RequirementRow:
-    name: str
-    label: str
-    allowed: str
-
-
-def _allowed(constraint: Any) -> str:
-    if isinstance(constraint, dict):
-        low, high = constraint.get("min"), constraint.get("max")
-        if low is not None and high is not None:
-            return gettext("from %(min)s to %(max)s") % {"min": low, "max": high}
-        if low is not None:
-            return gettext("at least %(min)s") % {"min": low}
-        return gettext("at most %(max)s") % {"max": high}
-    return gettext(" or ").join(str(value) for value in constraint)
-
-
-def requirement_rows(requirements: dict[str, Any]) -> list[RequirementRow]:
-    """Each condition as a row a person reads: the fact, and the values it allows."""
-    return [
-        RequirementRow(name, str(FACT_LABELS.get(name, name)), _allowed(constraint))
-        for name, constraint in sorted(requirements.items())
-    ]
 
 
 # --- writing documents -------------------------------------------------------------------------
