@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from textsearch.domain import _CJK
+from textsearch.domain import CJK_CHARACTERS
 
 SAME = "same"
 DELETED = "del"
 INSERTED = "ins"
 
-_TOKEN = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]|\s+|.", re.DOTALL)
+_TOKEN = re.compile(rf"[A-Za-z0-9]+|[{CJK_CHARACTERS}]|\s+|.", re.DOTALL)
 
 # Aligning n tokens with m costs up to n*m steps: beyond this many, whole lines are aligned
 # instead of tokens (the segments still rebuild both texts).
