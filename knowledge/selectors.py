@@ -6,12 +6,13 @@ import json
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
 from reviewconsole.display import local_text
 from reviewconsole.models import Action, Event
+from reviewconsole.permissions import APPROVE_DOCUMENT, permitted
 from reviewconsole.tenancy import may_access, visible
 
 
@@ -40,13 +41,46 @@ def documents_filtered(
     if kind:
         documents = documents.filter(kind=kind)
     if status == "draft":
-        documents = documents.filter(approved=False, revoked=False)
+        documents = documents.filter(approved=False, revoked=False, submitted_at__isnull=True)
+    elif status == "submitted":
+        documents = documents.filter(approved=False, revoked=False, submitted_at__isnull=False)
     elif status == "approved":
         documents = documents.filter(approved=True, revoked=False)
     elif status == "revoked":
         documents = documents.filter(revoked=True)
     stores = Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store"))
-    return documents.prefetch_related(stores).order_by("doc_key", "-version")
+    return with_current_version(documents.prefetch_related(stores)).order_by("doc_key", "-version")
+
+
+def with_current_version(documents: QuerySet[Document]) -> QuerySet[Document]:
+    """Each version annotated with ``current_version``: the highest approved, unrevoked version
+    of its key in its tenant, which search answers with (``Document.currency`` reads it)."""
+    current = (
+        Document.objects.filter(
+            tenant=OuterRef("tenant"), doc_key=OuterRef("doc_key"), approved=True, revoked=False
+        )
+        .values("tenant", "doc_key")
+        .annotate(top=Max("version"))
+        .values("top")
+    )
+    return documents.annotate(current_version=Subquery(current))
+
+
+def document_approvers(document: Document) -> list[User]:
+    """The active users who may approve ``document``: the approve permission in its tenant, and
+    not its author (four eyes), by username."""
+    candidates = (
+        User.objects.filter(is_active=True)
+        .filter(
+            Q(is_superuser=True)
+            | Q(groups__permissions__codename="approve_document")
+            | Q(user_permissions__codename="approve_document")
+        )
+        .exclude(pk=document.created_by_id)
+        .distinct()
+        .order_by("username")
+    )
+    return [user for user in candidates if permitted(user, APPROVE_DOCUMENT, document.tenant)]
 
 
 def _documents_shown() -> QuerySet[Document]:
@@ -64,7 +98,7 @@ def document_versions(tenant: str, doc_key: str) -> QuerySet[Document]:
     """Every version of ``doc_key`` in ``tenant`` (another tenant's versions of that key are
     another document)."""
     return (
-        Document.objects.filter(tenant=tenant, doc_key=doc_key)
+        with_current_version(Document.objects.filter(tenant=tenant, doc_key=doc_key))
         .select_related("created_by")
         .only(
             "tenant",
@@ -73,6 +107,8 @@ def document_versions(tenant: str, doc_key: str) -> QuerySet[Document]:
             "title",
             "approved",
             "revoked",
+            "submitted_at",
+            "change_note",
             "created_at",
             "created_by__username",
             "published_at",
