@@ -38,8 +38,8 @@ from experience.review.events import (
 )
 from experience.runs.events import SkillRunStored
 from investigations.events import InvestigationStored
-from knowledge.events import DocumentSubmitted
 from investigations.services import investigation_running
+from knowledge.events import DocumentSubmitted
 
 
 def similar_cases_queued(event: CaseStored) -> None:

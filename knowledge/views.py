@@ -35,11 +35,11 @@ from knowledge.models import Document
 from knowledge.scope_options import document_scope_values
 from knowledge.search import search_knowledge
 from knowledge.selectors import (
+    document_approvers,
     document_get,
     document_get_visible,
     document_lines,
     document_revocations,
-    document_approvers,
     document_stores,
     document_versions,
     documents_named,
