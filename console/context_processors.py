@@ -72,6 +72,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
         ("curation:home", _("Curation"), (P.VIEW_CASE,)),
         ("investigations:investigation-new", _("Investigations"), (P.VIEW_INVESTIGATION,)),
         ("evaluation:report-list", _("Replays"), ()),
+        ("user-list", _("Users"), (P.CHANGE_USER,)),
         ("event-list", _("Audit log"), (P.VIEW_EVENT,)),
         ("admin:index", _("Admin"), ()),
     ]

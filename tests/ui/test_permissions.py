@@ -61,6 +61,9 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "document_submit": reverse("knowledge:document-submit", args=["case-a-draft", 1]),
         "document_revoke": reverse("knowledge:document-revoke", args=["rule-b", 2]),
         "audit": reverse("event-list"),
+        "users": reverse("user-list"),
+        "user_new": reverse("user-new"),
+        "user_edit": reverse("user-edit", args=["rita"]),
         "audit_csv": reverse("event-export"),
         "case_check": reverse("experience:case-check", args=[_digest(candidate.id)]),
         "case_review": reverse("experience:case-review", args=[_digest(candidate.id)]),
@@ -97,6 +100,10 @@ GET_MATRIX = {
     "document_review": (405, 405, 405, 405, 405),
     "document_submit": (405, 405, 405, 405, 405),
     "audit": (LOGIN, 403, 403, 403, 200),
+    # Only admins manage users, in the console's own pages.
+    "users": (LOGIN, 403, 403, 403, 200),
+    "user_new": (LOGIN, 403, 403, 403, 200),
+    "user_edit": (LOGIN, 403, 403, 403, 200),
     "audit_csv": (LOGIN, 403, 403, 403, 200),
     # Admins audit investigations (the list, a stored one, a run in progress) but run none.
     "investigations": (LOGIN, 403, 200, 200, 200),
@@ -122,6 +129,8 @@ POST_MATRIX = {
     # Operators submit their drafts (this one was imported: submitted already, so refused).
     "document_submit": ({"change_note": ""}, (LOGIN, 403, 422, 403, 403)),
     "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
+    "user_new": ({"username": ""}, (LOGIN, 403, 403, 403, 422)),
+    "user_edit": ({"role": ""}, (LOGIN, 403, 403, 403, 422)),
     "lexicon": ({"action": "set", "term": "", "canonical": ""}, (LOGIN, 403, 422, 403, 403)),
 }
 
