@@ -62,6 +62,7 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "document_revoke": reverse("knowledge:document-revoke", args=["rule-b", 2]),
         "audit": reverse("event-list"),
         "users": reverse("user-list"),
+        "import": reverse("experience:import"),
         "user_new": reverse("user-new"),
         "user_edit": reverse("user-edit", args=["rita"]),
         "audit_csv": reverse("event-export"),
@@ -100,6 +101,8 @@ GET_MATRIX = {
     "document_review": (405, 405, 405, 405, 405),
     "document_submit": (405, 405, 405, 405, 405),
     "audit": (LOGIN, 403, 403, 403, 200),
+    # Reviewers import cases, skills and lessons; operators those and documents; admins nothing.
+    "import": (LOGIN, 403, 200, 200, 403),
     # Only admins manage users, in the console's own pages.
     "users": (LOGIN, 403, 403, 403, 200),
     "user_new": (LOGIN, 403, 403, 403, 200),
@@ -129,6 +132,7 @@ POST_MATRIX = {
     # Operators submit their drafts (this one was imported: submitted already, so refused).
     "document_submit": ({"change_note": ""}, (LOGIN, 403, 422, 403, 403)),
     "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
+    "import": ({"kind": "items", "text": ""}, (LOGIN, 403, 422, 422, 403)),
     "user_new": ({"username": ""}, (LOGIN, 403, 403, 403, 422)),
     "user_edit": ({"role": ""}, (LOGIN, 403, 403, 403, 422)),
     "lexicon": ({"action": "set", "term": "", "canonical": ""}, (LOGIN, 403, 422, 403, 403)),
