@@ -76,7 +76,8 @@ def document_approvers(document: Document) -> list[User]:
             | Q(groups__permissions__codename="approve_document")
             | Q(user_permissions__codename="approve_document")
         )
-        .exclude(pk=document.created_by_id)
+        # Four eyes: never its author (no author, pk 0, excludes no one).
+        .exclude(pk=int(document.created_by_id or 0))
         .distinct()
         .order_by("username")
     )

@@ -85,7 +85,7 @@ class ImportForm(forms.Form):
 
 
 def _created(result: Imported) -> list[dict[str, str]]:
-    return [{"id": item_id, "url": item_url(item_id)} for item_id in result.created]
+    return [{"id": item_id, "url": item_url(item_id) or ""} for item_id in result.created]
 
 
 @require_http_methods(["GET", "POST"])
