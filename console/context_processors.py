@@ -22,6 +22,8 @@ TRANSLATED_VALUES = (
     gettext_noop("superseded"),
     gettext_noop("outdated"),
     gettext_noop("draft"),
+    gettext_noop("submitted"),
+    gettext_noop("current"),
     gettext_noop("case"),
     gettext_noop("skill"),
     gettext_noop("rule"),

@@ -265,3 +265,14 @@ def test_the_list_and_history_mark_current_and_superseded(author: User, approver
     v2, v1 = rows.split("<tr>")[2:4]
     assert "badge-current" in v2 and "second" in v2
     assert "badge-superseded" in v1 and "first" in v1
+
+
+def test_the_submission_reads_in_chinese(author: User) -> None:
+    past = (NOW - timedelta(days=3)).isoformat()
+    draft = _draft(author, valid_from=past, published_at=past)
+    client = Client()
+    client.force_login(author)
+    html = client.get(draft.get_absolute_url(), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "提交审核" in html and "变更说明（提交时必填）" in html
+    assert "生效时间已过：将自批准时起生效" in html and "草稿" in html
+    assert "Submit for review" not in html

@@ -171,3 +171,13 @@ def test_the_pages_refuse_anyone_but_admins(
     response = _post(client, reverse("user-new"), {"username": "ray", "role": "admin"})
     assert response.status_code == 403
     assert not User.objects.filter(username="ray").exists()
+
+
+def test_the_user_pages_read_in_chinese(admin_user: User, reviewer: User) -> None:
+    client = Client()
+    client.force_login(admin_user)
+    listing = client.get(reverse("user-list"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "最近登录" in listing and "审核人" in listing and "所有租户" in listing
+    assert "Last login" not in listing and "every tenant" not in listing
+    form = client.get(reverse("user-new"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "新建用户" in form and "初始密码" in form and "Initial password" not in form
