@@ -86,7 +86,7 @@ def document_approvers(document: Document) -> list[User]:
 
 def _documents_shown() -> QuerySet[Document]:
     return Document.objects.select_related(
-        "approved_by", "revoked_by", "created_by"
+        "approved_by", "revoked_by", "created_by", "submitted_by"
     ).prefetch_related(Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store")))
 
 

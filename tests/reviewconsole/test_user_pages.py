@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from reviewconsole.models import Action, Event
@@ -181,3 +183,19 @@ def test_the_user_pages_read_in_chinese(admin_user: User, reviewer: User) -> Non
     assert "Last login" not in listing and "every tenant" not in listing
     form = client.get(reverse("user-new"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "新建用户" in form and "初始密码" in form and "Initial password" not in form
+
+
+def test_the_list_reads_a_fixed_number_of_queries_however_many_users(admin_user: User) -> None:
+    client = Client()
+    client.force_login(admin_user)
+
+    def counted() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("user-list")).status_code == 200
+        return len(queries)
+
+    counted()  # the first request of a process reads what later ones reuse
+    few = counted()
+    for n in range(5):
+        user_set_role(username=f"extra{n}", role=Role.REVIEWER, tenants=["teahouse"])
+    assert counted() == few
