@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from console.selectors import dashboard_counts
 from curation.models import OutboxMail
 from knowledge.models import Document
 from knowledge.schema import parse_document
-from knowledge.selectors import documents_visible
+from knowledge.selectors import document_approvers, documents_visible
 from knowledge.services import (
     CHANGE_NOTE_REQUIRED,
     NOT_SUBMITTED,
@@ -276,3 +278,16 @@ def test_the_submission_reads_in_chinese(author: User) -> None:
     assert "提交审核" in html and "变更说明（提交时必填）" in html
     assert "生效时间已过：将自批准时起生效" in html and "草稿" in html
     assert "Submit for review" not in html
+
+
+def test_the_approvers_are_read_in_a_fixed_number_of_queries(
+    author: User, approver: User, outsider: User
+) -> None:
+    draft = _draft(author)
+    with CaptureQueriesContext(connection) as few:
+        assert [u.username for u in document_approvers(draft)] == ["oscar"]
+    for n in range(4):
+        _user(f"op{n}", Role.OPERATOR, ["teahouse"])
+    with CaptureQueriesContext(connection) as many:
+        assert len(document_approvers(draft)) == 5
+    assert len(many) == len(few)
