@@ -165,3 +165,17 @@ def test_a_file_and_a_paste_together_are_refused(reviewer: User) -> None:
     upload = SimpleUploadedFile("cases.json", b"[]")
     response = _post(reviewer, {"kind": ITEMS, "text": "[]", "file": upload})
     assert response.status_code == 422
+
+
+def test_the_page_reads_in_chinese(reviewer: User) -> None:
+    client = csrf_client(reviewer)
+    html = client.get(URL, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "或粘贴 JSON" in html and "文件内容" in html and "Or paste the JSON" not in html
+    no_title = case_data()
+    del no_title["title"]
+    response = client.post(
+        URL,
+        {"kind": ITEMS, "text": _text([no_title]), "csrfmiddlewaretoken": csrf_token(client)},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    assert "未导入任何内容：1 个问题" in response.content.decode()
