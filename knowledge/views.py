@@ -26,6 +26,7 @@ from knowledge.forms import (
     DocumentForm,
     DocumentReviewForm,
     DocumentRevokeForm,
+    DocumentSubmitForm,
     SearchPreviewForm,
 )
 from knowledge.hooks import revocation_preview
@@ -33,6 +34,7 @@ from knowledge.models import Document
 from knowledge.scope_options import document_scope_values
 from knowledge.search import search_knowledge
 from knowledge.selectors import (
+    document_approvers,
     document_get,
     document_get_visible,
     document_revocations,
@@ -45,6 +47,7 @@ from knowledge.services import (
     ALREADY_APPROVED_UNMET,
     ALREADY_REVOKED_UNMET,
     NOT_INDEPENDENT,
+    NOT_SUBMITTED,
     OWN_SUBMISSION,
     REASON_UNMET,
     DocumentRefusal,
@@ -52,6 +55,7 @@ from knowledge.services import (
     document_approve,
     document_review_unmet,
     document_save_new_version,
+    document_submit,
     four_eyes_required,
 )
 from knowledge.versions import requirement_rows, version_diff
@@ -216,10 +220,8 @@ def _saved(request: HtmxHttpRequest, saved: Document, base: Document | None) -> 
             "id": saved.public_id,
             "key": saved.doc_key,
         }
-    who = (
-        gettext("Another operator approves it to publish it.")
-        if four_eyes_required()
-        else gettext("Approve it to publish it.")
+    who = gettext(
+        "No reviewer sees it until you submit it for review, with a change note, on its page."
     )
     messages.success(request, f"{message} {who}")
     return finish(request, saved.get_absolute_url())
@@ -242,10 +244,13 @@ def _save(request: HtmxHttpRequest, base: Document | None) -> HttpResponse:
     form = DocumentForm(request.POST, base=base, scope_values=scope_values)
     if form.is_valid() and form.content is not None:
         try:
+            note = form.cleaned_data.get("change_note", "")
             if base is None:
-                saved = document_add(content=form.content, actor=user)
+                saved = document_add(content=form.content, actor=user, change_note=note)
             else:
-                saved = document_save_new_version(base=base, changes=form.changes(), actor=user)
+                saved = document_save_new_version(
+                    base=base, changes=form.changes(), actor=user, change_note=note
+                )
         except ValidationFailure as failure:
             form.add_failure(failure)
         except PermissionRefused as refused:
@@ -281,6 +286,7 @@ CONDITION_LABELS = {
     NOT_IN_TENANT: _("You are a member of the document's tenant"),
     REASON_UNMET: _("A reason is written"),
     ALREADY_APPROVED_UNMET: _("It is a draft, not approved yet"),
+    NOT_SUBMITTED: _("Its author submitted it for review"),
     ALREADY_REVOKED_UNMET: _("It is not revoked"),
     OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
     NOT_INDEPENDENT: _(
@@ -302,7 +308,7 @@ def _form_problems(form: forms.Form) -> list[Condition]:
 
 
 def _checklist(document: Document, request: HtmxHttpRequest, reason: str) -> Checklist:
-    universe = [NOT_PERMITTED, REASON_UNMET, ALREADY_APPROVED_UNMET]
+    universe = [NOT_PERMITTED, REASON_UNMET, ALREADY_APPROVED_UNMET, NOT_SUBMITTED]
     if four_eyes_required():
         universe.append(OWN_SUBMISSION)
     unmet = document_review_unmet(
@@ -319,6 +325,7 @@ def _urls(document: Document) -> dict[str, str]:
         "review_url": reverse("knowledge:tenant-document-review", args=args),
         "revoke_url": reverse("knowledge:tenant-document-revoke", args=args),
         "new_version_url": reverse("knowledge:tenant-document-new-version", args=args),
+        "submit_url": reverse("knowledge:tenant-document-submit", args=args),
     }
 
 
@@ -327,9 +334,11 @@ def _review_context(
     document: Document,
     *,
     reason: str = "",
+    change_note: str = "",
     review_errors: Sequence[Condition] = (),
 ) -> dict[str, Any]:
     user = acting_user(request)
+    submitted = document.status == "submitted"
     return {
         "document": document,
         "item": document,
@@ -339,6 +348,10 @@ def _review_context(
         "can_review": user.has_perm(APPROVE_DOCUMENT),
         "can_revoke": user.has_perm(REVOKE_DOCUMENT),
         "can_write": user.has_perm(ADD_DOCUMENT),
+        # Only the author submits a draft (the service refuses anyone else).
+        "can_submit": user.has_perm(ADD_DOCUMENT) and document.created_by_id == user.pk,
+        "change_note": change_note,
+        "approvers": [u.get_username() for u in document_approvers(document)] if submitted else [],
         **_urls(document),
     }
 
@@ -405,6 +418,53 @@ def document_review(
         request,
         "knowledge/document_detail.html",
         _review_context(request, document, reason=reason, review_errors=errors),
+        partial="document-review",
+        status=422,
+    )
+
+
+@require_POST
+@console_view(VIEW_DOCUMENT, ADD_DOCUMENT)
+def document_submit_view(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
+    """Submit a draft for review with its change note; the approvers are named and mailed."""
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
+    form = DocumentSubmitForm(request.POST)
+    note = str(request.POST.get("change_note", ""))[:MAX_REASON]
+    errors: list[Condition] = []
+    if not form.is_valid():
+        errors = _form_problems(form)
+    else:
+        try:
+            submission = document_submit(
+                document=document, actor=acting_user(request), change_note=note
+            )
+        except ValidationFailure as failure:
+            errors = [Condition(failure.field, f"{failure.field}: {failure.message}", False)]
+        except PermissionRefused as refused:
+            errors = [Condition(refused.unmet, refused.message, False)]
+        else:
+            if submission.approvers:
+                asked = gettext("Asked to approve: %(names)s.") % {
+                    "names": ", ".join(submission.approvers)
+                }
+            else:
+                asked = gettext("No operator of its tenant may approve it yet: ask an admin.")
+            messages.success(
+                request,
+                gettext("%(id)s is submitted for review.") % {"id": document.public_id}
+                + " "
+                + asked,
+            )
+            return finish(request, document.get_absolute_url())
+    document.refresh_from_db()
+    return render_page(
+        request,
+        "knowledge/document_detail.html",
+        _review_context(request, document, change_note=note, review_errors=errors),
         partial="document-review",
         status=422,
     )

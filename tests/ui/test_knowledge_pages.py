@@ -40,7 +40,7 @@ def _search(client: Client, **changes: Any) -> Any:
     ("query", "present", "absent"),
     [
         ("campaign=campaign-c", ["doc:rule-c-30@1", "doc:rule-c-40@1"], ["doc:rule-a@1"]),
-        ("status=draft", ["doc:case-a-draft@1"], ["doc:rule-a@2"]),
+        ("status=submitted", ["doc:case-a-draft@1"], ["doc:rule-a@2"]),
         ("status=revoked", ["doc:rule-b-preview@1"], ["doc:rule-b@1"]),
         ("store=store-009", ["doc:rule-a-store-009@1"], ["doc:rule-a@2"]),
         ("kind=case", ["doc:case-a@1"], ["doc:rule-a@2"]),

@@ -65,7 +65,7 @@ def test_a_draft_is_not_said_to_be_published(
     knowledge: None, operator: User, client: Client
 ) -> None:
     client.force_login(operator)
-    listing = client.get(reverse("knowledge:document-list") + "?status=draft").content.decode()
+    listing = client.get(reverse("knowledge:document-list") + "?status=submitted").content.decode()
     assert "not published: a draft (2026-09-10 12:00 once approved)" in listing
     page = client.get(reverse("knowledge:document-detail", args=["case-a-draft", 1]))
     html = page.content.decode()
