@@ -250,6 +250,10 @@ METRICS_ALLOWED_NETWORKS = [
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))
+# On SQLite a worker leaves the write lock free this long between two tasks, a little more than
+# SQLite's busy-wait step, so a command or request waiting for it gets its turn
+# (reviewconsole.writelock).
+TASK_WRITER_TURN_SECONDS = float(os.environ.get("CONSOLE_TASK_WRITER_TURN_SECONDS", "0.15"))
 # Reviewer notifications (curation.notifications): printed to the console unless an SMTP
 # backend is configured; candidates waiting longer than this are announced once.
 EMAIL_BACKEND = os.environ.get(
