@@ -342,6 +342,23 @@ LOGGING = {
         "text": {"format": "%(message)s"},
         "json": {"()": "reviewconsole.logformat.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    # A 403 (or any 4xx) is one line, not a traceback (reviewconsole.logformat).
+    "filters": {"client_errors_one_line": {"()": "reviewconsole.logformat.ClientErrorsOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["client_errors_one_line"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING")},
+    # Django's own loggers write through the same handler (its default one, under DEBUG, would
+    # print every 403's traceback a second time).
+    "loggers": {
+        "django": {
+            "handlers": ["console"],
+            "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING"),
+            "propagate": False,
+        }
+    },
 }
