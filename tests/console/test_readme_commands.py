@@ -8,7 +8,8 @@ The commands run in-process (``call_command``) against one demo database, in the
 with the clock set months after the README's ticket dates: the demo's memory is dated relative
 to the load day, so a command whose times only work on the README's own day fails here.
 A command written as a template (``case:…``, an upper-case placeholder such as ``NAME``, an
-optional ``[part]``, a file the reader brings) is not run.
+optional ``[part]``, a file the reader brings) is not run. A command whose comment opens with
+"refused" must exit non-zero naming what its comment names (the walkthrough's first approval).
 """
 
 from __future__ import annotations
@@ -141,12 +142,26 @@ def test_every_readme_command_works_after_the_demo_is_loaded_on_any_day(
             ):
                 continue
             out = StringIO()
+            refused = comment.startswith("refused")
             try:
                 call_command(*arguments, stdout=out, stderr=StringIO())
             except (CommandError, SystemExit) as error:
+                if refused:
+                    # A refusal the README shows: it exits non-zero naming what is unmet.
+                    missing = [w for w in printed_words(comment) if w != "refused"]
+                    missing = [w for w in missing if w not in str(error) + out.getvalue()]
+                    if missing:
+                        failures.append(
+                            f"[{vector_state}] {shlex.join(arguments)}\n"
+                            f"  the README says it is refused naming {missing}: {error}"
+                        )
+                    continue
                 failures.append(
                     f"[{vector_state}] {shlex.join(arguments)}\n  exits non-zero: {error}"
                 )
+                continue
+            if refused:
+                failures.append(f"[{vector_state}] {shlex.join(arguments)}\n  was not refused")
                 continue
             printed = out.getvalue()
             if "{'" in printed:
