@@ -89,7 +89,11 @@ def test_a_command_racing_a_busy_worker_on_the_same_file_succeeds(busy_worker: P
 
 
 def test_the_worker_leaves_the_lock_free_between_tasks_longer_than_sqlites_busy_step() -> None:
-    assert writer_turn() > 0.1
+    # SQLite's busy handler looks at the lock at most every 100 ms; PostgreSQL queues fairly.
+    if connection.vendor == "sqlite":
+        assert writer_turn() > 0.1
+    else:
+        assert writer_turn() == 0
 
 
 # --- a write that meets the lock ----------------------------------------------------------------
