@@ -136,6 +136,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/reviewconsole/test_audit_guard_roles.py",
     ),
     "reviewconsole/health.py": ("tests/reviewconsole/test_health.py",),
+    "reviewconsole/writelock.py": ("tests/reviewconsole/test_write_lock.py",),
     "reviewconsole/metrics.py": ("tests/api/test_metrics.py",),
     "reviewconsole/services.py": ("tests/reviewconsole/test_roles_and_users.py",),
     "reviewconsole/statements.py": ("tests/reviewconsole/test_statements.py",),
