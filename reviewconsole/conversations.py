@@ -23,6 +23,8 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -271,6 +273,27 @@ def changes_resubmitted_record(
         change_request=request.pk if request is not None else None,
     )
     return request
+
+
+# Names of the parts a thread may be anchored to, as pages show them.
+PART_NAMES = {
+    "observations": _("Observations"),
+    "diagnosis": _("Diagnosis"),
+    "counterevidence": _("Counterevidence"),
+    "outcome": _("Outcome"),
+}
+
+
+def anchor_label(anchor: str) -> str:
+    """How a thread's anchor reads on a page (``{{ anchor|anchor_label }}``)."""
+    kind, _sep, rest = (anchor or "").partition(":")
+    if kind == "evidence":
+        return gettext("evidence %(key)s") % {"key": rest}
+    if kind == "section":
+        return gettext("section: %(name)s") % {"name": PART_NAMES.get(rest, rest)}
+    if kind == "field":
+        return gettext("field: %(name)s") % {"name": PART_NAMES.get(rest, rest)}
+    return gettext("the whole item")
 
 
 # --- reads --------------------------------------------------------------------------------------
