@@ -22,7 +22,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -309,25 +309,40 @@ def open_change_request(subject: Subject) -> ChangeRequest | None:
     )
 
 
+def _linked(subject: Subject) -> tuple[list[str], list[ChangeRequest]]:
+    """The item's versions linked by resubmissions, oldest first, with every change request on
+    them: one query per step of the chain, one in all for an item never sent back."""
+    ids = {subject.item_id}
+    frontier = {subject.item_id}
+    found: dict[int, ChangeRequest] = {}
+    while frontier:
+        step = [
+            r
+            for r in ChangeRequest.objects.filter(tenant=subject.tenant)
+            .filter(Q(item_id__in=frontier) | Q(resubmitted_as__in=frontier))
+            .select_related("requested_by", "returned_to", "resubmitted_by")
+            if r.pk not in found
+        ]
+        found.update((r.pk, r) for r in step)
+        reached = {r.item_id for r in step} | {r.resubmitted_as for r in step if r.resubmitted_as}
+        frontier = reached - ids
+        ids |= reached
+    requests = sorted(found.values(), key=lambda r: (r.requested_at, r.pk))
+    revised = {r.item_id: r.resubmitted_as for r in requests if r.resubmitted_as}
+    earlier = {new: old for old, new in revised.items()}
+    first = subject.item_id
+    while first in earlier and earlier[first] != subject.item_id:
+        first = earlier[first]
+    order = [first]
+    while order[-1] in revised and revised[order[-1]] not in order:
+        order.append(revised[order[-1]])
+    return order, requests
+
+
 def round_item_ids(subject: Subject) -> list[str]:
     """The item's versions linked by resubmissions, oldest first, ``subject``'s own among them:
     the rounds of its review."""
-    requests = ChangeRequest.objects.filter(tenant=subject.tenant).exclude(resubmitted_as="")
-    back: list[str] = [subject.item_id]
-    seen = {subject.item_id}
-    while True:
-        earlier = requests.filter(resubmitted_as=back[0]).values_list("item_id", flat=True).first()
-        if earlier is None or earlier in seen:
-            break
-        back.insert(0, earlier)
-        seen.add(earlier)
-    while True:
-        later = requests.filter(item_id=back[-1]).values_list("resubmitted_as", flat=True).first()
-        if later is None or later in seen:
-            break
-        back.append(later)
-        seen.add(later)
-    return back
+    return _linked(subject)[0]
 
 
 @dataclass(frozen=True)
@@ -339,16 +354,19 @@ class Round:
     threads: Sequence[ReviewThread]
 
 
-def rounds_of(subject: Subject) -> list[Round]:
-    """Every round of the item's review, oldest first (one query each for requests and threads)."""
-    ids = round_item_ids(subject)
-    requests = list(
-        ChangeRequest.objects.filter(tenant=subject.tenant, item_id__in=ids).select_related(
-            "requested_by", "returned_to", "resubmitted_by"
-        )
-    )
+@dataclass(frozen=True)
+class Conversation:
+    rounds: list[Round]
+    # The change request the item itself waits on, if any.
+    open_request: ChangeRequest | None
+
+
+def conversation_of(subject: Subject) -> Conversation:
+    """Every round of the item's review, oldest first, and the request it waits on (a query per
+    step of the chain, one for the threads and one for their comments)."""
+    ids, requests = _linked(subject)
     threads = list(threads_on(subject.tenant, ids))
-    return [
+    rounds = [
         Round(
             item_id,
             [r for r in requests if r.item_id == item_id],
@@ -356,6 +374,14 @@ def rounds_of(subject: Subject) -> list[Round]:
         )
         for item_id in ids
     ]
+    waiting = next(
+        (r for r in requests if r.item_id == subject.item_id and not r.resubmitted_as), None
+    )
+    return Conversation(rounds, waiting)
+
+
+def rounds_of(subject: Subject) -> list[Round]:
+    return conversation_of(subject).rounds
 
 
 def threads_on(tenant: str, item_ids: Iterable[str]) -> QuerySet[ReviewThread]:

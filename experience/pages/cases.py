@@ -147,7 +147,9 @@ def _case_context(
     citing_states = availability_views(
         [{"id": skill.id, "status": skill.status} for skill in citing], now, {case.id: case.title}
     )
-    panel = CASE_PAGE.panel(request, case, reason=reason, review_errors=review_errors)
+    panel = CASE_PAGE.panel(
+        request, case, reason=reason, review_errors=review_errors, evidence_keys=list(evidence)
+    )
     for key, view in evidence.items():
         view.threads = panel["threads_by_anchor"].get(f"evidence:{key}", [])
     return {
@@ -223,6 +225,5 @@ CASE_PAGE = ItemPage(
     decided=_("The case “%(title)s” is now %(status)s."),
     request_changes=case_changes_request,
     resubmit=case_resubmit,
-    evidence_keys=lambda case: [e.key for e in case_evidence(case)],
 )
 CASE_VIEWS = item_views(CASE_PAGE)

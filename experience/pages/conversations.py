@@ -107,7 +107,8 @@ def conversation_context(
 ) -> dict[str, Any]:
     """What the item page shows of its conversation (``_conversations.html``)."""
     subject = subject_of(item)
-    rounds = conversations.rounds_of(subject)
+    talk = conversations.conversation_of(subject)
+    rounds = talk.rounds
     threads = [
         ThreadView(t, "" if r.item_id == item.id else r.item_id) for r in rounds for t in r.threads
     ]
@@ -131,7 +132,7 @@ def conversation_context(
         "threads_by_anchor": by_anchor,
         "open_threads": sum(1 for t in threads if t.open),
         "rounds": rounds if len(rounds) > 1 or any(r.requests for r in rounds) else [],
-        "open_request": conversations.open_change_request(subject),
+        "open_request": talk.open_request,
         "changes_url": _url(kind, "changes", item),
         "threads_url": _url(kind, "threads", item),
         "revise_url": revise_url if candidate and (is_submitter or reviewer) else "",

@@ -92,8 +92,6 @@ class ItemPage:
     # that answers it where the kind has a revision form (cases).
     request_changes: Callable[..., Any] | None = None
     resubmit: Callable[..., Any] | None = None
-    # The keys of the item's evidence, what its threads may be anchored to.
-    evidence_keys: Callable[[Any], Sequence[str]] = lambda item: ()
 
     def subject(self, item: Item) -> dict[str, Item]:
         return {self.kind: item}
@@ -122,16 +120,18 @@ class ItemPage:
         *,
         reason: str = "",
         review_errors: Sequence[Condition] = (),
+        evidence_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         """What every item page shows besides the item (``_review_item.html``): the review panel
         (checklist, reason, what a refused decision left unmet), the stored revocation impacts,
-        its addresses and the queue it was opened from."""
+        its addresses, the queue it was opened from, and its conversation (threads may be
+        anchored to ``evidence_keys``)."""
         user = acting_user(request)
         checklist = self.checklist(item, user, reason)
         unmet = [condition.name for condition in checklist.items if not condition.met]
         return {
             **conversation_context(
-                item, self.kind, user, evidence_keys=self.evidence_keys(item), unmet=unmet
+                item, self.kind, user, evidence_keys=evidence_keys, unmet=unmet
             ),
             "item": item,
             "item_type": self.kind,
