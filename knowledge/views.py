@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from knowledge import hooks
 from knowledge.conclusions import with_allowed_conclusions
+from knowledge.conversation_views import document_conversation
 from knowledge.forms import (
     DocumentFilterForm,
     DocumentForm,
@@ -373,7 +374,9 @@ def _review_context(
     review_errors: Sequence[Condition] = (),
 ) -> dict[str, Any]:
     user = acting_user(request)
+    urls = _urls(document)
     return {
+        **document_conversation(document, user, urls["new_version_url"]),
         "document": document,
         "item": document,
         "checklist": _checklist(document, request, reason),
@@ -382,7 +385,7 @@ def _review_context(
         "can_review": user.has_perm(APPROVE_DOCUMENT),
         "can_revoke": user.has_perm(REVOKE_DOCUMENT),
         "can_write": user.has_perm(ADD_DOCUMENT),
-        **_urls(document),
+        **urls,
     }
 
 

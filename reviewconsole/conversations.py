@@ -361,6 +361,36 @@ class Conversation:
     open_request: ChangeRequest | None
 
 
+@dataclass(frozen=True)
+class ThreadView:
+    thread: ReviewThread
+    # The version it was written on, when that is an earlier round's.
+    earlier_version: str
+
+    @property
+    def open(self) -> bool:
+        return self.thread.status == ThreadStatus.OPEN
+
+    @property
+    def target(self) -> str:
+        """The page anchor of what the thread is about (an evidence item's element id)."""
+        kind, _, rest = self.thread.anchor.partition(":")
+        if kind == "evidence":
+            return "ev-" + rest.replace("/", "-")
+        if kind == "section":
+            return "h-" + rest
+        return ""
+
+
+def thread_views(conversation: Conversation, item_id: str) -> list[ThreadView]:
+    """Every thread of the item's rounds as a page lists them."""
+    return [
+        ThreadView(t, "" if r.item_id == item_id else r.item_id)
+        for r in conversation.rounds
+        for t in r.threads
+    ]
+
+
 def conversation_of(subject: Subject) -> Conversation:
     """Every round of the item's review, oldest first, and the request it waits on (a query per
     step of the chain, one for the threads and one for their comments)."""

@@ -32,10 +32,9 @@ from experience.lessons.models import Lesson
 from experience.pages.checklists import refusal
 from experience.review.changes import case_revision_data, subject_of
 from reviewconsole import conversations
-from reviewconsole.conversations import anchor_label
+from reviewconsole.conversations import ThreadView, anchor_label
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
-from reviewconsole.models import ReviewThread, ThreadStatus
 from reviewconsole.permissions import REVIEW_CASE
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, render_page
 
@@ -59,27 +58,6 @@ class ThreadForm(forms.Form):
     thread = forms.IntegerField(required=False, min_value=1)
     body = forms.CharField(max_length=conversations.MAX_COMMENT, required=False)
     anchor = forms.CharField(max_length=200, required=False)
-
-
-@dataclass(frozen=True)
-class ThreadView:
-    thread: ReviewThread
-    # The version it was written on, when that is an earlier round's.
-    earlier_version: str
-
-    @property
-    def open(self) -> bool:
-        return self.thread.status == ThreadStatus.OPEN
-
-    @property
-    def target(self) -> str:
-        """The page anchor of what the thread is about (an evidence item's element id)."""
-        kind, _, rest = self.thread.anchor.partition(":")
-        if kind == "evidence":
-            return "ev-" + rest.replace("/", "-")
-        if kind == "section":
-            return "h-" + rest
-        return ""
 
 
 def anchor_choices(evidence_keys: Sequence[str]) -> list[tuple[str, str]]:
@@ -109,9 +87,7 @@ def conversation_context(
     subject = subject_of(item)
     talk = conversations.conversation_of(subject)
     rounds = talk.rounds
-    threads = [
-        ThreadView(t, "" if r.item_id == item.id else r.item_id) for r in rounds for t in r.threads
-    ]
+    threads = conversations.thread_views(talk, item.id)
     by_anchor: dict[str, list[ThreadView]] = {}
     for view in threads:
         if not view.earlier_version:

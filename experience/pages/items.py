@@ -130,9 +130,7 @@ class ItemPage:
         checklist = self.checklist(item, user, reason)
         unmet = [condition.name for condition in checklist.items if not condition.met]
         return {
-            **conversation_context(
-                item, self.kind, user, evidence_keys=evidence_keys, unmet=unmet
-            ),
+            **conversation_context(item, self.kind, user, evidence_keys=evidence_keys, unmet=unmet),
             "item": item,
             "item_type": self.kind,
             "checklist": checklist,
