@@ -410,6 +410,12 @@ def conversation_of(subject: Subject) -> Conversation:
     return Conversation(rounds, waiting)
 
 
+def thread_views_of(item_id: str, tenant: str) -> list[ThreadView]:
+    """The threads on an item and its earlier versions, as a page beside it lists them (the
+    compare page)."""
+    return thread_views(conversation_of(Subject(item_id, tenant, None, "")), item_id)
+
+
 def rounds_of(subject: Subject) -> list[Round]:
     return conversation_of(subject).rounds
 

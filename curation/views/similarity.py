@@ -32,6 +32,7 @@ from experience.cases.models import Case
 from experience.core.models import Status
 from experience.pages.selectors import case_get_visible
 from reviewconsole import itemids
+from reviewconsole.conversations import thread_views_of
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
@@ -159,6 +160,8 @@ def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "resolve_url": reverse("curation:link-resolve", args=[link.pk]),
             "can_review": request.user.has_perm(REVIEW),
             "candidate": candidate,
+            # The review threads on the newer case, beside the comparison.
+            "left_threads": thread_views_of(comparison.left.id, comparison.left.tenant),
             "left_role": _("Candidate") if candidate else _("Newer case"),
             "right_role": _("Approved case it resembles") if candidate else _("Older case"),
         },

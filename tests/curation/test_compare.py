@@ -121,3 +121,25 @@ def test_another_tenants_pair_is_not_found_and_anonymous_users_log_in(
     )
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+
+
+def test_the_candidates_review_threads_stand_beside_the_comparison(
+    pair: dict[str, Any], reviewer: User, second_reviewer: User
+) -> None:
+    """Issue 39, item 2: the threads on the candidate's evidence are shown in the compare view,
+    open or resolved, each linking to its place on the candidate's page."""
+    from experience.review.changes import subject_of
+    from reviewconsole.conversations import thread_open
+
+    link, candidate = pair["link"], pair["candidate"]
+    actor = second_reviewer if candidate.submitted_by_id != second_reviewer.pk else reviewer
+    thread = thread_open(
+        subject=subject_of(candidate),
+        anchor="evidence:diagnosis/0",
+        body="Does the store list really lack store 2?",
+        actor=actor,
+    )
+    html = client_for(actor).get(reverse("curation:link-compare", args=[link.pk])).content
+    aside = html.decode().split('id="decision-panel"', 1)[1]
+    assert "Does the store list really lack store 2?" in aside
+    assert f'href="{candidate.get_absolute_url()}#thread-{thread.pk}"' in aside
