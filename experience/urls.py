@@ -31,7 +31,7 @@ register_converter(DigestConverter, "digest")
 
 def talk_of(views: ItemViews, name: str) -> Callable[..., HttpResponse]:
     """A conversation view of a kind that has it (request changes, threads; a case's revision)."""
-    view = getattr(views, name)
+    view: Callable[..., HttpResponse] | None = getattr(views, name)
     assert view is not None
     return view
 

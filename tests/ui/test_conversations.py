@@ -5,6 +5,7 @@ tenant's item, and what the page says."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -26,7 +27,7 @@ def _url(name: str, case: Case) -> str:
     return reverse(f"experience:{name}", args=[case.digest])
 
 
-def _post(client: Client, url: str, data: dict[str, str]) -> object:
+def _post(client: Client, url: str, data: dict[str, str]) -> Any:
     return client.post(url, {**data, "csrfmiddlewaretoken": csrf_token(client)})
 
 

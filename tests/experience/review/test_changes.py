@@ -12,11 +12,11 @@ from django.contrib.auth.models import User
 
 from experience.cases.models import Case
 from experience.core.models import Status
-from experience.core.review import ReviewRefused, ValidationFailure
+from experience.core.review import ReviewRefused
 from experience.review import changes
 from experience.review.decisions import case_approve
 from reviewconsole import conversations
-from reviewconsole.errors import PermissionRefused
+from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action, ChangeRequest, Event, ReviewComment, ReviewThread
 from reviewconsole.roles import Role
 from tests.experience.conftest import approve_checked, case_data
