@@ -60,6 +60,7 @@ urlpatterns = [
     path("skills/<digest:digest>/revoke/", revoke_of(SKILL_VIEWS), name="skill-revoke"),
     path("skills/<digest:digest>/changes/", talk_of(SKILL_VIEWS, "changes"), name="skill-changes"),
     path("skills/<digest:digest>/threads/", talk_of(SKILL_VIEWS, "threads"), name="skill-threads"),
+    path("skills/<digest:digest>/revise/", talk_of(SKILL_VIEWS, "revise"), name="skill-revise"),
     path("runs/", run_views.run_list, name="run-list"),
     # Before run-detail, whose ``path`` converter would take ``…/outcome/`` as part of the id.
     path("runs/<path:run_id>/outcome/", outcome_views.run_outcome, name="run-outcome"),
@@ -82,6 +83,7 @@ urlpatterns += [
     path(
         "lessons/<digest:digest>/threads/", talk_of(LESSON_VIEWS, "threads"), name="lesson-threads"
     ),
+    path("lessons/<digest:digest>/revise/", talk_of(LESSON_VIEWS, "revise"), name="lesson-revise"),
     path("lessons/<digest:digest>/merge/", lesson_views.lesson_merge, name="lesson-merge"),
     path("lessons/<digest:digest>/restore/", lesson_views.lesson_restore, name="lesson-restore"),
 ]

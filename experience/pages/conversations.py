@@ -30,7 +30,7 @@ from experience.core.models import Status
 from experience.core.review import ReviewRefused
 from experience.lessons.models import Lesson
 from experience.pages.checklists import refusal
-from experience.review.changes import case_revision_data, subject_of
+from experience.review.changes import revision_data, subject_of
 from reviewconsole import conversations
 from reviewconsole.conversations import ThreadView, anchor_label
 from reviewconsole.errors import PermissionRefused, ValidationFailure
@@ -232,7 +232,7 @@ def conversation_views(
                     )
                     return finish(request, revision.get_absolute_url())
         else:
-            text = json.dumps(case_revision_data(item), ensure_ascii=False, indent=2)
+            text = json.dumps(revision_data(item), ensure_ascii=False, indent=2)
             if item.status != Status.CANDIDATE:
                 error = ValidationFailure("status", gettext("only a candidate is revised"))
         subject = subject_of(item)
@@ -241,6 +241,7 @@ def conversation_views(
             "experience/item_revise.html",
             {
                 "item": item,
+                "item_type": kind,
                 "content": text,
                 "error": error,
                 "open_request": conversations.open_change_request(subject),

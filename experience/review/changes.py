@@ -11,6 +11,7 @@ submitter, so the four-eyes rule (``own_submission``) makes another reviewer app
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -18,11 +19,15 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from experience.cases.models import Case, Skill
-from experience.cases.schema import parse_case
-from experience.cases.services import case_submit
+from experience.cases.prompting import prompt_tools
+from experience.cases.schema import parse_case, parse_skill
+from experience.cases.services import case_submit, skill_submit
+from experience.cases.tools import tool_specs
 from experience.core.models import Status, SubmittedVia
 from experience.core.review import ReviewRefused, require_item_tenant
 from experience.lessons.models import Lesson
+from experience.lessons.schema import parse_lesson
+from experience.lessons.services import lesson_submit
 from experience.review.lifecycle import CASE, LESSON, SKILL, ReviewKind, status_followed
 from reviewconsole import accounts, clock
 from reviewconsole.conversations import (
@@ -100,26 +105,35 @@ def lesson_changes_request(
     return _requested(LESSON, lesson, actor=actor, note=note, anchor=anchor, now=now)
 
 
-@transaction.atomic
-def case_resubmit(*, case: Case, data: object, actor: User, now: datetime | None = None) -> Case:
-    """Store ``data`` (the import format of one case) as the revision of the candidate ``case``
-    and supersede ``case`` by it; the open change request, if any, is answered. The submitter
-    or a reviewer of the case's tenant; the revision keeps the tenant and is new content."""
+def _resubmitted(
+    kind: ReviewKind[Any],
+    item: Case | Skill | Lesson,
+    *,
+    parse: Callable[[object], Any],
+    submit: Callable[..., tuple[Any, bool]],
+    data: object,
+    actor: User,
+    now: datetime | None,
+) -> Any:
+    """Store ``data`` (the import format of one item of ``kind``) as the revision of the
+    candidate ``item`` and supersede ``item`` by it; the open change request, if any, is
+    answered. The submitter or a reviewer of the item's tenant; the revision keeps the tenant
+    and is new content."""
     now = now or clock.now()
-    require_item_tenant(actor, case)
-    old = CASE.locked(case)
+    require_item_tenant(actor, item)
+    old = kind.locked(item)
     subject = subject_of(old)
     require_resubmitter(subject, actor)
     if old.status != Status.CANDIDATE:
         raise ReviewRefused(old.id, old.status, [NOT_CANDIDATE])
-    content = parse_case(data)
+    content = parse(data)
     if content.scope["tenant"] != old.tenant:
         raise ValidationFailure("scope.tenant", TENANT_KEPT)
     if content.id == old.id:
-        raise ValidationFailure("case", NOTHING_CHANGED)
-    if Case.objects.filter(pk=content.id).exists():
-        raise ValidationFailure("case", f"{content.id} {ALREADY_STORED}")
-    revision, _ = case_submit(content=content, actor=actor, via=SubmittedVia.CONSOLE, now=now)
+        raise ValidationFailure(kind.item_type.value, NOTHING_CHANGED)
+    if kind.model._default_manager.filter(pk=content.id).exists():
+        raise ValidationFailure(kind.item_type.value, f"{content.id} {ALREADY_STORED}")
+    revision, _ = submit(content=content, actor=actor, via=SubmittedVia.CONSOLE, now=now)
     old.status = Status.SUPERSEDED
     old.superseded_by = revision.id
     old.superseded_at = now
@@ -129,9 +143,46 @@ def case_resubmit(*, case: Case, data: object, actor: User, now: datetime | None
     return revision
 
 
-def case_revision_data(case: Case) -> dict[str, Any]:
-    """The case in the import format, as the revision form starts from it."""
-    data = dict(case.content)
+@transaction.atomic
+def case_resubmit(*, case: Case, data: object, actor: User, now: datetime | None = None) -> Case:
+    """A case's revision (:func:`_resubmitted`)."""
+    revision: Case = _resubmitted(
+        CASE, case, parse=parse_case, submit=case_submit, data=data, actor=actor, now=now
+    )
+    return revision
+
+
+@transaction.atomic
+def skill_resubmit(
+    *, skill: Skill, data: object, actor: User, now: datetime | None = None
+) -> Skill:
+    """A skill's revision, its recipe's tools checked as an import's are."""
+    revision: Skill = _resubmitted(
+        SKILL,
+        skill,
+        parse=lambda raw: parse_skill(raw, tool_specs(), prompt_tools()),
+        submit=skill_submit,
+        data=data,
+        actor=actor,
+        now=now,
+    )
+    return revision
+
+
+@transaction.atomic
+def lesson_resubmit(
+    *, lesson: Lesson, data: object, actor: User, now: datetime | None = None
+) -> Lesson:
+    """A lesson's revision (:func:`_resubmitted`)."""
+    revision: Lesson = _resubmitted(
+        LESSON, lesson, parse=parse_lesson, submit=lesson_submit, data=data, actor=actor, now=now
+    )
+    return revision
+
+
+def revision_data(item: Case | Skill | Lesson) -> dict[str, Any]:
+    """The item in the import format, as the revision form starts from it."""
+    data = dict(item.content)
     if not data.get("supersedes"):
         data.pop("supersedes", None)
     return data

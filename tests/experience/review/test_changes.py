@@ -33,7 +33,7 @@ def candidate(submit_case: Callable[..., Case], operator: User) -> Case:
 
 
 def _revised(case: Case, **changes_: Any) -> dict[str, Any]:
-    data = changes.case_revision_data(case)
+    data = changes.revision_data(case)
     data.update(changes_)
     return data
 
@@ -185,7 +185,7 @@ def test_a_bad_revision_names_the_field_and_writes_nothing(
     candidate: Case, operator: User, reviewer: User, data: str, field: str
 ) -> None:
     changes.case_changes_request(case=candidate, actor=reviewer, note="fix")
-    body = changes.case_revision_data(candidate)
+    body = changes.revision_data(candidate)
     if data == "other-tenant":
         body["scope"] = {**body["scope"], "tenant": "milkbar"}
         body["title"] = "moved"
@@ -238,3 +238,37 @@ def test_threads_open_reply_resolve_reopen_with_their_events(
             subject=subject, number=thread.pk, body="me too", actor=other_operator
         )
     assert Event.objects.count() == before
+
+
+def test_a_skill_and_a_lesson_are_sent_back_and_revised_as_a_case_is(
+    approved_case: Callable[..., Case], operator: User, reviewer: User, second_reviewer: User
+) -> None:
+    from experience.cases.schema import parse_skill
+    from experience.cases.services import skill_submit
+    from experience.cases.tools import tool_specs
+    from experience.lessons.schema import parse_lesson
+    from experience.lessons.services import lesson_submit
+    from tests.experience.conftest import skill_data
+    from tests.experience.lessons.test_lessons import lesson_data
+
+    first = approved_case(incident="INC-1", title="二号店优惠券无法使用：门店范围漏配")
+    second = approved_case(incident="INC-2", title="二号店水果茶券不可用：门店列表缺失")
+    skill, _ = skill_submit(
+        content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=operator
+    )
+    lesson, _ = lesson_submit(content=parse_lesson(lesson_data([first.id])), actor=operator)
+    for item, request, resubmit in (
+        (skill, changes.skill_changes_request, changes.skill_resubmit),
+        (lesson, changes.lesson_changes_request, changes.lesson_resubmit),
+    ):
+        kind = item.id.split(":")[0]
+        request(**{kind: item}, actor=reviewer, note="narrow the wording", anchor="field:title")
+        data = changes.revision_data(item)
+        data["valid_to"] = "2027-06-30T00:00:00+08:00"
+        revision = resubmit(**{kind: item}, data=data, actor=operator)
+        item.refresh_from_db()
+        assert item.status == Status.SUPERSEDED and item.superseded_by == revision.id
+        assert revision.submitted_by == operator and revision.status == Status.CANDIDATE
+        rounds = conversations.rounds_of(changes.subject_of(revision))
+        assert [r.item_id for r in rounds] == [item.id, revision.id]
+    assert list(conversations.changes_requested_of(operator)) == []
