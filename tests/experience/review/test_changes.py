@@ -257,10 +257,11 @@ def test_a_skill_and_a_lesson_are_sent_back_and_revised_as_a_case_is(
         content=parse_skill(skill_data([first.id, second.id]), tool_specs()), actor=operator
     )
     lesson, _ = lesson_submit(content=parse_lesson(lesson_data([first.id])), actor=operator)
-    for item, request, resubmit in (
+    kinds: list[tuple[Any, Callable[..., Any], Callable[..., Any]]] = [
         (skill, changes.skill_changes_request, changes.skill_resubmit),
         (lesson, changes.lesson_changes_request, changes.lesson_resubmit),
-    ):
+    ]
+    for item, request, resubmit in kinds:
         kind = item.id.split(":")[0]
         request(**{kind: item}, actor=reviewer, note="narrow the wording", anchor="field:title")
         data = changes.revision_data(item)
