@@ -132,3 +132,22 @@ def test_on_a_phone_the_decision_bar_reaches_approve(
     bar.locator("a[data-jump-decision]").click()
     expect(rita.locator("#decision-approve")).to_be_in_viewport()
     assert rita.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_on_a_phone_the_revoke_dialog_fits_the_screen(
+    open_page: Any, memory: dict[str, Any], reviewer: User
+) -> None:
+    case = memory["cases"][0]
+    rita = open_page(PHONE)
+    login(rita, "rita")
+    rita.goto(_path(case))
+    rita.get_by_role("link", name="Revoke…").click()
+    dialog = rita.locator("#dialog")
+    expect(dialog.locator("#preview-runs")).to_be_visible()
+    box = dialog.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"]
+    confirm = dialog.get_by_role("button", name="Confirm revocation")
+    confirm.scroll_into_view_if_needed()
+    expect(confirm).to_be_in_viewport()
