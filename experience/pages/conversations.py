@@ -210,6 +210,11 @@ def conversation_views(
         assert resubmit is not None
         item = visible(request, digest)
         actor = acting_user(request)
+        try:
+            # Only who may resubmit sees the form (the service asks again on POST).
+            conversations.require_resubmitter(subject_of(item), actor)
+        except PermissionRefused as refused:
+            raise PermissionDenied(str(refused)) from None
         error: ValidationFailure | None = None
         if request.method == "POST":
             text = str(request.POST.get("content", ""))

@@ -104,9 +104,9 @@ def test_a_bad_revision_says_the_field_and_saves_nothing(candidate: Case, operat
 def test_another_operator_may_not_revise(candidate: Case) -> None:
     other_operator = user_set_role(username="otto", role=Role.OPERATOR)
     data = case_data(incident="INC-UI-CANDIDATE", title="moved")
-    response = _post(
-        csrf_client(other_operator), _url("case-revise", candidate), {"content": json.dumps(data)}
-    )
+    client = csrf_client(other_operator)
+    assert client.get(_url("case-revise", candidate)).status_code == 403
+    response = _post(client, _url("case-revise", candidate), {"content": json.dumps(data)})
     assert response.status_code == 403
     candidate.refresh_from_db()
     assert candidate.status == Status.CANDIDATE

@@ -273,3 +273,15 @@ def test_a_skill_and_a_lesson_are_sent_back_and_revised_as_a_case_is(
         rounds = conversations.rounds_of(changes.subject_of(revision))
         assert [r.item_id for r in rounds] == [item.id, revision.id]
     assert list(conversations.changes_requested_of(operator)) == []
+
+
+def test_items_returned_to_a_user_are_only_those_of_tenants_they_see(
+    candidate: Case, reviewer: User, operator: User
+) -> None:
+    from reviewconsole.services import user_set_role
+
+    request = changes.case_changes_request(case=candidate, actor=reviewer, note="fix")
+    assert list(conversations.changes_requested_of(operator)) == [request]
+    user_set_role(username=operator.username, role=Role.OPERATOR, tenants=["milkbar"])
+    moved = User.objects.get(pk=operator.pk)
+    assert list(conversations.changes_requested_of(moved)) == []
