@@ -30,6 +30,13 @@ class DigestConverter:
 register_converter(DigestConverter, "digest")
 
 
+def talk_of(views: ItemViews, name: str) -> Callable[..., HttpResponse]:
+    """A conversation view of a kind that has it (request changes, threads; a case's revision)."""
+    view: Callable[..., HttpResponse] | None = getattr(views, name)
+    assert view is not None
+    return view
+
+
 def revoke_of(views: ItemViews) -> Callable[..., HttpResponse]:
     """The revoke page of a kind that has one (cases and skills; a lesson revokes on its page)."""
     assert views.revoke is not None
@@ -46,10 +53,16 @@ urlpatterns = [
     path("cases/<digest:digest>/check/", case_check, name="case-check"),
     path("cases/<digest:digest>/review/", CASE_VIEWS.review, name="case-review"),
     path("cases/<digest:digest>/revoke/", revoke_of(CASE_VIEWS), name="case-revoke"),
+    path("cases/<digest:digest>/changes/", talk_of(CASE_VIEWS, "changes"), name="case-changes"),
+    path("cases/<digest:digest>/threads/", talk_of(CASE_VIEWS, "threads"), name="case-threads"),
+    path("cases/<digest:digest>/revise/", talk_of(CASE_VIEWS, "revise"), name="case-revise"),
     path("skills/<digest:digest>/", SKILL_VIEWS.detail, name="skill-detail"),
     path("skills/<digest:digest>/checklist/", SKILL_VIEWS.checklist, name="skill-checklist"),
     path("skills/<digest:digest>/review/", SKILL_VIEWS.review, name="skill-review"),
     path("skills/<digest:digest>/revoke/", revoke_of(SKILL_VIEWS), name="skill-revoke"),
+    path("skills/<digest:digest>/changes/", talk_of(SKILL_VIEWS, "changes"), name="skill-changes"),
+    path("skills/<digest:digest>/threads/", talk_of(SKILL_VIEWS, "threads"), name="skill-threads"),
+    path("skills/<digest:digest>/revise/", talk_of(SKILL_VIEWS, "revise"), name="skill-revise"),
     path("runs/", run_views.run_list, name="run-list"),
     # Before run-detail, whose ``path`` converter would take ``…/outcome/`` as part of the id.
     path("runs/<path:run_id>/outcome/", outcome_views.run_outcome, name="run-outcome"),
@@ -66,6 +79,13 @@ urlpatterns += [
     # Approve, reject, and revoke from the lesson page's revoke panel (``decision=revoke``).
     path("lessons/<digest:digest>/review/", LESSON_VIEWS.review, name="lesson-review"),
     path("lessons/<digest:digest>/checklist/", LESSON_VIEWS.checklist, name="lesson-checklist"),
+    path(
+        "lessons/<digest:digest>/changes/", talk_of(LESSON_VIEWS, "changes"), name="lesson-changes"
+    ),
+    path(
+        "lessons/<digest:digest>/threads/", talk_of(LESSON_VIEWS, "threads"), name="lesson-threads"
+    ),
+    path("lessons/<digest:digest>/revise/", talk_of(LESSON_VIEWS, "revise"), name="lesson-revise"),
     path("lessons/<digest:digest>/merge/", lesson_views.lesson_merge, name="lesson-merge"),
     path("lessons/<digest:digest>/restore/", lesson_views.lesson_restore, name="lesson-restore"),
 ]

@@ -22,6 +22,13 @@ from knowledge.selectors import document_approvers, document_content
 from knowledge.tasks import lexicon_reindex_task
 from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
+from reviewconsole.conversations import (
+    Subject,
+    changes_request_record,
+    changes_resubmitted_record,
+    open_change_request,
+    open_threads_count,
+)
 from reviewconsole.dispatch import dispatch
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
@@ -300,12 +307,18 @@ def _approve(
     document.approved_at = now
     document.save(update_fields=["approved", "approved_by", "approved_at"])
     postings.document_indexed(document)
+    # Open threads warn, they do not block: the approval records how many it went through with.
+    open_threads = open_threads_count(document_subject(document))
     event_record(
         actor=actor,
         action=Action.DOCUMENT_APPROVE,
         target=document.public_id,
         reason=reason,
-        details={**(details or {}), **accounts.provenance(actor)},
+        details={
+            **(details or {}),
+            **accounts.provenance(actor),
+            **({"open_threads": open_threads} if open_threads else {}),
+        },
         at=now,
     )
 
@@ -421,7 +434,14 @@ def document_save_new_version(
     )
     if document_unchanged(base=base, content=content, published_given=published_at is not None):
         raise ValidationFailure("document", NOTHING_CHANGED)
-    return document_create(content=content, actor=actor, now=now, change_note=change_note)
+    saved = document_create(content=content, actor=actor, now=now, change_note=change_note)
+    # A version sent back for changes is answered by the next version saved from it.
+    base_subject = document_subject(base)
+    if open_change_request(base_subject) is not None:
+        changes_resubmitted_record(
+            subject=base_subject, revision_id=saved.public_id, actor=actor, now=now
+        )
+    return saved
 
 
 @transaction.atomic
@@ -593,4 +613,49 @@ def synonym_delete(*, synonym: Synonym, actor: User, now: datetime | None = None
         target=f"synonym:{term}",
         details={"deleted": True},
         at=now,
+    )
+
+
+# --- sending a draft back for changes (reviewconsole/conversations.py) ---------------------------
+
+CHANGES_ON_DECIDED = "is decided: only a version awaiting approval is sent back for changes"
+
+
+def document_subject(document: Document) -> Subject:
+    """What the review conversations need of a document version: its public id and tenant, who
+    saved it, and who decides documents (operators, ``APPROVE_DOCUMENT``)."""
+    return Subject(
+        item_id=document.public_id,
+        tenant=document.tenant,
+        submitter_id=int(document.created_by_id) if document.created_by_id is not None else None,
+        review_permission=APPROVE_DOCUMENT,
+    )
+
+
+@transaction.atomic
+def document_changes_request(
+    *, document: Document, actor: User, note: str, anchor: str = "", now: datetime | None = None
+) -> Any:
+    """Send a submitted version back to the operator who saved it, with ``note`` anchored to a field
+    (``field:text``, ``field:requirements``…) or the whole version. An operator of its tenant who
+    may approve documents, not its author; answered by the next version saved from it
+    (``document_save_new_version``), which another operator approves under four eyes."""
+    require(actor, APPROVE_DOCUMENT, document.tenant, message=APPROVE_REFUSED)
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    if document.approved or document.revoked:
+        raise ValidationFailure("document", f"{document.public_id} {CHANGES_ON_DECIDED}")
+    if document.submitted_at is None:
+        # Its author's still: no reviewer has been asked yet.
+        raise ValidationFailure("document", f"{document.public_id} {DRAFT_NOT_SUBMITTED}")
+    if document.created_by_id == actor.pk or (
+        document.created_by_id is not None
+        and not accounts.independent(int(document.created_by_id), int(actor.pk))
+    ):
+        raise ValidationFailure("document", f"{document.public_id} {OWN_VERSION}")
+    return changes_request_record(
+        subject=document_subject(document),
+        note=note,
+        anchor=anchor,
+        actor=actor,
+        now=now or clock.now(),
     )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import lexicon_views, views
+from knowledge import conversation_views, lexicon_views, views
 
 app_name = "knowledge"
 
@@ -27,5 +27,16 @@ urlpatterns = [
     *(
         path(f"<path:tenant>/<slug:doc_key>/v<int:version>/{suffix}", view, name=f"tenant-{name}")
         for suffix, view, name in DOCUMENT_PAGES
+    ),
+    # The conversation's writes name the tenant: the page they are posted from always knows it.
+    path(
+        "<path:tenant>/<slug:doc_key>/v<int:version>/changes/",
+        conversation_views.document_changes,
+        name="tenant-document-changes",
+    ),
+    path(
+        "<path:tenant>/<slug:doc_key>/v<int:version>/threads/",
+        conversation_views.document_threads,
+        name="tenant-document-threads",
     ),
 ]

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from knowledge import hooks
 from knowledge.conclusions import with_allowed_conclusions
+from knowledge.conversation_views import document_conversation
 from knowledge.forms import (
     DocumentFilterForm,
     DocumentForm,
@@ -339,7 +340,9 @@ def _review_context(
 ) -> dict[str, Any]:
     user = acting_user(request)
     submitted = document.status == "submitted"
+    urls = _urls(document)
     return {
+        **document_conversation(document, user, urls["new_version_url"]),
         "document": document,
         "item": document,
         "checklist": _checklist(document, request, reason),
@@ -352,7 +355,7 @@ def _review_context(
         "can_submit": user.has_perm(ADD_DOCUMENT) and document.created_by_id == user.pk,
         "change_note": change_note,
         "approvers": [u.get_username() for u in document_approvers(document)] if submitted else [],
-        **_urls(document),
+        **urls,
     }
 
 

@@ -30,7 +30,10 @@ from reviewconsole.identity import acting_user
 from reviewconsole.models import (
     AccountOrigin,
     ChainHead,
+    ChangeRequest,
     Event,
+    ReviewComment,
+    ReviewThread,
     Tenant,
     TenantMembership,
     WorkerHeartbeat,
@@ -534,3 +537,59 @@ def own_password_change(request: HttpRequest, extra_context: dict[str, Any] | No
 
 # The site builds its URLs from this attribute when the URLconf loads, after this module.
 admin.site.password_change = own_password_change  # type: ignore[method-assign]
+
+
+# --- Review conversations and change requests: written by reviewconsole/conversations.py only;
+# read-only here, and only for deployment-wide users (they name every tenant's items).
+
+
+class _ConversationAdmin(admin.ModelAdmin[Any]):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ChangeRequest)
+class ChangeRequestAdmin(_ConversationAdmin):
+    list_display = ("item_id", "tenant", "requested_by", "requested_at", "resubmitted_as")
+    readonly_fields = (
+        "tenant",
+        "item_id",
+        "note",
+        "requested_by",
+        "requested_at",
+        "returned_to",
+        "resubmitted_as",
+        "resubmitted_by",
+        "resubmitted_at",
+    )
+
+
+@admin.register(ReviewThread)
+class ReviewThreadAdmin(_ConversationAdmin):
+    list_display = ("item_id", "anchor", "status", "opened_by", "opened_at")
+    readonly_fields = (
+        "tenant",
+        "item_id",
+        "anchor",
+        "status",
+        "opened_by",
+        "opened_at",
+        "change_request",
+        "resolved_by",
+        "resolved_at",
+    )
+
+
+@admin.register(ReviewComment)
+class ReviewCommentAdmin(_ConversationAdmin):
+    list_display = ("thread", "author", "written_at")
+    readonly_fields = ("thread", "author", "body", "written_at")

@@ -14,6 +14,12 @@ class ReviewConsoleConfig(AppConfig):
         # Every role is given by user_set_role, which records auth.user.role_set.
         audited_models_register(User.groups.through)
 
+        from reviewconsole.models import ChangeRequest, ReviewComment, ReviewThread
+
+        # Every change request, thread and comment is written with its audit event
+        # (reviewconsole/conversations.py).
+        audited_models_register(ChangeRequest, ReviewThread, ReviewComment)
+
         from reviewconsole.display import connect_unshowable_markers
 
         # Every model: a stored datetime without a local time is shown in UTC, never a 500.

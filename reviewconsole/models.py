@@ -73,6 +73,13 @@ class Action(models.TextChoices):
     INVESTIGATION_RUN = "investigations.investigation.run", gettext_noop("ticket investigated")
     BACKUP_RESTORE = "reviewconsole.backup.restore", gettext_noop("database restored from a backup")
     TENANT_CREATE = "reviewconsole.tenant.create", gettext_noop("tenant created")
+    # Review conversations and change requests (reviewconsole/conversations.py).
+    THREAD_OPEN = "reviewconsole.thread.open", gettext_noop("review thread opened")
+    THREAD_REPLY = "reviewconsole.thread.reply", gettext_noop("review thread answered")
+    THREAD_RESOLVE = "reviewconsole.thread.resolve", gettext_noop("review thread resolved")
+    THREAD_REOPEN = "reviewconsole.thread.reopen", gettext_noop("review thread reopened")
+    CHANGES_REQUEST = "reviewconsole.changes.request", gettext_noop("changes requested")
+    CHANGES_RESUBMIT = "reviewconsole.changes.resubmit", gettext_noop("revised and resubmitted")
 
 
 class AppendOnlyError(RuntimeError):
@@ -270,3 +277,91 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.worker_id
+
+
+# --- Review conversations and change requests ---------------------------------------------------
+# Written by reviewconsole/conversations.py only. Items are named by their string id
+# (reviewconsole/itemids.py) with their tenant, so every kind (cases, skills, lessons, knowledge
+# document versions) shares these tables from the core, below every app.
+
+ITEM_REF_LENGTH = 200
+
+
+class ChangeRequest(models.Model):
+    """A reviewer sent a candidate back to its submitter; open until a revision is resubmitted
+    (``resubmitted_as``, the new version's id)."""
+
+    tenant = models.CharField(max_length=64)
+    item_id = models.CharField(max_length=ITEM_REF_LENGTH)
+    note = models.TextField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_at = models.DateTimeField()
+    # Whom the item is returned to: its submitter.
+    returned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    resubmitted_as = models.CharField(max_length=ITEM_REF_LENGTH, blank=True)
+    resubmitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resubmitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["requested_at", "pk"]
+        indexes = [models.Index(fields=["tenant", "item_id"], name="changereq_item")]
+
+    def __str__(self) -> str:
+        return f"changes requested on {self.item_id}"
+
+    @property
+    def open(self) -> bool:
+        return not self.resubmitted_as
+
+
+class ThreadStatus(models.TextChoices):
+    OPEN = "open", gettext_noop("open")
+    RESOLVED = "resolved", gettext_noop("resolved")
+
+
+class ReviewThread(models.Model):
+    """A conversation anchored to one part of an item: an evidence item, a section or a field
+    (``anchor``, e.g. ``evidence:diagnosis/0``, ``section:diagnosis``), or the whole item (blank)."""
+
+    tenant = models.CharField(max_length=64)
+    item_id = models.CharField(max_length=ITEM_REF_LENGTH)
+    anchor = models.CharField(max_length=ITEM_REF_LENGTH, blank=True)
+    status = models.CharField(max_length=8, choices=ThreadStatus.choices, default=ThreadStatus.OPEN)
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    opened_at = models.DateTimeField()
+    # The change request this thread was opened with, if any.
+    change_request = models.ForeignKey(
+        ChangeRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="threads"
+    )
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["opened_at", "pk"]
+        indexes = [models.Index(fields=["tenant", "item_id"], name="reviewthread_item")]
+
+    def __str__(self) -> str:
+        return f"thread on {self.item_id}{'#' + self.anchor if self.anchor else ''}"
+
+
+class ReviewComment(models.Model):
+    thread = models.ForeignKey(ReviewThread, on_delete=models.PROTECT, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField()
+    written_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["written_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on thread {self.thread_id}"

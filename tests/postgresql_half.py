@@ -127,6 +127,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/reviewconsole/test_audit_guard.py",
         "tests/reviewconsole/test_restore_safety.py",
     ),
+    "reviewconsole/conversations.py": (
+        "tests/experience/review/test_changes.py",
+        "tests/knowledge/test_document_changes.py",
+    ),
     "reviewconsole/dbroles.py": (
         "tests/reviewconsole/test_audit_guard_roles.py",
         "tests/scaleout/test_roles.py",

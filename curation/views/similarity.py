@@ -34,6 +34,7 @@ from experience.cases.models import Case
 from experience.core.models import Status
 from experience.pages.selectors import case_get_visible
 from reviewconsole import itemids
+from reviewconsole.conversations import thread_views_of
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
@@ -285,6 +286,8 @@ def link_compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             # What a marked word is, on each side.
             "ins_label": gettext("only in: %(role)s") % {"role": left_role},
             "del_label": gettext("only in: %(role)s") % {"role": right_role},
+            # The review threads on the newer case, beside the comparison.
+            "left_threads": thread_views_of(comparison.left.id, comparison.left.tenant),
         },
         partial="compare-main",
     )

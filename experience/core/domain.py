@@ -222,6 +222,21 @@ def case_approval_unmet(
     return unmet
 
 
+# What a case's own content leaves unmet: no check or reason by a reviewer meets it, only a new
+# version can, so its page says it cannot be approved as it stands and offers reject or request
+# changes. A diagnosis without checked evidence is one of them only when it cites none.
+UNMET_BY_CONTENT = (NO_DIAGNOSIS, NO_COUNTEREVIDENCE, EXPIRED)
+
+
+def case_unmet_as_it_stands(unmet: Iterable[str], *, diagnosis_evidence: int) -> list[str]:
+    """The unmet conditions of approving a case that only a new version of it can meet."""
+    unmet = list(unmet)
+    blocked = [name for name in unmet if name in UNMET_BY_CONTENT]
+    if NO_CHECKED_DIAGNOSIS_EVIDENCE in unmet and diagnosis_evidence == 0:
+        blocked.append(NO_CHECKED_DIAGNOSIS_EVIDENCE)
+    return blocked
+
+
 # A diagnosis that says the cause is not known yet states no cause. Matched on the statement with
 # case folded and runs of spaces collapsed; deliberately phrase-based (a diagnosis that names a
 # cause and mentions an "unknown" thing in passing still counts).

@@ -4,7 +4,7 @@ cases, the skills citing it, and marking evidence checked."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import messages
@@ -35,6 +35,7 @@ from experience.pages.selectors import (
     same_incident_cases,
     skills_citing_case,
 )
+from experience.review.changes import case_changes_request, case_resubmit
 from experience.review.decisions import case_approve, case_reject
 from experience.review.revocation import case_revoke
 from reviewconsole import accounts, clock
@@ -53,6 +54,8 @@ class EvidenceView:
     checked_by_me: bool
     # The ids of the checks that count toward approval (domain.check_counts: not the submitter's).
     counting: frozenset[int]
+    # The review threads anchored to it (experience.pages.conversations.ThreadView).
+    threads: list[Any] = field(default_factory=list)
 
     @property
     def counts(self) -> bool:
@@ -144,8 +147,13 @@ def _case_context(
     citing_states = availability_views(
         [{"id": skill.id, "status": skill.status} for skill in citing], now, {case.id: case.title}
     )
+    panel = CASE_PAGE.panel(
+        request, case, reason=reason, review_errors=review_errors, evidence_keys=list(evidence)
+    )
+    for key, view in evidence.items():
+        view.threads = panel["threads_by_anchor"].get(f"evidence:{key}", [])
     return {
-        **CASE_PAGE.panel(request, case, reason=reason, review_errors=review_errors),
+        **panel,
         "case": case,
         "availability": availability_view(case.status, case_availability(gate_fields(case), now)),
         "confidence": _confidence(case),
@@ -215,5 +223,7 @@ CASE_PAGE = ItemPage(
     reject=case_reject,
     revoke=case_revoke,
     decided=_("The case “%(title)s” is now %(status)s."),
+    request_changes=case_changes_request,
+    resubmit=case_resubmit,
 )
 CASE_VIEWS = item_views(CASE_PAGE)

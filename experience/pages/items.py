@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from experience.cases.models import Case, Skill
 from experience.lessons.models import Lesson
 from experience.pages.checklists import REFUSED, Refused, conditions, refusal_of
+from experience.pages.conversations import conversation_context, conversation_views
 from experience.pages.forms import ReviewForm
 from experience.pages.queue import in_queue, queue_context, queue_filters_of, queue_url
 from experience.pages.revocation import (
@@ -87,6 +88,10 @@ class ItemPage:
     # Where a revocation is asked for: a page of its own (``experience/item_revoke.html``) or
     # the item page's revoke panel, posted to the review view with ``decision=revoke``.
     revoked_from: Literal["own_page", "item_page"] = "own_page"
+    # Sending a candidate back with a comment (``experience.review.changes``), and the revision
+    # that answers it where the kind has a revision form (cases).
+    request_changes: Callable[..., Any] | None = None
+    resubmit: Callable[..., Any] | None = None
 
     def subject(self, item: Item) -> dict[str, Item]:
         return {self.kind: item}
@@ -115,15 +120,20 @@ class ItemPage:
         *,
         reason: str = "",
         review_errors: Sequence[Condition] = (),
+        evidence_keys: Sequence[str] = (),
     ) -> dict[str, Any]:
         """What every item page shows besides the item (``_review_item.html``): the review panel
         (checklist, reason, what a refused decision left unmet), the stored revocation impacts,
-        its addresses and the queue it was opened from."""
+        its addresses, the queue it was opened from, and its conversation (threads may be
+        anchored to ``evidence_keys``)."""
         user = acting_user(request)
+        checklist = self.checklist(item, user, reason)
+        unmet = [condition.name for condition in checklist.items if not condition.met]
         return {
+            **conversation_context(item, self.kind, user, evidence_keys=evidence_keys, unmet=unmet),
             "item": item,
             "item_type": self.kind,
-            "checklist": self.checklist(item, user, reason),
+            "checklist": checklist,
             "review_form": ReviewForm(initial={"reason": reason}),
             "reason": reason,
             "review_errors": review_errors,
@@ -229,6 +239,9 @@ class ItemViews:
     checklist: View
     review: View
     revoke: View | None
+    changes: View | None = None
+    threads: View | None = None
+    revise: View | None = None
 
 
 def _named(view: View, page: ItemPage, action: str) -> View:
@@ -283,7 +296,21 @@ def item_views(page: ItemPage) -> ItemViews:
             revoke_url=urls["revoke_url"],
         )
 
+    talk = (
+        conversation_views(
+            kind=page.kind,
+            view_permission=page.view_permission,
+            get_visible=page.get_visible,
+            request_changes=page.request_changes,
+            resubmit=page.resubmit,
+        )
+        if page.request_changes is not None
+        else None
+    )
     return ItemViews(
+        changes=talk.changes if talk else None,
+        threads=talk.threads if talk else None,
+        revise=talk.revise if talk else None,
         detail=require_GET(console_view(page.view_permission)(_named(detail, page, "detail"))),
         checklist=require_GET(
             console_view(page.view_permission)(_named(checklist, page, "checklist"))

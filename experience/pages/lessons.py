@@ -32,6 +32,7 @@ from experience.pages.revocation import impact_preview
 from experience.pages.sentences import outdated_cause_sentence
 from experience.review import decisions, revocation
 from experience.review import outdating as review_outdating
+from experience.review.changes import lesson_changes_request, lesson_resubmit
 from reviewconsole import clock
 from reviewconsole.display import local_times_in
 from reviewconsole.errors import ValidationFailure
@@ -186,6 +187,8 @@ LESSON_PAGE = ItemPage(
     # Its page previews the impact in its revoke panel, posted to the review with
     # ``decision=revoke``.
     revoked_from="item_page",
+    request_changes=lesson_changes_request,
+    resubmit=lesson_resubmit,
 )
 LESSON_VIEWS = item_views(LESSON_PAGE)
 

@@ -21,6 +21,7 @@ from experience.pages.availability import availability_view
 from experience.pages.checklists import PROMPT_SKILL_CONDITIONS, SKILL_CONDITIONS
 from experience.pages.items import ItemPage, item_views
 from experience.pages.selectors import runs_of_skill, skill_get_visible
+from experience.review.changes import skill_changes_request, skill_resubmit
 from experience.review.decisions import skill_approve, skill_reject
 from experience.review.revocation import skill_revoke
 from reviewconsole import clock
@@ -127,5 +128,7 @@ SKILL_PAGE = ItemPage(
     reject=skill_reject,
     revoke=skill_revoke,
     decided=_("The skill “%(title)s” is now %(status)s."),
+    request_changes=skill_changes_request,
+    resubmit=skill_resubmit,
 )
 SKILL_VIEWS = item_views(SKILL_PAGE)

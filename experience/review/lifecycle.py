@@ -36,8 +36,10 @@ from experience.review.events import ItemStatusChanged
 from experience.review.impact import impact_store, revocation_impact
 from reviewconsole import accounts
 from reviewconsole.audit import event_record
+from reviewconsole.conversations import Subject, open_threads_count
 from reviewconsole.dispatch import dispatch
 from reviewconsole.models import Action
+from reviewconsole.permissions import REVIEW_CASE
 
 I = TypeVar("I", Case, Skill, Lesson)  # noqa: E741
 
@@ -95,7 +97,15 @@ class ReviewKind(Generic[I]):
         """Approve a candidate under its kind's rules and audit it."""
         rules = partial(self.approval_unmet, reviewer=actor, reason=reason, now=now)
         item = self._decided(item, actor, reason, now, Status.APPROVED, rules)
-        _audited(self.approve_action, item, actor, reason, now, accounts.provenance(actor))
+        details: dict[str, Any] = dict(accounts.provenance(actor))
+        # Open threads warn, they do not block (docs/architecture.md, "The review lifecycle"):
+        # the approval records how many it went through with.
+        open_threads = open_threads_count(
+            Subject(item.id, item.tenant, int(item.submitted_by_id), REVIEW_CASE)
+        )
+        if open_threads:
+            details["open_threads"] = open_threads
+        _audited(self.approve_action, item, actor, reason, now, details)
         return item
 
     def rejected(self, item: I, *, actor: User, reason: str, now: datetime) -> I:

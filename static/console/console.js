@@ -149,6 +149,19 @@
       if (form) {
         event.preventDefault();
         form.requestSubmit();
+      } else if (!evidence && document.querySelector("[data-unblocks]")) {
+        // A case that cannot be approved as it stands: no check helps, so "c" goes to what does
+        // (send it back for changes) instead of the first observation.
+        var unblock = document.querySelector("[data-unblocks]");
+        if (unblock) {
+          event.preventDefault();
+          var details = unblock.closest("details");
+          if (details) {
+            details.open = true;
+          }
+          unblock.scrollIntoView({ block: "nearest" });
+          unblock.focus();
+        }
       } else if (!evidence) {
         // Nothing focused yet: the first press goes to the first unchecked evidence item, the
         // next marks it (a check is a write, so the reviewer sees which item first).

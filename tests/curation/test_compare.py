@@ -213,3 +213,23 @@ def test_the_comparison_reads_in_chinese(pair: dict[str, Any], second_reviewer: 
     percent = round(pair["link"].similarity * 100)
     assert f"措辞相似度 {percent}%" in html and "与之相似的已批准案例" in html
     assert "[仅见于：候选案例：" in labels(html)
+def test_the_candidates_review_threads_stand_beside_the_comparison(
+    pair: dict[str, Any], reviewer: User, second_reviewer: User
+) -> None:
+    """Issue 39, item 2: the threads on the candidate's evidence are shown in the compare view,
+    open or resolved, each linking to its place on the candidate's page."""
+    from experience.review.changes import subject_of
+    from reviewconsole.conversations import thread_open
+
+    link, candidate = pair["link"], pair["candidate"]
+    actor = second_reviewer if candidate.submitted_by_id != second_reviewer.pk else reviewer
+    thread = thread_open(
+        subject=subject_of(candidate),
+        anchor="evidence:diagnosis/0",
+        body="Does the store list really lack store 2?",
+        actor=actor,
+    )
+    html = client_for(actor).get(reverse("curation:link-compare", args=[link.pk])).content
+    aside = html.decode().split('id="decision-panel"', 1)[1]
+    assert "Does the store list really lack store 2?" in aside
+    assert f'href="{candidate.get_absolute_url()}#thread-{thread.pk}"' in aside

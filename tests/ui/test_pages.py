@@ -60,9 +60,15 @@ CASES = [
     # skills citing it.
     # +1 whose accounts the submitter's is, for the checks that count (reviewconsole.accounts);
     # a candidate's checklist +1 the reviewer's and the submitter's, in one query.
-    ("case", "reviewer", 21, 20, "Diagnosis"),  # +1: the runs it was drafted from
-    ("candidate", "reviewer", 19, 18, "Approval checklist"),
-    ("skill", "reviewer", 13, 12, "Cited cases"),
+    (
+        "case",
+        "reviewer",
+        23,
+        22,
+        "Diagnosis",
+    ),  # +1: the runs it was drafted from; +2: its conversation
+    ("candidate", "reviewer", 21, 20, "Approval checklist"),  # +2: change requests, threads
+    ("skill", "reviewer", 15, 14, "Cited cases"),  # +2: change requests, threads
     # +1: the item's tenant (impact); +1: the runs whose context block carried it
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
@@ -73,10 +79,10 @@ CASES = [
     (
         "document",
         "operator",
-        11,
-        10,
+        13,
+        12,
         "Compare with version",
-    ),  # +2: stored revocation impacts, and which tenant older ones belong to
+    ),  # +2: stored revocation impacts, and which tenant older ones belong to; +2: conversation
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.

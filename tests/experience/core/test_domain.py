@@ -392,3 +392,24 @@ def test_rank_items_uses_the_lexicon_branch() -> None:
         "case:b"
     ]
     assert domain.rank_items("代金券用不了", items, {}) == []
+
+
+def test_what_only_a_new_version_of_a_case_can_meet() -> None:
+    """Issue 39, item 11: a check or a reason meets nothing here; a diagnosis without checked
+    evidence is only a new version's to meet when it cites no evidence at all."""
+    unmet = [
+        domain.REASON_REQUIRED,
+        domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
+        domain.NO_COUNTEREVIDENCE,
+        domain.EXPIRED,
+    ]
+    assert domain.case_unmet_as_it_stands(unmet, diagnosis_evidence=1) == [
+        domain.NO_COUNTEREVIDENCE,
+        domain.EXPIRED,
+    ]
+    assert domain.case_unmet_as_it_stands(unmet, diagnosis_evidence=0) == [
+        domain.NO_COUNTEREVIDENCE,
+        domain.EXPIRED,
+        domain.NO_CHECKED_DIAGNOSIS_EVIDENCE,
+    ]
+    assert domain.case_unmet_as_it_stands([domain.REASON_REQUIRED], diagnosis_evidence=0) == []
