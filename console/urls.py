@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 
 from agentapi.api import api
 from console.views import dashboard
-from reviewconsole import views
+from reviewconsole import claim_views, views
 
 
 class FaviconView(RedirectView):
@@ -34,6 +34,7 @@ urlpatterns = [
     path("audit/", views.event_list, name="event-list"),
     path("audit/export.csv", views.event_export, name="event-export"),
     path("time-zone/", views.time_zone, name="time-zone"),
+    path("claims/", claim_views.claim, name="claim"),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("curation/", include("curation.urls")),

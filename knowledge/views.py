@@ -57,6 +57,7 @@ from knowledge.services import (
     four_eyes_required,
 )
 from reviewconsole import clock
+from reviewconsole.claim_views import claim_context
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemids import ItemId
@@ -381,6 +382,9 @@ def _review_context(
         "review_errors": review_errors,
         "can_review": user.has_perm(APPROVE_DOCUMENT),
         "can_revoke": user.has_perm(REVOKE_DOCUMENT),
+        **claim_context(
+            document.public_id, document.tenant, user, may_claim=user.has_perm(APPROVE_DOCUMENT)
+        ),
         "can_write": user.has_perm(ADD_DOCUMENT),
         **_urls(document),
     }
@@ -429,9 +433,18 @@ def document_review(
     else:
         approve = form.cleaned_data["decision"] == "approve"
         # A draft is withdrawn by revoking it, through the one revocation (knowledge.hooks).
-        service = document_approve if approve else hooks.document_revoke
         try:
-            service(document=document, actor=user, reason=form.cleaned_data["reason"])
+            if approve:
+                document_approve(
+                    document=document,
+                    actor=user,
+                    reason=form.cleaned_data["reason"],
+                    take_over=form.cleaned_data["take_over"],
+                )
+            else:
+                hooks.document_revoke(
+                    document=document, actor=user, reason=form.cleaned_data["reason"]
+                )
         except DocumentRefusal as refused:
             errors = _conditions([], refused.conditions)
         else:

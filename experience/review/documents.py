@@ -26,7 +26,7 @@ from knowledge.services import (
     document_revoke_locked,
     document_revoked_record,
 )
-from reviewconsole import clock
+from reviewconsole import claims, clock
 
 
 @transaction.atomic
@@ -47,6 +47,9 @@ def document_revoke(
     ``details``: what the audit event adds (an import's attestation)."""
     now = now or clock.now()
     document = document_revoke_locked(document=document, actor=actor, reason=reason)
+    # A draft withdrawn this way is no longer under review: its claim ends (audited as taken
+    # over when it was someone else's).
+    claims.decision_settle(actor=actor, item_id=document.public_id, tenant=document.tenant, now=now)
     reason = reason.strip()
     impact = revocation_impact(document.public_id, tenant=document.tenant, now=now)
     document_revoked_record(
