@@ -25,13 +25,16 @@ from django.views.decorators.http import require_POST
 from reviewconsole import claims, clock, itemids
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.models import ReviewClaim
 from reviewconsole.permissions import BREAK_CLAIM
 from reviewconsole.reasons import MAX_REASON
 from reviewconsole.views import HtmxHttpRequest, console_view, finish
 
 # What each refusal of the services says on the page.
 REFUSALS = {
-    claims.NOT_UNDER_REVIEW: _("Only an item under review (a candidate or a draft) can be claimed."),
+    claims.NOT_UNDER_REVIEW: _(
+        "Only an item under review (a candidate or a draft) can be claimed."
+    ),
     claims.NOT_HOLDER: _("You hold no claim on this item."),
     claims.NOT_CLAIMED: _("Nobody holds a claim on this item."),
     claims.BREAK_REASON_REQUIRED: _("Breaking a claim needs a reason."),
@@ -60,7 +63,7 @@ def claim_context(
     }
 
 
-def held_message(claim: claims.ReviewClaim) -> str:
+def held_message(claim: ReviewClaim) -> str:
     return gettext("%(holder)s holds a claim on it until %(until)s.") % {
         "holder": claim.holder.username,
         "until": date_format(localtime(claim.expires_at), "Y-m-d H:i"),
@@ -90,9 +93,7 @@ def claim(request: HtmxHttpRequest) -> HttpResponse:
         elif action == "break":
             reason = str(request.POST.get("reason", ""))[:MAX_REASON]
             holder = claims.claim_break(actor=user, item_id=item_id, tenant=tenant, reason=reason)
-            messages.success(
-                request, gettext("You broke %(holder)s's claim.") % {"holder": holder}
-            )
+            messages.success(request, gettext("You broke %(holder)s's claim.") % {"holder": holder})
         else:
             raise Http404
     except claims.ClaimHeld as held:

@@ -167,9 +167,7 @@ def claim_take(
 
 
 @transaction.atomic
-def claim_release(
-    *, actor: User, item_id: str, tenant: str, now: datetime | None = None
-) -> None:
+def claim_release(*, actor: User, item_id: str, tenant: str, now: datetime | None = None) -> None:
     """The holder gives a claim up (lapsed or not)."""
     now = now or clock.now()
     _item, subject = _subject(actor, item_id, tenant)
