@@ -194,8 +194,9 @@ def test_another_tenants_reviewer_can_neither_see_nor_take_nor_release_a_claim(
     assert ReviewClaim.objects.get().holder == reviewer
 
 
+@pytest.mark.usefixtures("knowledge")
 def test_a_draft_document_claimed_by_one_operator_is_approved_by_another_only_by_taking_over(
-    knowledge: None, operator: User, make_user: Any
+    operator: User, make_user: Any
 ) -> None:
     other = make_user("otis", "operator")
     draft = Document.objects.get(doc_key="case-a-draft", version=1)
