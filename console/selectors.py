@@ -15,7 +15,7 @@ to them (:func:`returned_to`, empty until "request changes" is wired in).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,7 +33,7 @@ from experience.lessons.selectors import open_conflicts
 from experience.pages.queue import queue_listed
 from knowledge.forms import DocumentFilterForm
 from knowledge.selectors import documents_visible
-from reviewconsole.claims import claim_url, claims_held
+from reviewconsole.claims import claim_url, claims_held, minutes_left
 from reviewconsole.models import ReviewClaim
 from reviewconsole.permissions import VIEW_CASE, VIEW_DOCUMENT, VIEW_LESSON
 
@@ -147,7 +147,9 @@ class ClaimedItem:
 def waiting_on(user: User, now: datetime) -> WaitingOnYou:
     """What waits on ``user``: two queries (claims held, re-reviews of their approvals)."""
     claimed = list(claims_held(user, now)[:WAITING_SHOWN])
-    rereviews = list(rereviews_of_approvals(user)[:WAITING_SHOWN]) if user.has_perm(VIEW_CASE) else []
+    rereviews = (
+        list(rereviews_of_approvals(user)[:WAITING_SHOWN]) if user.has_perm(VIEW_CASE) else []
+    )
     return WaitingOnYou(claimed=claimed, rereviews=rereviews, returned=returned_to(user))
 
 
@@ -156,7 +158,7 @@ def claimed_items(claims: list[ReviewClaim], now: datetime) -> list[ClaimedItem]
         ClaimedItem(
             claim=claim,
             url=claim_url(claim),
-            minutes_left=max(1, int((claim.expires_at - now) / timedelta(minutes=1) + 0.999)),
+            minutes_left=minutes_left(claim, now),
         )
         for claim in claims
     ]

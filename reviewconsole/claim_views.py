@@ -8,7 +8,6 @@ item's page again (Post/Redirect/Get) with what happened, or what stood in the w
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
@@ -52,9 +51,7 @@ def claim_context(
     return {
         "claim": held,
         "claim_mine": held is not None and held.holder_id == user.pk,
-        "claim_minutes_left": (
-            max(1, math.ceil((held.expires_at - now).total_seconds() / 60)) if held else 0
-        ),
+        "claim_minutes_left": claims.minutes_left(held, now) if held else 0,
         "claim_item": item_id,
         "claim_tenant": tenant,
         "can_claim": may_claim,

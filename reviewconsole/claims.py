@@ -18,6 +18,7 @@ tenant's item is refused exactly as an unknown one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -110,6 +111,11 @@ def _held(item_id: str, tenant: str) -> ReviewClaim | None:
 
 def is_active(claim: ReviewClaim, now: datetime) -> bool:
     return claim.expires_at > now
+
+
+def minutes_left(claim: ReviewClaim, now: datetime) -> int:
+    """Whole minutes until the claim lapses, rounded up (1 in its last minute)."""
+    return max(1, math.ceil((claim.expires_at - now) / timedelta(minutes=1)))
 
 
 @transaction.atomic
