@@ -58,6 +58,7 @@ from knowledge.services import (
 )
 from reviewconsole import clock
 from reviewconsole.claim_views import claim_context
+from reviewconsole.claims import CLAIMED_BY_OTHER
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemids import ItemId
@@ -327,6 +328,7 @@ CONDITION_LABELS = {
     ALREADY_APPROVED_UNMET: _("It is a draft, not approved yet"),
     ALREADY_REVOKED_UNMET: _("It is not revoked"),
     OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
+    CLAIMED_BY_OTHER: _("Nobody else holds an unlapsed claim on it, or you take their claim over"),
     NOT_INDEPENDENT: _(
         "The approver's account and the author's are not one person's (neither created the "
         "other with a password, nor did one admin create both)"
