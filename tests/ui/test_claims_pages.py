@@ -180,3 +180,21 @@ def test_the_dashboard_shows_what_waits_on_the_user(
     theirs = csrf_client(second_reviewer).get(reverse("home")).content.decode()
     section = theirs.split('id="waiting-on-you"', 1)[1].split("</section>", 1)[0]
     assert 'data-waiting="claimed"' not in section and other.digest in section
+
+
+@pytest.mark.usefixtures("knowledge")
+def test_an_operator_claims_a_draft_document_and_another_operator_sees_it(
+    operator: User, make_user: Any
+) -> None:
+    from knowledge.models import Document
+
+    draft = Document.objects.get(doc_key="case-a-draft", version=1)
+    olivia = csrf_client(operator)
+    assert 'id="claim-take"' in olivia.get(draft.get_absolute_url()).content.decode()
+    response = _post(
+        olivia, CLAIM, {"item": draft.public_id, "tenant": draft.tenant, "action": "take"}
+    )
+    assert response.status_code == 303 and response["Location"] == draft.get_absolute_url()
+    other = csrf_client(make_user("otis", "operator"))
+    page = other.get(draft.get_absolute_url()).content.decode()
+    assert 'data-claim-holder="olivia"' in page and 'id="take-over"' in page
