@@ -18,7 +18,7 @@ from django.db import transaction
 
 from experience.cases.models import Case, Skill
 from experience.core.models import Status, SubmittedVia
-from experience.core.review import ReviewOutcome
+from experience.core.review import ReviewOutcome, ReviewRefused
 from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
@@ -32,7 +32,7 @@ from experience.review.lifecycle import (
     rejection,
     status_followed,
 )
-from reviewconsole import clock
+from reviewconsole import claims, clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
@@ -190,7 +190,13 @@ class MergeOutcome:
 
 @transaction.atomic
 def merge_accept(
-    *, candidate: Lesson, target: Lesson, actor: User, reason: str, now: datetime | None = None
+    *,
+    candidate: Lesson,
+    target: Lesson,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> MergeOutcome:
     """Accept a proposed merge: a new version of ``target`` that adds the candidate's evidence.
 
@@ -200,6 +206,10 @@ def merge_accept(
     the target. The candidate is superseded by the new version too (out of the index, its
     re-review entries closed). Nothing is edited in place: both old rows stay, so the diff
     stays visible.
+
+    Accepting decides on the candidate: another reviewer's unlapsed claim on it refuses the
+    merge (``claimed_by_other``) unless the actor takes it over (``take_over``, audited), and
+    the merge ends the claim (``reviewconsole.claims``).
     """
     require(actor, REVIEW_CASE, candidate.tenant, message=MERGE_REFUSED)
     now = now or clock.now()
@@ -207,6 +217,12 @@ def merge_accept(
     target = LESSON.locked(target)
     if target.id not in {p.target for p in lesson_selectors.merge_proposals(candidate)}:
         raise ValidationFailure("target", f"{target.id} {NOT_A_MERGE}")
+    claimed = claims.decision_unmet(
+        actor=actor, item_id=candidate.id, tenant=candidate.tenant, take_over=take_over, now=now
+    )
+    if claimed:
+        raise ReviewRefused(candidate.id, candidate.status, claimed)
+    claims.decision_settle(actor=actor, item_id=candidate.id, tenant=candidate.tenant, now=now)
     base = lesson_content(target)
     extra = lesson_content(candidate)
     supports = tuple(dict.fromkeys((*base.supports, *extra.supports)))
