@@ -120,7 +120,7 @@ NOT_INDEPENDENT = accounts.NOT_INDEPENDENT
 APPROVE_REFUSED = "approving documents needs the operator role"
 REVOKE_REFUSED = "revoking documents needs the operator role"
 OWN_VERSION = "was saved by you; another operator approves it"
-CLAIM_HELD = "another operator holds a claim on it: take the claim over to approve it"
+CLAIM_HELD = "another operator holds a claim on it: take the claim over to decide on it"
 NOT_INDEPENDENT_VERSION = (
     "was saved by an account that is one person's with yours (one was created with a password "
     "by the other, or by the same admin); another operator approves it"
@@ -315,11 +315,27 @@ def document_revoke(
     return DocumentReview(document, impact)
 
 
-def document_revoke_locked(*, document: Document, actor: User, reason: str) -> Document:
+def document_revoke_locked(
+    *,
+    document: Document,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
+) -> Document:
     """The version locked for its revocation; refused, nothing written, when a condition is
-    unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``)."""
+    unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``), a draft another operator
+    holds a claim on among them unless ``take_over`` (``reviewconsole.claims``)."""
+    now = now or clock.now()
     document = Document.objects.select_for_update().get(pk=document.pk)
-    _refuse_if_unmet(document, actor, reason, approve=False)
+    claimed = claims.decision_unmet(
+        actor=actor,
+        item_id=document.public_id,
+        tenant=document.tenant,
+        take_over=take_over,
+        now=now,
+    )
+    _refuse_if_unmet(document, actor, reason, approve=False, claimed=claimed)
     return document
 
 

@@ -445,7 +445,10 @@ def document_review(
                 )
             else:
                 hooks.document_revoke(
-                    document=document, actor=user, reason=form.cleaned_data["reason"]
+                    document=document,
+                    actor=user,
+                    reason=form.cleaned_data["reason"],
+                    take_over=form.cleaned_data["take_over"],
                 )
         except DocumentRefusal as refused:
             errors = _conditions([], refused.conditions)

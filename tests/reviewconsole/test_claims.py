@@ -213,3 +213,39 @@ def test_a_draft_document_claimed_by_one_operator_is_approved_by_another_only_by
     assert draft.approved
     assert _events(Action.CLAIM_TAKE_OVER, draft.public_id)[0].details["holder"] == "otis"
     assert not ReviewClaim.objects.exists()
+
+
+@pytest.mark.usefixtures("knowledge")
+def test_withdrawing_a_draft_another_operator_holds_needs_a_take_over_too(
+    make_user: Any,
+) -> None:
+    from knowledge import hooks
+
+    draft = Document.objects.get(doc_key="case-a-draft", version=1)
+    holder = make_user("otis", "operator")
+    claims.claim_take(actor=holder, item_id=draft.public_id, tenant=draft.tenant)
+    other = make_user("oona", "operator")
+    with pytest.raises(DocumentReviewRefused) as refused:
+        hooks.document_revoke(document=draft, actor=other, reason="duplicate draft")
+    assert refused.value.conditions == [claims.CLAIMED_BY_OTHER]
+    draft.refresh_from_db()
+    assert not draft.revoked and ReviewClaim.objects.exists()
+    hooks.document_revoke(document=draft, actor=other, reason="duplicate draft", take_over=True)
+    draft.refresh_from_db()
+    assert draft.revoked and not ReviewClaim.objects.exists()
+    assert _events(Action.CLAIM_TAKE_OVER, draft.public_id)[0].actor == other
+
+
+def test_review_approve_on_the_command_line_is_refused_while_another_holds_the_claim(
+    candidate: Case, reviewer: User, second_reviewer: User
+) -> None:
+    from tests.helpers import run_json
+
+    claims.claim_take(actor=reviewer, item_id=candidate.id, tenant="teahouse")
+    code, answer = run_json(
+        "review", "approve", candidate.id, "--as", "ravi", "--reason", "checked", "--json"
+    )
+    assert code != 0 and answer["ok"] is False
+    assert answer["unmet"] == [claims.CLAIMED_BY_OTHER]
+    candidate.refresh_from_db()
+    assert candidate.status == Status.CANDIDATE
