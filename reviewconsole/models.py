@@ -75,10 +75,7 @@ class Action(models.TextChoices):
     CLAIM_TAKE = "reviewconsole.claim.take", gettext_noop("review claim taken")
     CLAIM_RELEASE = "reviewconsole.claim.release", gettext_noop("review claim released")
     CLAIM_BREAK = "reviewconsole.claim.break", gettext_noop("review claim broken by an admin")
-    CLAIM_TAKE_OVER = (
-        "reviewconsole.claim.take_over",
-        gettext_noop("review claim taken over by another reviewer"),
-    )
+    CLAIM_TAKE_OVER = "reviewconsole.claim.take_over", gettext_noop("review claim taken over")
 
 
 class AppendOnlyError(RuntimeError):
