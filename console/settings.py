@@ -213,6 +213,10 @@ SKILL_PROPOSAL_MIN_SUCCESS_RATE = float(
     os.environ.get("CONSOLE_SKILL_PROPOSAL_MIN_SUCCESS_RATE", "0.8")
 )
 
+# A reviewer's claim on an item under review (reviewconsole/claims.py) counts this many minutes
+# after it is taken, then lapses: read against the clock, no timer removes it.
+REVIEW_CLAIM_TTL_MINUTES = int(os.environ.get("CONSOLE_REVIEW_CLAIM_TTL_MINUTES", "60"))
+
 # Lessons' computed confidence (experience/lessons/domain.py): the Wilson lower bound at this many
 # standard deviations, halved every half-life since the last confirmation; retrieval leaves out
 # lessons below the threshold unless they are in an unresolved conflict (then flagged).

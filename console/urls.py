@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 
 from agentapi.api import api
 from console.views import dashboard
-from reviewconsole import user_views, views
+from reviewconsole import claim_views, user_views, views
 
 
 class FaviconView(RedirectView):
@@ -37,6 +37,7 @@ urlpatterns = [
     path("users/", user_views.user_list, name="user-list"),
     path("users/new/", user_views.user_new, name="user-new"),
     path("users/<str:username>/", user_views.user_edit, name="user-edit"),
+    path("claims/", claim_views.claim, name="claim"),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("curation/", include("curation.urls")),

@@ -12,6 +12,7 @@ class ExperienceConfig(AppConfig):
         from experience.index.tasks import expanded_refresh_queue
         from experience.lessons.models import Lesson
         from experience.pages.titles import title_resolvers_install
+        from experience.review.claimable import claimables_install
         from experience.review.documents import document_revocation_preview, document_revoke
         from knowledge.events import LexiconChanged
         from knowledge.hooks import DocumentRevocation, document_revocation_install
@@ -35,6 +36,9 @@ class ExperienceConfig(AppConfig):
 
         # Item mentions on console pages show titles, resolved in batch (reviewconsole.itemrefs).
         title_resolvers_install()
+
+        # Reviewers claim items under review (reviewconsole.claims): how a claim finds each kind.
+        claimables_install()
 
         # The retrieval index keeps vectors of its entries (the vector branch of retrieval).
         space_register(vectors.SPACE)

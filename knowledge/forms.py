@@ -489,6 +489,8 @@ class DocumentReviewForm(forms.Form):
         choices=[("approve", _("Approve")), ("reject", _("Reject"))], label=_("Decision")
     )
     reason = forms.CharField(label=_("Reason"), max_length=MAX_REASON, required=False)
+    # Approve although another operator holds a claim on the version (reviewconsole.claims).
+    take_over = forms.BooleanField(required=False)
 
 
 class DocumentRevokeForm(forms.Form):

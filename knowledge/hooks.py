@@ -41,6 +41,7 @@ class Revoker(Protocol):
         reason: str,
         now: datetime | None = None,
         details: Mapping[str, Any] | None = None,
+        take_over: bool = False,
     ) -> Any: ...
 
 
@@ -78,10 +79,17 @@ def document_revoke(
     reason: str,
     now: datetime | None = None,
     details: Mapping[str, Any] | None = None,
+    take_over: bool = False,
 ) -> Impact:
-    """Revoke ``document`` through the installed revocation; answers what it reached."""
+    """Revoke ``document`` through the installed revocation; answers what it reached.
+    ``take_over``: withdraw a draft another operator holds a claim on (``reviewconsole.claims``)."""
     review = _revocation().revoke(
-        document=document, actor=actor, reason=reason, now=now, details=details
+        document=document,
+        actor=actor,
+        reason=reason,
+        now=now,
+        details=details,
+        take_over=take_over,
     )
     return dict(review.impact)
 

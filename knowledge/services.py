@@ -20,7 +20,7 @@ from knowledge.models import Document, DocumentStore, Synonym, lexicon_stamp_ren
 from knowledge.schema import DocumentContent, parse_document
 from knowledge.selectors import document_approvers, document_content
 from knowledge.tasks import lexicon_reindex_task
-from reviewconsole import accounts, clock
+from reviewconsole import accounts, claims, clock
 from reviewconsole.audit import event_record
 from reviewconsole.conversations import (
     Subject,
@@ -196,6 +196,7 @@ APPROVE_REFUSED = "approving documents needs the operator role"
 REVOKE_REFUSED = "revoking documents needs the operator role"
 OWN_VERSION = "was saved by you; another operator approves it"
 DRAFT_NOT_SUBMITTED = "is a draft its author has not submitted for review"
+CLAIM_HELD = "another operator holds a claim on it: take the claim over to decide on it"
 NOT_INDEPENDENT_VERSION = (
     "was saved by an account that is one person's with yours (one was created with a password "
     "by the other, or by the same admin); another operator approves it"
@@ -286,8 +287,16 @@ def document_review_unmet(
     return [name for name, *_ in _review_unmet(document, actor, reason, approve=approve)]
 
 
-def _refuse_if_unmet(document: Document, actor: User, reason: str, *, approve: bool) -> None:
+def _refuse_if_unmet(
+    document: Document,
+    actor: User,
+    reason: str,
+    *,
+    approve: bool,
+    claimed: list[str] | None = None,
+) -> None:
     unmet = _review_unmet(document, actor, reason, approve=approve)
+    unmet += [(name, "id", CLAIM_HELD) for name in claimed or []]
     if any(name in _FORBIDDING for name, *_ in unmet):
         raise DocumentReviewForbidden(document, unmet)
     if unmet:
@@ -354,12 +363,28 @@ def document_revoked_record(
 
 @transaction.atomic
 def document_approve(
-    *, document: Document, actor: User, reason: str, now: datetime | None = None
+    *,
+    document: Document,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> DocumentReview:
-    """Approve a draft version: an operator of its tenant, with a reason, not its author."""
+    """Approve a draft version: an operator of its tenant, with a reason, not its author; while
+    another operator holds a claim on it, only by taking the claim over (``take_over``,
+    audited; ``reviewconsole.claims``)."""
+    now = now or clock.now()
     document = Document.objects.select_for_update().get(pk=document.pk)
-    _refuse_if_unmet(document, actor, reason, approve=True)
-    _approve(document, actor, reason.strip(), now=now or clock.now())
+    claimed = claims.decision_unmet(
+        actor=actor,
+        item_id=document.public_id,
+        tenant=document.tenant,
+        take_over=take_over,
+        now=now,
+    )
+    _refuse_if_unmet(document, actor, reason, approve=True, claimed=claimed)
+    claims.decision_settle(actor=actor, item_id=document.public_id, tenant=document.tenant, now=now)
+    _approve(document, actor, reason.strip(), now=now)
     return DocumentReview(document)
 
 
@@ -374,11 +399,27 @@ def document_revoke(
     return DocumentReview(document, impact)
 
 
-def document_revoke_locked(*, document: Document, actor: User, reason: str) -> Document:
+def document_revoke_locked(
+    *,
+    document: Document,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
+) -> Document:
     """The version locked for its revocation; refused, nothing written, when a condition is
-    unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``)."""
+    unmet (``DocumentReviewRefused``, ``DocumentReviewForbidden``), a draft another operator
+    holds a claim on among them unless ``take_over`` (``reviewconsole.claims``)."""
+    now = now or clock.now()
     document = Document.objects.select_for_update().get(pk=document.pk)
-    _refuse_if_unmet(document, actor, reason, approve=False)
+    claimed = claims.decision_unmet(
+        actor=actor,
+        item_id=document.public_id,
+        tenant=document.tenant,
+        take_over=take_over,
+        now=now,
+    )
+    _refuse_if_unmet(document, actor, reason, approve=False, claimed=claimed)
     return document
 
 

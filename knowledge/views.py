@@ -61,6 +61,8 @@ from knowledge.services import (
 )
 from knowledge.versions import requirement_rows, version_diff
 from reviewconsole import clock
+from reviewconsole.claim_views import claim_context
+from reviewconsole.claims import CLAIMED_BY_OTHER
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.itemids import ItemId
@@ -290,6 +292,7 @@ CONDITION_LABELS = {
     NOT_SUBMITTED: _("Its author submitted it for review"),
     ALREADY_REVOKED_UNMET: _("It is not revoked"),
     OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
+    CLAIMED_BY_OTHER: _("Nobody else holds an unlapsed claim on it, or you take their claim over"),
     NOT_INDEPENDENT: _(
         "The approver's account and the author's are not one person's (neither created the "
         "other with a password, nor did one admin create both)"
@@ -350,6 +353,9 @@ def _review_context(
         "review_errors": review_errors,
         "can_review": user.has_perm(APPROVE_DOCUMENT),
         "can_revoke": user.has_perm(REVOKE_DOCUMENT),
+        **claim_context(
+            document.public_id, document.tenant, user, may_claim=user.has_perm(APPROVE_DOCUMENT)
+        ),
         "can_write": user.has_perm(ADD_DOCUMENT),
         # Only the author submits a draft (the service refuses anyone else).
         "can_submit": user.has_perm(ADD_DOCUMENT) and document.created_by_id == user.pk,
@@ -402,9 +408,21 @@ def document_review(
     else:
         approve = form.cleaned_data["decision"] == "approve"
         # A draft is withdrawn by revoking it, through the one revocation (knowledge.hooks).
-        service = document_approve if approve else hooks.document_revoke
         try:
-            service(document=document, actor=user, reason=form.cleaned_data["reason"])
+            if approve:
+                document_approve(
+                    document=document,
+                    actor=user,
+                    reason=form.cleaned_data["reason"],
+                    take_over=form.cleaned_data["take_over"],
+                )
+            else:
+                hooks.document_revoke(
+                    document=document,
+                    actor=user,
+                    reason=form.cleaned_data["reason"],
+                    take_over=form.cleaned_data["take_over"],
+                )
         except DocumentRefusal as refused:
             errors = _conditions([], refused.conditions)
         else:

@@ -32,6 +32,7 @@ from reviewconsole.models import (
     ChainHead,
     ChangeRequest,
     Event,
+    ReviewClaim,
     ReviewComment,
     ReviewThread,
     Tenant,
@@ -120,6 +121,27 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin[WorkerHeartbeat]):
     def has_delete_permission(
         self, request: HttpRequest, obj: WorkerHeartbeat | None = None
     ) -> bool:
+        return False
+
+
+@admin.register(ReviewClaim)
+class ReviewClaimAdmin(admin.ModelAdmin[ReviewClaim]):
+    """Reviewers' claims, read-only: they are taken, released and broken on the item pages
+    (``reviewconsole.claims``, each write audited)."""
+
+    list_display = ("item_id", "tenant", "holder", "claimed_at", "expires_at")
+    readonly_fields = ("tenant", "item_id", "kind", "title", "holder", "claimed_at", "expires_at")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReviewClaim]:
+        return visible(super().get_queryset(request), request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ReviewClaim | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ReviewClaim | None = None) -> bool:
         return False
 
 

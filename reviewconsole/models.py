@@ -80,6 +80,10 @@ class Action(models.TextChoices):
     THREAD_REOPEN = "reviewconsole.thread.reopen", gettext_noop("review thread reopened")
     CHANGES_REQUEST = "reviewconsole.changes.request", gettext_noop("changes requested")
     CHANGES_RESUBMIT = "reviewconsole.changes.resubmit", gettext_noop("revised and resubmitted")
+    CLAIM_TAKE = "reviewconsole.claim.take", gettext_noop("review claim taken")
+    CLAIM_RELEASE = "reviewconsole.claim.release", gettext_noop("review claim released")
+    CLAIM_BREAK = "reviewconsole.claim.break", gettext_noop("review claim broken by an admin")
+    CLAIM_TAKE_OVER = "reviewconsole.claim.take_over", gettext_noop("review claim taken over")
 
 
 class AppendOnlyError(RuntimeError):
@@ -365,3 +369,39 @@ class ReviewComment(models.Model):
 
     def __str__(self) -> str:
         return f"comment {self.pk} on thread {self.thread_id}"
+
+
+# --- Review claims (reviewconsole.claims) ---------------------------------------------------------
+
+
+class ReviewClaim(models.Model):
+    """A reviewer's claim on an item under review: "I am looking at this one".
+
+    One row per item (``tenant``, ``item_id``; ids are strings of ``reviewconsole.itemids``). A
+    claim counts until ``expires_at`` (the claim's moment plus ``REVIEW_CLAIM_TTL_MINUTES``),
+    read against the clock: a lapsed claim simply stops counting, no timer removes it. Released,
+    broken, taken over or ended by a decision on the item, the row is deleted; the audit log keeps
+    its history. ``title`` is the item's, copied when claimed, so a list of claims is one query.
+    Written only by ``reviewconsole.claims``.
+    """
+
+    tenant = models.CharField(max_length=64)
+    item_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16)
+    title = models.CharField(max_length=300, blank=True)
+    holder = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-claimed_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "item_id"], name="review_claim_one_per_item")
+        ]
+        indexes = [models.Index(fields=["holder", "expires_at"])]
+        permissions = [("break_reviewclaim", "Can break another reviewer's claim")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}@{self.tenant} claimed by {self.holder_id}"

@@ -65,6 +65,8 @@ REVOKE_APITOKEN = "agentapi.revoke_apitoken"
 # The tenant registry: admins read it; deployment-wide admins add to it (never change or delete).
 VIEW_TENANT = "reviewconsole.view_tenant"
 ADD_TENANT = "reviewconsole.add_tenant"
+# Review claims: an admin may break a reviewer's claim (audited).
+BREAK_CLAIM = "reviewconsole.break_reviewclaim"
 # Background task results (django-tasks-db): failures and retries, for deployment-wide admins
 # to see (their arguments and tracebacks name every tenant's items).
 VIEW_TASK_RESULT = "django_tasks_database.view_dbtaskresult"

@@ -72,6 +72,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         P.VIEW_INVESTIGATION,
         P.VIEW_TENANT,
         P.ADD_TENANT,
+        P.BREAK_CLAIM,
     ),
     Role.AGENT: (
         P.SEARCH_KNOWLEDGE,

@@ -98,6 +98,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/review/test_lifecycle_fuzz.py",
     ),
     "experience/review/outcomes.py": ("tests/experience/review/test_outcomes.py",),
+    "experience/review/claimable.py": (
+        "tests/reviewconsole/test_claims.py",
+        "tests/reviewconsole/test_claims_race.py",
+    ),
     "experience/review/outdating.py": ("tests/experience/lessons/test_outdated_lessons.py",),
     "experience/runs/claims.py": (
         "tests/experience/runs/test_run_claim_race.py",
@@ -117,6 +121,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     "knowledge/services.py": (
         "tests/knowledge/test_document_review.py",
         "tests/knowledge/test_revisions.py",
+    ),
+    "reviewconsole/claims.py": (
+        "tests/reviewconsole/test_claims.py",
+        "tests/reviewconsole/test_claims_race.py",
     ),
     "reviewconsole/audit.py": (
         "tests/reviewconsole/test_audit.py",

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from experience.core import domain
 from experience.core.review import ReviewRefused
 from experience.lessons import domain as lesson_domain
+from reviewconsole.claims import CLAIMED_BY_OTHER
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.tenancy import NOT_IN_TENANT
 from reviewconsole.views import Checklist, Condition, checklist_of
@@ -47,6 +48,7 @@ CONDITION_LABELS = {
     ),
     lesson_domain.CONFLICT_UNRESOLVED: _("The lesson it replaces is in no unresolved conflict"),
     NOT_IN_TENANT: _("You are a member of the item's tenant"),
+    CLAIMED_BY_OTHER: _("Nobody else holds an unlapsed claim on it, or you take their claim over"),
     "not_permitted": _("You hold the permission this needs"),
 }
 CASE_CONDITIONS = (

@@ -19,6 +19,18 @@ AGE_CHOICES = [
     ("7", _("Waiting over 7 days")),
     ("30", _("Waiting over 30 days")),
 ]
+APPROVED_WITHIN_CHOICES = [
+    ("", _("Approved at any time")),
+    ("1", _("Approved in the last day")),
+    ("7", _("Approved in the last 7 days")),
+    ("30", _("Approved in the last 30 days")),
+]
+REVOKED_WITHIN_CHOICES = [
+    ("", _("Revoked at any time")),
+    ("7", _("Revoked in the last 7 days")),
+    ("30", _("Revoked in the last 30 days")),
+    ("90", _("Revoked in the last 90 days")),
+]
 SORT_CHOICES = [
     ("-submitted", _("Newest first")),
     ("submitted", _("Oldest first")),
@@ -51,6 +63,12 @@ class QueueFilterForm(forms.Form):
     deployment = forms.CharField(label=_("Deployment"), required=False, max_length=64)
     submitter = forms.CharField(label=_("Submitter"), required=False, max_length=150)
     age = forms.ChoiceField(label=_("Age"), required=False, choices=AGE_CHOICES)
+    approved_within = forms.ChoiceField(
+        label=_("Approved"), required=False, choices=APPROVED_WITHIN_CHOICES
+    )
+    revoked_within = forms.ChoiceField(
+        label=_("Revoked"), required=False, choices=REVOKED_WITHIN_CHOICES
+    )
     sort = forms.ChoiceField(label=_("Sort by"), required=False, choices=SORT_CHOICES)
 
     def queue_filters(self) -> QueueFilters:
@@ -66,6 +84,8 @@ class QueueFilterForm(forms.Form):
             deployment=data["deployment"].strip(),
             submitter=data["submitter"].strip(),
             older_than_days=int(data["age"]) if data["age"] else None,
+            approved_within_days=int(data["approved_within"]) if data["approved_within"] else None,
+            revoked_within_days=int(data["revoked_within"]) if data["revoked_within"] else None,
             sort=data["sort"] or DEFAULT_SORT,
         )
 
@@ -88,6 +108,8 @@ class ReviewForm(forms.Form):
         max_length=MAX_REASON,
         widget=forms.Textarea(attrs={"rows": 3}),
     )
+    # Decide although another reviewer holds a claim on the item (reviewconsole.claims).
+    take_over = forms.BooleanField(required=False)
 
     def problems(self) -> list[tuple[str, str]]:
         """What is wrong with the posted decision, each named by its own field."""

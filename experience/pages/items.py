@@ -37,6 +37,7 @@ from experience.pages.revocation import (
 from experience.pages.selectors import queue_neighbours
 from experience.review.impact import stored_impacts
 from reviewconsole import clock
+from reviewconsole.claim_views import claim_context
 from reviewconsole.identity import acting_user
 from reviewconsole.links import item_url
 from reviewconsole.permissions import REVIEW_CASE, VIEW_LESSON
@@ -140,6 +141,7 @@ class ItemPage:
             "impacts": impact_views(stored_impacts(item.id)),
             "can_review": user.has_perm(REVIEW_CASE),
             "expired": item.valid_to <= clock.now(),
+            **claim_context(item.id, item.tenant, user, may_claim=user.has_perm(REVIEW_CASE)),
             **self.urls(item),
             **queue_context(request, item.id),
         }
@@ -156,7 +158,11 @@ def _decision(
         return None, [Condition(name, message, False) for name, message in form.problems()]
     decide = approve if form.cleaned_data["decision"] == "approve" else reject
     try:
-        return decide(actor=acting_user(request), reason=form.cleaned_data["reason"]), []
+        return decide(
+            actor=acting_user(request),
+            reason=form.cleaned_data["reason"],
+            take_over=form.cleaned_data["take_over"],
+        ), []
     except REFUSED as refused:
         return None, refusal_of(refused)
 

@@ -221,7 +221,11 @@ def lesson_merge(request: HtmxHttpRequest, digest: str) -> HttpResponse:
         if target is None:
             raise ValidationFailure("target", decisions.NOT_A_MERGE)
         outcome = decisions.merge_accept(
-            candidate=candidate, target=target, actor=user, reason=reason
+            candidate=candidate,
+            target=target,
+            actor=user,
+            reason=reason,
+            take_over=request.POST.get("take_over") == "1",
         )
     except REFUSED as error:
         return refused_on_page(request, LESSON_PAGE, candidate, error, reason)

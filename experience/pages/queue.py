@@ -3,9 +3,11 @@ previous and next items, "Approve and next")."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpResponse, QueryDict
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -15,6 +17,7 @@ from experience.pages.availability import availability_views
 from experience.pages.forms import QueueFilterForm
 from experience.pages.selectors import QueueFilters, queue_neighbours, review_queue_rows
 from reviewconsole import clock
+from reviewconsole.claims import claims_on
 from reviewconsole.links import item_url
 from reviewconsole.permissions import VIEW_CASE, VIEW_LESSON, VIEW_SKILL
 from reviewconsole.tenancy import tenants_of
@@ -70,29 +73,44 @@ def queue_context(request: HtmxHttpRequest, item_id: str) -> dict[str, Any]:
 # --- queue -------------------------------------------------------------------------------------
 
 
+def queue_listed(
+    data: QueryDict, user: User | AnonymousUser, now: datetime
+) -> tuple[QueueFilterForm, Any]:
+    """The filter form of the query ``data`` and the rows the queue lists for it, as ``user``
+    may see them: the one definition of what a queue address shows, read by the queue and by
+    every dashboard card that links to it (``console.selectors``), so a card counts its list."""
+    data = data.copy()
+    data.setdefault("status", Status.CANDIDATE)  # the queue opens on what waits for review
+    form = QueueFilterForm(data)
+    rows = review_queue_rows(
+        form.queue_filters(),
+        now=now,
+        tenants=tenants_of(user),
+        lessons=user.has_perm(VIEW_LESSON),
+    )
+    return form, rows
+
+
 @require_GET
 @console_view(VIEW_CASE, VIEW_SKILL)
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    data = request.GET.copy()
-    data.setdefault("status", Status.CANDIDATE)  # the queue opens on what waits for review
-    form = QueueFilterForm(data)
-    page = paginate(
-        request,
-        review_queue_rows(
-            form.queue_filters(),
-            now=clock.now(),
-            tenants=tenants_of(request.user),
-            lessons=request.user.has_perm(VIEW_LESSON),
-        ),
-        QUEUE_PER_PAGE,
-    )
+    form, listed = queue_listed(request.GET, request.user, clock.now())
+    page = paginate(request, listed, QUEUE_PER_PAGE)
     # Each item page remembers this filter, so its "Approve and next" stays in this queue.
     remembered = request.GET.copy()
     remembered.pop("page", None)
     queue = remembered.urlencode()
-    states = availability_views(page.object_list, clock.now())
+    now = clock.now()
+    states = availability_views(page.object_list, now)
+    # Who holds each item (one query for the page): others see it before they open one.
+    held = claims_on([row["id"] for row in page.object_list], request.user, now)
     rows = [
-        {**row, "url": in_queue(item_url(row["id"]), queue), "availability": states[row["id"]]}
+        {
+            **row,
+            "url": in_queue(item_url(row["id"]), queue),
+            "availability": states[row["id"]],
+            "claim": held.get(row["id"]),
+        }
         for row in page.object_list
     ]
     return render_page(

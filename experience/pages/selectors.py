@@ -70,6 +70,9 @@ class QueueFilters:
     deployment: str = ""
     submitter: str = ""
     older_than_days: int | None = None
+    # Approved (revoked) within this many days before now: the dashboard's "recently" cards.
+    approved_within_days: int | None = None
+    revoked_within_days: int | None = None
     sort: str = DEFAULT_SORT
 
 
@@ -96,6 +99,10 @@ def _queue_rows(
         rows = rows.filter(submitted_by__username=filters.submitter)
     if filters.older_than_days is not None:
         rows = rows.filter(submitted_at__lte=now - timedelta(days=filters.older_than_days))
+    if filters.approved_within_days is not None:
+        rows = rows.filter(approved_at__gte=now - timedelta(days=filters.approved_within_days))
+    if filters.revoked_within_days is not None:
+        rows = rows.filter(revoked_at__gte=now - timedelta(days=filters.revoked_within_days))
     incident = F("incident") if model is Case else Value("", output_field=CharField())
     return rows.annotate(
         kind=Value(kind, output_field=CharField()),

@@ -56,6 +56,9 @@ UNMET: dict[str, Promise] = {
     "not_permitted": _("You do not hold the permission this needs."),
     "already_approved": _("This version is already approved."),
     "already_revoked": _("This version is already revoked."),
+    "claimed_by_other": _(
+        "Another reviewer holds a claim on it: take their claim over to decide on it."
+    ),
 }
 
 # Why a skill run ended as it did: the first word of ``Run.reason``.

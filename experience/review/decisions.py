@@ -18,7 +18,7 @@ from django.db import transaction
 
 from experience.cases.models import Case, Skill
 from experience.core.models import Status, SubmittedVia
-from experience.core.review import ReviewOutcome
+from experience.core.review import ReviewOutcome, ReviewRefused
 from experience.lessons import outdating
 from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
@@ -32,7 +32,7 @@ from experience.review.lifecycle import (
     rejection,
     status_followed,
 )
-from reviewconsole import clock
+from reviewconsole import claims, clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.models import Action
@@ -46,14 +46,19 @@ NOT_A_MERGE = "is not a proposed merge of this candidate"
 
 @transaction.atomic
 def case_approve(
-    *, case: Case, actor: User, reason: str, now: datetime | None = None
+    *,
+    case: Case,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> ReviewOutcome:
     """Approve a candidate case under four eyes: the row and its audit event, then its effects
     (``lifecycle.status_followed``: it enters the retrieval index and the index entries of the
     lessons citing it see it usable). The version it supersedes, if any, is marked so and
     audited, leaves the index and closes its re-review entries (curation)."""
     now = now or clock.now()
-    case = CASE.approved(case, actor=actor, reason=reason, now=now)
+    case = CASE.approved(case, actor=actor, reason=reason, now=now, take_over=take_over)
     status_followed(case, now=now)
     if case.supersedes:
         old = CASE.superseded(case.supersedes, by=case, actor=actor, now=now)
@@ -64,26 +69,47 @@ def case_approve(
 
 @transaction.atomic
 def case_reject(
-    *, case: Case, actor: User, reason: str, now: datetime | None = None
+    *,
+    case: Case,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> ReviewOutcome:
-    return rejection(CASE, case, actor=actor, reason=reason, now=now or clock.now())
+    return rejection(
+        CASE, case, actor=actor, reason=reason, now=now or clock.now(), take_over=take_over
+    )
 
 
 @transaction.atomic
 def skill_approve(
-    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
+    *,
+    skill: Skill,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> ReviewOutcome:
     """Approve a candidate skill under four eyes: the row and its audit event, then its effects
     (``lifecycle.status_followed``: it enters the retrieval index)."""
-    skill = approval(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
+    skill = approval(
+        SKILL, skill, actor=actor, reason=reason, now=now or clock.now(), take_over=take_over
+    )
     return ReviewOutcome(skill.id, skill.status)
 
 
 @transaction.atomic
 def skill_reject(
-    *, skill: Skill, actor: User, reason: str, now: datetime | None = None
+    *,
+    skill: Skill,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> ReviewOutcome:
-    return rejection(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
+    return rejection(
+        SKILL, skill, actor=actor, reason=reason, now=now or clock.now(), take_over=take_over
+    )
 
 
 @dataclass(frozen=True)
@@ -96,14 +122,19 @@ class LessonReview(ReviewOutcome):
 
 @transaction.atomic
 def lesson_approve(
-    *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
+    *,
+    lesson: Lesson,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> LessonReview:
     """Approve a candidate lesson under four eyes. Effects: it enters the retrieval index; the
     version it supersedes leaves it, and the conflicts that asked for this narrowed version
     close; the outdated rule's marks are set from the evidence this reviewer saw; the
     conflicts it makes are recorded (each flagged in the index and mailed by curation)."""
     now = now or clock.now()
-    lesson = LESSON.approved(lesson, actor=actor, reason=reason, now=now)
+    lesson = LESSON.approved(lesson, actor=actor, reason=reason, now=now, take_over=take_over)
     status_followed(lesson, now=now)
     if lesson.supersedes:
         _lesson_superseded(lesson.supersedes, by=lesson, actor=actor, now=now)
@@ -135,9 +166,16 @@ def _lesson_superseded(old_id: str, *, by: Lesson, actor: User, now: datetime) -
 
 @transaction.atomic
 def lesson_reject(
-    *, lesson: Lesson, actor: User, reason: str, now: datetime | None = None
+    *,
+    lesson: Lesson,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> ReviewOutcome:
-    return rejection(LESSON, lesson, actor=actor, reason=reason, now=now or clock.now())
+    return rejection(
+        LESSON, lesson, actor=actor, reason=reason, now=now or clock.now(), take_over=take_over
+    )
 
 
 @dataclass(frozen=True)
@@ -152,7 +190,13 @@ class MergeOutcome:
 
 @transaction.atomic
 def merge_accept(
-    *, candidate: Lesson, target: Lesson, actor: User, reason: str, now: datetime | None = None
+    *,
+    candidate: Lesson,
+    target: Lesson,
+    actor: User,
+    reason: str,
+    now: datetime | None = None,
+    take_over: bool = False,
 ) -> MergeOutcome:
     """Accept a proposed merge: a new version of ``target`` that adds the candidate's evidence.
 
@@ -162,6 +206,10 @@ def merge_accept(
     the target. The candidate is superseded by the new version too (out of the index, its
     re-review entries closed). Nothing is edited in place: both old rows stay, so the diff
     stays visible.
+
+    Accepting decides on the candidate: another reviewer's unlapsed claim on it refuses the
+    merge (``claimed_by_other``) unless the actor takes it over (``take_over``, audited), and
+    the merge ends the claim (``reviewconsole.claims``).
     """
     require(actor, REVIEW_CASE, candidate.tenant, message=MERGE_REFUSED)
     now = now or clock.now()
@@ -169,6 +217,12 @@ def merge_accept(
     target = LESSON.locked(target)
     if target.id not in {p.target for p in lesson_selectors.merge_proposals(candidate)}:
         raise ValidationFailure("target", f"{target.id} {NOT_A_MERGE}")
+    claimed = claims.decision_unmet(
+        actor=actor, item_id=candidate.id, tenant=candidate.tenant, take_over=take_over, now=now
+    )
+    if claimed:
+        raise ReviewRefused(candidate.id, candidate.status, claimed)
+    claims.decision_settle(actor=actor, item_id=candidate.id, tenant=candidate.tenant, now=now)
     base = lesson_content(target)
     extra = lesson_content(candidate)
     supports = tuple(dict.fromkeys((*base.supports, *extra.supports)))

@@ -26,7 +26,7 @@ from knowledge.services import (
     document_revoke_locked,
     document_revoked_record,
 )
-from reviewconsole import clock
+from reviewconsole import claims, clock
 
 
 @transaction.atomic
@@ -37,6 +37,7 @@ def document_revoke(
     reason: str,
     now: datetime | None = None,
     details: Mapping[str, Any] | None = None,
+    take_over: bool = False,
 ) -> DocumentReview:
     """Revoke a knowledge document version (an operator of its tenant, with a reason). In one
     transaction: the runs of its tenant whose tool results cited it are what it reaches; the
@@ -44,9 +45,15 @@ def document_revoke(
     (``knowledge.services.document_revoked_record``); the impact is stored and those runs are
     flagged for follow-up. Refused with nothing written when a condition is unmet.
 
-    ``details``: what the audit event adds (an import's attestation)."""
+    ``details``: what the audit event adds (an import's attestation). A draft another
+    operator holds a claim on is withdrawn only with ``take_over`` (``reviewconsole.claims``)."""
     now = now or clock.now()
-    document = document_revoke_locked(document=document, actor=actor, reason=reason)
+    document = document_revoke_locked(
+        document=document, actor=actor, reason=reason, now=now, take_over=take_over
+    )
+    # A draft withdrawn this way is no longer under review: its claim ends (audited as taken
+    # over when it was someone else's).
+    claims.decision_settle(actor=actor, item_id=document.public_id, tenant=document.tenant, now=now)
     reason = reason.strip()
     impact = revocation_impact(document.public_id, tenant=document.tenant, now=now)
     document_revoked_record(

@@ -34,7 +34,7 @@ from experience.lessons.models import Lesson
 from experience.lessons.selectors import lesson_approval_checklist
 from experience.review.events import ItemStatusChanged
 from experience.review.impact import impact_store, revocation_impact
-from reviewconsole import accounts
+from reviewconsole import accounts, claims
 from reviewconsole.audit import event_record
 from reviewconsole.conversations import Subject, open_threads_count
 from reviewconsole.dispatch import dispatch
@@ -73,15 +73,23 @@ class ReviewKind(Generic[I]):
         now: datetime,
         status: Status,
         unmet: Callable[[I], list[str]],
+        take_over: bool = False,
     ) -> I:
         """Lock an item of the actor's tenant and refuse with every unmet condition named
         (nothing written); else give it ``status`` with who decided, when and why (the fields
-        named after the status: ``approved_by``, ``approved_at``, ``approved_reason``…)."""
+        named after the status: ``approved_by``, ``approved_at``, ``approved_reason``…).
+
+        Another reviewer's unlapsed claim on the item refuses the decision
+        (``claimed_by_other``) unless the actor takes it over (``take_over``, audited); the
+        decision ends the item's claim (``reviewconsole.claims``)."""
         require_item_tenant(actor, item)
         item = self.locked(item)
-        refused = unmet(item)
+        refused = unmet(item) + claims.decision_unmet(
+            actor=actor, item_id=item.id, tenant=item.tenant, take_over=take_over, now=now
+        )
         if refused:
             raise ReviewRefused(item.id, item.status, refused)
+        claims.decision_settle(actor=actor, item_id=item.id, tenant=item.tenant, now=now)
         item.status = status
         decided: dict[str, object] = {
             f"{status.value}_by": actor,
@@ -93,10 +101,12 @@ class ReviewKind(Generic[I]):
         item.save(update_fields=["status", *decided])
         return item
 
-    def approved(self, item: I, *, actor: User, reason: str, now: datetime) -> I:
+    def approved(
+        self, item: I, *, actor: User, reason: str, now: datetime, take_over: bool = False
+    ) -> I:
         """Approve a candidate under its kind's rules and audit it."""
         rules = partial(self.approval_unmet, reviewer=actor, reason=reason, now=now)
-        item = self._decided(item, actor, reason, now, Status.APPROVED, rules)
+        item = self._decided(item, actor, reason, now, Status.APPROVED, rules, take_over)
         details: dict[str, Any] = dict(accounts.provenance(actor))
         # Open threads warn, they do not block (docs/architecture.md, "The review lifecycle"):
         # the approval records how many it went through with.
@@ -108,10 +118,12 @@ class ReviewKind(Generic[I]):
         _audited(self.approve_action, item, actor, reason, now, details)
         return item
 
-    def rejected(self, item: I, *, actor: User, reason: str, now: datetime) -> I:
+    def rejected(
+        self, item: I, *, actor: User, reason: str, now: datetime, take_over: bool = False
+    ) -> I:
         """Reject a candidate (a reviewer, a reason) and audit it."""
         rules = partial(_status_unmet, domain.rejection_unmet, actor=actor, reason=reason)
-        item = self._decided(item, actor, reason, now, Status.REJECTED, rules)
+        item = self._decided(item, actor, reason, now, Status.REJECTED, rules, take_over)
         _audited(self.reject_action, item, actor, reason, now)
         return item
 
@@ -220,19 +232,33 @@ def status_followed(item: Case | Skill | Lesson, *, now: datetime) -> None:
     dispatch(ItemStatusChanged(item=item, now=now))
 
 
-def approval(kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime) -> I:
+def approval(
+    kind: ReviewKind[I],
+    item: I,
+    *,
+    actor: User,
+    reason: str,
+    now: datetime,
+    take_over: bool = False,
+) -> I:
     """An approval with nothing more to it than the row and its effects (a skill's)."""
-    item = kind.approved(item, actor=actor, reason=reason, now=now)
+    item = kind.approved(item, actor=actor, reason=reason, now=now, take_over=take_over)
     status_followed(item, now=now)
     return item
 
 
 def rejection(
-    kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime
+    kind: ReviewKind[I],
+    item: I,
+    *,
+    actor: User,
+    reason: str,
+    now: datetime,
+    take_over: bool = False,
 ) -> ReviewOutcome:
     """A rejection, the same for every kind: the row and its audit event, then its effects (an
     item never approved is in no index; curation closes what it had opened for it)."""
-    item = kind.rejected(item, actor=actor, reason=reason, now=now)
+    item = kind.rejected(item, actor=actor, reason=reason, now=now, take_over=take_over)
     status_followed(item, now=now)
     return ReviewOutcome(item.id, item.status)
 

@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import reverse
 
 from console.demo import RECALL_RUN, SECOND_SKILL_RUN
-from console.selectors import dashboard_counts
+from console.selectors import dashboard_cards
 from curation.domain.proposals import MIN_PROPOSAL_INCIDENTS
 from curation.models import ReReview, ReReviewStatus, SkillProposal
 from curation.proposals import SUPPORT_TOO_LOW, proposal_adopt
@@ -46,7 +46,7 @@ def signed_in(name: str) -> Client:
 
 
 def card_count(html: str, href: str) -> int:
-    card = html.split(f'href="{href}"', 1)[1].split("</a>", 1)[0]
+    card = html.split(f'class="card" href="{href}"', 1)[1].split("</a>", 1)[0]
     found = re.search(r'<span class="count">(\d+)</span>', card)
     assert found is not None, card
     return int(found.group(1))
@@ -77,7 +77,7 @@ def test_the_due_for_rereview_card_counts_the_rereview_queue(demo: dict[str, Any
     assert count == active.count() == 3
     assert client.get(queue).context["page_obj"].paginator.count == count
     rita = User.objects.get(username="rita")
-    assert dashboard_counts(now=clock.now(), with_documents=False, user=rita).due_for_rereview == 3
+    assert dashboard_cards(now=clock.now(), user=rita)["due_for_rereview"].count == 3
 
 
 def test_a_proposal_whose_support_fell_below_the_rule_offers_no_submit_and_says_why(

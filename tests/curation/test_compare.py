@@ -213,6 +213,8 @@ def test_the_comparison_reads_in_chinese(pair: dict[str, Any], second_reviewer: 
     percent = round(pair["link"].similarity * 100)
     assert f"措辞相似度 {percent}%" in html and "与之相似的已批准案例" in html
     assert "[仅见于：候选案例：" in labels(html)
+
+
 def test_the_candidates_review_threads_stand_beside_the_comparison(
     pair: dict[str, Any], reviewer: User, second_reviewer: User
 ) -> None:

@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from console.selectors import dashboard_counts
+from console.selectors import dashboard_cards
 from curation.models import OutboxMail
 from knowledge.models import Document
 from knowledge.schema import parse_document
@@ -81,8 +81,7 @@ def test_a_saved_draft_is_in_no_reviewers_queue(author: User, approver: User) ->
 
     assert draft.status == "draft" and draft.submitted_at is None
     assert not documents_visible(approver, status="submitted").exists()
-    counts = dashboard_counts(now=NOW, with_documents=True, user=approver)
-    assert counts.draft_documents == 0
+    assert dashboard_cards(now=NOW, user=approver)["draft_documents"].count == 0
     assert NOT_SUBMITTED in document_review_unmet(
         document=draft, actor=approver, reason="looks right", approve=True
     )
@@ -100,7 +99,8 @@ def test_a_submitted_version_is_what_reviewers_see(author: User, approver: User)
     assert draft.status == "submitted" and draft.change_note == "first rulebook entry"
     assert (draft.submitted_at, draft.submitted_by) == (NOW, author)
     assert list(documents_visible(approver, status="submitted")) == [draft]
-    assert dashboard_counts(now=NOW, with_documents=True, user=approver).draft_documents == 1
+    card = dashboard_cards(now=NOW, user=approver)["draft_documents"]
+    assert card.count == 1 and "status=submitted" in card.url
     event = Event.objects.get(action=Action.DOCUMENT_SUBMIT)
     assert (event.actor, event.target, event.reason) == (
         author,

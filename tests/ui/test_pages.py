@@ -50,25 +50,25 @@ SEARCH_QUERY = (
 # reads the user's permissions and tenant memberships once, in one statement
 # (reviewconsole.access).
 CASES = [
-    # +1: runs to follow up; +1: the re-review queue counted by its own selector.
-    ("dashboard", "reviewer", 10, 10, "Candidates waiting"),
+    # +1: runs to follow up; one query per card, each its list's own selector (three queue
+    # cards, lessons waiting, open conflicts, the re-review queue, two document cards); +2 what
+    # waits on the user: the items they claimed, the re-reviews of what they approved.
+    # +1: "Waiting on you"'s items returned for changes (reviewconsole.conversations).
+    ("dashboard", "reviewer", 16, 16, "Candidates waiting"),
     # The queue: +3, the availability of the approved rows on the page (cases; skills and their
     # cited cases), read in bulk.
-    ("queue", "reviewer", 11, 8, "Coupon refused"),  # +2: scope values for the filters
+    # +2: scope values for the filters; +1: who holds a claim on each row of the page.
+    ("queue", "reviewer", 12, 9, "Coupon refused"),
     # Item pages: +1 the neighbours in the queue (j/k, "Approve and next"), +2 the computed
     # confidence (the item's evidence, run outcomes); a case also +2 the availability of the
     # skills citing it.
     # +1 whose accounts the submitter's is, for the checks that count (reviewconsole.accounts);
     # a candidate's checklist +1 the reviewer's and the submitter's, in one query.
-    (
-        "case",
-        "reviewer",
-        23,
-        22,
-        "Diagnosis",
-    ),  # +1: the runs it was drafted from; +2: its conversation
-    ("candidate", "reviewer", 21, 20, "Approval checklist"),  # +2: change requests, threads
-    ("skill", "reviewer", 15, 14, "Cited cases"),  # +2: change requests, threads
+    # +1: the claim on it (reviewconsole.claims), every item page; +2: its conversation (change
+    # requests, threads).
+    ("case", "reviewer", 24, 23, "Diagnosis"),  # +1: the runs it was drafted from
+    ("candidate", "reviewer", 22, 21, "Approval checklist"),
+    ("skill", "reviewer", 16, 15, "Cited cases"),
     # +1: the item's tenant (impact); +1: the runs whose context block carried it
     ("case_revoke", "reviewer", 12, 11, "Impact preview"),
     # +2: the page's follow-up flags, the titles of the skills it names (one query per kind)
@@ -79,10 +79,11 @@ CASES = [
     (
         "document",
         "operator",
+        14,
         13,
-        12,
         "Compare with version",
-    ),  # +2: stored revocation impacts, and which tenant older ones belong to; +2: conversation
+    ),  # +2: stored revocation impacts, and which tenant older ones belong to; +2: conversation;
+    # +1: its claim
     # The search index's lexicon is cached per process (the fixture's import read it already)
     # while the stamp the ranking statement reads is unchanged; the fragment finds the returned
     # versions' evidence rows cached by the full page.

@@ -72,6 +72,7 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "investigations": reverse("investigations:investigation-new"),
         "investigation": investigation,
         "investigation_run": investigation_run,
+        "claim": reverse("claim"),
     }
 
 
@@ -116,6 +117,7 @@ GET_MATRIX = {
     "case_check": (405, 405, 405, 405, 405),
     "case_review": (405, 405, 405, 405, 405),
     "skill_review": (405, 405, 405, 405, 405),
+    "claim": (405, 405, 405, 405, 405),
 }
 
 # POST with a valid CSRF token and an empty reason: who gets through to the review rules.
@@ -136,6 +138,9 @@ POST_MATRIX = {
     "user_new": ({"username": ""}, (LOGIN, 403, 403, 403, 422)),
     "user_edit": ({"role": ""}, (LOGIN, 403, 403, 403, 422)),
     "lexicon": ({"action": "set", "term": "", "canonical": ""}, (LOGIN, 403, 422, 403, 403)),
+    # Signed-in people get as far as the service, which finds no item (tests/ui/test_claims_pages.py
+    # follows a claim through).
+    "claim": ({"action": "take", "item": "", "tenant": ""}, (LOGIN, 403, 404, 404, 404)),
 }
 
 

@@ -44,8 +44,9 @@ def test_dashboard_counts(
     )
     client.force_login(reviewer)
     counts = client.get(reverse("home")).context["counts"]
-    # The candidate, and the after-action review drafted from the fixture's skill run.
-    assert counts.candidates == 2
+    # The candidate, and the after-action review drafted from the fixture's skill run (a case
+    # and a lesson: the card counts what the queue it opens lists, lessons included).
+    assert counts.candidates == 3
     assert counts.recently_approved == 4  # three cases and the skill
     assert counts.recently_revoked == 0
     assert counts.due_for_rereview == 0

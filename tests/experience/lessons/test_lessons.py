@@ -470,5 +470,42 @@ def test_a_merge_by_the_candidates_submitter_is_refused(
     assert Lesson.objects.get(pk=target.id).status == Status.APPROVED
 
 
+def test_accepting_a_merge_of_a_candidate_another_reviewer_claimed_needs_a_take_over(
+    approved_lesson: Callable[..., Lesson],
+    submit_lesson: Callable[..., Lesson],
+    approved_case: Callable[..., Case],
+    two_cases: list[Case],
+    operator: User,
+    reviewer: User,
+    second_reviewer: User,
+) -> None:
+    from reviewconsole import claims
+    from reviewconsole.models import ReviewClaim
+
+    target = approved_lesson(lesson_data([two_cases[0].id]))
+    third = approved_case(incident="INC-3", title="三号店优惠券无法使用")
+    candidate = submit_lesson(
+        lesson_data([third.id], scene={**SCENE, "tags": ["优惠券"]}), actor=operator
+    )
+    claims.claim_take(actor=reviewer, item_id=candidate.id, tenant=candidate.tenant)
+    with pytest.raises(ReviewRefused) as refusal:
+        decisions.merge_accept(
+            candidate=candidate, target=target, actor=second_reviewer, reason="same lesson"
+        )
+    assert refusal.value.unmet == [claims.CLAIMED_BY_OTHER]
+    assert Lesson.objects.get(pk=candidate.id).status == Status.CANDIDATE
+    decisions.merge_accept(
+        candidate=candidate,
+        target=target,
+        actor=second_reviewer,
+        reason="same lesson",
+        take_over=True,
+    )
+    assert Lesson.objects.get(pk=candidate.id).status == Status.SUPERSEDED
+    assert not ReviewClaim.objects.exists()
+    taken = Event.objects.get(action=Action.CLAIM_TAKE_OVER, target=candidate.id)
+    assert taken.details["holder"] == reviewer.username
+
+
 def test_frozen_now_is_used(at_now: object) -> None:
     assert clock.now() == NOW
