@@ -13,8 +13,10 @@ from django.views.decorators.http import require_GET
 from experience.core.models import Status
 from experience.pages.availability import availability_views
 from experience.pages.forms import QueueFilterForm
+from experience.pages.scope_options import scope_values
 from experience.pages.selectors import QueueFilters, queue_neighbours, review_queue_rows
 from reviewconsole import clock
+from reviewconsole.formfields import offer_values
 from reviewconsole.links import item_url
 from reviewconsole.permissions import VIEW_CASE, VIEW_LESSON, VIEW_SKILL
 from reviewconsole.tenancy import tenants_of
@@ -76,6 +78,8 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     data = request.GET.copy()
     data.setdefault("status", Status.CANDIDATE)  # the queue opens on what waits for review
     form = QueueFilterForm(data)
+    # The scope filters offer the values that exist, read only when the form renders (a full page).
+    offer_values(form, lambda: scope_values(request.user))
     page = paginate(
         request,
         review_queue_rows(

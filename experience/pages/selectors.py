@@ -71,6 +71,8 @@ class QueueFilters:
     submitter: str = ""
     older_than_days: int | None = None
     sort: str = DEFAULT_SORT
+    # Words in the title, or a piece of the id (or, for a case, of its incident).
+    text: str = ""
 
 
 QUEUE_KINDS = ("case", "skill", "lesson")
@@ -96,6 +98,11 @@ def _queue_rows(
         rows = rows.filter(submitted_by__username=filters.submitter)
     if filters.older_than_days is not None:
         rows = rows.filter(submitted_at__lte=now - timedelta(days=filters.older_than_days))
+    if filters.text:
+        matches = Q(title__icontains=filters.text) | Q(pk__icontains=filters.text)
+        if model is Case:
+            matches |= Q(incident__icontains=filters.text)
+        rows = rows.filter(matches)
     incident = F("incident") if model is Case else Value("", output_field=CharField())
     return rows.annotate(
         kind=Value(kind, output_field=CharField()),

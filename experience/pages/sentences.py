@@ -8,6 +8,7 @@ every run reason code the executor writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from experience.cases import executor
 from experience.core import domain
 from experience.lessons import domain as lesson_domain
 from experience.lessons.domain import Confidence
+from reviewconsole.templatetags.ids import shortened
 
 # What stands in the way of a review, said as the fact that blocks it.
 UNMET: dict[str, Promise] = {
@@ -174,8 +176,17 @@ def sentence_of(
     sentence = sentences.get(code)
     if sentence is None:
         return CodeSentence(text or "", "", text or "")
-    detail = "" if code in self_explained else detail.strip()
+    detail = "" if code in self_explained else short_ids(detail.strip())
     return CodeSentence(text, code, str(sentence), detail)
+
+
+# A content-named id in free text: shown short (the whole id stays in the tooltip, ``raw``), so a
+# sentence never holds 64 hex digits that cannot wrap on a phone.
+CONTENT_ID = re.compile(r"\b(?:case|skill|lesson):[0-9a-f]{64}\b")
+
+
+def short_ids(text: str) -> str:
+    return CONTENT_ID.sub(lambda found: shortened(found.group(0)), text)
 
 
 def run_reason(reason: str) -> CodeSentence:

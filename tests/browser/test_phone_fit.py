@@ -1,0 +1,59 @@
+"""On a phone (390×844): a page never grows wider than the screen, dialogs fit it, filters fold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from experience.review.revocation import case_revoke
+from tests.browser.conftest import PHONE, login, screen
+
+pytestmark = pytest.mark.browser
+
+
+def _path(item_id: str) -> str:
+    kind, digest = item_id.split(":", 1)
+    return f"/{kind}s/{digest}/"
+
+
+def _page_width(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth"))
+
+
+def _inside_viewport(page: Any, locator: Any) -> bool:
+    box = locator.bounding_box()
+    assert box is not None
+    return (
+        box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= PHONE["width"]
+        and box["y"] + box["height"] <= PHONE["height"]
+    )
+
+
+def test_a_case_page_citing_a_revoked_case_fits_a_phone(
+    page: Any, memory: dict[str, Any], reviewer: User
+) -> None:
+    revoked, kept = memory["cases"]
+    case_revoke(case=revoked, actor=reviewer, reason="wrong store")
+    page.set_viewport_size(PHONE)
+    login(page, "rita")
+    page.goto(_path(kept.id))
+    # The skill citing both cases is unavailable: the sentence names the revoked case by title.
+    cited_by = page.locator("main")
+    expect(cited_by).to_contain_text(f"cited case “{revoked.title}” is revoked")
+    expect(cited_by).not_to_contain_text(revoked.id)
+    assert _page_width(page) == PHONE["width"]
+
+    page.locator(".page-head").get_by_role("link", name="Revoke…").click()
+    dialog = page.locator("#dialog")
+    expect(dialog).to_be_visible()
+    confirm = dialog.get_by_role("button", name="Confirm revocation")
+    confirm.scroll_into_view_if_needed()
+    assert _inside_viewport(page, dialog), dialog.bounding_box()
+    assert _inside_viewport(page, confirm), confirm.bounding_box()
+    assert _page_width(page) == PHONE["width"]
+    screen(page, "phone/revoke-dialog-390")
