@@ -74,6 +74,11 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def with_article(kind: str) -> str:
+    """``a skill run``, ``an investigation``."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
 def spoken(code: str) -> str:
     """A status code as words (``needs_review`` -> ``needs review``)."""
     return code.replace("_", " ")
@@ -276,7 +281,9 @@ def lesson_fields(trace: Trace) -> dict[str, Any]:
         "lesson_type": kind,
         "scene": {"tags": _tags(trace), "description": _clip(trace.goal, MAX_LESSON_TEXT)},
         "precondition": _clip(
-            f"A {trace.kind} in this scope whose checks were: " + "; ".join(decisions) + ".",
+            f"{with_article(trace.kind).capitalize()} in this scope whose checks were: "
+            + "; ".join(decisions)
+            + ".",
             MAX_LESSON_TEXT,
         ),
         "conclusion": _clip(conclusion, MAX_LESSON_TEXT),

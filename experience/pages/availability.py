@@ -10,6 +10,7 @@ from typing import Any
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from experience.cases.models import Case
 from experience.core.availability import (
     CITED_CASE_NOT_APPROVED,
     CITED_CASE_OUTSIDE_VALIDITY,
@@ -20,7 +21,6 @@ from experience.core.availability import (
     OUTSIDE_VALIDITY,
     Availability,
 )
-from experience.cases.models import Case
 from experience.core.models import Status
 from experience.pages.selectors import availabilities
 from reviewconsole.templatetags.ids import shortened

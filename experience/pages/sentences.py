@@ -43,7 +43,7 @@ UNMET: dict[str, Promise] = {
         "The skill cites fewer than two distinct incidents of approved, current cases."
     ),
     domain.CASE_UNAVAILABLE: _("A cited case is not approved or its validity has ended."),
-    domain.SCOPE_MISMATCH: _("A cited case's scope differs from the skill's."),
+    domain.SCOPE_MISMATCH: _("A cited case's scope differs from the scope of the item citing it."),
     domain.CITES_HELDOUT_TICKET: _("Its evidence cites a held-out evaluation ticket."),
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Its prompt declares a tool that is not a registered read-only investigation tool."

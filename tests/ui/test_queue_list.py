@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from tests.ui.factories import approved_case, submit_case
+from tests.ui.factories import submit_case
 
 pytestmark = pytest.mark.django_db
 
