@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from html import unescape
 from collections.abc import Callable
 from datetime import datetime
+from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
