@@ -23,6 +23,7 @@ from curation import aar
 from curation.aar_drafts import DRAFTED_BY_MODEL
 from curation.models import RunDraft
 from investigations.models import Investigation
+from reviewconsole.links import may_open
 
 register = template.Library()
 
@@ -97,8 +98,10 @@ def aar_labels(value: object) -> str:
     return "\n".join(_line(line) for line in str(value or "").split("\n"))
 
 
-@register.inclusion_tag("curation/_drafted_from.html")
-def drafted_from(item_id: str) -> dict[str, Any]:
+@register.inclusion_tag("curation/_drafted_from.html", takes_context=True)
+def drafted_from(context: template.Context, item_id: str) -> dict[str, Any]:
+    request = context.get("request")
+    viewer = getattr(request, "user", None)
     drafts = list(RunDraft.objects.filter(Q(case_id=item_id) | Q(lesson_id=item_id)))
     pages = dict(
         Investigation.objects.filter(
@@ -115,7 +118,8 @@ def drafted_from(item_id: str) -> dict[str, Any]:
         runs.append(
             {
                 "draft": draft,
-                "url": url,
+                # Linked only where the viewer may open it (an operator may not open run pages).
+                "url": url if may_open(viewer, url) else "",
                 "attached": draft.lesson_attached if lesson else draft.attached,
                 "by_agent": lesson and draft.lesson_drafted_by == DRAFTED_BY_MODEL,
                 "citations": draft.lesson_citations if lesson else [],

@@ -231,3 +231,21 @@ def test_a_draft_page_in_chinese_says_its_labels_and_kind_in_chinese(
     html = english.get(case.get_absolute_url()).content.decode()
     heading = re.search(r"<h1>(.*?)</h1>", html, re.S)
     assert heading is not None and unescape(heading.group(1)) == case.title
+
+
+def test_drafted_from_links_the_run_only_for_who_may_open_it(
+    skill: Skill, agent: User, reviewer: User, operator: User
+) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    run(skill, agent, "aar-links")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-links").case_id)
+    run_url = reverse("experience:run-detail", args=["aar-links"])
+    for user, linked in ((reviewer, True), (operator, False)):
+        client = Client()
+        client.force_login(user)
+        html = client.get(case.get_absolute_url()).content.decode()
+        assert "aar-links" in html
+        assert (f'href="{run_url}"' in html) is linked, user.username
+        assert client.get(run_url).status_code == (200 if linked else 403)
