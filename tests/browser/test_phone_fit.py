@@ -57,3 +57,21 @@ def test_a_case_page_citing_a_revoked_case_fits_a_phone(
     assert _inside_viewport(page, confirm), confirm.bounding_box()
     assert _page_width(page) == PHONE["width"]
     screen(page, "phone/revoke-dialog-390")
+
+
+def test_filters_fold_on_a_phone_and_stay_open_on_a_laptop(
+    page: Any, memory: dict[str, Any]
+) -> None:
+    login(page, "rita")
+    page.goto("/queue/")
+    filters = page.locator("form.filters")
+    expect(filters).to_be_visible()  # a laptop: the filters are open, their summary hidden
+    expect(page.locator(".filters-fold > summary")).to_be_hidden()
+
+    page.set_viewport_size(PHONE)
+    page.goto("/queue/")
+    expect(page.locator("[data-queue-item]").first).to_be_visible()
+    expect(filters).to_be_hidden()  # a phone: the list comes first
+    page.locator(".filters-fold > summary").click()
+    expect(filters).to_be_visible()
+    assert _page_width(page) == PHONE["width"]
