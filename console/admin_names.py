@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from django.apps import apps
 from django.db.models import Field
-from django.utils.functional import Promise
 from django.utils.translation import pgettext_lazy
+from django_stubs_ext import StrPromise
 
 # The apps whose admin pages this names (Django's own apps translate themselves).
 PRODUCT_APPS = (
@@ -29,11 +29,11 @@ PRODUCT_APPS = (
 )
 
 
-def _admin(text: str) -> Promise:
+def _admin(text: str) -> StrPromise:
     return pgettext_lazy("admin", text)
 
 
-APP_NAMES: dict[str, Promise] = {
+APP_NAMES: dict[str, StrPromise] = {
     "reviewconsole": pgettext_lazy("admin", "review console core"),
     "knowledge": pgettext_lazy("admin", "knowledge base"),
     "experience": pgettext_lazy("admin", "experience memory"),
@@ -45,7 +45,7 @@ APP_NAMES: dict[str, Promise] = {
     "console": pgettext_lazy("admin", "console shell"),
 }
 # Each model's name, singular and plural.
-MODEL_NAMES: dict[str, tuple[Promise, Promise]] = {
+MODEL_NAMES: dict[str, tuple[StrPromise, StrPromise]] = {
     "reviewconsole.event": (pgettext_lazy("admin", "event"), pgettext_lazy("admin", "events")),
     "reviewconsole.chainhead": (
         pgettext_lazy("admin", "chain head"),
@@ -234,7 +234,7 @@ MODEL_NAMES: dict[str, tuple[Promise, Promise]] = {
     ),
 }
 # A field's name as Django derives it from the field, in the reader's language.
-COLUMN_NAMES: dict[str, Promise] = {
+COLUMN_NAMES: dict[str, StrPromise] = {
     "action": pgettext_lazy("admin", "action"),
     "actor": pgettext_lazy("admin", "actor"),
     "actor name": pgettext_lazy("admin", "actor name"),

@@ -58,7 +58,7 @@ BAR = 0.38
 
 def _bars(
     axes: Axes,
-    metrics: tuple[tuple[str, str], ...],
+    metrics: tuple[tuple[str, str | Promise], ...],
     with_memory: Mapping[str, int],
     without_memory: Mapping[str, int],
 ) -> None:

@@ -127,12 +127,12 @@ class ScopeSelect(forms.Select):
     def __init__(self, *, any_label: Any, attrs: dict[str, Any] | None = None) -> None:
         super().__init__(attrs=attrs)
         self.any_label = any_label
-        self.options: Callable[[], Iterable[str]] | Iterable[str] = ()
+        self.values: Callable[[], Iterable[str]] | Iterable[str] = ()
 
     def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
-        options = self.options() if callable(self.options) else self.options
+        known = self.values() if callable(self.values) else self.values
         current = {str(v) for v in (value if isinstance(value, list | tuple) else [value]) if v}
-        values = sorted(set(options) | current)
+        values = sorted(set(known) | current)
         self.choices = [("", self.any_label), *((v, v) for v in values)]
         return super().get_context(name, value, attrs)
 
@@ -153,7 +153,7 @@ def offer_values(form: forms.Form, values: Callable[[], Mapping[str, Iterable[st
 
     for name, field in form.fields.items():
         if name in SCOPE_NAMES and isinstance(field.widget, ScopeSelect):
-            field.widget.options = of(name)
+            field.widget.values = of(name)
         elif name in SCOPE_NAMES and isinstance(field.widget, forms.TextInput):
             if not isinstance(field.widget, ScopeInput):
                 field.widget = ScopeInput(attrs=field.widget.attrs)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django import forms
-from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from experience.core.models import RunStatus, Status
 from experience.pages.selectors import DEFAULT_SORT, QueueFilters
@@ -30,7 +30,7 @@ SORT_CHOICES = [
 ]
 
 
-def _scope_filter(label: str | Promise, any_label: str | Promise) -> forms.CharField:
+def _scope_filter(label: StrOrPromise, any_label: StrOrPromise) -> forms.CharField:
     """A scope filter offering the values that exist (the view gives them, ``offer_values``); a
     value typed into the address that none has still filters, and shows."""
     return forms.CharField(

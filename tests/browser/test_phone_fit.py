@@ -26,7 +26,7 @@ def _page_width(page: Any) -> int:
 def _inside_viewport(page: Any, locator: Any) -> bool:
     box = locator.bounding_box()
     assert box is not None
-    return (
+    return bool(
         box["x"] >= 0
         and box["y"] >= 0
         and box["x"] + box["width"] <= PHONE["width"]
