@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MCP_PORT ?= 8100
 
-.PHONY: install run test demo lint bench clean screenshots
+.PHONY: install run reset test demo lint bench clean screenshots
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ run: install
 	$(BIN)/python manage.py mcp_server --http --host $(HOST) --port $(MCP_PORT) & mcp=$$!; \
 	trap 'kill $$worker $$mcp 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+## Put the demo back as the first `make run` made it: the project's db.sqlite3 is deleted, migrated
+## and loaded again; the virtualenv stays (stop `make run` first; `make clean` deletes everything)
+reset: install
+	@if [ -n "$${DATABASE_URL:-}" ]; then \
+	  echo "make reset resets the project's db.sqlite3 only; unset DATABASE_URL first" >&2; exit 1; fi
+	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py load_demo --url http://$(HOST):$(PORT)/
 
 ## Every check: ruff, mypy, import contracts, pytest on SQLite and on PostgreSQL (both always
 ## run; a summary of every step at the end)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
@@ -27,6 +28,23 @@ from agentapi.services import LAST_USED_RESOLUTION
 from agentapi.tokens import digest_matches, token_prefix
 from reviewconsole import clock
 from reviewconsole.roles import TOKEN_ROLE
+from reviewconsole.statements import Param, Statement
+
+# What the statement reads of the token, then every column of its user (a whole ``User``).
+_TOKEN_COLUMNS = ("id", "token_hash", "revoked_at", "last_used_at")
+_USER_FIELDS = tuple(field.attname for field in User._meta.concrete_fields)
+
+# Run on every request of the API and every MCP tool call: compiled once per process (building
+# the queryset, its join and its SQL cost several times what the database takes to answer).
+# ``prefix`` is unique, so there is at most one row.
+_TOKEN_WITH_USER = Statement(
+    lambda prefix: (
+        ApiToken.objects.filter(prefix=prefix, user__groups__name=TOKEN_ROLE)
+        .order_by()
+        .values_list(*_TOKEN_COLUMNS, *(f"user__{name}" for name in _USER_FIELDS))[:1]
+    ),
+    [Param("prefix")],
+)
 
 
 class TokenBackend:
@@ -40,26 +58,55 @@ class TokenBackend:
             return None
         text = token.strip()
         prefix = token_prefix(text)
-        row = (
-            ApiToken.objects.select_related("user")
-            .filter(prefix=prefix, user__groups__name=TOKEN_ROLE)
-            .first()
-            if prefix is not None
-            else None
-        )
+        rows = _TOKEN_WITH_USER.rows(prefix=prefix) if prefix is not None else []
+        row = _converted(rows[0]) if rows else None
         # Compared even when nothing matched, so a miss costs what a hit costs.
-        if not digest_matches(text, row.token_hash if row is not None else None):
+        if not digest_matches(text, row[1] if row is not None else None):
             return None
         assert row is not None
-        if row.revoked_at is not None or not row.user.is_active:
+        token_pk, _hash, revoked_at, last_used_at = row[: len(_TOKEN_COLUMNS)]
+        user = User.from_db(connection.alias, _USER_FIELDS, row[len(_TOKEN_COLUMNS) :])
+        if revoked_at is not None or not user.is_active:
             return None
         now = clock.now()
-        if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-        return row.user
+        if last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token_pk).update(last_used_at=now)
+        return user
 
     def get_user(self, user_id: Any) -> User | None:
         return None
+
+
+def _converted(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The statement's raw row as the ORM gives it: each column through the converters the ORM
+    applies (SQLite answers datetimes as texts and booleans as integers)."""
+    converters = _CONVERTERS.get(connection.vendor)
+    if converters is None:
+        converters = _CONVERTERS[connection.vendor] = _column_converters()
+    converted = list(row)
+    for index, field, functions in converters:
+        for convert in functions:
+            converted[index] = convert(converted[index], field, connection)
+    return tuple(converted)
+
+
+def _column_converters() -> list[tuple[int, Any, list[Any]]]:
+    """Per column of the statement's row that has any: its index, field and converters."""
+    token_fields = {field.attname: field for field in ApiToken._meta.concrete_fields}
+    fields = [*(token_fields[name] for name in _TOKEN_COLUMNS), *User._meta.concrete_fields]
+    out = []
+    for index, field in enumerate(fields):
+        column = field.get_col(field.model._meta.db_table)
+        functions = [
+            *connection.ops.get_db_converters(column),
+            *field.get_db_converters(connection),
+        ]
+        if functions:
+            out.append((index, field, functions))
+    return out
+
+
+_CONVERTERS: dict[str, list[tuple[int, Any, list[Any]]]] = {}
 
 
 _backend = TokenBackend()

@@ -1,12 +1,20 @@
 #!/usr/bin/env python
 """Benchmark the agent API under gunicorn: knowledge search next to a trivial endpoint.
 
-Starts gunicorn (2 sync workers) on 127.0.0.1 at a free port, on a temporary SQLite database
-(or a scratch PostgreSQL database) holding the shipped knowledge fixtures, issues an agent token, and sends a bounded
-loopback load from a few threads to ``POST /api/v1/knowledge/search`` and ``GET /api/v1/ping``
-(the same app behind the same token authentication) in short alternating rounds of one run,
-so a busy machine slows both alike. Prints
-requests/s, p50/p99 latency and errors for both, and the throughput ratio search/ping.
+Runs the production recipe (``scripts/cluster.py``'s, one instance, no load balancer):
+``console.settings_production`` with generated secrets, gunicorn with ``--preload``, 2 worker
+processes of 4 threads and keep-alive connections, on 127.0.0.1, on a temporary SQLite database
+(or a scratch PostgreSQL database) holding the shipped knowledge fixtures. It issues an agent
+token and sends a bounded loopback load over keep-alive connections to
+``POST /api/v1/knowledge/search`` and ``GET /api/v1/ping`` (the same app behind the same token
+authentication) in short alternating rounds of one run, so a busy machine slows both alike.
+Prints requests/s, p50/p99 latency, errors and the CPU time per request of the server's
+processes (gunicorn's master and workers, read from ``/proc``; on PostgreSQL also the database
+backends') for both, and the ratios search/ping of throughput and of CPU per request.
+
+Before the load it times token authentication in-process (``agentapi.auth.token_user``, the
+statement compiled once) against the former code (the queryset built and compiled on every
+call, kept here as :func:`former_token_user`), interleaved, and prints the ratio.
 
 The load generator is ``wrk`` when it is installed (``apt-get install wrk``): one native client
 thread holding ``--threads`` connections, so the client takes little of the cores the server
@@ -25,6 +33,7 @@ Usage::
     python bench/bench_api.py --database postgres     # created and dropped by the script
     python bench/bench_api.py --scope-documents 10000 # + 10k documents in the searched scope
     python bench/bench_api.py --generator python      # Python threads even when wrk is there
+    python bench/bench_api.py --tiny                  # seconds: the test suite's run
 
 With ``--scope-documents N`` the database also holds N documents that pass the gate in one scope
 (plus ~20% the gate rejects), built as ``bench_knowledge.py`` builds its measured scopes and
@@ -46,17 +55,25 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import postgres_create, sqlite_prepared  # noqa: E402
+from scripts.cluster import Recipe  # noqa: E402
+
 HOST = "127.0.0.1"
 TARGET_RATIO = 0.5  # the shipped fixtures
 TARGET_RATIO_IN_SCOPE = 0.3  # with --scope-documents (10k in the searched scope)
-WORKERS = 2
+WORKERS = 2  # gunicorn worker processes
+THREADS = 4  # threads per worker process (gthread: keep-alive connections)
+TICKS = os.sysconf("SC_CLK_TCK")
 
 SEARCH_BODY = json.dumps(
     {
@@ -187,20 +204,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="also load this many documents into one scope and search it (0: fixtures only)",
     )
+    parser.add_argument(
+        "--auth-samples",
+        type=int,
+        default=2000,
+        help="token authentications timed in-process against the former code (0: none)",
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 rounds of 20 requests, 2 threads, 50 authentications: the test suite's check "
+        "that the script still runs (its figures mean nothing)",
+    )
     parser.add_argument("--load-scope", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--postgres-server",
         default="postgres://postgres@127.0.0.1:5432",
         help="the PostgreSQL server for --database postgres (no database name)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.requests, args.rounds, args.threads, args.warmup = 20, 2, 2, 5
+        args.duration, args.auth_samples = 1.0, 50
+    return args
 
 
 @contextmanager
 def scratch_database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
     """The URL of an empty database that exists only while the benchmark runs."""
     if args.database == "sqlite":
-        yield f"sqlite:///{workdir / 'bench.sqlite3'}"
+        yield f"sqlite:///{sqlite_prepared(workdir / 'bench.sqlite3')}"
         return
     import psycopg
 
@@ -208,7 +242,7 @@ def scratch_database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
     server = args.postgres_server.rstrip("/")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
+        postgres_create(admin, name)
     try:
         yield f"{server}/{name}"
     finally:
@@ -216,46 +250,58 @@ def scratch_database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(  # noqa: S603 - this interpreter and manage.py, fixed arguments
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"manage.py {args[0]} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout.strip()
-
-
 _bodies: dict[str, list[bytes]] = {}
 _turn = [0]
 
 
-def request_once(port: int, endpoint: Endpoint, headers: dict[str, str]) -> int:
-    # Gunicorn's sync workers close every connection after its response, so each request is a
-    # new loopback connection, for both endpoints alike.
-    body = endpoint.body
+def _body(endpoint: Endpoint) -> bytes | None:
     rotation = _bodies.get(endpoint.label)
-    if rotation:
-        _turn[0] += 1
-        body = rotation[_turn[0] % len(rotation)]
+    if not rotation:
+        return endpoint.body
+    _turn[0] += 1
+    return rotation[_turn[0] % len(rotation)]
+
+
+def request_once(port: int, endpoint: Endpoint, headers: dict[str, str]) -> int:
+    """One request on a connection of its own."""
     connection = http.client.HTTPConnection(HOST, port, timeout=30)
     try:
-        connection.request(endpoint.method, endpoint.path, body=body, headers=headers)
+        connection.request(endpoint.method, endpoint.path, body=_body(endpoint), headers=headers)
         response = connection.getresponse()
         response.read()
         return response.status
     finally:
         connection.close()
+
+
+class KeptAlive:
+    """One client's keep-alive connection, as an agent's HTTP client keeps one: opened again
+    (and the request sent again, timed) when the server closed it while idle."""
+
+    def __init__(self, port: int, timeout: float = 30) -> None:
+        self.port = port
+        self.timeout = timeout
+        self.connection = http.client.HTTPConnection(HOST, port, timeout=timeout)
+
+    def request(self, endpoint: Endpoint, headers: dict[str, str]) -> int:
+        body = _body(endpoint)
+        for attempt in (1, 2):
+            try:
+                self.connection.request(endpoint.method, endpoint.path, body=body, headers=headers)
+                response = self.connection.getresponse()
+                response.read()
+                if response.will_close:
+                    self.close()
+                return response.status
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.connection.close()
+        self.connection = http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
 
 
 def answered(port: int, headers: dict[str, str]) -> dict[str, int]:
@@ -290,13 +336,15 @@ def run_phase(
             return True
 
     def worker() -> None:
+        client = KeptAlive(port)
         while take():
             began = time.perf_counter()
             try:
-                status = request_once(port, endpoint, headers)
+                status = client.request(endpoint, headers)
                 problem = "" if status == 200 else f"HTTP {status}"
-            except OSError as exc:
+            except (OSError, http.client.HTTPException) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
+                client.close()
             took = time.perf_counter() - began
             with lock:
                 if problem:
@@ -304,6 +352,7 @@ def run_phase(
                     measurement.first_error = measurement.first_error or problem
                 else:
                     measurement.latencies.append(took)
+        client.connection.close()
 
     pool = [threading.Thread(target=worker) for _ in range(threads)]
     started = time.perf_counter()
@@ -459,49 +508,207 @@ def merge(parts: list[Measurement]) -> Measurement:
 
 
 def wait_until_serving(port: int, headers: dict[str, str], server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    """Until gunicorn answers a ping. The socket is bound and listening before gunicorn starts
+    (``fd://``), so a connection waits in its backlog until a worker accepts it: nothing is
+    polled on a timer, and a server that exits is noticed within one request's timeout."""
+    while True:
         if server.poll() is not None:
             raise SystemExit(f"gunicorn exited with status {server.returncode}")
+        connection = http.client.HTTPConnection(HOST, port, timeout=10)
         try:
-            if request_once(port, PING, headers) == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer within 30 s")
+            connection.request(PING.method, PING.path, headers=headers)
+            status = connection.getresponse().status
+        except TimeoutError:
+            continue
+        finally:
+            connection.close()
+        if status != 200:
+            raise SystemExit(f"gunicorn answered the first ping with HTTP {status}")
+        return
 
 
 def stop(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is not None:
-        return
-    server.send_signal(signal.SIGTERM)  # the master stops its workers gracefully
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(timeout=10)
+    """Stop gunicorn's master and workers (its own session), gracefully first."""
+    if server.poll() is None:
+        with suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)  # the master stops its workers gracefully
+        with suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=20)
+    with suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGKILL)  # whatever of its session outlived it
+    server.wait()
 
 
-def report(label: str, result: Measurement | WrkMeasurement) -> None:
+def process_cpu(group: int, pids: set[int]) -> float:
+    """CPU seconds (user and system) of the live processes of process group ``group`` (a
+    gunicorn master started in a session of its own, and its workers) and of ``pids``."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == group or int(entry.name) in pids:
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
+@dataclass
+class Cpu:
+    """CPU seconds spent while an endpoint was measured: the server's processes, and (on
+    PostgreSQL) the backends serving its connections."""
+
+    server: float = 0.0
+    database: float = 0.0
+
+    def per_request(self, requests: int) -> tuple[float, float]:
+        """(server, database) CPU milliseconds per request."""
+        if not requests:
+            return float("nan"), float("nan")
+        return self.server / requests * 1000, self.database / requests * 1000
+
+
+class CpuMeter:
+    """Reads the CPU time of the server's processes and of the database's backends."""
+
+    def __init__(self, server: subprocess.Popen[bytes], database_url: str) -> None:
+        self.group = server.pid
+        self.database_url = database_url if database_url.startswith("postgres") else ""
+
+    def backends(self) -> set[int]:
+        if not self.database_url:
+            return set()
+        import psycopg
+
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid()"
+            ).fetchall()
+        return {int(pid) for (pid,) in rows}
+
+    def sample(self) -> tuple[float, float, set[int]]:
+        backends = self.backends()
+        return process_cpu(self.group, set()), process_cpu(-1, backends), backends
+
+    def around(self, phase: Callable[[], Any], into: Cpu) -> Any:
+        """``phase()``, adding the CPU time it cost into ``into``. Backends that connected
+        during the phase count from zero: they began with it."""
+        server_before, database_before, backends = self.sample()
+        result = phase()
+        server_after, _database, now = self.sample()
+        into.server += server_after - server_before
+        into.database += process_cpu(-1, backends | now) - database_before
+        return result
+
+
+def report(label: str, result: Measurement | WrkMeasurement, cpu: Cpu, postgres: bool) -> None:
+    server, database = cpu.per_request(result.completed)
     print(
         f"{label:<32} {result.completed:>6} req  {result.rate():>8.1f} req/s  "
         f"p50 {result.percentile(50):>7.2f} ms  p99 {result.percentile(99):>7.2f} ms  "
-        f"errors {result.errors}" + (f"  (first: {result.first_error})" if result.errors else "")
+        f"CPU {server:>6.2f} ms/req"
+        + (f" + database {database:.2f}" if postgres else "")
+        + f"  errors {result.errors}"
+        + (f"  (first: {result.first_error})" if result.errors else "")
     )
+
+
+def former_token_user(text: str) -> Any:
+    """``agentapi.auth.TokenBackend.authenticate`` as it was before its statement was compiled
+    once: the queryset built and compiled on every call. The baseline of the authentication
+    figure; the same checks, the same answer."""
+    from agentapi.models import ApiToken
+    from agentapi.services import LAST_USED_RESOLUTION
+    from agentapi.tokens import digest_matches, token_prefix
+    from reviewconsole import clock
+    from reviewconsole.roles import TOKEN_ROLE
+
+    text = text.strip()
+    prefix = token_prefix(text)
+    row = (
+        ApiToken.objects.select_related("user")
+        .filter(prefix=prefix, user__groups__name=TOKEN_ROLE)
+        .first()
+        if prefix is not None
+        else None
+    )
+    if not digest_matches(text, row.token_hash if row is not None else None):
+        return None
+    assert row is not None
+    if row.revoked_at is not None or not row.user.is_active:
+        return None
+    now = clock.now()
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    return row.user
+
+
+def prepared(samples: int) -> int:
+    """In this process (the benchmark's environment): the database migrated, the knowledge
+    fixtures imported by an operator, an agent and its token; then, with ``samples``, token
+    authentication timed (:func:`auth_figures`). One process rather than one ``manage.py`` per
+    step: each would set Django up again. Prints one line of JSON."""
+    import io
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    def command(*args: str) -> str:
+        out = io.StringIO()
+        call_command(*args, stdout=out)
+        return out.getvalue()
+
+    command("migrate", "--noinput", "-v", "0")
+    command("add_user", "bench-operator", "--role", "operator")
+    command("add_user", "agent-7", "--role", "agent")
+    fixtures = str(ROOT / "fixtures" / "knowledge.json")
+    command("import_knowledge", fixtures, "--as", "bench-operator", "--json")
+    token = json.loads(command("create_token", "agent-7", "--name", "bench", "--json"))["token"]
+    answer: dict[str, Any] = {"token": token}
+    if samples:
+        answer["auth"] = auth_figures(token, samples)
+    print(json.dumps(answer))
+    return 0
+
+
+def auth_figures(token: str, samples: int) -> dict[str, Any]:
+    """p50 of token authentication, the compiled statement against the former code,
+    interleaved call by call in alternating order; both must give the same answers."""
+    from agentapi.auth import token_user
+
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    current, former = token_user(token), former_token_user(token)
+    assert current is not None and former is not None and current.pk == former.pk
+    assert token_user(forged) is None and former_token_user(forged) is None
+    arms: tuple[Callable[[str], Any], Callable[[str], Any]] = (token_user, former_token_user)
+    times: tuple[list[float], list[float]] = ([], [])
+    for turn in range(samples):
+        for index in (0, 1) if turn % 2 else (1, 0):
+            began = time.perf_counter()
+            arms[index](token)
+            times[index].append(time.perf_counter() - began)
+    compiled, built = (sorted(t)[len(t) // 2] * 1000 for t in times)
+    return {"samples": samples, "compiled_ms": compiled, "former_ms": built}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.load_scope:
         return load_scope(args.load_scope)
+    if args.prepare:
+        return prepared(args.auth_samples)
     if args.generator == "wrk" and not shutil.which("wrk"):
         raise SystemExit("--generator wrk: wrk is not installed (apt-get install wrk)")
     generator = "wrk" if args.generator != "python" and shutil.which("wrk") else "python"
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     try:
         with scratch_database(args, workdir) as database_url:
-            results = measure(args, database_url, generator, workdir)
+            results, cpu, auth = measure(args, database_url, generator, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -512,56 +719,90 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ping, search = merge(results[PING.label]), merge(results[SEARCH.label])
     print()
+    if auth:
+        ratio = auth["compiled_ms"] / auth["former_ms"]
+        print(
+            f"token authentication in-process ({auth['samples']} each, interleaved): compiled "
+            f"statement p50 {auth['compiled_ms']:.3f} ms, former code {auth['former_ms']:.3f} ms,"
+            f" ratio {ratio:.2f}"
+        )
+    print(
+        "server: console.settings_production, gunicorn --preload, "
+        f"{WORKERS} workers x {THREADS} threads, keep-alive; "
+        "CPU: the server's processes (and the database backends) per request"
+    )
     print(
         "load generator: "
         + (
             f"wrk (1 thread, {args.threads} connections, {args.rounds} x {args.duration:g} s "
             "per endpoint; p50/p99 are the median of each round's own)"
             if generator == "wrk"
-            else f"Python threads in this process ({args.threads}); they share the server's cores"
+            else f"Python threads in this process ({args.threads}, one keep-alive connection"
+            " each); they share the server's cores"
         )
     )
-    report(PING.label, ping)
-    report(SEARCH.label, search)
+    postgres = args.database == "postgres"
+    report(PING.label, ping, cpu[PING.label], postgres)
+    report(SEARCH.label, search, cpu[SEARCH.label], postgres)
     ratio = search.rate() / ping.rate() if ping.rate() else float("nan")
+    ping_cpu = sum(cpu[PING.label].per_request(ping.completed)[: 2 if postgres else 1])
+    search_cpu = sum(cpu[SEARCH.label].per_request(search.completed)[: 2 if postgres else 1])
     errors = ping.errors + search.errors
     target = TARGET_RATIO_IN_SCOPE if args.scope_documents else TARGET_RATIO
     print()
     print(f"throughput ratio search/ping: {ratio:.2f} (target >= {target})")
+    print(f"CPU per request ratio search/ping: {search_cpu / ping_cpu:.2f}")
     print(f"errors: {errors} (target 0)")
     verdict = "met" if ratio >= target and errors == 0 else "MISSED"
     print(f"targets {verdict}")
     return 0
 
 
-def measure(
-    args: argparse.Namespace, database_url: str, generator: str, workdir: Path
-) -> dict[str, list[Any]]:
-    # The per-account rate limit is off: the benchmark measures the server, not the limit.
-    env = {
+def production_environment(database_url: str, workdir: Path) -> dict[str, str]:
+    """The environment ``scripts/cluster.py`` gives an instance (production settings, fresh
+    secrets, the audit anchor and static files under ``workdir``), on ``database_url``."""
+    import secrets
+
+    (workdir / "static").mkdir(exist_ok=True)
+    recipe = Recipe(processes=WORKERS, threads=THREADS, python=sys.executable)
+    return {
         **os.environ,
+        **recipe.environment(secrets.token_urlsafe(50), secrets.token_hex(32), str(workdir)),
         "DATABASE_URL": database_url,
-        "DJANGO_DEBUG": "0",
         "PYTHONPATH": str(ROOT),
+        # The per-account rate limit is off: the benchmark measures the server, not the limit.
         "CONSOLE_API_RATE": "",
     }
+
+
+def gunicorn_argv(listener: socket.socket) -> list[str]:
+    """The recipe's gunicorn command (``scripts/cluster.py``), serving the socket ``listener``."""
+    argv = Recipe(processes=WORKERS, threads=THREADS, python=sys.executable).gunicorn_argv(0)
+    argv[argv.index("--bind") + 1] = f"fd://{listener.fileno()}"
+    return [*argv, "--log-level", "warning"]
+
+
+def measure(
+    args: argparse.Namespace, database_url: str, generator: str, workdir: Path
+) -> tuple[dict[str, list[Any]], dict[str, Cpu], dict[str, Any]]:
+    env = production_environment(database_url, workdir)
+    if args.tiny:
+        env["CONSOLE_EMBEDDER"] = "off"  # no model loaded in each worker: seconds, not more
     server: subprocess.Popen[bytes] | None = None
     try:
         print("preparing the database (migrate, knowledge fixtures, agent token) ...", flush=True)
-        manage(env, "migrate", "--noinput", "-v", "0")
-        manage(env, "add_user", "bench-operator", "--role", "operator")
-        manage(env, "add_user", "agent-7", "--role", "agent")
-        manage(
-            env,
-            "import_knowledge",
-            str(ROOT / "fixtures" / "knowledge.json"),
-            "--as",
-            "bench-operator",
-            "--json",
+        done = subprocess.run(  # noqa: S603 - this interpreter and this script
+            [sys.executable, __file__, "--prepare", "--auth-samples", str(args.auth_samples)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
-        token = json.loads(manage(env, "create_token", "agent-7", "--name", "bench", "--json"))[
-            "token"
-        ]
+        if done.returncode != 0:
+            raise SystemExit(f"preparing the database failed:\n{done.stdout}\n{done.stderr}")
+        prepared_answer = json.loads(done.stdout.strip().splitlines()[-1])
+        token, auth = prepared_answer["token"], prepared_answer.get("auth", {})
         if args.scope_documents:
             print(f"loading {args.scope_documents:,} documents into one scope ...", flush=True)
             loaded = subprocess.run(  # noqa: S603 - this interpreter and this script
@@ -576,35 +817,29 @@ def measure(
                 raise SystemExit(f"loading the scope failed:\n{loaded.stdout}\n{loaded.stderr}")
             print(loaded.stdout.strip(), flush=True)
             _bodies[SEARCH.label] = scope_search_bodies()
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
-            "Connection": "close",
-        }
-        port = free_port()
-        server = subprocess.Popen(  # noqa: S603 - this interpreter running gunicorn, fixed arguments
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "console.wsgi:application",
-                "--workers",
-                str(WORKERS),
-                "--bind",
-                f"{HOST}:{port}",
-                "--log-level",
-                "warning",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((HOST, 0))
+            listener.listen(128)
+            listener.set_inheritable(True)
+            port = int(listener.getsockname()[1])
+            server = subprocess.Popen(  # noqa: S603 - this interpreter running gunicorn, fixed arguments
+                gunicorn_argv(listener),
+                cwd=ROOT,
+                env=env,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,
+            )
         wait_until_serving(port, headers, server)
+        meter = CpuMeter(server, database_url)
         if _bodies.get(SEARCH.label):
             print("statuses of the scope's queries:", answered(port, headers), flush=True)
         results: dict[str, list[Any]] = {PING.label: [], SEARCH.label: []}
+        cpu = {PING.label: Cpu(), SEARCH.label: Cpu()}
         if generator == "wrk":
             print(
-                f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: wrk, "
+                f"gunicorn: {WORKERS} workers x {THREADS} threads on {HOST}:{port}; client: wrk, "
                 f"{args.threads} connections, {args.rounds} x {args.duration:g} s per endpoint",
                 flush=True,
             )
@@ -613,13 +848,19 @@ def measure(
                 run_wrk(port, scripts[endpoint.label], args.threads, 1)
             for _ in range(args.rounds):
                 for endpoint in (PING, SEARCH):
+                    script = scripts[endpoint.label]
                     results[endpoint.label].append(
-                        run_wrk(port, scripts[endpoint.label], args.threads, args.duration)
+                        meter.around(
+                            lambda script=script: run_wrk(  # type: ignore[misc]
+                                port, script, args.threads, args.duration
+                            ),
+                            cpu[endpoint.label],
+                        )
                     )
-            return results
+            return results, cpu, auth
         print(
-            f"gunicorn: {WORKERS} workers on {HOST}:{port}; client: {args.threads} threads, "
-            f"{args.rounds} x {args.requests} requests per endpoint, "
+            f"gunicorn: {WORKERS} workers x {THREADS} threads on {HOST}:{port}; client: "
+            f"{args.threads} threads, {args.rounds} x {args.requests} requests per endpoint, "
             f"cap {args.time_cap:g} s per phase",
             flush=True,
         )
@@ -629,10 +870,15 @@ def measure(
 
         for endpoint in (PING, SEARCH):
             phase(endpoint, args.warmup)
-        for _ in range(args.rounds):
-            for endpoint in (PING, SEARCH):
-                results[endpoint.label].append(phase(endpoint, args.requests))
-        return results
+        for round_ in range(args.rounds):
+            for endpoint in (PING, SEARCH) if round_ % 2 == 0 else (SEARCH, PING):
+                results[endpoint.label].append(
+                    meter.around(
+                        lambda endpoint=endpoint: phase(endpoint, args.requests),  # type: ignore[misc]
+                        cpu[endpoint.label],
+                    )
+                )
+        return results, cpu, auth
     finally:
         if server is not None:
             stop(server)

@@ -22,6 +22,7 @@ Usage::
 
     python bench/bench_experience.py              # temporary SQLite file
     python bench/bench_experience.py --scale 0.01 # smoke run
+    python bench/bench_experience.py --tiny       # seconds: the test suite's run (no figures)
     python bench/bench_experience.py --only-retrieval   # the scope-size arms only
     python bench/bench_experience.py --only-retrieval --cpu-time  # CPU time: a shared machine
     python bench/bench_experience.py --scale 0.05 --only-statements  # statements vs the ORM
@@ -47,6 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 BIG_STORE = "store-big"
 QUERY = "优惠券无法使用 门店范围"
 sys.path.insert(0, str(ROOT))
+
+from bench.common import sqlite_prepared  # noqa: E402
+from bench.seams import Seam, all_applied  # noqa: E402
+
+# The fewest samples an arm takes whatever --repeat says (--tiny: one, for the test suite).
+FLOOR = [20]
 
 
 def setup(database_url: str | None) -> str:
@@ -371,43 +378,38 @@ def measure(
 
     # With lessons (what retrieval does now) against retrieval as it was before lessons (no
     # lesson recalled, no confidence), interleaved call by call over the same scopes.
-    from experience.retrieval import pipeline
+    from experience.lessons import outcome_tallies as outcome_selectors
+    from experience.retrieval import order, pipeline
+
+    def unscored(items: list[dict[str, Any]], *_: Any, **__: Any) -> list[dict[str, Any]]:
+        return [{**item, "confidence": None, "why": "", "conflict": False} for item in items]
 
     # The baseline switches off everything retrieval does for lessons and confidence: no lesson
     # is recallable (so none is scored, and no outcome is read for one) and no item is scored.
-    switched_off = {
-        "recallable_lessons": lambda scope, now, *_, **__: {},
-        "with_confidence": lambda items, lessons, now, *_: items,
-    }
+    no_lessons = [
+        Seam(pipeline, "recallable_lessons", lambda *_, **__: {}),
+        Seam(order, "with_confidence", unscored),
+    ]
+    # The same call with the outcome counts taken as none: what reading lessons and computing
+    # confidence cost apart from the outcome lookup.
+    no_tallies = Seam(outcome_selectors, "outcome_tallies", lambda *_, **__: {})
 
     def without_lessons() -> Any:
-        saved = {name: getattr(pipeline, name) for name in switched_off}
-        for name, stand_in in switched_off.items():
-            setattr(pipeline, name, stand_in)
-        try:
+        with all_applied(no_lessons):
             return recall()
-        finally:
-            for name, original in saved.items():
-                setattr(pipeline, name, original)
-
-    from experience.lessons import outcome_tallies as outcome_selectors
 
     def without_outcome_tallies() -> Any:
-        # The same call with the outcome counts taken as none: what reading lessons and
-        # computing confidence cost apart from the outcome lookup.
-        saved = outcome_selectors.outcome_tallies
-        setattr(outcome_selectors, "outcome_tallies", lambda ids, now=None: {})  # noqa: B010
-        try:
+        with no_tallies.applied():
             return recall()
-        finally:
-            setattr(outcome_selectors, "outcome_tallies", saved)  # noqa: B010
 
     for _ in range(5):
         recall()
         without_lessons()
         without_outcome_tallies()
+    for seam in [*no_lessons, no_tallies]:
+        seam.require_called()
     with_samples, without_samples, untallied_samples = [], [], []
-    for _ in range(max(20, repeat // 4)):
+    for _ in range(max(FLOOR[0], repeat // 4)):
         with_samples += timed(recall, 1)
         without_samples += timed(without_lessons, 1)
         untallied_samples += timed(without_outcome_tallies, 1)
@@ -495,14 +497,14 @@ def by_scope_size(
             QUERY, _scope(store()), now, f"bench-c-{next(counter)}", 800, actor=agent
         )
 
+    # Retrieval as it was before the index: the index never answers, so every gated text is
+    # ranked (pipeline.TextRanking).
+    index_off = Seam(postings, "scope_read", lambda *_, **__: postings.STALE)
+
     def from_texts(call: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
-            saved = postings.scope_read
-            setattr(postings, "scope_read", lambda scope, query: postings.STALE)  # noqa: B010
-            try:
+            with index_off.applied():
                 return call()
-            finally:
-                setattr(postings, "scope_read", saved)  # noqa: B010
 
         return run
 
@@ -537,8 +539,9 @@ def by_scope_size(
     for _label, call in arms:
         for _ in range(3):
             call()
+    index_off.require_called()
     samples: list[list[float]] = [[] for _ in arms]
-    for round_ in range(max(20, repeat // 2)):
+    for round_ in range(max(FLOOR[0], repeat // 2)):
         turn = list(enumerate(arms))
         if round_ % 2:
             turn.reverse()
@@ -641,7 +644,7 @@ def statements_gain(data: dict[str, Any], repeat: int) -> list[tuple[str, float,
             compiled(), built()
         a: list[float] = []
         b: list[float] = []
-        for round_ in range(max(40, repeat)):
+        for round_ in range(max(2 * FLOOR[0], repeat)):
             first, second = (compiled, built) if round_ % 2 else (built, compiled)
             taken = timed(first, 1) + timed(second, 1)
             (a, b)[first is built].append(taken[0])
@@ -702,14 +705,22 @@ def main() -> None:
         help="time this process's CPU time instead of the wall clock: steadier on a machine"
         " shared with other work; SQLite only (PostgreSQL works in its own processes)",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the smallest run (the fewest rows, one sample per arm): the test suite's check that"
+        " the script still runs; its figures mean nothing",
+    )
     args = parser.parse_args()
     if args.cpu_time:
         CLOCK[0] = time.process_time
+    if args.tiny:
+        args.scale, args.repeat, FLOOR[0] = 0.0, 1, 1
 
     database_url = os.environ.get("DATABASE_URL")
     with tempfile.TemporaryDirectory(prefix="bench-experience-") as directory:
         if not database_url:
-            database_url = f"sqlite:///{Path(directory) / 'bench.sqlite3'}"
+            database_url = f"sqlite:///{sqlite_prepared(Path(directory) / 'bench.sqlite3')}"
         vendor = setup(database_url)
         rng = random.Random(args.seed)
         data = build(args.scale, rng)

@@ -18,6 +18,7 @@ Usage::
 
     python bench/bench_investigations.py               # 10 calls per run, 60 runs
     python bench/bench_investigations.py --quick       # 5 calls per run, 15 runs
+    python bench/bench_investigations.py --tiny        # seconds: the test suite's run
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.common import sqlite_prepared  # noqa: E402
 
 TARGET_RATIO = 1.2
 QUERY = "两杯水果茶，优惠券用不了"
@@ -64,12 +67,19 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 calls per run, 3 runs: the test suite's check that the script still runs (its figures mean nothing)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.calls, args.runs = 5, 15
+    if args.tiny:
+        args.calls, args.runs = 2, 3
 
     with tempfile.TemporaryDirectory() as directory:
-        setup(str(Path(directory) / "bench.sqlite3"))
+        setup(str(sqlite_prepared(Path(directory) / "bench.sqlite3")))
         report(args.calls, args.runs)
 
 

@@ -23,6 +23,7 @@ Usage::
     python bench/bench_knowledge.py --quick               # 100, 1k in scope; 20k total
     python bench/bench_knowledge.py --database postgres --scopes 100,1000,10000
     python bench/bench_knowledge.py --profile 200         # + cProfile at the largest scope
+    python bench/bench_knowledge.py --tiny                # seconds: the test suite's run
 
 It reports; it never fails on a missed target (exit status 0 once the run completes).
 """
@@ -54,6 +55,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.common import postgres_create, sqlite_prepared  # noqa: E402
 
 # --- targets (issue "Search that scales with the scope") -----------------------------------------
 
@@ -234,6 +237,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="after measuring, cProfile N searches at the largest scope",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="scopes 20,50, 300 total, 5 queries, 1 round: the test suite's check that the script still runs (its figures mean nothing)",
+    )
     parser.add_argument("--seed", type=int, default=20260910)
     parser.add_argument("--rss-child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--keep", action="store_true", help="keep the bench database afterwards")
@@ -243,6 +251,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.total = 20_000
         args.queries = 30
         args.warmup = min(args.warmup, 5)
+    if args.tiny:
+        args.scopes, args.total, args.queries, args.warmup, args.rounds = "20,50", 300, 5, 1, 1
     try:
         args.scope_list = sorted(
             {int(s.replace("_", "")) for s in args.scopes.split(",") if s.strip()}
@@ -278,7 +288,7 @@ def prepare_database(args: argparse.Namespace) -> BenchDatabase:
     """Point DATABASE_URL at a database of the bench's own; never the project's."""
     if args.database == "sqlite":
         directory = tempfile.mkdtemp(prefix="bench-knowledge-")
-        url = f"sqlite:///{directory}/bench.sqlite3"
+        url = f"sqlite:///{sqlite_prepared(Path(directory) / 'bench.sqlite3')}"
 
         def cleanup() -> None:
             if args.keep:
@@ -296,7 +306,7 @@ def prepare_database(args: argparse.Namespace) -> BenchDatabase:
     admin_url = _with_dbname(args.postgres_url, "postgres")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        postgres_create(conn, name)
     url = _with_dbname(args.postgres_url, name)
 
     def drop() -> None:

@@ -185,15 +185,30 @@ def throughput(args: argparse.Namespace) -> list[Arm]:
         cluster.manage("load_demo", "--no-replay")
         cluster.manage("add_user", "bench-agent", "--role", "agent", "--tenant", "teahouse")
         token = json.loads(cluster.manage("create_token", "bench-agent", "--json").stdout)["token"]
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        use_wrk = shutil.which("wrk") is not None and args.generator != "python"
-        script = wrk_script(state, SEARCH, headers) if use_wrk else None
+        arms = throughput_on(cluster, token, args)
+    database_drop(DATABASE)
+    shutil.rmtree(state, ignore_errors=True)
+    return arms
+
+
+def throughput_on(cluster: Cluster, token: str, args: argparse.Namespace) -> list[Arm]:
+    """The arms of 1, 2 and 3 instances measured on a running deployment of 3 instances (its
+    demo world loaded), searching as the agent ``token`` acts as; all 3 in rotation after."""
+    if cluster.recipe.web != 3:
+        raise SystemExit(
+            f"the arms take 1, 2 and 3 of 3 instances; this one has {cluster.recipe.web}"
+        )
+    port, state = cluster.recipe.port, cluster.state
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    use_wrk = shutil.which("wrk") is not None and args.generator != "python"
+    script = wrk_script(state, SEARCH, headers) if use_wrk else None
+    try:
         # Warm-up: every instance's threads open their connection and run the search once.
         rotation(cluster, 3)
         if script:
             run_wrk(port, script, args.connections, 3)
         else:
-            python_load(port, headers, args.connections, 300)
+            python_load(port, headers, args.connections, args.warmup)
         arms = {n: Arm(n, [], [], 0, {}, 0.0, 0.0) for n in (1, 2, 3)}
         busy_jiffies = dict.fromkeys(arms, 0.0)
         all_jiffies = dict.fromkeys(arms, 0.0)
@@ -236,19 +251,19 @@ def throughput(args: argparse.Namespace) -> list[Arm]:
                 all_jiffies[n] += after_busy[1] - before_busy[1]
         for n, arm in arms.items():
             arm.busy = busy_jiffies[n] / all_jiffies[n] if all_jiffies[n] else 0.0
+    finally:
         rotation(cluster, 3)
-    database_drop(DATABASE)
-    shutil.rmtree(state, ignore_errors=True)
     return list(arms.values())
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=5, help="seconds per arm under wrk")
     parser.add_argument("--count", type=int, default=600, help="searches per arm without wrk")
+    parser.add_argument("--warmup", type=int, default=300, help="searches before, without wrk")
     parser.add_argument("--connections", type=int, default=12)
     parser.add_argument("--processes", type=int, default=1, help="gunicorn workers per instance")
     parser.add_argument("--generator", choices=("auto", "python"), default="auto")
@@ -256,38 +271,56 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--skip-users", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="1 round of 12 searches per arm from 2 Python threads, no 200-user run: the test "
+        "suite's check that the script still runs (its figures mean nothing)",
+    )
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.rounds, args.count, args.warmup, args.connections = 1, 12, 6, 2
+        args.generator, args.skip_users = "python", True
+    return args
+
+
+def print_throughput(arms: list[Arm], args: argparse.Namespace) -> None:
+    cores = os.cpu_count() or 1
+    generator = "wrk" if shutil.which("wrk") and args.generator != "python" else "python"
+    print(
+        f"\nPOST /api/v1/knowledge/search through HAProxy, {args.connections} connections "
+        f"({generator}), {args.processes} gunicorn process(es) x 4 threads per instance, "
+        f"{args.rounds} rounds"
+    )
+    print(
+        f"{'instances':>9} {'req/s':>8} {'x 1':>6} {'of linear':>9} {'p99 ms':>8} "
+        f"{'errors':>6}  CPU s per s: instances / postgres / haproxy / load   machine busy"
+    )
+    base = statistics.median(arms[0].rates)
+    for arm in arms:
+        rate = statistics.median(arm.rates)
+        cpu = {k: v / arm.seconds for k, v in arm.cpu.items()}
+        print(
+            f"{arm.instances:>9} {rate:>8.1f} {rate / base:>6.2f} "
+            f"{rate / (base * arm.instances):>9.2f} {statistics.median(arm.p99s):>8.1f} "
+            f"{arm.errors:>6}  {cpu['instances']:.2f} / {cpu['postgres']:.2f} / "
+            f"{cpu['haproxy']:.2f} / {cpu['generator']:.2f}   {arm.busy:.0%} of {cores} cores"
+        )
+    for previous, arm in itertools.pairwise(arms):
+        ratio = statistics.median(arm.rates) / statistics.median(previous.rates)
+        linear = arm.instances / previous.instances
+        print(
+            f"{previous.instances} -> {arm.instances} instances: x{ratio:.2f} "
+            f"({ratio / linear:.2f} of linear; target >= 0.8 until the database saturates)"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     cores = os.cpu_count() or 1
     print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f} at the start")
     if not args.skip_throughput:
-        arms = throughput(args)
-        generator = "wrk" if shutil.which("wrk") and args.generator != "python" else "python"
-        print(
-            f"\nPOST /api/v1/knowledge/search through HAProxy, {args.connections} connections "
-            f"({generator}), {args.processes} gunicorn process(es) x 4 threads per instance, "
-            f"{args.rounds} rounds"
-        )
-        print(
-            f"{'instances':>9} {'req/s':>8} {'x 1':>6} {'of linear':>9} {'p99 ms':>8} "
-            f"{'errors':>6}  CPU s per s: instances / postgres / haproxy / load   machine busy"
-        )
-        base = statistics.median(arms[0].rates)
-        for arm in arms:
-            rate = statistics.median(arm.rates)
-            cpu = {k: v / arm.seconds for k, v in arm.cpu.items()}
-            print(
-                f"{arm.instances:>9} {rate:>8.1f} {rate / base:>6.2f} "
-                f"{rate / (base * arm.instances):>9.2f} {statistics.median(arm.p99s):>8.1f} "
-                f"{arm.errors:>6}  {cpu['instances']:.2f} / {cpu['postgres']:.2f} / "
-                f"{cpu['haproxy']:.2f} / {cpu['generator']:.2f}   {arm.busy:.0%} of {cores} cores"
-            )
-        for previous, arm in itertools.pairwise(arms):
-            ratio = statistics.median(arm.rates) / statistics.median(previous.rates)
-            linear = arm.instances / previous.instances
-            print(
-                f"{previous.instances} -> {arm.instances} instances: x{ratio:.2f} "
-                f"({ratio / linear:.2f} of linear; target >= 0.8 until the database saturates)"
-            )
+        print_throughput(throughput(args), args)
     if not args.skip_users:
         print(f"\n{args.users} users, {args.requests} requests each (scripts/scaleout.py):")
         report = scaleout(users=args.users, requests=args.requests, processes=2)

@@ -58,6 +58,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import HashedEmbedder, postgres_create, sqlite_prepared  # noqa: E402
+
 PARAPHRASE = ROOT / "fixtures" / "paraphrase"
 HELDOUT = ROOT / "fixtures" / "heldout" / "tickets.json"
 
@@ -89,6 +91,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="latency rounds; median reported")
     parser.add_argument("--quick", action="store_true", help="sizes 100,1000; 15 queries; 1 round")
     parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="sizes 20,50; 3 queries; 1 round; vectors hashed from the tokens instead of the"
+        " model's: the test suite's check that the script still runs (its figures mean nothing)",
+    )
+    parser.add_argument(
         "--database",
         choices=["sqlite", "postgres"],
         default=None,
@@ -111,6 +119,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.rounds = "100,1000", 15, 1
+    if args.tiny:
+        args.sizes, args.queries, args.rounds = "20,50", 3, 1
     try:
         args.size_list = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s})
     except ValueError:
@@ -139,7 +149,9 @@ def prepare_database(args: argparse.Namespace) -> Callable[[], None]:
     cleanup."""
     if args.database == "sqlite":
         directory = tempfile.mkdtemp(prefix="bench-semantic-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{directory}/bench.sqlite3"
+        os.environ["DATABASE_URL"] = (
+            f"sqlite:///{sqlite_prepared(Path(directory) / 'bench.sqlite3')}"
+        )
 
         def remove() -> None:
             if args.keep:
@@ -156,7 +168,7 @@ def prepare_database(args: argparse.Namespace) -> Callable[[], None]:
     admin_url = _with_dbname(args.postgres_url, "postgres")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        postgres_create(conn, name)
     os.environ["DATABASE_URL"] = _with_dbname(args.postgres_url, name)
 
     def drop() -> None:
@@ -821,6 +833,10 @@ def main(argv: list[str] | None = None) -> int:
     # Run as a script this module is __main__; the embedder factory is named by its import path.
     sys.modules.setdefault("bench.bench_semantic", sys.modules[__name__])
     args = parse_args(argv)
+    if args.tiny:
+        global _local
+        _local = HashedEmbedder()
+        print("--tiny: vectors hashed from the tokens, not the model's; the figures mean nothing")
     cleanup = prepare_database(args)
     try:
         vendor = django_ready()

@@ -5,6 +5,7 @@ Bounded in count and time, loopback only, and it stops by itself:
     .venv/bin/python bench/load_test.py                       # PostgreSQL (a scratch database)
     .venv/bin/python bench/load_test.py --database sqlite     # a temporary SQLite file
     .venv/bin/python bench/load_test.py --users 20 --requests 60 --seconds 90
+    .venv/bin/python bench/load_test.py --database sqlite --tiny   # seconds: the test suite's run
 
 Each virtual user is a thread with its own HTTP connection. Reviewers sign in through the login
 form before the measured phase begins, then read the dashboard, the review queue, case pages,
@@ -36,9 +37,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import postgres_create, sqlite_prepared  # noqa: E402
+
 PYTHON = sys.executable
 PG_SERVER = "postgres://postgres@127.0.0.1:5432"
-LOAD_DB = "console_load_test"
+LOAD_DB = f"console_load_test_{os.getpid()}"
 STARTED = time.monotonic()
 
 
@@ -62,12 +68,6 @@ class Samples:
                     self.error_examples.append(what)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(  # noqa: S603
         [PYTHON, "manage.py", *args],
@@ -84,55 +84,67 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 @contextmanager
-def scratch_database(kind: str) -> Iterator[str]:
+def scratch_database(kind: str, server: str = PG_SERVER) -> Iterator[str]:
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
-            yield f"sqlite:///{folder}/load.sqlite3"
+            yield f"sqlite:///{sqlite_prepared(Path(folder) / 'load.sqlite3')}"
         return
     import psycopg
 
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {LOAD_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {LOAD_DB}")
+        postgres_create(conn, LOAD_DB)
     try:
-        yield f"{PG_SERVER}/{LOAD_DB}"
+        yield f"{server}/{LOAD_DB}"
     finally:
-        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {LOAD_DB} WITH (FORCE)")
 
 
 @contextmanager
-def gunicorn(env: dict[str, str], port: int, workers: int) -> Iterator[None]:
-    process = subprocess.Popen(  # noqa: S603
-        [
-            PYTHON,
-            "-m",
-            "gunicorn",
-            "console.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--threads",
-            "4",
-            "--log-level",
-            "warning",
-            "--preload",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
+def gunicorn(env: dict[str, str], workers: int) -> Iterator[int]:
+    """gunicorn serving on a loopback port (yielded) that is listening before it starts
+    (``fd://``): a first request waits in the backlog until a worker takes it, so nothing
+    polls for the server on a timer."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        listener.set_inheritable(True)
+        port = int(listener.getsockname()[1])
+        process = subprocess.Popen(  # noqa: S603
+            [
+                PYTHON,
+                "-m",
+                "gunicorn",
+                "console.wsgi:application",
+                "--bind",
+                f"fd://{listener.fileno()}",
+                "--workers",
+                str(workers),
+                "--threads",
+                "4",
+                "--log-level",
+                "warning",
+                "--preload",
+            ],
+            cwd=ROOT,
+            env=env,
+            pass_fds=(listener.fileno(),),
+        )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while True:
+            if process.poll() is not None:
+                raise SystemExit(f"gunicorn exited with status {process.returncode}")
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("gunicorn did not start")
-        yield
+                conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
+                conn.getresponse().read()
+                break
+            except TimeoutError:
+                continue
+            finally:
+                conn.close()
+        yield port
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -330,6 +342,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument(
+        "--postgres-server",
+        default=PG_SERVER,
+        help="the PostgreSQL server for --database postgres (no database name)",
+    )
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--requests", type=int, default=60, help="requests per user")
     parser.add_argument("--seconds", type=float, default=90, help="time cap for the load phase")
@@ -339,10 +356,19 @@ def main() -> None:
         default="250,750",
         help="pause before each request, MIN,MAX milliseconds (0,0 for none)",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 users of 3 requests, 1 worker, no pauses: the test suite's check that the script"
+        " still runs (its figures mean nothing)",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.users, args.requests, args.seconds, args.workers = 2, 3, 60, 1
+        args.think_ms = "0,0"
     low, high = (float(x) for x in args.think_ms.split(","))
 
-    with scratch_database(args.database) as url:
+    with scratch_database(args.database, args.postgres_server.rstrip("/")) as url:
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -352,11 +378,13 @@ def main() -> None:
             "CONSOLE_API_RATE": "",
         }
         manage(env, "migrate", "--noinput")
-        demo = json.loads(manage(env, "load_demo", "--json"))
+        # --tiny: no stored replay report (half a minute); no page the load visits shows it.
+        demo = json.loads(
+            manage(env, "load_demo", "--json", *(["--no-replay"] if args.tiny else []))
+        )
         passwords = {u["username"]: u["password"] for u in demo["users"]}
         token = json.loads(manage(env, "create_token", "agent-7", "--json"))["token"]
-        port = free_port()
-        with gunicorn(env, port, args.workers):
+        with gunicorn(env, args.workers) as port:
             # Warm-up, not measured: as many concurrent clients as the load has, so every worker
             # thread has opened its database connection and run each view once.
             warm = Samples()

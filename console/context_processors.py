@@ -22,6 +22,8 @@ TRANSLATED_VALUES = (
     gettext_noop("superseded"),
     gettext_noop("outdated"),
     gettext_noop("draft"),
+    gettext_noop("submitted"),
+    gettext_noop("current"),
     gettext_noop("case"),
     gettext_noop("skill"),
     gettext_noop("rule"),
@@ -72,6 +74,7 @@ def _items(request: HttpRequest) -> list[NavItem]:
         ("curation:home", _("Curation"), (P.VIEW_CASE,)),
         ("investigations:investigation-new", _("Investigations"), (P.VIEW_INVESTIGATION,)),
         ("evaluation:report-list", _("Replays"), ()),
+        ("user-list", _("Users"), (P.CHANGE_USER,)),
         ("event-list", _("Audit log"), (P.VIEW_EVENT,)),
         ("admin:index", _("Admin"), ()),
     ]

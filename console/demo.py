@@ -25,6 +25,9 @@ The story, oldest first (T is the moment of loading):
   (a near-duplicate of the approved store-list case).
 - T-3 days: the duty summary is revoked: the second skill becomes unavailable (the first stays
   available), and ``demo-recall-1`` and ``demo-skill-run-2``, which read it, wait for a follow-up.
+- T-2 days: the operator submits the store manager's account of the first incident, written
+  afresh: a candidate whose near duplicate is the approved store-list case, so a reviewer can
+  compare the two word by word from the queue (``Compare and decide``) and approve or reject it.
 - T: the curation scan runs (skill proposals, re-review, conflicts), and, unless skipped, the
   shipped held-out set is replayed against the demo memory and its report stored.
 
@@ -34,6 +37,7 @@ write takes ``now``), so the clock itself is never set.
 
 from __future__ import annotations
 
+import copy
 import io
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -59,7 +63,7 @@ from evaluation.models import ReplayReport
 from experience.cases import selectors, services
 from experience.cases.executor import run_skill
 from experience.cases.prompting import prompt_tools
-from experience.cases.schema import TicketContext, parse_skill
+from experience.cases.schema import TicketContext, evidence_objects, parse_case, parse_skill
 from experience.cases.tools import tool_specs
 from experience.core.models import Status
 from experience.demo import (
@@ -161,6 +165,7 @@ PROMPT_SKILL_DAYS = 9
 THREAD_DAYS = 8
 THREAD_APPROVAL_DAYS = 6
 REVOKE_DAYS = 3
+RECURRENCE_DAYS = 2
 
 
 def _days_ago(now: datetime, days: float) -> datetime:
@@ -308,6 +313,35 @@ def _thread_candidate(*, operator: User, now: datetime) -> dict[str, Any]:
         thread=thread, picks=picks, draft=draft, actor=operator, now=now
     )
     return {"thread": thread.thread_id, "imported": imported, "case": case.id, "built": built}
+
+
+# The store manager's account of the first incident: the approved store-list case told again
+# in other words (a candidate until a reviewer decides, linked to it by near-duplicate detection).
+RECURRENCE_CHANGES: dict[str, Any] = {
+    # Typed by the store without the approved case's incident id, as the thread's was.
+    "incident": "INC-20260918-store-002-manager-note",
+    "title": "二号店小程序优惠券被拒：活动B门店范围缺少二号店（店长补记）",
+    "summary": "活动B上线当天，二号店顾客用小程序买两杯水果茶，优惠券被拒。店长先以为是缓存，"
+    "后经运营核对配置，确认二号店没有加入活动B的适用门店。",
+}
+RECURRENCE_DIAGNOSIS = (
+    "活动B后台的适用门店列表漏掉了 store-002，二号店订单因门店范围不符无法使用优惠券。"
+)
+RECURRENCE_OUTCOME = "运营补充门店范围后，顾客重新下单成功，店长已告知店员。"
+
+
+def _recurrence_candidate(*, submitter: User, now: datetime) -> dict[str, Any]:
+    """Submit the store manager's account: the first case's content in other words, evidence
+    unchecked, so it waits in the queue beside the approved case it resembles."""
+    items = read_json_file(str(FIXTURES / "experience.json"))
+    data = copy.deepcopy(items[FIRST_CASE])
+    data.update(RECURRENCE_CHANGES)
+    data["diagnosis"]["statement"] = RECURRENCE_DIAGNOSIS
+    data["outcome"]["statement"] = RECURRENCE_OUTCOME
+    for evidence in evidence_objects(data):
+        evidence.pop("verified", None)
+    case, created = services.case_submit(content=parse_case(data), actor=submitter, now=now)
+    return {"case": case.id, "created": created}
 
 
 def _second_skill(*, cases: list[str], operator: User, reviewer: User, now: datetime) -> str:
@@ -496,6 +530,7 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
             reason=SUMMARY_REVOCATION_REASON,
             now=_days_ago(now, REVOKE_DAYS),
         )
+    recurrence = _recurrence_candidate(submitter=operator, now=_days_ago(now, RECURRENCE_DAYS))
     scan = curation_scan(now=now)
     return {
         "users": [
@@ -514,6 +549,7 @@ def load_demo_world(*, now: datetime | None = None) -> dict[str, Any]:
         "skills": [experience["skill"], second_skill],
         "prompt_skill": prompt_skill,
         "thread": thread,
+        "recurrence": recurrence,
         "scan": scan.as_json(),
         "replay_report": None,
     }

@@ -82,7 +82,10 @@ def dashboard_counts(
         if tenants is not None:
             rows = rows.filter(tenant__in=sorted(tenants))
         documents = rows.aggregate(
-            draft_documents=Count("pk", filter=Q(approved=False, revoked=False)),
+            # Submitted versions only: a draft is its author's, in no reviewer's queue.
+            draft_documents=Count(
+                "pk", filter=Q(approved=False, revoked=False, submitted_at__isnull=False)
+            ),
             revoked_documents=Count("pk", filter=Q(revoked=True)),
         )
     return DashboardCounts(

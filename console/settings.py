@@ -250,6 +250,10 @@ METRICS_ALLOWED_NETWORKS = [
 TASK_LEASE_SECONDS = int(os.environ.get("CONSOLE_TASK_LEASE_SECONDS", "600"))
 TASK_MAX_ATTEMPTS = int(os.environ.get("CONSOLE_TASK_MAX_ATTEMPTS", "5"))
 TASK_RETRY_BASE_SECONDS = float(os.environ.get("CONSOLE_TASK_RETRY_BASE_SECONDS", "10"))
+# On SQLite a worker leaves the write lock free this long between two tasks, a little more than
+# SQLite's busy-wait step, so a command or request waiting for it gets its turn
+# (reviewconsole.writelock).
+TASK_WRITER_TURN_SECONDS = float(os.environ.get("CONSOLE_TASK_WRITER_TURN_SECONDS", "0.15"))
 # Reviewer notifications (curation.notifications): printed to the console unless an SMTP
 # backend is configured; candidates waiting longer than this are announced once.
 EMAIL_BACKEND = os.environ.get(
@@ -338,6 +342,23 @@ LOGGING = {
         "text": {"format": "%(message)s"},
         "json": {"()": "reviewconsole.logformat.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    # A 403 (or any 4xx) is one line, not a traceback (reviewconsole.logformat).
+    "filters": {"client_errors_one_line": {"()": "reviewconsole.logformat.ClientErrorsOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["client_errors_one_line"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING")},
+    # Django's own loggers write through the same handler (its default one, under DEBUG, would
+    # print every 403's traceback a second time).
+    "loggers": {
+        "django": {
+            "handlers": ["console"],
+            "level": os.environ.get("CONSOLE_LOG_LEVEL", "WARNING"),
+            "propagate": False,
+        }
+    },
 }

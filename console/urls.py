@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 
 from agentapi.api import api
 from console.views import dashboard
-from reviewconsole import views
+from reviewconsole import user_views, views
 
 
 class FaviconView(RedirectView):
@@ -34,6 +34,9 @@ urlpatterns = [
     path("audit/", views.event_list, name="event-list"),
     path("audit/export.csv", views.event_export, name="event-export"),
     path("time-zone/", views.time_zone, name="time-zone"),
+    path("users/", user_views.user_list, name="user-list"),
+    path("users/new/", user_views.user_new, name="user-new"),
+    path("users/<str:username>/", user_views.user_edit, name="user-edit"),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("curation/", include("curation.urls")),

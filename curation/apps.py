@@ -20,6 +20,7 @@ class CurationConfig(AppConfig):
         )
         from experience.runs.events import SkillRunStored
         from investigations.events import InvestigationStored
+        from knowledge.events import DocumentSubmitted
         from reviewconsole.background import worker_start_hook_install
         from reviewconsole.dispatch import dispatch_subscribe
 
@@ -35,6 +36,7 @@ class CurationConfig(AppConfig):
         dispatch_subscribe(SkillRunStored, subscribers.skill_run_review_queued)
         dispatch_subscribe(RunOutcomeReported, subscribers.refutation_rereview_queued)
         dispatch_subscribe(InvestigationStored, subscribers.investigation_review_queued)
+        dispatch_subscribe(DocumentSubmitted, subscribers.document_submission_notified)
         # Every worker makes sure the periodic scan is queued.
         worker_start_hook_install(schedule_next_scan)
         # Skill approval and every distinct-incident count go through incident merges.

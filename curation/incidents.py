@@ -32,7 +32,7 @@ from experience.cases.models import Case
 from experience.core.models import ItemType, Status
 from experience.index.lesson_inputs import incidents_merged
 from experience.index.postings import KINDS
-from experience.index.vectors import same_experience_approved
+from experience.index.vectors import meaning_prepared, same_experience_approved
 from experience.lessons.models import Lesson
 from experience.lessons.services import lesson_merge_propose
 from reviewconsole import clock
@@ -173,6 +173,17 @@ def _similar_in_meaning(case: Case) -> list[tuple[float, Case]]:
     ]
     peers = Case.objects.in_bulk([item for item, _ in near])
     return [(similarity, peers[item]) for item, similarity in near if item in peers]
+
+
+def case_meaning_prepared(case: Case) -> None:
+    """Embed ``case``'s text before ``case_link_similar`` runs in a write transaction, which
+    then compares it in meaning without running the model while it holds the lock."""
+    meaning_prepared(KINDS[ItemType.CASE].text(case))
+
+
+def lesson_meaning_prepared(lesson: Lesson) -> None:
+    """Embed ``lesson``'s text before ``lesson_merges_by_meaning`` runs in a write transaction."""
+    meaning_prepared(KINDS[ItemType.LESSON].text(lesson))
 
 
 def lesson_merges_by_meaning(lesson: Lesson) -> list[str]:

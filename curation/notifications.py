@@ -1,6 +1,7 @@
 """Reviewer notifications by email (Django's email backend; the console backend by default).
 
-A reviewer is told when candidates have waited longer than ``NOTIFY_CANDIDATE_WAIT_HOURS``, when
+A reviewer is told when candidates have waited longer than ``NOTIFY_CANDIDATE_WAIT_HOURS``, an
+operator when a knowledge version they may approve is submitted for review, when
 an item they approved is revoked, when a lesson conflict involves a lesson they approved, and
 when a lesson they approved (or an earlier version of it) turns outdated.
 Each user may turn notifications off (``NotificationOptOut``); users without an email address get
@@ -36,6 +37,8 @@ from experience.core.models import Status
 from experience.lessons.domain import CONFIDENCE_FELL, CONTRADICTED
 from experience.lessons.models import Lesson, LessonConflict
 from experience.review.impact import impact_lines, latest_impact
+from knowledge.models import Document
+from knowledge.selectors import document_approvers
 from reviewconsole import clock
 from reviewconsole.background import retrying
 from reviewconsole.permissions import REVIEW_CASE, holds
@@ -46,6 +49,7 @@ WAITING = "waiting"
 REVOKED = "revoked"
 CONFLICT = "conflict"
 OUTDATED = "outdated"
+SUBMITTED = "submitted"
 
 MESSAGE_ID_DOMAIN = "review-console"
 
@@ -168,7 +172,7 @@ def outbox_retry_stalled() -> int:
     return len(stalled)
 
 
-def _link(item: Case | Skill | Lesson) -> str:
+def _link(item: Case | Skill | Lesson | Document) -> str:
     link = console_link(getattr(settings, "CONSOLE_BASE_URL", ""), item.get_absolute_url())
     return f" {link}" if link else ""
 
@@ -306,4 +310,29 @@ def notify_outdated(key: str, now: datetime | None = None) -> int:
     return sum(
         _deliver(user, OUTDATED, [key], "A lesson you approved is outdated", [line], now=now)
         for user in sorted(lesson_approvers(lesson), key=lambda u: u.pk)
+    )
+
+
+def notify_document_submitted(document: Document, now: datetime | None = None) -> int:
+    """Ask the operators who may approve a submitted knowledge version (its tenant's, not its
+    author): one mail each, with its change note, in the outbox of the submission's transaction."""
+    author = document.submitted_by.get_username() if document.submitted_by else "an operator"
+    line = (
+        f"{document.public_id} {quoted(document.title)} (tenant {document.tenant}) was "
+        f"submitted for your approval by {author}; change note: {quoted(document.change_note)}"
+        f"{_link(document)}"
+    )
+    # One announcement per version of a tenant's key (keys are per tenant).
+    key = f"{document.tenant}/{document.public_id}"
+    now = now or clock.now()
+    return sum(
+        _deliver(
+            user,
+            SUBMITTED,
+            [key],
+            "A knowledge version awaits your approval",
+            [line],
+            now=now,
+        )
+        for user in document_approvers(document)
     )

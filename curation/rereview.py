@@ -27,6 +27,7 @@ from experience.cases.schema import parse_case
 from experience.cases.services import case_submit
 from experience.core.models import Status
 from experience.lessons.models import Lesson, LessonConflict
+from experience.pages.selectors import availabilities
 from experience.runs.models import Outcome, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
@@ -50,6 +51,9 @@ MODELS: dict[str, type[Case] | type[Skill] | type[Lesson]] = {
     "lesson": Lesson,
 }
 ITEM_NOT_APPROVED = "the item is no longer approved"
+# Confirming says the item holds: an item that may not be used now (a skill whose cited case was
+# revoked) is revoked or its support re-certified instead.
+CONFIRM_UNAVAILABLE = "the item cannot be used now, so it is not confirmed: revoke it instead"
 VALID_TO_PASSED = "must be in the future: a new version is certified for what comes"
 
 
@@ -342,10 +346,13 @@ def rereview_confirm(
             entry, Skill, actor, REVIEW_CASE, refused=REVIEW_REFUSED, other_type=ENTRY_NOT_SKILL
         )
     entry, item = opened
+    now = now or clock.now()
+    state = availabilities([item.id], now).get(item.id)
+    if state is not None and not state.available:
+        raise ValidationFailure("entry", CONFIRM_UNAVAILABLE)
     entry.status = ReReviewStatus.CLOSED
     entry.resolution = ReReviewResolution.CONFIRMED
     entry.resolved_by = actor
-    now = now or clock.now()
     entry.resolved_at = now
     entry.note = reason
     entry.save(update_fields=["status", "resolution", "resolved_by", "resolved_at", "note"])

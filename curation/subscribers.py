@@ -10,7 +10,13 @@ event of its own (the write that caused it is the audited act).
 from __future__ import annotations
 
 from curation import aar
-from curation.notifications import CONFLICT, OUTDATED, REVOKED, outdated_key
+from curation.notifications import (
+    CONFLICT,
+    OUTDATED,
+    REVOKED,
+    notify_document_submitted,
+    outdated_key,
+)
 from curation.rereview import (
     conflict_rereview_closed,
     conflict_rereview_queued,
@@ -33,6 +39,7 @@ from experience.review.events import (
 from experience.runs.events import SkillRunStored
 from investigations.events import InvestigationStored
 from investigations.services import investigation_running
+from knowledge.events import DocumentSubmitted
 
 
 def similar_cases_queued(event: CaseStored) -> None:
@@ -102,3 +109,9 @@ def skill_run_review_queued(event: SkillRunStored) -> None:
 def investigation_review_queued(event: InvestigationStored) -> None:
     """A finished investigation is reviewed after the fact."""
     aar_draft_task.enqueue(aar.INVESTIGATION, event.investigation.pk)
+
+
+def document_submission_notified(event: DocumentSubmitted) -> None:
+    """The operators who may approve a submitted knowledge version are mailed (the outbox row
+    and its send task are written with the submission)."""
+    notify_document_submitted(event.document, now=event.now)

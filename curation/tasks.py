@@ -17,6 +17,7 @@ from curation.aar_drafts import (
     trace_of_investigation,
     trace_of_run,
 )
+from experience.index.vectors import meaning_prepared
 from experience.runs.models import Run
 from investigations.models import Investigation
 from reviewconsole import clock
@@ -42,7 +43,11 @@ def aar_draft_task(kind: str, pk: int, attempt: int = 1) -> str:
                 trace, caller_id = trace_of_run(run), run.actor_id
             # The review agent is asked before the draft's transaction, and only when a draft
             # will be made: a model call holds no lock, and a run drafted already costs none.
-            reply = agent_reply(trace) if draft_pending(trace) else None
+            pending = draft_pending(trace)
+            reply = agent_reply(trace) if pending else None
+            if pending:
+                # The draft compares its lesson in meaning: the model loads before the lock.
+                meaning_prepared()
             record = run_draft(trace=trace, caller_id=caller_id, reply=reply)
         except DraftRefused as refused:
             return f"not drafted: {refused}"
@@ -70,6 +75,7 @@ def curation_scan_task(attempt: int = 1) -> dict[str, int]:
     from curation.notifications import notify_waiting_candidates, outbox_retry_stalled
     from curation.scan import curation_scan, stale_after_days
 
+    meaning_prepared()  # the scan links cases in meaning: the model loads before the lock
     with retrying(curation_scan_task, attempt), transaction.atomic():
         report = curation_scan(now=clock.now(), days=stale_after_days())
         notify_waiting_candidates()
@@ -96,12 +102,17 @@ def schedule_next_scan(*, after: timedelta | None = None) -> bool:
 def case_index_task(case_id: str, attempt: int = 1) -> int:
     """Index a newly stored case and link it to its near-duplicates (off the request path);
     linking again finds the links already made, so a re-run writes nothing twice."""
-    from curation.incidents import case_link_similar
+    from curation.incidents import case_link_similar, case_meaning_prepared
     from experience.cases.models import Case
 
-    with retrying(case_index_task, attempt, case_id), transaction.atomic():
-        case = Case.objects.filter(pk=case_id).first()
-        return len(case_link_similar(case=case)) if case is not None else 0
+    with retrying(case_index_task, attempt, case_id):
+        # The model runs before the write transaction, which then holds the lock only to write.
+        found = Case.objects.filter(pk=case_id).first()
+        if found is not None:
+            case_meaning_prepared(found)
+        with transaction.atomic():
+            case = Case.objects.filter(pk=case_id).first()
+            return len(case_link_similar(case=case)) if case is not None else 0
 
 
 @task()
@@ -109,12 +120,16 @@ def lesson_index_task(lesson_id: str, attempt: int = 1) -> int:
     """Propose merging a new candidate lesson into the approved lessons of its scope and type it
     says the same as in meaning (``curation.incidents.lesson_merges_by_meaning``); proposing
     again finds the proposals already made, so a re-run writes nothing twice."""
-    from curation.incidents import lesson_merges_by_meaning
+    from curation.incidents import lesson_meaning_prepared, lesson_merges_by_meaning
     from experience.lessons.models import Lesson
 
-    with retrying(lesson_index_task, attempt, lesson_id), transaction.atomic():
-        lesson = Lesson.objects.filter(pk=lesson_id).first()
-        return len(lesson_merges_by_meaning(lesson)) if lesson is not None else 0
+    with retrying(lesson_index_task, attempt, lesson_id):
+        found = Lesson.objects.filter(pk=lesson_id).first()
+        if found is not None:
+            lesson_meaning_prepared(found)
+        with transaction.atomic():
+            lesson = Lesson.objects.filter(pk=lesson_id).first()
+            return len(lesson_merges_by_meaning(lesson)) if lesson is not None else 0
 
 
 @task()

@@ -4,6 +4,7 @@ from django.http import HttpResponse
 from django.urls import path, register_converter
 
 from experience.pages import conflicts as conflict_views
+from experience.pages import imports as import_views
 from experience.pages import lessons as lesson_views
 from experience.pages import outcomes as outcome_views
 from experience.pages import queue as queue_views
@@ -39,6 +40,7 @@ app_name = "experience"
 
 urlpatterns = [
     path("queue/", queue_views.queue, name="queue"),
+    path("import/", import_views.import_page, name="import"),
     path("cases/<digest:digest>/", CASE_VIEWS.detail, name="case-detail"),
     path("cases/<digest:digest>/checklist/", CASE_VIEWS.checklist, name="case-checklist"),
     path("cases/<digest:digest>/check/", case_check, name="case-check"),

@@ -233,7 +233,13 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
             f", a new version of {saved.doc_key}" if change else ""
         )
         who = "another operator approves" if four_eyes_required() else "approve"
-        self.message_user(request, f"{what}; {who} it to publish.", messages.SUCCESS)
+        # A draft is in no reviewer's queue until its author submits it, on its console page.
+        self.message_user(
+            request,
+            f"{what}; submit it for review with a change note on its console page "
+            f"({saved.get_absolute_url()}), then {who} it to publish.",
+            messages.SUCCESS,
+        )
 
     def changeform_view(
         self,

@@ -39,7 +39,8 @@ from reviewconsole.timeparse import check_bounds, to_utc_iso
 
 STATUS_CHOICES = [
     ("", _("Any status")),
-    ("draft", _("Draft")),
+    ("draft", _("Draft, not submitted")),
+    ("submitted", _("Submitted, awaiting approval")),
     ("approved", _("Approved")),
     ("revoked", _("Revoked")),
 ]
@@ -366,6 +367,16 @@ class DocumentForm(forms.Form):
     published_at = ZonedDateTimeField(
         label=_("Published at"), required=False, widget=SecondsDateTimeInput
     )
+    change_note = forms.CharField(
+        label=_("Change note"),
+        required=False,
+        max_length=MAX_REASON,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_(
+            "What this version changes and why; required when you submit it for review, "
+            "optional while it is a draft"
+        ),
+    )
 
     def __init__(
         self,
@@ -467,6 +478,10 @@ class DocumentForm(forms.Form):
             for name in self.content.__dataclass_fields__
             if name not in skipped
         }
+
+
+class DocumentSubmitForm(forms.Form):
+    change_note = forms.CharField(label=_("Change note"), max_length=MAX_REASON, required=False)
 
 
 class DocumentReviewForm(forms.Form):

@@ -29,6 +29,10 @@ LIFECYCLE_FIELDS = frozenset(
         "revoked_at",
         "revoked_reason",
         "expanded_tokens",
+        # A draft's change note is written until it is submitted; the submission is lifecycle.
+        "change_note",
+        "submitted_at",
+        "submitted_by",
     }
 )
 
@@ -66,6 +70,14 @@ class Document(models.Model):
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_reason = models.TextField(blank=True)
+    # What this version changes, in its author's words: required to submit it for review.
+    change_note = models.TextField(blank=True)
+    # A draft is its author's until submitted; only a submitted version is in reviewers' queue
+    # (an import submits what it stores).
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -131,9 +143,28 @@ class Document(models.Model):
 
     @property
     def status(self) -> str:
+        """``draft`` (its author's, in no queue), ``submitted`` (awaiting approval),
+        ``approved`` or ``revoked``."""
         if self.revoked:
             return "revoked"
-        return "approved" if self.approved else "draft"
+        if self.approved:
+            return "approved"
+        return "submitted" if self.submitted_at is not None else "draft"
+
+    @property
+    def currency(self) -> str:
+        """``current`` for the approved version search answers with, ``superseded`` for an
+        approved one a later approved version replaced, else empty; read from the
+        ``current_version`` annotation (``knowledge.selectors.with_current_version``)."""
+        current = getattr(self, "current_version", None)
+        if not self.approved or self.revoked or current is None:
+            return ""
+        return "current" if self.version == current else "superseded"
+
+    def valid_from_passed(self, now: Any) -> bool:
+        """A version not yet approved whose ``valid_from`` is already past: it applies from its
+        approval, not from that time."""
+        return not self.approved and not self.revoked and self.valid_from < now
 
 
 class DocumentStore(models.Model):

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from knowledge.models import Document, DocumentStore, Synonym
 from knowledge.schema import DocumentContent
-from reviewconsole.display import local_text
 from reviewconsole.models import Action, Event
+from reviewconsole.permissions import APPROVE_DOCUMENT
 from reviewconsole.tenancy import may_access, visible
 
 
@@ -40,18 +39,56 @@ def documents_filtered(
     if kind:
         documents = documents.filter(kind=kind)
     if status == "draft":
-        documents = documents.filter(approved=False, revoked=False)
+        documents = documents.filter(approved=False, revoked=False, submitted_at__isnull=True)
+    elif status == "submitted":
+        documents = documents.filter(approved=False, revoked=False, submitted_at__isnull=False)
     elif status == "approved":
         documents = documents.filter(approved=True, revoked=False)
     elif status == "revoked":
         documents = documents.filter(revoked=True)
     stores = Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store"))
-    return documents.prefetch_related(stores).order_by("doc_key", "-version")
+    return with_current_version(documents.prefetch_related(stores)).order_by("doc_key", "-version")
+
+
+def with_current_version(documents: QuerySet[Document]) -> QuerySet[Document]:
+    """Each version annotated with ``current_version``: the highest approved, unrevoked version
+    of its key in its tenant, which search answers with (``Document.currency`` reads it)."""
+    current = (
+        Document.objects.filter(
+            tenant=OuterRef("tenant"), doc_key=OuterRef("doc_key"), approved=True, revoked=False
+        )
+        .values("tenant", "doc_key")
+        .annotate(top=Max("version"))
+        .values("top")
+    )
+    return documents.annotate(current_version=Subquery(current))
+
+
+def document_approvers(document: Document) -> list[User]:
+    """The active users who may approve ``document``: the approve permission (Django's answer,
+    ``with_perm`` of the backend that grants it) and a tenant that lets them act on it, never its
+    author (four eyes); by username, in two queries however many there are."""
+    holders = (
+        User.objects.with_perm(
+            APPROVE_DOCUMENT, is_active=True, backend="reviewconsole.access.AccessBackend"
+        )
+        # Four eyes: never its author (no author, pk 0, excludes no one).
+        .exclude(pk=int(document.created_by_id or 0))
+        .prefetch_related("tenant_memberships")
+        .order_by("username")
+    )
+    return [
+        user
+        for user in holders
+        # No membership: deployment-wide (``reviewconsole.tenancy``).
+        if not (tenants := {m.tenant for m in user.tenant_memberships.all()})
+        or document.tenant in tenants
+    ]
 
 
 def _documents_shown() -> QuerySet[Document]:
     return Document.objects.select_related(
-        "approved_by", "revoked_by", "created_by"
+        "approved_by", "revoked_by", "created_by", "submitted_by"
     ).prefetch_related(Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store")))
 
 
@@ -64,7 +101,7 @@ def document_versions(tenant: str, doc_key: str) -> QuerySet[Document]:
     """Every version of ``doc_key`` in ``tenant`` (another tenant's versions of that key are
     another document)."""
     return (
-        Document.objects.filter(tenant=tenant, doc_key=doc_key)
+        with_current_version(Document.objects.filter(tenant=tenant, doc_key=doc_key))
         .select_related("created_by")
         .only(
             "tenant",
@@ -73,6 +110,8 @@ def document_versions(tenant: str, doc_key: str) -> QuerySet[Document]:
             "title",
             "approved",
             "revoked",
+            "submitted_at",
+            "change_note",
             "created_at",
             "created_by__username",
             "published_at",
@@ -103,44 +142,6 @@ def document_content(document: Document, stores: Sequence[str] | None = None) ->
         published_at=document.published_at,
         requirements=document.requirements,
     )
-
-
-# Shown in the viewer's zone, like every time on the page (the content holds UTC).
-TIME_FIELDS = frozenset({"valid_from", "valid_to", "published_at"})
-
-
-def document_lines(document: Document) -> list[str]:
-    """The content of a version as lines of text, in a stable order, for a line diff."""
-    canonical = document_content(document).canonical()
-    lines = []
-    for name in (
-        "title",
-        "kind",
-        "rule_key",
-        "tenant",
-        "brand",
-        "campaign",
-        "stores",
-        "valid_from",
-        "valid_to",
-        "published_at",
-        "source",
-    ):
-        value = canonical[name]
-        if name in TIME_FIELDS:
-            shown = local_text(value)
-        else:
-            shown = (
-                ", ".join(value) if isinstance(value, list) else ("—" if value is None else value)
-            )
-        lines.append(f"{name}: {shown}")
-    lines.append("requirements:")
-    lines += json.dumps(
-        canonical["requirements"], ensure_ascii=False, indent=2, sort_keys=True
-    ).splitlines()
-    lines.append("text:")
-    lines += canonical["text"].splitlines()
-    return lines
 
 
 def documents_visible(user: User | AnonymousUser, **filters: str) -> QuerySet[Document]:

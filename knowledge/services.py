@@ -14,11 +14,11 @@ from django.db.models import Max, Q
 
 from knowledge import hooks, postings
 from knowledge.domain import expand, tokenize
-from knowledge.events import LexiconChanged
+from knowledge.events import DocumentSubmitted, LexiconChanged
 from knowledge.lexicon import indexed_lexicon, searchable
 from knowledge.models import Document, DocumentStore, Synonym, lexicon_stamp_renewed
 from knowledge.schema import DocumentContent, parse_document
-from knowledge.selectors import document_content
+from knowledge.selectors import document_approvers, document_content
 from knowledge.tasks import lexicon_reindex_task
 from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
@@ -36,7 +36,7 @@ from reviewconsole.permissions import (
     refusals,
     require,
 )
-from reviewconsole.reasons import REASON_REQUIRED
+from reviewconsole.reasons import MAX_REASON, REASON_REQUIRED
 from reviewconsole.tenancy import NOT_IN_TENANT, require_input_tenant
 
 ALREADY_REVOKED = "is already revoked"
@@ -50,6 +50,11 @@ IMPORT_REFUSED = "importing documents needs the operator role"
 # One lexicon serves every tenant, so only an operator whom no tenant limits edits it.
 LEXICON_REFUSED = "editing the lexicon needs an operator whom no tenant limits"
 TENANT_KEPT = "a new version keeps its document's tenant {tenant!r}"
+SUBMIT_REFUSED = "submitting documents needs the operator role"
+CHANGE_NOTE_REQUIRED = "say what this version changes before submitting it"
+CHANGE_NOTE_TOO_LONG = f"must be at most {MAX_REASON} characters"
+NOT_A_DRAFT = "is not a draft: only a draft is submitted"
+NOT_YOUR_DRAFT = "is another operator's draft: its author submits it"
 
 
 def token_text(tokens: frozenset[str]) -> str:
@@ -62,8 +67,13 @@ def document_create(
     actor: User,
     lexicon: dict[str, str] | None = None,
     now: datetime | None = None,
+    change_note: str = "",
+    submitted: bool = False,
 ) -> Document:
-    """Save one new version. Callers hold the transaction and have checked permissions."""
+    """Save one new version. Callers hold the transaction and have checked permissions.
+
+    ``submitted``: the version goes to reviewers at once (an import, which is its submission);
+    otherwise it is a draft until ``document_submit``."""
     now = now or clock.now()
     text = searchable(content.title, content.text)
     # Tokenized under the search index's lexicon, which a lexicon change moves in the background.
@@ -88,6 +98,9 @@ def document_create(
         expanded_tokens=token_text(tokenize(expand(text, lexicon))),
         created_by=actor,
         created_at=now,
+        change_note=_change_note_checked(change_note, required=False),
+        submitted_at=now if submitted else None,
+        submitted_by=actor if submitted else None,
     )
     DocumentStore.objects.bulk_create(
         DocumentStore(
@@ -103,10 +116,64 @@ def document_create(
         actor=actor,
         action=Action.DOCUMENT_CREATE,
         target=document.public_id,
-        details={"content_hash": document.content_hash, "stores": list(content.stores)},
+        details={
+            "content_hash": document.content_hash,
+            "stores": list(content.stores),
+            "submitted": submitted,
+        },
         at=now,
     )
     return document
+
+
+def _change_note_checked(note: str, *, required: bool) -> str:
+    clean = note.strip()
+    if required and not clean:
+        raise ValidationFailure("change_note", CHANGE_NOTE_REQUIRED)
+    if len(clean) > MAX_REASON:
+        raise ValidationFailure("change_note", CHANGE_NOTE_TOO_LONG)
+    return clean
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submitted version and the operators asked to approve it (by username)."""
+
+    document: Document
+    approvers: list[str]
+
+
+@transaction.atomic
+def document_submit(
+    *, document: Document, actor: User, change_note: str, now: datetime | None = None
+) -> Submission:
+    """Submit a draft for review, with what it changes: it enters reviewers' queue, and the
+    operators who may approve it are told (``DocumentSubmitted``: curation mails them).
+
+    Only its author submits a draft, once; the change note is required."""
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    require(actor, ADD_DOCUMENT, document.tenant, message=SUBMIT_REFUSED)
+    if document.status != "draft":
+        raise ValidationFailure("document", f"{document.public_id} {NOT_A_DRAFT}")
+    if document.created_by_id != actor.pk:
+        raise ValidationFailure("document", f"{document.public_id} {NOT_YOUR_DRAFT}")
+    note = _change_note_checked(change_note, required=True)
+    now = now or clock.now()
+    document.change_note = note
+    document.submitted_at = now
+    document.submitted_by = actor
+    document.save(update_fields=["change_note", "submitted_at", "submitted_by"])
+    approvers = document_approvers(document)
+    event_record(
+        actor=actor,
+        action=Action.DOCUMENT_SUBMIT,
+        target=document.public_id,
+        reason=note,
+        details={"tenant": document.tenant, "approvers": [u.get_username() for u in approvers]},
+        at=now,
+    )
+    dispatch(DocumentSubmitted(document=document, now=now))
+    return Submission(document, [u.get_username() for u in approvers])
 
 
 # Unmet conditions of approving or revoking a document, named as for cases and skills
@@ -114,12 +181,14 @@ def document_create(
 REASON_UNMET = "reason_required"
 ALREADY_REVOKED_UNMET = "already_revoked"
 ALREADY_APPROVED_UNMET = "already_approved"
+NOT_SUBMITTED = "not_submitted"
 OWN_SUBMISSION = "own_submission"
 NOT_INDEPENDENT = accounts.NOT_INDEPENDENT
 
 APPROVE_REFUSED = "approving documents needs the operator role"
 REVOKE_REFUSED = "revoking documents needs the operator role"
 OWN_VERSION = "was saved by you; another operator approves it"
+DRAFT_NOT_SUBMITTED = "is a draft its author has not submitted for review"
 NOT_INDEPENDENT_VERSION = (
     "was saved by an account that is one person's with yours (one was created with a password "
     "by the other, or by the same admin); another operator approves it"
@@ -191,6 +260,8 @@ def _review_unmet(
         unmet.append((ALREADY_REVOKED_UNMET, "document", f"{public_id} {ALREADY_REVOKED}"))
     elif approve and document.approved:
         unmet.append((ALREADY_APPROVED_UNMET, "document", f"{public_id} {ALREADY_APPROVED}"))
+    elif approve and document.submitted_at is None:
+        unmet.append((NOT_SUBMITTED, "document", f"{public_id} {DRAFT_NOT_SUBMITTED}"))
     if approve and four_eyes_required():
         if document.created_by_id == actor.pk:
             unmet.append((OWN_SUBMISSION, "document", f"{public_id} {OWN_VERSION}"))
@@ -323,7 +394,12 @@ def latest_version(*, tenant: str, doc_key: str) -> int:
 
 @transaction.atomic
 def document_save_new_version(
-    *, base: Document, changes: dict[str, Any], actor: User, now: datetime | None = None
+    *,
+    base: Document,
+    changes: dict[str, Any],
+    actor: User,
+    change_note: str = "",
+    now: datetime | None = None,
 ) -> Document:
     """Save ``base`` with ``changes`` applied as the next version of its key (a draft).
 
@@ -345,7 +421,7 @@ def document_save_new_version(
     )
     if document_unchanged(base=base, content=content, published_given=published_at is not None):
         raise ValidationFailure("document", NOTHING_CHANGED)
-    return document_create(content=content, actor=actor, now=now)
+    return document_create(content=content, actor=actor, now=now, change_note=change_note)
 
 
 @transaction.atomic
@@ -354,6 +430,7 @@ def document_add(
     content: DocumentContent,
     actor: User,
     next_free_version: bool = False,
+    change_note: str = "",
     now: datetime | None = None,
 ) -> Document:
     """Save a new document (a draft); with ``next_free_version`` its version is assigned."""
@@ -366,7 +443,7 @@ def document_add(
         tenant=content.tenant, doc_key=content.doc_key, version=content.version
     ).exists():
         raise ValidationFailure("version", f"{content.public_id} already exists")
-    return document_create(content=content, actor=actor, now=now)
+    return document_create(content=content, actor=actor, now=now, change_note=change_note)
 
 
 # An imported document may attest a state reached elsewhere; each needs its permission.
@@ -437,7 +514,10 @@ def documents_import(*, items: object, actor: User, now: datetime | None = None)
                         )
                 result.unchanged.append(content.public_id)
                 continue
-            document = document_create(content=content, actor=actor, lexicon=lexicon, now=now)
+            # An import is the submission of what it stores (the file was reviewed to be sent).
+            document = document_create(
+                content=content, actor=actor, lexicon=lexicon, now=now, submitted=True
+            )
             # The file attests a state reached before the import (a migrated, already-approved
             # rulebook); four eyes governs approvals given inside the product, not this.
             attested = {"attested_import": True, "importer": actor.get_username()}

@@ -10,6 +10,7 @@ DOCUMENT_PAGES = [
     ("", views.document_detail, "document-detail"),
     ("new-version/", views.document_new_version, "document-new-version"),
     ("checklist/", views.document_checklist, "document-checklist"),
+    ("submit/", views.document_submit_view, "document-submit"),
     ("review/", views.document_review, "document-review"),
     ("revoke/", views.document_revoke_view, "document-revoke"),
 ]

@@ -9,7 +9,6 @@ call one service, and show what it said.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -27,6 +26,7 @@ from knowledge.forms import (
     DocumentForm,
     DocumentReviewForm,
     DocumentRevokeForm,
+    DocumentSubmitForm,
     SearchPreviewForm,
 )
 from knowledge.hooks import revocation_preview
@@ -34,9 +34,9 @@ from knowledge.models import Document
 from knowledge.scope_options import document_scope_values
 from knowledge.search import search_knowledge
 from knowledge.selectors import (
+    document_approvers,
     document_get,
     document_get_visible,
-    document_lines,
     document_revocations,
     document_stores,
     document_versions,
@@ -47,6 +47,7 @@ from knowledge.services import (
     ALREADY_APPROVED_UNMET,
     ALREADY_REVOKED_UNMET,
     NOT_INDEPENDENT,
+    NOT_SUBMITTED,
     OWN_SUBMISSION,
     REASON_UNMET,
     DocumentRefusal,
@@ -54,8 +55,10 @@ from knowledge.services import (
     document_approve,
     document_review_unmet,
     document_save_new_version,
+    document_submit,
     four_eyes_required,
 )
+from knowledge.versions import requirement_rows, version_diff
 from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
@@ -77,7 +80,6 @@ from reviewconsole.views import (
     HtmxHttpRequest,
     checklist_of,
     console_view,
-    diff_lines,
     finish,
     one_or_tenant_choice,
     or_404,
@@ -140,12 +142,7 @@ def document_detail(
         other = document_get(document.tenant, doc_key, against)
         assert other is not None
         old, new = (other, document) if against < version else (document, other)
-        diff = diff_lines(
-            document_lines(old),
-            document_lines(new),
-            old_label=old.public_id,
-            new_label=new.public_id,
-        )
+        diff = version_diff(old, new)
     return render_page(
         request,
         "knowledge/document_detail.html",
@@ -200,42 +197,6 @@ def search_preview(request: HtmxHttpRequest) -> HttpResponse:
     )
 
 
-# --- requirements as a table -------------------------------------------------------------------
-
-# Facts the search preview asks for by name; any other fact shows its own name.
-FACT_LABELS = {
-    "channel": _("Channel"),
-    "product": _("Product"),
-    "basket_cents": _("Basket (cents)"),
-}
-
-
-@dataclass(frozen=True)
-class RequirementRow:
-    name: str
-    label: str
-    allowed: str
-
-
-def _allowed(constraint: Any) -> str:
-    if isinstance(constraint, dict):
-        low, high = constraint.get("min"), constraint.get("max")
-        if low is not None and high is not None:
-            return gettext("from %(min)s to %(max)s") % {"min": low, "max": high}
-        if low is not None:
-            return gettext("at least %(min)s") % {"min": low}
-        return gettext("at most %(max)s") % {"max": high}
-    return gettext(" or ").join(str(value) for value in constraint)
-
-
-def requirement_rows(requirements: dict[str, Any]) -> list[RequirementRow]:
-    """Each condition as a row a person reads: the fact, and the values it allows."""
-    return [
-        RequirementRow(name, str(FACT_LABELS.get(name, name)), _allowed(constraint))
-        for name, constraint in sorted(requirements.items())
-    ]
-
-
 # --- writing documents -------------------------------------------------------------------------
 
 
@@ -259,10 +220,8 @@ def _saved(request: HtmxHttpRequest, saved: Document, base: Document | None) -> 
             "id": saved.public_id,
             "key": saved.doc_key,
         }
-    who = (
-        gettext("Another operator approves it to publish it.")
-        if four_eyes_required()
-        else gettext("Approve it to publish it.")
+    who = gettext(
+        "No reviewer sees it until you submit it for review, with a change note, on its page."
     )
     messages.success(request, f"{message} {who}")
     return finish(request, saved.get_absolute_url())
@@ -285,10 +244,13 @@ def _save(request: HtmxHttpRequest, base: Document | None) -> HttpResponse:
     form = DocumentForm(request.POST, base=base, scope_values=scope_values)
     if form.is_valid() and form.content is not None:
         try:
+            note = form.cleaned_data.get("change_note", "")
             if base is None:
-                saved = document_add(content=form.content, actor=user)
+                saved = document_add(content=form.content, actor=user, change_note=note)
             else:
-                saved = document_save_new_version(base=base, changes=form.changes(), actor=user)
+                saved = document_save_new_version(
+                    base=base, changes=form.changes(), actor=user, change_note=note
+                )
         except ValidationFailure as failure:
             form.add_failure(failure)
         except PermissionRefused as refused:
@@ -324,6 +286,7 @@ CONDITION_LABELS = {
     NOT_IN_TENANT: _("You are a member of the document's tenant"),
     REASON_UNMET: _("A reason is written"),
     ALREADY_APPROVED_UNMET: _("It is a draft, not approved yet"),
+    NOT_SUBMITTED: _("Its author submitted it for review"),
     ALREADY_REVOKED_UNMET: _("It is not revoked"),
     OWN_SUBMISSION: _("Someone other than its author approves it (four eyes)"),
     NOT_INDEPENDENT: _(
@@ -345,7 +308,7 @@ def _form_problems(form: forms.Form) -> list[Condition]:
 
 
 def _checklist(document: Document, request: HtmxHttpRequest, reason: str) -> Checklist:
-    universe = [NOT_PERMITTED, REASON_UNMET, ALREADY_APPROVED_UNMET]
+    universe = [NOT_PERMITTED, REASON_UNMET, ALREADY_APPROVED_UNMET, NOT_SUBMITTED]
     if four_eyes_required():
         universe.append(OWN_SUBMISSION)
     unmet = document_review_unmet(
@@ -362,6 +325,7 @@ def _urls(document: Document) -> dict[str, str]:
         "review_url": reverse("knowledge:tenant-document-review", args=args),
         "revoke_url": reverse("knowledge:tenant-document-revoke", args=args),
         "new_version_url": reverse("knowledge:tenant-document-new-version", args=args),
+        "submit_url": reverse("knowledge:tenant-document-submit", args=args),
     }
 
 
@@ -370,9 +334,11 @@ def _review_context(
     document: Document,
     *,
     reason: str = "",
+    change_note: str = "",
     review_errors: Sequence[Condition] = (),
 ) -> dict[str, Any]:
     user = acting_user(request)
+    submitted = document.status == "submitted"
     return {
         "document": document,
         "item": document,
@@ -382,6 +348,10 @@ def _review_context(
         "can_review": user.has_perm(APPROVE_DOCUMENT),
         "can_revoke": user.has_perm(REVOKE_DOCUMENT),
         "can_write": user.has_perm(ADD_DOCUMENT),
+        # Only the author submits a draft (the service refuses anyone else).
+        "can_submit": user.has_perm(ADD_DOCUMENT) and document.created_by_id == user.pk,
+        "change_note": change_note,
+        "approvers": [u.get_username() for u in document_approvers(document)] if submitted else [],
         **_urls(document),
     }
 
@@ -448,6 +418,53 @@ def document_review(
         request,
         "knowledge/document_detail.html",
         _review_context(request, document, reason=reason, review_errors=errors),
+        partial="document-review",
+        status=422,
+    )
+
+
+@require_POST
+@console_view(VIEW_DOCUMENT, ADD_DOCUMENT)
+def document_submit_view(
+    request: HtmxHttpRequest, doc_key: str, version: int, tenant: str | None = None
+) -> HttpResponse:
+    """Submit a draft for review with its change note; the approvers are named and mailed."""
+    document = _named(request, doc_key, version, tenant)
+    if isinstance(document, HttpResponse):
+        return document
+    form = DocumentSubmitForm(request.POST)
+    note = str(request.POST.get("change_note", ""))[:MAX_REASON]
+    errors: list[Condition] = []
+    if not form.is_valid():
+        errors = _form_problems(form)
+    else:
+        try:
+            submission = document_submit(
+                document=document, actor=acting_user(request), change_note=note
+            )
+        except ValidationFailure as failure:
+            errors = [Condition(failure.field, f"{failure.field}: {failure.message}", False)]
+        except PermissionRefused as refused:
+            errors = [Condition(refused.unmet, refused.message, False)]
+        else:
+            if submission.approvers:
+                asked = gettext("Asked to approve: %(names)s.") % {
+                    "names": ", ".join(submission.approvers)
+                }
+            else:
+                asked = gettext("No operator of its tenant may approve it yet: ask an admin.")
+            messages.success(
+                request,
+                gettext("%(id)s is submitted for review.") % {"id": document.public_id}
+                + " "
+                + asked,
+            )
+            return finish(request, document.get_absolute_url())
+    document.refresh_from_db()
+    return render_page(
+        request,
+        "knowledge/document_detail.html",
+        _review_context(request, document, change_note=note, review_errors=errors),
         partial="document-review",
         status=422,
     )

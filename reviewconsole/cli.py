@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewconsole import inputs
 from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.writelock import LOCKED_MESSAGE, is_locked
 
 UNEXPECTED = "failed unexpectedly ({kind}); the details are in the log"
 
@@ -93,6 +94,10 @@ class JsonCommand(BaseCommand):
             self._emit({"ok": False, "error": str(error)}, as_json, text=str(error))
             raise
         except Exception as error:
+            if is_locked(error):
+                # The write lock stayed taken past the busy timeout: a condition, not a bug.
+                self._emit({"ok": False, "error": LOCKED_MESSAGE}, as_json, text=LOCKED_MESSAGE)
+                raise CommandError(LOCKED_MESSAGE) from error
             # A bug or an environment failure (database, disk); the service's transaction rolled
             # back. Without --json the traceback itself is the most useful report.
             if not as_json:

@@ -1,4 +1,5 @@
-"""One JSON object per log line, for log collectors (``CONSOLE_LOG_FORMAT=json``).
+"""Log lines: one JSON object per line for log collectors (``CONSOLE_LOG_FORMAT=json``), and a
+request refused with a client error logged as one line, without the traceback Django attaches.
 
 Each line: ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger``, ``message``,
 ``process`` (the process id: which instance or worker wrote it), ``exception`` (the traceback,
@@ -46,3 +47,17 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, ensure_ascii=False)
+
+
+class ClientErrorsOneLine(logging.Filter):
+    """A request answered with a 4xx (Django logs a ``PermissionDenied`` as "Forbidden
+    (Permission denied): /path" with the exception's traceback) is logged as its one line: a
+    refusal is the console working as meant, not a failure to read a traceback for. Server
+    errors (5xx) keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True

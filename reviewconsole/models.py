@@ -17,6 +17,7 @@ class Action(models.TextChoices):
     USER_TENANTS_SET = "auth.user.tenants_set", gettext_noop("user tenant memberships changed")
     USER_PASSWORD_CHANGE = "auth.user.password_change", gettext_noop("user password changed")
     DOCUMENT_CREATE = "knowledge.document.create", gettext_noop("knowledge document created")
+    DOCUMENT_SUBMIT = "knowledge.document.submit", gettext_noop("knowledge document submitted")
     DOCUMENT_APPROVE = "knowledge.document.approve", gettext_noop("knowledge document approved")
     DOCUMENT_REVOKE = "knowledge.document.revoke", gettext_noop("knowledge document revoked")
     LEXICON_CHANGE = "knowledge.lexicon.change", gettext_noop("synonym lexicon changed")

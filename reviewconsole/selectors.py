@@ -1,7 +1,9 @@
-"""Reads of the audit log: the filtered listing and its CSV export.
+"""Reads of the console shell: the audit log (the filtered listing and its CSV export) and the
+users an admin manages.
 
 The log spans every tenant, so both are for users whom no tenant limits and who hold the
-permission to view it; they refuse anyone else (``permissions.require``) before reading.
+permission to view it; they refuse anyone else (``permissions.require``) before reading. The
+users are those ``reviewconsole.services.users_manageable_by`` lets the viewer manage.
 """
 
 from __future__ import annotations
@@ -9,15 +11,18 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
-from reviewconsole.models import Event
+from reviewconsole.models import Event, TenantMembership
 from reviewconsole.permissions import VIEW_EVENT, require
+from reviewconsole.roles import Role
+from reviewconsole.services import users_manageable_by
 
 AUDIT_LOG_REFUSED = "the audit log spans every tenant: reading it needs an admin no tenant limits"
 
@@ -88,3 +93,36 @@ def _csv_lines(rows: Any, zone: ZoneInfo) -> Iterator[str]:
                 _cell(json.dumps(details, ensure_ascii=False, sort_keys=True)),
             )
         )
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """A user as the console's user list shows it: its role (a superuser's is none, being made
+    on the shell) and its tenants (none: deployment-wide)."""
+
+    user: User
+    role: str
+    tenants: list[str]
+
+
+def user_rows(viewer: User) -> list[UserRow]:
+    """The users ``viewer`` manages, by username, with their role and tenants in three queries."""
+    users = (
+        users_manageable_by(viewer)
+        .prefetch_related(
+            "groups",
+            Prefetch("tenant_memberships", queryset=TenantMembership.objects.order_by("tenant")),
+        )
+        .order_by("username")
+    )
+    rows = []
+    for user in users:
+        names = {group.name for group in user.groups.all()}
+        role = next((r for r in Role.values if r in names), "")
+        rows.append(UserRow(user, role, [m.tenant for m in user.tenant_memberships.all()]))
+    return rows
+
+
+def user_visible(viewer: User, username: str) -> User | None:
+    """The user named ``username`` if ``viewer`` manages it, else None (answered as not found)."""
+    return users_manageable_by(viewer).filter(username=username).first()

@@ -417,6 +417,11 @@ def _known_tenants(tenants: Iterable[str], *, field: str) -> list[str]:
     return clean
 
 
+def user_tenants(user: User) -> list[str]:
+    """The tenants ``user`` is a member of, by name (none: deployment-wide)."""
+    return _tenants(user)
+
+
 def _tenants(user: User) -> list[str]:
     return sorted(TenantMembership.objects.filter(user=user).values_list("tenant", flat=True))
 

@@ -6,6 +6,11 @@ HAProxy, M workers, one PostgreSQL.
         --database postgres://postgres@127.0.0.1:5432/console
     .venv/bin/python scripts/cluster.py --print-config           # what it would run
 
+The console and the agent API answer at ``http://127.0.0.1:PORT/`` (``--port``, default 8000),
+MCP at ``http://127.0.0.1:PORT/mcp`` through HAProxy; behind it the instances listen from
+``--first-web-port`` (8101) and the MCP servers from ``--first-mcp-port`` (8201) upwards. HAProxy
+must be installed first (``bash scripts/ensure_haproxy.sh``, as root).
+
 HAProxy sends ``/mcp`` to the MCP servers (``manage.py mcp_server --http``, Streamable HTTP) and
 every other path to the gunicorn instances, which serve the static files too (WhiteNoise, from
 ``STATIC_ROOT`` as ``collectstatic`` wrote it).
@@ -35,6 +40,7 @@ import argparse
 import http.client
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -540,6 +546,19 @@ def running(
         cluster.stop()
 
 
+HAPROXY_MISSING = (
+    "HAProxy is not installed (no haproxy on PATH): run `bash scripts/ensure_haproxy.sh` as root "
+    "(it installs Debian's haproxy package), then start the cluster again"
+)
+
+
+def haproxy_required() -> None:
+    """Stop with what to do when HAProxy, which the recipe puts in front of every instance, is
+    not installed (rather than a FileNotFoundError once the database is prepared)."""
+    if shutil.which("haproxy") is None:
+        raise SystemExit(HAPROXY_MISSING)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -548,12 +567,35 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="manage.py worker processes")
     parser.add_argument("--mcp", type=int, default=1, help="manage.py mcp_server --http processes")
     parser.add_argument("--processes", type=int, default=2, help="gunicorn workers per instance")
-    parser.add_argument("--port", type=int, default=8000, help="HAProxy's port")
-    parser.add_argument("--first-web-port", type=int, default=8101)
-    parser.add_argument("--first-mcp-port", type=int, default=8201)
-    parser.add_argument("--database", default=os.environ.get("DATABASE_URL") or DEFAULT_DATABASE)
-    parser.add_argument("--state", default="var/cluster")
-    parser.add_argument("--print-config", action="store_true")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="HAProxy's port: the console at http://127.0.0.1:PORT/, MCP at …:PORT/mcp",
+    )
+    parser.add_argument(
+        "--first-web-port",
+        type=int,
+        default=8101,
+        help="the first gunicorn instance's port, the next ones above it (behind HAProxy)",
+    )
+    parser.add_argument(
+        "--first-mcp-port",
+        type=int,
+        default=8201,
+        help="the first MCP server's port, the next ones above it (behind HAProxy's /mcp)",
+    )
+    parser.add_argument(
+        "--database",
+        default=os.environ.get("DATABASE_URL") or DEFAULT_DATABASE,
+        help="an administrator's PostgreSQL URL, used only to create the roles and database",
+    )
+    parser.add_argument(
+        "--state",
+        default="var/cluster",
+        help="where secrets.env, the anchor file, logs and the HAProxy configuration are kept",
+    )
+    parser.add_argument("--print-config", action="store_true", help="print what it would run")
     args = parser.parse_args()
     if not args.database.startswith(("postgres://", "postgresql://")):
         raise SystemExit("--database must be a PostgreSQL URL: several processes share it")
@@ -574,6 +616,7 @@ def main() -> None:
         print()
         print(recipe.haproxy_config(args.state), end="")
         return
+    haproxy_required()
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())

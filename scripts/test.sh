@@ -3,6 +3,7 @@
 # Every step runs whatever an earlier one found, so one run shows everything that is wrong; the
 # summary at the end lists each step's result and the exit status is non-zero if any failed.
 # PostgreSQL is required when CI is set; elsewhere it is skipped with a warning if unreachable.
+# A database named in TEST_POSTGRES_URL that the server does not have is created first.
 # Arguments are passed to both pytest runs (`make test` passes none; `bash scripts/test.sh -x`).
 # The SQLite half runs every test; the PostgreSQL half only the modules that depend on the engine
 # (tests/postgresql_half.py), or every test with PG_FULL=1. Each half prints its 20 slowest tests;
@@ -66,15 +67,15 @@ pytest_half() {
   record "pytest ($name)" "$status" "$detail"
 }
 
+# pg_ready: 0 when the database of PG_URL answers (made first if the server has no such database),
+# 1 when the server does not answer, 2 when the database is missing and cannot be made; the line
+# saying which is left in PG_STATE (scripts/pg_ready.py).
+PG_STATE=""
 pg_ready() {
-  "$BIN/python" - "$PG_URL" <<'PY'
-import sys, psycopg
-try:
-    psycopg.connect(sys.argv[1], connect_timeout=3).close()
-except Exception as exc:  # noqa: BLE001
-    print(f"PostgreSQL not reachable: {exc}", file=sys.stderr)
-    sys.exit(1)
-PY
+  PG_STATE="$("$BIN/python" scripts/pg_ready.py "$PG_URL" 2>&1)"
+  local status=$?
+  echo "$PG_STATE"
+  return $status
 }
 
 PYTEST_ARGS=("$@")
@@ -105,18 +106,23 @@ fi
 
 pytest_half SQLite -u DATABASE_URL
 
-if ! pg_ready 2>/dev/null && command -v pg_ctlcluster >/dev/null 2>&1; then
+pg_ready >/dev/null
+PG_STATUS=$?
+if [ "$PG_STATUS" -eq 1 ] && command -v pg_ctlcluster >/dev/null 2>&1; then
   echo "== starting PostgreSQL"
   # pg_ctl waits until the server accepts connections before it returns.
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
 fi
-if pg_ready; then
+echo "== PostgreSQL"
+pg_ready
+PG_STATUS=$?
+if [ "$PG_STATUS" -eq 0 ]; then
   pytest_half PostgreSQL DATABASE_URL="$PG_URL"
 elif [ -n "${CI:-}" ]; then
-  record "pytest (PostgreSQL)" 1 "PostgreSQL is required in CI; unreachable at $PG_URL"
+  record "pytest (PostgreSQL)" 1 "PostgreSQL is required in CI: $PG_STATE"
 else
-  echo "WARNING: PostgreSQL unreachable at $PG_URL; its half of the suite was skipped" >&2
-  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "pytest (PostgreSQL)" "unreachable at $PG_URL")")
+  echo "WARNING: $PG_STATE; the PostgreSQL half of the suite was skipped" >&2
+  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "pytest (PostgreSQL)" "$PG_STATE")")
 fi
 
 echo

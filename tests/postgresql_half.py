@@ -51,11 +51,15 @@ PRODUCTION_PACKAGES = tuple(
 
 # Production module → the test modules that exercise its engine-specific code.
 ENGINE_CODE: dict[str, tuple[str, ...]] = {
+    # Each item tried alone in a savepoint rolled back: PostgreSQL aborts a transaction on an
+    # error unless the savepoint takes it.
+    "experience/review/console_imports.py": ("tests/experience/review/test_console_imports.py",),
     "agentapi/limits.py": (
         "tests/investigations/test_api_limits.py",
         "tests/investigations/test_live_limit_race.py",
         "tests/mcp/test_server.py",
     ),
+    "agentapi/auth.py": ("tests/api/test_auth_grants.py", "tests/api/test_tokens.py"),
     "agentapi/services.py": ("tests/api/test_tokens.py", "tests/api/test_auth_grants.py"),
     "curation/incidents.py": (
         "tests/curation/test_services.py",
@@ -132,6 +136,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/reviewconsole/test_audit_guard_roles.py",
     ),
     "reviewconsole/health.py": ("tests/reviewconsole/test_health.py",),
+    "reviewconsole/writelock.py": ("tests/reviewconsole/test_write_lock.py",),
     "reviewconsole/metrics.py": ("tests/api/test_metrics.py",),
     "reviewconsole/services.py": ("tests/reviewconsole/test_roles_and_users.py",),
     "reviewconsole/statements.py": ("tests/reviewconsole/test_statements.py",),

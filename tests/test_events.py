@@ -44,13 +44,15 @@ from experience.runs.models import Run, RunOutcome
 from experience.runs.records import references_record, run_store
 from investigations.models import Investigation
 from investigations.services import investigation_run
-from knowledge.models import Synonym
-from knowledge.services import synonym_set
+from knowledge.models import Document, Synonym
+from knowledge.schema import parse_document
+from knowledge.services import document_add, document_submit, synonym_set
 from reviewconsole import dispatch
 from reviewconsole.dispatch import Published
 from tests.experience.conftest import NOW, SCOPE, approve_checked, case_data
 from tests.experience.lessons.test_lessons import lesson_data
 from tests.investigations.conftest import AT, KNOWN, TICKET
+from tests.knowledge.conftest import document as document_data
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPORTLINTER = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
@@ -387,6 +389,17 @@ def lexicon_changed(request: pytest.FixtureRequest) -> tuple[Write, Written]:
     )
 
 
+def document_submitted(request: pytest.FixtureRequest) -> tuple[Write, Written]:
+    (operator,) = users(request, "operator")
+    draft = document_add(
+        content=parse_document(document_data(approved=False)).content, actor=operator
+    )
+    return (
+        lambda: document_submit(document=draft, actor=operator, change_note="first version"),
+        Document.objects.filter(submitted_at__isnull=False).exists,
+    )
+
+
 SCENARIOS: dict[str, Callable[[pytest.FixtureRequest], tuple[Write, Written]]] = {
     "experience.cases.events.CaseStored": case_stored,
     "experience.lessons.events.LessonStored": lesson_stored,
@@ -397,6 +410,7 @@ SCENARIOS: dict[str, Callable[[pytest.FixtureRequest], tuple[Write, Written]]] =
     "experience.review.events.RunOutcomeReported": run_outcome_reported,
     "investigations.events.InvestigationStored": investigation_stored,
     "knowledge.events.LexiconChanged": lexicon_changed,
+    "knowledge.events.DocumentSubmitted": document_submitted,
 }
 
 

@@ -24,8 +24,8 @@ RRF_K = 60
 
 # Han ideographs (unified, extension A-F, compatibility). Everything that is neither an ASCII
 # letter/digit nor one of these separates tokens.
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U0002f800-\U0002fa1f"
-_TOKEN_RUN = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
+CJK_CHARACTERS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U0002f800-\U0002fa1f"
+_TOKEN_RUN = re.compile(rf"[A-Za-z0-9]+|[{CJK_CHARACTERS}]+")
 _ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
 
 

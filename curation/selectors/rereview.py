@@ -7,13 +7,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.db.models import Max, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 
 from curation.domain.staleness import cited_documents
 from curation.models import ReReview, ReReviewResolution, ReReviewStatus
 from experience.cases.models import Case, Evidence, Skill
 from experience.runs.models import Reference, Run, RunCitation
-from knowledge.models import Document
+from knowledge.models import Document, DocumentStore
+from reviewconsole import itemids
+from reviewconsole.errors import ValidationFailure
 from reviewconsole.tenancy import may_access, visible
 
 if TYPE_CHECKING:
@@ -106,6 +108,30 @@ def cited_documents_of(
     ):
         skill_documents[run_skill[run_pk]] |= cited_documents([document])
     return case_documents, skill_documents
+
+
+def rereview_documents(entries: Sequence[ReReview]) -> dict[tuple[str, str], Document]:
+    """The document versions the entries name (``document_id``, and ``detail`` when it names
+    the newer version), by (tenant, ``doc:KEY@N``): each entry's own tenant, in two queries
+    (the versions, their stores)."""
+    wanted: set[tuple[str, str, int]] = set()
+    for entry in entries:
+        for text in (entry.document_id, entry.detail):
+            try:
+                named = itemids.parse(text, kinds=(itemids.DOCUMENT,))
+            except ValidationFailure:
+                continue
+            assert named.version is not None
+            wanted.add((entry.tenant, named.key, named.version))
+    if not wanted:
+        return {}
+    condition = Q()
+    for tenant, key, version in wanted:
+        condition |= Q(tenant=tenant, doc_key=key, version=version)
+    found = Document.objects.filter(condition).prefetch_related(
+        Prefetch("store_rows", queryset=DocumentStore.objects.order_by("store"))
+    )
+    return {(document.tenant, document.public_id): document for document in found}
 
 
 def rereview_get_visible(pk: int, user: Viewer) -> ReReview | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.urls import reverse
@@ -12,14 +14,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from curation import rereview, scan
 from curation.forms import ReasonForm, RecertifyForm, ReReviewFilterForm
 from curation.models import ReReview, ReReviewReason, ReReviewStatus
-from curation.selectors.rereview import rereview_get_visible, rereview_queue
+from curation.selectors.rereview import rereview_documents, rereview_get_visible, rereview_queue
 from curation.views import PER_PAGE
 from experience.core.models import Status
-from experience.pages.selectors import case_for_page
+from experience.pages.availability import AvailabilityView, availability_view
+from experience.pages.selectors import availabilities, case_for_page
 from experience.pages.sentences import outdated_cause_sentence
+from knowledge.versions import VersionDiff, version_diff
 from reviewconsole import clock, itemids
 from reviewconsole.errors import ValidationFailure
 from reviewconsole.identity import acting_user
+from reviewconsole.itemrefs import item_titles
 from reviewconsole.links import item_url
 from reviewconsole.permissions import ADD_CASE, VIEW_CASE, VIEW_SKILL
 from reviewconsole.permissions import REVIEW_CASE as REVIEW
@@ -37,6 +42,42 @@ def _rereview_revoke_url(entry: ReReview) -> str:
     return reverse(name, args=[digest])
 
 
+def _documents_of(entries: list[ReReview]) -> dict[int, dict[str, Any]]:
+    """Per entry: the cited version and the newer one, each with its page, and what changed
+    between them (one diff per pair of versions, whatever the number of entries citing it)."""
+    documents = rereview_documents(entries)
+    diffs: dict[tuple[str, str, str], VersionDiff] = {}
+    out: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        old = documents.get((entry.tenant, entry.document_id))
+        new = documents.get((entry.tenant, entry.detail))
+        diff = None
+        if old is not None and new is not None and old.version < new.version:
+            key = (entry.tenant, entry.document_id, entry.detail)
+            diff = diffs.get(key) or diffs.setdefault(key, version_diff(old, new))
+        out[entry.pk] = {
+            "document_url": old.get_absolute_url() if old is not None else "",
+            "newer_url": new.get_absolute_url() if new is not None else "",
+            "version_diff": diff,
+        }
+    return out
+
+
+def _confirmable(entry: ReReview) -> bool:
+    return entry.item_type == "skill" or entry.reason == ReReviewReason.REFUTED
+
+
+def _availability_of(entries: list[ReReview], user: Any) -> dict[str, AvailabilityView]:
+    """Whether each entry's item may be used now, and why not, its cited cases named by title."""
+    found = availabilities([entry.item_id for entry in entries], clock.now())
+    titles = item_titles((state.subject for state in found.values() if state.subject), user)
+    named = {str(item): title for item, title in titles.items()}
+    return {
+        entry.item_id: availability_view(Status.APPROVED, found.get(entry.item_id), named)
+        for entry in entries
+    }
+
+
 @require_GET
 @console_view(VIEW_CASE)
 def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
@@ -46,6 +87,9 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
         request.user, status=filters.get("status", ""), reason=filters.get("reason", "")
     )
     page = paginate(request, entries, PER_PAGE)
+    shown = list(page.object_list)
+    documents = _documents_of(shown)
+    states = _availability_of(shown, request.user)
     rows = [
         {
             "entry": entry,
@@ -71,9 +115,13 @@ def rereview_list(request: HtmxHttpRequest) -> HttpResponse:
             ]
             if entry.reason == ReReviewReason.REFUTED
             else [],
-            "confirmable": entry.item_type == "skill" or entry.reason == ReReviewReason.REFUTED,
+            **documents[entry.pk],
+            "availability": states[entry.item_id],
+            # Confirming says the item holds: never offered for one that may not be used now.
+            "confirmable": _confirmable(entry) and states[entry.item_id].available is not False,
+            "confirm_withheld": _confirmable(entry) and states[entry.item_id].available is False,
         }
-        for entry in page.object_list
+        for entry in shown
     ]
     return render_page(
         request,
@@ -137,6 +185,7 @@ def rereview_recertify(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "curation/rereview_recertify.html",
         {
             "entry": entry,
+            **_documents_of([entry])[entry.pk],
             "old": old,
             "old_url": old.get_absolute_url(),
             "form": form,

@@ -4,6 +4,8 @@ with its item and the text the lexical branches rank it by (``Kind.text``)."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -39,6 +41,47 @@ def _entries(scope: int) -> list[Entry]:
 
 SPACE = Space(VECTOR_SPACE, _scopes, _entries)
 
+# Passage vectors of texts compared by the merge rule, per model and text, so a worker embeds an
+# item's text before it opens its write transaction (``meaning_prepared``) and the comparison
+# inside it embeds nothing: the model (loaded on first use, seconds on a busy machine) never runs
+# while the database's write lock is held.
+_passages: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_passages_lock = threading.Lock()
+PASSAGE_CACHE_SIZE = 256
+
+
+def _passage_vector(embedder: embedders.Embedder, text: str) -> np.ndarray:
+    key = (embedder.name, text)
+    with _passages_lock:
+        kept = _passages.get(key)
+        if kept is not None:
+            _passages.move_to_end(key)
+            return kept
+    vector: np.ndarray = embedder.passages([text])[0]
+    with _passages_lock:
+        _passages[key] = vector
+        while len(_passages) > PASSAGE_CACHE_SIZE:
+            _passages.popitem(last=False)
+    return vector
+
+
+def meaning_prepared(text: str | None = None) -> None:
+    """Load the model and embed its background and ``text`` now, outside any transaction, so
+    that ``same_experience_approved(…, text)`` run next in a write transaction only reads (with
+    no ``text``, only the model is readied: a text not known yet costs one short passage). Nothing
+    while the branch is off; an unavailable embedder is left for the comparison to report."""
+    if not embedders.enabled():
+        return
+    try:
+        embedder = embedders.configured()
+        if embedder is None:
+            return
+        duplicates.background(embedder)
+        if text is not None:
+            _passage_vector(embedder, text)
+    except (embedders.EmbedderUnavailable, ConnectionError, OSError, TimeoutError):
+        return
+
 
 def same_experience_approved(
     kind: str, scope: Mapping[str, str], text: str
@@ -67,7 +110,7 @@ def same_experience_approved(
         found = packed(VECTOR_SPACE, scope_id)
         if found is None or found.model != embedder.name or len(found.keys) == 0:
             return []
-        vector = embedder.passages([text])[0]
+        vector = _passage_vector(embedder, text)
         reference = duplicates.background(embedder)
     except (embedders.EmbedderUnavailable, ConnectionError, OSError, TimeoutError) as error:
         logger.warning("semantic near-duplicates skipped: %s", error)

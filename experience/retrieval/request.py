@@ -32,6 +32,7 @@ from reviewconsole.permissions import USE_EXPERIENCE, require, require_scope
 from reviewconsole.runids import validate_run_id
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.timeparse import aware_required
+from reviewconsole.writelock import write_retried
 from textsearch.domain import ParsedQuery
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def read_request_open(
     )
 
 
+@write_retried
 def read_request_record(
     request: ReadRequest, items: Iterable[tuple[str, ItemType]], *, in_block: bool = False
 ) -> None:

@@ -23,6 +23,7 @@ from reviewconsole.reasons import reason_clipped
 # share it); retrieval and the context block still import it from here with the writers.
 from reviewconsole.runids import RUN_ID_INVALID as RUN_ID_INVALID
 from reviewconsole.runids import validate_run_id as validate_run_id
+from reviewconsole.writelock import write_retried
 
 _REFERENCE_COLUMNS = ("run_id", "item_id", "item_type", "in_block", "read_at")
 
@@ -55,6 +56,7 @@ def references_record(
         cursor.executemany(sql, [(*row, read_at) for row in rows])
 
 
+@write_retried
 @transaction.atomic
 def run_store(
     *,

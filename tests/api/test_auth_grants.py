@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
+from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
 from agentapi.auth import TokenBackend, token_user
@@ -61,6 +63,32 @@ def test_the_token_user_is_the_whole_user(agent: User) -> None:
     assert user is not None
     assert user.date_joined == agent.date_joined
     assert user.check_password("wrong") is False
+    reference = User.objects.get(pk=agent.pk)
+    for field in User._meta.concrete_fields:
+        assert getattr(user, field.attname) == getattr(reference, field.attname), field.name
+    assert user._state.adding is False and user._state.db == reference._state.db
+
+
+def test_the_token_statement_is_compiled_once_per_process(agent: User) -> None:
+    """Every API request and MCP tool call authenticates: after the first, no queryset is
+    compiled to SQL for it (building and compiling it cost more than the database's answer)."""
+    issued = token_create(user=agent)
+    assert token_user(issued.text) == agent  # compiles, and records the first use
+    compiled = []
+    original = SQLCompiler.as_sql
+
+    def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(self.query.model)
+        return original(self, *args, **kwargs)
+
+    with (
+        mock.patch.object(SQLCompiler, "as_sql", counting),
+        CaptureQueriesContext(connection) as queries,
+    ):
+        assert token_user(issued.text) == agent
+        assert token_user("rca_0123456789ab_" + "x" * 43) is None
+    assert compiled == []
+    assert len(queries) == 2
 
 
 def test_a_deployment_wide_agent_stays_deployment_wide(agent: User) -> None:

@@ -164,6 +164,10 @@ def test_operator_saves_a_new_version_and_previews_search(
         ["+九月二十日起，外卖渠道同样适用。"]
     )
     screen(page, "document")
+    # A draft reaches approvers once its author submits it, with what it changes.
+    page.fill("#change-note", "Delivery orders count from 20 September")
+    page.get_by_role("button", name="Submit for review").click()
+    expect(page.locator(".messages")).to_contain_text("doc:rule-b@3 is submitted for review")
 
     new = Document.objects.get(doc_key="rule-b", version=3)
     page.context.clear_cookies()

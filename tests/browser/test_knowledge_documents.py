@@ -1,4 +1,6 @@
-"""In Chromium: an operator writes a document, another approves it, and it is revoked with its impact."""
+"""In Chromium: an operator writes a document and submits it with a change note, the operator
+asked to approve it finds it in the submitted list and in a mail and approves it, and it is
+revoked with its impact."""
 
 from __future__ import annotations
 
@@ -8,17 +10,21 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core import mail
 
 from experience.core.models import ItemType
 from experience.runs.models import Reference
 from knowledge.models import Document
 from reviewconsole.roles import Role
-from tests.browser.conftest import VIEWPORT, login, screen
+from tests.browser.conftest import VIEWPORT, htmx_settled, login, screen
 
 
 @pytest.fixture
 def second_operator(make_user: Callable[[str, str], User]) -> User:
-    return make_user("otto", Role.OPERATOR)
+    user = make_user("otto", Role.OPERATOR)
+    user.email = "otto@example.test"
+    user.save(update_fields=["email"])
+    return user
 
 
 def test_create_approve_by_another_operator_then_revoke_with_impact(
@@ -59,15 +65,33 @@ def test_create_approve_by_another_operator_then_revoke_with_impact(
         for i in range(rows.count())
     }
     assert shown == {"Basket (cents) basket_cents": "at least 3000", "Channel channel": "miniapp"}
+    # A draft is in no reviewer's queue until its author submits it, with a change note.
+    assert Document.objects.get(doc_key="rule-browser").status == "draft"
+    assert not mail.outbox
+    screen(page, "knowledge-document-draft")
+    with htmx_settled(page, "/submit/"):
+        page.get_by_role("button", name="Submit for review").click()
+    assert "change_note" in page.locator("#review-errors").inner_text()
+    assert Document.objects.get(doc_key="rule-browser").status == "draft"
+    page.fill("#change-note", "New campaign: mini-program orders from 30 yuan")
+    page.get_by_role("button", name="Submit for review").click()
+    page.locator(".messages").get_by_text("is submitted for review").wait_for()
+    assert "Asked to approve: otto" in page.locator(".messages").inner_text()
     # The author sees that someone else must approve it.
     unmet = page.locator("#approval-checklist li.unmet").all_inner_texts()
     assert any("Someone other than its author approves it (four eyes)" in u for u in unmet)
-    screen(page, "knowledge-document-draft")
+    # The approver is asked by mail, with the change note and a link to the version.
+    assert [m.to for m in mail.outbox] == [["otto@example.test"]]
+    assert "mini-program orders from 30 yuan" in mail.outbox[0].body
 
     other = browser.new_context(viewport=VIEWPORT, locale="en-US", base_url=live_server.url)
     approver = other.new_page()
     login(approver, second_operator.username)
-    approver.goto("/knowledge/rule-browser/v1/")
+    # Submitted versions are what an approver's queue lists.
+    approver.goto("/knowledge/?status=submitted")
+    approver.get_by_role("link", name="doc:rule-browser@1").click()
+    approver.wait_for_url("**/knowledge/teahouse/rule-browser/v1/")
+    assert "New campaign" in approver.locator(".change-note").inner_text()
     approver.fill("#review-reason", "Matches the signed campaign brief")
     approver.locator("#approval-checklist").get_by_text("Every condition is met.").wait_for()
     approver.get_by_role("button", name="Approve").click()

@@ -17,6 +17,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
 from console.demo import demo_replay_report
 from curation.models import NearDuplicate, ReReview, SkillProposal, Thread
@@ -27,6 +29,7 @@ from experience.lessons.models import ConflictStatus, Lesson, LessonConflict
 from experience.runs.models import Reference, RevocationImpact, Run
 from investigations.models import Investigation
 from reviewconsole.models import Event
+from tests.diffmarks import marks
 from tests.helpers import clock_frozen
 
 pytestmark = pytest.mark.django_db
@@ -80,11 +83,14 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     assert Thread.objects.filter(thread_id=result["thread"]["thread"]).exists()
     # The thread's candidate and the approved store-list case; any other open link pairs an
     # after-action-review draft with a case it resembles (the prompt skill's run is drafted too).
+    # The store manager's account pairs with the cases it retells (issue 39, item 8).
     links = NearDuplicate.objects.filter(status="open").select_related("case_a", "case_b")
-    thread_case = result["thread"]["case"]
-    assert sum(thread_case in (link.case_a_id, link.case_b_id) for link in links) == 1
+    thread_case, recurrence = result["thread"]["case"], result["recurrence"]["case"]
+    assert sum(thread_case in (link.case_a_id, link.case_b_id) for link in links) == 1 + sum(
+        {link.case_a_id, link.case_b_id} == {thread_case, recurrence} for link in links
+    )
     assert all(
-        thread_case in (link.case_a_id, link.case_b_id)
+        {thread_case, recurrence} & {link.case_a_id, link.case_b_id}
         or "aar-drafter" in (link.case_a.submitted_by.username, link.case_b.submitted_by.username)
         for link in links
     )
@@ -96,6 +102,40 @@ def test_an_empty_database_gets_every_kind_of_demo_item() -> None:
     # Reviewers have addresses, so the revocation notified the reviewer who had approved it.
     assert any("ravi@example.com" in message.to for message in mail.outbox)
     assert result["url"] is None
+
+
+def test_a_human_submitted_candidate_waits_beside_the_approved_case_it_resembles() -> None:
+    """Issue 39, item 8: from the queue, a reviewer reaches a person's candidate compared word
+    by word with the approved case it resembles."""
+    with clock_frozen(NOW):
+        result = load()
+    people = Case.objects.filter(status=Status.CANDIDATE).exclude(submitted_via="api")
+    paired = [
+        link
+        for link in NearDuplicate.objects.filter(status="open").select_related("case_a", "case_b")
+        if any(
+            mine.id in people.values_list("id", flat=True)
+            and link.other(mine.id).status == Status.APPROVED
+            for mine in (link.case_a, link.case_b)
+        )
+    ]
+    assert paired, "no person's candidate has a similar approved case"
+    candidate = Case.objects.get(pk=result["recurrence"]["case"])
+    assert candidate.submitted_by.username == "olivia" and candidate.status == Status.CANDIDATE
+    assert any(candidate.id in (link.case_a_id, link.case_b_id) for link in paired)
+
+    client = Client()
+    client.force_login(User.objects.get(username="rita"))
+    queue = client.get(reverse("experience:queue")).content.decode()
+    assert candidate.get_absolute_url() in queue
+    panel = client.get(reverse("curation:case-similar", args=[candidate.digest])).content.decode()
+    link = next(link for link in paired if candidate.id in (link.case_a_id, link.case_b_id))
+    compare_url = reverse("curation:link-compare", args=[link.pk])
+    assert compare_url in panel
+    page = client.get(compare_url).content.decode()
+    assert "Candidate" in page and "Approved case it resembles" in page
+    assert page.index(candidate.title) < page.index(link.other(candidate.id).title)
+    assert ("ins", "漏掉了") in marks(page) and ("del", "缺少") in marks(page)
 
 
 def test_a_replay_report_is_stored_once(shared_demo_replay: None) -> None:

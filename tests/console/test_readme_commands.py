@@ -1,11 +1,15 @@
 """Every ``.venv/bin/python manage.py`` command of the README's shell blocks works when pasted
-after ``load_demo``, on whatever day the demo was loaded, and prints what its comment says.
+after ``load_demo``, on whatever day the demo was loaded, and prints what its comment says, in
+both states of the vector branch: right after ``load_demo`` (lexical only: the worker has not
+built the vectors yet) and once the vectors are built with the shipped local model (issue 39,
+item 16: an example whose answer changed once the worker had run).
 
 The commands run in-process (``call_command``) against one demo database, in the README's order,
 with the clock set months after the README's ticket dates: the demo's memory is dated relative
 to the load day, so a command whose times only work on the README's own day fails here.
 A command written as a template (``case:…``, an upper-case placeholder such as ``NAME``, an
-optional ``[part]``, a file the reader brings) is not run.
+optional ``[part]``, a file the reader brings) is not run. A command whose comment opens with
+"refused" must exit non-zero naming what its comment names (the walkthrough's first approval).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shlex
 from datetime import datetime
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -100,10 +105,35 @@ def test_the_readme_names_runnable_commands_and_templates_apart() -> None:
     assert printed_words("retrieved: rule + case, product mismatch") == ["retrieved"]
 
 
-def test_every_readme_command_works_after_the_demo_is_loaded_on_any_day() -> None:
+@pytest.fixture(params=["lexical", "vectors"])
+def vector_state(
+    request: pytest.FixtureRequest, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """``lexical``: the demo as ``load_demo`` leaves it, before the worker built any vector;
+    ``vectors``: the same once the worker packed every scope with the shipped local model."""
+    if request.param == "vectors":
+        settings.SEMANTIC_EMBEDDER = "local"
+        monkeypatch.setenv("CONSOLE_EMBEDDER", "local")
+    return str(request.param)
+
+
+def vectors_built(state: str) -> None:
+    from semantic.packing import every_scope_packed, status
+
+    if state == "vectors":
+        every_scope_packed()
+        for space in ("knowledge", "experience"):
+            assert status()[space]["waiting"] == 0, status()
+            assert status()[space]["vectors"], status()
+
+
+def test_every_readme_command_works_after_the_demo_is_loaded_on_any_day(
+    vector_state: str,
+) -> None:
     failures = []
     with clock_frozen(LOAD_DAY):
         call_command("load_demo", "--no-replay", stdout=StringIO())
+        vectors_built(vector_state)
         for arguments, comment in readme_commands():
             if (
                 is_template(arguments)
@@ -112,17 +142,36 @@ def test_every_readme_command_works_after_the_demo_is_loaded_on_any_day() -> Non
             ):
                 continue
             out = StringIO()
+            refused = comment.startswith("refused")
             try:
                 call_command(*arguments, stdout=out, stderr=StringIO())
             except (CommandError, SystemExit) as error:
-                failures.append(f"{shlex.join(arguments)}\n  exits non-zero: {error}")
+                if refused:
+                    # A refusal the README shows: it exits non-zero naming what is unmet.
+                    missing = [w for w in printed_words(comment) if w != "refused"]
+                    missing = [w for w in missing if w not in str(error) + out.getvalue()]
+                    if missing:
+                        failures.append(
+                            f"[{vector_state}] {shlex.join(arguments)}\n"
+                            f"  the README says it is refused naming {missing}: {error}"
+                        )
+                    continue
+                failures.append(
+                    f"[{vector_state}] {shlex.join(arguments)}\n  exits non-zero: {error}"
+                )
+                continue
+            if refused:
+                failures.append(f"[{vector_state}] {shlex.join(arguments)}\n  was not refused")
                 continue
             printed = out.getvalue()
             if "{'" in printed:
-                failures.append(f"{shlex.join(arguments)}\n  prints Python notation:\n{printed}")
+                failures.append(
+                    f"[{vector_state}] {shlex.join(arguments)}\n  prints Python notation:\n{printed}"
+                )
             missing = [word for word in printed_words(comment) if word not in printed]
             if missing:
                 failures.append(
-                    f"{shlex.join(arguments)}\n  the README says it prints {missing}:\n{printed}"
+                    f"[{vector_state}] {shlex.join(arguments)}\n"
+                    f"  the README says it prints {missing}:\n{printed}"
                 )
     assert not failures, "\n".join(failures)

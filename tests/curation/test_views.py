@@ -77,7 +77,7 @@ PAGES = [
     ("similar", 9, 8, "machine-proposed"),
     ("links", 6, 5, "Compare and decide"),
     ("incidents", 7, 4, "No incident ids merged yet."),  # +2: scope values (tenant, brand)
-    ("rereview", 6, 5, "unused for too long"),
+    ("rereview", 7, 6, "unused for too long"),  # +1: the items' availability (one per kind)
     ("recertify", 6, None, "Submit new version for review"),
     ("proposals", 6, 5, "缓存未刷新"),
     ("proposal", 7, None, "distinct incidents"),

@@ -221,7 +221,7 @@ def test_the_author_may_not_approve_their_own_version(operator: User, draft: Doc
 
     assert response.status_code == 422 and unmet(response) == ["own_submission"]
     draft.refresh_from_db()
-    assert draft.status == "draft"
+    assert draft.status == "submitted"
 
 
 def test_approving_needs_a_reason(second_operator: User, draft: Document) -> None:
@@ -229,7 +229,7 @@ def test_approving_needs_a_reason(second_operator: User, draft: Document) -> Non
 
     assert response.status_code == 422 and unmet(response) == ["reason_required"]
     draft.refresh_from_db()
-    assert draft.status == "draft"
+    assert draft.status == "submitted"
 
 
 def test_another_operator_approves_with_a_reason(second_operator: User, draft: Document) -> None:

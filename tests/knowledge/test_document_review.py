@@ -31,6 +31,7 @@ from knowledge.services import (
     DocumentReviewRefused,
     document_approve,
     document_save_new_version,
+    document_submit,
     documents_import,
 )
 from reviewconsole.errors import ValidationFailure
@@ -410,6 +411,7 @@ def test_a_version_saved_just_now_is_found_by_the_search_preview_defaults(
     new = document_save_new_version(
         base=Document.objects.get(), changes={"text": "活动X的优惠券外卖也可用。"}, actor=operator
     )
+    document_submit(document=new, actor=operator, change_note="delivery orders count too")
     document_approve(document=new, actor=second_operator, reason="checked")
 
     client = client_for(operator)

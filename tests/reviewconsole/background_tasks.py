@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import time
 
 from django.db import transaction
 from django_tasks import task
@@ -48,3 +50,21 @@ def flaky(marker: str, fail_times: int, attempt: int = 1) -> int:
             raise RuntimeError(f"attempt {attempt} fails")
         event_record(actor=None, action=Action.CURATION_SCAN, target=TARGET.format(marker=marker))
         return attempt
+
+
+@task()
+def busy_write(marker: str, hold_seconds: float, report: str = "") -> str:
+    """A worker's task that keeps the write lock for ``hold_seconds`` (its work, done while it
+    holds the lock) and writes one event; the first one tells the Unix socket ``report`` that the
+    worker is busy."""
+    with transaction.atomic():
+        event_record(actor=None, action=Action.CURATION_SCAN, target=TARGET.format(marker=marker))
+        if report:
+            with (
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection,
+                contextlib.suppress(FileNotFoundError, ConnectionRefusedError),
+            ):
+                connection.connect(report)
+                connection.sendall(b"busy\n")
+        time.sleep(hold_seconds)
+        return "written"

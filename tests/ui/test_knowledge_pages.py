@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from knowledge.models import Document
 from knowledge.services import document_save_new_version
+from tests.diffmarks import labels, marks, section
 
 HTMX = {"HX-Request": "true"}
 SEARCH = {
@@ -39,7 +40,7 @@ def _search(client: Client, **changes: Any) -> Any:
     ("query", "present", "absent"),
     [
         ("campaign=campaign-c", ["doc:rule-c-30@1", "doc:rule-c-40@1"], ["doc:rule-a@1"]),
-        ("status=draft", ["doc:case-a-draft@1"], ["doc:rule-a@2"]),
+        ("status=submitted", ["doc:case-a-draft@1"], ["doc:rule-a@2"]),
         ("status=revoked", ["doc:rule-b-preview@1"], ["doc:rule-b@1"]),
         ("store=store-009", ["doc:rule-a-store-009@1"], ["doc:rule-a@2"]),
         ("kind=case", ["doc:case-a@1"], ["doc:rule-a@2"]),
@@ -67,16 +68,32 @@ def test_document_filters(
 def test_detail_diffs_against_the_previous_version(
     knowledge: None, operator: User, client: Client
 ) -> None:
+    """Field by field as the page shows them, words marked, never raw JSON lines (issue 39,
+    item 4)."""
     client.force_login(operator)
     html = client.get(reverse("knowledge:document-detail", args=["rule-b", 2])).content.decode()
-    assert "Version history" in html
-    assert '<span class="del">-    &quot;min&quot;: 3000</span>' in html
-    assert '<span class="add">+    &quot;min&quot;: 3500</span>' in html
+    assert "Version history" in html and "&quot;min&quot;" not in html
+    diff = section(html, 'id="document-diff"', "</section>")
+    assert "v1 → v2: 5 fields changed." in diff
+    # Chinese marked by character, the requirement's number and the source's path by word.
+    assert marks(section(diff, '<dd class="field-title">')) == [("ins", "（修订）")]
+    assert marks(section(diff, '<dd class="field-requirements">')) == [
+        ("del", "3000"),
+        ("ins", "3500"),
+    ]
+    assert "Basket (cents): at least " in section(diff, '<dd class="field-requirements">')
+    assert marks(section(diff, '<dd class="field-source">')) == [("ins", "/v2")]
+    text = marks(section(diff, '<dd class="field-text">'))
+    assert any("35" in t for tag, t in text if tag == "ins")
+    assert any("30" in t for tag, t in text if tag == "del")
+    # Each mark is named for a screen reader, not by its colour alone.
+    assert set(labels(diff)) == {"[added in v2: ", "[removed in v2: "}
+    assert "Unchanged:" in diff and "Campaign" in diff
     fragment = client.get(
         reverse("knowledge:document-detail", args=["rule-b", 1]) + "?against=2", headers=HTMX
     ).content.decode()
     assert fragment.lstrip().startswith('<section class="panel" id="document-diff"')
-    assert "+    &quot;min&quot;: 3500" in fragment
+    assert ("ins", "3500") in marks(fragment)
 
 
 def test_a_version_saved_as_new_shows_up_as_a_draft_with_its_diff(
@@ -86,7 +103,10 @@ def test_a_version_saved_as_new_shows_up_as_a_draft_with_its_diff(
     document_save_new_version(base=base, changes={"text": "Revised wording."}, actor=operator)
     client.force_login(operator)
     html = client.get(reverse("knowledge:document-detail", args=["rule-a", 3])).content.decode()
-    assert "badge-draft" in html and '<span class="add">+Revised wording.</span>' in html
+    assert "badge-draft" in html
+    text = section(html, '<dd class="field-text">')
+    assert ("ins", "Revised wording.") in marks(text)
+    assert [tag for tag, _text in marks(text)] == ["del", "ins"]
 
 
 def test_unknown_document_is_404(knowledge: None, operator: User, client: Client) -> None:

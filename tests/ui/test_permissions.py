@@ -58,8 +58,13 @@ def _urls(memory: dict[str, Any], candidate: Any) -> dict[str, str]:
         "document_new_version": reverse("knowledge:document-new-version", args=["rule-b", 2]),
         "document_checklist": reverse("knowledge:document-checklist", args=["case-a-draft", 1]),
         "document_review": reverse("knowledge:document-review", args=["case-a-draft", 1]),
+        "document_submit": reverse("knowledge:document-submit", args=["case-a-draft", 1]),
         "document_revoke": reverse("knowledge:document-revoke", args=["rule-b", 2]),
         "audit": reverse("event-list"),
+        "users": reverse("user-list"),
+        "import": reverse("experience:import"),
+        "user_new": reverse("user-new"),
+        "user_edit": reverse("user-edit", args=["rita"]),
         "audit_csv": reverse("event-export"),
         "case_check": reverse("experience:case-check", args=[_digest(candidate.id)]),
         "case_review": reverse("experience:case-review", args=[_digest(candidate.id)]),
@@ -94,7 +99,14 @@ GET_MATRIX = {
     "document_checklist": (LOGIN, 403, 302, 302, 302),
     "document_revoke": (LOGIN, 403, 200, 403, 403),
     "document_review": (405, 405, 405, 405, 405),
+    "document_submit": (405, 405, 405, 405, 405),
     "audit": (LOGIN, 403, 403, 403, 200),
+    # Reviewers import cases, skills and lessons; operators those and documents; admins nothing.
+    "import": (LOGIN, 403, 200, 200, 403),
+    # Only admins manage users, in the console's own pages.
+    "users": (LOGIN, 403, 403, 403, 200),
+    "user_new": (LOGIN, 403, 403, 403, 200),
+    "user_edit": (LOGIN, 403, 403, 403, 200),
     "audit_csv": (LOGIN, 403, 403, 403, 200),
     # Admins audit investigations (the list, a stored one, a run in progress) but run none.
     "investigations": (LOGIN, 403, 200, 200, 200),
@@ -117,7 +129,12 @@ POST_MATRIX = {
     "document_new_version": ({"title": ""}, (LOGIN, 403, 422, 403, 403)),
     "document_review": ({"decision": "approve", "reason": ""}, (LOGIN, 403, 422, 403, 403)),
     "document_revoke": ({"reason": ""}, (LOGIN, 403, 422, 403, 403)),
+    # Operators submit their drafts (this one was imported: submitted already, so refused).
+    "document_submit": ({"change_note": ""}, (LOGIN, 403, 422, 403, 403)),
     "investigations": ({"text": ""}, (LOGIN, 403, 422, 422, 403)),
+    "import": ({"kind": "items", "text": ""}, (LOGIN, 403, 422, 422, 403)),
+    "user_new": ({"username": ""}, (LOGIN, 403, 403, 403, 422)),
+    "user_edit": ({"role": ""}, (LOGIN, 403, 403, 403, 422)),
     "lexicon": ({"action": "set", "term": "", "canonical": ""}, (LOGIN, 403, 422, 403, 403)),
 }
 

@@ -50,6 +50,16 @@ def test_each_block_is_written_once(marker: str) -> None:
     assert writers == ["_review_item.html"]
 
 
+def test_word_differences_are_written_once() -> None:
+    """Every page marks changed words through ``_word_diff.html`` (issue 39, item 4)."""
+    writers = [
+        str(path.relative_to(TEMPLATES))
+        for path in TEMPLATES.rglob("*.html")
+        if 'class="word-diff"' in path.read_text(encoding="utf-8")
+    ]
+    assert writers == ["_word_diff.html"]
+
+
 def test_status_badges_show_validity_only_when_known() -> None:
     html = render_to_string(
         "_review_item.html#status-badges", {"kind": "case", "status": "approved", "expired": True}

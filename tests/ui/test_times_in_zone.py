@@ -5,6 +5,7 @@ to be published."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,6 +18,7 @@ from django.utils import timezone
 from experience.cases.models import Case
 from knowledge.models import Document
 from knowledge.services import document_save_new_version
+from tests.diffmarks import new_text, old_text, section
 
 pytestmark = pytest.mark.django_db
 
@@ -34,13 +36,17 @@ def test_a_version_diff_shows_times_in_the_chosen_zone(
     knowledge: None, operator: User, client: Client
 ) -> None:
     base = Document.objects.get(doc_key="rule-a", version=2)
-    document_save_new_version(base=base, changes={"text": "Revised wording."}, actor=operator)
+    later = datetime.fromisoformat("2026-09-02T00:00:00+08:00")
+    document_save_new_version(
+        base=base, changes={"text": "Revised wording.", "valid_from": later}, actor=operator
+    )
     url = reverse("knowledge:document-detail", args=["rule-a", 3])
     html = in_berlin(client, operator).get(url).content.decode()
-    diff = html.split('class="diff', 1)[1].split("</pre>", 1)[0]
+    field = section(html, '<dd class="field-valid_from">')
     # 2026-09-01T00:00:00+08:00 is 2026-08-31 18:00 in a Berlin summer.
-    assert "valid_from: 2026-08-31 18:00:00 CEST" in diff
-    assert "+00:00" not in diff and "UTC" not in diff
+    assert old_text(field) == "2026-08-31 18:00 CEST"
+    assert new_text(field) == "2026-09-01 18:00 CEST"
+    assert "+00:00" not in field and "UTC" not in field
 
 
 def test_a_case_names_the_zone_of_each_end_of_its_validity(
@@ -59,7 +65,7 @@ def test_a_draft_is_not_said_to_be_published(
     knowledge: None, operator: User, client: Client
 ) -> None:
     client.force_login(operator)
-    listing = client.get(reverse("knowledge:document-list") + "?status=draft").content.decode()
+    listing = client.get(reverse("knowledge:document-list") + "?status=submitted").content.decode()
     assert "not published: a draft (2026-09-10 12:00 once approved)" in listing
     page = client.get(reverse("knowledge:document-detail", args=["case-a-draft", 1]))
     html = page.content.decode()

@@ -31,6 +31,7 @@ from reviewconsole.background import (
     worker_starting,
 )
 from reviewconsole.health import Heartbeat, heartbeats_prune
+from reviewconsole.writelock import writer_turn_wait
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,9 @@ class ConsoleWorker(Worker):
             if task_result is not None:
                 with self.heartbeat.during():
                     self.run_task(task_result)
+                # On SQLite, leave the write lock free for a moment before claiming the next
+                # task, so a command or a request waiting for it gets its turn.
+                writer_turn_wait()
             if self.batch and retrieved_task_result and task_result is None:
                 logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
                 return
