@@ -58,6 +58,7 @@ UNMET: dict[str, Promise] = {
     "not_permitted": _("You do not hold the permission this needs."),
     "already_approved": _("This version is already approved."),
     "already_revoked": _("This version is already revoked."),
+    "not_submitted": _("It is a draft its author has not submitted for review yet."),
 }
 
 # Why a skill run ended as it did: the first word of ``Run.reason``.
