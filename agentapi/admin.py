@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from agentapi.models import ApiToken, LiveRun, RateCount
 from agentapi.services import token_revoke
@@ -47,7 +48,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(REVOKE_APITOKEN)
 
-    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
+    @admin.action(description=_("Revoke selected tokens"), permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         actor = acting_user(request)
         revoked = 0

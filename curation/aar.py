@@ -74,6 +74,21 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def with_article(kind: str) -> str:
+    """``a skill run``, ``an investigation``."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+# What ends a sentence already (a ticket's text or an answer often does): no period after it.
+SENTENCE_ENDS = (".", "!", "?", "。", "！", "？", "…")
+
+
+def as_sentence(text: str) -> str:
+    """``text`` as a sentence: a period added unless it ends one already (never ``..``)."""
+    text = text.rstrip()
+    return text if text.endswith(SENTENCE_ENDS) else f"{text}."
+
+
 def spoken(code: str) -> str:
     """A status code as words (``needs_review`` -> ``needs review``)."""
     return code.replace("_", " ")
@@ -121,13 +136,14 @@ def draft_case(trace: Trace) -> dict[str, Any]:
     # One sentence a line; the case page keeps the lines.
     summary = "\n".join(
         [
-            f"Goal: {trace.goal}.",
-            f"Result: the {trace.kind} {result_line(trace)}.",
-            "Key decisions: " + "; ".join(decisions) + ".",
-            "Why: " + ("; ".join(why) if why else "no observation recorded") + ".",
-            "Reusable: "
-            + ("; ".join(reusable) if reusable else "nothing yet: no step found anything")
-            + ".",
+            as_sentence(f"Goal: {trace.goal}"),
+            as_sentence(f"Result: the {trace.kind} {result_line(trace)}"),
+            as_sentence("Key decisions: " + "; ".join(decisions)),
+            as_sentence("Why: " + ("; ".join(why) if why else "no observation recorded")),
+            as_sentence(
+                "Reusable: "
+                + ("; ".join(reusable) if reusable else "nothing yet: no step found anything")
+            ),
         ]
     )
     observations = [
@@ -258,25 +274,28 @@ def lesson_fields(trace: Trace) -> dict[str, Any]:
     if kind == SUCCESS_PATTERN:
         checks = _checks(trace, passed=True) or ["the checks above"]
         conclusion = (
-            f"Check {'; then '.join(checks)} first: {ended}. "
+            f"Check {'; then '.join(checks)} first: {as_sentence(ended)} "
             "It is a lead to verify against current evidence, never a confirmed cause."
         )
     elif kind == TOOL_USAGE:
         conclusion = (
-            f"Ask for the missing facts before these checks: {ended}. "
+            f"Ask for the missing facts before these checks: {as_sentence(ended)} "
             "Without them the checks cannot decide."
         )
     else:
         checks = _checks(trace, passed=False) or _checks(trace, passed=True) or ["these checks"]
         conclusion = (
-            f"{'; '.join(checks)} did not explain it: {ended}. "
+            f"{'; '.join(checks)} did not explain it: {as_sentence(ended)} "
             "Do not rely on these checks alone; look further."
         )
     return {
         "lesson_type": kind,
         "scene": {"tags": _tags(trace), "description": _clip(trace.goal, MAX_LESSON_TEXT)},
         "precondition": _clip(
-            f"A {trace.kind} in this scope whose checks were: " + "; ".join(decisions) + ".",
+            as_sentence(
+                f"{with_article(trace.kind).capitalize()} in this scope whose checks were: "
+                + "; ".join(decisions)
+            ),
             MAX_LESSON_TEXT,
         ),
         "conclusion": _clip(conclusion, MAX_LESSON_TEXT),

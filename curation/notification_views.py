@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from curation.notifications import notifications_set, opted_out
@@ -20,7 +21,9 @@ def notification_settings(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         enabled = request.POST.get("enabled") == "1"
         notifications_set(user=user, enabled=enabled)
-        messages.success(request, "Notifications on" if enabled else "Notifications off")
+        messages.success(
+            request, gettext("Notifications on") if enabled else gettext("Notifications off")
+        )
         return finish(request, reverse("curation:notifications"))
     return render_page(
         request,

@@ -79,6 +79,8 @@ def thread_import(*, data: object, actor: User, now: datetime | None = None) -> 
         action=Action.THREAD_IMPORT,
         target=f"thread:{thread.thread_id}",
         details={
+            # The audit log names the thread by its title beside its id.
+            "title": content.title,
             "tenant": content.tenant,
             "messages": len(content.messages),
             "content_hash": content.content_hash,

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
+from django.utils.translation import get_language, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 from django.views.decorators.http import require_GET
 
+from evaluation.chart import chart_title, cjk_font, render_chart
 from evaluation.domain import METRICS, WITH, WITHOUT
 from evaluation.selectors import heldout_count, report_chart, report_get, reports_recent
 from reviewconsole.views import HtmxHttpRequest, console_view, or_404, paginate, render_page
@@ -128,7 +129,22 @@ def report_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @console_view()
 def report_chart_png(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    chart = or_404(report_chart(pk, request.user))
+    """The stored chart (English); in another language, the chart drawn again from the report's
+    totals in that language, where a font for it is installed (the page's address names the
+    language, so a browser caches each apart)."""
+    font = cjk_font()
+    if font is not None and not (get_language() or "en").startswith("en"):
+        report = or_404(report_get(pk, request.user))
+        chart = render_chart(
+            title=chart_title(
+                ticket_set=report.ticket_set, tickets=report.tickets, memory=report.memory
+            ),
+            with_memory=report.with_memory,
+            without_memory=report.without_memory,
+            font=font,
+        )
+    else:
+        chart = or_404(report_chart(pk, request.user))
     response = HttpResponse(chart, content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400, immutable"
     return response

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import retarget
 
@@ -35,6 +38,7 @@ from reviewconsole import clock
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.itemrefs import ItemTitles, item_titles
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, VIEW_INVESTIGATION
+from reviewconsole.roles import ROLE_PERMISSIONS, role_name
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, render_page
 
 if TYPE_CHECKING:
@@ -135,20 +139,49 @@ def _evidence_of(result: Any) -> list[dict[str, Any]]:
     ]
 
 
+def investigating_roles() -> str:
+    """The roles whose users may start an investigation (read them and search knowledge), named
+    in the reader's language: what a user who may only read them is told."""
+    names = [
+        role_name(role)
+        for role, granted in ROLE_PERMISSIONS.items()
+        if SEARCH_KNOWLEDGE in granted and VIEW_INVESTIGATION in granted
+    ]
+    return pgettext("list separator", ", ").join(names)
+
+
+def _lists(user: User | AnonymousUser) -> dict[str, Any]:
+    return {
+        "recent": investigations_for(user)[:RECENT],
+        "pending": investigation_requests_pending(user)[:RECENT],
+    }
+
+
 def _form_page(
     request: HtmxHttpRequest, form: InvestigationForm | None, *, status: int = 200
 ) -> HttpResponse:
     return render_page(
         request,
         "investigations/investigation_form.html",
-        {
-            "form": form,
-            "recent": investigations_for(request.user)[:RECENT],
-            "pending": investigation_requests_pending(request.user)[:RECENT],
-        },
+        {"form": form, "investigating_roles": investigating_roles(), **_lists(request.user)},
         partial="investigation-form" if status != 200 else None,
         status=status,
     )
+
+
+def _with_lists(request: HtmxHttpRequest, response: HttpResponse) -> HttpResponse:
+    """``response`` with the page's lists of runs swapped in again out of band, when the page it
+    answers is the form page (where a run started and finished shows without a reload)."""
+    page = request.htmx.current_url_abs_path if request.htmx else None
+    if page is None or page.split("?")[0] != reverse("investigations:investigation-new"):
+        return response
+    lists = render_to_string(
+        "investigations/investigation_form.html#investigation-lists",
+        {**_lists(request.user), "oob": True},
+        request=request,
+    )
+    response.content = response.content + lists.encode()
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -174,7 +207,7 @@ def investigation_new(request: HtmxHttpRequest) -> HttpResponse:
                 form.add_error(field, failure.message)
             else:
                 if request.htmx:
-                    return _request_result(request, queued.pk)
+                    return _with_lists(request, _request_result(request, queued.pk, started=True))
                 return finish(request, queued.get_absolute_url())
         response = _form_page(request, form, status=422)
         # The form posts into the result area; a refused form replaces the form instead.
@@ -187,21 +220,30 @@ def investigation_new(request: HtmxHttpRequest) -> HttpResponse:
     return _form_page(request, blank)
 
 
-def _request_result(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """The run so far (polling itself while it goes on), or, once stored, the investigation."""
+def _request_result(request: HtmxHttpRequest, pk: int, *, started: bool = False) -> HttpResponse:
+    """The run so far (polling itself while it goes on), or, once stored, the investigation.
+
+    ``started``: the answer to the form that started it, which takes the focus (and so scrolls
+    the run's progress into view, below the form); a poll leaves the focus alone."""
     queued = or_404(investigation_request_get(pk, request.user))
     if queued.investigation is not None:
-        return render_page(
+        response = render_page(
             request,
             "investigations/investigation_detail.html",
-            presented(queued.investigation, request.user),
+            {**presented(queued.investigation, request.user), "started": started},
             partial="investigation-result",
         )
+        return response if started else _with_lists(request, response)
     steps = presented_steps(queued.steps)
     return render_page(
         request,
         "investigations/request_detail.html",
-        {"run": queued, "steps": steps, "item_titles": _titles([], steps, request.user)},
+        {
+            "run": queued,
+            "steps": steps,
+            "item_titles": _titles([], steps, request.user),
+            "started": started,
+        },
         partial="investigation-result",
     )
 

@@ -13,6 +13,8 @@ from django.db.models.options import Options
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from knowledge import hooks
 from knowledge.hooks import revocation_preview
@@ -158,7 +160,7 @@ class StoreInline(ReadOnlyInline):
     model = DocumentStore
     fields = ("store",)
     readonly_fields = fields
-    verbose_name = "store"
+    verbose_name = pgettext_lazy("admin", "store")
 
 
 @admin.register(Document)
@@ -269,7 +271,7 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
             return HttpResponseRedirect(add_preserved_filters(preserved, url))
         return self.response_post_save_change(request, obj)
 
-    @admin.display(description="stores")
+    @admin.display(description=pgettext_lazy("admin", "stores"))
     def stores(self, obj: Document) -> str:
         """The read-only view of the stores field, for users who may only view documents."""
         return ", ".join(obj.store_rows.values_list("store", flat=True))
@@ -284,7 +286,7 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         """Store rows are written by the service with the new version."""
 
     @admin.action(
-        description="Approve selected documents (asks for a reason)", permissions=["approve"]
+        description=_("Approve selected documents (asks for a reason)"), permissions=["approve"]
     )
     def approve_selected(
         self, request: HttpRequest, queryset: QuerySet[Document]
@@ -292,7 +294,7 @@ class DocumentAdmin(admin.ModelAdmin[Document]):
         return self._lifecycle_action(request, queryset, "approve")
 
     @admin.action(
-        description="Revoke selected documents (asks for a reason)", permissions=["revoke"]
+        description=_("Revoke selected documents (asks for a reason)"), permissions=["revoke"]
     )
     def revoke_selected(
         self, request: HttpRequest, queryset: QuerySet[Document]

@@ -22,6 +22,8 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from django_tasks_db.admin import DBTaskResultAdmin
 from django_tasks_db.models import DBTaskResult
 
@@ -39,6 +41,7 @@ from reviewconsole.models import (
     TenantMembership,
     WorkerHeartbeat,
 )
+from reviewconsole.roles import role_name
 from reviewconsole.scopes import validate_scope_value
 from reviewconsole.services import (
     PROFILE_FIELDS,
@@ -221,7 +224,7 @@ class ConsoleUserCreationForm(forms.ModelForm[User]):
         super().__init__(*args, **kwargs)
         role = self.fields["role"]
         assert isinstance(role, forms.ChoiceField)
-        role.choices = [(r, r) for r in assignable_roles(self.actor)]
+        role.choices = [(r, role_name(r)) for r in assignable_roles(self.actor)]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -254,7 +257,7 @@ class ConsoleUserChangeForm(forms.ModelForm[User]):
             choices = [current, *choices]
         role = self.fields.get("role")  # absent on one's own account, where it is read-only
         if isinstance(role, forms.ChoiceField):
-            role.choices = [(r, r) for r in choices]
+            role.choices = [(r, role_name(r)) for r in choices]
             role.initial = current
 
     def clean(self) -> dict[str, Any]:
@@ -344,9 +347,9 @@ class ConsoleUserAdmin(UserAdmin[User]):
     inlines = (TenantMembershipInline,)
     fieldsets = (
         (None, {"fields": ("username",)}),
-        ("Personal info", {"fields": PROFILE_FIELDS}),
-        ("Access", {"fields": ("role", "is_active", "is_staff", "is_superuser")}),
-        ("Important dates", {"fields": ("last_login", "date_joined", "created_by")}),
+        (_("Personal info"), {"fields": PROFILE_FIELDS}),
+        (_("Access"), {"fields": ("role", "is_active", "is_staff", "is_superuser")}),
+        (_("Important dates"), {"fields": ("last_login", "date_joined", "created_by")}),
     )
     add_fieldsets = (
         (None, {"classes": ("wide",), "fields": ("username", "role", "password1", "password2")}),
@@ -362,11 +365,12 @@ class ConsoleUserAdmin(UserAdmin[User]):
     )
     filter_horizontal = ()
 
-    @admin.display(description="role")
+    @admin.display(description=pgettext_lazy("admin", "role"))
     def role(self, obj: User) -> str:
-        return user_role(obj) or "—"
+        role = user_role(obj)
+        return role_name(role) if role else "—"
 
-    @admin.display(description="created by")
+    @admin.display(description=pgettext_lazy("admin", "created by"))
     def created_by(self, obj: User) -> str:
         """Who made the account; with its password, the account is theirs for four eyes."""
         try:

@@ -4,6 +4,7 @@ what exists.
 - ``ZonedDateTimeField``: a ``datetime-local`` input read in the console's current time zone (the
   zone is named next to the field); a value that carries its own offset keeps it. Out comes an
   aware datetime within the dates the product accepts.
+- ``ScopeSelect``: a filter's select of those values, for list pages.
 - ``ScopeInput``: a text input with a ``<datalist>`` of the values the user may see (tenancy is
   the caller's: ``offer_values`` takes the values already filtered). Typing a new value stays
   possible: a datalist suggests, it never restricts.
@@ -118,6 +119,24 @@ class ScopeInput(forms.TextInput):
         return format_html('{}<datalist id="{}">{}</datalist>', field, list_id, items)
 
 
+class ScopeSelect(forms.Select):
+    """A filter's choice among the values that exist (``any_label`` first, for no filter). The
+    field stays free text: the value in the address shows among the options even when none has
+    it, so a shared link keeps its filter."""
+
+    def __init__(self, *, any_label: Any, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs=attrs)
+        self.any_label = any_label
+        self.values: Callable[[], Iterable[str]] | Iterable[str] = ()
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        known = self.values() if callable(self.values) else self.values
+        current = {str(v) for v in (value if isinstance(value, list | tuple) else [value]) if v}
+        values = sorted(set(known) | current)
+        self.choices = [("", self.any_label), *((v, v) for v in values)]
+        return super().get_context(name, value, attrs)
+
+
 def offer_values(form: forms.Form, values: Callable[[], Mapping[str, Iterable[str]]]) -> None:
     """Give each scope field of ``form`` (by name: tenant, brand, store, campaign, deployment) a
     datalist of existing values. ``values`` is called once, when the first of them renders, so a
@@ -133,7 +152,9 @@ def offer_values(form: forms.Form, values: Callable[[], Mapping[str, Iterable[st
         return options
 
     for name, field in form.fields.items():
-        if name in SCOPE_NAMES and isinstance(field.widget, forms.TextInput):
+        if name in SCOPE_NAMES and isinstance(field.widget, ScopeSelect):
+            field.widget.values = of(name)
+        elif name in SCOPE_NAMES and isinstance(field.widget, forms.TextInput):
             if not isinstance(field.widget, ScopeInput):
                 field.widget = ScopeInput(attrs=field.widget.attrs)
             field.widget.options = of(name)

@@ -6,15 +6,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import TextChoices
+from django.utils.translation import pgettext_lazy
 
 from reviewconsole import permissions as P
 
 
 class Role(TextChoices):
-    REVIEWER = "reviewer", "reviewer"
-    OPERATOR = "operator", "operator"
-    ADMIN = "admin", "admin"
-    AGENT = "agent", "agent"
+    # The labels are the roles' names in the reader's language (the admin's role column).
+    REVIEWER = "reviewer", pgettext_lazy("role", "reviewer")
+    OPERATOR = "operator", pgettext_lazy("role", "operator")
+    ADMIN = "admin", pgettext_lazy("role", "admin")
+    AGENT = "agent", pgettext_lazy("role", "agent")
+
+
+def role_name(role: str) -> str:
+    """A role code in the reader's language; an unknown code as itself."""
+    return str(Role(role).label) if role in Role.values else role
 
 
 # What each role may do; the names live in reviewconsole.permissions.

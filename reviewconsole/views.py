@@ -35,7 +35,7 @@ from reviewconsole.errors import PermissionRefused
 from reviewconsole.forms import EventFilterForm, TimeZoneForm, action_label
 from reviewconsole.itemrefs import item_of, item_titles
 from reviewconsole.links import RUN_PAGE
-from reviewconsole.models import Action
+from reviewconsole.models import Action, Event
 from reviewconsole.permissions import VIEW_EVENT
 from reviewconsole.selectors import events_csv_rows, events_filtered
 from reviewconsole.timezones import SESSION_KEY as TIME_ZONE_KEY
@@ -242,6 +242,16 @@ def account_origin(details: object) -> str:
     return str(_("account created by %(name)s") % {"name": creator})
 
 
+def target_name(event: Event) -> str:
+    """The name an event recorded for a target that is no item (a thread's title), shown beside
+    its id; an item's title is read from the item itself (``item_titles``)."""
+    details = event.details if isinstance(event.details, dict) else {}
+    name = details.get("title")
+    if not isinstance(name, str) or any(item_of(part) for part in target_parts(event.target)):
+        return ""
+    return name
+
+
 @require_GET
 @console_view(VIEW_EVENT)
 def event_list(request: HtmxHttpRequest) -> HttpResponse:
@@ -274,6 +284,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
                     if event.action in RUN_TARGET_ACTIONS and event.target
                     else "",
                     "targets": target_parts(event.target),
+                    "target_name": target_name(event),
                     "account_origin": account_origin(event.details),
                 }
                 for event in events

@@ -10,6 +10,7 @@ from typing import Any
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from experience.cases.models import Case
 from experience.core.availability import (
     CITED_CASE_NOT_APPROVED,
     CITED_CASE_OUTSIDE_VALIDITY,
@@ -22,6 +23,7 @@ from experience.core.availability import (
 )
 from experience.core.models import Status
 from experience.pages.selectors import availabilities
+from reviewconsole.templatetags.ids import shortened
 
 # --- one availability state, phrased for people ----------------------------------------------
 
@@ -62,9 +64,28 @@ def availability_view(
         return AvailabilityView(False, availability.reason, availability.code)
     params = {
         "status": gettext(availability.status) if availability.status else "",
-        "title": (titles or {}).get(subject) or subject,
+        # A sentence names a case by its title, never by its 64-hex id (which cannot wrap).
+        "title": (titles or {}).get(subject) or shortened(subject),
     }
     return AvailabilityView(False, str(template) % params, availability.code)
+
+
+CITED_CASE_CODES = frozenset({CITED_CASE_NOT_APPROVED, CITED_CASE_OUTSIDE_VALIDITY})
+
+
+def cited_titles(
+    found: Iterable[Availability], known: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The titles of the cited cases that ``found`` reasons name and ``known`` does not: one
+    query, none when every reason is named already (a cited case shares its citer's tenant)."""
+    wanted = {
+        state.subject
+        for state in found
+        if not state.available and state.code in CITED_CASE_CODES and state.subject
+    } - set(known or {})
+    if not wanted:
+        return {}
+    return dict(Case.objects.filter(pk__in=sorted(wanted)).values_list("pk", "title"))
 
 
 def availability_views(
@@ -75,6 +96,7 @@ def availability_views(
     rows = list(rows)
     approved = [row["id"] for row in rows if row["status"] == Status.APPROVED]
     found = availabilities(approved, now) if approved else {}
+    titles = {**cited_titles(found.values(), titles or {}), **(titles or {})}
     return {
         row["id"]: availability_view(row["status"], found.get(row["id"]), titles) for row in rows
     }

@@ -3,7 +3,8 @@ conditions each kind's approval lists, and a refused write's unmet conditions.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
@@ -51,6 +52,11 @@ CONDITION_LABELS = {
     CLAIMED_BY_OTHER: _("Nobody else holds an unlapsed claim on it, or you take their claim over"),
     "not_permitted": _("You hold the permission this needs"),
 }
+# A lesson's cited cases share the lesson's scope (not a skill's).
+LESSON_LABELS = {
+    **CONDITION_LABELS,
+    domain.SCOPE_MISMATCH: _("Every cited case has exactly the lesson's scope"),
+}
 CASE_CONDITIONS = (
     domain.NOT_REVIEWER,
     domain.REASON_REQUIRED,
@@ -85,13 +91,15 @@ SKILL_CONDITIONS = (
 PROMPT_SKILL_CONDITIONS = (*SKILL_CONDITIONS, domain.PROMPT_TOOL_NOT_ALLOWED)
 
 
-def conditions(universe: Sequence[str], unmet: Iterable[str]) -> Checklist:
+def conditions(
+    universe: Sequence[str], unmet: Iterable[str], labels: Mapping[str, Any] = CONDITION_LABELS
+) -> Checklist:
     """Every condition of ``universe`` marked met or not, plus any other unmet name reported."""
-    return checklist_of(universe, unmet, CONDITION_LABELS)
+    return checklist_of(universe, unmet, labels)
 
 
-def refusal(unmet: Iterable[str]) -> list[Condition]:
-    return [Condition(name, str(CONDITION_LABELS.get(name, name)), False) for name in unmet]
+def refusal(unmet: Iterable[str], labels: Mapping[str, Any] = CONDITION_LABELS) -> list[Condition]:
+    return [Condition(name, str(labels.get(name, name)), False) for name in unmet]
 
 
 # What a write may be refused with: a review's unmet conditions, the permission or tenant, a value.
@@ -99,11 +107,11 @@ Refused = ReviewRefused | PermissionRefused | ValidationFailure
 REFUSED = (ReviewRefused, PermissionRefused, ValidationFailure)
 
 
-def refusal_of(error: Refused) -> list[Condition]:
+def refusal_of(error: Refused, labels: Mapping[str, Any] = CONDITION_LABELS) -> list[Condition]:
     """What a refused write left unmet, as checklist lines: a review's unmet conditions, the
     permission or tenant refused, or the value refused in its field."""
     if isinstance(error, ReviewRefused):
-        return refusal(error.unmet)
+        return refusal(error.unmet, labels)
     if isinstance(error, PermissionRefused):
-        return refusal([error.unmet])
+        return refusal([error.unmet], labels)
     return [Condition(error.field, error.message, False)]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from experience.core.models import RunStatus, Status
 from experience.pages.selectors import DEFAULT_SORT, QueueFilters
+from reviewconsole.formfields import ScopeSelect
 from reviewconsole.reasons import MAX_REASON
 
 MAX_NOTE = 500
@@ -40,7 +42,22 @@ SORT_CHOICES = [
 ]
 
 
+def _scope_filter(label: StrOrPromise, any_label: StrOrPromise) -> forms.CharField:
+    """A scope filter offering the values that exist (the view gives them, ``offer_values``); a
+    value typed into the address that none has still filters, and shows."""
+    return forms.CharField(
+        label=label, required=False, max_length=64, widget=ScopeSelect(any_label=any_label)
+    )
+
+
 class QueueFilterForm(forms.Form):
+    text = forms.CharField(
+        label=_("Search"),
+        required=False,
+        max_length=200,
+        help_text=_("Words of the title, or part of an id or incident"),
+        widget=forms.TextInput(attrs={"type": "search"}),
+    )
     status = forms.ChoiceField(
         label=_("Status"),
         required=False,
@@ -57,10 +74,10 @@ class QueueFilterForm(forms.Form):
             ("lesson", _("Lessons")),
         ],
     )
-    brand = forms.CharField(label=_("Brand"), required=False, max_length=64)
-    store = forms.CharField(label=_("Store"), required=False, max_length=64)
-    campaign = forms.CharField(label=_("Campaign"), required=False, max_length=64)
-    deployment = forms.CharField(label=_("Deployment"), required=False, max_length=64)
+    brand = _scope_filter(_("Brand"), _("Any brand"))
+    store = _scope_filter(_("Store"), _("Any store"))
+    campaign = _scope_filter(_("Campaign"), _("Any campaign"))
+    deployment = _scope_filter(_("Deployment"), _("Any deployment"))
     submitter = forms.CharField(label=_("Submitter"), required=False, max_length=150)
     age = forms.ChoiceField(label=_("Age"), required=False, choices=AGE_CHOICES)
     approved_within = forms.ChoiceField(
@@ -87,6 +104,7 @@ class QueueFilterForm(forms.Form):
             approved_within_days=int(data["approved_within"]) if data["approved_within"] else None,
             revoked_within_days=int(data["revoked_within"]) if data["revoked_within"] else None,
             sort=data["sort"] or DEFAULT_SORT,
+            text=data["text"].strip(),
         )
 
 

@@ -8,8 +8,8 @@ views parse input, call one of them, and show what they said.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
@@ -23,7 +23,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from experience.cases.models import Case, Skill
 from experience.lessons.models import Lesson
-from experience.pages.checklists import REFUSED, Refused, conditions, refusal_of
+from experience.pages.checklists import (
+    CONDITION_LABELS,
+    REFUSED,
+    Refused,
+    conditions,
+    refusal_of,
+)
 from experience.pages.conversations import conversation_context, conversation_views
 from experience.pages.forms import ReviewForm
 from experience.pages.queue import in_queue, queue_context, queue_filters_of, queue_url
@@ -93,6 +99,8 @@ class ItemPage:
     # that answers it where the kind has a revision form (cases).
     request_changes: Callable[..., Any] | None = None
     resubmit: Callable[..., Any] | None = None
+    # How the checklist words each condition for an item of the kind.
+    labels: Mapping[str, Any] = field(default_factory=lambda: CONDITION_LABELS)
 
     def subject(self, item: Item) -> dict[str, Item]:
         return {self.kind: item}
@@ -112,7 +120,7 @@ class ItemPage:
 
     def checklist(self, item: Item, user: User, reason: str) -> Checklist:
         unmet = self.unmet(**self.subject(item), reviewer=user, reason=reason, now=clock.now())
-        return conditions(self.universe(item), unmet)
+        return conditions(self.universe(item), unmet, self.labels)
 
     def panel(
         self,
@@ -151,6 +159,7 @@ def _decision(
     request: HtmxHttpRequest,
     approve: Callable[..., Any],
     reject: Callable[..., Any],
+    labels: Mapping[str, Any] = CONDITION_LABELS,
 ) -> tuple[Any | None, list[Condition]]:
     """Apply the posted approve/reject decision as the signed-in reviewer; or say what is unmet."""
     form = ReviewForm(request.POST)
@@ -164,7 +173,7 @@ def _decision(
             take_over=form.cleaned_data["take_over"],
         ), []
     except REFUSED as refused:
-        return None, refusal_of(refused)
+        return None, refusal_of(refused, labels)
 
 
 def review(request: HtmxHttpRequest, item: Item, page: ItemPage) -> HttpResponse:
@@ -186,7 +195,7 @@ def review(request: HtmxHttpRequest, item: Item, page: ItemPage) -> HttpResponse
         )[1]
     subject = page.subject(item)
     outcome, errors = _decision(
-        request, partial(page.approve, **subject), partial(page.reject, **subject)
+        request, partial(page.approve, **subject), partial(page.reject, **subject), page.labels
     )
     if outcome is not None:
         messages.success(
@@ -216,7 +225,7 @@ def refused_on_page(
     return render_page(
         request,
         page.template,
-        page.context(request, item, errors=refusal_of(error), reason=reason),
+        page.context(request, item, errors=refusal_of(error, page.labels), reason=reason),
         partial=page.main_partial,
         status=422,
     )

@@ -26,7 +26,7 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons.domain import LESSON_TYPES
 from experience.lessons.models import Lesson
 from experience.pages.availability import availability_view, availability_views
-from experience.pages.checklists import LESSON_CONDITIONS, REFUSED
+from experience.pages.checklists import LESSON_CONDITIONS, LESSON_LABELS, REFUSED
 from experience.pages.items import ItemPage, item_views, refused_on_page
 from experience.pages.revocation import impact_preview
 from experience.pages.sentences import outdated_cause_sentence
@@ -189,6 +189,7 @@ LESSON_PAGE = ItemPage(
     revoked_from="item_page",
     request_changes=lesson_changes_request,
     resubmit=lesson_resubmit,
+    labels=LESSON_LABELS,
 )
 LESSON_VIEWS = item_views(LESSON_PAGE)
 

@@ -15,9 +15,11 @@ from django.views.decorators.http import require_GET
 from experience.core.models import Status
 from experience.pages.availability import availability_views
 from experience.pages.forms import QueueFilterForm
+from experience.pages.scope_options import scope_values
 from experience.pages.selectors import QueueFilters, queue_neighbours, review_queue_rows
 from reviewconsole import clock
 from reviewconsole.claims import claims_on
+from reviewconsole.formfields import offer_values
 from reviewconsole.links import item_url
 from reviewconsole.permissions import VIEW_CASE, VIEW_LESSON, VIEW_SKILL
 from reviewconsole.tenancy import tenants_of
@@ -96,6 +98,8 @@ def queue_listed(
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     form, listed = queue_listed(request.GET, request.user, clock.now())
     page = paginate(request, listed, QUEUE_PER_PAGE)
+    # The scope filters offer the values that exist, read only when the form renders (a full page).
+    offer_values(form, lambda: scope_values(request.user))
     # Each item page remembers this filter, so its "Approve and next" stays in this queue.
     remembered = request.GET.copy()
     remembered.pop("page", None)

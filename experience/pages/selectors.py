@@ -74,6 +74,8 @@ class QueueFilters:
     approved_within_days: int | None = None
     revoked_within_days: int | None = None
     sort: str = DEFAULT_SORT
+    # Words in the title, or a piece of the id (or, for a case, of its incident).
+    text: str = ""
 
 
 QUEUE_KINDS = ("case", "skill", "lesson")
@@ -103,6 +105,11 @@ def _queue_rows(
         rows = rows.filter(approved_at__gte=now - timedelta(days=filters.approved_within_days))
     if filters.revoked_within_days is not None:
         rows = rows.filter(revoked_at__gte=now - timedelta(days=filters.revoked_within_days))
+    if filters.text:
+        matches = Q(title__icontains=filters.text) | Q(pk__icontains=filters.text)
+        if model is Case:
+            matches |= Q(incident__icontains=filters.text)
+        rows = rows.filter(matches)
     incident = F("incident") if model is Case else Value("", output_field=CharField())
     return rows.annotate(
         kind=Value(kind, output_field=CharField()),

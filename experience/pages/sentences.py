@@ -8,6 +8,7 @@ every run reason code the executor writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from experience.cases import executor
 from experience.core import domain
 from experience.lessons import domain as lesson_domain
 from experience.lessons.domain import Confidence
+from reviewconsole.templatetags.ids import shortened
 
 # What stands in the way of a review, said as the fact that blocks it.
 UNMET: dict[str, Promise] = {
@@ -41,7 +43,7 @@ UNMET: dict[str, Promise] = {
         "The skill cites fewer than two distinct incidents of approved, current cases."
     ),
     domain.CASE_UNAVAILABLE: _("A cited case is not approved or its validity has ended."),
-    domain.SCOPE_MISMATCH: _("A cited case's scope differs from the skill's."),
+    domain.SCOPE_MISMATCH: _("A cited case's scope differs from the scope of the item citing it."),
     domain.CITES_HELDOUT_TICKET: _("Its evidence cites a held-out evaluation ticket."),
     domain.PROMPT_TOOL_NOT_ALLOWED: _(
         "Its prompt declares a tool that is not a registered read-only investigation tool."
@@ -59,6 +61,7 @@ UNMET: dict[str, Promise] = {
     "claimed_by_other": _(
         "Another reviewer holds a claim on it: take their claim over to decide on it."
     ),
+    "not_submitted": _("It is a draft its author has not submitted for review yet."),
 }
 
 # Why a skill run ended as it did: the first word of ``Run.reason``.
@@ -177,8 +180,17 @@ def sentence_of(
     sentence = sentences.get(code)
     if sentence is None:
         return CodeSentence(text or "", "", text or "")
-    detail = "" if code in self_explained else detail.strip()
+    detail = "" if code in self_explained else short_ids(detail.strip())
     return CodeSentence(text, code, str(sentence), detail)
+
+
+# A content-named id in free text: shown short (the whole id stays in the tooltip, ``raw``), so a
+# sentence never holds 64 hex digits that cannot wrap on a phone.
+CONTENT_ID = re.compile(r"\b(?:case|skill|lesson):[0-9a-f]{64}\b")
+
+
+def short_ids(text: str) -> str:
+    return CONTENT_ID.sub(lambda found: shortened(found.group(0)), text)
 
 
 def run_reason(reason: str) -> CodeSentence:

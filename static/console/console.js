@@ -11,6 +11,22 @@
     }
   });
 
+  // Filters fold away on a phone so the list comes first; on a wider screen they stay open.
+  // Without script they are open everywhere.
+  function foldOnPhone() {
+    if (!window.matchMedia("(max-width: 700px)").matches) {
+      return;
+    }
+    document.querySelectorAll("details[data-fold-on-phone][open]").forEach(function (details) {
+      details.open = false;
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", foldOnPhone);
+  } else {
+    foldOnPhone();
+  }
+
   document.addEventListener("click", function (event) {
     var closer = event.target.closest("[data-close-dialog]");
     if (closer) {

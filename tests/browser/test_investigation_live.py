@@ -79,6 +79,11 @@ def test_the_steps_arrive_and_the_verified_answer_links_its_evidence(
     expect(result).to_have_attribute("data-state", "queued")
     expect(result).to_contain_text("Waiting for a worker")
     expect(result.get_by_role("link", name="Refresh")).to_be_visible()
+    # The run's progress is below the form: the page moves to it, and lists it as not finished.
+    expect(page.locator("#investigation-heading")).to_be_focused()
+    expect(page.locator("#investigation-heading")).to_be_in_viewport()
+    run_id = InvestigationRequest.objects.get().run_id
+    expect(page.locator("#investigation-lists")).to_contain_text(run_id)
     screen(page, "investigation-queued")
 
     watching = PausingForTheBrowser(page)
@@ -88,6 +93,8 @@ def test_the_steps_arrive_and_the_verified_answer_links_its_evidence(
 
     expect(result).to_contain_text("Verified")
     expect(result).not_to_have_attribute("hx-trigger", "every 1s")  # polling ended
+    # The finished run is among the recent investigations without a reload.
+    expect(page.locator("#investigation-lists table")).to_contain_text(run_id)
     expect(result.locator("ul.citations")).to_contain_text("历史案例，仅作排查线索")
     rule = reverse("knowledge:document-detail", args=["rule-a", 2])
     citation = result.locator(f'ul.citations a[href="{rule}"]')

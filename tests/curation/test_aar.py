@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
+from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
@@ -199,3 +200,52 @@ def test_the_learning_loop_from_run_to_context_block(
 def test_a_replay_is_never_drafted(skill: Skill, agent: User) -> None:
     run(skill, agent, "replay-0001-with")
     assert not RunDraft.objects.filter(run_id="replay-0001-with").exists()
+
+
+def test_a_draft_page_in_chinese_says_its_labels_and_kind_in_chinese(
+    skill: Skill, agent: User, reviewer: User
+) -> None:
+    """The draft's words are stored as drafted; what the page puts around them is translated:
+    the run kind of "drafted from", the title's "AAR of …" and the summary's line labels."""
+    from django.test import Client
+
+    run(skill, agent, "aar-zh")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-zh").case_id)
+    client = Client(headers={"Accept-Language": "zh-hans"})
+    client.force_login(reviewer)
+    html = client.get(case.get_absolute_url()).content.decode()
+    drafted = re.search(r'<p class="subtitle">起草自(.*?)</p>', html, re.S)
+    assert drafted is not None and "skill run" not in drafted.group(1)
+    assert "技能运行" in drafted.group(1)
+    heading = re.search(r"<h1>(.*?)</h1>", html, re.S)
+    assert heading is not None and not heading.group(1).startswith("AAR of")
+    assert "skill run" not in heading.group(1) and "aar-zh" in heading.group(1)
+    summary = re.search(r"<dt>摘要</dt><dd>(.*?)</dd>", html, re.S)
+    assert summary is not None
+    for label in ("Goal:", "Result:", "Key decisions:", "Why:", "Reusable:", "the skill run"):
+        assert label not in summary.group(1)
+    assert summary.group(1).startswith("目标：")
+    # The stored words are unchanged: the English page shows them as drafted.
+    english = Client()
+    english.force_login(reviewer)
+    html = english.get(case.get_absolute_url()).content.decode()
+    heading = re.search(r"<h1>(.*?)</h1>", html, re.S)
+    assert heading is not None and unescape(heading.group(1)) == case.title
+
+
+def test_drafted_from_links_the_run_only_for_who_may_open_it(
+    skill: Skill, agent: User, reviewer: User, operator: User
+) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    run(skill, agent, "aar-links")
+    case = Case.objects.get(pk=RunDraft.objects.get(run_id="aar-links").case_id)
+    run_url = reverse("experience:run-detail", args=["aar-links"])
+    for user, linked in ((reviewer, True), (operator, False)):
+        client = Client()
+        client.force_login(user)
+        html = client.get(case.get_absolute_url()).content.decode()
+        assert "aar-links" in html
+        assert (f'href="{run_url}"' in html) is linked, user.username
+        assert client.get(run_url).status_code == (200 if linked else 403)

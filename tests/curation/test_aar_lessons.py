@@ -9,6 +9,7 @@ is proposed as a merge. Nothing here is ever approved by the drafter.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -459,3 +460,21 @@ def test_the_lesson_page_says_why_the_agents_draft_was_not_used(
     html = client.get(lesson.get_absolute_url()).content.decode()
     assert "draft was not used:" in html and "answer_malformed" in html
     assert "written by the review agent" not in html
+
+
+@pytest.mark.parametrize("status", ["needs_review", "needs_context", "fallback"])
+def test_a_draft_never_doubles_a_period_and_says_an_investigation(status: str) -> None:
+    """A ticket's text and an answer often end a sentence already: the draft adds no second
+    period after them, and names the run with the right article."""
+    ended = replace(
+        trace(status), goal="The coupon is refused.", answer="Store 002 is not in campaign B."
+    )
+    case = aar.draft_case(ended)
+    fields = aar.lesson_fields(ended)
+    for text in (case["summary"], fields["precondition"], fields["conclusion"]):
+        assert ".." not in text.replace("...", "")
+        assert ". ." not in text
+    assert fields["precondition"].startswith("An investigation in this scope")
+    assert "A investigation" not in fields["precondition"]
+    assert aar.as_sentence("两杯水果茶，优惠券用不了。") == "两杯水果茶，优惠券用不了。"
+    assert aar.as_sentence("no step ran") == "no step ran."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -391,3 +392,49 @@ def test_a_missing_scope_field_is_named_as_the_form_labels_it(
     page = client.get(investigation.get_absolute_url()).content.decode()
     assert "Missing: Release" in page
     assert "<code>deployment</code>" not in page
+
+
+def test_an_admin_is_told_which_roles_may_start_an_investigation(admin_user: User) -> None:
+    body = signed_in(admin_user).get(NEW).content.decode()
+    assert 'name="text"' not in body
+    assert "knowledge search permission" in body
+    assert "reviewer, operator roles" in body
+
+
+def test_a_run_started_on_the_form_page_takes_the_focus_and_updates_the_lists(
+    knowledge_base: None, reviewer: User
+) -> None:
+    """The answer to the form moves the focus to the run (so the page scrolls to it) and swaps
+    the lists of runs in again, the new run among them, without a reload."""
+    headers = {**HTMX, "HX-Current-URL": f"http://testserver{NEW}"}
+    response = signed_in(reviewer).post(NEW, form(), headers=headers)
+    assert response.status_code == 200
+    body = response.content.decode()
+    investigation = Investigation.objects.get()
+    result, _, lists = body.partition('<div id="investigation-lists" hx-swap-oob="true">')
+    assert 'id="investigation-heading" class="mono" data-focus-after-swap' in result
+    assert investigation.run_id in lists and "Recent investigations" in lists
+
+
+def test_a_poll_moves_no_focus_and_another_page_gets_no_lists(
+    knowledge_base: None, reviewer: User
+) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    queued = InvestigationRequest.objects.get()
+    # Polled from the run's own page: no lists there to swap.
+    own = {**HTMX, "HX-Current-URL": f"http://testserver{queued.get_absolute_url()}"}
+    body = client.get(queued.get_absolute_url(), headers=own).content.decode()
+    assert "investigation-lists" not in body and "data-focus-after-swap" not in body
+    # Polled from the form page: the finished run swaps the lists in.
+    on_form = {**HTMX, "HX-Current-URL": f"http://testserver{NEW}"}
+    body = client.get(queued.get_absolute_url(), headers=on_form).content.decode()
+    assert 'hx-swap-oob="true"' in body and "data-focus-after-swap" not in body
+
+
+def test_a_step_says_ok_once(knowledge_base: None, reviewer: User) -> None:
+    client = signed_in(reviewer)
+    client.post(NEW, form())
+    page = client.get(Investigation.objects.get().get_absolute_url()).content.decode()
+    first = page.split('<ol class="steps">', 1)[1].split("</li>", 1)[0]
+    assert len(re.findall(r">\s*ok\s*<", first)) == 1

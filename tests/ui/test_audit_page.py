@@ -131,3 +131,17 @@ def test_the_page_costs_the_same_queries_for_few_events_or_many(
         html = client.get(LIST).content.decode()
     assert html.count("Audit case") >= 12
     assert len(few) == len(many)
+
+
+def test_a_thread_import_names_the_thread_by_its_title(
+    operator: User, admin_user: User, client: Client
+) -> None:
+    from curation.threads import thread_import
+    from tests.curation.conftest import thread_json
+
+    data = thread_json()
+    thread_import(data=data, actor=operator)
+    client.force_login(admin_user)
+    html = client.get(LIST).content.decode()
+    row = next(part for part in html.split("<tr") if "thread:" in part)
+    assert f"“{data['title']}”" in unescape(row)

@@ -119,3 +119,11 @@ def test_no_template_cuts_an_id(path: Path) -> None:
     source = _source(path)
     assert not re.search(r"\|\s*slice\b", source), _name(path)
     assert not re.search(r"id\s*\|\s*truncatechars", source), _name(path)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_every_input_names_its_type(path: Path) -> None:
+    # The stylesheet styles inputs by type: one written without it rendered as the browser's
+    # bare box (the lesson conflict's "Scene tags" field, 21 px high).
+    untyped = [tag for tag in re.findall(r"<input\b[^>]*>", _source(path)) if "type=" not in tag]
+    assert untyped == [], f"{_name(path)}: {untyped}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from evaluation.chart import render_chart
+from evaluation.chart import chart_title, render_chart
 from evaluation.demo import replay_demo_here
 from evaluation.domain import DEMO, LEXICAL, MEMORIES, VECTOR, WITH, WITHOUT, TicketSet
 from evaluation.replay import load_ticket_set, replay_current, vector_branch_required
@@ -112,8 +112,9 @@ class Command(JsonCommand):
             if provider_name:
                 result = {**result, "provider": provider_name}
             chart = render_chart(
-                title=f"{ticket_set.name}: {len(ticket_set.tickets)} held-out tickets, "
-                f"{memory} memory",
+                title=chart_title(
+                    ticket_set=ticket_set.name, tickets=len(ticket_set.tickets), memory=memory
+                ),
                 with_memory=result["totals"][WITH],
                 without_memory=result["totals"][WITHOUT],
             )

@@ -274,3 +274,12 @@ def test_the_lesson_list_shows_every_status_by_default_and_says_what_a_filter_hi
     text = candidates.content.decode()
     assert "No lesson matches these filters; they hide 1 lesson." in text
     assert f'href="{reverse("experience:lesson-list")}">Show every lesson</a>' in text
+
+
+def test_a_lesson_checklist_speaks_of_the_lesson_scope_not_a_skill(
+    submit_lesson: Callable[..., Lesson], two_cases: list[Case], second_reviewer: User
+) -> None:
+    lesson = submit_lesson(lesson_data([c.id for c in two_cases]))
+    text = client_for(second_reviewer).get(lesson.get_absolute_url()).content.decode()
+    assert "Every cited case has exactly the lesson&#x27;s scope" in text
+    assert "skill&#x27;s scope" not in text and "skill's scope" not in text
