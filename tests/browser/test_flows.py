@@ -160,8 +160,9 @@ def test_operator_saves_a_new_version_and_previews_search(
 
     page.goto("/knowledge/rule-b/v3/")
     expect(page.locator(".page-head .badge-draft")).to_be_visible()
-    expect(page.locator("#document-diff .add")).to_contain_text(
-        ["+九月二十日起，外卖渠道同样适用。"]
+    # The text field compared word by word (Chinese by character): the added sentence is marked.
+    expect(page.locator("#document-diff .field-text ins")).to_contain_text(
+        ["九月二十日起，外卖渠道同样适用。"]
     )
     screen(page, "document")
     # A draft reaches approvers once its author submits it, with what it changes.
