@@ -285,3 +285,31 @@ def test_items_returned_to_a_user_are_only_those_of_tenants_they_see(
     user_set_role(username=operator.username, role=Role.OPERATOR, tenants=["milkbar"])
     moved = User.objects.get(pk=operator.pk)
     assert list(conversations.changes_requested_of(moved)) == []
+
+
+def test_a_returned_item_waits_on_its_submitter_until_resubmitted(
+    candidate: Case, reviewer: User, operator: User
+) -> None:
+    """The dashboard's "Waiting on you" lists what was sent back to the user, linking to the
+    item, and forgets it once a revision answers it (issue 39, item 3)."""
+    from django.test import Client
+    from django.urls import reverse
+
+    changes.case_changes_request(case=candidate, actor=reviewer, note="Cite the store list.")
+
+    def returned(user: User) -> str:
+        client = Client()
+        client.force_login(user)
+        html = client.get(reverse("home")).content.decode()
+        if 'data-waiting="returned"' not in html:
+            return ""
+        return html.split('data-waiting="returned"', 1)[1].split("</ul>", 1)[0]
+
+    waiting = returned(operator)
+    assert f'href="{candidate.get_absolute_url()}"' in waiting
+    assert "Cite the store list." in waiting and reviewer.username in waiting
+    assert returned(reviewer) == ""
+    changes.case_resubmit(
+        case=candidate, data=_revised(candidate, title=candidate.title + "（修订）"), actor=operator
+    )
+    assert returned(operator) == ""
