@@ -1,5 +1,5 @@
 """The console's import page: a file of cases, skills and lessons, or of knowledge documents, in
-the commands' formats (SPEC §4), uploaded or pasted; every problem listed at once by item, line
+the commands' formats (docs/contracts.md), uploaded or pasted; every problem listed at once by item, line
 and field, and nothing written unless there is none (``experience.review.console_imports``)."""
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def seed_search(
 @pytest.mark.parametrize(
     "query",
     [
-        "打印机断电了",  # the knowledge base's own example (SPEC 7.1)
+        "打印机断电了",  # the knowledge base's own "no match" example
         "小票打印机没电了",
         "收银台的打印机突然不通电",
         "the printer lost power",
