@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 
 import numpy as np
 
@@ -78,6 +78,9 @@ class ArraysCache:
     def keys(self) -> list[Hashable]:
         with self._lock:
             return list(self._kept)
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self.keys())
 
     def __getitem__(self, key: Hashable) -> tuple[str, np.ndarray]:
         with self._lock:

@@ -102,7 +102,7 @@ def test_the_scope_array_is_sent_again_only_after_it_changed(
 
 
 def _kept_lists() -> dict[Any, tuple[str, Any]]:
-    return {key: search._postings_cache[key] for key in search._postings_cache.keys()}
+    return {key: search._postings_cache[key] for key in search._postings_cache}
 
 
 def test_a_posting_list_travels_once_per_row_version(
