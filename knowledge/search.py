@@ -417,7 +417,7 @@ def _read_kept(
                     continue
                 kept = _arrays_cache.unchanged(sent[stamp, column], version, blob)
                 if kept is None:
-                    kept = ids_of(blob)  # type: ignore[arg-type]
+                    kept = ids_of(blob)
                     _postings_cache.keep((*key, stamp, column), version, kept)
                 lists.append(kept)
     return read
