@@ -57,6 +57,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import postgres_create, sqlite_prepared  # noqa: E402
+from bench.seams import Seam  # noqa: E402
 
 # --- targets (issue "Search that scales with the scope") -----------------------------------------
 
@@ -639,7 +640,9 @@ def percentile(samples: list[int], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)] / 1e6
 
 
-MEASURES = ("search", "bare", "fts", "jaccard")
+# "sent": the search as it was before posting lists were kept per process (PostgreSQL only:
+# every list the query names is sent on every search).
+MEASURES = ("search", "bare", "fts", "jaccard", "sent")
 
 
 @dataclass
@@ -690,15 +693,24 @@ def measure_scope(
     workload: list[tuple[str, Any]], floors: Floors, warmup: int, rounds: int, actor: Any
 ) -> tuple[dict[str, list[float]], Counter[str], int]:
     """Per measure, the p50 and p95 of every round; statuses; the gate's count."""
+    from django.db import connection
+
+    from knowledge import search
     from knowledge.search import gated_rows, search_knowledge
 
     gated = 0
     statuses: Counter[str] = Counter()
+    lists_sent = Seam(search, "_postings_kept", lambda: False)
+    postgres = connection.vendor == "postgresql"
 
     def run(name: str, query: str, ctx: Any) -> None:
         nonlocal gated
         if name == "search":
             statuses[search_knowledge(query, ctx, actor=actor)["status"]] += 1
+        elif name == "sent":
+            if postgres:
+                with lists_sent.applied():
+                    search_knowledge(query, ctx, actor=actor)
         elif name == "bare":
             gated = len(list(gated_rows(ctx).values_list("document_id")))
         elif name == "fts":
@@ -718,7 +730,8 @@ def measure_scope(
         samples: dict[str, list[int]] = {m: [] for m in MEASURES}
         for i, (query, ctx) in enumerate(workload):
             # Rotate the order so no measure always runs on a warmer cache.
-            order = MEASURES[i % 4 :] + MEASURES[: i % 4]
+            turn = i % len(MEASURES)
+            order = MEASURES[turn:] + MEASURES[:turn]
             for name in order:
                 t0 = clock()
                 run(name, query, ctx)
@@ -726,6 +739,7 @@ def measure_scope(
         for name in MEASURES:
             figures[f"{name} 50"].append(percentile(samples[name], 50))
             figures[f"{name} 95"].append(percentile(samples[name], 95))
+    lists_sent.require_called()
     return figures, statuses, gated
 
 
@@ -983,6 +997,16 @@ def main(argv: list[str] | None = None) -> int:
                 f" bare {row.p50['bare']:.2f} ms, Jaccard floor {row.p50['jaccard']:.2f} ms"
                 + (f", FTS5 floor {row.p50['fts']:.2f} ms" if vendor == "sqlite" else "")
             )
+            if vendor == "postgres":
+                from knowledge import search
+
+                kept = search._postings_cache
+                print(
+                    f"    lists sent every time: p50 {row.p50['sent']:.2f} ms"
+                    f" (kept ÷ sent {row.p50['search'] / row.p50['sent']:.2f}×);"
+                    f" posting lists kept so far: {len(kept):,}, {kept.nbytes / 2**20:.1f} MiB"
+                    f" (bound {kept.limit_bytes / 2**20:.0f} MiB)"
+                )
             if gated != scope.size:
                 print(f"  WARNING: the gate admitted {gated} documents, expected {scope.size}")
         connection.close()

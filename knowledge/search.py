@@ -37,7 +37,7 @@ from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from textsearch.arrays import CACHE, ROW_VERSION, arrays_column
+from textsearch.arrays import CACHE, POSTING_VERSION, POSTINGS, ROW_VERSION, arrays_column
 from textsearch.domain import RRF_K as RRF_K
 from textsearch.domain import (
     ParsedQuery,
@@ -63,6 +63,7 @@ from textsearch.vector import votes as vector_votes
 # This index's name in the engine's array cache (``textsearch.arrays``), and the cache.
 INDEX_NAME = "knowledge"
 _arrays_cache = CACHE
+_postings_cache = POSTINGS
 # The engine's exact orders, by the names this module's ranking (and its tests) use.
 _jaccard_order = jaccard_order
 _exact_head = exact_head
@@ -277,6 +278,34 @@ class _Read:
     scope_id: int | None = None
 
 
+# On PostgreSQL the lists this process keeps are not sent again (``textsearch.arrays``): each
+# wanted token comes with the version of the raw and of the expanded list kept for it ('' when
+# none is kept; NULL when the list is not wanted), and a list is selected only when its row's
+# version differs. The token travels in the stamp column, the row's version in the version one.
+_KEPT_POSTINGS_SQL = """
+SELECT 0, {version}, {arrays}, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp),
+       s.multi_version, s.id
+FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
+UNION ALL
+SELECT 1, {posting_version},
+       CASE WHEN k.raw IS DISTINCT FROM {posting_version} AND k.raw IS NOT NULL THEN p.raw END,
+       CASE WHEN k.expanded IS DISTINCT FROM {posting_version} AND k.expanded IS NOT NULL
+            THEN p.expanded END,
+       p.token, NULL, NULL
+FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(token, raw, expanded)
+JOIN knowledge_postinglist p ON p.token = k.token
+JOIN knowledge_searchscope s ON s.id = p.scope_id
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
+"""
+
+
+def _postings_kept() -> bool:
+    """Whether this process keeps posting lists between searches (PostgreSQL: they travel from
+    the server; SQLite reads them in process memory)."""
+    return connection.vendor == "postgresql"
+
+
 def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
     raw = sorted({token_key(t) for t in query.raw})
     expanded = sorted({token_key(t) for t in query.expanded})
@@ -285,6 +314,8 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
     key = (INDEX_NAME, *scope)
     versioned = connection.vendor == "postgresql"
     cached = _arrays_cache.get(key) if versioned else None
+    if versioned and _postings_kept():
+        return _read_kept(key, scope, cached, raw, expanded, every)
     raw_test, raw_params = _token_test(raw, array=versioned)
     expanded_test, expanded_params = _token_test(expanded, array=versioned)
     every_test, every_params = _token_test(every, array=versioned)
@@ -303,20 +334,92 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
         cursor.execute(sql, params)
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
-                read.found, read.stamp, read.scope_id = True, stamp, scope_id
-                kept = _arrays_cache.unchanged(cached, version, first)
-                if kept is not None:
-                    read.entries = kept
-                else:
-                    read.entries = postings.entries_of(first)
-                    if versioned and version is not None:
-                        _arrays_cache.keep(key, version, read.entries)
-                read.multi_version = bool(multi_version)
+                _scope_row(read, key, cached, version, first, stamp, multi_version, scope_id)
             else:
                 if first is not None:
                     read.raw.append(ids_of(first))
                 if second is not None:
                     read.expanded.append(ids_of(second))
+    return read
+
+
+def _scope_row(
+    read: _Read,
+    key: tuple[str | None, ...],
+    cached: tuple[str, np.ndarray] | None,
+    version: str | None,
+    blob: object,
+    stamp: str | None,
+    multi_version: object,
+    scope_id: int | None,
+) -> None:
+    read.found, read.stamp, read.scope_id = True, stamp, scope_id
+    kept = _arrays_cache.unchanged(cached, version, blob)
+    if kept is not None:
+        read.entries = kept
+    else:
+        read.entries = postings.entries_of(blob)  # type: ignore[arg-type]
+        if version is not None:
+            _arrays_cache.keep(key, version, read.entries)
+    read.multi_version = bool(multi_version)
+
+
+_KEPT_SQL = _KEPT_POSTINGS_SQL.format(
+    version=ROW_VERSION, arrays=arrays_column("s.arrays"), posting_version=POSTING_VERSION
+)
+
+
+def _read_kept(
+    key: tuple[str | None, ...],
+    scope: list[str | None],
+    cached: tuple[str, np.ndarray] | None,
+    raw: list[str],
+    expanded: list[str],
+    every: list[str],
+) -> _Read:
+    """:func:`_read` on PostgreSQL: the posting lists this process keeps for their row's
+    version are not sent again."""
+    raw_set, expanded_set = set(raw), set(expanded)
+    # What was sent, per token and column: compared with the row's version, never with what the
+    # cache holds by the time the answer arrives.
+    sent: dict[tuple[str, str], tuple[str, np.ndarray] | None] = {}
+    for token in every:
+        for column, wanted in (("raw", raw_set), ("expanded", expanded_set)):
+            if token in wanted:
+                sent[token, column] = _postings_cache.get((*key, token, column))
+    versions = {
+        column: [
+            None if (token, column) not in sent else (sent[token, column] or ("",))[0]
+            for token in every
+        ]
+        for column in ("raw", "expanded")
+    }
+    params = [
+        cached[0] if cached is not None else "",
+        *scope,
+        every,
+        versions["raw"],
+        versions["expanded"],
+        *scope,
+    ]
+    read = _Read(False, None, postings.entries_of(None), False, [], [])
+    with connection.cursor() as cursor:
+        cursor.execute(_KEPT_SQL, params)
+        for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
+            if kind == 0:
+                _scope_row(read, key, cached, version, first, stamp, multi_version, scope_id)
+                continue
+            for column, blob, lists in (
+                ("raw", first, read.raw),
+                ("expanded", second, read.expanded),
+            ):
+                if (stamp, column) not in sent:
+                    continue
+                kept = _arrays_cache.unchanged(sent[stamp, column], version, blob)
+                if kept is None:
+                    kept = ids_of(blob)
+                    _postings_cache.keep((*key, stamp, column), version, kept)
+                lists.append(kept)
     return read
 
 

@@ -199,6 +199,7 @@ def cold_lexicon_cache() -> None:
     lexicon._cache.clear()
     search._evidence_cache.clear()  # ids are reused when tests roll back
     search._arrays_cache.clear()
+    search._postings_cache.clear()
 
 
 @pytest.fixture(autouse=True)
