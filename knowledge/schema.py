@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from knowledge.domain import sha256_hex, validate_requirements
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import FieldChecks, every_failure
 from reviewconsole.inputs import check_tree, db_integer
 from reviewconsole.itemids import ItemId
 from reviewconsole.scopes import validate_scope_value
@@ -124,56 +126,91 @@ def _flag(obj: dict[str, Any], name: str) -> bool:
     return value
 
 
-def parse_document(obj: object) -> DocumentImport:
-    if not isinstance(obj, dict):
-        raise ValidationFailure("", "each document must be a JSON object")
-    check_tree(obj)
-    unknown = sorted(set(obj) - FIELDS)
-    if unknown:
-        raise ValidationFailure(unknown[0], "is not a field of a knowledge document")
-    for name in sorted(REQUIRED):
-        if name not in obj:
-            raise ValidationFailure(name, "is required")
-    doc_key = obj["doc_key"]
-    if not isinstance(doc_key, str) or not DOC_KEY.fullmatch(doc_key):
+def _doc_key(value: object) -> str:
+    if not isinstance(value, str) or not DOC_KEY.fullmatch(value):
         raise ValidationFailure("doc_key", "must be a slug: lower-case letters, digits, - and _")
-    # Stored in an integer column: PostgreSQL's holds at most 2**31-1.
-    version = db_integer(obj["version"], field="version")
-    stores = obj["stores"]
+    return value
+
+
+def _stores(stores: object) -> tuple[str, ...]:
     if not isinstance(stores, list) or not stores:
         raise ValidationFailure("stores", "must be a non-empty list of store codes")
-    clean_stores = [validate_scope_value(s, field=f"stores[{i}]") for i, s in enumerate(stores)]
-    if len(set(clean_stores)) != len(clean_stores):
+    clean = [validate_scope_value(s, field=f"stores[{i}]") for i, s in enumerate(stores)]
+    if len(set(clean)) != len(clean):
         raise ValidationFailure("stores", "lists a store twice")
-    kind = obj["kind"]
+    return tuple(sorted(clean))
+
+
+def _kind(kind: object) -> str:
     if kind not in ("rule", "case"):
         raise ValidationFailure("kind", 'must be "rule" or "case"')
-    rule_key = obj.get("rule_key")
+    return str(kind)
+
+
+def _rule_key(rule_key: object) -> str:
     if rule_key is not None and (not isinstance(rule_key, str) or len(rule_key) > MAX_RULE_KEY):
         raise ValidationFailure(
             "rule_key", f"must be a string of at most {MAX_RULE_KEY} characters"
         )
-    valid_from = parse_aware_datetime(obj["valid_from"], field="valid_from")
-    valid_to = parse_optional_aware_datetime(obj.get("valid_to"), field="valid_to")
-    if valid_to is not None and valid_to <= valid_from:
-        raise ValidationFailure("valid_to", "must be after valid_from")
-    content = DocumentContent(
-        doc_key=doc_key,
-        version=version,
-        tenant=validate_scope_value(obj["tenant"], field="tenant"),
-        brand=validate_scope_value(obj["brand"], field="brand"),
-        stores=tuple(sorted(clean_stores)),
-        campaign=validate_scope_value(obj["campaign"], field="campaign"),
-        kind=kind,
-        rule_key=(rule_key or "").strip(),
-        title=_text(obj, "title", MAX_TITLE),
-        text=_text(obj, "text", MAX_TEXT),
-        source=_text(obj, "source", MAX_SOURCE),
-        valid_from=valid_from,
-        valid_to=valid_to,
-        published_at=parse_aware_datetime(obj["published_at"], field="published_at"),
-        requirements=validate_requirements(obj.get("requirements", {})),
+    return (rule_key or "").strip()
+
+
+def _document(obj: object, checks: FieldChecks) -> DocumentImport | None:
+    """The document ``obj`` is; None when ``checks`` kept a failure (it raises the first one in
+    a parse)."""
+    if not isinstance(obj, dict):
+        raise ValidationFailure("", "each document must be a JSON object")
+    check_tree(obj)
+    item: dict[str, Any] = obj
+    checks.unknown(item, FIELDS, "", "is not a field of a knowledge document")
+    checks.require(item, tuple(sorted(REQUIRED)), "is required")
+    v: dict[str, Any] = {
+        "doc_key": checks.check("doc_key", lambda: _doc_key(item["doc_key"])),
+        # Stored in an integer column: PostgreSQL's holds at most 2**31-1.
+        "version": checks.check("version", lambda: db_integer(item["version"], field="version")),
+        "stores": checks.check("stores", lambda: _stores(item["stores"])),
+        "kind": checks.check("kind", lambda: _kind(item["kind"])),
+        "rule_key": checks.check("rule_key", lambda: _rule_key(item.get("rule_key"))),
+    }
+    valid_from = checks.check(
+        "valid_from", lambda: parse_aware_datetime(item["valid_from"], field="valid_from")
     )
-    return DocumentImport(
-        content=content, approved=_flag(obj, "approved"), revoked=_flag(obj, "revoked")
+    valid_to = checks.check(
+        "valid_to",
+        lambda: parse_optional_aware_datetime(item.get("valid_to"), field="valid_to"),
     )
+    if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+        checks.fail(ValidationFailure("valid_to", "must be after valid_from"))
+    for name in ("tenant", "brand", "campaign"):
+        v[name] = checks.check(name, partial(validate_scope_value, item.get(name), field=name))
+    v.update(
+        {
+            "title": checks.check("title", lambda: _text(item, "title", MAX_TITLE)),
+            "text": checks.check("text", lambda: _text(item, "text", MAX_TEXT)),
+            "source": checks.check("source", lambda: _text(item, "source", MAX_SOURCE)),
+            "published_at": checks.check(
+                "published_at",
+                lambda: parse_aware_datetime(item["published_at"], field="published_at"),
+            ),
+            "requirements": checks.check(
+                "requirements", lambda: validate_requirements(item.get("requirements", {}))
+            ),
+        }
+    )
+    approved = checks.check("approved", lambda: _flag(item, "approved"))
+    revoked = checks.check("revoked", lambda: _flag(item, "revoked"))
+    if checks.failures or valid_from is None:
+        return None
+    content = DocumentContent(**v, valid_from=valid_from, valid_to=valid_to)
+    return DocumentImport(content=content, approved=bool(approved), revoked=bool(revoked))
+
+
+def parse_document(obj: object) -> DocumentImport:
+    document = _document(obj, FieldChecks())
+    assert document is not None  # a parse raises its first failure
+    return document
+
+
+def document_failures(obj: object) -> list[ValidationFailure]:
+    """Every field failure of one document (``parse_document`` raises the first of them)."""
+    return every_failure(lambda checks: _document(obj, checks))

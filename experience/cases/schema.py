@@ -28,8 +28,8 @@ from experience.core.domain import (
 from experience.core.prompts import PromptSpec, PromptTool, prompt_checked
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
+from reviewconsole.fields import FieldChecks, every_failure, json_path, reject_unknown_fields
 from reviewconsole.fields import bounded_text as _text
-from reviewconsole.fields import json_path, reject_unknown_fields
 from reviewconsole.inputs import check_tree
 from reviewconsole.timeparse import parse_aware_datetime, to_utc_iso
 
@@ -324,51 +324,152 @@ def _counterevidence(value: object, path: str) -> tuple[Counterevidence, ...]:
     return tuple(entries)
 
 
-def _validity(obj: Mapping[str, Any], path: str) -> tuple[datetime, datetime]:
-    valid_from = parse_aware_datetime(obj["valid_from"], field=json_path(path, "valid_from"))
+def _valid_to(obj: Mapping[str, Any], path: str) -> datetime:
     if obj["valid_to"] is None:
         raise ValidationFailure(json_path(path, "valid_to"), REQUIRED)
-    valid_to = parse_aware_datetime(obj["valid_to"], field=json_path(path, "valid_to"))
+    return parse_aware_datetime(obj["valid_to"], field=json_path(path, "valid_to"))
+
+
+def _validity(
+    obj: Mapping[str, Any], path: str, checks: FieldChecks
+) -> tuple[datetime, datetime] | None:
+    """``valid_from`` and ``valid_to``, the second after the first; None if either failed."""
+    valid_from = checks.check(
+        "valid_from",
+        lambda: parse_aware_datetime(obj["valid_from"], field=json_path(path, "valid_from")),
+    )
+    valid_to = checks.check("valid_to", lambda: _valid_to(obj, path))
+    if valid_from is None or valid_to is None:
+        return None
     if valid_to <= valid_from:
-        raise ValidationFailure(json_path(path, "valid_to"), VALID_TO_ORDER)
+        checks.fail(ValidationFailure(json_path(path, "valid_to"), VALID_TO_ORDER))
+        return None
     return valid_from, valid_to
 
 
-def _require(obj: Mapping[str, Any], names: tuple[str, ...]) -> None:
-    for name in names:
-        if name not in obj:
-            raise ValidationFailure(name, REQUIRED)
+def _require(obj: Mapping[str, Any], names: tuple[str, ...], checks: FieldChecks) -> None:
+    checks.require(obj, names, REQUIRED)
 
 
-def parse_case(obj: object) -> CaseContent:
+def _supersedes(value: object) -> str:
+    if value is not None and (not isinstance(value, str) or not CASE_ID.fullmatch(value)):
+        raise ValidationFailure("supersedes", "must be the id of a case (case:<sha256>)")
+    return value or ""
+
+
+def _case(obj: object, checks: FieldChecks) -> CaseContent | None:
+    """The case ``obj`` is; None when ``checks`` kept a failure (it raises the first one in a
+    parse)."""
     if not isinstance(obj, dict):
         raise ValidationFailure("", "a case must be a JSON object")
     check_tree(obj)
-    _reject_unknown(obj, CASE_FIELDS, "")
-    if obj.get("type", "case") != "case":
-        raise ValidationFailure("type", 'must be "case"')
-    _require(obj, CASE_REQUIRED)
-    valid_from, valid_to = _validity(obj, "")
-    supersedes = obj.get("supersedes")
-    if supersedes is not None and (
-        not isinstance(supersedes, str) or not CASE_ID.fullmatch(supersedes)
-    ):
-        raise ValidationFailure("supersedes", "must be the id of a case (case:<sha256>)")
-    return CaseContent(
-        scope=validate_scope(obj["scope"]),
-        incident=_text(obj["incident"], "incident", MAX_INCIDENT, required=True),
-        title=_text(obj["title"], "title", MAX_TITLE, required=True),
-        summary=_text(obj.get("summary"), "summary", MAX_TEXT, required=False),
-        observations=_evidence_list(
-            obj.get("observations"), "observations", "observations", "observations"
+    item: dict[str, Any] = obj
+    checks.unknown(item, CASE_FIELDS, "", NOT_A_FIELD)
+    if item.get("type", "case") != "case":
+        checks.fail(ValidationFailure("type", 'must be "case"'))
+    _require(item, CASE_REQUIRED, checks)
+    validity = _validity(item, "", checks)
+    supersedes = checks.check("supersedes", lambda: _supersedes(item.get("supersedes")))
+    v: dict[str, Any] = {
+        "scope": checks.check("scope", lambda: validate_scope(item["scope"])),
+        "incident": checks.check(
+            "incident", lambda: _text(item["incident"], "incident", MAX_INCIDENT, required=True)
         ),
-        diagnosis=_statement(obj.get("diagnosis"), "diagnosis", "diagnosis"),
-        counterevidence=_counterevidence(obj.get("counterevidence"), "counterevidence"),
-        outcome=_statement(obj.get("outcome"), "outcome", "outcome"),
-        valid_from=valid_from,
-        valid_to=valid_to,
-        supersedes=supersedes or "",
+        "title": checks.check(
+            "title", lambda: _text(item["title"], "title", MAX_TITLE, required=True)
+        ),
+        "summary": checks.check(
+            "summary", lambda: _text(item.get("summary"), "summary", MAX_TEXT, required=False)
+        ),
+        "observations": checks.check(
+            "observations",
+            lambda: _evidence_list(
+                item.get("observations"), "observations", "observations", "observations"
+            ),
+        ),
+        "diagnosis": checks.check(
+            "diagnosis", lambda: _statement(item.get("diagnosis"), "diagnosis", "diagnosis")
+        ),
+        "counterevidence": checks.check(
+            "counterevidence",
+            lambda: _counterevidence(item.get("counterevidence"), "counterevidence"),
+        ),
+        "outcome": checks.check(
+            "outcome", lambda: _statement(item.get("outcome"), "outcome", "outcome")
+        ),
+    }
+    if checks.failures or validity is None:
+        return None
+    return CaseContent(
+        **v, valid_from=validity[0], valid_to=validity[1], supersedes=supersedes or ""
     )
+
+
+def parse_case(obj: object) -> CaseContent:
+    content = _case(obj, FieldChecks())
+    assert content is not None  # a parse raises its first failure
+    return content
+
+
+def case_failures(obj: object) -> list[ValidationFailure]:
+    """Every field failure of one case item (``parse_case`` raises the first of them)."""
+    return every_failure(lambda checks: _case(obj, checks))
+
+
+def _skill_cases(cases: object) -> tuple[str, ...]:
+    if not isinstance(cases, list) or not cases:
+        raise ValidationFailure("cases", "must be a non-empty list of case ids")
+    if len(cases) > MAX_SKILL_CASES:
+        raise ValidationFailure("cases", f"must cite at most {MAX_SKILL_CASES} cases")
+    refs: list[str] = []
+    for i, ref in enumerate(cases):
+        if not isinstance(ref, str) or not (
+            CASE_ID.fullmatch(ref) or FILE_REFERENCE.fullmatch(ref)
+        ):
+            raise ValidationFailure(f"cases[{i}]", BAD_CASE_REFERENCE)
+        if ref in refs:
+            raise ValidationFailure(f"cases[{i}]", "cites the same case twice")
+        refs.append(ref)
+    return tuple(refs)
+
+
+def _skill(
+    obj: object,
+    tools: Mapping[str, ToolSpec],
+    prompt_tools: Mapping[str, PromptTool] | None,
+    checks: FieldChecks,
+) -> SkillContent | None:
+    if not isinstance(obj, dict):
+        raise ValidationFailure("", "a skill must be a JSON object")
+    check_tree(obj)
+    item: dict[str, Any] = obj
+    checks.unknown(item, SKILL_FIELDS, "", NOT_A_FIELD)
+    if item.get("type", "skill") != "skill":
+        checks.fail(ValidationFailure("type", 'must be "skill"'))
+    _require(item, SKILL_REQUIRED, checks)
+    if RECIPE in item and PROMPT in item:
+        checks.fail(ValidationFailure(PROMPT, ONE_BODY), RECIPE, PROMPT)
+    if RECIPE not in item and PROMPT not in item:
+        checks.fail(ValidationFailure(RECIPE, NO_BODY))
+    validity = _validity(item, "", checks)
+    cases = checks.check("cases", lambda: _skill_cases(item["cases"]))
+    v: dict[str, Any] = {
+        "scope": checks.check("scope", lambda: validate_scope(item["scope"])),
+        "title": checks.check(
+            "title", lambda: _text(item["title"], "title", MAX_TITLE, required=True)
+        ),
+        "when": checks.check("when", lambda: _text(item["when"], "when", MAX_WHEN, required=True)),
+        "recipe": checks.check(
+            RECIPE, lambda: validate_recipe(item[RECIPE], tools) if RECIPE in item else ()
+        ),
+        "prompt": checks.check(
+            PROMPT,
+            lambda: prompt_checked(item[PROMPT], prompt_tools or {}) if PROMPT in item else None,
+        ),
+    }
+    if checks.failures or validity is None or cases is None:
+        return None
+    return SkillContent(**v, cases=cases, valid_from=validity[0], valid_to=validity[1])
 
 
 def parse_skill(
@@ -378,42 +479,18 @@ def parse_skill(
 ) -> SkillContent:
     """A skill of either form. ``tools`` are the recipe tools; ``prompt_tools`` the registered
     investigation tools a prompt skill may declare (none given: every declared tool is unknown)."""
-    if not isinstance(obj, dict):
-        raise ValidationFailure("", "a skill must be a JSON object")
-    check_tree(obj)
-    _reject_unknown(obj, SKILL_FIELDS, "")
-    if obj.get("type", "skill") != "skill":
-        raise ValidationFailure("type", 'must be "skill"')
-    _require(obj, SKILL_REQUIRED)
-    if RECIPE in obj and PROMPT in obj:
-        raise ValidationFailure(PROMPT, ONE_BODY)
-    if RECIPE not in obj and PROMPT not in obj:
-        raise ValidationFailure(RECIPE, NO_BODY)
-    valid_from, valid_to = _validity(obj, "")
-    cases = obj["cases"]
-    if not isinstance(cases, list) or not cases:
-        raise ValidationFailure("cases", "must be a non-empty list of case ids")
-    if len(cases) > MAX_SKILL_CASES:
-        raise ValidationFailure("cases", f"must cite at most {MAX_SKILL_CASES} cases")
-    refs = []
-    for i, ref in enumerate(cases):
-        if not isinstance(ref, str) or not (
-            CASE_ID.fullmatch(ref) or FILE_REFERENCE.fullmatch(ref)
-        ):
-            raise ValidationFailure(f"cases[{i}]", BAD_CASE_REFERENCE)
-        if ref in refs:
-            raise ValidationFailure(f"cases[{i}]", "cites the same case twice")
-        refs.append(ref)
-    return SkillContent(
-        scope=validate_scope(obj["scope"]),
-        title=_text(obj["title"], "title", MAX_TITLE, required=True),
-        when=_text(obj["when"], "when", MAX_WHEN, required=True),
-        recipe=validate_recipe(obj[RECIPE], tools) if RECIPE in obj else (),
-        cases=tuple(refs),
-        valid_from=valid_from,
-        valid_to=valid_to,
-        prompt=prompt_checked(obj[PROMPT], prompt_tools or {}) if PROMPT in obj else None,
-    )
+    content = _skill(obj, tools, prompt_tools, FieldChecks())
+    assert content is not None  # a parse raises its first failure
+    return content
+
+
+def skill_failures(
+    obj: object,
+    tools: Mapping[str, ToolSpec],
+    prompt_tools: Mapping[str, PromptTool] | None = None,
+) -> list[ValidationFailure]:
+    """Every field failure of one skill item (``parse_skill`` raises the first of them)."""
+    return every_failure(lambda checks: _skill(obj, tools, prompt_tools, checks))
 
 
 def evidence_objects(item: dict[str, Any]) -> list[dict[str, Any]]:

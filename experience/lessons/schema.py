@@ -25,7 +25,7 @@ from experience.core.domain import content_id, validate_scope
 from experience.lessons.domain import LESSON_TYPES, LessonShape, normalise_tag
 from reviewconsole import itemids
 from reviewconsole.errors import ValidationFailure
-from reviewconsole.fields import bounded_text, reject_unknown_fields
+from reviewconsole.fields import FieldChecks, bounded_text, every_failure, reject_unknown_fields
 from reviewconsole.inputs import check_tree
 from reviewconsole.timeparse import to_utc_iso
 
@@ -166,44 +166,92 @@ def _cited(value: object, path: str, *, required: bool) -> tuple[str, ...]:
     return tuple(refs)
 
 
-def parse_lesson(obj: object) -> LessonContent:
+def _scene(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValidationFailure("scene", 'must be an object {"tags", "description"}')
+    reject_unknown_fields(value, SCENE_FIELDS, "scene", NOT_A_FIELD)
+    for name in ("tags", "description"):
+        if name not in value:
+            raise ValidationFailure(f"scene.{name}", "is required")
+    return value
+
+
+def _supersedes(value: object) -> str:
+    if value is not None and (not isinstance(value, str) or not LESSON_ID.fullmatch(value)):
+        raise ValidationFailure("supersedes", "must be the id of a lesson (lesson:<sha256>)")
+    return value or ""
+
+
+def _lesson(obj: object, checks: FieldChecks) -> LessonContent | None:
+    """The lesson ``obj`` is; None when ``checks`` kept a failure (it raises the first one in a
+    parse)."""
     if not isinstance(obj, dict):
         raise ValidationFailure("", "a lesson must be a JSON object")
     check_tree(obj)
-    reject_unknown_fields(obj, LESSON_FIELDS, "", NOT_A_FIELD)
-    if obj.get("type", "lesson") != "lesson":
-        raise ValidationFailure("type", 'must be "lesson"')
-    _require(obj, LESSON_REQUIRED)
-    if obj["lesson_type"] not in LESSON_TYPES:
-        raise ValidationFailure("lesson_type", BAD_LESSON_TYPE)
-    valid_from, valid_to = _validity(obj, "")
-    scene = obj["scene"]
-    if not isinstance(scene, dict):
-        raise ValidationFailure("scene", 'must be an object {"tags", "description"}')
-    reject_unknown_fields(scene, SCENE_FIELDS, "scene", NOT_A_FIELD)
-    for name in ("tags", "description"):
-        if name not in scene:
-            raise ValidationFailure(f"scene.{name}", "is required")
-    supports = _cited(obj["supports"], "supports", required=True)
-    contradicts = _cited(obj.get("contradicts"), "contradicts", required=False)
-    for i, ref in enumerate(contradicts):
-        if ref in supports:
-            raise ValidationFailure(f"contradicts[{i}]", SUPPORTS_AND_CONTRADICTS)
-    supersedes = obj.get("supersedes")
-    if supersedes is not None and (
-        not isinstance(supersedes, str) or not LESSON_ID.fullmatch(supersedes)
+    item: dict[str, Any] = obj
+    checks.unknown(item, LESSON_FIELDS, "", NOT_A_FIELD)
+    if item.get("type", "lesson") != "lesson":
+        checks.fail(ValidationFailure("type", 'must be "lesson"'))
+    _require(item, LESSON_REQUIRED, checks)
+    if not checks.failed("lesson_type") and item["lesson_type"] not in LESSON_TYPES:
+        checks.fail(ValidationFailure("lesson_type", BAD_LESSON_TYPE))
+    validity = _validity(item, "", checks)
+    scene = checks.check("scene", lambda: _scene(item["scene"]))
+    supports = checks.check("supports", lambda: _cited(item["supports"], "supports", required=True))
+    contradicts = checks.check(
+        "contradicts", lambda: _cited(item.get("contradicts"), "contradicts", required=False)
+    )
+    for i, ref in enumerate(contradicts or ()):
+        if ref in (supports or ()):
+            checks.fail(ValidationFailure(f"contradicts[{i}]", SUPPORTS_AND_CONTRADICTS))
+    supersedes = checks.check("supersedes", lambda: _supersedes(item.get("supersedes")))
+    scope = checks.check("scope", lambda: validate_scope(item["scope"]))
+    tags = description = None
+    if scene is not None:
+        tags = checks.check("scene.tags", lambda: _tags(scene["tags"], "scene.tags"))
+        description = checks.check(
+            "scene.description",
+            lambda: bounded_text(scene["description"], "scene.description", MAX_DESCRIPTION),
+        )
+    precondition = checks.check(
+        "precondition", lambda: bounded_text(item["precondition"], "precondition", MAX_TEXT)
+    )
+    conclusion = checks.check(
+        "conclusion", lambda: bounded_text(item["conclusion"], "conclusion", MAX_TEXT)
+    )
+    if (
+        checks.failures
+        or validity is None
+        or scope is None
+        or tags is None
+        or description is None
+        or precondition is None
+        or conclusion is None
+        or supports is None
+        or contradicts is None
     ):
-        raise ValidationFailure("supersedes", "must be the id of a lesson (lesson:<sha256>)")
+        return None
     return LessonContent(
-        lesson_type=obj["lesson_type"],
-        scope=validate_scope(obj["scope"]),
-        tags=_tags(scene["tags"], "scene.tags"),
-        description=bounded_text(scene["description"], "scene.description", MAX_DESCRIPTION),
-        precondition=bounded_text(obj["precondition"], "precondition", MAX_TEXT),
-        conclusion=bounded_text(obj["conclusion"], "conclusion", MAX_TEXT),
+        lesson_type=item["lesson_type"],
+        scope=scope,
+        tags=tags,
+        description=description,
+        precondition=precondition,
+        conclusion=conclusion,
         supports=supports,
         contradicts=contradicts,
-        valid_from=valid_from,
-        valid_to=valid_to,
+        valid_from=validity[0],
+        valid_to=validity[1],
         supersedes=supersedes or "",
     )
+
+
+def parse_lesson(obj: object) -> LessonContent:
+    content = _lesson(obj, FieldChecks())
+    assert content is not None  # a parse raises its first failure
+    return content
+
+
+def lesson_failures(obj: object) -> list[ValidationFailure]:
+    """Every field failure of one lesson item (``parse_lesson`` raises the first of them)."""
+    return every_failure(lambda checks: _lesson(obj, checks))

@@ -6,7 +6,9 @@ The formats and the writes are the commands' own (``import_cases``: cases, skill
 ``knowledge.services.documents_import``). The commands stop at the first problem; a person
 correcting a file wants them all, so ``console_import`` looks for every one before it writes:
 
-1. each item is parsed on its own (the import formats are pure), every refusal kept;
+1. each item is checked on its own by its format's rules (the import formats are pure), every
+   field's refusal kept (``case_failures``, ``skill_failures``, ``lesson_failures``,
+   ``document_failures``: the parses raise the first of the same failures);
 2. if all parse, each item that stands alone (it cites no other item of the file by ``#N``) is
    imported on its own in a savepoint that is rolled back, so what only storing it finds (a
    tenant not the importer's, a conflict with what is stored, an unknown reference) is found
@@ -33,11 +35,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from experience.cases.prompting import prompt_tools
-from experience.cases.schema import item_kind, parse_case, parse_skill
+from experience.cases.schema import case_failures, item_kind, skill_failures
 from experience.cases.tools import tool_specs
-from experience.lessons.schema import parse_lesson
+from experience.lessons.schema import lesson_failures
 from experience.review.imports import NOT_A_LIST, items_import
-from knowledge.schema import parse_document
+from knowledge.schema import document_failures
 from knowledge.services import documents_import
 from reviewconsole import clock
 from reviewconsole.errors import ValidationFailure
@@ -130,17 +132,19 @@ def _problem(
     return Problem(index, line, rest, failure.message)
 
 
-def _parsed_alone(kind: str, raw: object) -> None:
+def _failures_alone(kind: str, raw: object) -> list[ValidationFailure]:
+    """Every field failure of one item, by the rules its format's parse applies."""
     if kind == DOCUMENTS:
-        parse_document(raw)
-        return
-    item = item_kind(raw)
+        return document_failures(raw)
+    try:
+        item = item_kind(raw)
+    except ValidationFailure as failure:
+        return [failure]
     if item == "lesson":
-        parse_lesson(raw)
-    elif item == "case":
-        parse_case(raw)
-    else:
-        parse_skill(raw, tool_specs(), prompt_tools())
+        return lesson_failures(raw)
+    if item == "case":
+        return case_failures(raw)
+    return skill_failures(raw, tool_specs(), prompt_tools())
 
 
 def _importer(kind: str, actor: User, now: datetime) -> Callable[[list[Any]], Imported]:
@@ -177,10 +181,9 @@ def console_import(
     lines = item_lines(text) if text else []
     problems: list[Problem] = []
     for index, raw in enumerate(items):
-        try:
-            _parsed_alone(kind, raw)
-        except ValidationFailure as failure:
-            problems.append(_problem(failure.at(f"[{index}]"), lines))
+        problems.extend(
+            _problem(failure.at(f"[{index}]"), lines) for failure in _failures_alone(kind, raw)
+        )
     if problems:
         raise ImportProblems(problems)
 
