@@ -36,13 +36,13 @@ from tests.ui.conftest import csrf_client, csrf_token
 
 # Each bad field on its own, as (field changed, its bad value or None to delete it, the failing
 # field the rule names).
-CASE_BAD = [
+CASE_BAD: list[tuple[str, Any, str]] = [
     ("title", None, "title"),  # a missing required field
     ("valid_from", "yesterday", "valid_from"),  # a bad date
     ("scope", {**case_data()["scope"], "store": "*"}, "scope.store"),  # a bad scope value
     ("incident", 5, "incident"),  # a wrong type
 ]
-DOCUMENT_BAD = [
+DOCUMENT_BAD: list[tuple[str, Any, str]] = [
     ("title", None, "title"),
     ("doc_key", "Not A Slug", "doc_key"),
     ("version", "one", "version"),
@@ -67,9 +67,9 @@ def _pairs(failures: list[ValidationFailure]) -> list[tuple[str, str]]:
     return [(f.field, f.message) for f in failures]
 
 
-def _raised(parse: Callable[[], object]) -> tuple[str, str]:
+def _raised(parse: Callable[[Any], object], item: Any) -> tuple[str, str]:
     with pytest.raises(ValidationFailure) as refused:
-        parse()
+        parse(item)
     return refused.value.field, refused.value.message
 
 
@@ -84,16 +84,16 @@ def test_a_case_with_four_bad_fields_has_four_failures_each_its_parses() -> None
     found = _pairs(case_failures(_with(case_data(), CASE_BAD)))
 
     # Each failure is the one the parse gives for that field alone: one rule, one definition.
-    alone = [_raised(lambda bad=bad: parse_case(_with(case_data(), [bad]))) for bad in CASE_BAD]
+    alone = [_raised(parse_case, _with(case_data(), [bad])) for bad in CASE_BAD]
     assert sorted(found) == sorted(alone)
     assert {field for field, _ in found} == {"title", "valid_from", "scope.store", "incident"}
 
 
 def test_the_parse_raises_the_first_of_the_failures() -> None:
     item = _with(case_data(), CASE_BAD)
-    assert _raised(lambda: parse_case(item)) == _pairs(case_failures(item))[0]
+    assert _raised(parse_case, item) == _pairs(case_failures(item))[0]
     doc = _with(document(), DOCUMENT_BAD)
-    assert _raised(lambda: parse_document(doc)) == _pairs(document_failures(doc))[0]
+    assert _raised(parse_document, doc) == _pairs(document_failures(doc))[0]
 
 
 def test_a_good_item_has_no_failures() -> None:
@@ -113,7 +113,7 @@ def test_a_skill_lists_each_bad_field() -> None:
     found = skill_failures(skill, tool_specs())
     fields = [f.field for f in found]
     assert fields == ["prompt", "valid_to", "cases", "when"]
-    assert _raised(lambda: parse_skill(skill, tool_specs())) == _pairs(found)[0]
+    assert _raised(lambda obj: parse_skill(obj, tool_specs()), skill) == _pairs(found)[0]
 
 
 def test_a_lesson_lists_each_bad_field() -> None:
@@ -127,14 +127,12 @@ def test_a_lesson_lists_each_bad_field() -> None:
         "supports",
         "conclusion",
     ]
-    assert _raised(lambda: parse_lesson(lesson)) == _pairs(found)[0]
+    assert _raised(parse_lesson, lesson) == _pairs(found)[0]
 
 
 def test_a_document_lists_each_bad_field() -> None:
     found = _pairs(document_failures(_with(document(), DOCUMENT_BAD)))
-    alone = [
-        _raised(lambda bad=bad: parse_document(_with(document(), [bad]))) for bad in DOCUMENT_BAD
-    ]
+    alone = [_raised(parse_document, _with(document(), [bad])) for bad in DOCUMENT_BAD]
     assert sorted(found) == sorted(alone)
 
 
@@ -156,8 +154,7 @@ def test_the_service_lists_every_field_of_every_bad_item(reviewer: User) -> None
 
     problems = refused.value.problems
     assert sorted((p.item, p.field) for p in problems) == sorted(
-        [(1, field) for _name, _value, field in CASE_BAD]
-        + [(2, "lesson_type"), (2, "conclusion")]
+        [(1, field) for _name, _value, field in CASE_BAD] + [(2, "lesson_type"), (2, "conclusion")]
     )
     lines = item_lines(_text(items))
     assert {p.line for p in problems} == {lines[1], lines[2]}
