@@ -16,9 +16,10 @@ write each change with its audit event in one transaction; refused or bad input 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -199,6 +200,23 @@ def thread_reopen(
     thread.save(update_fields=["status", "resolved_by", "resolved_at"])
     _audit(Action.THREAD_REOPEN, subject, actor, now, thread=thread.pk)
     return thread
+
+
+def thread_act(*, subject: Subject, op: str, data: Mapping[str, Any], actor: User) -> int:
+    """One of the thread form's operations (``open``, ``reply``, ``resolve``, ``reopen``) on
+    ``subject``, as every item page's form posts it; the thread's number."""
+    number = int(data.get("thread") or 0)
+    if op == "open":
+        return thread_open(
+            subject=subject, anchor=data["anchor"], body=data["body"], actor=actor
+        ).pk
+    if op == "reply":
+        thread_reply(subject=subject, number=number, body=data["body"], actor=actor)
+    elif op == "resolve":
+        thread_resolve(subject=subject, number=number, actor=actor)
+    else:
+        thread_reopen(subject=subject, number=number, actor=actor)
+    return number
 
 
 def changes_request_record(

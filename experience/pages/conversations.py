@@ -184,21 +184,10 @@ def conversation_views(
         data = form.cleaned_data
         subject = subject_of(item)
         actor = acting_user(request)
-        number = data.get("thread") or 0
         try:
-            if data["op"] == "open":
-                thread = conversations.thread_open(
-                    subject=subject, anchor=data["anchor"], body=data["body"], actor=actor
-                )
-                number = thread.pk
-            elif data["op"] == "reply":
-                conversations.thread_reply(
-                    subject=subject, number=number, body=data["body"], actor=actor
-                )
-            elif data["op"] == "resolve":
-                conversations.thread_resolve(subject=subject, number=number, actor=actor)
-            else:
-                conversations.thread_reopen(subject=subject, number=number, actor=actor)
+            number = conversations.thread_act(
+                subject=subject, op=data["op"], data=data, actor=actor
+            )
         except PermissionRefused as error:
             raise PermissionDenied(str(error)) from None
         except ValidationFailure as error:
