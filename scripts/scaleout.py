@@ -84,6 +84,8 @@ SEARCH = {
 CUT = re.compile(r" web/(web\d+) \S+ -?\d+ \d+ - - S[A-Z]")
 # Requests the load balancer may send to another instance after one died holding them.
 IDEMPOTENT = ("GET ", "POST /api/v1/knowledge/search")
+# How a read in flight on the killed instance fails: its answer cut, or no answer at all.
+CUT_ANSWERS = ("IncompleteRead", "RemoteDisconnected")
 
 
 def case_body(incident: str) -> dict[str, Any]:
@@ -624,12 +626,14 @@ def load(
         # Held by the killed instance: in flight at the kill, or sent to it before the balancer
         # took it out of rotation (at the first refused connection, at most two checks later).
         # HAProxy sends a request that changes nothing to another instance, unless the dead one
-        # had begun its answer: that answer is cut (IncompleteRead) and nothing can resend it.
+        # had it already: its answer is then cut (IncompleteRead), or the connection closes before
+        # any byte of it (RemoteDisconnected: HAProxy resends no POST, and a search is one), and
+        # nothing can resend it. Only a request in flight at the very kill may fail so.
         ends = s.began + s.ms / 1000
         in_flight = bool(killed_at) and s.began <= killed_at <= ends
         held = bool(killed_at) and s.began <= killed_at + DETECTION_SECONDS and ends >= killed_at
         if s.what.startswith(IDEMPOTENT):
-            held = in_flight and s.failure == "IncompleteRead"
+            held = in_flight and s.failure in CUT_ANSWERS
         if held and len(allowed) < instance_slots:
             allowed.append(line)
         else:

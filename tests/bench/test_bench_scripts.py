@@ -66,6 +66,7 @@ def number(text: str) -> float:
 
 
 def check_api(output: str, *, postgres: bool) -> None:
+    database_cpus = []
     for endpoint in ("GET /api/v1/ping", r"POST /api/v1/knowledge/search"):
         database = rf" \+ database ({NUMBER})" if postgres else "()"
         ((completed, rate, cpu, database_cpu, errors),) = figures(
@@ -75,7 +76,10 @@ def check_api(output: str, *, postgres: bool) -> None:
         )
         assert int(completed) == 40 and int(errors) == 0
         assert number(rate) > 0 and number(cpu) > 0
-        assert not postgres or number(database_cpu) > 0
+        database_cpus.append(number(database_cpu) if postgres else 0.0)
+    # The backends' CPU is read in clock ticks (10 ms): a tiny run's 40 pings may not reach one,
+    # but its pings and searches together do.
+    assert not postgres or sum(database_cpus) > 0
     figures(output, rf"^throughput ratio search/ping: ({NUMBER})")
     figures(output, rf"^CPU per request ratio search/ping: ({NUMBER})")
     ((compiled, former, ratio),) = figures(
