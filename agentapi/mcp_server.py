@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentapi import operations
 from agentapi.api import field_path
+from agentapi import oauth
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
 from agentapi.limits import TooBusy, account_rate_wait, live_run_held
@@ -301,7 +302,8 @@ class ToolRunner:
             # A long-lived server outlives database connections, as a web worker does per request.
             close_old_connections()
         try:
-            user = token_user(token) if token else None
+            # An OAuth access token is good here only if it was issued for the MCP endpoint.
+            user = token_user(token, resource=oauth.mcp_resource()) if token else None
             if user is None:
                 return _error("unauthorized", UNAUTHORIZED)
             wait = account_rate_wait(user)

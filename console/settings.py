@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "template_partials",
     "django_tasks",
     "django_tasks_db",
+    # The OAuth 2.1 authorization server for agents (agentapi/oauth.py).
+    "oauth2_provider",
     "reviewconsole",
     "semantic",
     # The text-search engine under knowledge search and experience retrieval (abstract models).
@@ -229,6 +231,57 @@ LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_TH
 # both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
+
+# OAuth for agents (agentapi/oauth.py; docs/agents.md, Connecting with OAuth). The issuer is the
+# console's public address; each resource server accepts only tokens issued for its own resource
+# identifier (RFC 8707): the API's (default: the issuer + /api/v1) and the MCP endpoint's.
+CONSOLE_OAUTH_ISSUER = (
+    os.environ.get("CONSOLE_OAUTH_ISSUER")
+    or os.environ.get("CONSOLE_BASE_URL")
+    or "http://127.0.0.1:8000"
+).rstrip("/")
+CONSOLE_OAUTH_API_RESOURCE = os.environ.get("CONSOLE_OAUTH_API_RESOURCE", "")
+CONSOLE_OAUTH_MCP_RESOURCE = os.environ.get(
+    "CONSOLE_OAUTH_MCP_RESOURCE", "http://127.0.0.1:8100/mcp"
+)
+# RFC 7591 registration by anyone who can reach /oauth/register/: off unless switched on.
+CONSOLE_OAUTH_DYNAMIC_REGISTRATION = os.environ.get("CONSOLE_OAUTH_DYNAMIC_REGISTRATION", "0") == "1"
+CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS = int(os.environ.get("CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS", "3600"))
+CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS = int(
+    os.environ.get("CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS", str(30 * 24 * 3600))
+)
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "agentapi.oauth.AgentValidator",
+    "SCOPES_BACKEND_CLASS": "agentapi.oauth.AgentScopes",
+    "SCOPES": {"agent": "agent", "tenant:*": "every tenant of the account"},
+    "DEFAULT_SCOPES": ["agent", "tenant:*"],
+    "ACCESS_TOKEN_GENERATOR": "agentapi.oauth.access_token_text",
+    "REFRESH_TOKEN_GENERATOR": "agentapi.oauth.refresh_token_text",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Authorization code with PKCE S256, nothing else; tokens hashed at rest (RFC 9700).
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ],
+    # Native clients listen on a loopback port of their choosing (RFC 8252).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OIDC_ISS_ENDPOINT": CONSOLE_OAUTH_ISSUER,
+    "DCR_ENABLED": CONSOLE_OAUTH_DYNAMIC_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+}
 # Background tasks (django-tasks): the database backend, so SQLite needs no other server and a
 # PostgreSQL deployment runs as many ``manage.py worker`` processes as it likes. A task claimed by
 # a worker that died is queued again after TASK_LEASE_SECONDS (reviewconsole.background).

@@ -7,6 +7,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agentapi.api import api
+from agentapi.oauth_views import oauth_urlpatterns, well_known_urlpatterns
 from console.views import dashboard
 from reviewconsole import claim_views, user_views, views
 
@@ -46,4 +47,6 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
+    *well_known_urlpatterns,
 ]

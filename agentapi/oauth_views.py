@@ -1,0 +1,100 @@
+"""The authorization server's pages and documents (agentapi/oauth.py says what they enforce).
+
+- ``/oauth/authorize/`` — django-oauth-toolkit's consent page, for a logged-in agent account
+  only; the resource named must be this server's.
+- ``/oauth/token/``, ``/oauth/revoke_token/`` — django-oauth-toolkit's.
+- ``/oauth/register/`` — RFC 7591 registration while ``CONSOLE_OAUTH_DYNAMIC_REGISTRATION`` is
+  on; a JSON refusal (403, ``registration_not_supported``) while it is off.
+- ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata (django-oauth-toolkit's).
+- ``/.well-known/oauth-protected-resource[/api/v1]`` — RFC 9728 metadata of the HTTP API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider import views as dot
+from oauth2_provider.views.dynamic_client_registration import (
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
+
+from agentapi import oauth
+
+
+class AgentAuthorizationView(dot.AuthorizationView):  # type: ignore[misc]
+    """Consent to an agent client, by the agent account it will act as."""
+
+    template_name = "agentapi/oauth_authorize.html"
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.user.is_authenticated and not oauth.is_agent(request.user):
+            return render(request, self.template_name, {"refused": True}, status=403)
+        named = request.GET.getlist("resource") if request.method == "GET" else None
+        if named is not None and request.user.is_authenticated:
+            if not named or not all(oauth.is_our_resource(uri) for uri in named):
+                return JsonResponse(
+                    {
+                        "error": "invalid_target",
+                        "error_description": oauth.UNKNOWN_RESOURCE.format(
+                            mcp=oauth.mcp_resource(), api=oauth.api_resource()
+                        ),
+                    },
+                    status=400,
+                )
+        response: HttpResponse = super().dispatch(request, *args, **kwargs)
+        redirect = request.GET.get("redirect_uri") or request.POST.get("redirect_uri")
+        if redirect:
+            # The consent form's answer redirects to the client: the page's form-action must
+            # allow that origin, or a browser stops the redirect.
+            parts = urlsplit(redirect)
+            if parts.scheme in ("http", "https") and parts.netloc:
+                response._csp_update = {  # type: ignore[attr-defined]
+                    "form-action": [f"{parts.scheme}://{parts.netloc}"]
+                }
+        return response
+
+
+@csrf_exempt
+def registration(request: HttpRequest) -> HttpResponse:
+    """RFC 7591 while switched on; a clear JSON refusal otherwise (never a 401)."""
+    if not oauth.dynamic_registration_on():
+        return JsonResponse(oauth.REGISTRATION_OFF, status=403)
+    response: HttpResponse = DynamicClientRegistrationView.as_view()(request)
+    return response
+
+
+def protected_resource(request: HttpRequest) -> JsonResponse:
+    """RFC 9728: the HTTP API's metadata (at the root form and the path-suffixed one)."""
+    response = JsonResponse(oauth.resource_metadata(oauth.api_resource()))
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+oauth_urlpatterns = [
+    path("authorize/", AgentAuthorizationView.as_view(), name="authorize"),
+    path("token/", dot.TokenView.as_view(), name="token"),
+    path("revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
+    path("register/", registration, name="dcr-register"),
+    # RFC 7592: a registered client reads, updates or deletes its own registration.
+    path(
+        "register/<str:client_id>/",
+        DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
+]
+
+well_known_urlpatterns = [
+    path(
+        ".well-known/oauth-authorization-server",
+        dot.OAuthServerMetadataView.as_view(),
+        name="oauth-server-metadata",
+    ),
+    path(".well-known/oauth-protected-resource", protected_resource),
+    path(f".well-known/oauth-protected-resource{oauth.API_PATH}", protected_resource),
+]
