@@ -16,9 +16,8 @@ login throttle counts against people signing in. A token is not a session either
 
 from __future__ import annotations
 
-from typing import Any
-
 import hashlib
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection

@@ -140,7 +140,7 @@ class RequireAgent:
             return
         presented = "authorization" in Headers(scope=scope)
         challenge = oauth.www_authenticate(oauth.mcp_resource(), token_presented=presented)
-        body = {"error": "invalid_token", "error_description": oauth.INVALID_TOKEN}
+        body = {"error": "invalid_token", "error_description": oauth.REFUSED_CREDENTIAL}
         if not presented:
             body["error_description"] = (
                 "send Authorization: Bearer <agent token>, or an OAuth access token (the "

@@ -31,9 +31,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, ValidationError
 
-from agentapi import operations
+from agentapi import oauth, operations
 from agentapi.api import field_path
-from agentapi import oauth
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
 from agentapi.limits import TooBusy, account_rate_wait, live_run_held

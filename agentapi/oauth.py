@@ -35,8 +35,8 @@ SCOPE_ALL_TENANTS = "tenant:*"
 DEFAULT_SCOPES = (SCOPE_AGENT, SCOPE_ALL_TENANTS)
 # The shape of the tokens this server issues: the access token's scheme tells the validator
 # which kind of token it was handed (``rca_`` tokens are static agent tokens).
-ACCESS_TOKEN_SCHEME = "rco"
-REFRESH_TOKEN_SCHEME = "rcr"
+ACCESS_TOKEN_SCHEME = "rco"  # noqa: S105 - a prefix, not a secret
+REFRESH_TOKEN_SCHEME = "rcr"  # noqa: S105 - a prefix, not a secret
 API_PATH = "/api/v1"
 MCP_PATH = "/mcp"
 PROTECTED_RESOURCE_WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -46,9 +46,7 @@ NOT_AN_AGENT = (
     "account"
 )
 NO_TENANT = "the consenting account is a member of none of the requested tenants"
-UNKNOWN_RESOURCE = (
-    "name this server's resource (RFC 8707): the MCP endpoint {mcp} or the API {api}"
-)
+UNKNOWN_RESOURCE = "name this server's resource (RFC 8707): the MCP endpoint {mcp} or the API {api}"
 
 
 def issuer() -> str:
@@ -125,9 +123,7 @@ def token_tenants(scopes: list[str] | set[str]) -> frozenset[str] | None:
 
 def is_agent(user: Any) -> bool:
     return (
-        isinstance(user, User)
-        and user.is_active
-        and user.groups.filter(name=TOKEN_ROLE).exists()
+        isinstance(user, User) and user.is_active and user.groups.filter(name=TOKEN_ROLE).exists()
     )
 
 
@@ -160,7 +156,7 @@ def refresh_token_text(request: Any, refresh_token: bool = False) -> str:
     return f"{REFRESH_TOKEN_SCHEME}_{secrets.token_urlsafe(32)}"
 
 
-class AgentScopes(BaseScopes):
+class AgentScopes(BaseScopes):  # type: ignore[misc]
     """``agent``, ``tenant:*`` and ``tenant:NAME`` for each tenant of the deployment."""
 
     def get_all_scopes(self) -> dict[str, str]:
@@ -215,7 +211,7 @@ class AgentValidator(OAuth2Validator):  # type: ignore[misc]
             )
 
 
-INVALID_TOKEN = (
+REFUSED_CREDENTIAL = (
     "the token is invalid, expired, revoked, not issued for this resource, or its account may "
     "no longer use it"
 )
@@ -227,6 +223,6 @@ def www_authenticate(resource: str, *, token_presented: bool) -> str:
     where to learn how to get one."""
     parts = []
     if token_presented:
-        parts += ['error="invalid_token"', f'error_description="{INVALID_TOKEN}"']
+        parts += ['error="invalid_token"', f'error_description="{REFUSED_CREDENTIAL}"']
     parts.append(f'resource_metadata="{metadata_url(resource)}"')
     return "Bearer " + ", ".join(parts)

@@ -36,17 +36,18 @@ class AgentAuthorizationView(dot.AuthorizationView):  # type: ignore[misc]
         if request.user.is_authenticated and not oauth.is_agent(request.user):
             return render(request, self.template_name, {"refused": True}, status=403)
         named = request.GET.getlist("resource") if request.method == "GET" else None
-        if named is not None and request.user.is_authenticated:
-            if not named or not all(oauth.is_our_resource(uri) for uri in named):
-                return JsonResponse(
-                    {
-                        "error": "invalid_target",
-                        "error_description": oauth.UNKNOWN_RESOURCE.format(
-                            mcp=oauth.mcp_resource(), api=oauth.api_resource()
-                        ),
-                    },
-                    status=400,
-                )
+        if (
+            named is not None
+            and request.user.is_authenticated
+            and not (named and all(oauth.is_our_resource(uri) for uri in named))
+        ):
+            # RFC 8707: a token for no resource, or for another server's, is not issued here.
+            description = oauth.UNKNOWN_RESOURCE.format(
+                mcp=oauth.mcp_resource(), api=oauth.api_resource()
+            )
+            return JsonResponse(
+                {"error": "invalid_target", "error_description": description}, status=400
+            )
         response: HttpResponse = super().dispatch(request, *args, **kwargs)
         redirect = request.GET.get("redirect_uri") or request.POST.get("redirect_uri")
         if redirect:

@@ -22,10 +22,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
-from datetime import timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,15 @@ import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
 from tests.helpers import ROOT, copy_database, manage_many_on_sqlite
-from tests.mcp.test_http import SEARCH, _free_port, _get, _raised, _world
+from tests.mcp.test_http import SEARCH, _free_port, _get, _world
 
 AGENT, AGENT_PASSWORD = "agent-7", "demo-agent-7-searches"
 HARBOR_AGENT, HARBOR_PASSWORD = "agent-h", "harbor-agent-password"
@@ -60,8 +64,13 @@ class Servers:
         env = {**os.environ, **self.environment()}
         done = subprocess.run(  # noqa: S603 - this interpreter and manage.py
             [sys.executable, "manage.py", *args],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr + done.stdout
         return done.stdout
 
@@ -86,8 +95,11 @@ def _start(servers: Servers, folder: Path, console_port: int, mcp_port: int) -> 
             servers.processes.append(
                 subprocess.Popen(  # noqa: S603 - this interpreter and manage.py
                     [sys.executable, "manage.py", *args],
-                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             )
     deadline = time.monotonic() + 300  # a hang guard only
     for url in (f"{servers.console}/healthz", f"http://127.0.0.1:{mcp_port}/healthz"):
@@ -126,11 +138,28 @@ def deployments(
     template, _ = _world(migrated_sqlite, shared_folder)
     world = copy_database(template, tmp_path_factory.mktemp("oauth-world") / "world.sqlite3")
     commands = [
-        ["add_user", HARBOR_AGENT, "--role", "agent", "--tenant", "harbor",
-         "--password", HARBOR_PASSWORD],
-        ["createapplication", "public", "authorization-code", "--client-id", PRE_REGISTERED,
-         "--name", "Pre-registered agent", "--redirect-uris", CALLBACK],
-    ]  # fmt: skip
+        [
+            "add_user",
+            HARBOR_AGENT,
+            "--role",
+            "agent",
+            "--tenant",
+            "harbor",
+            "--password",
+            HARBOR_PASSWORD,
+        ],
+        [
+            "createapplication",
+            "public",
+            "authorization-code",
+            "--client-id",
+            PRE_REGISTERED,
+            "--name",
+            "Pre-registered agent",
+            "--redirect-uris",
+            CALLBACK,
+        ],
+    ]
     for done in manage_many_on_sqlite(world, *commands, CONSOLE_EMBEDDER="off"):
         assert done.returncode == 0, (done.args, done.stderr + done.stdout)
     with closing(sqlite3.connect(world)) as conn:
@@ -202,7 +231,9 @@ class Browser:
             self.pages.append(page)
             if page.status_code != 200:
                 return page
-            hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+            hidden = dict(
+                re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text)
+            )
             hidden = {name: unescape(value) for name, value in hidden.items()}
             hidden.pop("csrfmiddlewaretoken", None)
             answer = {**hidden, **({"allow": "Authorize"} if allow else {})}
@@ -256,7 +287,9 @@ def _search(servers: Servers, auth: httpx2.Auth, arguments: dict[str, Any] = SEA
     return asyncio.run(asyncio.wait_for(run(), timeout=240))
 
 
-def _raw(url: str, *, method: str = "GET", token: str | None = None, body: Any = None) -> tuple[int, dict[str, str], Any]:
+def _raw(
+    url: str, *, method: str = "GET", token: str | None = None, body: Any = None
+) -> tuple[int, dict[str, str], Any]:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
@@ -265,7 +298,11 @@ def _raw(url: str, *, method: str = "GET", token: str | None = None, body: Any =
     try:
         with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - loopback
             text = response.read()
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, json.loads(text or b"null")
+            return (
+                response.status,
+                {k.lower(): v for k, v in response.headers.items()},
+                json.loads(text or b"null"),
+            )
     except urllib.error.HTTPError as refused:
         text = refused.read()
         try:
@@ -292,14 +329,15 @@ def test_an_mcp_client_connects_through_discovery_and_registration(
     assert storage.client is not None and storage.tokens is not None
     token = storage.tokens.access_token
     assert token.startswith("rco_")
-    assert set(storage.tokens.scope.split()) == {"agent", "tenant:*"}
+    assert set((storage.tokens.scope or "").split()) == {"agent", "tenant:*"}
     stored = servers.manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "from oauth2_provider.models import AccessToken;"
         "import json;"
         "print(json.dumps([[t.token, t.token_checksum, t.resource, t.user.username]"
         " for t in AccessToken.objects.filter(scope__contains='agent')]))",
-    )  # fmt: skip
+    )
     rows = json.loads(stored.strip().splitlines()[-1])
     checksum = hashlib.sha256(token.encode()).hexdigest()
     assert [row[1:] for row in rows if row[1] == checksum] == [[checksum, [servers.mcp], AGENT]]
@@ -341,10 +379,15 @@ def test_discovery_and_registration_never_answer_401(deployments: dict[bool, Ser
                 status, _, body = _raw(url, token=token)
                 assert status in (200, 404) and isinstance(body, dict), (url, token, status, body)
             for url in (f"{mcp_origin}/register", f"{servers.console}/oauth/register/"):
-                status, _, body = _raw(url, method="POST", token=token, body={"redirect_uris": [CALLBACK]})
+                status, _, body = _raw(
+                    url, method="POST", token=token, body={"redirect_uris": [CALLBACK]}
+                )
                 assert status != 401 and isinstance(body, dict), (url, status, body)
                 if not registration:
-                    assert (status, body["error"]) == (403, "registration_not_supported"), (url, body)
+                    assert (status, body["error"]) == (403, "registration_not_supported"), (
+                        url,
+                        body,
+                    )
         status, _, resource = _raw(f"{mcp_origin}/.well-known/oauth-protected-resource/mcp")
         assert resource["resource"] == servers.mcp
         assert resource["authorization_servers"] == [servers.console]
@@ -368,7 +411,9 @@ def test_every_401_names_the_resource_metadata(deployments: dict[bool, Servers])
         status, headers, _ = _raw(url, method="POST" if body else "GET", body=body)
         assert status == 401
         assert headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
-        status, headers, _ = _raw(url, method="POST" if body else "GET", token="rco_nope", body=body)
+        status, headers, _ = _raw(
+            url, method="POST" if body else "GET", token="rco_nope", body=body
+        )
         assert status == 401
         challenge = headers["www-authenticate"]
         assert challenge.startswith('Bearer error="invalid_token"'), challenge
@@ -380,24 +425,38 @@ def _token_for(servers: Servers, username: str, password: str, *, resource: str,
     PKCE S256, as any OAuth client does them."""
     verifier = "v" * 64
     challenge = (
-        __import__("base64").urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        __import__("base64")
+        .urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+        .decode()
+        .rstrip("=")
     )
     client_id = PRE_REGISTERED if not servers.registration else _registered(servers)
     query = {
-        "response_type": "code", "client_id": client_id, "redirect_uri": CALLBACK,
-        "scope": scope, "state": "s", "code_challenge": challenge,
-        "code_challenge_method": "S256", "resource": resource,
-    }  # fmt: skip
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": CALLBACK,
+        "scope": scope,
+        "state": "s",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "resource": resource,
+    }
     browser = Browser(servers.console, username, password)
-    answered = asyncio.run(browser.consent(f"{servers.console}/oauth/authorize/?{urlencode(query)}"))
+    answered = asyncio.run(
+        browser.consent(f"{servers.console}/oauth/authorize/?{urlencode(query)}")
+    )
     assert answered.status_code == 302, (answered.status_code, answered.text[:2000])
     code = parse_qs(urlsplit(answered.headers["location"]).query)["code"][0]
     exchanged = httpx2.post(
         f"{servers.console}/oauth/token/",
         data={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": CALLBACK,
-            "client_id": client_id, "code_verifier": verifier, "resource": resource,
-        },  # fmt: skip
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": CALLBACK,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": resource,
+        },
     )
     assert exchanged.status_code == 200, exchanged.text
     token: str = exchanged.json()["access_token"]
@@ -411,9 +470,13 @@ def _registered(servers: Servers) -> str:
     if servers.console not in _clients:
         answered = httpx2.post(
             f"{servers.console}/oauth/register/",
-            json={"redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none",
-                  "grant_types": ["authorization_code", "refresh_token"], "client_name": "t"},
-        )  # fmt: skip
+            json={
+                "redirect_uris": [CALLBACK],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "client_name": "t",
+            },
+        )
         assert answered.status_code == 201, answered.text
         _clients[servers.console] = answered.json()["client_id"]
     return _clients[servers.console]
@@ -424,16 +487,26 @@ def test_a_token_is_good_only_at_the_resource_it_was_issued_for(
 ) -> None:
     servers = deployments[False]
     api = f"{servers.console}/api/v1"
-    for_api = _token_for(servers, AGENT, AGENT_PASSWORD, resource=api, scope="agent tenant:teahouse")
-    for_mcp = _token_for(servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*")
+    for_api = _token_for(
+        servers, AGENT, AGENT_PASSWORD, resource=api, scope="agent tenant:teahouse"
+    )
+    for_mcp = _token_for(
+        servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*"
+    )
     assert _raw(f"{api}/ping", token=for_api)[0] == 200
     assert _raw(f"{api}/ping", token=for_mcp)[0] == 401  # another resource's token
     assert _raw(servers.mcp, method="POST", token=for_mcp, body=LISTING)[0] == 200
     assert _raw(servers.mcp, method="POST", token=for_api, body=LISTING)[0] == 401
     # The authorization server names only its own resources.
-    query = {"response_type": "code", "client_id": PRE_REGISTERED, "redirect_uri": CALLBACK,
-             "scope": "agent tenant:*", "code_challenge": "c" * 43,
-             "code_challenge_method": "S256", "resource": "https://elsewhere.example/mcp"}  # fmt: skip
+    query = {
+        "response_type": "code",
+        "client_id": PRE_REGISTERED,
+        "redirect_uri": CALLBACK,
+        "scope": "agent tenant:*",
+        "code_challenge": "c" * 43,
+        "code_challenge_method": "S256",
+        "resource": "https://elsewhere.example/mcp",
+    }
     page = asyncio.run(
         Browser(servers.console, AGENT, AGENT_PASSWORD).consent(
             f"{servers.console}/oauth/authorize/?{urlencode(query)}"
@@ -446,19 +519,24 @@ def test_expired_and_revoked_tokens_are_refused_at_the_next_request(
     deployments: dict[bool, Servers],
 ) -> None:
     servers = deployments[False]
-    expiring = _token_for(servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*")
-    revoked = _token_for(servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*")
+    expiring = _token_for(
+        servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*"
+    )
+    revoked = _token_for(
+        servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:*"
+    )
     for token in (expiring, revoked):
         assert _raw(servers.mcp, method="POST", token=token, body=LISTING)[0] == 200
     servers.manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "import hashlib, datetime;"
         "from django.utils import timezone;"
         "from oauth2_provider.models import AccessToken;"
         f"AccessToken.objects.filter(token_checksum=hashlib.sha256({expiring!r}.encode()).hexdigest())"
         ".update(expires=timezone.now() - datetime.timedelta(seconds=1));"
         f"AccessToken.objects.get(token_checksum=hashlib.sha256({revoked!r}.encode()).hexdigest()).revoke()",
-    )  # fmt: skip
+    )
     for token in (expiring, revoked):
         status, headers, body = _raw(servers.mcp, method="POST", token=token, body=LISTING)
         assert (status, body["error"]) == (401, "invalid_token")
@@ -471,23 +549,29 @@ def test_a_token_reaches_only_the_tenants_its_scopes_and_its_user_share(
     servers = deployments[False]
     # agent-h is a member of harbor only: asking for teahouse as well grants harbor alone.
     harbor = _token_for(
-        servers, HARBOR_AGENT, HARBOR_PASSWORD, resource=servers.mcp,
+        servers,
+        HARBOR_AGENT,
+        HARBOR_PASSWORD,
+        resource=servers.mcp,
         scope="agent tenant:harbor tenant:teahouse",
-    )  # fmt: skip
+    )
     result = _search(servers, _Bearer(harbor))
     assert result.is_error and result.structured_content["error"] == "forbidden", result
     # agent-7 (every tenant) narrows itself to harbor: teahouse is not there for this token.
-    narrowed = _token_for(servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:harbor")
+    narrowed = _token_for(
+        servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:harbor"
+    )
     result = _search(servers, _Bearer(narrowed))
     assert result.is_error and result.structured_content["error"] == "forbidden", result
     # A token with no tenant scope acts as no one.
     servers.manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "import hashlib;"
         "from oauth2_provider.models import AccessToken;"
         f"AccessToken.objects.filter(token_checksum=hashlib.sha256({narrowed!r}.encode()).hexdigest())"
         ".update(scope='agent')",
-    )  # fmt: skip
+    )
     assert _raw(servers.mcp, method="POST", token=narrowed, body=LISTING)[0] == 401
 
 
@@ -495,16 +579,24 @@ def test_only_an_agent_account_may_consent(deployments: dict[bool, Servers]) -> 
     """A reviewer cannot mint an agent token for themselves; and asking only for tenants the
     agent is not a member of grants nothing."""
     servers = deployments[False]
-    query = {"response_type": "code", "client_id": PRE_REGISTERED, "redirect_uri": CALLBACK,
-             "scope": "agent tenant:*", "code_challenge": "c" * 43,
-             "code_challenge_method": "S256", "resource": servers.mcp}  # fmt: skip
+    query = {
+        "response_type": "code",
+        "client_id": PRE_REGISTERED,
+        "redirect_uri": CALLBACK,
+        "scope": "agent tenant:*",
+        "code_challenge": "c" * 43,
+        "code_challenge_method": "S256",
+        "resource": servers.mcp,
+    }
     url = f"{servers.console}/oauth/authorize/?{urlencode(query)}"
     page = asyncio.run(Browser(servers.console, REVIEWER, REVIEWER_PASSWORD).consent(url))
     assert page.status_code == 403
     query["scope"] = "agent tenant:teahouse"
-    answered = asyncio.run(Browser(servers.console, HARBOR_AGENT, HARBOR_PASSWORD).consent(
-        f"{servers.console}/oauth/authorize/?{urlencode(query)}"
-    ))
+    answered = asyncio.run(
+        Browser(servers.console, HARBOR_AGENT, HARBOR_PASSWORD).consent(
+            f"{servers.console}/oauth/authorize/?{urlencode(query)}"
+        )
+    )
     assert answered.status_code == 302
     assert parse_qs(urlsplit(answered.headers["location"]).query)["error"] == ["invalid_scope"]
 
@@ -513,9 +605,8 @@ class _Bearer(httpx2.Auth):
     def __init__(self, token: str) -> None:
         self.token = token
 
-    def auth_flow(self, request: httpx2.Request) -> Iterator[httpx2.Request]:
+    def auth_flow(
+        self, request: httpx2.Request
+    ) -> Generator[httpx2.Request, httpx2.Response, None]:
         request.headers["Authorization"] = f"Bearer {self.token}"
         yield request
-
-
-__all__ = ["_raised", "timedelta"]
