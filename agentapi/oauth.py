@@ -22,12 +22,15 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import transaction
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
 
-from reviewconsole.models import Tenant
+from reviewconsole.audit import event_record
+from reviewconsole.models import Action, Tenant
 from reviewconsole.roles import TOKEN_ROLE
+from reviewconsole.tenancy import tenants_of
 
 SCOPE_AGENT = "agent"
 TENANT_SCOPE_PREFIX = "tenant:"
@@ -130,8 +133,6 @@ def is_agent(user: Any) -> bool:
 def granted_scopes(user: User, requested: list[str]) -> list[str]:
     """What the consent of ``user`` grants of ``requested``: ``agent`` and the tenant scopes
     the user holds (``tenant:*`` stays: it means the user's own tenants, read at each use)."""
-    from reviewconsole.tenancy import tenants_of
-
     own = tenants_of(user)
     granted = [SCOPE_AGENT] if SCOPE_AGENT in requested else []
     for scope in requested:
@@ -196,7 +197,19 @@ class AgentValidator(OAuth2Validator):  # type: ignore[misc]
                 description=f"the scope {SCOPE_AGENT!r} is required", request=request
             )
         request.scopes = scopes
-        return super()._create_authorization_code(request, code, expires)
+        with transaction.atomic():
+            grant = super()._create_authorization_code(request, code, expires)
+            event_record(
+                actor=request.user,
+                action=Action.AGENT_OAUTH_GRANT,
+                target=f"oauth-client:{request.client.client_id}",
+                details={
+                    "client_name": request.client.name,
+                    "scope": " ".join(scopes),
+                    "resource": list(getattr(request, "resource", None) or []),
+                },
+            )
+        return grant
 
     def _check_and_set_request_resource(self, request: Any) -> None:
         super()._check_and_set_request_resource(request)

@@ -283,6 +283,7 @@ OAUTH2_PROVIDER = {
     # Native clients listen on a loopback port of their choosing (RFC 8252).
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "OIDC_ISS_ENDPOINT": CONSOLE_OAUTH_ISSUER,
+    "ACCESS_TOKEN_ADMIN_CLASS": "agentapi.oauth_admin.AgentAccessTokenAdmin",
     "DCR_ENABLED": CONSOLE_OAUTH_DYNAMIC_REGISTRATION,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
 }

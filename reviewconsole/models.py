@@ -52,6 +52,8 @@ class Action(models.TextChoices):
     )
     AGENT_TOKEN_CREATE = "agentapi.token.create", gettext_noop("agent API token created")
     AGENT_TOKEN_REVOKE = "agentapi.token.revoke", gettext_noop("agent API token revoked")
+    AGENT_OAUTH_GRANT = "agentapi.oauth.grant", gettext_noop("agent OAuth client authorised")
+    AGENT_OAUTH_REVOKE = "agentapi.oauth.revoke", gettext_noop("agent OAuth token revoked")
     THREAD_IMPORT = "curation.thread.import", gettext_noop("investigation thread imported")
     THREAD_BUILD = "curation.thread.build", gettext_noop("candidate built from a thread")
     NEAR_DUPLICATE_RESOLVE = (
