@@ -335,13 +335,18 @@ def test_an_mcp_client_connects_through_discovery_and_registration(
         "-c",
         "from oauth2_provider.models import AccessToken;"
         "import json;"
+        "from reviewconsole.models import Event;"
         "print(json.dumps([[t.token, t.token_checksum, t.resource, t.user.username]"
-        " for t in AccessToken.objects.filter(scope__contains='agent')]))",
+        " for t in AccessToken.objects.filter(scope__contains='agent')]"
+        " + [[e.actor.username, e.target, e.details['scope']]"
+        " for e in Event.objects.filter(action='agentapi.oauth.grant')]))",
     )
-    rows = json.loads(stored.strip().splitlines()[-1])
+    *rows, grant = json.loads(stored.strip().splitlines()[-1])
     checksum = hashlib.sha256(token.encode()).hexdigest()
     assert [row[1:] for row in rows if row[1] == checksum] == [[checksum, [servers.mcp], AGENT]]
     assert all(token not in json.dumps(row) for row in rows)  # never the token itself
+    # The consent is audited: the agent account, the client, the scopes granted.
+    assert grant == [AGENT, f"oauth-client:{storage.client.client_id}", "agent tenant:*"]
 
 
 def test_a_pre_registered_client_connects_while_registration_is_off(
