@@ -4,9 +4,10 @@ MCP).
 One ASGI application (served by ``manage.py mcp_server --http``, under uvicorn):
 
 - ``POST /mcp`` — the MCP endpoint (any other method is 405: no server-initiated stream, no
-  session to end). Every request must carry ``Authorization: Bearer <agent token>``; the SDK's
-  ``BearerAuthBackend`` and ``RequireAuthMiddleware`` check it through ``ConsoleTokens`` (the
-  API's validator, ``agentapi.auth.token_user``) and answer ``401`` with ``WWW-Authenticate:
+  session to end). Every request must carry ``Authorization: Bearer <agent token>`` (a static
+  agent token, or an OAuth access token issued for this endpoint); the SDK's
+  ``BearerAuthBackend`` checks it through ``ConsoleTokens`` (the API's validator,
+  ``agentapi.auth.token_user``) and ``RequireAgent`` answers ``401`` with ``WWW-Authenticate:
   Bearer`` otherwise. A tool call then authenticates its request's token again and acts as its
   user (``agentapi.mcp_server.build_http_server``): the identity is the token's, never an argument.
 - ``GET /healthz`` — ``{"ok": true}`` while the process serves (no token, nothing read).

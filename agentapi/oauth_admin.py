@@ -1,6 +1,6 @@
 """The admin of OAuth access tokens (django-oauth-toolkit's, registered through its
 ``ACCESS_TOKEN_ADMIN_CLASS`` setting): revoking one revokes its refresh token with it, so the
-client cannot mint another, and is audited (``agentapi.oauth.revoke``)."""
+client cannot mint another, and is audited."""
 
 from __future__ import annotations
 

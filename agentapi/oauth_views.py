@@ -32,15 +32,23 @@ class AgentAuthorizationView(dot.AuthorizationView):  # type: ignore[misc]
 
     template_name = "agentapi/oauth_authorize.html"
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.user.is_authenticated and not oauth.is_agent(request.user):
+    # Django's login check runs first (``LoginRequiredMixin``): these see a logged-in user.
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        refused = self._refusal(request, request.GET.getlist("resource"))
+        if refused is not None:
+            return refused
+        return _redirect_allowed(request, super().get(request, *args, **kwargs))
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        refused = self._refusal(request, None)
+        if refused is not None:
+            return refused
+        return _redirect_allowed(request, super().post(request, *args, **kwargs))
+
+    def _refusal(self, request: HttpRequest, named: list[str] | None) -> HttpResponse | None:
+        if not oauth.is_agent(request.user):
             return render(request, self.template_name, {"refused": True}, status=403)
-        named = request.GET.getlist("resource") if request.method == "GET" else None
-        if (
-            named is not None
-            and request.user.is_authenticated
-            and not (named and all(oauth.is_our_resource(uri) for uri in named))
-        ):
+        if named is not None and not (named and all(oauth.is_our_resource(u) for u in named)):
             # RFC 8707: a token for no resource, or for another server's, is not issued here.
             description = oauth.UNKNOWN_RESOURCE.format(
                 mcp=oauth.mcp_resource(), api=oauth.api_resource()
@@ -48,17 +56,17 @@ class AgentAuthorizationView(dot.AuthorizationView):  # type: ignore[misc]
             return JsonResponse(
                 {"error": "invalid_target", "error_description": description}, status=400
             )
-        response: HttpResponse = super().dispatch(request, *args, **kwargs)
-        redirect = request.GET.get("redirect_uri") or request.POST.get("redirect_uri")
-        if redirect:
-            # The consent form's answer redirects to the client: the page's form-action must
-            # allow that origin, or a browser stops the redirect.
-            parts = urlsplit(redirect)
-            if parts.scheme in ("http", "https") and parts.netloc:
-                response._csp_update = {  # type: ignore[attr-defined]
-                    "form-action": [f"{parts.scheme}://{parts.netloc}"]
-                }
-        return response
+        return None
+
+
+def _redirect_allowed(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """The consent form's answer redirects to the client: the page's CSP ``form-action`` must
+    allow that origin, or a browser stops the redirect."""
+    redirect = request.GET.get("redirect_uri") or request.POST.get("redirect_uri")
+    parts = urlsplit(redirect or "")
+    if parts.scheme in ("http", "https") and parts.netloc:
+        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
+    return response
 
 
 @csrf_exempt

@@ -615,3 +615,27 @@ class _Bearer(httpx2.Auth):
     ) -> Generator[httpx2.Request, httpx2.Response, None]:
         request.headers["Authorization"] = f"Bearer {self.token}"
         yield request
+
+
+def test_a_wrong_token_with_registration_off_ends_in_a_clear_refusal(
+    deployments: dict[bool, Servers],
+) -> None:
+    """An OAuth-aware client handed a wrong token follows the 401 through discovery; with
+    registration off it ends at the server's own words, never at a 401 from discovery or
+    registration (the failure mcp-remote and others reported as "registration rejected (401)")."""
+    servers = deployments[False]
+    storage = MemoryStorage()
+    storage.tokens = OAuthToken(access_token="rca_0123456789ab_" + "x" * 43, token_type="Bearer")
+    browser = Browser(servers.console, AGENT, AGENT_PASSWORD)
+    with pytest.raises(BaseException) as refused:
+        _search(servers, _provider(servers, browser, storage))
+    message = str(_first_leaf(refused.value))
+    assert "registration_not_supported" in message and "403" in message, message
+    assert "401" not in message, message
+    assert browser.pages == []  # nobody was asked to consent
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
