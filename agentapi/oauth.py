@@ -28,7 +28,7 @@ from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
 
 from reviewconsole.audit import event_record
-from reviewconsole.models import Action, Tenant
+from reviewconsole.models import Action
 from reviewconsole.roles import TOKEN_ROLE
 from reviewconsole.tenancy import tenants_of
 
@@ -157,22 +157,38 @@ def refresh_token_text(request: Any, refresh_token: bool = False) -> str:
     return f"{REFRESH_TOKEN_SCHEME}_{secrets.token_urlsafe(32)}"
 
 
+class _ScopeTexts(dict[str, str]):
+    """Scope descriptions; any ``tenant:NAME`` has one, whether or not the tenant exists."""
+
+    def __missing__(self, scope: str) -> str:
+        if is_tenant_scope(scope):
+            return f"The tenant {scope[len(TENANT_SCOPE_PREFIX) :]}"
+        raise KeyError(scope)
+
+
+def is_tenant_scope(scope: str) -> bool:
+    name = scope[len(TENANT_SCOPE_PREFIX) :]
+    return scope.startswith(TENANT_SCOPE_PREFIX) and bool(name) and name.isprintable()
+
+
 class AgentScopes(BaseScopes):  # type: ignore[misc]
-    """``agent``, ``tenant:*`` and ``tenant:NAME`` for each tenant of the deployment."""
+    """``agent`` and ``tenant:*`` published; ``tenant:NAME`` accepted for any name. The
+    tenants of the deployment are never listed (the metadata is public, and an agent does not
+    learn which tenants exist): a tenant scope grants what the consenting account holds, which
+    for an unknown name is nothing."""
 
     def get_all_scopes(self) -> dict[str, str]:
-        scopes = {
-            SCOPE_AGENT: "Act as your agent account: search, retrieve, run skills, propose",
-            SCOPE_ALL_TENANTS: "Every tenant your account is a member of",
-        }
-        for name in Tenant.objects.order_by("name").values_list("name", flat=True):
-            scopes[f"{TENANT_SCOPE_PREFIX}{name}"] = f"The tenant {name}"
-        return scopes
+        return _ScopeTexts(
+            {
+                SCOPE_AGENT: "Act as your agent account: search, retrieve, run skills, propose",
+                SCOPE_ALL_TENANTS: "Every tenant your account is a member of",
+            }
+        )
 
     def get_available_scopes(
         self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any
     ) -> list[str]:
-        return list(self.get_all_scopes())
+        return list(DEFAULT_SCOPES)
 
     def get_default_scopes(
         self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any
@@ -184,6 +200,11 @@ class AgentValidator(OAuth2Validator):  # type: ignore[misc]
     """django-oauth-toolkit's validator with the agent rules: the resource must be this
     server's (the API or the MCP endpoint), the consenting user an active agent, the granted
     tenant scopes those the user holds (at least one)."""
+
+    def validate_scopes(
+        self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kw: Any
+    ) -> bool:
+        return all(scope in DEFAULT_SCOPES or is_tenant_scope(scope) for scope in scopes)
 
     def _create_authorization_code(self, request: Any, code: Any, expires: Any = None) -> Any:
         if not is_agent(request.user):

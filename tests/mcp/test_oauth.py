@@ -399,6 +399,8 @@ def test_discovery_and_registration_never_answer_401(deployments: dict[bool, Ser
         status, _, metadata = _raw(f"{servers.console}/.well-known/oauth-authorization-server")
         assert metadata["issuer"] == servers.console
         assert metadata["code_challenge_methods_supported"] == ["S256"]
+        # Public: the scopes an agent asks for, never the deployment's tenants.
+        assert metadata["scopes_supported"] == ["agent", "tenant:*"]
         assert metadata["response_types_supported"] == ["code"]
         assert ("registration_endpoint" in metadata) is registration
         status, _, api = _raw(f"{servers.console}/.well-known/oauth-protected-resource/api/v1")
