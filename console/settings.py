@@ -248,6 +248,10 @@ CONSOLE_OAUTH_MCP_RESOURCE = os.environ.get(
 CONSOLE_OAUTH_DYNAMIC_REGISTRATION = (
     os.environ.get("CONSOLE_OAUTH_DYNAMIC_REGISTRATION", "0") == "1"
 )
+# ``http`` redirect URIs stay allowed: MCP clients on a desktop receive the authorization code
+# on a loopback port (http://127.0.0.1:PORT/callback, RFC 8252), which django-oauth-toolkit's
+# deploy check W008 would have refused along with every other http redirect.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS = int(
     os.environ.get("CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS", "3600")
 )
@@ -273,6 +277,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Bearer tokens in the Authorization header only; the authorization response names its
+    # issuer (RFC 9207 ``iss``), which MCP clients check against the metadata.
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
