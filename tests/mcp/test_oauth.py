@@ -84,7 +84,8 @@ class Servers:
         }
 
 
-def _start(servers: Servers, folder: Path, console_port: int, mcp_port: int) -> None:
+def _launch(servers: Servers, folder: Path, console_port: int, mcp_port: int) -> list[str]:
+    """Start the console and the MCP server; answers the health URLs to wait for."""
     env = {**os.environ, **servers.environment()}
     commands = {
         "console": ["runserver", "--noreload", f"127.0.0.1:{console_port}"],
@@ -101,8 +102,12 @@ def _start(servers: Servers, folder: Path, console_port: int, mcp_port: int) -> 
                     stderr=subprocess.STDOUT,
                 )
             )
+    return [f"{servers.console}/healthz", f"http://127.0.0.1:{mcp_port}/healthz"]
+
+
+def _wait_until_serving(servers: Servers, folder: Path, urls: list[str]) -> None:
     deadline = time.monotonic() + 300  # a hang guard only
-    for url in (f"{servers.console}/healthz", f"http://127.0.0.1:{mcp_port}/healthz"):
+    for url in urls:
         while True:
             if any(process.poll() is not None for process in servers.processes):
                 logs = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.log")}
@@ -164,6 +169,7 @@ def deployments(
         assert done.returncode == 0, (done.args, done.stderr + done.stdout)
     with closing(sqlite3.connect(world)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    waits: list[tuple[Servers, Path, list[str]]] = []
     with ExitStack() as stack:
         for registration in (True, False):
             folder = tmp_path_factory.mktemp(f"oauth-{'dcr' if registration else 'static'}")
@@ -175,8 +181,11 @@ def deployments(
                 registration=registration,
             )
             stack.callback(_stop, servers)
-            _start(servers, folder, console_port, mcp_port)
+            waits.append((servers, folder, _launch(servers, folder, console_port, mcp_port)))
             made[registration] = servers
+        # All four processes start together; then each is waited for.
+        for servers, folder, urls in waits:
+            _wait_until_serving(servers, folder, urls)
         yield made
 
 
