@@ -60,20 +60,6 @@ class Servers:
     registration: bool
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def manage(self, *args: str) -> str:
-        env = {**os.environ, **self.environment()}
-        done = subprocess.run(  # noqa: S603 - this interpreter and manage.py
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr + done.stdout
-        return done.stdout
-
     def environment(self) -> dict[str, str]:
         return {
             "DATABASE_URL": f"sqlite:///{self.database}",
@@ -339,23 +325,24 @@ def test_an_mcp_client_connects_through_discovery_and_registration(
     token = storage.tokens.access_token
     assert token.startswith("rco_")
     assert set((storage.tokens.scope or "").split()) == {"agent", "tenant:*"}
-    stored = servers.manage(
-        "shell",
-        "-c",
-        "from oauth2_provider.models import AccessToken;"
-        "import json;"
-        "from reviewconsole.models import Event;"
-        "print(json.dumps([[t.token, t.token_checksum, t.resource, t.user.username]"
-        " for t in AccessToken.objects.filter(scope__contains='agent')]"
-        " + [[e.actor.username, e.target, e.details['scope']]"
-        " for e in Event.objects.filter(action='agentapi.oauth.grant')]))",
-    )
-    *rows, grant = json.loads(stored.strip().splitlines()[-1])
+    with closing(sqlite3.connect(servers.database)) as db:
+        rows = db.execute(
+            "SELECT t.token, t.token_checksum, t.resource, u.username"
+            " FROM oauth2_provider_accesstoken t JOIN auth_user u ON u.id = t.user_id"
+        ).fetchall()
+        grants = db.execute(
+            "SELECT actor_name, target, details FROM reviewconsole_event"
+            " WHERE action = 'agentapi.oauth.grant'"
+        ).fetchall()
     checksum = hashlib.sha256(token.encode()).hexdigest()
-    assert [row[1:] for row in rows if row[1] == checksum] == [[checksum, [servers.mcp], AGENT]]
+    stored = [(row[0], json.loads(row[2]), row[3]) for row in rows if row[1] == checksum]
+    assert stored == [("", [servers.mcp], AGENT)]  # the checksum only, the audience, the agent
     assert all(token not in json.dumps(row) for row in rows)  # never the token itself
     # The consent is audited: the agent account, the client, the scopes granted.
-    assert grant == [AGENT, f"oauth-client:{storage.client.client_id}", "agent tenant:*"]
+    target = f"oauth-client:{storage.client.client_id}"
+    assert [
+        (actor, json.loads(details)["scope"]) for actor, at, details in grants if at == target
+    ] == [(AGENT, "agent tenant:*")]
 
 
 def test_a_pre_registered_client_connects_while_registration_is_off(
@@ -543,16 +530,24 @@ def test_expired_and_revoked_tokens_are_refused_at_the_next_request(
     )
     for token in (expiring, revoked):
         assert _raw(servers.mcp, method="POST", token=token, body=LISTING)[0] == 200
-    servers.manage(
-        "shell",
-        "-c",
-        "import hashlib, datetime;"
-        "from django.utils import timezone;"
-        "from oauth2_provider.models import AccessToken;"
-        f"AccessToken.objects.filter(token_checksum=hashlib.sha256({expiring!r}.encode()).hexdigest())"
-        ".update(expires=timezone.now() - datetime.timedelta(seconds=1));"
-        f"AccessToken.objects.get(token_checksum=hashlib.sha256({revoked!r}.encode()).hexdigest()).revoke()",
-    )
+    with closing(sqlite3.connect(servers.database)) as db, db:
+        db.execute(
+            "UPDATE oauth2_provider_accesstoken SET expires = '2000-01-01 00:00:00'"
+            " WHERE token_checksum = ?",
+            [_checksum(expiring)],
+        )
+        # What revoking does (the admin's action, RFC 7009's endpoint): the refresh token is
+        # marked revoked and the access token's row deleted.
+        db.execute(
+            "UPDATE oauth2_provider_refreshtoken SET revoked = '2000-01-01 00:00:00'"
+            " WHERE access_token_id IN"
+            " (SELECT id FROM oauth2_provider_accesstoken WHERE token_checksum = ?)",
+            [_checksum(revoked)],
+        )
+        db.execute(
+            "DELETE FROM oauth2_provider_accesstoken WHERE token_checksum = ?",
+            [_checksum(revoked)],
+        )
     for token in (expiring, revoked):
         status, headers, body = _raw(servers.mcp, method="POST", token=token, body=LISTING)
         assert (status, body["error"]) == (401, "invalid_token")
@@ -580,14 +575,11 @@ def test_a_token_reaches_only_the_tenants_its_scopes_and_its_user_share(
     result = _search(servers, _Bearer(narrowed))
     assert result.is_error and result.structured_content["error"] == "forbidden", result
     # A token with no tenant scope acts as no one.
-    servers.manage(
-        "shell",
-        "-c",
-        "import hashlib;"
-        "from oauth2_provider.models import AccessToken;"
-        f"AccessToken.objects.filter(token_checksum=hashlib.sha256({narrowed!r}.encode()).hexdigest())"
-        ".update(scope='agent')",
-    )
+    with closing(sqlite3.connect(servers.database)) as db, db:
+        db.execute(
+            "UPDATE oauth2_provider_accesstoken SET scope = 'agent' WHERE token_checksum = ?",
+            [_checksum(narrowed)],
+        )
     assert _raw(servers.mcp, method="POST", token=narrowed, body=LISTING)[0] == 401
 
 
@@ -644,6 +636,10 @@ def test_a_wrong_token_with_registration_off_ends_in_a_clear_refusal(
     assert "registration_not_supported" in message and "403" in message, message
     assert "401" not in message, message
     assert browser.pages == []  # nobody was asked to consent
+
+
+def _checksum(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _first_leaf(error: BaseException) -> BaseException:
