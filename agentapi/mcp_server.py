@@ -264,11 +264,23 @@ TOOLS = (
 )
 
 
-def _result(payload: dict[str, Any], *, error: bool = False) -> CallToolResult:
+def _result(payload: dict[str, Any]) -> CallToolResult:
+    """A successful call: the response as structured content (the tool's outputSchema) and as
+    JSON text for clients that read only text."""
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
         structured_content=payload,
-        is_error=error,
+    )
+
+
+def _refusal(detail: dict[str, Any]) -> CallToolResult:
+    """A refused call: ``isError`` with the detail as JSON text only. The outputSchema describes
+    a successful answer, and the specification asks structured content to conform to it; clients
+    that check it on every result (the TypeScript SDK 1.x, the MCP Inspector) would otherwise
+    throw a schema error and lose the message (docs/agents.md, MCP errors)."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(detail, ensure_ascii=False))],
+        is_error=True,
     )
 
 
@@ -280,7 +292,7 @@ def _error(
         detail["loc"] = field_path(field)
     if retry_after is not None:
         detail["retry_after"] = retry_after
-    return _result(detail, error=True)
+    return _refusal(detail)
 
 
 # Where a call's token comes from: the server's own (stdio) or the call's HTTP request.
@@ -349,7 +361,7 @@ def _invalid_arguments(refused: ValidationError) -> CallToolResult:
     ]
     first = errors[0]
     detail = {"error": "invalid", "message": first["msg"], "loc": first["loc"], "errors": errors}
-    return _result(detail, error=True)
+    return _refusal(detail)
 
 
 def _plain(checked: ArgModelBase) -> dict[str, Any]:
