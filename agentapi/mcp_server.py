@@ -16,18 +16,21 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, ValidationError
 
@@ -431,14 +434,36 @@ def _tool(spec: ToolSpec, runner: ToolRunner, token_of: TokenOf, *, thread_sensi
     )
 
 
+TOOL_NAMES = frozenset(spec.name for spec in TOOLS)
+
+
+async def unknown_tool_refused(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """A call of a tool the server does not have is a protocol error, ``-32602`` "Unknown
+    tool", as the specification's tools page lists it (the SDK answers it as a tool result)."""
+    if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
+        name = ctx.params.get("name")
+        if isinstance(name, str) and name not in TOOL_NAMES:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+    return await call_next(ctx)
+
+
 def _server(token_of: TokenOf, *, manage_connections: bool, thread_sensitive: bool) -> MCPServer:
     runner = ToolRunner(manage_connections=manage_connections)
-    return MCPServer(
+    server: MCPServer = MCPServer(
         name=SERVER_NAME,
         title="Experience review console",
+        version=settings.PROJECT_VERSION,
         instructions=INSTRUCTIONS,
         tools=[_tool(spec, runner, token_of, thread_sensitive=thread_sensitive) for spec in TOOLS],
+        # The tools never change while a server runs, and a stateless server behind a load
+        # balancer holds no stream to notify on: no subscriptions/listen, so neither
+        # server/discover nor initialize advertises listChanged or resources.subscribe.
+        subscriptions=False,
     )
+    server.middleware.append(unknown_tool_refused)
+    return server
 
 
 def build_server(token: str, *, manage_connections: bool = True) -> MCPServer:

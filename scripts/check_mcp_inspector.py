@@ -145,7 +145,9 @@ def check(launcher: Path, url: str, token: str) -> list[str]:
                     "--tool-arg", "query=x", "tenant=nope")  # fmt: skip
     texts = [block.get("text", "") for block in forbidden.get("content", [])]
     if not forbidden.get("isError") or not any("tenant 'nope'" in text for text in texts):
-        failures.append(f"a refused call answered {json.dumps(forbidden, ensure_ascii=False)[:300]}")
+        failures.append(
+            f"a refused call answered {json.dumps(forbidden, ensure_ascii=False)[:300]}"
+        )
     refused = ask(launcher, url, "not-a-token", "--method", "tools/list")
     if "tools" in refused or refused.get("error", {}).get("code") != "auth_required":
         failures.append(f"a wrong token was answered: {json.dumps(refused)[:200]}")
