@@ -30,7 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, ValidationError
 
@@ -449,6 +449,26 @@ async def unknown_tool_refused(
     return await call_next(ctx)
 
 
+# The SDK serves (empty) prompt and resource lists and names them in the capabilities; this
+# server has tools only, and says so.
+UNSERVED = ("prompts", "resources")
+ADVERTISING = frozenset({"initialize", "server/discover"})
+
+
+async def tools_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Advertise only what is served: ``initialize`` and ``server/discover`` name the tools
+    capability alone, and the prompt and resource methods are "Method not found"."""
+    if ctx.method.split("/")[0] in UNSERVED:
+        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
+    result = await call_next(ctx)
+    if ctx.method in ADVERTISING and isinstance(result, dict):
+        capabilities = result.get("capabilities")
+        if isinstance(capabilities, dict):
+            served = {name: c for name, c in capabilities.items() if name not in UNSERVED}
+            result = {**result, "capabilities": served}
+    return result
+
+
 def _server(token_of: TokenOf, *, manage_connections: bool, thread_sensitive: bool) -> MCPServer:
     runner = ToolRunner(manage_connections=manage_connections)
     server: MCPServer = MCPServer(
@@ -462,7 +482,7 @@ def _server(token_of: TokenOf, *, manage_connections: bool, thread_sensitive: bo
         # server/discover nor initialize advertises listChanged or resources.subscribe.
         subscriptions=False,
     )
-    server.middleware.append(unknown_tool_refused)
+    server.middleware.extend([tools_only, unknown_tool_refused])
     return server
 
 

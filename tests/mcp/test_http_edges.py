@@ -230,18 +230,18 @@ def _served(deployment: Deployment, token: str, method: str) -> bool:
 
 @pytest.mark.parametrize("how", ["initialize 2025-06-18", "initialize 2025-03-26", "discover"])
 def test_only_what_is_served_is_advertised(deployment: Deployment, token: str, how: str) -> None:
-    """No change notifications (nothing to listen on: the server keeps no stream and its tools
-    do not change) and no resource subscriptions; every capability named answers its list."""
+    """Tools only, with no change notifications (nothing to listen on: the server keeps no
+    stream and its tools do not change); no resources, so no subscriptions, and no prompts."""
     if how == "discover":
         result = _discover(deployment, token)
     else:
         result = _initialize(deployment, token, how.split()[1])
     capabilities = result["capabilities"]
-    assert "tools" in capabilities
-    for name, capability in capabilities.items():
-        assert not capability.get("listChanged"), (name, capability)
-        assert not capability.get("subscribe"), (name, capability)
-        assert _served(deployment, token, f"{name}/list"), name
+    assert set(capabilities) == {"tools"}, capabilities
+    assert not capabilities["tools"].get("listChanged")
+    assert _served(deployment, token, "tools/list")
+    for unserved in ("resources/list", "prompts/list", "resources/subscribe"):
+        assert not _served(deployment, token, unserved), unserved
 
 
 def test_the_server_names_the_projects_version(deployment: Deployment, token: str) -> None:
