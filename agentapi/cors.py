@@ -11,7 +11,7 @@ browser client sends the agent's token as a bearer header, never the console's s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -65,8 +65,10 @@ class BrowserOrigins:
         }
 
 
-def is_preflight(method: str, origin: str | None, requested_method: str | None) -> bool:
-    return method == "OPTIONS" and origin is not None and requested_method is not None
+def is_preflight(method: str, headers: Mapping[str, str]) -> bool:
+    """A browser's CORS preflight (given its ``Origin``): ``OPTIONS`` naming the method it will
+    send. ``headers`` are read case-insensitively (Django's and Starlette's both are)."""
+    return method == "OPTIONS" and headers.get("Access-Control-Request-Method") is not None
 
 
 class ApiCorsMiddleware:
@@ -80,9 +82,7 @@ class ApiCorsMiddleware:
             return self.get_response(request)
         origins = BrowserOrigins.configured()
         origin = request.headers.get("Origin")
-        requested = request.headers.get("Access-Control-Request-Method")
-        if is_preflight(request.method or "", origin, requested):
-            assert origin is not None
+        if origin is not None and is_preflight(request.method or "", request.headers):
             if not origins.allows(origin):
                 return JsonResponse({"detail": ORIGIN_REFUSED.format(origin=origin)}, status=403)
             return _with_headers(

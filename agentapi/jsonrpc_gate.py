@@ -118,7 +118,7 @@ class JsonRpcGate:
             )
             await refused(scope, receive, send)
             return
-        if headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             await self.app(scope, receive, send)  # the transport answers 415
             return
         body = await _body(receive)

@@ -145,8 +145,7 @@ class McpHttpApp:
         origin = headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.browsers):
             await _origin_refused(origin)(scope, receive, send)
-        elif is_preflight(scope["method"], origin, headers.get("access-control-request-method")):
-            assert origin is not None
+        elif origin is not None and is_preflight(scope["method"], headers):
             if not self.browsers.allows(origin):
                 await _origin_refused(origin)(scope, receive, send)
             else:
