@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
 from agentapi.api import api
@@ -99,6 +100,25 @@ def refusal(result: CallToolResult) -> dict[str, Any]:
 @pytest.fixture
 def agent_token(agent: User) -> str:
     return token_create(user=agent, name="mcp").text
+
+
+def test_an_unknown_tool_is_a_protocol_error_on_every_transport(agent_token: str) -> None:
+    """The specification's tools page: an unknown tool is JSON-RPC error -32602, not a tool
+    result (the stdio server is built as the HTTP one; tests/mcp/test_http_edges.py)."""
+    with pytest.raises(BaseException) as raised:
+        call(agent_token, "no_such_tool", {})
+    refused = _mcp_error(raised.value)
+    assert refused is not None, raised.value
+    assert refused.code == -32602
+    assert refused.error.message == "Unknown tool: no_such_tool"
+
+
+def _mcp_error(error: BaseException) -> MCPError | None:
+    """The MCPError raised, or held by the task groups the in-process client raises from."""
+    if isinstance(error, BaseExceptionGroup):
+        found = (_mcp_error(inner) for inner in error.exceptions)
+        return next((inner for inner in found if inner is not None), None)
+    return error if isinstance(error, MCPError) else None
 
 
 def test_lists_the_tools_with_input_schemas(agent_token: str) -> None:
