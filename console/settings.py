@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ from django.core.exceptions import ImproperlyConfigured
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The project's version (pyproject.toml), named to clients: MCP's serverInfo.version.
+PROJECT_VERSION: str = tomllib.loads((BASE_DIR / "pyproject.toml").read_text(encoding="utf-8"))[
+    "project"
+]["version"]
 
 DEV_SECRET_KEY = "development-only-key-do-not-use-in-production"  # noqa: S105
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
@@ -67,6 +72,8 @@ MIDDLEWARE = [
     # Times every other request by the view that answered (reviewconsole.metrics).
     "reviewconsole.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Browser origins allowed to call the agent API (CONSOLE_CORS_ALLOWED_ORIGINS; agentapi/cors.py).
+    "agentapi.cors.ApiCorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
     "reviewconsole.timezones.TimeZoneMiddleware",
@@ -228,6 +235,13 @@ LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_TH
 # "N/m", "N/h", "N/d"; empty switches it off), and live investigations queued or running at once,
 # both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
+# Browser origins (scheme://host[:port], comma-separated) allowed to call the agent API and the
+# MCP endpoint from a web page (CORS); empty: no browser origin (docs/agents.md, Browsers).
+CONSOLE_CORS_ALLOWED_ORIGINS = [
+    origin.strip().rstrip("/")
+    for origin in os.environ.get("CONSOLE_CORS_ALLOWED_ORIGINS", "").split(",")
+    if origin.strip()
+]
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
 # Background tasks (django-tasks): the database backend, so SQLite needs no other server and a
 # PostgreSQL deployment runs as many ``manage.py worker`` processes as it likes. A task claimed by
