@@ -30,7 +30,7 @@ pytestmark = pytest.mark.browser
 
 OIDC_DIR = Path(django_settings.BASE_DIR) / "tests" / "oidc"
 CLIENT_ID = "review-console"
-CLIENT_SECRET = "a-test-only-client-secret"  # noqa: S105
+CLIENT_SECRET = "a-test-only-client-secret"
 PROVIDER_NAME = "Teahouse SSO"
 ROLE_GROUPS = {"console-reviewers": "reviewer", "console-admins": "admin"}
 TENANT_GROUPS = {"teahouse-staff": ["teahouse"]}
