@@ -205,8 +205,9 @@ SSO_ISSUER = os.environ.get("CONSOLE_SSO_ISSUER", "").strip().rstrip("/")
 SSO_CLIENT_ID = os.environ.get("CONSOLE_SSO_CLIENT_ID", "")
 SSO_CLIENT_SECRET = os.environ.get("CONSOLE_SSO_CLIENT_SECRET", "")
 SSO_SCOPES = os.environ.get("CONSOLE_SSO_SCOPES", "openid email profile groups")
-# The name the login page's button gives the provider ("Sign in with …").
-SSO_PROVIDER_NAME = os.environ.get("CONSOLE_SSO_PROVIDER_NAME", "single sign-on")
+# The name the login page's button gives the provider ("Sign in with …"; unset: "Sign in with
+# single sign-on", translated).
+SSO_PROVIDER_NAME = os.environ.get("CONSOLE_SSO_PROVIDER_NAME", "")
 # The mapping, read again at every sign-in (reviewconsole/signon.py): the claim holding the
 # person's groups; which group gives which role ({"GROUP": "admin|operator|reviewer"}); which
 # group gives which tenants ({"GROUP": ["TENANT", ...]}, "*" for every tenant) and a claim whose

@@ -40,7 +40,7 @@ urlpatterns = [
     path("", include("experience.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     # Before the admin's own: with passwords off, its login page is the console's.
-    path("admin/login/", signon_views.admin_login),
+    path("admin/login/", signon_views.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

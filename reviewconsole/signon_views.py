@@ -28,7 +28,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_GET, require_POST
 from joserfc.errors import JoseError
 
@@ -138,20 +138,20 @@ def validated_claims(client: DjangoOAuth2App, token: dict[str, Any], nonce: str)
 
 
 REFUSALS = {
-    NO_ROLE: (
+    NO_ROLE: gettext_noop(
         "Your account at the provider gives you no role in this console. Ask an admin to add "
         "you to one of the console's groups."
     ),
-    NO_TENANT: (
+    NO_TENANT: gettext_noop(
         "Your account at the provider gives you no tenant of this console. Ask an admin to add "
         "you to a tenant's group."
     ),
-    INACTIVE: "This account is deactivated. Ask an admin.",
+    INACTIVE: gettext_noop("This account is deactivated. Ask an admin."),
 }
-SIGN_ON_FAILED = (
+SIGN_ON_FAILED = gettext_noop(
     "Signing in through the provider failed. Try again; if it fails again, ask an admin."
 )
-PASSWORDS_OFF = "Password login is switched off here: sign in through the provider."
+PASSWORDS_OFF = gettext_noop("Password login is switched off here: sign in through the provider.")
 
 
 class ConsoleLoginView(LoginView):
