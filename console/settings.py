@@ -18,6 +18,8 @@ import django_stubs_ext
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from reviewconsole.signon import SignOnMapping, parse_role_groups, parse_tenant_groups
+
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
 
@@ -216,6 +218,16 @@ SSO_GROUPS_CLAIM = os.environ.get("CONSOLE_SSO_GROUPS_CLAIM", "groups")
 SSO_ROLE_GROUPS = os.environ.get("CONSOLE_SSO_ROLE_GROUPS", "")
 SSO_TENANT_GROUPS = os.environ.get("CONSOLE_SSO_TENANT_GROUPS", "")
 SSO_TENANT_CLAIM = os.environ.get("CONSOLE_SSO_TENANT_CLAIM", "")
+# A mapping that does not read stops the start, naming the variable, rather than every login.
+try:
+    SignOnMapping(
+        role_groups=parse_role_groups(SSO_ROLE_GROUPS),
+        tenant_groups=parse_tenant_groups(SSO_TENANT_GROUPS),
+    )
+except ValueError as refused:
+    raise ImproperlyConfigured(
+        f"CONSOLE_SSO_ROLE_GROUPS or CONSOLE_SSO_TENANT_GROUPS: {refused}"
+    ) from None
 # The claim a new account's username comes from (taken: a suffix is added; accounts are found by
 # issuer and subject, never by this name or by e-mail).
 SSO_USERNAME_CLAIM = os.environ.get("CONSOLE_SSO_USERNAME_CLAIM", "preferred_username")
