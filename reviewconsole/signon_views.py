@@ -24,6 +24,7 @@ from django.contrib.auth import login as auth_login
 from django.contrib.auth import logout as auth_logout
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
+from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -32,7 +33,7 @@ from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_GET, require_POST
 from joserfc.errors import JoseError
 
-from reviewconsole.services import user_sign_on
+from reviewconsole.services import SignOnOutcome, user_sign_on
 from reviewconsole.signon import (
     INACTIVE,
     NO_ROLE,
@@ -231,12 +232,11 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     except (OAuthError, JoseError, requests.RequestException, KeyError, ValueError) as failure:
         logger.warning("sign-on refused: %s: %s", type(failure).__name__, failure)
         return login_page(request, error=gettext(SIGN_ON_FAILED), status=403)
-    outcome = user_sign_on(
-        issuer=settings.SSO_ISSUER,
-        claims=claims,
-        mapping=sign_on_mapping(),
-        username_claim=settings.SSO_USERNAME_CLAIM,
-    )
+    try:
+        outcome = _sign_on(claims)
+    except IntegrityError:
+        # Two first sign-ins of one person at once: the other made the account; use it.
+        outcome = _sign_on(claims)
     if outcome.refusal is not None or outcome.user is None:
         logger.warning("sign-on of %s refused: %s", claims.get("sub"), outcome.refusal)
         message = REFUSALS.get(outcome.refusal or "", SIGN_ON_FAILED)
@@ -289,6 +289,15 @@ def admin_login(request: HttpRequest) -> HttpResponse:
 
 
 # --- Helpers -------------------------------------------------------------------------------------
+
+
+def _sign_on(claims: dict[str, Any]) -> SignOnOutcome:
+    return user_sign_on(
+        issuer=settings.SSO_ISSUER,
+        claims=claims,
+        mapping=sign_on_mapping(),
+        username_claim=settings.SSO_USERNAME_CLAIM,
+    )
 
 
 def _exchange(client: DjangoOAuth2App, request: HttpRequest) -> dict[str, Any]:
