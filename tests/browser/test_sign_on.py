@@ -25,6 +25,7 @@ from playwright.sync_api import expect
 
 from reviewconsole.models import Action, Event, SignOnIdentity
 from reviewconsole.services import tenant_create, user_role, user_tenants
+from tests.browser.conftest import screen
 
 pytestmark = pytest.mark.browser
 
@@ -141,6 +142,7 @@ def test_a_person_signs_on_gets_the_role_their_groups_name_and_loses_it_with_the
     page.goto("/accounts/login/")
     # Passwords off: the page offers sign-on only.
     expect(page.locator("#id_password")).to_have_count(0)
+    screen(page, "sign-on/login-sign-on-only")
     callbacks: list[str] = []
     page.on(
         "request",
@@ -184,6 +186,7 @@ def test_a_person_signs_on_gets_the_role_their_groups_name_and_loses_it_with_the
     _sign_in_at_provider(page, "mei")
     page.wait_for_url(re.compile(r"/accounts/sso/callback/"))
     expect(page.get_by_role("alert")).to_contain_text("gives you no role in this console")
+    screen(page, "sign-on/refused-no-role")
     page.goto("/")
     page.wait_for_url(re.compile(r"/accounts/login/"))
     user.refresh_from_db()
@@ -212,6 +215,7 @@ def test_an_admins_group_makes_an_admin_never_a_superuser_and_not_the_local_admi
     page.goto("/accounts/login/")
     # Passwords on (the demo): both ways are offered.
     expect(page.locator("#id_password")).to_be_visible()
+    screen(page, "sign-on/login-both")
     _sign_in_at_provider(page, "ada")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     user = User.objects.get(sign_on__subject="ada")
