@@ -255,3 +255,16 @@ def test_every_tenant_makes_a_deployment_wide_account(tenants: None) -> None:
     assert user_tenants(user) == []
     event = _events(user)[-1]
     assert event.action == Action.USER_TENANTS_SET and event.details["removed"] == ["teahouse"]
+
+
+def test_the_user_page_says_a_signed_on_accounts_role_comes_from_the_provider(
+    tenants: None, admin_user: User, client: Any
+) -> None:
+    user = _sign_on("mei", ["cr", "tea"]).user
+    assert user is not None
+    client.force_login(admin_user)
+    page = client.get(f"/users/{user.username}/")
+    assert page.status_code == 200
+    assert b'id="signed-on-note"' in page.content
+    local = client.get(f"/users/{admin_user.username}/")
+    assert b'id="signed-on-note"' not in local.content
