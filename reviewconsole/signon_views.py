@@ -74,14 +74,11 @@ def provider_client() -> DjangoOAuth2App:
         settings.SSO_CLIENT_ID,
         settings.SSO_CLIENT_SECRET,
         settings.SSO_SCOPES,
-        settings.SSO_ID_TOKEN_ALGORITHMS,
     )
 
 
 @cache
-def _client(
-    issuer: str, client_id: str, client_secret: str, scopes: str, algorithms: str
-) -> DjangoOAuth2App:
+def _client(issuer: str, client_id: str, client_secret: str, scopes: str) -> DjangoOAuth2App:
     registry = OAuth()
     client: DjangoOAuth2App = registry.register(
         name="console",
@@ -118,21 +115,6 @@ def id_token_claims_options() -> dict[str, Any]:
         "aud": {"essential": True, "values": [settings.SSO_CLIENT_ID]},
         "sub": {"essential": True},
     }
-
-
-def validated_claims(client: DjangoOAuth2App, token: dict[str, Any], nonce: str) -> dict[str, Any]:
-    """The ID token's claims once its signature, issuer, audience, expiry, nonce (and
-    ``at_hash``, ``azp`` when present) are checked; raises otherwise."""
-    provider_metadata(client)
-    claims = client.parse_id_token(
-        token,
-        nonce=nonce,
-        claims_options=id_token_claims_options(),
-        leeway=settings.SSO_CLOCK_SKEW_SECONDS,
-    )
-    if claims is None:
-        raise OAuthError(description="the token response holds no ID token")
-    return dict(claims)
 
 
 # --- Views ---------------------------------------------------------------------------------------

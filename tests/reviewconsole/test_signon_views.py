@@ -1,18 +1,19 @@
 """Sign-on's protocol checks and the login page's switches.
 
-The ID token checks run through the same function the callback uses (Authlib's validation with
-the console's options) on tokens this test signs with keys it makes: one the provider publishes
-and one it does not."""
+The ID token checks run through the console's own views (the start, then the provider's answer);
+only the token endpoint's reply is this test's, an ID token it signs with keys it makes: one the
+provider publishes and one it does not."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+from unittest.mock import patch
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from authlib.integrations.base_client.errors import OAuthError
-from authlib.integrations.django_client import DjangoOAuth2App, OAuth
+from authlib.integrations.django_client import DjangoOAuth2App
 from django.contrib.auth.models import User
 from django.test import Client
 from joserfc import jwt
@@ -26,7 +27,7 @@ from joserfc.errors import (
 )
 from joserfc.jwk import KeySet, OctKey, RSAKey
 
-from reviewconsole.signon_views import _client, provider_client, validated_claims
+from reviewconsole.signon_views import _client, provider_client
 from tests.conftest import PASSWORD
 
 ISSUER = "https://login.example.com"
@@ -43,30 +44,31 @@ def keys() -> tuple[RSAKey, RSAKey]:
 
 
 @pytest.fixture
-def client_app(keys: tuple[RSAKey, RSAKey], settings: Any) -> DjangoOAuth2App:
+def client_app(keys: tuple[RSAKey, RSAKey], settings: Any, db: None) -> Iterator[DjangoOAuth2App]:
+    """The console's own provider client, its discovery already done (nothing leaves the test):
+    the provider publishes the first key and has no userinfo endpoint."""
     settings.SSO_ISSUER = ISSUER
     settings.SSO_CLIENT_ID = CLIENT_ID
     settings.SSO_CLIENT_SECRET = "s"
-    app: DjangoOAuth2App = OAuth().register(
-        name="test",
-        client_id=CLIENT_ID,
-        client_secret="s",
-        server_metadata_url=f"{ISSUER}/.well-known/openid-configuration",
-        client_kwargs={"scope": "openid", "code_challenge_method": "S256"},
-    )
-    # What discovery would have fetched, so nothing leaves the test.
+    settings.SSO_ROLE_GROUPS = '{"console-reviewers": "reviewer"}'
+    settings.SSO_TENANT_GROUPS = ""
+    app = provider_client()
     app.server_metadata.update(
         {
             "_loaded_at": time.time(),
             "issuer": ISSUER,
+            "authorization_endpoint": f"{ISSUER}/auth",
+            "token_endpoint": f"{ISSUER}/token",
             "jwks": KeySet([keys[0]]).as_dict(private=False),
+            # What the provider offers does not widen what the console accepts.
             "id_token_signing_alg_values_supported": ["RS256", "HS256", "none"],
         }
     )
-    return app
+    yield app
+    _client.cache_clear()
 
 
-def _claims(**changes: Any) -> dict[str, Any]:
+def _claims(nonce: str | None, **changes: Any) -> dict[str, Any]:
     now = int(time.time())
     claims = {
         "iss": ISSUER,
@@ -74,7 +76,7 @@ def _claims(**changes: Any) -> dict[str, Any]:
         "aud": CLIENT_ID,
         "iat": now,
         "exp": now + 300,
-        "nonce": NONCE,
+        "nonce": nonce,
         "groups": ["console-reviewers"],
     }
     claims.update(changes)
@@ -85,13 +87,26 @@ def _signed(key: Any, claims: dict[str, Any], alg: str = "RS256") -> str:
     return jwt.encode({"alg": alg, "kid": "k1"}, claims, key)
 
 
-def _check(app: DjangoOAuth2App, id_token: str, nonce: str = NONCE) -> dict[str, Any]:
-    return validated_claims(app, {"id_token": id_token, "access_token": "at"}, nonce)
+def _answer(app: DjangoOAuth2App, id_token: Callable[[str], str]) -> tuple[Client, Any]:
+    """A sign-on through the console's views: started (state and nonce in the session), then
+    the provider's answer, whose token endpoint returns ``id_token(nonce)``."""
+    browser = Client()
+    started = browser.get("/accounts/sso/")
+    query = parse_qs(urlsplit(started["Location"]).query)
+    token = {"access_token": "at", "token_type": "Bearer", "id_token": id_token(query["nonce"][0])}
+    with patch.object(app, "fetch_access_token", return_value=token) as exchange:
+        answer = browser.get(f"/accounts/sso/callback/?code=c0de&state={query['state'][0]}")
+    # The code went to the token endpoint with the PKCE verifier kept for it.
+    assert exchange.call_args.kwargs["code"] == "c0de"
+    assert exchange.call_args.kwargs["code_verifier"]
+    return browser, answer
 
 
-def test_a_valid_id_token_gives_its_claims(client_app: DjangoOAuth2App, keys: Any) -> None:
-    claims = _check(client_app, _signed(keys[0], _claims()))
-    assert claims["sub"] == "mei" and claims["groups"] == ["console-reviewers"]
+def test_a_valid_id_token_logs_the_person_in(client_app: DjangoOAuth2App, keys: Any) -> None:
+    browser, answer = _answer(client_app, lambda nonce: _signed(keys[0], _claims(nonce)))
+    assert answer.status_code == 302 and answer["Location"] == "/"
+    user = User.objects.get(sign_on__subject="mei")
+    assert browser.session["_auth_user_id"] == str(user.pk)
 
 
 def _tampered_signature(token: str) -> str:
@@ -100,10 +115,28 @@ def _tampered_signature(token: str) -> str:
     return f"{head}.{body}.{flipped}"
 
 
-def _tampered_claims(keys: Any) -> str:
-    head, _body, signature = _signed(keys[0], _claims()).split(".")
-    _h, body, _s = _signed(keys[0], _claims(groups=["console-admins"])).split(".")
+def _tampered_claims(keys: Any, nonce: str) -> str:
+    head, _body, signature = _signed(keys[0], _claims(nonce)).split(".")
+    _h, body, _s = _signed(keys[0], _claims(nonce, groups=["console-admins"])).split(".")
     return f"{head}.{body}.{signature}"
+
+
+PAST = int(time.time()) - 3600
+BAD_TOKENS: dict[str, Callable[[Any, str], str]] = {
+    "tampered signature": lambda keys, n: _tampered_signature(_signed(keys[0], _claims(n))),
+    "tampered claims": _tampered_claims,
+    "signed by an unpublished key": lambda keys, n: _signed(keys[1], _claims(n)),
+    "expired": lambda keys, n: _signed(keys[0], _claims(n, iat=PAST - 300, exp=PAST)),
+    "another audience": lambda keys, n: _signed(keys[0], _claims(n, aud="another-client")),
+    "another issuer": lambda keys, n: _signed(keys[0], _claims(n, iss="https://evil.example")),
+    "no issuer": lambda keys, n: _signed(keys[0], _claims(n, iss=None)),
+    "another nonce": lambda keys, n: _signed(keys[0], _claims("replayed")),
+    "no nonce": lambda keys, n: _signed(keys[0], _claims(None)),
+    "HS256 with the client secret": lambda keys, n: _signed(
+        OctKey.import_key("s" * 32), _claims(n), alg="HS256"
+    ),
+    "unsigned": lambda keys, n: ".".join(_signed(keys[0], _claims(n)).split(".")[:2]) + ".",
+}
 
 
 @pytest.mark.parametrize(
@@ -122,65 +155,46 @@ def _tampered_claims(keys: Any) -> str:
         ("unsigned", BadSignatureError),
     ],
 )
-def test_a_bad_id_token_is_refused(
-    client_app: DjangoOAuth2App, keys: Any, bad: str, refusal: type[JoseError]
+def test_a_bad_id_token_is_refused_and_logs_no_one_in(
+    client_app: DjangoOAuth2App,
+    keys: Any,
+    bad: str,
+    refusal: type[JoseError],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    past = int(time.time()) - 3600
-    token = {
-        "tampered signature": lambda: _tampered_signature(_signed(keys[0], _claims())),
-        "tampered claims": lambda: _tampered_claims(keys),
-        "signed by an unpublished key": lambda: _signed(keys[1], _claims()),
-        "expired": lambda: _signed(keys[0], _claims(iat=past - 300, exp=past)),
-        "another audience": lambda: _signed(keys[0], _claims(aud="another-client")),
-        "another issuer": lambda: _signed(keys[0], _claims(iss="https://evil.example.com")),
-        "no issuer": lambda: _signed(keys[0], _claims(iss=None)),
-        "another nonce": lambda: _signed(keys[0], _claims(nonce="replayed")),
-        "no nonce": lambda: _signed(keys[0], _claims(nonce=None)),
-        "HS256 with the client secret": lambda: _signed(
-            OctKey.import_key("s" * 32), _claims(), alg="HS256"
-        ),
-        "unsigned": lambda: ".".join(_signed(keys[0], _claims()).split(".")[:2]) + ".",
-    }[bad]()
-    with pytest.raises(refusal):
-        _check(client_app, token)
+    browser, answer = _answer(client_app, lambda nonce: BAD_TOKENS[bad](keys, nonce))
+    assert answer.status_code == 403
+    assert b"Signing in through the provider failed" in answer.content
+    assert "_auth_user_id" not in browser.session
+    assert not User.objects.filter(sign_on__subject="mei").exists()
+    # Refused for this fault, not another.
+    assert f"sign-on refused: {refusal.__name__}" in caplog.text
 
 
 def test_only_the_configured_algorithms_are_accepted(
-    client_app: DjangoOAuth2App, keys: Any, settings: Any
+    client_app: DjangoOAuth2App, keys: Any, settings: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings.SSO_ID_TOKEN_ALGORITHMS = "ES256"
-    with pytest.raises(JoseError):
-        _check(client_app, _signed(keys[0], _claims()))
+    _browser, answer = _answer(client_app, lambda nonce: _signed(keys[0], _claims(nonce)))
+    assert answer.status_code == 403
+    assert "sign-on refused: UnsupportedAlgorithmError" in caplog.text
 
 
 def test_a_discovery_document_naming_another_issuer_is_refused(
-    client_app: DjangoOAuth2App, keys: Any
+    client_app: DjangoOAuth2App,
 ) -> None:
     client_app.server_metadata["issuer"] = "https://evil.example.com"
-    with pytest.raises(OAuthError):
-        _check(client_app, _signed(keys[0], _claims()))
+    answer = Client().get("/accounts/sso/")
+    assert answer.status_code == 502
+    assert b"Signing in through the provider failed" in answer.content
 
 
 # --- The login page's switches -------------------------------------------------------------------
 
 
 @pytest.fixture
-def passwords_off(settings: Any, keys: Any, db: None) -> Iterator[None]:
+def passwords_off(settings: Any, client_app: DjangoOAuth2App) -> None:
     settings.PASSWORD_LOGIN = False
-    settings.SSO_ISSUER = ISSUER
-    settings.SSO_CLIENT_ID = CLIENT_ID
-    # The provider as discovery would have found it: no request leaves the test.
-    provider_client().server_metadata.update(
-        {
-            "_loaded_at": time.time(),
-            "issuer": ISSUER,
-            "authorization_endpoint": f"{ISSUER}/auth",
-            "token_endpoint": f"{ISSUER}/token",
-            "jwks": KeySet([keys[0]]).as_dict(private=False),
-        }
-    )
-    yield
-    _client.cache_clear()
 
 
 def test_with_passwords_off_the_page_offers_sign_on_only_and_a_posted_password_is_refused(
