@@ -90,7 +90,8 @@ def _client(issuer: str, client_id: str, client_secret: str, scopes: str) -> Dja
             "code_challenge_method": "S256",
             # A public client (no secret) proves itself by PKCE alone.
             "token_endpoint_auth_method": ("client_secret_basic" if client_secret else "none"),
-            "timeout": 10,
+            # Every request to the provider (discovery, keys, token, userinfo) gives up after 10 s.
+            "default_timeout": 10,
         },
     )
     return client
