@@ -6,7 +6,7 @@
 // Environment: CONSOLE_URL (the console under test, for its redirect URIs), CLIENT_ID,
 // CLIENT_SECRET, ACCOUNTS_FILE (JSON: {"login": {"groups": [...], "email": ..., ...}}, read
 // again at every sign-in so a test changes a person's groups between two logins).
-// Prints one JSON line {"issuer": ...} once it listens on 127.0.0.1 (a free port).
+// Prints one JSON line {"issuer": ...} once it listens on 127.0.0.1 (PORT, else a free port).
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
@@ -75,7 +75,7 @@ const configuration = {
 };
 
 const server = http.createServer();
-server.listen(0, '127.0.0.1', () => {
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, configuration);
   // A development interaction's password is not checked; an unknown login is refused.
