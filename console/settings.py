@@ -19,6 +19,8 @@ import django_stubs_ext
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from reviewconsole.signon import SignOnMapping, parse_role_groups, parse_tenant_groups
+
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
 
@@ -204,6 +206,48 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on for people (docs/operations.md, "Single sign-on"): reviewers, operators and
+# admins log in through the company's OpenID Connect provider (authorization code with PKCE,
+# Authlib), found at SSO_ISSUER's /.well-known/openid-configuration. Unset: no sign-on.
+SSO_ISSUER = os.environ.get("CONSOLE_SSO_ISSUER", "").strip().rstrip("/")
+SSO_CLIENT_ID = os.environ.get("CONSOLE_SSO_CLIENT_ID", "")
+SSO_CLIENT_SECRET = os.environ.get("CONSOLE_SSO_CLIENT_SECRET", "")
+SSO_SCOPES = os.environ.get("CONSOLE_SSO_SCOPES", "openid email profile groups")
+# The name the login page's button gives the provider ("Sign in with …"; unset: "Sign in with
+# single sign-on", translated).
+SSO_PROVIDER_NAME = os.environ.get("CONSOLE_SSO_PROVIDER_NAME", "")
+# The mapping, read again at every sign-in (reviewconsole/signon.py): the claim holding the
+# person's groups; which group gives which role ({"GROUP": "admin|operator|reviewer"}); which
+# group gives which tenants ({"GROUP": ["TENANT", ...]}, "*" for every tenant) and a claim whose
+# values are tenant names. With neither tenant setting, signed-on people are deployment-wide.
+SSO_GROUPS_CLAIM = os.environ.get("CONSOLE_SSO_GROUPS_CLAIM", "groups")
+SSO_ROLE_GROUPS = os.environ.get("CONSOLE_SSO_ROLE_GROUPS", "")
+SSO_TENANT_GROUPS = os.environ.get("CONSOLE_SSO_TENANT_GROUPS", "")
+SSO_TENANT_CLAIM = os.environ.get("CONSOLE_SSO_TENANT_CLAIM", "")
+# A mapping that does not read stops the start, naming the variable, rather than every login.
+try:
+    SignOnMapping(
+        role_groups=parse_role_groups(SSO_ROLE_GROUPS),
+        tenant_groups=parse_tenant_groups(SSO_TENANT_GROUPS),
+    )
+except ValueError as refused:
+    raise ImproperlyConfigured(
+        f"CONSOLE_SSO_ROLE_GROUPS or CONSOLE_SSO_TENANT_GROUPS: {refused}"
+    ) from None
+# The claim a new account's username comes from (taken: a suffix is added; accounts are found by
+# issuer and subject, never by this name or by e-mail).
+SSO_USERNAME_CLAIM = os.environ.get("CONSOLE_SSO_USERNAME_CLAIM", "preferred_username")
+# The ID token's signature algorithms accepted (asymmetric only), and the clock skew allowed on
+# its exp, iat and nbf, in seconds.
+SSO_ID_TOKEN_ALGORITHMS = os.environ.get("CONSOLE_SSO_ID_TOKEN_ALGORITHMS", "RS256,PS256,ES256")
+SSO_CLOCK_SKEW_SECONDS = int(os.environ.get("CONSOLE_SSO_CLOCK_SKEW_SECONDS", "60"))
+# RP-initiated logout: logging out of the console also ends the provider's session when the
+# provider advertises an end_session_endpoint (0: the console's session only).
+SSO_PROVIDER_LOGOUT = os.environ.get("CONSOLE_SSO_PROVIDER_LOGOUT", "1") != "0"
+# Local passwords (the demo accounts): 0 switches them off; the login page then offers sign-on
+# only and every password login (the console's, the admin's) is refused.
+PASSWORD_LOGIN = os.environ.get("CONSOLE_PASSWORD_LOGIN", "1") != "0"
 
 # The scope that commands fall back to when --tenant/--brand are not given.
 DEMO_TENANT = os.environ.get("CONSOLE_DEMO_TENANT", "teahouse")
