@@ -21,27 +21,41 @@ One ASGI application (served by ``manage.py mcp_server --http``, under uvicorn):
 
 The transport is stateless and answers JSON (no SSE stream, no ``Mcp-Session-Id``): every
 request stands alone, so several processes behind a load balancer serve any request, and a
-revoked token fails on its next request whichever process gets it. Host and Origin headers are
-checked against ``ALLOWED_HOSTS`` (DNS rebinding protection).
+revoked token fails on its next request whichever process gets it. Before the SDK reads a
+message, ``agentapi.jsonrpc_gate`` answers what JSON-RPC and the protocol version header say
+(parse errors, invalid requests, batches under 2025-03-26).
+
+Browsers (``agentapi.cors``): a request with an ``Origin`` header is served only when that origin
+is in ``CONSOLE_CORS_ALLOWED_ORIGINS`` or names one of ``ALLOWED_HOSTS`` (DNS rebinding
+protection, which the MCP transport specification requires, whatever ``ALLOWED_HOSTS`` says);
+any other is ``403``. The Host header is checked against ``ALLOWED_HOSTS`` (``*``: any).
+Preflights (``OPTIONS``) of the listed origins are answered ``204``, others ``403``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.auth.provider import AccessToken
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    RequestBodyLimitMiddleware,
+    TransportSecuritySettings,
+)
 from starlette.datastructures import Headers
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentapi import oauth
 from agentapi.auth import token_user
+from agentapi.cors import ORIGIN_REFUSED, BrowserOrigins, is_preflight
+from agentapi.jsonrpc_gate import JsonRpcGate
 from agentapi.mcp_server import build_http_server
 from reviewconsole.health import HEALTH_PATH
 
@@ -73,13 +87,18 @@ class ConsoleTokens:
         )
 
 
+def _named_hosts() -> list[str]:
+    return [host for host in settings.ALLOWED_HOSTS if host and host != "*"]
+
+
 def transport_security() -> TransportSecuritySettings:
-    """Host and Origin checks from ``ALLOWED_HOSTS`` (``*`` switches them off, as in Django).
-    A host is accepted with any port; an Origin header, when a client sends one, must be one of
-    these hosts over http or https."""
-    hosts = [host for host in settings.ALLOWED_HOSTS if host]
-    if "*" in hosts:
+    """The SDK's Host and Origin checks from ``ALLOWED_HOSTS`` (``*`` switches its checks off,
+    as in Django; ``origin_allowed`` still checks every Origin). A host is accepted with any
+    port; an Origin header, when a client sends one, must be one of these hosts over http or
+    https, or a listed browser origin."""
+    if "*" in settings.ALLOWED_HOSTS:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = _named_hosts()
     allowed_hosts = [form for host in hosts for form in (host, f"{host}:*")]
     allowed_origins = [
         form
@@ -90,8 +109,18 @@ def transport_security() -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
+        allowed_origins=[*allowed_origins, *settings.CONSOLE_CORS_ALLOWED_ORIGINS],
     )
+
+
+def origin_allowed(origin: str, browsers: BrowserOrigins) -> bool:
+    """A listed browser origin, or an http(s) origin on one of the named ``ALLOWED_HOSTS`` (any
+    port): a page whose host name is not the server's (DNS rebinding) is refused even when
+    ``ALLOWED_HOSTS`` is ``*``."""
+    if browsers.allows(origin):
+        return True
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.hostname in _named_hosts()
 
 
 class McpHttpApp:
@@ -106,9 +135,11 @@ class McpHttpApp:
             json_response=True,
             transport_security=transport_security(),
         )
+        gate = RequestBodyLimitMiddleware(JsonRpcGate(self.mcp), DEFAULT_MAX_REQUEST_BODY_SIZE)
         self.guarded: ASGIApp = AuthenticationMiddleware(
-            RequireAgent(self.mcp), backend=BearerAuthBackend(ConsoleTokens())
+            RequireAgent(gate), backend=BearerAuthBackend(ConsoleTokens())
         )
+        self.browsers = BrowserOrigins.configured()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -119,10 +150,30 @@ class McpHttpApp:
             await _well_known(scope, receive, send)
         elif scope["type"] == "http" and scope["path"].rstrip("/") == REGISTER_PATH:
             await _register(scope, receive, send)
-        elif scope["type"] == "http" and scope["path"] == MCP_PATH and scope["method"] != "POST":
+        elif scope["type"] == "http" and scope["path"] == MCP_PATH:
+            await self._mcp_request(scope, receive, send)
+        else:
+            await self.guarded(scope, receive, send)
+
+    async def _mcp_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.browsers):
+            await _origin_refused(origin)(scope, receive, send)
+        elif origin is not None and is_preflight(scope["method"], headers):
+            if not self.browsers.allows(origin):
+                await _origin_refused(origin)(scope, receive, send)
+            else:
+                answer = self.browsers.preflight_headers(origin, ("POST",))
+                await Response(status_code=204, headers=answer)(scope, receive, send)
+        elif scope["method"] != "POST":
             # No stream for the server to open and no session to end: the specification's
             # answer to GET and DELETE on a server without them.
             await _post_only(scope, receive, send)
+        elif origin is not None and self.browsers.allows(origin):
+            await self.guarded(
+                scope, receive, _with_headers(send, self.browsers.answer_headers(origin))
+            )
         else:
             await self.guarded(scope, receive, send)
 
@@ -195,9 +246,30 @@ async def _health(scope: Scope, receive: Receive, send: Send) -> None:
     await JSONResponse(body)(scope, receive, send)
 
 
+def _origin_refused(origin: str) -> Response:
+    body = {"error": "forbidden_origin", "error_description": ORIGIN_REFUSED.format(origin=origin)}
+    return JSONResponse(body, status_code=403)
+
+
+def _with_headers(send: Send, extra: dict[str, str]) -> Send:
+    """``send`` adding ``extra`` headers to the response's start."""
+    encoded = [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in extra.items()
+    ]
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *encoded]}
+        await send(message)
+
+    return sending
+
+
 async def _post_only(scope: Scope, receive: Receive, send: Send) -> None:
     body = {"error": "method_not_allowed", "error_description": "POST JSON-RPC messages here"}
-    await JSONResponse(body, status_code=405, headers={"Allow": "POST"})(scope, receive, send)
+    await JSONResponse(body, status_code=405, headers={"Allow": "POST, OPTIONS"})(
+        scope, receive, send
+    )
 
 
 def application() -> McpHttpApp:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,16 @@ import django_stubs_ext
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from reviewconsole.signon import SignOnMapping, parse_role_groups, parse_tenant_groups
+
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The project's version (pyproject.toml), named to clients: MCP's serverInfo.version.
+PROJECT_VERSION: str = tomllib.loads((BASE_DIR / "pyproject.toml").read_text(encoding="utf-8"))[
+    "project"
+]["version"]
 
 DEV_SECRET_KEY = "development-only-key-do-not-use-in-production"  # noqa: S105
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
@@ -69,6 +76,8 @@ MIDDLEWARE = [
     # Times every other request by the view that answered (reviewconsole.metrics).
     "reviewconsole.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Browser origins allowed to call the agent API (CONSOLE_CORS_ALLOWED_ORIGINS; agentapi/cors.py).
+    "agentapi.cors.ApiCorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
     "reviewconsole.timezones.TimeZoneMiddleware",
@@ -200,6 +209,48 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Single sign-on for people (docs/operations.md, "Single sign-on"): reviewers, operators and
+# admins log in through the company's OpenID Connect provider (authorization code with PKCE,
+# Authlib), found at SSO_ISSUER's /.well-known/openid-configuration. Unset: no sign-on.
+SSO_ISSUER = os.environ.get("CONSOLE_SSO_ISSUER", "").strip().rstrip("/")
+SSO_CLIENT_ID = os.environ.get("CONSOLE_SSO_CLIENT_ID", "")
+SSO_CLIENT_SECRET = os.environ.get("CONSOLE_SSO_CLIENT_SECRET", "")
+SSO_SCOPES = os.environ.get("CONSOLE_SSO_SCOPES", "openid email profile groups")
+# The name the login page's button gives the provider ("Sign in with …"; unset: "Sign in with
+# single sign-on", translated).
+SSO_PROVIDER_NAME = os.environ.get("CONSOLE_SSO_PROVIDER_NAME", "")
+# The mapping, read again at every sign-in (reviewconsole/signon.py): the claim holding the
+# person's groups; which group gives which role ({"GROUP": "admin|operator|reviewer"}); which
+# group gives which tenants ({"GROUP": ["TENANT", ...]}, "*" for every tenant) and a claim whose
+# values are tenant names. With neither tenant setting, signed-on people are deployment-wide.
+SSO_GROUPS_CLAIM = os.environ.get("CONSOLE_SSO_GROUPS_CLAIM", "groups")
+SSO_ROLE_GROUPS = os.environ.get("CONSOLE_SSO_ROLE_GROUPS", "")
+SSO_TENANT_GROUPS = os.environ.get("CONSOLE_SSO_TENANT_GROUPS", "")
+SSO_TENANT_CLAIM = os.environ.get("CONSOLE_SSO_TENANT_CLAIM", "")
+# A mapping that does not read stops the start, naming the variable, rather than every login.
+try:
+    SignOnMapping(
+        role_groups=parse_role_groups(SSO_ROLE_GROUPS),
+        tenant_groups=parse_tenant_groups(SSO_TENANT_GROUPS),
+    )
+except ValueError as refused:
+    raise ImproperlyConfigured(
+        f"CONSOLE_SSO_ROLE_GROUPS or CONSOLE_SSO_TENANT_GROUPS: {refused}"
+    ) from None
+# The claim a new account's username comes from (taken: a suffix is added; accounts are found by
+# issuer and subject, never by this name or by e-mail).
+SSO_USERNAME_CLAIM = os.environ.get("CONSOLE_SSO_USERNAME_CLAIM", "preferred_username")
+# The ID token's signature algorithms accepted (asymmetric only), and the clock skew allowed on
+# its exp, iat and nbf, in seconds.
+SSO_ID_TOKEN_ALGORITHMS = os.environ.get("CONSOLE_SSO_ID_TOKEN_ALGORITHMS", "RS256,PS256,ES256")
+SSO_CLOCK_SKEW_SECONDS = int(os.environ.get("CONSOLE_SSO_CLOCK_SKEW_SECONDS", "60"))
+# RP-initiated logout: logging out of the console also ends the provider's session when the
+# provider advertises an end_session_endpoint (0: the console's session only).
+SSO_PROVIDER_LOGOUT = os.environ.get("CONSOLE_SSO_PROVIDER_LOGOUT", "1") != "0"
+# Local passwords (the demo accounts): 0 switches them off; the login page then offers sign-on
+# only and every password login (the console's, the admin's) is refused.
+PASSWORD_LOGIN = os.environ.get("CONSOLE_PASSWORD_LOGIN", "1") != "0"
+
 # The scope that commands fall back to when --tenant/--brand are not given.
 DEMO_TENANT = os.environ.get("CONSOLE_DEMO_TENANT", "teahouse")
 DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
@@ -230,6 +281,13 @@ LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_TH
 # "N/m", "N/h", "N/d"; empty switches it off), and live investigations queued or running at once,
 # both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
+# Browser origins (scheme://host[:port], comma-separated) allowed to call the agent API and the
+# MCP endpoint from a web page (CORS); empty: no browser origin (docs/agents.md, Browsers).
+CONSOLE_CORS_ALLOWED_ORIGINS = [
+    origin.strip().rstrip("/")
+    for origin in os.environ.get("CONSOLE_CORS_ALLOWED_ORIGINS", "").split(",")
+    if origin.strip()
+]
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
 
 # OAuth for agents (agentapi/oauth.py; docs/agents.md, Connecting with OAuth). The issuer is the

@@ -18,10 +18,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import CharField, F, QuerySet, Value
 from django.db.models.functions import Cast
+from django.http import HttpRequest
 
 from reviewconsole.models import TenantMembership, tenant_named
 from reviewconsole.statements import INTEGER, Param, Statement
@@ -195,7 +197,19 @@ def forget(user: Any) -> None:
 
 class AccessBackend(ModelBackend):
     """Django's ``ModelBackend`` (login, users, ``with_perm``), its permissions read with the
-    user's memberships in one statement (:func:`access_of`)."""
+    user's memberships in one statement (:func:`access_of`). With ``PASSWORD_LOGIN`` off it
+    checks no password at all, whichever page or command asks (people sign on instead)."""
+
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if not settings.PASSWORD_LOGIN:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
     def get_all_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
         if not user_obj.is_active or user_obj.is_anonymous or obj is not None:

@@ -234,6 +234,31 @@ class AccountOrigin(models.Model):
         return f"{self.user_id} created by {self.created_by_id} (holder {self.holder_id})"
 
 
+class SignOnIdentity(models.Model):
+    """The person at an OpenID Connect provider an account belongs to: the provider (``issuer``)
+    and its stable, never reassigned id for the person (``subject``, the ID token's ``sub``).
+
+    Sign-on finds accounts by this pair only, never by e-mail or username, so a provider account
+    whose e-mail or name matches a local account does not reach it (``user_sign_on``).
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_on"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField()
+    last_sign_on_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sign_on_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
 class Tenant(models.Model):
     """A tenant of the deployment: the registry every tenant value names.
 

@@ -150,7 +150,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     "reviewconsole/health.py": ("tests/reviewconsole/test_health.py",),
     "reviewconsole/writelock.py": ("tests/reviewconsole/test_write_lock.py",),
     "reviewconsole/metrics.py": ("tests/api/test_metrics.py",),
-    "reviewconsole/services.py": ("tests/reviewconsole/test_roles_and_users.py",),
+    "reviewconsole/services.py": (
+        "tests/reviewconsole/test_roles_and_users.py",
+        "tests/reviewconsole/test_signon.py",
+    ),
     "reviewconsole/statements.py": ("tests/reviewconsole/test_statements.py",),
     "semantic/branch.py": (
         "tests/semantic/test_knowledge_branch.py",

@@ -13,7 +13,9 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, get_resolver
 
 # Pages that are public on purpose, and the two areas with their own authentication.
-PUBLIC = {"login", "logout", "set_language", "favicon"}
+# Logging in through the provider (the start and its answer) and the admin's login page (the
+# admin's own, or the console's with passwords off) are how one logs in.
+PUBLIC = {"login", "logout", "set_language", "favicon", "sso-login", "sso-callback", "admin-login"}
 OWN_AUTHENTICATION = ("admin/", "api/v1/")
 
 

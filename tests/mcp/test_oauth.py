@@ -43,7 +43,8 @@ from mcp.shared.auth import (
 )
 
 from tests.helpers import ROOT, copy_database, manage_many_on_sqlite
-from tests.mcp.test_http import SEARCH, _free_port, _get, _world
+from tests.mcp.http_deployment import SEARCH, _free_port, _world, http_status
+from tests.mcp.test_server import refusal
 
 AGENT, AGENT_PASSWORD = "agent-7", "demo-agent-7-searches"
 HARBOR_AGENT, HARBOR_PASSWORD = "agent-h", "harbor-agent-password"
@@ -99,7 +100,7 @@ def _wait_until_serving(servers: Servers, folder: Path, urls: list[str]) -> None
                 logs = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.log")}
                 pytest.fail(f"a server exited: {logs}")
             try:
-                if _get(url) == 200:
+                if http_status(url) == 200:
                     break
             except OSError:
                 pass  # not listening yet
@@ -567,13 +568,13 @@ def test_a_token_reaches_only_the_tenants_its_scopes_and_its_user_share(
         scope="agent tenant:harbor tenant:teahouse",
     )
     result = _search(servers, _Bearer(harbor))
-    assert result.is_error and result.structured_content["error"] == "forbidden", result
+    assert refusal(result)["error"] == "forbidden", result
     # agent-7 (every tenant) narrows itself to harbor: teahouse is not there for this token.
     narrowed = _token_for(
         servers, AGENT, AGENT_PASSWORD, resource=servers.mcp, scope="agent tenant:harbor"
     )
     result = _search(servers, _Bearer(narrowed))
-    assert result.is_error and result.structured_content["error"] == "forbidden", result
+    assert refusal(result)["error"] == "forbidden", result
     # A token with no tenant scope acts as no one.
     with closing(sqlite3.connect(servers.database)) as db, db:
         db.execute(
