@@ -104,6 +104,14 @@ well_known_urlpatterns = [
         dot.OAuthServerMetadataView.as_view(),
         name="oauth-server-metadata",
     ),
-    path(".well-known/oauth-protected-resource", protected_resource),
-    path(f".well-known/oauth-protected-resource{oauth.API_PATH}", protected_resource),
+    path(
+        ".well-known/oauth-protected-resource",
+        protected_resource,
+        name="oauth-resource-metadata",
+    ),
+    path(
+        f".well-known/oauth-protected-resource{oauth.API_PATH}",
+        protected_resource,
+        name="oauth-resource-metadata-api",
+    ),
 ]
