@@ -53,6 +53,12 @@ class ScopeVectors(models.Model):
     # that language (float32, four per key): the item's end of its significance.
     item_null = models.BinaryField(default=b"")
     version = models.BigIntegerField(default=0)
+    # The last ``VectorDelta.seq`` appended for the scope, and the last one folded into this
+    # matrix: a reader adds the rows after ``merged_seq`` to the matrix it keeps.
+    delta_seq = models.BigIntegerField(default=0)
+    merged_seq = models.BigIntegerField(default=0)
+    # A merge of the delta into the matrix is queued (many additions queue one).
+    merge_queued = models.BooleanField(default=False)
     dirty = models.BooleanField(default=True)
     packed_at = models.DateTimeField(null=True, blank=True)
 
@@ -64,3 +70,31 @@ class ScopeVectors(models.Model):
 
     def __str__(self) -> str:
         return f"{self.space} scope {self.scope} ({self.model or 'not packed'})"
+
+
+class VectorDelta(models.Model):
+    """The vector of one entry embedded since its scope's matrix was last packed: appended by
+    the worker (``semantic.packing``), one row per new entry, read by every process on top of
+    the packed matrix it keeps, and folded into the matrix by ``vectors_merge_task`` once
+    enough have gathered. ``seq`` numbers a scope's rows in the order they were appended
+    (``ScopeVectors.delta_seq`` is the last); ``model``, ``vector``, ``language`` and
+    ``item_null`` are what the packed matrix keeps per key."""
+
+    space = models.CharField(max_length=16)
+    scope = models.BigIntegerField()
+    seq = models.BigIntegerField()
+    entry = models.BigIntegerField()
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()  # float32, L2-normalised
+    language = models.PositiveSmallIntegerField(default=0)
+    item_null = models.BinaryField(default=b"")  # float32, four figures
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "scope", "seq"], name="semantic_vector_delta_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space} scope {self.scope} +{self.entry}"
