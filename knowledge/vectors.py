@@ -25,8 +25,13 @@ def _entries(scope: int, among: Sequence[int] | None = None) -> list[Entry]:
     return [Entry(pk, str(document), searchable(title, text)) for pk, document, title, text in rows]
 
 
+def _entries_after(scope: int, entry: int, limit: int) -> list[Entry]:
+    after = SearchEntry.objects.filter(scope_id=scope, pk__gt=entry).order_by("pk")
+    return _entries(scope, list(after.values_list("pk", flat=True)[:limit]))
+
+
 def _entry_ids(scope: int) -> list[int]:
     return list(SearchEntry.objects.filter(scope_id=scope).values_list("pk", flat=True))
 
 
-SPACE = Space(VECTOR_SPACE, _scopes, _entries, _entry_ids, _entries)
+SPACE = Space(VECTOR_SPACE, _scopes, _entries, _entry_ids, _entries, _entries_after)

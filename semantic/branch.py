@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import connection
 
 from semantic import calibration, embedders
-from semantic.models import ScopeVectors
+from semantic.models import PackedMatrix
 from semantic.packing import Stored
 
 logger = logging.getLogger(__name__)
@@ -135,12 +135,12 @@ class Branch:
 # rows after those this process holds for that version (all after the last merge when it holds
 # another version or none). The matrix itself travels only when the version changed.
 _VERSION_SQL = """
-SELECT sv.version, sv.model, sv.dim, d.seq, d.entry, d.vector, d.language, d.item_null
-FROM semantic_scopevectors sv
+SELECT pm.version, pm.model, pm.dim, d.seq, d.entry, d.vector, d.language, d.item_null
+FROM semantic_packedmatrix pm
 LEFT JOIN semantic_vectordelta d
-  ON d.space = sv.space AND d.scope = sv.scope AND d.model = sv.model
- AND d.seq > CASE WHEN sv.version = %s THEN %s ELSE sv.merged_seq END
-WHERE sv.space = %s AND sv.scope = %s
+  ON d.space = pm.space AND d.scope = pm.scope AND d.model = pm.model
+ AND d.seq > CASE WHEN pm.version = %s THEN %s ELSE pm.merged_seq END
+WHERE pm.space = %s AND pm.scope = %s
 """
 _packed_cache: OrderedDict[tuple[str, int], Packed] = OrderedDict()
 # Per scope kept: the packed matrix as merged (by its version) and the delta's rows on top of it.
@@ -162,7 +162,7 @@ FETCHED = _Fetched()
 def _merged(space: str, scope: int, version: int) -> tuple[str, int, Stored] | None:
     """The scope's matrix as merged, when it is still at ``version``."""
     full = (
-        ScopeVectors.objects.filter(space=space, scope=scope)
+        PackedMatrix.objects.filter(space=space, scope=scope)
         .values_list("version", "model", "dim", "keys", "matrix", "languages", "item_null")
         .first()
     )

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F
 from django.db.models.functions import Length
 
 from reviewconsole import clock
 from semantic import calibration, embedders, spaces
-from semantic.models import ItemVector, ScopeVectors, VectorDelta
+from semantic.models import ItemVector, PackedMatrix, ScopeVectors, VectorDelta
 
 BATCH = 32
 # SQLite allows 999 bound parameters per statement in older builds.
@@ -187,6 +186,36 @@ def scope_packed(
         raise
 
 
+def _matrix_written(
+    space: str, scope: int, model: str, dim: int, stored: Stored, merged_seq: int, now: datetime
+) -> None:
+    """Write the scope's packed matrix as a new version (the scope's state row locked)."""
+    version = (
+        ScopeVectors.objects.select_for_update()
+        .filter(space=space, scope=scope)
+        .values_list("version", flat=True)
+        .get()
+    ) + 1
+    PackedMatrix.objects.update_or_create(
+        space=space,
+        scope=scope,
+        defaults={
+            "model": model,
+            "dim": dim,
+            "version": version,
+            "merged_seq": merged_seq,
+            "keys": stored.keys.tobytes(),
+            "matrix": np.ascontiguousarray(stored.matrix, dtype=np.float32).tobytes(),
+            "languages": stored.languages.tobytes(),
+            "item_null": np.ascontiguousarray(stored.item_null, dtype=np.float32).tobytes(),
+        },
+    )
+    ScopeVectors.objects.filter(space=space, scope=scope).update(
+        model=model, dim=dim, version=version, merge_queued=False, packed_at=now
+    )
+    VectorDelta.objects.filter(space=space, scope=scope, seq__lte=merged_seq).delete()
+
+
 def _packed_whole(
     space: str,
     scope: int,
@@ -207,27 +236,24 @@ def _packed_whole(
         space, {e.item: e.text for e in entries}, embedder, now=now, progress=progress
     )
     ordered = sorted(entries, key=lambda e: e.entry)
-    keys = np.array([e.entry for e in ordered], dtype=np.int64)
     dim = int(next(iter(vectors.values())).shape[0]) if vectors else 0
     matrix = (
         np.stack([vectors[e.item] for e in ordered]).astype(np.float32)
         if ordered
         else np.zeros((0, dim), dtype=np.float32)
     )
+    stored = Stored(
+        np.array([e.entry for e in ordered], dtype=np.int64),
+        matrix,
+        calibration.language_codes(e.text for e in ordered),
+        reference.item_null(matrix) if len(matrix) else np.zeros((0, 4), np.float32),
+    )
     with transaction.atomic():
-        ScopeVectors.objects.filter(space=space, scope=scope).update(
-            model=embedder.name,
-            dim=dim,
-            keys=keys.tobytes(),
-            matrix=matrix.tobytes(),
-            languages=calibration.language_codes(e.text for e in ordered).tobytes(),
-            item_null=reference.item_null(matrix).tobytes() if len(matrix) else b"",
-            version=F("version") + 1,
-            merged_seq=seen,
-            merge_queued=False,
-            packed_at=now,
+        _matrix_written(space, scope, embedder.name, dim, stored, seen, now)
+        last = int(stored.keys[-1]) if len(stored.keys) else 0
+        ScopeVectors.objects.filter(space=space, scope=scope, last_entry__lt=last).update(
+            last_entry=last
         )
-        VectorDelta.objects.filter(space=space, scope=scope, seq__lte=seen).delete()
     return made
 
 
@@ -240,40 +266,42 @@ def _delta_appended(
     progress: Callable[[int], None] | None,
     merge: Callable[[str, int], None] | None,
 ) -> int | None:
-    """Append the vectors of the scope's entries that have none to its delta; returns the items
-    embedded, or None when the scope must be packed whole instead."""
+    """Append the vectors of the scope's entries after the last one with a vector to its delta;
+    returns the items embedded, or None when the scope must be packed whole instead. (An entry
+    committed after a later one was embedded is found by the next merge, which compares every
+    entry id with the keys; until then the branch says ``partial``.)"""
     found = spaces.space(space)
-    if found.entry_ids is None or found.entries_among is None:
+    if found.entries_after is None:
         return None
-    row = (
+    packed_row = (
+        PackedMatrix.objects.filter(space=space, scope=scope)
+        .annotate(
+            keys_size=Length("keys"),
+            languages_size=Length("languages"),
+            nulls_size=Length("item_null"),
+        )
+        .values_list("model", "version", "keys_size", "languages_size", "nulls_size")
+        .first()
+    )
+    if packed_row is None or packed_row[0] != embedder.name:
+        return None
+    model, version, keys_size, languages_size, nulls_size = packed_row
+    rows = int(keys_size or 0) // 8
+    if (languages_size or 0) != rows or (nulls_size or 0) != 16 * rows:
+        return None  # packed before the languages and the item ends were kept
+    last = (
         ScopeVectors.objects.filter(space=space, scope=scope)
-        .annotate(languages_size=Length("languages"), nulls_size=Length("item_null"))
-        .values_list("model", "version", "keys", "merged_seq", "languages_size", "nulls_size")
+        .values_list("last_entry", flat=True)
         .get()
     )
-    model, version, blob, merged_seq, languages_size, nulls_size = row
-    if model != embedder.name or not version:
+    entries = found.entries_after(scope, int(last), merge_threshold(rows) + 1)
+    if len(entries) > merge_threshold(rows):
         return None
-    packed_keys = np.frombuffer(bytes(blob or b""), dtype=np.int64)
-    if (languages_size or 0) != len(packed_keys) or (nulls_size or 0) != 16 * len(packed_keys):
-        return None  # packed before the languages and the item ends were kept
-    known = set(packed_keys.tolist())
-    known.update(
-        VectorDelta.objects.filter(
-            space=space, scope=scope, model=model, seq__gt=merged_seq
-        ).values_list("entry", flat=True)
-    )
-    new = sorted(set(found.entry_ids(scope)) - known)
-    if not new:
+    if not entries:
         return 0
-    if len(new) > merge_threshold(len(packed_keys)):
-        return None
-    entries = found.entries_among(scope, new)
     vectors, made = item_vectors(
         space, {e.item: e.text for e in entries}, embedder, now=now, progress=progress
     )
-    if not entries:
-        return made
     matrix = np.stack([vectors[e.item] for e in entries]).astype(np.float32)
     languages = calibration.language_codes(e.text for e in entries)
     nulls = reference.item_null(matrix)
@@ -281,11 +309,11 @@ def _delta_appended(
         locked = (
             ScopeVectors.objects.select_for_update()
             .filter(space=space, scope=scope)
-            .values_list("version", "delta_seq", "merged_seq", "merge_queued")
+            .values_list("version", "delta_seq", "merge_queued", "last_entry")
             .get()
         )
-        if locked[0] != version:
-            # Packed meanwhile (a merge, or a whole packing): whatever it missed is found again.
+        if locked[0] != version or locked[3] != last:
+            # Packed or appended meanwhile: whatever that missed is found again.
             ScopeVectors.objects.filter(space=space, scope=scope).update(dirty=True)
             return made
         seq = int(locked[1])
@@ -302,38 +330,44 @@ def _delta_appended(
             )
             for i, entry in enumerate(entries, start=1)
         )
-        waiting = seq + len(entries) - int(locked[2])
-        due = not locked[3] and waiting >= merge_threshold(len(packed_keys))
+        merged_seq = (
+            PackedMatrix.objects.filter(space=space, scope=scope)
+            .values_list("merged_seq", flat=True)
+            .get()
+        )
+        waiting = seq + len(entries) - int(merged_seq)
+        due = not locked[2] and waiting >= merge_threshold(rows)
         ScopeVectors.objects.filter(space=space, scope=scope).update(
-            delta_seq=seq + len(entries), merge_queued=due or locked[3]
+            delta_seq=seq + len(entries),
+            last_entry=max(e.entry for e in entries),
+            merge_queued=due or locked[2],
         )
         if due and merge is not None:
             merge(space, scope)
     return made
 
 
-def vectors_merged(space: str, scope: int) -> int:
+def vectors_merged(space: str, scope: int, *, now: datetime | None = None) -> int:
     """Fold the scope's delta into its packed matrix (the merge task): the rows of entries no
-    longer in the scope are dropped. Returns the delta rows folded."""
+    longer in the scope are dropped, and entries without a vector (committed after a later one
+    was embedded) are embedded. Returns the delta rows folded."""
+    now = now or clock.now()
     row = (
-        ScopeVectors.objects.filter(space=space, scope=scope)
+        PackedMatrix.objects.filter(space=space, scope=scope)
         .values_list(
-            "version",
-            "model",
-            "dim",
-            "keys",
-            "matrix",
-            "languages",
-            "item_null",
-            "delta_seq",
-            "merged_seq",
+            "version", "model", "dim", "keys", "matrix", "languages", "item_null", "merged_seq"
         )
         .first()
     )
-    if row is None or not row[1] or not row[0]:
+    seen = (
+        ScopeVectors.objects.filter(space=space, scope=scope)
+        .values_list("delta_seq", flat=True)
+        .first()
+    )
+    if row is None or seen is None:
         ScopeVectors.objects.filter(space=space, scope=scope).update(merge_queued=False)
         return 0
-    version, model, dim, keys, matrix, languages, item_null, seen, merged_seq = row
+    version, model, dim, keys, matrix, languages, item_null, merged_seq = row
     rows = list(
         VectorDelta.objects.filter(
             space=space, scope=scope, model=model, seq__gt=merged_seq, seq__lte=seen
@@ -341,37 +375,59 @@ def vectors_merged(space: str, scope: int) -> int:
         .order_by("seq")
         .values_list("entry", "vector", "language", "item_null")
     )
+    if not rows:
+        ScopeVectors.objects.filter(space=space, scope=scope).update(merge_queued=False)
+        return 0
+    ids = np.frombuffer(bytes(keys), dtype=np.int64)
     base = Stored(
-        np.frombuffer(bytes(keys), dtype=np.int64),
-        np.frombuffer(bytes(matrix), dtype=np.float32).reshape(-1, dim or 0),
+        ids,
+        np.frombuffer(bytes(matrix), dtype=np.float32).reshape(len(ids), dim or 0),
         np.frombuffer(bytes(languages or b""), dtype=np.uint8),
-        np.frombuffer(bytes(item_null or b""), dtype=np.float32).reshape(-1, 4),
+        np.frombuffer(bytes(item_null or b""), dtype=np.float32).reshape(len(ids), 4),
     )
     combined = base.with_rows(rows, dim)
     found = spaces.space(space)
     if found.entry_ids is not None:
-        combined = combined.among(np.array(sorted(found.entry_ids(scope)), dtype=np.int64))
+        current = np.array(sorted(found.entry_ids(scope)), dtype=np.int64)
+        combined = combined.among(current)
+        missing = np.setdiff1d(current, combined.keys)
+        if len(missing) and found.entries_among is not None:
+            combined = _embedded_among(space, scope, combined, missing, now)
     with transaction.atomic():
         locked = (
-            ScopeVectors.objects.select_for_update()
+            PackedMatrix.objects.select_for_update()
             .filter(space=space, scope=scope)
             .values_list("version", flat=True)
-            .get()
+            .first()
         )
         if locked != version:
             return 0  # packed meanwhile: that packing folded the delta
-        ScopeVectors.objects.filter(space=space, scope=scope).update(
-            keys=combined.keys.tobytes(),
-            matrix=combined.matrix.tobytes(),
-            languages=combined.languages.tobytes(),
-            item_null=combined.item_null.tobytes(),
-            version=F("version") + 1,
-            merged_seq=seen,
-            merge_queued=False,
-            packed_at=clock.now(),
-        )
-        VectorDelta.objects.filter(space=space, scope=scope, seq__lte=seen).delete()
+        _matrix_written(space, scope, model, int(dim), combined, int(seen), now)
     return len(rows)
+
+
+def _embedded_among(
+    space: str, scope: int, stored: Stored, missing: np.ndarray, now: datetime
+) -> Stored:
+    """``stored`` with the vectors of the entries ``missing`` added (embedded when needed)."""
+    found = spaces.space(space)
+    embedder = embedders.configured()
+    assert found.entries_among is not None
+    if embedder is None:
+        return stored
+    reference = reference_embedded(embedder, now)
+    entries = found.entries_among(scope, [int(i) for i in missing])
+    if not entries:
+        return stored
+    vectors, _ = item_vectors(space, {e.item: e.text for e in entries}, embedder, now=now)
+    matrix = np.stack([vectors[e.item] for e in entries]).astype(np.float32)
+    languages = calibration.language_codes(e.text for e in entries)
+    nulls = reference.item_null(matrix)
+    rows = [
+        (e.entry, matrix[i].tobytes(), int(languages[i]), nulls[i].astype(np.float32).tobytes())
+        for i, e in enumerate(entries)
+    ]
+    return stored.with_rows(rows, int(matrix.shape[1]))
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,12 @@ class Space:
     name: str
     scopes: Callable[[], Iterable[int]]
     entries: Callable[[int], list[Entry]]
-    # The ids of a scope's entries, and the entries of a scope among the ids given (the worker
-    # reads only the texts of the entries it has no vector for).
+    # The ids of a scope's entries; its entries among the ids given; and at most ``limit`` of
+    # its entries after an entry id, by id (the worker reads only the texts of the entries it
+    # has no vector for).
     entry_ids: Callable[[int], list[int]] | None = None
     entries_among: Callable[[int, Sequence[int]], list[Entry]] | None = None
+    entries_after: Callable[[int, int, int], list[Entry]] | None = None
 
 
 _spaces: dict[str, Space] = {}

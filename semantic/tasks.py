@@ -8,7 +8,7 @@ from django_tasks import task
 
 from reviewconsole.background import retrying
 from semantic import embedders
-from semantic.models import ScopeVectors
+from semantic.models import PackedMatrix, ScopeVectors, VectorDelta
 from semantic.packing import every_scope_packed, scope_packed, scopes_marked, vectors_merged
 
 
@@ -48,6 +48,8 @@ def space_reset(space: str, scopes: Iterable[int]) -> None:
     (their scope and entry ids are gone) and queue the packing of the new ``scopes``. The items'
     vectors are kept, so nothing is embedded twice."""
     ScopeVectors.objects.filter(space=space).delete()
+    PackedMatrix.objects.filter(space=space).delete()
+    VectorDelta.objects.filter(space=space).delete()
     scopes_changed(space, scopes)
 
 

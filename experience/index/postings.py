@@ -340,7 +340,9 @@ def _delta_appended(
         expanded_tokens=_token_keys(expanded),
     )
     waiting = models.delta.objects.filter(scope_id=scope_id).count()
-    if waiting % merge_threshold(merged_entries) == 0:
+    if waiting == merge_threshold(merged_entries):
+        # Once, as the delta reaches the threshold: the changes appended until the merge runs
+        # are merged with them (the delta counts one change at a time under the lock).
         index_merge_task.enqueue(scope_id)
 
 

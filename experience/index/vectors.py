@@ -38,11 +38,16 @@ def _entries(scope: int, among: Sequence[int] | None = None) -> list[Entry]:
     return [Entry(pk, item, texts[item]) for pk, item, _ in rows if item in texts]
 
 
+def _entries_after(scope: int, entry: int, limit: int) -> list[Entry]:
+    after = IndexEntry.objects.filter(scope_id=scope, pk__gt=entry).order_by("pk")
+    return _entries(scope, list(after.values_list("pk", flat=True)[:limit]))
+
+
 def _entry_ids(scope: int) -> list[int]:
     return list(IndexEntry.objects.filter(scope_id=scope).values_list("pk", flat=True))
 
 
-SPACE = Space(VECTOR_SPACE, _scopes, _entries, _entry_ids, _entries)
+SPACE = Space(VECTOR_SPACE, _scopes, _entries, _entry_ids, _entries, _entries_after)
 
 # Passage vectors of texts compared by the merge rule, per model and text, so a worker embeds an
 # item's text before it opens its write transaction (``meaning_prepared``) and the comparison
