@@ -220,17 +220,17 @@ def run(args: argparse.Namespace) -> int:
         packing.scope_packed(postings.VECTOR_SPACE, scope_id)
     print(f"loaded and packed in {time.perf_counter() - started:.1f} s")
 
-    def read(size: int) -> tuple[int, int, int, int]:
+    def read(size: int) -> tuple[int, int, int, int, int]:
         """A reader's read of the scope: bytes and delta rows, lexical then vector."""
         scope = {**SCOPE, "store": stores[size]}
         assert postings.scope_read(scope, "优惠券 无法使用") is not postings.STALE
-        lexical = (postings.FETCHED.bytes, postings.FETCHED.delta_rows)
+        lexical = (postings.FETCHED.bytes, postings.FETCHED.delta_rows, postings.FETCHED.lists)
         assert branch.packed(postings.VECTOR_SPACE, scope_ids[size]) is not None
         return (*lexical, branch.FETCHED.bytes, branch.FETCHED.delta_rows)
 
     lexical: dict[int, list[float]] = {size: [] for size in stores}
     vector: dict[int, list[float]] = {size: [] for size in stores}
-    fetched: dict[int, list[tuple[int, int, int, int]]] = {size: [] for size in stores}
+    fetched: dict[int, list[tuple[int, int, int, int, int]]] = {size: [] for size in stores}
     for _round in range(args.rounds):
         for size, store in stores.items():
             read(size)  # the reader holds the scope as it is before the addition
@@ -270,11 +270,16 @@ def run(args: argparse.Namespace) -> int:
         )
     print("\na reader's refresh after one addition (last round)")
     for size in stores:
-        lex_bytes, lex_rows, vec_bytes, vec_rows = fetched[size][-1]
+        lex_bytes, lex_rows, lists, vec_bytes, vec_rows = fetched[size][-1]
         print(
             f"reader after one addition at {size:,}: lexical {lex_bytes:,} bytes"
-            f" ({lex_rows} delta rows), vector {vec_bytes:,} bytes ({vec_rows} delta rows)"
+            f" ({lex_rows} delta rows), vector {vec_bytes:,} bytes ({vec_rows} delta rows);"
+            f" the query's posting lists {lists:,} bytes"
         )
+    print(
+        "  (lexical: the scope's array and the delta's records; the posting lists travel with"
+        " every search, addition or not)"
+    )
     if connection.vendor == "sqlite":
         print("  (SQLite: the lexical array is read from the file at every search, not kept)")
 

@@ -849,11 +849,13 @@ DELTAS = _Deltas()
 
 
 class _Fetched(threading.local):
-    """What this thread's last :func:`scope_read` received: the bytes of its blobs and the
-    delta's rows (what the tests and the bench count)."""
+    """What this thread's last :func:`scope_read` received (what the tests and the bench
+    count): the bytes of the scope's array and of the delta's records, the delta's rows, and
+    the bytes of the query's posting lists (sent with every read)."""
 
     bytes: int = 0
     delta_rows: int = 0
+    lists: int = 0
 
 
 FETCHED = _Fetched()
@@ -899,7 +901,8 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
             rows = cursor.fetchall()
         head = next((row for row in rows if row[0] == 0), None)
-        FETCHED.bytes = sum(len(row[5] or b"") + len(row[6] or b"") for row in rows)
+        FETCHED.bytes = sum(len(row[5] or b"") for row in rows if row[0] != 1)
+        FETCHED.lists = sum(len(row[5] or b"") + len(row[6] or b"") for row in rows if row[0] == 1)
         FETCHED.delta_rows = sum(1 for row in rows if row[0] == 2)
         if head is None:
             return STALE
