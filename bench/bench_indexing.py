@@ -236,11 +236,6 @@ def run(args: argparse.Namespace) -> int:
             read(size)  # the reader holds the scope as it is before the addition
             (case,) = cases.rows(store, 1)
             case.save()
-            if size == args.large and os.environ.get("BENCH_PROFILE"):
-                import cProfile
-
-                profiler = cProfile.Profile()
-                profiler.enable()
             begun = time.perf_counter()
             with transaction.atomic():
                 postings.item_indexed("case", case)
@@ -248,11 +243,6 @@ def run(args: argparse.Namespace) -> int:
             begun = time.perf_counter()
             packing.scope_packed(postings.VECTOR_SPACE, scope_ids[size])
             vector[size].append((time.perf_counter() - begun) * 1000)
-            if size == args.large and os.environ.get("BENCH_PROFILE"):
-                profiler.disable()
-                import pstats
-
-                pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
             fetched[size].append(read(size))
 
     print(f"\none addition, median of {args.rounds} (ms)")

@@ -894,9 +894,9 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             held = None
         params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
         params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
+        params += key
         if versioned:
             params += [cached[0] if cached is not None else "", held.seq if held else 0]
-        params += key
         with connection.cursor() as cursor:
             cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
             rows = cursor.fetchall()
