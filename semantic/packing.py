@@ -3,7 +3,10 @@
 Nothing here runs in a review's request. A change to an index scope marks its vectors dirty
 and queues ``semantic.tasks.scope_vectors_task`` in the writer's transaction; the task embeds
 the entries not embedded yet (batches of ``BATCH`` texts, each item once however many scopes
-list it) and packs the scope's matrix. Until it has, retrieval ranks the scope's new entries by
+list it) and appends them to the scope's delta (``VectorDelta``), or packs the scope's matrix
+whole when it has none of the current model; ``semantic.tasks.vectors_merge_task`` folds the
+delta into the matrix once it reaches :func:`merge_threshold` (docs/architecture.md,
+"Incremental indexes"). Until it has, retrieval ranks the scope's new entries by
 their words alone and says so (``semantic.branch``).
 """
 

@@ -12,8 +12,12 @@ the whole scope and the query's posting lists in one statement (:func:`scope_rea
 Written at write time, in the writer's transaction: every review decision calls
 :func:`item_status_followed` with the item's new status (``experience.review.lifecycle``), which
 indexes an approved item and takes out one in any other status
-(revoked, superseded, rejected). Both lock the scope's row first and rewrite its array with the
-entry added or taken out, so concurrent writers into one scope queue on that row. A lexicon
+(revoked, superseded, rejected). Both lock the scope's row first (concurrent writers into one
+scope queue on it) and append the change to the scope's delta (``IndexDelta``) instead of
+rewriting its array and posting lists; :func:`index_merge_task` folds the delta in the background
+once it reaches :func:`merge_threshold`, and :func:`scope_read` applies it on top of the merged
+array and lists (:func:`with_delta`), so every change is visible at the next read
+(docs/architecture.md, "Incremental indexes"). A lexicon
 change leaves the expanded postings of every scope behind: each scope carries the lexicon stamp
 they were computed under, and retrieval uses its postings only while that stamp is the current
 one, ranking from the items' texts otherwise (correct, only slower). :func:`expanded_refreshed`
