@@ -18,7 +18,9 @@ approved case is added to each and timed twice:
   index itself pays.
 
 Merges are left to the background (the task backend here queues and never runs them); after the
-rounds, one merge of each scope's delta is timed beside them. After each addition a reader that
+rounds, one merge of each scope's delta is timed beside them. Last, as many additions again
+without the delta (the array and posting lists rewritten in the writer's transaction, the
+matrix packed whole: what every addition cost before) give the baseline. After each addition a reader that
 had read the scope before reads it again (``scope_read`` and the vector branch's ``packed``): the
 bytes it received and the delta rows among them are printed. On SQLite the retrieval index's
 array is read from the file on every search (no process cache: nothing travels), so its
@@ -199,8 +201,9 @@ def run(args: argparse.Namespace) -> int:
 
     from experience.cases.models import Case
     from experience.index import postings
-    from experience.index.models import IndexScope
+    from experience.index.models import IndexEntry, IndexPosting, IndexScope
     from semantic import branch, packing
+    from semantic.tasks import scopes_changed
 
     call_command("migrate", verbosity=0, interactive=False)
     print(
@@ -286,6 +289,34 @@ def run(args: argparse.Namespace) -> int:
             f"merge at {size:,}: lexical {lexical_ms:.1f} ms ({folded} changes),"
             f" vector {vector_ms:.1f} ms ({merged} rows)"
         )
+
+    # The same additions without a delta: the array and posting lists rewritten in the
+    # writer's transaction, the matrix packed whole by the worker (what every addition cost
+    # before the delta).
+    rewrite = postings.Models(IndexScope, IndexEntry, IndexPosting)
+    eager: dict[int, list[float]] = {size: [] for size in stores}
+    whole: dict[int, list[float]] = {size: [] for size in stores}
+    for _round in range(args.rounds):
+        for size, store in stores.items():
+            (case,) = cases.rows(store, 1)
+            case.save()
+            begun = time.perf_counter()
+            with transaction.atomic():
+                postings.item_indexed("case", case, rewrite)
+                scopes_changed(postings.VECTOR_SPACE, [scope_ids[size]])
+            eager[size].append((time.perf_counter() - begun) * 1000)
+            begun = time.perf_counter()
+            packing.scope_packed(postings.VECTOR_SPACE, scope_ids[size], whole=True)
+            whole[size].append((time.perf_counter() - begun) * 1000)
+    print(f"\nwithout the delta (rewriting the scope), median of {args.rounds} (ms)")
+    for size in stores:
+        print(
+            f"rewrite at {size:,}: lexical {statistics.median(eager[size]):.2f} ms,"
+            f" vector {statistics.median(whole[size]):.2f} ms"
+        )
+    for name, figures in (("lexical", eager), ("vector", whole)):
+        ratio = statistics.median(figures[args.large]) / statistics.median(figures[args.small])
+        print(f"{name} rewrite ratio {args.large:,}/{args.small:,}: x{ratio:.2f}")
     return 0
 
 

@@ -155,8 +155,10 @@ def scope_packed(
     now: datetime | None = None,
     progress: Callable[[int], None] | None = None,
     merge: Callable[[str, int], None] | None = None,
+    whole: bool = False,
 ) -> int:
-    """Embed a dirty scope's new entries; returns the items embedded.
+    """Embed a dirty scope's new entries; returns the items embedded (``whole``: pack every
+    entry again, as ``reembed`` does).
 
     A scope packed with the current model gets the vectors of the entries it has none for
     appended to its delta (``VectorDelta``); ``merge(space, scope)`` is called (once, until the
@@ -180,9 +182,10 @@ def scope_packed(
             ScopeVectors.objects.filter(space=space, scope=scope).update(dirty=True)
             return 0
         reference = reference_embedded(embedder, now)
-        appended = _delta_appended(space, scope, embedder, reference, now, progress, merge)
-        if appended is not None:
-            return appended
+        if not whole:
+            appended = _delta_appended(space, scope, embedder, reference, now, progress, merge)
+            if appended is not None:
+                return appended
         return _packed_whole(space, scope, embedder, reference, now, progress)
     except Exception:
         ScopeVectors.objects.filter(space=space, scope=scope).update(dirty=True)
@@ -519,7 +522,7 @@ def every_scope_packed(progress: Callable[[str, int, int, int], None] | None = N
     for space in spaces.every_space():
         scopes = scopes_marked(space.name, list(space.scopes()))
         for done, scope in enumerate(scopes, start=1):
-            made += scope_packed(space.name, scope)
+            made += scope_packed(space.name, scope, whole=True)
             if progress is not None:
                 progress(space.name, done, len(scopes), made)
     return made
