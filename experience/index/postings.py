@@ -851,6 +851,31 @@ class _Deltas:
 
 DELTAS = _Deltas()
 
+# SQLite reads the array and the delta from the file at every search; applying the delta again
+# each time (an array's copy and sort) would cost more than the read. Kept per scope key with
+# the array's bytes and the delta's rows it was applied to, compared whole (ids are reused after
+# a rollback, so nothing shorter identifies them).
+_applied: OrderedDict[Hashable, tuple[bytes, tuple[Any, ...], Delta]] = OrderedDict()
+_applied_lock = threading.Lock()
+
+
+def _applied_in_process(
+    key: Hashable, merged: np.ndarray, blob: Any, changes: tuple[Any, ...]
+) -> Delta:
+    stored = bytes(blob)
+    with _applied_lock:
+        kept = _applied.get(key)
+    if kept is not None and kept[1] == changes and kept[0] == stored:
+        return kept[2]
+    fresh = sorted((_delta_row(row) for row in changes), key=lambda r: r.seq)
+    delta = with_delta(merged, fresh)
+    with _applied_lock:
+        _applied[key] = (stored, changes, delta)
+        _applied.move_to_end(key)
+        while len(_applied) > _Deltas.LIMIT // 4:
+            _applied.popitem(last=False)
+    return delta
+
 
 class _Fetched(threading.local):
     """What this thread's last :func:`scope_read` received (what the tests and the bench
@@ -928,10 +953,13 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             held = None
             if versioned:
                 _arrays_cache.keep(cache_key, version, merged)
-        fresh = sorted((_delta_row(row) for row in rows if row[0] == 2), key=lambda r: r.seq)
-        if held is not None and not fresh:
+        changes = tuple(row for row in rows if row[0] == 2)
+        if held is not None and not changes:
             delta = held
+        elif not versioned and changes:
+            delta = _applied_in_process(cache_key, merged, blob, changes)
         else:
+            fresh = sorted((_delta_row(row) for row in changes), key=lambda r: r.seq)
             delta = with_delta(merged, [*(held.rows if held else ()), *fresh], version or "")
             if versioned:
                 DELTAS.keep(cache_key, delta)
