@@ -84,6 +84,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     ),
     "experience/index/postings.py": (
         "tests/experience/index/test_retrieval_index.py",
+        "tests/experience/index/test_index_delta.py",
         "tests/experience/retrieval/test_retrieval.py",
     ),
     "experience/lessons/outcome_tallies.py": ("tests/experience/lessons/test_confidence_rule.py",),
@@ -158,8 +159,12 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     "semantic/branch.py": (
         "tests/semantic/test_knowledge_branch.py",
         "tests/experience/retrieval/test_semantic_retrieval.py",
+        "tests/experience/index/test_index_delta.py",
     ),
-    "semantic/packing.py": ("tests/evaluation/test_replay_branches.py",),
+    "semantic/packing.py": (
+        "tests/evaluation/test_replay_branches.py",
+        "tests/experience/index/test_index_delta.py",
+    ),
     "textsearch/postings.py": (
         "tests/knowledge/test_postings.py",
         "tests/knowledge/test_partial_head.py",
