@@ -80,9 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--database", choices=["sqlite", "postgres"], default=None)
     parser.add_argument("--postgres-url", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
-    parser.add_argument(
-        "--database-name", default="", help="PostgreSQL: the bench database's name"
-    )
+    parser.add_argument("--database-name", default="", help="PostgreSQL: the bench database's name")
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--seed", type=int, default=20260910)
     parser.add_argument(
@@ -315,8 +313,16 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"scale benchmark · {connection.vendor} · documents in one scope:"
             f" {', '.join(f'{s:,}' for s in args.size_list)}"
-            + ("" if args.skip_cases else f" · cases: {', '.join(f'{s:,}' for s in args.case_list)}")
-            + (f" · total ≥ {args.total:,} over {len(bk.OTHER_TENANTS) + 1} tenants" if args.total else "")
+            + (
+                ""
+                if args.skip_cases
+                else f" · cases: {', '.join(f'{s:,}' for s in args.case_list)}"
+            )
+            + (
+                f" · total ≥ {args.total:,} over {len(bk.OTHER_TENANTS) + 1} tenants"
+                if args.total
+                else ""
+            )
         )
         bk.busy_warning()
         with connection.cursor() as cursor:
@@ -429,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
             case_results = interleaved(case_arms, args.warmup, args.rounds)
             table("retrieve_experience, one scope (ms)", case_results, {})
             case_sizes = list(case_results)
-            print(growth_line("wall", case_sizes, {s: r["wall 50"] for s, r in case_results.items()}))
+            print(
+                growth_line("wall", case_sizes, {s: r["wall 50"] for s, r in case_results.items()})
+            )
             print(growth_line("CPU", case_sizes, {s: r["cpu 50"] for s, r in case_results.items()}))
             biggest = case_sizes[-1]
             print(
