@@ -37,7 +37,9 @@ It reports; it never fails on a missed target (exit status 0 once the run comple
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
+import itertools
 import os
 import random
 import statistics
@@ -65,6 +67,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="8000,16000,32000,64000,128000")
     parser.add_argument("--case-sizes", default="8000,16000,32000,64000,128000")
     parser.add_argument("--skip-cases", action="store_true", help="knowledge search only")
+    parser.add_argument("--skip-knowledge", action="store_true", help="retrieval only")
+    parser.add_argument(
+        "--reuse",
+        default="",
+        metavar="URL",
+        help="measure a database an earlier run kept (--keep) with the same --sizes, without"
+        " loading: another version of the code on the same data",
+    )
     parser.add_argument(
         "--total", type=int, default=0, help="documents in the whole corpus, at least"
     )
@@ -128,7 +138,7 @@ class TimedCorpus(bk.Corpus):
             finally:
                 self.index_seconds += time.perf_counter() - began
 
-        postings.bulk_indexed = timed  # type: ignore[assignment]
+        postings.bulk_indexed = timed
         try:
             super()._insert(batch)
         finally:
@@ -146,12 +156,12 @@ def case_store(size: int) -> str:
 
 def insert_cases(sizes: list[int], rng: random.Random) -> int:
     """``size`` approved cases in one exact scope per size, bulk inserted (no index written)."""
+    from django.contrib.auth import get_user_model
+
     from bench.bench_experience import insert_many
     from experience.cases.models import Case
     from experience.core import domain
     from reviewconsole import itemids
-
-    from django.contrib.auth import get_user_model
 
     user, _ = get_user_model().objects.get_or_create(username="bench-scale")
     now = datetime.now(UTC)
@@ -250,7 +260,7 @@ def breakdown(store: str, queries: int, seed: int) -> tuple[float, float]:
 
 
 def growth_line(label: str, sizes: list[int], values: dict[int, float]) -> str:
-    steps = [values[b] / values[a] for a, b in zip(sizes, sizes[1:], strict=False)]
+    steps = [values[b] / values[a] for a, b in itertools.pairwise(sizes)]
     worst = max(steps, default=0.0)
     shown = " ".join(f"×{s:.2f}" for s in steps)
     return (
@@ -284,6 +294,118 @@ def table(title: str, results: dict[int, dict[str, float]], rss: dict[int, float
         previous = row
 
 
+def load_knowledge(args: argparse.Namespace, vendor: str) -> list[Any]:
+    """The measured scopes, then the rest of the corpus; the indexing throughput."""
+    began = time.perf_counter()
+    corpus = TimedCorpus(args.seed)
+    for store, size in zip(bk.MEASURED_STORES, args.size_list, strict=False):
+        corpus.build_scope(store, size)
+    corpus.grow_to(args.total, print)
+    corpus.finished(vendor)
+    loaded = time.perf_counter() - began
+    print(
+        f"indexing: {corpus.documents:,} documents ({corpus.postings:,} postings) loaded in"
+        f" {loaded:.1f} s: {corpus.documents / loaded:,.0f} documents/s through the loader;"
+        f" the search index's writes {corpus.index_seconds:.1f} s:"
+        f" {corpus.documents / corpus.index_seconds:,.0f} documents/s"
+    )
+    return corpus.scopes
+
+
+def load_cases(args: argparse.Namespace, vendor: str) -> None:
+    from django.db import connection
+
+    from experience.index import postings as experience_postings
+    from reviewconsole.models import Tenant
+
+    Tenant.objects.get_or_create(name=bk.TENANT, defaults={"created_at": datetime.now(UTC)})
+    began = time.perf_counter()
+    cases = insert_cases(args.case_list, random.Random(args.seed))
+    inserted = time.perf_counter() - began
+    began = time.perf_counter()
+    entries = experience_postings.rebuild()
+    rebuilt = time.perf_counter() - began
+    if vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    print(
+        f"indexing: {cases:,} cases inserted in {inserted:.1f} s; the retrieval index rebuilt"
+        f" ({entries:,} entries) in {rebuilt:.1f} s: {cases / rebuilt:,.0f} cases/s"
+    )
+
+
+def measure_knowledge(args: argparse.Namespace, scopes: list[Any]) -> None:
+    from django.db import connection
+
+    from knowledge.search import search_knowledge
+
+    actor = bk.searcher()
+    arms: list[tuple[int, list[Callable[[], Any]]]] = []
+    for scope in scopes:
+        calls: list[Callable[[], Any]] = [
+            functools.partial(search_knowledge, query, context, actor=actor)
+            for query, context in bk.make_workload(
+                args.seed, args.queries + args.warmup, scope.store
+            )
+        ]
+        arms.append((scope.size, calls))
+    results = interleaved(arms, args.warmup, args.rounds)
+    rss: dict[int, float] = {}
+    if not args.skip_rss:
+        child = argparse.Namespace(queries=args.queries)
+        connection.close()
+        rss = {scope.size: bk.searching_rss(scope.store, child) for scope in scopes}
+    table(
+        f"knowledge search, one scope ({args.queries} queries × {args.rounds} rounds per"
+        " size, medians over rounds; ms; RSS: peak of a process that only searches that"
+        " scope)",
+        results,
+        rss,
+    )
+    sizes = list(results)
+    print(growth_line("wall", sizes, {s: r["wall 50"] for s, r in results.items()}))
+    print(growth_line("CPU", sizes, {s: r["cpu 50"] for s, r in results.items()}))
+    largest = sizes[-1]
+    print(
+        f"  search p50 at {largest:,} in scope ≤ {TARGET_P50_MS:g} ms:"
+        f" {results[largest]['wall 50']:.2f} ms wall, {results[largest]['cpu 50']:.2f} ms CPU"
+        f"  {bk.verdict(results[largest]['wall 50'] <= TARGET_P50_MS)}"
+    )
+    print("  where a search's CPU goes (p50 ms): index read / ranking")
+    for scope in scopes:
+        read, ranked = breakdown(scope.store, args.queries, args.seed)
+        print(f"    {scope.size:>9,}: {read:.2f} / {ranked:.2f}")
+
+
+def measure_cases(args: argparse.Namespace) -> None:
+    from experience.retrieval.service import retrieve_experience
+    from reviewconsole.services import system_agent
+
+    agent = system_agent()
+    now = datetime.now(UTC)
+    counter = iter(range(10**9))
+    queries = case_queries(args.seed, args.queries + args.warmup)
+
+    def retrieval(query: str, scope: dict[str, str]) -> Callable[[], Any]:
+        return lambda: retrieve_experience(query, scope, now, f"scale-{next(counter)}", actor=agent)
+
+    arms: list[tuple[int, list[Callable[[], Any]]]] = [
+        (size, [retrieval(query, case_scope(case_store(size))) for query in queries])
+        for size in args.case_list
+    ]
+    results = interleaved(arms, args.warmup, args.rounds)
+    table("retrieve_experience, one scope (ms)", results, {})
+    sizes = list(results)
+    print(growth_line("wall", sizes, {s: r["wall 50"] for s, r in results.items()}))
+    print(growth_line("CPU", sizes, {s: r["cpu 50"] for s, r in results.items()}))
+    biggest = sizes[-1]
+    print(
+        f"  retrieval p50 at {biggest:,} in scope ≤ {TARGET_P50_MS:g} ms:"
+        f" {results[biggest]['wall 50']:.2f} ms wall, {results[biggest]['cpu 50']:.2f} ms CPU"
+        f"  {bk.verdict(results[biggest]['wall 50'] <= TARGET_P50_MS)}"
+    )
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 
@@ -297,9 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     knowledge_args = argparse.Namespace(
         database=args.database, postgres_url=args.postgres_url, keep=args.keep
     )
-    database = bk.prepare_database(
-        knowledge_args, args.database_name or f"bench_scale_{os.getpid()}"
-    )
+    if args.reuse:
+        os.environ["DATABASE_URL"] = args.reuse
+        database = bk.BenchDatabase(args.database, args.reuse, lambda: None)
+    else:
+        database = bk.prepare_database(
+            knowledge_args, args.database_name or f"bench_scale_{os.getpid()}"
+        )
     try:
         import django
 
@@ -333,119 +459,20 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 cursor.execute("SET synchronous_commit = off")
 
-        # Knowledge: the measured scopes, then the rest of the corpus.
-        began = time.perf_counter()
-        corpus = TimedCorpus(args.seed)
-        for store, size in zip(bk.MEASURED_STORES, args.size_list, strict=False):
-            corpus.build_scope(store, size)
-        corpus.grow_to(args.total, print)
-        corpus.finished(vendor)
-        loaded = time.perf_counter() - began
-        print(
-            f"indexing: {corpus.documents:,} documents ({corpus.postings:,} postings) loaded in"
-            f" {loaded:.1f} s: {corpus.documents / loaded:,.0f} documents/s through the loader;"
-            f" the search index's writes {corpus.index_seconds:.1f} s:"
-            f" {corpus.documents / corpus.index_seconds:,.0f} documents/s"
-        )
-        cases_loaded = 0
-        if not args.skip_cases:
-            from experience.index import postings as experience_postings
-            from reviewconsole.models import Tenant
-
-            Tenant.objects.get_or_create(name=bk.TENANT, defaults={"created_at": datetime.now(UTC)})
-            began = time.perf_counter()
-            cases_loaded = insert_cases(args.case_list, random.Random(args.seed))
-            inserted = time.perf_counter() - began
-            began = time.perf_counter()
-            entries = experience_postings.rebuild()
-            rebuilt = time.perf_counter() - began
-            if vendor == "sqlite":
-                with connection.cursor() as cursor:
-                    cursor.execute("ANALYZE")
-            print(
-                f"indexing: {cases_loaded:,} cases inserted in {inserted:.1f} s; the retrieval"
-                f" index rebuilt ({entries:,} entries) in {rebuilt:.1f} s:"
-                f" {cases_loaded / rebuilt:,.0f} cases/s"
-            )
+        scopes = [
+            bk.MeasuredScope(store, size, [])
+            for store, size in zip(bk.MEASURED_STORES, args.size_list, strict=False)
+        ]
+        if not args.reuse:
+            if not args.skip_knowledge:
+                scopes = load_knowledge(args, vendor)
+            if not args.skip_cases:
+                load_cases(args, vendor)
         connection.close()
-
-        from knowledge.search import search_knowledge
-
-        actor = bk.searcher()
-        arms: list[tuple[int, list[Callable[[], Any]]]] = []
-        for scope in corpus.scopes:
-            calls = [
-                (lambda q=query, c=context: search_knowledge(q, c, actor=actor))
-                for query, context in bk.make_workload(
-                    args.seed, args.queries + args.warmup, scope.store
-                )
-            ]
-            arms.append((scope.size, calls))
-        results = interleaved(arms, args.warmup, args.rounds)
-        rss: dict[int, float] = {}
-        if not args.skip_rss:
-            child = argparse.Namespace(queries=args.queries)
-            connection.close()
-            rss = {scope.size: bk.searching_rss(scope.store, child) for scope in corpus.scopes}
-        table(
-            f"knowledge search, one scope ({args.queries} queries × {args.rounds} rounds per"
-            " size, medians over rounds; ms; RSS: peak of a process that only searches that"
-            " scope)",
-            results,
-            rss,
-        )
-        sizes = list(results)
-        print(growth_line("wall", sizes, {s: r["wall 50"] for s, r in results.items()}))
-        print(growth_line("CPU", sizes, {s: r["cpu 50"] for s, r in results.items()}))
-        largest = sizes[-1]
-        print(
-            f"  search p50 at {largest:,} in scope ≤ {TARGET_P50_MS:g} ms:"
-            f" {results[largest]['wall 50']:.2f} ms wall, {results[largest]['cpu 50']:.2f} ms CPU"
-            f"  {bk.verdict(results[largest]['wall 50'] <= TARGET_P50_MS)}"
-        )
-        print("  where a search's CPU goes (p50 ms): index read / ranking")
-        for scope in corpus.scopes:
-            read, ranked = breakdown(scope.store, args.queries, args.seed)
-            print(f"    {scope.size:>9,}: {read:.2f} / {ranked:.2f}")
-
+        if not args.skip_knowledge:
+            measure_knowledge(args, scopes)
         if not args.skip_cases:
-            from experience.retrieval.service import retrieve_experience
-            from reviewconsole.services import system_agent
-
-            agent = system_agent()
-            now = datetime.now(UTC)
-            counter = iter(range(10**9))
-            queries = case_queries(args.seed, args.queries + args.warmup)
-            case_arms: list[tuple[int, list[Callable[[], Any]]]] = []
-            for size in args.case_list:
-                scope = case_scope(case_store(size))
-                case_arms.append(
-                    (
-                        size,
-                        [
-                            (
-                                lambda q=query, s=scope: retrieve_experience(
-                                    q, s, now, f"scale-{next(counter)}", actor=agent
-                                )
-                            )
-                            for query in queries
-                        ],
-                    )
-                )
-            case_results = interleaved(case_arms, args.warmup, args.rounds)
-            table("retrieve_experience, one scope (ms)", case_results, {})
-            case_sizes = list(case_results)
-            print(
-                growth_line("wall", case_sizes, {s: r["wall 50"] for s, r in case_results.items()})
-            )
-            print(growth_line("CPU", case_sizes, {s: r["cpu 50"] for s, r in case_results.items()}))
-            biggest = case_sizes[-1]
-            print(
-                f"  retrieval p50 at {biggest:,} in scope ≤ {TARGET_P50_MS:g} ms:"
-                f" {case_results[biggest]['wall 50']:.2f} ms wall,"
-                f" {case_results[biggest]['cpu 50']:.2f} ms CPU"
-                f"  {bk.verdict(case_results[biggest]['wall 50'] <= TARGET_P50_MS)}"
-            )
+            measure_cases(args)
         if vendor == "postgres":
             print("  (CPU: this process only; the database's own CPU is not in it)")
         print(f"\ntotal run time {time.perf_counter() - started:.0f} s")

@@ -275,6 +275,9 @@ class _Read:
     raw: list[np.ndarray]
     expanded: list[np.ndarray]
     scope_id: int | None = None
+    # Whether ``entries`` is the array this process keeps for the scope's row version (the
+    # same object search after search, so what is derived from it is kept too).
+    kept: bool = False
 
 
 # On PostgreSQL the lists this process keeps are not sent again (``textsearch.arrays``): each
@@ -353,6 +356,7 @@ def _scope_row(
     scope_id: int | None,
 ) -> None:
     read.found, read.stamp, read.scope_id = True, stamp, scope_id
+    read.kept = version is not None
     kept = _arrays_cache.unchanged(cached, version, blob)
     if kept is not None:
         read.entries = kept
@@ -445,6 +449,40 @@ def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
     raise RuntimeError("the lexicon kept changing during one search")
 
 
+# The columns of a scope's packed entries a search reads, contiguous and in the types the ranking
+# computes in (the records interleave them, so every pass over a field strides over the others).
+# Kept per process for the arrays the process keeps (PostgreSQL: the same array object search
+# after search, until its row changes), by the array's identity; bounded by bytes, least
+# recently used first out. SQLite reads a new array per search: its columns are taken each time.
+_COLUMNS = ("id", "order", "raw_size", "expanded_size", "valid_from", "valid_to", "published_at")
+COLUMNS_CACHE_BYTES = 48 * 1024 * 1024
+_columns_kept: OrderedDict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = OrderedDict()
+_columns_lock = threading.Lock()
+
+
+def _columns(entries: np.ndarray, *, kept: bool) -> dict[str, np.ndarray]:
+    if kept:
+        with _columns_lock:
+            found = _columns_kept.get(id(entries))
+            if found is not None and found[0] is entries:
+                _columns_kept.move_to_end(id(entries))
+                return found[1]
+    columns = {name: entries[name].astype(np.int64) for name in _COLUMNS}
+    if kept:
+        with _columns_lock:
+            _columns_kept[id(entries)] = (entries, columns)
+            # The entries count too: kept here, they outlive their eviction from the array cache.
+            size = sum(_kept_bytes(*held) for held in _columns_kept.values())
+            while size > COLUMNS_CACHE_BYTES and len(_columns_kept) > 1:
+                _, dropped = _columns_kept.popitem(last=False)
+                size -= _kept_bytes(*dropped)
+    return columns
+
+
+def _kept_bytes(entries: np.ndarray, columns: dict[str, np.ndarray]) -> int:
+    return int(entries.nbytes) + sum(int(column.nbytes) for column in columns.values())
+
+
 def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
     # The vector branch's repeated columns come last: the names stop at its first.
     return [name for name, rank in zip(BRANCHES, ranks, strict=False) if rank[index]]
@@ -460,7 +498,8 @@ def _ranked(
     if count == 0:
         return NOTHING
     instants = {OCCURRED: micros(context.occurred_at), KNOWN: micros(context.known_at)}
-    gated = np.asarray(columns_admit(INDEX_GATE, entries, instants), dtype=bool)
+    columns = _columns(entries, kept=read.kept)
+    gated = np.asarray(columns_admit(INDEX_GATE, columns, instants), dtype=bool)
     if read.multi_version:
         # Only the newest gated version of each doc_key goes on to ranking.
         index = np.nonzero(gated)[0]
@@ -470,16 +509,16 @@ def _ranked(
         newest = np.zeros(int(entries["group"].max()) + 1, dtype=np.int64)
         np.maximum.at(newest, groups, versions)
         gated[index[versions < newest[groups]]] = False
-    order = entries["order"].astype(np.int64)
-    ids = entries["id"]
+    order = columns["order"]
+    ids = columns["id"]
     # The array and the lists come from one statement (or the kept array of the same row
     # version): they agree, so the count is not checked.
     inters = both_intersections(ids, read.raw, read.expanded)
     branches = []
     hits = []
     for inter, query_size, sizes in (
-        (inters[0], raw_size, entries["raw_size"]),
-        (inters[1], expanded_size, entries["expanded_size"]),
+        (inters[0], raw_size, columns["raw_size"]),
+        (inters[1], expanded_size, columns["expanded_size"]),
     ):
         hit = gated & (inter > 0)
         hits.append(hit)
