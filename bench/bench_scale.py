@@ -463,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         bk.busy_warning()
         with connection.cursor() as cursor:
-            if vendor == "sqlite":
+            if args.reuse:
+                pass  # nothing is loaded: the project's settings as they are
+            elif vendor == "sqlite":
                 cursor.execute("PRAGMA journal_mode=OFF")
                 cursor.execute("PRAGMA synchronous=OFF")
                 cursor.execute("PRAGMA cache_size=-262144")
