@@ -467,15 +467,22 @@ def _columns(entries: np.ndarray, *, kept: bool) -> dict[str, np.ndarray]:
             if found is not None and found[0] is entries:
                 _columns_kept.move_to_end(id(entries))
                 return found[1]
+    if not kept:
+        # Read once: the int64 fields as they lie in the records (a copy would cost a pass).
+        return {
+            name: entries[name]
+            if entries.dtype[name] == np.int64
+            else entries[name].astype(np.int64)
+            for name in _COLUMNS
+        }
     columns = {name: entries[name].astype(np.int64) for name in _COLUMNS}
-    if kept:
-        with _columns_lock:
-            _columns_kept[id(entries)] = (entries, columns)
-            # The entries count too: kept here, they outlive their eviction from the array cache.
-            size = sum(_kept_bytes(*held) for held in _columns_kept.values())
-            while size > COLUMNS_CACHE_BYTES and len(_columns_kept) > 1:
-                _, dropped = _columns_kept.popitem(last=False)
-                size -= _kept_bytes(*dropped)
+    with _columns_lock:
+        _columns_kept[id(entries)] = (entries, columns)
+        # The entries count too: kept here, they outlive their eviction from the array cache.
+        size = sum(_kept_bytes(*held) for held in _columns_kept.values())
+        while size > COLUMNS_CACHE_BYTES and len(_columns_kept) > 1:
+            _, dropped = _columns_kept.popitem(last=False)
+            size -= _kept_bytes(*dropped)
     return columns
 
 
