@@ -636,9 +636,9 @@ def _partial_head(
     them, and how many entries matched, from each branch's best only; None when the bounds do
     not decide the head (the caller then ranks every candidate).
 
-    Each branch ranks exactly its candidates with a Jaccard ratio at least its ``depth``-th best
-    (ties at that ratio included, so those ranks are the full ranking's); every other candidate
-    of the branch ranks below them. An entry's fused score is then known, or known within the
+    Each branch ranks exactly its ``depth`` best candidates: those with a Jaccard ratio above its
+    ``depth``-th best, and of the tie at that ratio those first by ``order`` (so those ranks are
+    the full ranking's); every other candidate of the branch ranks below them. An entry's fused score is then known, or known within the
     bound 1/(k+m+1) of the branch whose rank it lacks (m the ranks known there). The entries
     whose upper bound reaches the ``limit``-th best lower bound are the only ones that can be in
     the head; their missing ranks are counted exactly, and the head is ordered exactly by
@@ -661,9 +661,16 @@ def _partial_head(
             values = common / union
             if len(candidates) > depth:
                 threshold = _kth_best(common, union, values, depth)
-                best = np.nonzero(values >= threshold)[0]
-                if len(best) > 4 * depth:
-                    return None  # a tie of many at the boundary: rank them all instead
+                above = np.nonzero(values > threshold)[0]
+                tied = np.nonzero(values == threshold)[0]
+                # A tie at the boundary is ordered by ``order``: its first (those with the
+                # least order) are exactly the full ranking's next ranks, the rest rank below
+                # them. The tie grows with the scope (the distinct ratios do not), so it is
+                # cut to what the depth needs rather than ranked whole.
+                room = depth - len(above)
+                if len(tied) > room:
+                    tied = tied[np.argpartition(order[candidates[tied]], room - 1)[:room]]
+                best = np.concatenate([above, tied])
                 ranked = candidates[best][
                     _jaccard_order(common[best], union[best], order[candidates[best]])
                 ]
