@@ -157,7 +157,7 @@ def test_bench_knowledge(on_sqlite: dict[str, str], tmp_path: Path) -> None:
 def test_bench_scale(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     output = run_bench("bench_scale.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
     figures(output, rf"^indexing: ({NUMBER}) documents .* ({NUMBER}) documents/s$")
-    figures(output, rf"^indexing: ({NUMBER}) cases inserted .* ({NUMBER}) per CPU second\)$")
+    figures(output, rf"^indexing: ({NUMBER}) cases inserted .* \(({NUMBER}) per CPU second\)$")
     rows = figures(output, rf"^\s+(\d+) │\s+({NUMBER})\s+({NUMBER}) │\s+({NUMBER})\s+({NUMBER}) │")
     # Both tables (search, then retrieval), each at both sizes.
     assert [int(row[0]) for row in rows] == [20, 40, 20, 40]
