@@ -173,6 +173,19 @@ def test_bench_knowledge(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     assert "FTS5" in output
 
 
+def test_bench_scale(on_sqlite: dict[str, str], tmp_path: Path) -> None:
+    output = run_bench("bench_scale.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
+    figures(output, rf"^indexing: ({NUMBER}) documents .* ({NUMBER}) documents/s$")
+    figures(output, rf"^indexing: ({NUMBER}) cases inserted .* \(({NUMBER}) per CPU second\)$")
+    rows = figures(output, rf"^\s+(\d+) │\s+({NUMBER})\s+({NUMBER}) │\s+({NUMBER})\s+({NUMBER}) │")
+    # Both tables (search, then retrieval), each at both sizes.
+    assert [int(row[0]) for row in rows] == [20, 40, 20, 40]
+    growth = figures(output, rf"^  growth per doubling, (wall|CPU): ×({NUMBER}) ")
+    assert len(growth) == 4
+    assert len(figures(output, rf"^\s+(\d+): ({NUMBER}) / ({NUMBER})$")) == 2
+    assert "WARNING: the gate admitted" not in output, output
+
+
 def test_bench_learning(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     output = run_bench("bench_learning.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
     rows = figures(output, rf"^\s+(\d+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s")
