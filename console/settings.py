@@ -151,6 +151,11 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "console.wsgi.application"
 
+# The bytes a process keeps of what it freed (textsearch.memory, glibc): a search at 100k in one
+# scope allocates and frees some 20 MB; kept, the next search reuses them instead of faulting in
+# fresh pages (bench/README.md, "A hundred thousand in one scope"). 0: the allocator's defaults.
+SEARCH_FREED_MEMORY_KEPT = 128 * 1024 * 1024
+
 SQLITE_OPTIONS: dict[str, Any] = {
     # WAL lets readers proceed while one writer commits; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.

@@ -92,10 +92,12 @@ def both_intersections(
     and the lists together, so they agree). A list both branches hold (a token whose raw and
     expanded lists name the same entries, as most do) is counted once; each count runs over
     the ids' span (``ids`` less the smallest), not through a position table, and is then read
-    at the entries' offsets, so each posting is touched once."""
+    at the entries' offsets, so each posting is touched once. The counts come in the narrowest
+    unsigned type that holds the number of lists (:func:`_count_dtype`), not widened: a caller
+    widens what it computes with (a branch's candidates), not every entry of the scope."""
     count = len(ids)
     if count == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint8)
     shared, raw_only, taken = [], [], set()
     by_shape: dict[tuple[int, int, int], list[int]] = {}
     for i, listed in enumerate(expanded):
@@ -132,9 +134,9 @@ def both_intersections(
     raw_counts = expanded_counts.copy()
     _count_into(raw_counts, raw_only, shift)
     _count_into(expanded_counts, expanded_only, shift)
-    if offsets is not None:
+    if offsets is not None and size != count:  # (ids without gaps: the offsets are 0 … count-1)
         raw_counts, expanded_counts = raw_counts[offsets], expanded_counts[offsets]
-    return raw_counts.astype(np.int64), expanded_counts.astype(np.int64)
+    return raw_counts, expanded_counts
 
 
 def _count_dtype(lists: int) -> type[np.integer[Any]]:
@@ -143,7 +145,7 @@ def _count_dtype(lists: int) -> type[np.integer[Any]]:
         return np.uint8
     if lists < 65_535:
         return np.uint16
-    return np.int64
+    return np.uint32
 
 
 def _count_into(counts: np.ndarray, lists: list[np.ndarray], shift: int) -> None:
@@ -154,12 +156,14 @@ def _count_into(counts: np.ndarray, lists: list[np.ndarray], shift: int) -> None
     if not lists:
         return
     mask = np.zeros(len(counts), dtype=bool)
+    # Added as bytes of 0 and 1 (the same memory): no cast from bool in the add's loop.
+    ones = mask.view(np.uint8)
     for listed in lists:
         if len(listed) == 0:
             continue
         at = listed - shift if shift else listed
         mask[at] = True
-        counts += mask
+        np.add(counts, ones, out=counts)
         mask.fill(False)
 
 
