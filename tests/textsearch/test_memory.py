@@ -49,7 +49,7 @@ def test_a_search_like_round_of_allocations_faults_no_fresh_pages_once_kept() ->
     from pathlib import Path
 
     root = str(Path(__file__).resolve().parents[2])
-    out = subprocess.run(
+    out = subprocess.run(  # noqa: S603 (this interpreter, a script of this module)
         [sys.executable, "-c", _SEARCH_LIKE.format(root=root)],
         capture_output=True,
         text=True,
