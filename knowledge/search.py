@@ -468,10 +468,13 @@ def _columns(entries: np.ndarray, *, kept: bool) -> dict[str, np.ndarray]:
                 _columns_kept.move_to_end(id(entries))
                 return found[1]
     if not kept:
-        # Read once: every field as it lies in the records (a copy would cost a pass over the
-        # scope, and the records are unaligned: a slow one). The ranking widens what it
-        # computes with (a branch's candidates), not the whole column.
-        return {name: entries[name] for name in _COLUMNS}
+        # Read once: the int64 fields as they lie in the records (a copy would cost a pass).
+        return {
+            name: entries[name]
+            if entries.dtype[name] == np.int64
+            else entries[name].astype(np.int64)
+            for name in _COLUMNS
+        }
     columns = {name: entries[name].astype(np.int64) for name in _COLUMNS}
     with _columns_lock:
         _columns_kept[id(entries)] = (entries, columns)
@@ -530,8 +533,7 @@ def _ranked(
         # The counts come narrow (textsearch.ranking.both_intersections): widened here, for
         # the candidates only.
         common = inter[candidates].astype(np.int64)
-        union = query_size + sizes[candidates].astype(np.int64) - common
-        branches.append((candidates, common, union))
+        branches.append((candidates, common, query_size + sizes[candidates] - common))
     # The vector branch, over exactly the entries past the gate and the newest-version rule.
     vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
     if vector.ranked:
