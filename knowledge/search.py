@@ -36,6 +36,7 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
+from reviewconsole.statements import prepared_cursor
 from reviewconsole.timeparse import aware_required, to_utc_iso
 from textsearch.arrays import CACHE, POSTING_VERSION, POSTINGS, ROW_VERSION, arrays_column
 from textsearch.domain import RRF_K as RRF_K
@@ -403,7 +404,8 @@ def _read_kept(
         *scope,
     ]
     read = _Read(False, None, postings.entries_of(None), False, [], [])
-    with connection.cursor() as cursor:
+    # Prepared: the statement's text never changes, so the server plans it once per connection.
+    with prepared_cursor() as cursor:
         cursor.execute(_KEPT_SQL, params)
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
