@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 from django.db import connection
+from django.db.backends.utils import CursorDebugWrapper
 from django.db.models import QuerySet
 
 TEXT = "text"
@@ -141,6 +142,21 @@ class Statement:
             return list(cursor.fetchall())
 
 
+class _LoggedAsWritten(CursorDebugWrapper):
+    """Django's logging cursor (``DEBUG``, the queries tests count), logging a prepared
+    statement as written, with its placeholders: psycopg keeps no text for a statement it runs
+    prepared, where Django reads the text it logs."""
+
+    def debug_sql(
+        self,
+        sql: Any = None,
+        params: Any = None,
+        use_last_executed_query: bool = False,
+        many: bool = False,
+    ) -> Any:
+        return super().debug_sql(sql, params, use_last_executed_query=False, many=many)
+
+
 @contextmanager
 def prepared_cursor() -> Iterator[Any]:
     """A cursor whose statements PostgreSQL prepares once per connection, for the few that every
@@ -165,9 +181,9 @@ def prepared_cursor() -> Iterator[Any]:
     # cursor runs at its first run. Only such cursors prepare, so only this function's do.
     if raw.prepare_threshold != 0:
         raw.prepare_threshold = 0
-    bound = psycopg.Cursor(raw)
+    bound: Any = psycopg.Cursor(raw)  # (the stubs type the wrapped cursor as a wrapper)
     cursor = (
-        connection.make_debug_cursor(bound)
+        _LoggedAsWritten(bound, connection)
         if connection.queries_logged
         else connection.make_cursor(bound)
     )

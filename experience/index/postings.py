@@ -44,10 +44,18 @@ from experience.lessons.models import Lesson
 from knowledge import postings as kp
 from knowledge.models import LexiconState
 from reviewconsole.scopes import SCOPE_FIELDS
+from reviewconsole.statements import prepared_cursor
 from semantic.tasks import scopes_changed, space_reset
 from textsearch import postings as ts
 from textsearch.arrays import CACHE as _arrays_cache
-from textsearch.arrays import ROW_VERSION, arrays_column
+from textsearch.arrays import (
+    KEPT_TOKENS,
+    POSTING_VERSION,
+    ROW_VERSION,
+    KeptLists,
+    arrays_column,
+    kept_list_column,
+)
 from textsearch.domain import ParsedQuery, expand, parse_query, reparsed, tokenize
 from textsearch.postings import (
     Changes,
@@ -592,8 +600,41 @@ def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
     )
 
 
+def _kept_read_sql() -> str:
+    """:func:`_read_sql` on PostgreSQL with the posting lists this process keeps not sent again
+    (``textsearch.arrays.KeptLists``): each wanted token comes with the versions of the lists
+    held for it, and a list is selected only when its row's version differs. A posting row's
+    version travels in the version column, its token in the stamp one. The text never changes:
+    the statement is prepared once per connection."""
+    q = connection.ops.quote_name
+    scope, posting, lexicon = (
+        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
+    )
+    where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
+    arrays = arrays_column(f"s.{q('arrays')}")
+    raw = kept_list_column(f"p.{q('raw')}", "raw")
+    expanded = kept_list_column(f"p.{q('expanded')}", "expanded")
+    return (
+        f"SELECT 0, s.{q('id')}, s.{q('stamp')},"  # noqa: S608
+        f" (SELECT l.{q('stamp')} FROM {lexicon} l WHERE l.{q('id')} = 1), {ROW_VERSION},"
+        f" {arrays}, NULL"
+        f" FROM {scope} s WHERE {where}"
+        f" UNION ALL SELECT 1, NULL, p.{q('token')}, NULL, {POSTING_VERSION}, {raw}, {expanded}"
+        f" FROM {KEPT_TOKENS} JOIN {posting} p ON p.{q('token')} = k.token"
+        f" JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
+        f" WHERE {where}"
+    )
+
+
+def _postings_kept() -> bool:
+    """Whether this process keeps posting lists between retrievals (PostgreSQL: they travel
+    from the server; SQLite reads them in process memory)."""
+    return connection.vendor == "postgresql"
+
+
 # This index's name in the engine's array cache (``textsearch.arrays``: on PostgreSQL a scope's
-# array is sent only when it differs from the one this process kept).
+# array is sent only when it differs from the one this process kept, and so is each posting
+# list).
 INDEX_NAME = "experience"
 
 
@@ -624,10 +665,17 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
         every = sorted({*raw, *expanded})
         cached = _arrays_cache.get(cache_key) if versioned else None
         params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
-        params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
-        with connection.cursor() as cursor:
-            cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
-            rows = cursor.fetchall()
+        lists = KeptLists(cache_key, raw, expanded) if versioned and _postings_kept() else None
+        if lists is not None:
+            params += [*key, *lists.params(), *key]
+            with prepared_cursor() as cursor:
+                cursor.execute(_kept_read_sql(), params)
+                rows = cursor.fetchall()
+        else:
+            params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
+            with connection.cursor() as cursor:
+                cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
+                rows = cursor.fetchall()
         head = next((row for row in rows if row[0] == 0), None)
         if head is None:
             return STALE
@@ -648,11 +696,23 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             entries = entries_of(blob)
             if versioned:
                 _arrays_cache.keep(cache_key, version, entries)
+        if lists is None:
+            raw_lists = [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None]
+            expanded_lists = [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None]
+        else:
+            raw_lists, expanded_lists = [], []
+            for row in rows:
+                if row[0] == 1:
+                    kept_raw, kept_expanded = lists.received(row[2], row[4], row[5:7], ids_of)
+                    if kept_raw is not None:
+                        raw_lists.append(kept_raw)
+                    if kept_expanded is not None:
+                        expanded_lists.append(kept_expanded)
         return ScopeRead(
             scope_id,
             entries,
-            [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None],
-            [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None],
+            raw_lists,
+            expanded_lists,
             len(query.raw),
             len(query.expanded),
         )
