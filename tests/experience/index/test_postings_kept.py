@@ -86,8 +86,10 @@ def by_definition(scope: dict[str, str]) -> list[str]:
     return domain.rank_items(QUERY, texts, {})
 
 
-def kept_keys() -> list[Any]:
-    return [key for key in arrays.POSTINGS if key[0] == postings.INDEX_NAME]
+def kept_keys() -> list[tuple[Any, ...]]:
+    """The keys of the lists kept for retrieval (knowledge search's share the cache)."""
+    keys = [key for key in arrays.POSTINGS if isinstance(key, tuple)]
+    return [key for key in keys if key[0] == postings.INDEX_NAME]
 
 
 @pytest.fixture
