@@ -83,6 +83,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/cases/test_concurrency.py",
     ),
     "experience/index/postings.py": (
+        "tests/experience/index/test_postings_kept.py",
         "tests/experience/index/test_retrieval_index.py",
         "tests/experience/index/test_index_delta.py",
         "tests/experience/retrieval/test_retrieval.py",
