@@ -29,9 +29,10 @@ import threading
 import unicodedata
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 
 import numpy as np
 from django.conf import settings
@@ -168,6 +169,24 @@ def _shared(model: str, key: str, dim: int) -> np.ndarray | None:
     return vector if not dim or len(vector) == dim else None
 
 
+@contextmanager
+def _not_waiting() -> Iterator[None]:
+    """On SQLite, no wait for the write lock (the settings wait up to 20 s): a question is
+    answered without sharing its vector rather than after a worker's whole task."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        before = int(cursor.fetchone()[0])
+        cursor.execute("PRAGMA busy_timeout = 0")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {before:d}")
+
+
 def _shared_written(model: str, key: str, vector: np.ndarray) -> None:
     """Store the vector for every process; a failed write costs the next process one embedding,
     never the question its answer (a savepoint keeps the caller's transaction usable)."""
@@ -176,7 +195,7 @@ def _shared_written(model: str, key: str, vector: np.ndarray) -> None:
     if rows <= 0:
         return
     try:
-        with transaction.atomic():
+        with _not_waiting(), transaction.atomic():
             QueryVector.objects.bulk_create(
                 [QueryVector(model=model, digest=key, vector=vector.astype(np.float32).tobytes())],
                 ignore_conflicts=True,
@@ -186,7 +205,7 @@ def _shared_written(model: str, key: str, vector: np.ndarray) -> None:
                 with connection.cursor() as cursor:
                     cursor.execute(_PRUNE_SQL, [rows])
     except DatabaseError as error:
-        logger.warning("query vector not shared: %s", error)
+        logger.info("query vector not shared: %s", error)
 
 
 def query_vector(embedder: embedders.Embedder, text: str, partition: str = "") -> np.ndarray:

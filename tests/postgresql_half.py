@@ -157,6 +157,8 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/retrieval/test_semantic_retrieval.py",
     ),
     "semantic/packing.py": ("tests/evaluation/test_replay_branches.py",),
+    # The shared question table: one raw read, a conflict clause in a savepoint, a raw trim.
+    "semantic/queries.py": ("tests/semantic/test_queries.py",),
     "textsearch/postings.py": (
         "tests/knowledge/test_postings.py",
         "tests/knowledge/test_partial_head.py",

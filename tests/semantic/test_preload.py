@@ -65,7 +65,7 @@ print(json.dumps({"worker": "answered" if worker else "silent", "same": worker =
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_worker_forked_from_a_preloaded_master_embeds_as_the_master(threads: int) -> None:
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 (this interpreter and a script of the test)
         [sys.executable, "-c", SCRIPT, str(threads)],
         cwd=ROOT,
         capture_output=True,

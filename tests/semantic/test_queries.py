@@ -50,7 +50,9 @@ def test_questions_arriving_while_an_embedding_runs_are_embedded_together_in_the
     assert embedder.calls == [["new store opening 新店"], ["delivery fee", "积分 points"]]
     alone = Concepts()
     for text, vector in zip(
-        ("new store opening 新店", "delivery fee", "积分 points", "delivery fee"), vectors, strict=True
+        ("new store opening 新店", "delivery fee", "积分 points", "delivery fee"),
+        vectors,
+        strict=True,
     ):
         assert np.array_equal(vector, alone.queries([text])[0])
 

@@ -12,10 +12,14 @@ from semantic import scoring
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     matrix = rng.normal(size=(n, d)).astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
-def _world(seed: int, n: int, d: int, duplicates: int, admitted: float):
+World = tuple[np.ndarray, np.ndarray, np.ndarray, scoring.Significance, np.ndarray, np.ndarray]
+
+
+def _world(seed: int, n: int, d: int, duplicates: int, admitted: float) -> World:
     """A scope of ``n`` unit rows (some repeated, so exact ties occur; some close to the query),
     the rows a gate admits, the query, and per row an increasing affine significance like the
     branch's (query end and item end, each with its own deviation)."""
