@@ -117,6 +117,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also score the fusion settings around the configured ones (significance floor x votes)",
     )
     parser.add_argument("--no-latency", action="store_true", help="quality figures only")
+    parser.add_argument(
+        "--no-quality",
+        action="store_true",
+        help="latency figures only (the data is still loaded and embedded as for a full run)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.rounds = "100,1000", 15, 1
@@ -932,6 +937,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  the embedder alone, {THROUGHPUT_SAMPLE} passages in one call: {rate:.1f} items/s"
             )
+        if args.no_quality and len(arms) == 2:
+            latency(args, world)
+            return 0
         para = with_overlap(paraphrases())
         scores, statuses, para_changed = evaluate(para, world, arms)
         para_all = report_quality(

@@ -103,7 +103,7 @@ class Scores:
     ) -> None:
         self._matrix = matrix
         self._vector = vector
-        self._where = {int(p): i for i, p in enumerate(positions)}
+        self._positions = positions
         self._rows = rows
         self._significance = significance
         self._known: dict[int, tuple[float, float]] = {}
@@ -115,9 +115,10 @@ class Scores:
     def at(self, index: int) -> tuple[float, float] | None:
         """``(cosine, significance)`` of the entry at ``index`` (of the entries given), None
         where it was not scored (not gated, or not embedded)."""
-        at = self._where.get(index)
-        if at is None:
+        found = np.searchsorted(self._positions, index)  # the positions are sorted (gated order)
+        if found >= len(self._positions) or self._positions[found] != index:
             return None
+        at = int(found)
         known = self._known.get(at)
         if known is None:
             sims = scoring.exact(self._matrix, self._rows[at : at + 1], self._vector)
@@ -288,14 +289,20 @@ def vector_branch(
     )
     nulls = None if found.item_null is None else found.item_null[rows]
 
-    def significance(sims: np.ndarray, at_positions: np.ndarray) -> np.ndarray:
+    # The query's end of every significance, worked out once per search.
+    query_null = None if reference is None else reference.query_null(vector)
+
+    def significance(sims: np.ndarray, at_positions: np.ndarray | None) -> np.ndarray:
         assert reference is not None
+        if at_positions is None:
+            return reference.significance(vector, sims, codes, nulls, asked, query_null)
         return reference.significance(
             vector,
             sims,
             codes[at_positions],
             None if nulls is None else nulls[at_positions],
             asked,
+            query_null,
         )
 
     ranks = np.zeros(len(ids), dtype=np.int64)

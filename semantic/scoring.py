@@ -119,9 +119,9 @@ def head(low: np.ndarray, high: np.ndarray, floors: np.ndarray, depth: int) -> n
     return possible
 
 
-# The significance of cosines ``sims`` of the rows at ``positions`` (of the rows scored): an
-# increasing function of each cosine, its slope and offset the row's own.
-Significance = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# The significance of cosines ``sims`` of the rows at ``positions`` (of the rows scored; None: all
+# of them, in order): an increasing function of each cosine, its slope and offset the row's own.
+Significance = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -159,9 +159,8 @@ def ranked_head(
     else:
         every, every_bound = quant.bounds(query)
         approximate, bound = every[rows], every_bound[rows]
-    positions = np.arange(len(rows))
-    low = significance(approximate - bound, positions)
-    high = significance(approximate + bound, positions)
+    low = significance(approximate - bound, None)
+    high = significance(approximate + bound, None)
     scored = np.nonzero(head(low, high, floors, depth))[0]
     sims = exact(matrix, rows[scored], vector)
     z = significance(sims, scored)
@@ -179,6 +178,5 @@ def ranked_exactly(
     depth: int,
 ) -> np.ndarray:
     """The plain definition ``ranked_head`` answers like: every row scored exactly."""
-    positions = np.arange(len(rows))
-    z = significance(exact(matrix, rows, vector), positions)
+    z = significance(exact(matrix, rows, vector), None)
     return _ranked(z, floors, order, depth)

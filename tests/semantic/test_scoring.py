@@ -38,9 +38,10 @@ def _world(seed: int, n: int, d: int, duplicates: int, admitted: float) -> World
     sd = rng.uniform(0.02, 0.2, size=len(rows))
     query_sd = float(rng.uniform(0.03, 0.2))
 
-    def significance(sims: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    def significance(sims: np.ndarray, positions: np.ndarray | None) -> np.ndarray:
         s = sims.astype(np.float64)
-        z: np.ndarray = ((s - 0.1) / query_sd + (s - mean[positions]) / sd[positions]) / 2
+        m, d = (mean, sd) if positions is None else (mean[positions], sd[positions])
+        z: np.ndarray = ((s - 0.1) / query_sd + (s - m) / d) / 2
         return z
 
     floors = rng.choice([-1.0, 0.5, 2.0, 4.0], size=len(rows))
