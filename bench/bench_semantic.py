@@ -81,6 +81,7 @@ ARM_NAMES = {LEXICAL: "lexical", VECTOR: "lexical+vector"}
 SYNTHETIC_POOL = 64  # real vectors the 10k scopes' synthetic ones are jittered from
 SYNTHETIC_NOISE = 0.35  # per-dimension Gaussian noise before renormalising
 THROUGHPUT_SAMPLE = 48  # passages timed through the embedder itself
+FORKS = 5  # forked workers timed per way of loading the model
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -882,6 +883,38 @@ def query_embedding_ms(texts: Sequence[str]) -> tuple[float, float]:
     return percentile(samples, 0.5), percentile(samples, 0.95)
 
 
+def _private_kib() -> int:
+    """This process's private memory (resident pages no other process shares), KiB."""
+    fields = Path("/proc/self/smaps_rollup").read_text().splitlines()
+    return sum(int(line.split()[1]) for line in fields if line.startswith("Private_"))
+
+
+def forked_first_question(*, preloaded: bool) -> tuple[float, int]:
+    """In a child forked from this process (which holds the local model, as a gunicorn master
+    started with ``--preload`` does): the time of its first question (ms) and the private memory
+    it gained (KiB), with the model inherited (``preloaded``) or loaded by the child itself, as
+    a worker did before the preload."""
+    from semantic.embedders import LocalEmbedder
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            before = _private_kib()
+            began = time.perf_counter()
+            model = kept_local_embedder() if preloaded else LocalEmbedder()
+            model.queries(["why is my gift card empty"])
+            ms = (time.perf_counter() - began) * 1000
+            os.write(write, json.dumps([ms, _private_kib() - before]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        ms, kib = json.loads(answer.read())
+    os.waitpid(pid, 0)
+    return float(ms), int(kib)
+
+
 def passages_per_second(texts: Sequence[str]) -> float:
     from semantic import embedders
 
@@ -1087,6 +1120,18 @@ def latency(args: argparse.Namespace, world: World) -> None:
             f"    an uncached question's extra cost {extra[0]:7.2f} / {extra[1]:7.2f}; target <= one"
             f" embedding ({embed[0]:.2f} ms p50, this run's load): {verdict}"
         )
+    if not args.tiny and sys.platform.startswith("linux"):
+        forks: dict[bool, list[tuple[float, int]]] = {True: [], False: []}
+        for _ in range(FORKS):  # alternating, so both see the same load
+            for preloaded in (True, False):
+                forks[preloaded].append(forked_first_question(preloaded=preloaded))
+        for preloaded, runs in forks.items():
+            mode = "preloaded in the parent" if preloaded else "loaded after the fork"
+            print(
+                f"  a forked worker's first question, model {mode} (median of {FORKS}): "
+                f"{statistics.median(r[0] for r in runs):.0f} ms, "
+                f"{statistics.median(r[1] for r in runs) / 1024:.1f} MiB of private memory gained"
+            )
     together, apart, calls = coalesced_ms(texts)
     print(
         f"  4 questions at once through the coalescer: {together:.1f} ms in {calls} embedder "
