@@ -78,7 +78,17 @@ class Packed:
 
     def rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of ``entries`` (entry ids) is in the matrix, and whether it is there at
-        all (an entry not embedded yet is not)."""
+        all (an entry not embedded yet is not). The scope's entries are the same from search to
+        search until its index changes: the answer for the last ones asked is kept (comparing
+        two id arrays is a small fraction of searching one in the other)."""
+        kept = self.__dict__.get("_rows_of")
+        if kept is not None and np.array_equal(kept[0], entries):
+            return kept[1], kept[2]
+        at, hit = self._rows(entries)
+        self.__dict__["_rows_of"] = (np.array(entries, copy=True), at, hit)
+        return at, hit
+
+    def _rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         wanted = entries.astype(np.int64)
         at = np.searchsorted(self.keys, wanted)
         inside = at < len(self.keys)
@@ -226,10 +236,31 @@ def caches_cleared() -> None:
     with _packed_lock:
         _packed_cache.clear()
     queries.memory_cleared()
+    with _query_nulls_lock:
+        _query_nulls.clear()
     calibration.references_cleared()
 
 
 # --- the branch ---------------------------------------------------------------------------------
+
+_query_nulls: OrderedDict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_query_nulls_lock = threading.Lock()
+
+
+def _query_null(
+    reference: calibration.Reference, model: str, vector: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``reference.query_null(vector)``, kept per model and vector as the vectors are."""
+    key = (model, vector.tobytes())
+    with _query_nulls_lock:
+        kept = _query_nulls.get(key)
+    if kept is None:
+        kept = reference.query_null(vector)
+        with _query_nulls_lock:
+            _query_nulls[key] = kept
+            while len(_query_nulls) > queries.MEMORY_SIZE:
+                _query_nulls.popitem(last=False)
+    return kept
 
 
 def votes() -> int:
@@ -266,7 +297,8 @@ def vector_branch(
     found = packed(space, scope) if scope is not None else None
     if found is None or found.model != embedder.name or len(found.keys) == 0:
         return Branch(NOT_INDEXED, unembedded=len(gated))
-    at, hit = found.rows(ids[gated])
+    every_at, every_hit = found.rows(ids)
+    at, hit = every_at[gated], every_hit[gated]
     unembedded = int((~hit).sum())
     if not hit.any():
         return Branch(NOT_INDEXED, unembedded=unembedded)
@@ -289,8 +321,8 @@ def vector_branch(
     )
     nulls = None if found.item_null is None else found.item_null[rows]
 
-    # The query's end of every significance, worked out once per search.
-    query_null = None if reference is None else reference.query_null(vector)
+    # The query's end of every significance, worked out once per question vector.
+    query_null = None if reference is None else _query_null(reference, embedder.name, vector)
 
     def significance(sims: np.ndarray, at_positions: np.ndarray | None) -> np.ndarray:
         assert reference is not None
