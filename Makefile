@@ -20,6 +20,9 @@ install: $(BIN)/.installed
 ## Set everything up and serve the console on SQLite with demo data at http://$(HOST):$(PORT),
 ## with a background worker (after-action reviews, the periodic curation scan) and the MCP server
 ## for remote agents (Streamable HTTP at http://$(HOST):$(MCP_PORT)/mcp) beside it
+# OAuth for agents (docs/agents.md): the console is the issuer, the MCP endpoint its resource.
+run: export CONSOLE_OAUTH_ISSUER ?= http://$(HOST):$(PORT)
+run: export CONSOLE_OAUTH_MCP_RESOURCE ?= http://$(HOST):$(MCP_PORT)/mcp
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_demo --url http://$(HOST):$(PORT)/

@@ -19,9 +19,10 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig, Suspicio
 from django.http import HttpRequest, HttpResponse
 from django.urls import register_converter, reverse
 from ninja import NinjaAPI, Path, Query, Status
+from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as NinjaValidationError
 
-from agentapi import operations
+from agentapi import oauth, operations
 from agentapi.auth import AgentToken
 from agentapi.investigate import investigate, investigation_poll, investigation_queue, pending
 from agentapi.limits import AccountRateThrottle, TooBusy
@@ -142,6 +143,18 @@ def refusal_loc(request: HttpRequest, field: str) -> list[str | int]:
     if head in request.GET:
         return ["query", *path]
     return ["body", *path]
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    """401 with the challenge an OAuth client follows (RFC 9728): where the API's protected
+    resource metadata is, and ``invalid_token`` when a token was presented."""
+    response = api.create_response(request, {"detail": "Unauthorized"}, status=401)
+    presented = bool(request.headers.get("Authorization", "").strip())
+    response["WWW-Authenticate"] = oauth.www_authenticate(
+        oauth.api_resource(), token_presented=presented
+    )
+    return response
 
 
 @api.exception_handler(ValidationFailure)

@@ -16,17 +16,22 @@ login throttle counts against people signing in. A token is not a session either
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja.security import HttpBearer
+from oauth2_provider.models import AccessToken
 
+from agentapi import oauth
 from agentapi.models import ApiToken
 from agentapi.services import LAST_USED_RESOLUTION
 from agentapi.tokens import digest_matches, token_prefix
 from reviewconsole import clock
+from reviewconsole.access import narrow_tenants
 from reviewconsole.roles import TOKEN_ROLE
 from reviewconsole.statements import Param, Statement
 
@@ -112,17 +117,56 @@ _CONVERTERS: dict[str, list[tuple[int, Any, list[Any]]]] = {}
 _backend = TokenBackend()
 
 
-def token_user(text: str, request: HttpRequest | None = None) -> User | None:
+def oauth_token_user(text: str, resource: str | None) -> User | None:
+    """The agent an OAuth access token (``rco_…``, agentapi/oauth.py) acts as at ``resource``,
+    narrowed to the token's tenants; None when the token is unknown, revoked (deleted),
+    expired, issued for another resource, without the ``agent`` scope or any tenant the user
+    still holds, or when its user is inactive or outside the agent role. Only the token's
+    SHA-256 checksum is stored, so that is what is looked up."""
+    if resource is None or not text.startswith(f"{oauth.ACCESS_TOKEN_SCHEME}_"):
+        return None
+    checksum = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    row = (
+        AccessToken.objects.select_related("user")
+        .filter(token_checksum=checksum, user__groups__name=TOKEN_ROLE)
+        .only("expires", "scope", "resource", "user")
+        .first()
+    )
+    if row is None or row.user is None or not row.user.is_active:
+        return None
+    if row.expires <= timezone.now():
+        return None
+    wanted = oauth.canonical(resource)
+    if not any(oauth.canonical(str(named)) == wanted for named in row.resource or []):
+        return None
+    scopes = set(row.scope.split())
+    if oauth.SCOPE_AGENT not in scopes:
+        return None
+    tenants = oauth.token_tenants(scopes)
+    user: User = row.user
+    if tenants is not None and not narrow_tenants(user, tenants):
+        return None
+    return user
+
+
+def token_user(
+    text: str, request: HttpRequest | None = None, *, resource: str | None = None
+) -> User | None:
     """The active agent the token ``text`` acts as, or None for anything else (unknown,
-    malformed, revoked, forged, an inactive user, a user outside the agent role)."""
+    malformed, revoked, forged, an inactive user, a user outside the agent role). A static
+    agent token (``rca_…``) is good anywhere; an OAuth access token only at the ``resource``
+    it was issued for."""
+    if text.strip().startswith(f"{oauth.ACCESS_TOKEN_SCHEME}_"):
+        return oauth_token_user(text.strip(), resource)
     return _backend.authenticate(request, token=text)
 
 
 class AgentToken(HttpBearer):
-    """``Authorization: Bearer rca_…``; a token that acts as no one is a 401."""
+    """``Authorization: Bearer rca_…`` (or an OAuth access token issued for the API); a token
+    that acts as no one is a 401."""
 
     def authenticate(self, request: HttpRequest, token: str) -> User | None:
-        user = token_user(token, request)
+        user = token_user(token, request, resource=oauth.api_resource())
         if user is not None:
             request.user = user
         return user

@@ -16,22 +16,25 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, ValidationError
 
-from agentapi import operations
+from agentapi import oauth, operations
 from agentapi.api import field_path
 from agentapi.auth import token_user
 from agentapi.investigate import investigate
@@ -264,11 +267,23 @@ TOOLS = (
 )
 
 
-def _result(payload: dict[str, Any], *, error: bool = False) -> CallToolResult:
+def _result(payload: dict[str, Any]) -> CallToolResult:
+    """A successful call: the response as structured content (the tool's outputSchema) and as
+    JSON text for clients that read only text."""
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
         structured_content=payload,
-        is_error=error,
+    )
+
+
+def _refusal(detail: dict[str, Any]) -> CallToolResult:
+    """A refused call: ``isError`` with the detail as JSON text only. The outputSchema describes
+    a successful answer, and the specification asks structured content to conform to it; clients
+    that check it on every result (the TypeScript SDK 1.x, the MCP Inspector) would otherwise
+    throw a schema error and lose the message (docs/agents.md, MCP errors)."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(detail, ensure_ascii=False))],
+        is_error=True,
     )
 
 
@@ -280,7 +295,7 @@ def _error(
         detail["loc"] = field_path(field)
     if retry_after is not None:
         detail["retry_after"] = retry_after
-    return _result(detail, error=True)
+    return _refusal(detail)
 
 
 # Where a call's token comes from: the server's own (stdio) or the call's HTTP request.
@@ -301,7 +316,8 @@ class ToolRunner:
             # A long-lived server outlives database connections, as a web worker does per request.
             close_old_connections()
         try:
-            user = token_user(token) if token else None
+            # An OAuth access token is good here only if it was issued for the MCP endpoint.
+            user = token_user(token, resource=oauth.mcp_resource()) if token else None
             if user is None:
                 return _error("unauthorized", UNAUTHORIZED)
             wait = account_rate_wait(user)
@@ -349,7 +365,7 @@ def _invalid_arguments(refused: ValidationError) -> CallToolResult:
     ]
     first = errors[0]
     detail = {"error": "invalid", "message": first["msg"], "loc": first["loc"], "errors": errors}
-    return _result(detail, error=True)
+    return _refusal(detail)
 
 
 def _plain(checked: ArgModelBase) -> dict[str, Any]:
@@ -419,14 +435,56 @@ def _tool(spec: ToolSpec, runner: ToolRunner, token_of: TokenOf, *, thread_sensi
     )
 
 
+TOOL_NAMES = frozenset(spec.name for spec in TOOLS)
+
+
+async def unknown_tool_refused(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """A call of a tool the server does not have is a protocol error, ``-32602`` "Unknown
+    tool", as the specification's tools page lists it (the SDK answers it as a tool result)."""
+    if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
+        name = ctx.params.get("name")
+        if isinstance(name, str) and name not in TOOL_NAMES:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+    return await call_next(ctx)
+
+
+# The SDK serves (empty) prompt and resource lists and names them in the capabilities; this
+# server has tools only, and says so.
+UNSERVED = ("prompts", "resources")
+ADVERTISING = frozenset({"initialize", "server/discover"})
+
+
+async def tools_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Advertise only what is served: ``initialize`` and ``server/discover`` name the tools
+    capability alone, and the prompt and resource methods are "Method not found"."""
+    if ctx.method.split("/")[0] in UNSERVED:
+        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
+    result = await call_next(ctx)
+    if ctx.method in ADVERTISING and isinstance(result, dict):
+        capabilities = result.get("capabilities")
+        if isinstance(capabilities, dict):
+            served = {name: c for name, c in capabilities.items() if name not in UNSERVED}
+            result = {**result, "capabilities": served}
+    return result
+
+
 def _server(token_of: TokenOf, *, manage_connections: bool, thread_sensitive: bool) -> MCPServer:
     runner = ToolRunner(manage_connections=manage_connections)
-    return MCPServer(
+    server: MCPServer = MCPServer(
         name=SERVER_NAME,
         title="Experience review console",
+        version=settings.PROJECT_VERSION,
         instructions=INSTRUCTIONS,
         tools=[_tool(spec, runner, token_of, thread_sensitive=thread_sensitive) for spec in TOOLS],
+        # The tools never change while a server runs, and a stateless server behind a load
+        # balancer holds no stream to notify on: no subscriptions/listen, so neither
+        # server/discover nor initialize advertises listChanged or resources.subscribe.
+        subscriptions=False,
     )
+    server.middleware.extend([tools_only, unknown_tool_refused])
+    return server
 
 
 def build_server(token: str, *, manage_connections: bool = True) -> MCPServer:

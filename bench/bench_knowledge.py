@@ -285,8 +285,9 @@ class BenchDatabase:
     cleanup: Callable[[], None]
 
 
-def prepare_database(args: argparse.Namespace) -> BenchDatabase:
-    """Point DATABASE_URL at a database of the bench's own; never the project's."""
+def prepare_database(args: argparse.Namespace, name: str = "") -> BenchDatabase:
+    """Point DATABASE_URL at a database of the bench's own (PostgreSQL: ``name``, by default
+    ``bench_knowledge_<pid>``); never the project's."""
     if args.database == "sqlite":
         directory = tempfile.mkdtemp(prefix="bench-knowledge-")
         url = f"sqlite:///{sqlite_prepared(Path(directory) / 'bench.sqlite3')}"
@@ -303,7 +304,7 @@ def prepare_database(args: argparse.Namespace) -> BenchDatabase:
     import psycopg
     from psycopg import sql
 
-    name = f"bench_knowledge_{os.getpid()}"
+    name = name or f"bench_knowledge_{os.getpid()}"
     admin_url = _with_dbname(args.postgres_url, "postgres")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))

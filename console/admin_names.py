@@ -146,6 +146,10 @@ MODEL_NAMES: dict[str, tuple[StrPromise, StrPromise]] = {
         pgettext_lazy("admin", "index posting"),
         pgettext_lazy("admin", "index postings"),
     ),
+    "experience.indexdelta": (
+        pgettext_lazy("admin", "index change awaiting merge"),
+        pgettext_lazy("admin", "index changes awaiting merge"),
+    ),
     "agentapi.apitoken": (
         pgettext_lazy("admin", "API token"),
         pgettext_lazy("admin", "API tokens"),
@@ -223,6 +227,14 @@ MODEL_NAMES: dict[str, tuple[StrPromise, StrPromise]] = {
     "semantic.scopevectors": (
         pgettext_lazy("admin", "scope vectors"),
         pgettext_lazy("admin", "scope vectors"),
+    ),
+    "semantic.packedmatrix": (
+        pgettext_lazy("admin", "packed matrix"),
+        pgettext_lazy("admin", "packed matrices"),
+    ),
+    "semantic.vectordelta": (
+        pgettext_lazy("admin", "vector awaiting merge"),
+        pgettext_lazy("admin", "vectors awaiting merge"),
     ),
     "knowledge.documentstore": (
         pgettext_lazy("admin", "document store"),

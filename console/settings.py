@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,16 @@ import django_stubs_ext
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from reviewconsole.signon import SignOnMapping, parse_role_groups, parse_tenant_groups
+
 # Lets admin and queryset classes be subscripted for type checking.
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The project's version (pyproject.toml), named to clients: MCP's serverInfo.version.
+PROJECT_VERSION: str = tomllib.loads((BASE_DIR / "pyproject.toml").read_text(encoding="utf-8"))[
+    "project"
+]["version"]
 
 DEV_SECRET_KEY = "development-only-key-do-not-use-in-production"  # noqa: S105
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
@@ -47,6 +54,8 @@ INSTALLED_APPS = [
     "template_partials",
     "django_tasks",
     "django_tasks_db",
+    # The OAuth 2.1 authorization server for agents (agentapi/oauth.py).
+    "oauth2_provider",
     "reviewconsole",
     "semantic",
     # The text-search engine under knowledge search and experience retrieval (abstract models).
@@ -67,6 +76,8 @@ MIDDLEWARE = [
     # Times every other request by the view that answered (reviewconsole.metrics).
     "reviewconsole.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Browser origins allowed to call the agent API (CONSOLE_CORS_ALLOWED_ORIGINS; agentapi/cors.py).
+    "agentapi.cors.ApiCorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every time shown in the user's chosen zone, else TIME_ZONE (reviewconsole/timezones.py).
     "reviewconsole.timezones.TimeZoneMiddleware",
@@ -143,7 +154,14 @@ WSGI_APPLICATION = "console.wsgi.application"
 SQLITE_OPTIONS: dict[str, Any] = {
     # WAL lets readers proceed while one writer commits; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
-    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+    # mmap_size: pages are read through a memory map of the file rather than copied in by one
+    # read call each; a search reads a scope's packed array and posting lists whole (megabytes
+    # at 100k in one scope), and a connection per request never warms a page cache of its own,
+    # so this halves the read's CPU (bench/README.md, "A hundred thousand in one scope").
+    "init_command": (
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+        " PRAGMA mmap_size=1073741824;"
+    ),
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
 }
@@ -198,6 +216,48 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Single sign-on for people (docs/operations.md, "Single sign-on"): reviewers, operators and
+# admins log in through the company's OpenID Connect provider (authorization code with PKCE,
+# Authlib), found at SSO_ISSUER's /.well-known/openid-configuration. Unset: no sign-on.
+SSO_ISSUER = os.environ.get("CONSOLE_SSO_ISSUER", "").strip().rstrip("/")
+SSO_CLIENT_ID = os.environ.get("CONSOLE_SSO_CLIENT_ID", "")
+SSO_CLIENT_SECRET = os.environ.get("CONSOLE_SSO_CLIENT_SECRET", "")
+SSO_SCOPES = os.environ.get("CONSOLE_SSO_SCOPES", "openid email profile groups")
+# The name the login page's button gives the provider ("Sign in with …"; unset: "Sign in with
+# single sign-on", translated).
+SSO_PROVIDER_NAME = os.environ.get("CONSOLE_SSO_PROVIDER_NAME", "")
+# The mapping, read again at every sign-in (reviewconsole/signon.py): the claim holding the
+# person's groups; which group gives which role ({"GROUP": "admin|operator|reviewer"}); which
+# group gives which tenants ({"GROUP": ["TENANT", ...]}, "*" for every tenant) and a claim whose
+# values are tenant names. With neither tenant setting, signed-on people are deployment-wide.
+SSO_GROUPS_CLAIM = os.environ.get("CONSOLE_SSO_GROUPS_CLAIM", "groups")
+SSO_ROLE_GROUPS = os.environ.get("CONSOLE_SSO_ROLE_GROUPS", "")
+SSO_TENANT_GROUPS = os.environ.get("CONSOLE_SSO_TENANT_GROUPS", "")
+SSO_TENANT_CLAIM = os.environ.get("CONSOLE_SSO_TENANT_CLAIM", "")
+# A mapping that does not read stops the start, naming the variable, rather than every login.
+try:
+    SignOnMapping(
+        role_groups=parse_role_groups(SSO_ROLE_GROUPS),
+        tenant_groups=parse_tenant_groups(SSO_TENANT_GROUPS),
+    )
+except ValueError as refused:
+    raise ImproperlyConfigured(
+        f"CONSOLE_SSO_ROLE_GROUPS or CONSOLE_SSO_TENANT_GROUPS: {refused}"
+    ) from None
+# The claim a new account's username comes from (taken: a suffix is added; accounts are found by
+# issuer and subject, never by this name or by e-mail).
+SSO_USERNAME_CLAIM = os.environ.get("CONSOLE_SSO_USERNAME_CLAIM", "preferred_username")
+# The ID token's signature algorithms accepted (asymmetric only), and the clock skew allowed on
+# its exp, iat and nbf, in seconds.
+SSO_ID_TOKEN_ALGORITHMS = os.environ.get("CONSOLE_SSO_ID_TOKEN_ALGORITHMS", "RS256,PS256,ES256")
+SSO_CLOCK_SKEW_SECONDS = int(os.environ.get("CONSOLE_SSO_CLOCK_SKEW_SECONDS", "60"))
+# RP-initiated logout: logging out of the console also ends the provider's session when the
+# provider advertises an end_session_endpoint (0: the console's session only).
+SSO_PROVIDER_LOGOUT = os.environ.get("CONSOLE_SSO_PROVIDER_LOGOUT", "1") != "0"
+# Local passwords (the demo accounts): 0 switches them off; the login page then offers sign-on
+# only and every password login (the console's, the admin's) is refused.
+PASSWORD_LOGIN = os.environ.get("CONSOLE_PASSWORD_LOGIN", "1") != "0"
+
 # The scope that commands fall back to when --tenant/--brand are not given.
 DEMO_TENANT = os.environ.get("CONSOLE_DEMO_TENANT", "teahouse")
 DEMO_BRAND = os.environ.get("CONSOLE_DEMO_BRAND", "leaf-and-cup")
@@ -228,7 +288,78 @@ LESSON_CONFIDENCE_THRESHOLD = float(os.environ.get("CONSOLE_LESSON_CONFIDENCE_TH
 # "N/m", "N/h", "N/d"; empty switches it off), and live investigations queued or running at once,
 # both counted in the database (shared by every instance). Both answer 429 with Retry-After.
 CONSOLE_API_RATE = os.environ.get("CONSOLE_API_RATE", "600/m")
+# Browser origins (scheme://host[:port], comma-separated) allowed to call the agent API and the
+# MCP endpoint from a web page (CORS); empty: no browser origin (docs/agents.md, Browsers).
+CONSOLE_CORS_ALLOWED_ORIGINS = [
+    origin.strip().rstrip("/")
+    for origin in os.environ.get("CONSOLE_CORS_ALLOWED_ORIGINS", "").split(",")
+    if origin.strip()
+]
 CONSOLE_API_LIVE_INVESTIGATIONS = int(os.environ.get("CONSOLE_API_LIVE_INVESTIGATIONS", "2"))
+
+# OAuth for agents (agentapi/oauth.py; docs/agents.md, Connecting with OAuth). The issuer is the
+# console's public address; each resource server accepts only tokens issued for its own resource
+# identifier (RFC 8707): the API's (default: the issuer + /api/v1) and the MCP endpoint's.
+CONSOLE_OAUTH_ISSUER = (
+    os.environ.get("CONSOLE_OAUTH_ISSUER")
+    or os.environ.get("CONSOLE_BASE_URL")
+    or "http://127.0.0.1:8000"
+).rstrip("/")
+CONSOLE_OAUTH_API_RESOURCE = os.environ.get("CONSOLE_OAUTH_API_RESOURCE", "")
+CONSOLE_OAUTH_MCP_RESOURCE = os.environ.get(
+    "CONSOLE_OAUTH_MCP_RESOURCE", "http://127.0.0.1:8100/mcp"
+)
+# RFC 7591 registration by anyone who can reach /oauth/register/: off unless switched on.
+CONSOLE_OAUTH_DYNAMIC_REGISTRATION = (
+    os.environ.get("CONSOLE_OAUTH_DYNAMIC_REGISTRATION", "0") == "1"
+)
+# ``http`` redirect URIs stay allowed: MCP clients on a desktop receive the authorization code
+# on a loopback port (http://127.0.0.1:PORT/callback, RFC 8252), which django-oauth-toolkit's
+# deploy check W008 would have refused along with every other http redirect.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
+CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS = int(
+    os.environ.get("CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS", "3600")
+)
+CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS = int(
+    os.environ.get("CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS", str(30 * 24 * 3600))
+)
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "agentapi.oauth.AgentValidator",
+    "SCOPES_BACKEND_CLASS": "agentapi.oauth.AgentScopes",
+    "SCOPES": {"agent": "agent", "tenant:*": "every tenant of the account"},
+    "DEFAULT_SCOPES": ["agent", "tenant:*"],
+    "ACCESS_TOKEN_GENERATOR": "agentapi.oauth.access_token_text",
+    "REFRESH_TOKEN_GENERATOR": "agentapi.oauth.refresh_token_text",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": CONSOLE_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": CONSOLE_OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Authorization code with PKCE S256, nothing else; tokens hashed at rest (RFC 9700).
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Bearer tokens in the Authorization header only; the authorization response names its
+    # issuer (RFC 9207 ``iss``), which MCP clients check against the metadata.
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ],
+    # Native clients listen on a loopback port of their choosing (RFC 8252).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OIDC_ISS_ENDPOINT": CONSOLE_OAUTH_ISSUER,
+    "ACCESS_TOKEN_ADMIN_CLASS": "agentapi.oauth_admin.AgentAccessTokenAdmin",
+    "DCR_ENABLED": CONSOLE_OAUTH_DYNAMIC_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+}
 # Background tasks (django-tasks): the database backend, so SQLite needs no other server and a
 # PostgreSQL deployment runs as many ``manage.py worker`` processes as it likes. A task claimed by
 # a worker that died is queued again after TASK_LEASE_SECONDS (reviewconsole.background).

@@ -46,6 +46,10 @@ if not AUDIT_ANCHOR_FILE or not Path(AUDIT_ANCHOR_FILE).parent.is_dir():
         "append-only on other storage (see docs/operations.md, Audit verification)"
     )
 
+# Sign-on trusts what the provider's discovery document and keys say: fetched over TLS only.
+if SSO_ISSUER and not SSO_ISSUER.startswith("https://"):  # noqa: F405
+    raise ImproperlyConfigured("CONSOLE_SSO_ISSUER must be an https:// address in production")
+
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "").split(",") if h.strip()
 ]

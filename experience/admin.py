@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
-from experience.index.models import IndexEntry, IndexPosting, IndexScope
+from experience.index.models import IndexDelta, IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict, LessonMergeProposal
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
@@ -162,3 +162,12 @@ class IndexEntryAdmin(EntryAdmin):
 @admin.register(IndexPosting)
 class IndexPostingAdmin(PostingAdmin):
     pass
+
+
+@admin.register(IndexDelta)
+class IndexDeltaAdmin(ReadOnlyAdmin):
+    """A change waiting to be merged into its scope's array and posting lists."""
+
+    tenant_field = "scope__tenant"
+    list_display = ("item_id", "removed", "scope")
+    exclude = ("record", "raw_tokens", "expanded_tokens")

@@ -6,7 +6,7 @@ imports a model from its own package, never from here (docs/architecture.md).
 """
 
 from experience.cases.models import Case, Evidence, EvidenceCheck, Skill, SkillCase
-from experience.index.models import IndexEntry, IndexPosting, IndexScope
+from experience.index.models import IndexDelta, IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson, LessonCase, LessonConflict
 from experience.runs.models import (
     Reference,
@@ -22,6 +22,7 @@ __all__ = [
     "Case",
     "Evidence",
     "EvidenceCheck",
+    "IndexDelta",
     "IndexEntry",
     "IndexPosting",
     "IndexScope",

@@ -51,13 +51,12 @@ from textsearch.postings import ids_of, micros, placeholders, token_key
 from textsearch.ranking import (
     BRANCHES,
     EXACT_RATIO_BOUND,
+    both_intersections,
     exact_head,
-    intersections,
     jaccard_order,
-    position_table,
 )
 from textsearch.ranking import shares as _shares
-from textsearch.vector import OFF, Branch, fusion_columns, ranks_or_none, vector_branch
+from textsearch.vector import OFF, fusion_columns, ranks_or_none, vector_branch
 from textsearch.vector import votes as vector_votes
 
 # This index's name in the engine's array cache (``textsearch.arrays``), and the cache.
@@ -276,6 +275,9 @@ class _Read:
     raw: list[np.ndarray]
     expanded: list[np.ndarray]
     scope_id: int | None = None
+    # Whether ``entries`` is the array this process keeps for the scope's row version (the
+    # same object search after search, so what is derived from it is kept too).
+    kept: bool = False
 
 
 # On PostgreSQL the lists this process keeps are not sent again (``textsearch.arrays``): each
@@ -354,6 +356,7 @@ def _scope_row(
     scope_id: int | None,
 ) -> None:
     read.found, read.stamp, read.scope_id = True, stamp, scope_id
+    read.kept = version is not None
     kept = _arrays_cache.unchanged(cached, version, blob)
     if kept is not None:
         read.entries = kept
@@ -446,13 +449,50 @@ def ranked_top(query: str | ParsedQuery, context: KnowledgeContext) -> Ranked:
     raise RuntimeError("the lexicon kept changing during one search")
 
 
+# The columns of a scope's packed entries a search reads, contiguous and in the types the ranking
+# computes in (the records interleave them, so every pass over a field strides over the others).
+# Kept per process for the arrays the process keeps (PostgreSQL: the same array object search
+# after search, until its row changes), by the array's identity; bounded by bytes, least
+# recently used first out. SQLite reads a new array per search: its columns are taken each time.
+_COLUMNS = ("id", "order", "raw_size", "expanded_size", "valid_from", "valid_to", "published_at")
+COLUMNS_CACHE_BYTES = 48 * 1024 * 1024
+_columns_kept: OrderedDict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = OrderedDict()
+_columns_lock = threading.Lock()
+
+
+def _columns(entries: np.ndarray, *, kept: bool) -> dict[str, np.ndarray]:
+    if kept:
+        with _columns_lock:
+            found = _columns_kept.get(id(entries))
+            if found is not None and found[0] is entries:
+                _columns_kept.move_to_end(id(entries))
+                return found[1]
+    if not kept:
+        # Read once: the int64 fields as they lie in the records (a copy would cost a pass).
+        return {
+            name: entries[name]
+            if entries.dtype[name] == np.int64
+            else entries[name].astype(np.int64)
+            for name in _COLUMNS
+        }
+    columns = {name: entries[name].astype(np.int64) for name in _COLUMNS}
+    with _columns_lock:
+        _columns_kept[id(entries)] = (entries, columns)
+        # The entries count too: kept here, they outlive their eviction from the array cache.
+        size = sum(_kept_bytes(*held) for held in _columns_kept.values())
+        while size > COLUMNS_CACHE_BYTES and len(_columns_kept) > 1:
+            _, dropped = _columns_kept.popitem(last=False)
+            size -= _kept_bytes(*dropped)
+    return columns
+
+
+def _kept_bytes(entries: np.ndarray, columns: dict[str, np.ndarray]) -> int:
+    return int(entries.nbytes) + sum(int(column.nbytes) for column in columns.values())
+
+
 def _found_by(index: int, ranks: Sequence[np.ndarray]) -> list[str]:
     # The vector branch's repeated columns come last: the names stop at its first.
     return [name for name, rank in zip(BRANCHES, ranks, strict=False) if rank[index]]
-
-
-def _described(vector: Branch, shares: np.ndarray, chosen: Sequence[int]) -> list[dict[str, float]]:
-    return [vector.described(i, float(shares[i]) or None) for i in chosen]
 
 
 def _ranked(
@@ -465,7 +505,8 @@ def _ranked(
     if count == 0:
         return NOTHING
     instants = {OCCURRED: micros(context.occurred_at), KNOWN: micros(context.known_at)}
-    gated = np.asarray(columns_admit(INDEX_GATE, entries, instants), dtype=bool)
+    columns = _columns(entries, kept=read.kept)
+    gated = np.asarray(columns_admit(INDEX_GATE, columns, instants), dtype=bool)
     if read.multi_version:
         # Only the newest gated version of each doc_key goes on to ranking.
         index = np.nonzero(gated)[0]
@@ -475,34 +516,37 @@ def _ranked(
         newest = np.zeros(int(entries["group"].max()) + 1, dtype=np.int64)
         np.maximum.at(newest, groups, versions)
         gated[index[versions < newest[groups]]] = False
-    order = entries["order"].astype(np.int64)
-    ids = entries["id"]
-    table = position_table(ids, always=True)
+    order = columns["order"]
+    ids = columns["id"]
+    # The array and the lists come from one statement (or the kept array of the same row
+    # version): they agree, so the count is not checked.
+    inters = both_intersections(ids, read.raw, read.expanded)
     branches = []
-    inters = []
-    for lists, query_size, sizes in (
-        (read.raw, raw_size, entries["raw_size"]),
-        (read.expanded, expanded_size, entries["expanded_size"]),
+    hits = []
+    for inter, query_size, sizes in (
+        (inters[0], raw_size, columns["raw_size"]),
+        (inters[1], expanded_size, columns["expanded_size"]),
     ):
-        # The array and the lists come from one statement (or the kept array of the same row
-        # version): they agree, so the count is not checked.
-        inter = intersections(ids, lists, table=table, checked=False)
-        assert inter is not None
-        inters.append(inter)
-        candidates = np.nonzero(gated & (inter > 0))[0]
+        hit = gated & (inter > 0)
+        hits.append(hit)
+        candidates = np.nonzero(hit)[0]
         common = inter[candidates]
         branches.append((candidates, common, query_size + sizes[candidates] - common))
-    hits = []
-    for candidates, _, _ in branches:
-        hit = np.zeros(count, dtype=bool)
-        hit[candidates] = True
-        hits.append(hit)
     # The vector branch, over exactly the entries past the gate and the newest-version rule.
     vector = vector_branch(VECTOR_SPACE, read.scope_id, ids, gated, order, query)
-    shares = _shares(inters, (raw_size, expanded_size))
     if vector.ranked:
         assert vector.ranks is not None
         hits.append(vector.ranks > 0)
+
+    def described(chosen: list[int]) -> list[dict[str, float]]:
+        # The relevance of the chosen only: the shares of every entry cost a pass over the scope.
+        at = np.asarray(chosen, dtype=np.intp)
+        shares = _shares([inter[at] for inter in inters], (raw_size, expanded_size))
+        return [
+            vector.described(i, float(share) or None)
+            for i, share in zip(chosen, shares, strict=True)
+        ]
+
     if max(len(c) for c, _, _ in branches) >= PARTIAL_FROM:
         partial = _partial_head(
             branches,
@@ -511,6 +555,7 @@ def _ranked(
             context.limit,
             ranks_or_none(vector),
             vector_votes(),
+            hits[:2],
         )
         if partial is not None:
             picked_head, matched = partial
@@ -521,7 +566,7 @@ def _ranked(
                 versions=[int(entries["version"][i]) for i in picked_head],
                 found_by=[_found_by(i, hits) for i in picked_head],
                 semantic=vector.status,
-                relevance=_described(vector, shares, picked_head),
+                relevance=described(picked_head),
             )
     ranks = []
     for candidates, common, union in branches:
@@ -560,7 +605,7 @@ def _ranked(
         versions=[int(entries["version"][i]) for i in chosen],
         found_by=[_found_by(i, ranks) for i in chosen],
         semantic=vector.status,
-        relevance=_described(vector, shares, chosen),
+        relevance=described(chosen),
     )
 
 
@@ -585,14 +630,15 @@ def _partial_head(
     limit: int,
     vector: np.ndarray | None = None,
     votes: int = 1,
+    members: list[np.ndarray] | None = None,
 ) -> tuple[list[int], int] | None:
     """The first ``limit`` entries of the fused ranking, exactly as the full ranking orders
     them, and how many entries matched, from each branch's best only; None when the bounds do
     not decide the head (the caller then ranks every candidate).
 
-    Each branch ranks exactly its candidates with a Jaccard ratio at least its ``depth``-th best
-    (ties at that ratio included, so those ranks are the full ranking's); every other candidate
-    of the branch ranks below them. An entry's fused score is then known, or known within the
+    Each branch ranks exactly its ``depth`` best candidates: those with a Jaccard ratio above its
+    ``depth``-th best, and of the tie at that ratio those first by ``order`` (so those ranks are
+    the full ranking's); every other candidate of the branch ranks below them. An entry's fused score is then known, or known within the
     bound 1/(k+m+1) of the branch whose rank it lacks (m the ranks known there). The entries
     whose upper bound reaches the ``limit``-th best lower bound are the only ones that can be in
     the head; their missing ranks are counted exactly, and the head is ordered exactly by
@@ -603,48 +649,64 @@ def _partial_head(
     does not rank gains nothing from it, so the bounds hold as they are.
     """
     depth = _depth(limit)
-    known: list[np.ndarray] = []  # per branch: rank (1..m) of the entries ranked, else 0
-    in_branch: list[np.ndarray] = []  # per branch: whether an entry is a candidate at all
-    ratios: list[np.ndarray] = []  # per branch: each entry's ratio (0 when not a candidate)
+    # Everything below works on each branch's candidates and on the few entries ranked, never
+    # on arrays as long as the scope (but for the members' masks, one byte per entry).
+    ranked_by: list[np.ndarray] = []  # per branch: the entries ranked, best first
+    values_by: list[np.ndarray] = []  # per branch: each candidate's ratio
     bounds: list[float] = []  # per branch: the most an unranked candidate adds
     for candidates, common, union in branches:
-        member = np.zeros(count, dtype=bool)
-        member[candidates] = True
-        rank = np.zeros(count, dtype=np.int64)
-        ratio = np.zeros(count, dtype=np.float64)
         if len(candidates):
             if int(union.max()) >= EXACT_RATIO_BOUND:
                 return None
             values = common / union
-            ratio[candidates] = values
             if len(candidates) > depth:
-                threshold = -np.partition(-values, depth - 1)[depth - 1]
-                best = values >= threshold
-                if np.count_nonzero(best) > 4 * depth:
-                    return None  # a tie of many at the boundary: rank them all instead
+                threshold = _kth_best(common, union, values, depth)
+                above = np.nonzero(values > threshold)[0]
+                tied = np.nonzero(values == threshold)[0]
+                # A tie at the boundary is ordered by ``order``: its first (those with the
+                # least order) are exactly the full ranking's next ranks, the rest rank below
+                # them. The tie grows with the scope (the distinct ratios do not), so it is
+                # cut to what the depth needs rather than ranked whole.
+                room = depth - len(above)
+                if len(tied) > room:
+                    tied = tied[np.argpartition(order[candidates[tied]], room - 1)[:room]]
+                best = np.concatenate([above, tied])
+                ranked = candidates[best][
+                    _jaccard_order(common[best], union[best], order[candidates[best]])
+                ]
             else:
-                best = np.ones(len(candidates), dtype=bool)
-            ranked = candidates[best][
-                _jaccard_order(common[best], union[best], order[candidates[best]])
-            ]
-            rank[ranked] = np.arange(1, len(ranked) + 1)
+                ranked = candidates[_jaccard_order(common, union, order[candidates])]
             unranked = len(candidates) - len(ranked)
         else:
-            unranked = 0
-        known.append(rank)
-        in_branch.append(member)
-        ratios.append(ratio)
-        bounds.append(1.0 / (RRF_K + int(rank.max()) + 1) if unranked else 0.0)
-    by_vector = vector if vector is not None else np.zeros(count, dtype=np.int64)
-    matched = int(np.count_nonzero(in_branch[0] | in_branch[1] | (by_vector > 0)))
-    ranked_any = np.nonzero((known[0] > 0) | (known[1] > 0) | (by_vector > 0))[0]
+            values, ranked, unranked = np.zeros(0), candidates, 0
+        ranked_by.append(ranked)
+        values_by.append(values)
+        bounds.append(1.0 / (RRF_K + len(ranked) + 1) if unranked else 0.0)
+    if members is None:
+        members = []
+        for candidates, _, _ in branches:
+            member = np.zeros(count, dtype=bool)
+            member[candidates] = True
+            members.append(member)
+    by_vector = vector if vector is not None else None
+    every = members[0] | members[1]
+    if by_vector is not None:
+        every |= by_vector > 0
+    matched = int(np.count_nonzero(every))
+    listed = list(ranked_by)
+    if by_vector is not None:
+        listed.append(np.nonzero(by_vector)[0])
+    ranked_any = np.unique(np.concatenate(listed)) if listed else np.zeros(0, dtype=np.intp)
     lower = np.zeros(len(ranked_any), dtype=np.float64)
     upper = np.zeros(len(ranked_any), dtype=np.float64)
-    r = by_vector[ranked_any]
-    lower += np.where(r > 0, votes / (RRF_K + np.maximum(r, 1)), 0.0)
+    if by_vector is not None:
+        r = by_vector[ranked_any]
+        lower += np.where(r > 0, votes / (RRF_K + np.maximum(r, 1)), 0.0)
     upper += lower
-    for rank, member, bound in zip(known, in_branch, bounds, strict=True):
-        r = rank[ranked_any]
+    known: list[np.ndarray] = []  # per branch: the rank of each of ranked_any, else 0
+    for ranked, member, bound in zip(ranked_by, members, bounds, strict=True):
+        r = _ranks_among(ranked_any, ranked)
+        known.append(r)
         part = np.where(r > 0, 1.0 / (RRF_K + np.maximum(r, 1)), 0.0)
         lower += part
         upper += part + np.where((r == 0) & member[ranked_any], bound, 0.0)
@@ -654,30 +716,65 @@ def _partial_head(
     floor = float(-np.partition(-lower, limit - 1)[limit - 1]) * (1 - 1e-9)
     if not sum(bounds) < floor:
         return None
-    contenders = ranked_any[upper >= floor]
-    if len(contenders) > MAX_CONTENDERS:
+    at_contender = np.nonzero(upper >= floor)[0]
+    if len(at_contender) > MAX_CONTENDERS:
         return None
     rows = []
-    for index in (int(i) for i in contenders):
+    for at in (int(i) for i in at_contender):
+        index = int(ranked_any[at])
         ranks: list[int | None] = []
-        for rank, member, ratio in zip(known, in_branch, ratios, strict=True):
-            if rank[index] > 0:
-                ranks.append(int(rank[index]))
+        for rank, member, (candidates, _, _), values in zip(
+            known, members, branches, values_by, strict=True
+        ):
+            if rank[at] > 0:
+                ranks.append(int(rank[at]))
             elif member[index]:
-                ranks.append(_rank_of(index, ratio, member, order))
+                place = int(np.searchsorted(candidates, index))
+                ranks.append(_rank_of(place, values, None, order[candidates]))
             else:
                 ranks.append(None)
-        ranks.extend([int(by_vector[index]) or None] * (votes if vector is not None else 0))
+        if by_vector is not None:
+            ranks.extend([int(by_vector[index]) or None] * votes)
         rows.append((int(order[index]), *ranks, index))
     head = _exact_head(rows, limit, complete=True)
     return (head, matched) if head is not None else None
 
 
-def _rank_of(index: int, ratio: np.ndarray, member: np.ndarray, order: np.ndarray) -> int:
+def _ranks_among(entries: np.ndarray, ranked: np.ndarray) -> np.ndarray:
+    """Per entry of ``entries``, its rank (from 1) in ``ranked`` (entries best first), else 0."""
+    if len(ranked) == 0:
+        return np.zeros(len(entries), dtype=np.int64)
+    by_entry = np.argsort(ranked)
+    sorted_ranked = ranked[by_entry]
+    at = np.minimum(np.searchsorted(sorted_ranked, entries), len(ranked) - 1)
+    found = sorted_ranked[at] == entries
+    return np.where(found, by_entry[at] + 1, 0).astype(np.int64)
+
+
+def _kth_best(common: np.ndarray, union: np.ndarray, values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` (each ``common / union``, as computed there): the
+    distinct (common, union) pairs are few, so they are counted, ordered by their ratio and
+    accumulated, instead of partitioning every candidate's float."""
+    width = int(union.max()) + 1
+    cells = (int(common.max()) + 1) * width
+    if cells > 4 * len(common) + 65_536:
+        return float(-np.partition(-values, k - 1)[k - 1])
+    counts = np.bincount(common * width + union, minlength=cells)
+    present = np.nonzero(counts)[0]
+    pair_values = (present // width) / (present % width)
+    by_value = np.argsort(-pair_values, kind="stable")
+    reached = np.cumsum(counts[present][by_value])
+    return float(pair_values[by_value][np.searchsorted(reached, k)])
+
+
+def _rank_of(index: int, ratio: np.ndarray, member: np.ndarray | None, order: np.ndarray) -> int:
     """The rank of candidate ``index`` in its branch's full ranking (ratio descending, then
-    ``order``): the candidates before it, plus one."""
+    ``order``): the candidates before it, plus one. ``member``: which entries are candidates
+    (None: all of them, the arrays being the branch's candidates only)."""
     better = (ratio > ratio[index]) | ((ratio == ratio[index]) & (order < order[index]))
-    return int(np.count_nonzero(better & member)) + 1
+    if member is not None:
+        better &= member
+    return int(np.count_nonzero(better)) + 1
 
 
 def _in_conflict(entries: np.ndarray, gated: np.ndarray, index: int) -> bool:

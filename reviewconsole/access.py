@@ -18,16 +18,22 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import CharField, F, QuerySet, Value
 from django.db.models.functions import Cast
+from django.http import HttpRequest
 
 from reviewconsole.models import TenantMembership, tenant_named
 from reviewconsole.statements import INTEGER, Param, Statement
 
 # The attribute a user object keeps its access on (this module's own, not Django's caches).
 _ATTRIBUTE = "_console_access"
+# The tenants a delegated credential (an OAuth token's tenant scopes) narrows this user object to.
+_NARROWED = "_console_narrowed_tenants"
+# No tenant is named this: what a user narrowed to none of their tenants is limited to.
+_NOWHERE = frozenset({""})
 _PERMISSION = "p"
 _TENANT = "t"
 _NAMED_TENANT = "k"
@@ -138,9 +144,28 @@ def _read(user: User, tenant: str) -> tuple[Access, bool]:
             tenants.add(value)
         else:
             named = True
-    access = Access(_names(permissions), frozenset(tenants))
+    access = Access(_names(permissions), _narrowed(user, frozenset(tenants)))
     setattr(user, _ATTRIBUTE, access)
     return access, named
+
+
+def _narrowed(user: User, tenants: frozenset[str]) -> frozenset[str]:
+    """The memberships ``tenants`` (empty: deployment-wide) as a delegated credential narrows
+    them: to the tenants it names among the user's own, never wider; none left is nowhere."""
+    narrowing: frozenset[str] | None = getattr(user, _NARROWED, None)
+    if narrowing is None:
+        return tenants
+    left = narrowing if not tenants else tenants & narrowing
+    return left or _NOWHERE
+
+
+def narrow_tenants(user: User, tenants: frozenset[str]) -> frozenset[str] | None:
+    """Limit this user object (one request's) to ``tenants`` among its own, as an OAuth token's
+    tenant scopes do; answers the tenants it may then reach (None: the whole deployment)."""
+    setattr(user, _NARROWED, frozenset(tenants))
+    forget(user)
+    reach = access_of(user).tenants
+    return None if not reach else frozenset(reach - _NOWHERE)
 
 
 def access_of(user: User | AnonymousUser | None) -> Access:
@@ -172,7 +197,19 @@ def forget(user: Any) -> None:
 
 class AccessBackend(ModelBackend):
     """Django's ``ModelBackend`` (login, users, ``with_perm``), its permissions read with the
-    user's memberships in one statement (:func:`access_of`)."""
+    user's memberships in one statement (:func:`access_of`). With ``PASSWORD_LOGIN`` off it
+    checks no password at all, whichever page or command asks (people sign on instead)."""
+
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if not settings.PASSWORD_LOGIN:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
     def get_all_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
         if not user_obj.is_active or user_obj.is_anonymous or obj is not None:

@@ -37,6 +37,7 @@ from reviewconsole.models import (
     ReviewClaim,
     ReviewComment,
     ReviewThread,
+    SignOnIdentity,
     Tenant,
     TenantMembership,
     WorkerHeartbeat,
@@ -166,6 +167,30 @@ class AccountOriginAdmin(admin.ModelAdmin[AccountOrigin]):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
+        return False
+
+
+@admin.register(SignOnIdentity)
+class SignOnIdentityAdmin(admin.ModelAdmin[SignOnIdentity]):
+    """Which provider account each signed-on account belongs to: written at sign-in, read-only."""
+
+    list_display = ("user", "issuer", "subject", "created_at", "last_sign_on_at")
+    readonly_fields = ("user", "issuer", "subject", "created_at", "last_sign_on_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: SignOnIdentity | None = None) -> bool:
+        return is_deployment_wide(request.user) and super().has_view_permission(request, obj)
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: SignOnIdentity | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: SignOnIdentity | None = None
+    ) -> bool:
         return False
 
 

@@ -52,6 +52,8 @@ class Action(models.TextChoices):
     )
     AGENT_TOKEN_CREATE = "agentapi.token.create", gettext_noop("agent API token created")
     AGENT_TOKEN_REVOKE = "agentapi.token.revoke", gettext_noop("agent API token revoked")
+    AGENT_OAUTH_GRANT = "agentapi.oauth.grant", gettext_noop("agent OAuth client authorised")
+    AGENT_OAUTH_REVOKE = "agentapi.oauth.revoke", gettext_noop("agent OAuth token revoked")
     THREAD_IMPORT = "curation.thread.import", gettext_noop("investigation thread imported")
     THREAD_BUILD = "curation.thread.build", gettext_noop("candidate built from a thread")
     NEAR_DUPLICATE_RESOLVE = (
@@ -230,6 +232,31 @@ class AccountOrigin(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} created by {self.created_by_id} (holder {self.holder_id})"
+
+
+class SignOnIdentity(models.Model):
+    """The person at an OpenID Connect provider an account belongs to: the provider (``issuer``)
+    and its stable, never reassigned id for the person (``subject``, the ID token's ``sub``).
+
+    Sign-on finds accounts by this pair only, never by e-mail or username, so a provider account
+    whose e-mail or name matches a local account does not reach it (``user_sign_on``).
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_on"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField()
+    last_sign_on_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sign_on_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
 
 
 class Tenant(models.Model):

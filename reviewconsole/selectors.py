@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Prefetch, QuerySet
 
-from reviewconsole.models import Event, TenantMembership
+from reviewconsole.models import Event, SignOnIdentity, TenantMembership
 from reviewconsole.permissions import VIEW_EVENT, require
 from reviewconsole.roles import Role
 from reviewconsole.services import users_manageable_by
@@ -121,6 +121,11 @@ def user_rows(viewer: User) -> list[UserRow]:
         role = next((r for r in Role.values if r in names), "")
         rows.append(UserRow(user, role, [m.tenant for m in user.tenant_memberships.all()]))
     return rows
+
+
+def user_signs_on(user: User) -> bool:
+    """Whether ``user`` logs in through the provider (its role and tenants come from there)."""
+    return SignOnIdentity.objects.filter(user=user).exists()
 
 
 def user_visible(viewer: User, username: str) -> User | None:

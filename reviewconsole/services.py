@@ -11,7 +11,8 @@ transaction; passwords never reach the event.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from django.db.models import Q, QuerySet
 from reviewconsole import accounts, clock
 from reviewconsole.audit import event_record
 from reviewconsole.errors import PermissionRefused, ValidationFailure
-from reviewconsole.models import Action, Tenant, TenantMembership
+from reviewconsole.models import Action, SignOnIdentity, Tenant, TenantMembership
 from reviewconsole.permissions import ADD_TENANT, CHANGE_USER, require
 from reviewconsole.roles import (
     NO_ROLE_RANK,
@@ -35,6 +36,7 @@ from reviewconsole.roles import (
     roles_at_or_below,
 )
 from reviewconsole.scopes import validate_scope_value
+from reviewconsole.signon import INACTIVE, NO_TENANT, SignOnMapping, mapped_access
 from reviewconsole.tenancy import (
     forget,
     require_known_tenant,
@@ -432,3 +434,198 @@ def _set_tenants(user: User, tenants: list[str]) -> None:
         [TenantMembership(user=user, tenant=t) for t in tenants], ignore_conflicts=True
     )
     forget(user)
+
+
+# --- Single sign-on ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignOnOutcome:
+    """A sign-in's result: the account (None: none was made), and why it may not log in (None:
+    it may)."""
+
+    user: User | None
+    refusal: str | None
+
+
+@transaction.atomic
+def user_sign_on(
+    *,
+    issuer: str,
+    claims: Mapping[str, Any],
+    mapping: SignOnMapping,
+    username_claim: str = "preferred_username",
+    now: datetime | None = None,
+) -> SignOnOutcome:
+    """Apply what a person's validated ID token claims give them, at every sign-in.
+
+    The account is the one bound to (``issuer``, ``sub``), made on the first sign-in (its own
+    holder, with no usable password); an e-mail or username matching a local account never
+    links to it. The role and tenants the claims map to (``reviewconsole.signon``) replace the
+    account's, each change audited with the same event and details as an admin's change in the
+    console (``auth.user.create``, ``auth.user.role_set``, ``auth.user.tenants_set``,
+    ``auth.user.change``), plus ``via: "sign-on"`` and the groups that mapped; the actor is the
+    system, not the person. A person whose groups now name no role loses the account's role
+    (audited) and is refused, as is one the tenant mapping gives no tenant; a deactivated account
+    stays deactivated. The superuser flag is never set; staff status follows the role.
+    """
+    now = now or clock.now()
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not subject:
+        raise ValidationFailure("sub", "the ID token names no subject")
+    access = mapped_access(claims, mapping)
+    tenants = None if access.tenants is None else _known_only(access.tenants)
+    refusal = access.refusal or (NO_TENANT if tenants is not None and not tenants else None)
+    via = {"via": "sign-on", "issuer": issuer, "groups": list(access.groups)}
+
+    identity = (
+        SignOnIdentity.objects.select_for_update()
+        .select_related("user")
+        .filter(issuer=issuer, subject=subject)
+        .first()
+    )
+    if identity is None:
+        if refusal is not None:
+            # Nothing is made for a person the mapping refuses.
+            return SignOnOutcome(user=None, refusal=refusal)
+        assert access.role is not None
+        user = User(
+            username=_free_username(claims.get(username_claim), subject),
+            is_active=True,
+            is_superuser=False,
+        )
+        user.set_unusable_password()
+        for name, value in _claimed_profile(claims).items():
+            setattr(user, name, value)
+        _apply_role(user, access.role)
+        _set_tenants(user, sorted(tenants or ()))
+        SignOnIdentity.objects.create(
+            user=user, issuer=issuer, subject=subject, created_at=now, last_sign_on_at=now
+        )
+        # Made by no one the console knows: its own holder (reviewconsole.accounts).
+        event_record(
+            actor=None,
+            action=Action.USER_CREATE,
+            target=_target(user),
+            details={
+                "role": access.role,
+                "tenants": sorted(tenants or ()),
+                "password_set": False,
+                **via,
+            },
+            at=now,
+        )
+        return SignOnOutcome(user=user, refusal=None)
+
+    user = User.objects.select_for_update().get(pk=identity.user_id)
+    SignOnIdentity.objects.filter(pk=identity.pk).update(last_sign_on_at=now)
+    if user.is_superuser:
+        # Superusers are the shell's; a provider never changes one.
+        return SignOnOutcome(user=user, refusal=refusal)
+    changed = {
+        name: value
+        for name, value in _claimed_profile(claims).items()
+        if getattr(user, name) != value
+    }
+    if changed:
+        for name, value in changed.items():
+            setattr(user, name, value)
+        user.save(update_fields=sorted(changed))
+        event_record(
+            actor=None,
+            action=Action.USER_CHANGE,
+            target=_target(user),
+            details={"fields": sorted(changed), **via},
+            at=now,
+        )
+    before_role = user_role(user)
+    role = access.role if refusal is None else None
+    if role != before_role:
+        if role is None:
+            _clear_role(user)
+        else:
+            _apply_role(user, role)
+        event_record(
+            actor=None,
+            action=Action.USER_ROLE_SET,
+            target=_target(user),
+            details={
+                "role": role,
+                "from": before_role,
+                "created": False,
+                "password_set": False,
+                **via,
+            },
+            at=now,
+        )
+    before_tenants = _tenants(user)
+    # A refused person's memberships stay (an empty list would make them deployment-wide);
+    # "every tenant" (None) is no membership at all.
+    after_tenants = tenants or []
+    if refusal is None and after_tenants != before_tenants:
+        _set_tenants(user, after_tenants)
+        _tenants_event(user, after_tenants, before_tenants, via, now)
+    if not user.is_active:
+        return SignOnOutcome(user=user, refusal=INACTIVE)
+    return SignOnOutcome(user=user, refusal=refusal)
+
+
+def _tenants_event(
+    user: User, tenants: list[str], before: list[str], via: dict[str, Any], now: datetime
+) -> None:
+    event_record(
+        actor=None,
+        action=Action.USER_TENANTS_SET,
+        target=_target(user),
+        details={
+            "tenants": tenants,
+            "added": sorted(set(tenants) - set(before)),
+            "removed": sorted(set(before) - set(tenants)),
+            **via,
+        },
+        at=now,
+    )
+
+
+def _clear_role(user: User) -> None:
+    """Take ``user``'s role away (a sign-on whose groups name none): no group, no staff."""
+    user.is_staff = False
+    user.save()
+    user.groups.clear()
+
+
+def _known_only(tenants: Iterable[str]) -> list[str]:
+    """The tenants the console has: a claim cannot create one (tenants are made in the console)."""
+    return sorted(Tenant.objects.filter(name__in=set(tenants)).values_list("name", flat=True))
+
+
+def _claimed_profile(claims: Mapping[str, Any]) -> dict[str, str]:
+    """Names from the claims; the e-mail only when the provider says it verified it (mails to
+    reviewers go there), and even then it links nothing."""
+    profile = {
+        "first_name": claims.get("given_name"),
+        "last_name": claims.get("family_name"),
+    }
+    if claims.get("email_verified") is True:
+        profile["email"] = claims.get("email")
+    # Django's lengths of these fields: first and last name 150, e-mail 254.
+    limits = {"first_name": 150, "last_name": 150, "email": 254}
+    return {
+        name: value[: limits[name]]
+        for name, value in profile.items()
+        if isinstance(value, str) and value
+    }
+
+
+def _free_username(claimed: object, subject: str) -> str:
+    """A username for a new signed-on account: the claimed one when free and valid, else with
+    the first free suffix (a provider account named like a local admin gets another name)."""
+    base = claimed if isinstance(claimed, str) else ""
+    base = "".join(c for c in base if c.isalnum() or c in "@.+-_")[:140] or (
+        "sso-" + "".join(c for c in subject if c.isalnum())[:40]
+    )
+    name, counter = base, 1
+    while User.objects.filter(username=name).exists():
+        counter += 1
+        name = f"{base}-{counter}"
+    return name

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from reviewconsole.errors import PermissionRefused, ValidationFailure
 from reviewconsole.identity import acting_user
 from reviewconsole.permissions import CHANGE_USER
-from reviewconsole.selectors import user_rows, user_visible
+from reviewconsole.selectors import user_rows, user_signs_on, user_visible
 from reviewconsole.services import user_create, user_role, user_tenants, user_update
 from reviewconsole.user_forms import UserChangeForm, UserCreateForm
 from reviewconsole.views import HtmxHttpRequest, console_view, finish, or_404, render_page
@@ -106,6 +106,11 @@ def user_edit(request: HtmxHttpRequest, username: str) -> HttpResponse:
     return render_page(
         request,
         "reviewconsole/user_form.html",
-        {"form": form, "subject": subject, "own": subject.pk == actor.pk},
+        {
+            "form": form,
+            "subject": subject,
+            "own": subject.pk == actor.pk,
+            "signed_on": user_signs_on(subject),
+        },
         status=422 if form.is_bound else 200,
     )

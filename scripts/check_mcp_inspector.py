@@ -5,8 +5,9 @@ On a temporary SQLite database holding the demo, with an agent token made by ``c
 it serves ``mcp_server --http`` on a free port of 127.0.0.1 and asks the Inspector (the npm
 package ``@modelcontextprotocol/inspector``, installed once into ``var/mcp-inspector`` with the
 machine's npm) to list the tools and to call ``search_knowledge`` with the token as a bearer
-header, then to list the tools with a wrong token. It checks that all seven tools declare an
-output schema, that the search answers as the README says, with structured content, and that the
+header, to call it for a tenant the agent may not use, then to list the tools with a wrong token.
+It checks that all seven tools declare an output schema, that the search answers as the README
+says, with structured content, that the refused call shows the server's message, and that the
 wrong token is refused; it exits non-zero on any difference, and always stops the server.
 
 Usage::
@@ -138,6 +139,15 @@ def check(launcher: Path, url: str, token: str) -> list[str]:
         failures.append(f"search_knowledge answered {json.dumps(called, ensure_ascii=False)[:300]}")
     elif not any(item.get("id") == "doc:rule-b@1" for item in structured.get("evidence", [])):
         failures.append("search_knowledge did not return campaign B's rule")
+    # A refused call: isError with the server's message as text (no structured content that
+    # the Inspector would check against the output schema and lose the message over).
+    forbidden = ask(launcher, url, token, "--method", "tools/call", "--tool-name", "search_knowledge",
+                    "--tool-arg", "query=x", "tenant=nope")  # fmt: skip
+    texts = [block.get("text", "") for block in forbidden.get("content", [])]
+    if not forbidden.get("isError") or not any("tenant 'nope'" in text for text in texts):
+        failures.append(
+            f"a refused call answered {json.dumps(forbidden, ensure_ascii=False)[:300]}"
+        )
     refused = ask(launcher, url, "not-a-token", "--method", "tools/list")
     if "tools" in refused or refused.get("error", {}).get("code") != "auth_required":
         failures.append(f"a wrong token was answered: {json.dumps(refused)[:200]}")
@@ -171,7 +181,8 @@ def main() -> int:
         print(f"FAIL {failure}")
     if not failures:
         print(
-            "MCP Inspector: 7 tools with output schemas, search_knowledge answered, wrong token refused"
+            "MCP Inspector: 7 tools with output schemas, search_knowledge answered, a refused "
+            "call's message read, wrong token refused"
         )
     return 1 if failures else 0
 

@@ -94,6 +94,16 @@ else
   SUMMARY+=("$(printf '  %-26s skipped  (%s)' "browser" "no chromium: browser tests skip")")
 fi
 
+# The independent OpenID Connect provider of the sign-on browser tests (npm's oidc-provider).
+echo "== oidc provider"
+if bash scripts/ensure_oidc_provider.sh; then
+  record "oidc provider" 0 "oidc-provider"
+elif [ -n "${CI:-}" ]; then
+  record "oidc provider" 1 "the OpenID provider is required in CI"
+else
+  SUMMARY+=("$(printf '  %-26s skipped  (%s)' "oidc provider" "no node/npm: the sign-on tests skip")")
+fi
+
 # HAProxy for the scale-out test (tests/scaleout), which runs in the PostgreSQL half.
 echo "== haproxy"
 if bash scripts/ensure_haproxy.sh; then

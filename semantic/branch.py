@@ -32,13 +32,15 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
 from semantic import calibration, embedders, queries, scoring
-from semantic.models import ScopeVectors
+from semantic.models import PackedMatrix
+from semantic.packing import Stored
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +65,8 @@ class Packed:
     # figures a key); None when packed before they were kept.
     languages: np.ndarray | None = None
     item_null: np.ndarray | None = None
+    # The last delta row applied (``VectorDelta.seq``; 0: none since the merge).
+    seq: int = 0
 
     @cached_property
     def quantised(self) -> scoring.Quantised:
@@ -182,59 +186,132 @@ class Branch:
 
 # --- the scope's matrix, per process --------------------------------------------------------
 
-_VERSION_SQL = "SELECT version, model FROM semantic_scopevectors WHERE space = %s AND scope = %s"
+# One small statement per search: the scope's version and, in the same snapshot, the delta's
+# rows after those this process holds for that version (all after the last merge when it holds
+# another version or none). The matrix itself travels only when the version changed.
+_VERSION_SQL = """
+SELECT pm.version, pm.model, pm.dim, d.seq, d.entry, d.vector, d.language, d.item_null
+FROM semantic_packedmatrix pm
+LEFT JOIN semantic_vectordelta d
+  ON d.space = pm.space AND d.scope = pm.scope AND d.model = pm.model
+ AND d.seq > CASE WHEN pm.version = %s THEN %s ELSE pm.merged_seq END
+WHERE pm.space = %s AND pm.scope = %s
+"""
 _packed_cache: OrderedDict[tuple[str, int], Packed] = OrderedDict()
+# Per scope kept: the packed matrix as merged (by its version) and the delta's rows on top of it.
+_parts: dict[tuple[str, int], tuple[int, Stored, list[tuple[Any, ...]]]] = {}
 _packed_lock = threading.Lock()
 PACKED_CACHE_BYTES = 256 * 1024 * 1024
 
 
-def packed(space: str, scope: int) -> Packed | None:
-    """The scope's packed vectors as last packed, or None when it never was."""
-    key = (space, scope)
-    # One small statement per search (the ORM's own cost was most of the branch's at 100 items).
-    with connection.cursor() as cursor:
-        cursor.execute(_VERSION_SQL, [space, scope])
-        row = cursor.fetchone()
-    if row is None or not row[1]:
-        return None
-    with _packed_lock:
-        kept = _packed_cache.get(key)
-        if kept is not None and kept.version == row[0] and kept.model == row[1]:
-            _packed_cache.move_to_end(key)
-            return kept
+class _Fetched(threading.local):
+    """What this thread's last :func:`packed` received: bytes of vectors and keys, delta rows."""
+
+    bytes: int = 0
+    delta_rows: int = 0
+
+
+FETCHED = _Fetched()
+
+
+def _merged(space: str, scope: int, version: int) -> tuple[str, int, Stored] | None:
+    """The scope's matrix as merged, when it is still at ``version``."""
     full = (
-        ScopeVectors.objects.filter(space=space, scope=scope)
+        PackedMatrix.objects.filter(space=space, scope=scope)
         .values_list("version", "model", "dim", "keys", "matrix", "languages", "item_null")
         .first()
     )
-    if full is None or not full[1]:
+    if full is None or not full[1] or full[0] != version:
         return None
-    version, model, dim, keys, matrix, languages, item_null = full
+    _, model, dim, keys, matrix, languages, item_null = full
+    FETCHED.bytes += sum(len(bytes(b or b"")) for b in (keys, matrix, languages, item_null))
     ids = np.frombuffer(bytes(keys), dtype=np.int64)
-    rows = np.frombuffer(bytes(matrix), dtype=np.float32).reshape(len(ids), dim or 0)
-    codes = np.frombuffer(bytes(languages or b""), dtype=np.uint8)
     nulls = np.frombuffer(bytes(item_null or b""), dtype=np.float32)
-    fresh = Packed(
-        int(version),
+    return (
         model,
-        ids,
-        rows,
-        codes if len(codes) == len(ids) else None,
-        nulls.reshape(len(ids), -1) if len(ids) and len(nulls) == 4 * len(ids) else None,
+        int(dim or 0),
+        Stored(
+            ids,
+            np.frombuffer(bytes(matrix), dtype=np.float32).reshape(len(ids), dim or 0),
+            np.frombuffer(bytes(languages or b""), dtype=np.uint8),
+            nulls.reshape(len(ids), 4)
+            if nulls.size == 4 * len(ids)
+            else np.zeros((0, 4), np.float32),
+        ),
     )
-    fresh.quantised  # noqa: B018 (made here, not in the first search that reads it)
-    with _packed_lock:
-        _packed_cache[key] = fresh
-        _packed_cache.move_to_end(key)
-        while sum(p.nbytes for p in _packed_cache.values()) > PACKED_CACHE_BYTES:
-            _packed_cache.popitem(last=False)
-    return fresh
+
+
+def packed(space: str, scope: int) -> Packed | None:
+    """The scope's packed vectors with its delta applied, or None when it never was packed.
+    A process keeps them per scope and fetches, after an addition, only the delta's new rows."""
+    key = (space, scope)
+    FETCHED.bytes = FETCHED.delta_rows = 0
+    for _attempt in range(4):
+        with _packed_lock:
+            kept = _packed_cache.get(key)
+            parts = _parts.get(key)
+        held = parts if parts is not None and kept is not None else None
+        # One small statement per search (the ORM's own cost was most of the branch's at 100).
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _VERSION_SQL,
+                [held[0] if held else -1, kept.seq if held and kept else 0, space, scope],
+            )
+            rows = cursor.fetchall()
+        if not rows or not rows[0][1]:
+            return None
+        version, model, dim = int(rows[0][0]), rows[0][1], int(rows[0][2] or 0)
+        fresh = [
+            (int(seq), int(entry), bytes(vector), int(language), bytes(null or b""))
+            for _, _, _, seq, entry, vector, language, null in rows
+            if seq is not None
+        ]
+        FETCHED.delta_rows = len(fresh)
+        FETCHED.bytes += sum(len(row[2]) + len(row[4]) + 8 for row in fresh)
+        if held is not None and held[0] == version and kept is not None and kept.model == model:
+            if not fresh:
+                with _packed_lock:
+                    _packed_cache.move_to_end(key)
+                return kept
+            base, delta = held[1], [*held[2], *fresh]
+        else:
+            merged = _merged(space, scope, version)
+            if merged is None:
+                continue  # merged again between the two statements: read again
+            model, dim, base = merged
+            delta = fresh
+        combined = base.with_rows([row[1:] for row in delta], dim)
+        nulls = combined.item_null
+        fresh_packed = Packed(
+            version,
+            model,
+            combined.keys,
+            combined.matrix,
+            combined.languages if len(combined.languages) == len(combined.keys) else None,
+            (
+                nulls.reshape(len(combined.keys), -1)
+                if len(combined.keys) and nulls.size == 4 * len(combined.keys)
+                else None
+            ),
+            seq=max((row[0] for row in delta), default=0),
+        )
+        fresh_packed.quantised  # noqa: B018 (made here, not in the first search that reads it)
+        with _packed_lock:
+            _packed_cache[key] = fresh_packed
+            _parts[key] = (version, base, delta)
+            _packed_cache.move_to_end(key)
+            while sum(p.nbytes for p in _packed_cache.values()) > PACKED_CACHE_BYTES:
+                dropped, _ = _packed_cache.popitem(last=False)
+                _parts.pop(dropped, None)
+        return fresh_packed
+    return None
 
 
 def caches_cleared() -> None:
     """Forget the kept matrices and query vectors (tests: ids are reused after a rollback)."""
     with _packed_lock:
         _packed_cache.clear()
+        _parts.clear()
     queries.memory_cleared()
     with _query_nulls_lock:
         _query_nulls.clear()

@@ -13,7 +13,7 @@ rows of the spaces ``background`` and ``background-query``. Judged from both end
 - from the query's: how many standard deviations the cosine stands above the query's cosines to
   the reference passages in the item's language, ``(cos − mean) / sd``;
 - from the item's: how many it stands above the item's cosines to the reference queries in the
-  query's language (worked out when the scope is packed: ``ScopeVectors.item_null``), which
+  query's language (worked out when the scope is packed: ``PackedMatrix.item_null``), which
   discounts an item that is close to everything (a hub).
 
 An item's **significance** is the mean of the two. Measured on labelled bilingual pairs, the
@@ -62,7 +62,7 @@ CALIBRATION_FILE = REFERENCE / "calibration.json"
 BACKGROUND_SPACE = "background"
 BACKGROUND_QUERY_SPACE = "background-query"
 
-# Languages told apart, by code (``ScopeVectors.languages`` holds one byte per entry).
+# Languages told apart, by code (``PackedMatrix.languages`` holds one byte per entry).
 LANGUAGES = ("en", "zh")
 EN, ZH = 0, 1
 

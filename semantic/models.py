@@ -31,28 +31,27 @@ class ItemVector(models.Model):
 
 
 class ScopeVectors(models.Model):
-    """The vectors of one index scope's entries, packed for one matrix product per query.
+    """The state of one index scope's vectors: what the worker and the writers change often,
+    apart from the packed matrix (``PackedMatrix``), so that marking a scope or appending to its
+    delta never rewrites the matrix's megabytes (SQLite rewrites a whole row on any update).
 
     ``scope`` is the primary key of the space's index scope (``knowledge.SearchScope``,
-    ``experience.IndexScope``); ``keys`` the sorted entry ids (int64) and ``matrix`` their
-    vectors (float32, one row per key) by ``model``; ``languages`` the language code of each
-    entry's text, against whose reference texts its similarity is judged. ``version`` grows with every packing, so a
-    process keeps the matrix it read until the version changes. ``dirty``: the scope's entries
-    changed since the last packing; the worker's ``scope_vectors_task`` packs it again.
+    ``experience.IndexScope``); ``model``, ``dim`` and ``version`` are those of its packed
+    matrix. ``dirty``: the scope's entries changed since the worker last looked; its
+    ``scope_vectors_task`` embeds the new ones. ``delta_seq`` is the last ``VectorDelta.seq``
+    appended, ``last_entry`` the highest entry id that has a vector (packed or in the delta):
+    the worker embeds the entries after it. ``merge_queued``: a merge of the delta is queued
+    (many additions queue one).
     """
 
     space = models.CharField(max_length=16)
     scope = models.BigIntegerField()
     model = models.CharField(max_length=200, blank=True)
     dim = models.PositiveIntegerField(default=0)
-    keys = models.BinaryField(default=b"")
-    matrix = models.BinaryField(default=b"")
-    # One byte per key: the language of the entry's text (``semantic.calibration.LANGUAGES``).
-    languages = models.BinaryField(default=b"")
-    # Per key, per language, the mean and deviation of its cosines to the reference queries in
-    # that language (float32, four per key): the item's end of its significance.
-    item_null = models.BinaryField(default=b"")
     version = models.BigIntegerField(default=0)
+    delta_seq = models.BigIntegerField(default=0)
+    last_entry = models.BigIntegerField(default=0)
+    merge_queued = models.BooleanField(default=False)
     dirty = models.BooleanField(default=True)
     packed_at = models.DateTimeField(null=True, blank=True)
 
@@ -64,6 +63,68 @@ class ScopeVectors(models.Model):
 
     def __str__(self) -> str:
         return f"{self.space} scope {self.scope} ({self.model or 'not packed'})"
+
+
+class PackedMatrix(models.Model):
+    """The vectors of one index scope's entries, packed for one matrix product per query.
+
+    ``keys`` the sorted entry ids (int64) and ``matrix`` their vectors (float32, one row per
+    key) by ``model``; ``languages`` the language code of each entry's text, against whose
+    reference texts its similarity is judged. ``version`` grows with every packing and merge,
+    so a process keeps the matrix it read until the version changes; ``merged_seq`` is the last
+    ``VectorDelta.seq`` folded in: a reader adds the delta's rows after it.
+    """
+
+    space = models.CharField(max_length=16)
+    scope = models.BigIntegerField()
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField(default=0)
+    version = models.BigIntegerField(default=0)
+    merged_seq = models.BigIntegerField(default=0)
+    keys = models.BinaryField(default=b"")
+    matrix = models.BinaryField(default=b"")
+    # One byte per key: the language of the entry's text (``semantic.calibration.LANGUAGES``).
+    languages = models.BinaryField(default=b"")
+    # Per key, per language, the mean and deviation of its cosines to the reference queries in
+    # that language (float32, four per key): the item's end of its significance.
+    item_null = models.BinaryField(default=b"")
+
+    class Meta:
+        verbose_name_plural = "packed matrices"
+        constraints = [
+            models.UniqueConstraint(fields=["space", "scope"], name="semantic_packed_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space} scope {self.scope} v{self.version} ({self.model})"
+
+
+class VectorDelta(models.Model):
+    """The vector of one entry embedded since its scope's matrix was last packed: appended by
+    the worker (``semantic.packing``), one row per new entry, read by every process on top of
+    the packed matrix it keeps, and folded into the matrix by ``vectors_merge_task`` once
+    enough have gathered. ``seq`` numbers a scope's rows in the order they were appended
+    (``ScopeVectors.delta_seq`` is the last; ``PackedMatrix.merged_seq`` the last folded in); ``model``, ``vector``, ``language`` and
+    ``item_null`` are what the packed matrix keeps per key."""
+
+    space = models.CharField(max_length=16)
+    scope = models.BigIntegerField()
+    seq = models.BigIntegerField()
+    entry = models.BigIntegerField()
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()  # float32, L2-normalised
+    language = models.PositiveSmallIntegerField(default=0)
+    item_null = models.BinaryField(default=b"")  # float32, four figures
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "scope", "seq"], name="semantic_vector_delta_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space} scope {self.scope} +{self.entry}"
 
 
 class QueryVector(models.Model):

@@ -1,14 +1,15 @@
 """The indexes that keep vectors ("spaces"), registered at start-up by the apps that own them.
 
-A space answers two reads the packing needs: the ids of its index scopes, and per scope the
-entries with the item each stands for and the text to embed. ``knowledge`` registers its search
+A space answers the reads the packing needs: the ids of its index scopes, per scope the ids of
+its entries (cheap: what the worker compares with the vectors it packed), and the entries with
+the item each stands for and the text to embed, all of them or the ones asked for. ``knowledge`` registers its search
 index (an entry per document version and store), ``experience`` its retrieval index (an entry
 per case, skill and lesson). A registry rather than an import because this app sits below both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -24,6 +25,12 @@ class Space:
     name: str
     scopes: Callable[[], Iterable[int]]
     entries: Callable[[int], list[Entry]]
+    # The ids of a scope's entries; its entries among the ids given; and at most ``limit`` of
+    # its entries after an entry id, by id (the worker reads only the texts of the entries it
+    # has no vector for).
+    entry_ids: Callable[[int], list[int]] | None = None
+    entries_among: Callable[[int, Sequence[int]], list[Entry]] | None = None
+    entries_after: Callable[[int, int, int], list[Entry]] | None = None
 
 
 _spaces: dict[str, Space] = {}

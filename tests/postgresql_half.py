@@ -84,6 +84,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     ),
     "experience/index/postings.py": (
         "tests/experience/index/test_retrieval_index.py",
+        "tests/experience/index/test_index_delta.py",
         "tests/experience/retrieval/test_retrieval.py",
     ),
     "experience/lessons/outcome_tallies.py": ("tests/experience/lessons/test_confidence_rule.py",),
@@ -150,13 +151,20 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     "reviewconsole/health.py": ("tests/reviewconsole/test_health.py",),
     "reviewconsole/writelock.py": ("tests/reviewconsole/test_write_lock.py",),
     "reviewconsole/metrics.py": ("tests/api/test_metrics.py",),
-    "reviewconsole/services.py": ("tests/reviewconsole/test_roles_and_users.py",),
+    "reviewconsole/services.py": (
+        "tests/reviewconsole/test_roles_and_users.py",
+        "tests/reviewconsole/test_signon.py",
+    ),
     "reviewconsole/statements.py": ("tests/reviewconsole/test_statements.py",),
     "semantic/branch.py": (
         "tests/semantic/test_knowledge_branch.py",
         "tests/experience/retrieval/test_semantic_retrieval.py",
+        "tests/experience/index/test_index_delta.py",
     ),
-    "semantic/packing.py": ("tests/evaluation/test_replay_branches.py",),
+    "semantic/packing.py": (
+        "tests/evaluation/test_replay_branches.py",
+        "tests/experience/index/test_index_delta.py",
+    ),
     # The shared question table: one raw read, a conflict clause in a savepoint, a raw trim.
     "semantic/queries.py": ("tests/semantic/test_queries.py",),
     "textsearch/postings.py": (

@@ -18,6 +18,7 @@ Pure: no Django.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,93 @@ def intersections(
         at = np.searchsorted(ids, listed)
         if checked and ((at >= count).any() or (ids[np.minimum(at, count - 1)] != listed).any()):
             return None
-    return np.bincount(at, minlength=count).astype(np.int64)
+    counts = np.zeros(count, dtype=_count_dtype(len(lists)))
+    _count_into(counts, np.split(at, np.cumsum([len(listed) for listed in lists])[:-1]), 0)
+    return counts.astype(np.int64)
+
+
+def both_intersections(
+    ids: np.ndarray, raw: list[np.ndarray], expanded: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`intersections` of both branches at once, unchecked (the caller read the array
+    and the lists together, so they agree). A list both branches hold (a token whose raw and
+    expanded lists name the same entries, as most do) is counted once; each count runs over
+    the ids' span (``ids`` less the smallest), not through a position table, and is then read
+    at the entries' offsets, so each posting is touched once."""
+    count = len(ids)
+    if count == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    shared, raw_only, taken = [], [], set()
+    by_shape: dict[tuple[int, int, int], list[int]] = {}
+    for i, listed in enumerate(expanded):
+        by_shape.setdefault(_shape(listed), []).append(i)
+    for listed in raw:
+        match = next(
+            (
+                i
+                for i in by_shape.get(_shape(listed), ())
+                if i not in taken and (expanded[i] is listed or np.array_equal(expanded[i], listed))
+            ),
+            None,
+        )
+        if match is None:
+            raw_only.append(listed)
+        else:
+            taken.add(match)
+            shared.append(listed)
+    expanded_only = [listed for i, listed in enumerate(expanded) if i not in taken]
+    low = int(ids[0])
+    span = int(ids[-1]) - low + 1
+    if span <= _TABLE_SPAN * count:
+        offsets = ids - low
+        shift, size = low, span
+    else:  # ids spread thinly: count by position instead
+        offsets, shift, size = None, 0, count
+        shared, raw_only, expanded_only = (
+            [np.searchsorted(ids, listed) for listed in lists]
+            for lists in (shared, raw_only, expanded_only)
+        )
+    dtype = _count_dtype(max(len(raw), len(expanded)))
+    expanded_counts = np.zeros(size, dtype=dtype)
+    _count_into(expanded_counts, shared, shift)
+    raw_counts = expanded_counts.copy()
+    _count_into(raw_counts, raw_only, shift)
+    _count_into(expanded_counts, expanded_only, shift)
+    if offsets is not None:
+        raw_counts, expanded_counts = raw_counts[offsets], expanded_counts[offsets]
+    return raw_counts.astype(np.int64), expanded_counts.astype(np.int64)
+
+
+def _count_dtype(lists: int) -> type[np.integer[Any]]:
+    """The narrowest counter that holds ``lists`` (each list adds at most one per entry)."""
+    if lists < 255:
+        return np.uint8
+    if lists < 65_535:
+        return np.uint16
+    return np.int64
+
+
+def _count_into(counts: np.ndarray, lists: list[np.ndarray], shift: int) -> None:
+    """Add one to ``counts`` at each id of each list (less ``shift``). The ids of one list are
+    distinct (a posting list names an entry once), so each list is set in a mask and the mask
+    added: a scatter and a sequential add per list, several times faster than ``bincount``
+    over the lists concatenated."""
+    if not lists:
+        return
+    mask = np.zeros(len(counts), dtype=bool)
+    for listed in lists:
+        if len(listed) == 0:
+            continue
+        at = listed - shift if shift else listed
+        mask[at] = True
+        counts += mask
+        mask.fill(False)
+
+
+def _shape(listed: np.ndarray) -> tuple[int, int, int]:
+    if len(listed) == 0:
+        return (0, 0, 0)
+    return (len(listed), int(listed[0]), int(listed[-1]))
 
 
 # The branches an answer names in ``found_by``, in the order their rank columns are fused: the

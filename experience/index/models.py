@@ -78,3 +78,27 @@ class IndexPosting(Posting):
 
     class Meta:
         constraints = [posting_unique("experience_posting_unique")]
+
+
+class IndexDelta(models.Model):
+    """One change to a scope's index since its array and posting lists were last merged
+    (``experience.index.postings``: "The delta"): an entry added (its packed record, whose
+    ``order`` is its place among the merged array's entries, and its raw and expanded token
+    keys) or taken out (``removed``; the tokens its posting lists still hold it under).
+    Appended in the writer's transaction, folded into the scope's array and posting lists by
+    ``index_merge_task``; the id orders a scope's changes (its writers queue on the scope's row).
+    """
+
+    scope = models.ForeignKey(IndexScope, on_delete=models.CASCADE, related_name="+")
+    entry = models.BigIntegerField()  # the entry's id (a removal outlives its entry's row)
+    item_id = models.CharField(max_length=ID_LENGTH)
+    removed = models.BooleanField(default=False)
+    record = models.BinaryField(default=b"")
+    raw_tokens = models.TextField(default="", blank=True)
+    expanded_tokens = models.TextField(default="", blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope", "id"], name="experience_index_delta_scope")]
+
+    def __str__(self) -> str:
+        return f"{'-' if self.removed else '+'}{self.item_id} in {self.scope_id}"

@@ -12,8 +12,12 @@ the whole scope and the query's posting lists in one statement (:func:`scope_rea
 Written at write time, in the writer's transaction: every review decision calls
 :func:`item_status_followed` with the item's new status (``experience.review.lifecycle``), which
 indexes an approved item and takes out one in any other status
-(revoked, superseded, rejected). Both lock the scope's row first and rewrite its array with the
-entry added or taken out, so concurrent writers into one scope queue on that row. A lexicon
+(revoked, superseded, rejected). Both lock the scope's row first (concurrent writers into one
+scope queue on it) and append the change to the scope's delta (``IndexDelta``) instead of
+rewriting its array and posting lists; :func:`index_merge_task` folds the delta in the background
+once it reaches :func:`merge_threshold`, and :func:`scope_read` applies it on top of the merged
+array and lists (:func:`with_delta`), so every change is visible at the next read
+(docs/architecture.md, "Incremental indexes"). A lexicon
 change leaves the expanded postings of every scope behind: each scope carries the lexicon stamp
 they were computed under, and retrieval uses its postings only while that stamp is the current
 one, ranking from the items' texts otherwise (correct, only slower). :func:`expanded_refreshed`
@@ -26,7 +30,9 @@ Ranking, the gate and hydration are the retrieval pipeline's (``experience.retri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,15 +40,17 @@ from typing import Any
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
-from django.db.models.functions import Collate
+from django.db.models.functions import Collate, Length
+from django_tasks import task
 
 from experience.cases.models import Case, Skill
 from experience.core.models import Status
 from experience.index.lesson_inputs import evidence_refreshed
-from experience.index.models import IndexEntry, IndexPosting, IndexScope
+from experience.index.models import IndexDelta, IndexEntry, IndexPosting, IndexScope
 from experience.lessons.models import Lesson
 from knowledge import postings as kp
 from knowledge.models import LexiconState
+from reviewconsole.background import retrying
 from reviewconsole.scopes import SCOPE_FIELDS
 from semantic.tasks import scopes_changed, space_reset
 from textsearch import postings as ts
@@ -152,11 +160,13 @@ class Models(ts.IndexModels):
     the five scope fields."""
 
     scope_fields: tuple[str, ...] = SCOPE_FIELDS
+    # The delta's model (None: a migration's models, older than the delta, write eagerly).
+    delta: Any = None
 
 
 def live() -> Models:
 
-    return Models(IndexScope, IndexEntry, IndexPosting)
+    return Models(IndexScope, IndexEntry, IndexPosting, delta=IndexDelta)
 
 
 def _key(item: Any) -> tuple[str, ...]:
@@ -265,16 +275,18 @@ def arrays_packed(scope_ids: Iterable[int] | None = None, models: Models | None 
     return len(by_scope)
 
 
-def _scope_locked(scope_id: int, models: Models) -> None:
+def _scope_locked(scope_id: int, models: Models) -> int | None:
     """Lock the scope's row until the transaction ends: every writer of a scope's entries takes
-    this lock first, so its array is rewritten by one writer at a time."""
-    models.scope.objects.select_for_update().filter(pk=scope_id).values_list("pk").get()
-
-
-def _stored_arrays(scope_id: int, models: Models) -> np.ndarray | None:
-    """The scope's array as stored (a copy; None: not packed)."""
-    blob = models.scope.objects.filter(pk=scope_id).values_list("arrays", flat=True).get()
-    return None if blob is None else entries_of(blob).copy()
+    this lock first, so its changes are written one writer at a time. Returns the entries its
+    array holds (None: not packed)."""
+    size = (
+        models.scope.objects.select_for_update()
+        .filter(pk=scope_id)
+        .annotate(size=Length("arrays"))
+        .values_list("size", flat=True)
+        .get()
+    )
+    return None if size is None else int(size) // ENTRY_DTYPE.itemsize
 
 
 def _order_of(scope_id: int, item_id: str, models: Models) -> int:
@@ -290,31 +302,110 @@ def _order_of(scope_id: int, item_id: str, models: Models) -> int:
     return before
 
 
-def _array_with(scope_id: int, entry: Any, models: Models) -> None:
-    """Write the scope's array with ``entry`` (just created) added; the row is locked."""
-    packed = _stored_arrays(scope_id, models)
-    if packed is None:
-        arrays_packed([scope_id], models)
-        return
-    record = _records([tuple(getattr(entry, name) for name in _PACKED_FIELDS)])
-    record["order"] = _order_of(scope_id, entry.item_id, models)
-    packed["order"][packed["order"] >= record["order"][0]] += 1
-    at = int(np.searchsorted(packed["id"], entry.pk))
-    packed = np.concatenate([packed[:at], record, packed[at:]])
-    models.scope.objects.filter(pk=scope_id).update(arrays=packed.tobytes())
+# --- the delta: changes since the last merge ----------------------------------------------------
+
+# A scope's delta is merged once it holds this many changes, or an eighth of the merged array's
+# entries if more: a reader keeps the merged array and fetches only the changes after those it
+# holds, so a merge (which every reader fetches whole again) comes once per so many changes.
+DELTA_MIN = 64
+DELTA_SHARE = 8
+REMOVED = -1  # the kind code of a removal's record
 
 
-def _array_without(scope_id: int, entry_id: int, models: Models) -> None:
-    """Write the scope's array with the entry ``entry_id`` taken out; the row is locked."""
-    packed = _stored_arrays(scope_id, models)
-    at = int(np.searchsorted(packed["id"], entry_id)) if packed is not None else 0
-    if packed is None or at >= len(packed) or packed["id"][at] != entry_id:
-        arrays_packed([scope_id], models)  # not packed, or not as the entries are: repack
-        return
-    order = packed["order"][at]
-    packed = np.delete(packed, at)
-    packed["order"][packed["order"] > order] -= 1
-    models.scope.objects.filter(pk=scope_id).update(arrays=packed.tobytes())
+def merge_threshold(merged_entries: int) -> int:
+    return max(DELTA_MIN, merged_entries // DELTA_SHARE)
+
+
+def _token_keys(tokens: Iterable[str]) -> str:
+    return " ".join(sorted({token_key(t) for t in tokens}))
+
+
+def _delta_appended(
+    scope_id: int,
+    merged_entries: int,
+    *,
+    entry_id: int,
+    item_id: str,
+    record: np.ndarray,
+    raw: Iterable[str],
+    expanded: Iterable[str],
+    removed: bool,
+    models: Models,
+) -> None:
+    """Append one change to the scope's delta (its row locked); queue the merge when the delta
+    reaches the threshold (once: later changes wait for that merge)."""
+    models.delta.objects.create(
+        scope_id=scope_id,
+        entry=entry_id,
+        item_id=item_id,
+        removed=removed,
+        record=record.tobytes(),
+        raw_tokens=_token_keys(raw),
+        expanded_tokens=_token_keys(expanded),
+    )
+    waiting = models.delta.objects.filter(scope_id=scope_id).count()
+    if waiting == merge_threshold(merged_entries):
+        # Once, as the delta reaches the threshold: the changes appended until the merge runs
+        # are merged with them (the delta counts one change at a time under the lock).
+        index_merge_task.enqueue(scope_id)
+
+
+def _merged_order(scope_id: int, item_id: str, models: Models) -> int:
+    """Where ``item_id`` falls among the item ids of the scope's merged array (the entries it
+    held at the last merge, taken out since or not): the entries now before it, less those
+    added since the merge, plus those taken out since."""
+    added: dict[int, str] = {}
+    removed: dict[int, str] = {}
+    for entry, item, gone in models.delta.objects.filter(scope_id=scope_id).values_list(
+        "entry", "item_id", "removed"
+    ):
+        (removed if gone else added)[entry] = item
+    return (
+        _order_of(scope_id, item_id, models)
+        - sum(1 for entry, item in added.items() if item < item_id and entry not in removed)
+        + sum(1 for entry, item in removed.items() if item < item_id and entry not in added)
+    )
+
+
+def delta_merged(scope_id: int, models: Models | None = None) -> int:
+    """Fold the scope's delta into its posting lists and array (the merge task; the lexicon
+    refresh first). Returns the changes folded; nothing when there are none."""
+    models = models or live()
+    if models.delta is None:
+        return 0
+    _scope_locked(scope_id, models)
+    return _delta_folded(scope_id, models)
+
+
+@task()
+def index_merge_task(scope_id: int, attempt: int = 1) -> int:
+    """Merge one scope's delta into its posting lists and array, in one transaction (queued by
+    the change that filled the delta; the changes appended meanwhile are merged too, so a run
+    after another finds nothing). Returns the changes merged."""
+    with retrying(index_merge_task, attempt, scope_id), transaction.atomic():
+        return delta_merged(scope_id)
+
+
+def _delta_folded(scope_id: int, models: Models) -> int:
+    rows = list(
+        models.delta.objects.filter(scope_id=scope_id)
+        .order_by("pk")
+        .values_list("pk", "entry", "removed", "raw_tokens", "expanded_tokens")
+    )
+    if not rows:
+        return 0
+    added = {entry for _, entry, gone, _, _ in rows if not gone}
+    removed = {entry for _, entry, gone, _, _ in rows if gone}
+    changes = Changes()
+    for _, entry, gone, raw, expanded in rows:
+        if gone and entry not in added:
+            changes.remove(scope_id, entry, raw.split(), expanded.split())
+        elif not gone and entry not in removed:
+            changes.add(scope_id, entry, raw.split(), expanded.split())
+    changes_applied(changes, models)
+    arrays_packed([scope_id], models)
+    models.delta.objects.filter(pk__lte=rows[-1][0], scope_id=scope_id).delete()
+    return len(rows)
 
 
 # --- writing entries ----------------------------------------------------------------------------
@@ -329,13 +420,15 @@ def _stale_scope_refreshed(scope_id: int, models: Models) -> None:
 
 
 def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
-    """Index an approved item (nothing when it is already in the index)."""
+    """Index an approved item (nothing when it is already in the index): its entry, and the
+    entry added to the scope's delta (or, in a scope not packed yet, to its posting lists and
+    array at once)."""
     models = models or live()
     if models.entry.objects.filter(item_id=item.pk).exists():
         return
     created: set[int] = set()
     (scope_id,) = scope_ids([_key(item)], models, created).values()
-    _scope_locked(scope_id, models)  # writers into one scope queue here, before any change
+    merged = _scope_locked(scope_id, models)  # writers into one scope queue here
     stamp, lexicon = kp.lexicon_for(kp.lexicon_stamp())
     if scope_id in created:
         models.scope.objects.filter(pk=scope_id).update(stamp=_stamp_text(stamp))
@@ -346,10 +439,27 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
     entry = models.entry.objects.create(
         scope_id=scope_id, **_entry(kind, item, raw, expanded, models)
     )
-    changes = Changes()
-    changes.add(scope_id, entry.pk, raw, expanded)
-    changes_applied(changes, models)
-    _array_with(scope_id, entry, models)
+    if merged is None or models.delta is None:
+        if models.delta is not None:
+            _delta_folded(scope_id, models)
+        changes = Changes()
+        changes.add(scope_id, entry.pk, raw, expanded)
+        changes_applied(changes, models)
+        arrays_packed([scope_id], models)
+    else:
+        record = _records([tuple(getattr(entry, name) for name in _PACKED_FIELDS)])
+        record["order"] = _merged_order(scope_id, entry.item_id, models)
+        _delta_appended(
+            scope_id,
+            merged,
+            entry_id=entry.pk,
+            item_id=entry.item_id,
+            record=record,
+            raw=raw,
+            expanded=expanded,
+            removed=False,
+            models=models,
+        )
     if models.entry is live().entry:
         scopes_changed(VECTOR_SPACE, [scope_id])  # the worker embeds the new entry
     hook = KINDS[kind].indexed
@@ -358,7 +468,9 @@ def item_indexed(kind: str, item: Any, models: Models | None = None) -> None:
 
 
 def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
-    """Take an item out of the index (revoked, superseded, or no longer approved)."""
+    """Take an item out of the index (revoked, superseded, or no longer approved): its entry
+    goes, and its removal is added to the scope's delta (or, in a scope not packed, its posting
+    lists and array are written at once). Retrieval stops returning it at its next read."""
     models = models or live()
     row = (
         models.entry.objects.filter(item_id=item.pk)
@@ -368,12 +480,30 @@ def item_unindexed(kind: str, item: Any, models: Models | None = None) -> None:
     if row is None:
         return
     pk, scope_id, expanded = row
-    _scope_locked(scope_id, models)
-    changes = Changes()
-    changes.remove(scope_id, pk, tokenize(KINDS[kind].text(item)), expanded.split())
-    changes_applied(changes, models)
+    merged = _scope_locked(scope_id, models)
+    raw = tokenize(KINDS[kind].text(item))
     models.entry.objects.filter(pk=pk).delete()
-    _array_without(scope_id, pk, models)
+    if merged is None or models.delta is None:
+        if models.delta is not None:
+            _delta_folded(scope_id, models)
+        changes = Changes()
+        changes.remove(scope_id, pk, raw, expanded.split())
+        changes_applied(changes, models)
+        arrays_packed([scope_id], models)
+        return
+    record = np.zeros(1, dtype=ENTRY_DTYPE)
+    record["id"], record["kind"] = pk, REMOVED
+    _delta_appended(
+        scope_id,
+        merged,
+        entry_id=pk,
+        item_id=item.pk,
+        record=record,
+        raw=raw,
+        expanded=expanded.split(),
+        removed=True,
+        models=models,
+    )
 
 
 def item_status_followed(*, item: Any) -> None:
@@ -397,6 +527,8 @@ def _scope_expanded_refresh(scope_id: int, models: Models) -> int:
     their postings; stamps the scope and packs its array again. Returns the entries whose set
     changed."""
     _scope_locked(scope_id, models)
+    if models.delta is not None:
+        _delta_folded(scope_id, models)  # the postings it moves are the merged ones
     stamp, lexicon = kp.consistent_lexicon()
     entries = list(
         models.entry.objects.select_for_update().filter(scope_id=scope_id).order_by("pk")
@@ -571,14 +703,18 @@ STALE = None  # what :func:`scope_read` answers when the scope's index cannot an
 
 def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
     q = connection.ops.quote_name
-    scope, posting, lexicon = (
-        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
+    scope, posting, lexicon, delta = (
+        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState, IndexDelta)
     )
     where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
     version = ROW_VERSION if versioned else "NULL"
     arrays = arrays_column(f"s.{q('arrays')}") if versioned else f"s.{q('arrays')}"
-    # One statement, so one snapshot: the scope's stamps and array, and the query's lists (raw
-    # lists for raw tokens, expanded for expanded ones). Only quoted names are formatted in.
+    # The delta's changes after the last this process holds for the array it keeps (all of them
+    # when it keeps none, or not that version).
+    newer = f"CASE WHEN {ROW_VERSION} = %s THEN %s ELSE 0 END" if versioned else "0"
+    # One statement, so one snapshot: the scope's stamps and array, the query's lists (raw
+    # lists for raw tokens, expanded for expanded ones) and the delta's changes. Only quoted
+    # names are formatted in.
     return (
         f"SELECT 0, s.{q('id')}, s.{q('stamp')},"  # noqa: S608
         f" (SELECT l.{q('stamp')} FROM {lexicon} l WHERE l.{q('id')} = 1), {version},"
@@ -589,12 +725,169 @@ def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
         f" CASE WHEN p.{q('token')} IN ({placeholders(expanded)}) THEN p.{q('expanded')} END"
         f" FROM {posting} p JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
         f" WHERE {where} AND p.{q('token')} IN ({placeholders(every)})"
+        f" UNION ALL SELECT 2, d.{q('id')}, d.{q('raw_tokens')}, d.{q('expanded_tokens')},"
+        f" d.{q('item_id')}, d.{q('record')}, NULL"
+        f" FROM {delta} d JOIN {scope} s ON s.{q('id')} = d.{q('scope_id')}"
+        f" WHERE {where} AND d.{q('id')} > {newer}"
     )
 
 
 # This index's name in the engine's array cache (``textsearch.arrays``: on PostgreSQL a scope's
 # array is sent only when it differs from the one this process kept).
 INDEX_NAME = "experience"
+
+
+@dataclass(frozen=True)
+class DeltaRow:
+    """One change of a scope's delta as a reader holds it."""
+
+    seq: int
+    record: np.ndarray  # one ENTRY_DTYPE record (kind REMOVED: a removal)
+    item_id: str
+    raw: frozenset[str]  # token keys
+    expanded: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Delta:
+    """The changes a process holds on top of one merged array (by its row version), the array
+    with them applied and, per token key, the added entries whose raw (expanded) set holds it."""
+
+    version: str
+    seq: int
+    rows: tuple[DeltaRow, ...]
+    entries: np.ndarray
+    raw: Mapping[str, np.ndarray]
+    expanded: Mapping[str, np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.entries.nbytes) + 64 * len(self.rows)
+
+
+def _delta_row(row: Sequence[Any]) -> DeltaRow:
+    _, seq, raw, expanded, item_id, record, _ = row
+    return DeltaRow(
+        int(seq),
+        entries_of(record),
+        str(item_id),
+        frozenset((raw or "").split()),
+        frozenset((expanded or "").split()),
+    )
+
+
+def with_delta(merged: np.ndarray, rows: Sequence[DeltaRow], version: str = "") -> Delta:
+    """The merged array with the delta's changes applied: added entries in their places (by id,
+    their tie order among the merged ones from the place the writer recorded, among each other by
+    item id), taken-out ones kept but never admitted (approved at NEVER: the gate refuses them,
+    and the posting lists that still hold them stay consistent with the array)."""
+    added = [row for row in rows if int(row.record["kind"][0]) != REMOVED]
+    gone = np.array(
+        [int(row.record["id"][0]) for row in rows if int(row.record["kind"][0]) == REMOVED],
+        dtype=np.int64,
+    )
+    if not added and not len(gone):
+        return Delta(version, rows[-1].seq if rows else 0, tuple(rows), merged, {}, {})
+    fresh = np.concatenate([row.record for row in added]) if added else merged[:0]
+    entries = np.concatenate([merged, fresh])
+    by_item = sorted(range(len(added)), key=lambda i: added[i].item_id)
+    among = np.zeros(len(added), dtype=np.int64)
+    among[by_item] = np.arange(1, len(added) + 1)
+    first = np.concatenate(
+        [2 * merged["order"].astype(np.int64), 2 * fresh["order"].astype(np.int64) - 1]
+    )
+    second = np.concatenate([np.zeros(len(merged), dtype=np.int64), among])
+    ranked = np.lexsort((second, first))
+    entries["order"][ranked] = np.arange(len(entries), dtype=np.int32)
+    entries = entries[np.argsort(entries["id"], kind="stable")]
+    if len(gone):
+        entries["approved_at"][np.isin(entries["id"], gone)] = ts.NEVER
+    raw: dict[str, list[int]] = {}
+    expanded: dict[str, list[int]] = {}
+    for row in added:
+        entry = int(row.record["id"][0])
+        for token in row.raw:
+            raw.setdefault(token, []).append(entry)
+        for token in row.expanded:
+            expanded.setdefault(token, []).append(entry)
+    return Delta(
+        version,
+        rows[-1].seq,
+        tuple(rows),
+        entries,
+        {token: np.array(ids, dtype=ts.ID_DTYPE) for token, ids in raw.items()},
+        {token: np.array(ids, dtype=ts.ID_DTYPE) for token, ids in expanded.items()},
+    )
+
+
+class _Deltas:
+    """Per scope key, the :class:`Delta` this process holds (PostgreSQL), least recently used
+    first out."""
+
+    LIMIT = 1024
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Hashable, Delta] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Delta | None:
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None:
+                self._kept.move_to_end(key)
+            return kept
+
+    def keep(self, key: Hashable, delta: Delta) -> None:
+        with self._lock:
+            self._kept[key] = delta
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.LIMIT:
+                self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+DELTAS = _Deltas()
+
+# SQLite reads the array and the delta from the file at every search; applying the delta again
+# each time (an array's copy and sort) would cost more than the read. Kept per scope key with
+# the array's bytes and the delta's rows it was applied to, compared whole (ids are reused after
+# a rollback, so nothing shorter identifies them).
+_applied: OrderedDict[Hashable, tuple[bytes, tuple[Any, ...], Delta]] = OrderedDict()
+_applied_lock = threading.Lock()
+
+
+def _applied_in_process(
+    key: Hashable, merged: np.ndarray, blob: Any, changes: tuple[Any, ...]
+) -> Delta:
+    stored = bytes(blob)
+    with _applied_lock:
+        kept = _applied.get(key)
+    if kept is not None and kept[1] == changes and kept[0] == stored:
+        return kept[2]
+    fresh = sorted((_delta_row(row) for row in changes), key=lambda r: r.seq)
+    delta = with_delta(merged, fresh)
+    with _applied_lock:
+        _applied[key] = (stored, changes, delta)
+        _applied.move_to_end(key)
+        while len(_applied) > _Deltas.LIMIT // 4:
+            _applied.popitem(last=False)
+    return delta
+
+
+class _Fetched(threading.local):
+    """What this thread's last :func:`scope_read` received (what the tests and the bench
+    count): the bytes of the scope's array and of the delta's records, the delta's rows, and
+    the bytes of the query's posting lists (sent with every read)."""
+
+    bytes: int = 0
+    delta_rows: int = 0
+    lists: int = 0
+
+
+FETCHED = _Fetched()
 
 
 def query_parsed(query: str) -> ParsedQuery:
@@ -610,9 +903,11 @@ def current_lexicon() -> tuple[str | None, Mapping[str, str]]:
 
 
 def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead | None:
-    """The scope's packed entries and the posting lists of ``query``'s tokens, in one statement;
-    STALE (None) when the scope has no index, its array is not packed or its expanded postings
-    are behind the lexicon (the caller ranks from the texts then)."""
+    """The scope's packed entries and the posting lists of ``query``'s tokens, in one statement,
+    with the scope's delta applied (:func:`with_delta`); STALE (None) when the scope has no
+    index, its array is not packed or its expanded postings are behind the lexicon (the caller
+    ranks from the texts then). On PostgreSQL the merged array and the delta's changes this
+    process holds are not sent again: after one change, one delta row travels."""
     if isinstance(query, str):
         query = query_parsed(query)
     key = tuple(scope[name] for name in SCOPE_FIELDS)
@@ -623,12 +918,21 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
         expanded = sorted({token_key(t) for t in query.expanded})
         every = sorted({*raw, *expanded})
         cached = _arrays_cache.get(cache_key) if versioned else None
+        held = DELTAS.get(cache_key) if cached is not None else None
+        if held is not None and held.version != cached[0]:  # type: ignore[index]
+            held = None
         params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
         params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
+        params += key
+        if versioned:
+            params += [cached[0] if cached is not None else "", held.seq if held else 0]
         with connection.cursor() as cursor:
             cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
             rows = cursor.fetchall()
         head = next((row for row in rows if row[0] == 0), None)
+        FETCHED.bytes = sum(len(row[5] or b"") for row in rows if row[0] != 1)
+        FETCHED.lists = sum(len(row[5] or b"") + len(row[6] or b"") for row in rows if row[0] == 1)
+        FETCHED.delta_rows = sum(1 for row in rows if row[0] == 2)
         if head is None:
             return STALE
         _, scope_id, scope_stamp, lexicon_stamp, version, blob, _ = head
@@ -641,18 +945,31 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             continue
         kept = _arrays_cache.unchanged(cached, version, blob)
         if kept is not None:
-            entries = kept
+            merged = kept
         elif blob is None:
             return STALE
         else:
-            entries = entries_of(blob)
+            merged = entries_of(blob)
+            held = None
             if versioned:
-                _arrays_cache.keep(cache_key, version, entries)
+                _arrays_cache.keep(cache_key, version, merged)
+        changes = tuple(row for row in rows if row[0] == 2)
+        if held is not None and not changes:
+            delta = held
+        elif not versioned and changes:
+            delta = _applied_in_process(cache_key, merged, blob, changes)
+        else:
+            fresh = sorted((_delta_row(row) for row in changes), key=lambda r: r.seq)
+            delta = with_delta(merged, [*(held.rows if held else ()), *fresh], version or "")
+            if versioned:
+                DELTAS.keep(cache_key, delta)
         return ScopeRead(
             scope_id,
-            entries,
-            [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None],
-            [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None],
+            delta.entries,
+            [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None]
+            + [delta.raw[token] for token in raw if token in delta.raw],
+            [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None]
+            + [delta.expanded[token] for token in expanded if token in delta.expanded],
             len(query.raw),
             len(query.expanded),
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from django.conf import settings
@@ -27,19 +27,27 @@ def _scopes() -> list[int]:
     return list(IndexScope.objects.order_by("pk").values_list("pk", flat=True))
 
 
-def _entries(scope: int) -> list[Entry]:
-    rows = list(
-        IndexEntry.objects.filter(scope_id=scope)
-        .order_by("pk")
-        .values_list("pk", "item_id", "kind")
-    )
+def _entries(scope: int, among: Sequence[int] | None = None) -> list[Entry]:
+    chosen = IndexEntry.objects.filter(scope_id=scope)
+    if among is not None:
+        chosen = chosen.filter(pk__in=list(among))
+    rows = list(chosen.order_by("pk").values_list("pk", "item_id", "kind"))
     texts: dict[str, str] = {}
     for kind in KINDS.values():
         texts.update(item_texts(kind, [item for _, item, k in rows if k == kind.name]))
     return [Entry(pk, item, texts[item]) for pk, item, _ in rows if item in texts]
 
 
-SPACE = Space(VECTOR_SPACE, _scopes, _entries)
+def _entries_after(scope: int, entry: int, limit: int) -> list[Entry]:
+    after = IndexEntry.objects.filter(scope_id=scope, pk__gt=entry).order_by("pk")
+    return _entries(scope, list(after.values_list("pk", flat=True)[:limit]))
+
+
+def _entry_ids(scope: int) -> list[int]:
+    return list(IndexEntry.objects.filter(scope_id=scope).values_list("pk", flat=True))
+
+
+SPACE = Space(VECTOR_SPACE, _scopes, _entries, _entry_ids, _entries, _entries_after)
 
 # Passage vectors of texts compared by the merge rule, per model and text, so a worker embeds an
 # item's text before it opens its write transaction (``meaning_prepared``) and the comparison

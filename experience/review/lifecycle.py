@@ -34,7 +34,7 @@ from experience.lessons.models import Lesson
 from experience.lessons.selectors import lesson_approval_checklist
 from experience.review.events import ItemStatusChanged
 from experience.review.impact import impact_store, revocation_impact
-from reviewconsole import accounts, claims
+from reviewconsole import accounts, claims, clock
 from reviewconsole.audit import event_record
 from reviewconsole.conversations import Subject, open_threads_count
 from reviewconsole.dispatch import dispatch
@@ -264,11 +264,18 @@ def rejection(
 
 
 def revocation(
-    kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime
+    kind: ReviewKind[I], item: I, *, actor: User, reason: str, now: datetime | None = None
 ) -> tuple[I, ReviewOutcome]:
     """A revocation: the row, its impact stored and its audit event, then its effects (out of
     the index; curation closes its re-review entries and mails whoever approved it, the impact
-    in the mail)."""
+    in the mail).
+
+    Its moment, unless given, is read once the row is held: a skill run's finish holds the rows
+    it cites until it commits, so a run that committed first also finished before the
+    revocation's ``revoked_at``, and every run finished after it saw it."""
+    require_item_tenant(actor, item)
+    item = kind.locked(item)
+    now = now or clock.now()
     item, impact = kind.revoked(item, actor=actor, reason=reason, now=now)
     status_followed(item, now=now)
     return item, ReviewOutcome(item.id, item.status, impact)

@@ -18,7 +18,6 @@ from experience.lessons import selectors as lesson_selectors
 from experience.lessons.models import ConflictStatus, Lesson
 from experience.review.lesson_conflicts import conflict_close
 from experience.review.lifecycle import CASE, LESSON, SKILL, revocation
-from reviewconsole import clock
 
 
 @transaction.atomic
@@ -29,7 +28,7 @@ def case_revoke(
     support and the runs that read any of them are stored as its impact (the runs flagged for
     follow-up); it leaves the retrieval index and the lessons citing it see it gone; curation
     closes its re-review entries and mails whoever approved it (the mail says the impact)."""
-    _, outcome = revocation(CASE, case, actor=actor, reason=reason, now=now or clock.now())
+    _, outcome = revocation(CASE, case, actor=actor, reason=reason, now=now)
     return outcome
 
 
@@ -39,7 +38,7 @@ def skill_revoke(
 ) -> ReviewOutcome:
     """Revoke an approved skill: its impact (the runs that read it) stored, out of the index,
     its re-review entries closed and its approvers mailed."""
-    _, outcome = revocation(SKILL, skill, actor=actor, reason=reason, now=now or clock.now())
+    _, outcome = revocation(SKILL, skill, actor=actor, reason=reason, now=now)
     return outcome
 
 
@@ -50,8 +49,8 @@ def lesson_revoke(
     """Revoke an approved (or outdated) lesson: its impact (the runs that read it, its open
     conflicts) stored, out of the index, its re-review entries closed, its approvers mailed,
     and its open conflicts closed keeping the other side."""
-    now = now or clock.now()
     lesson, outcome = revocation(LESSON, lesson, actor=actor, reason=reason, now=now)
+    assert lesson.revoked_at is not None  # set by the revocation, at its moment
     for conflict in lesson_selectors.conflicts_of(lesson).filter(status=ConflictStatus.OPEN):
         conflict_close(
             conflict,
@@ -59,6 +58,6 @@ def lesson_revoke(
             resolution="revoked",
             actor=actor,
             reason=reason.strip(),
-            now=now,
+            now=lesson.revoked_at,
         )
     return outcome

@@ -34,7 +34,7 @@ from tests.api.conftest import (
 )
 from tests.api.test_access import limited_agent
 from tests.helpers import run_json
-from tests.mcp.test_server import call
+from tests.mcp.test_server import call, refusal
 
 pytestmark = pytest.mark.django_db
 
@@ -185,9 +185,7 @@ def test_every_path_refuses_alike_naming_the_same_field(
 
     tool, arguments = row.mcp
     result = call(token, tool, arguments)
-    assert result.is_error
-    detail = result.structured_content
-    assert detail is not None, result.content
+    detail = refusal(result)
     assert detail["error"] == row.mcp_error
     assert ".".join(map(str, detail["loc"])) == row.field
 

@@ -20,7 +20,7 @@ from experience.runs.models import Run
 from tests.api.conftest import SCOPE, BearerClient, Demo, demo, run_body
 from tests.experience.conftest import prompt_skill_data
 from tests.helpers import run_json
-from tests.mcp.test_server import agent_token, call
+from tests.mcp.test_server import agent_token, call, refusal
 
 __all__ = ["agent_token", "demo"]
 
@@ -133,10 +133,8 @@ def test_mcp_names_an_undeclared_input(agent_token: str, prompt_skill: Skill) ->
         {"skill_id": prompt_skill.id, **run_body(run_id="mcp-prompt-2", inputs={"x": "1"})},
     )
 
-    assert result.is_error
-    assert result.structured_content is not None
-    assert result.structured_content["error"] == "invalid"
-    assert result.structured_content["loc"] == ["inputs", "x"]
+    assert refusal(result)["error"] == "invalid"
+    assert refusal(result)["loc"] == ["inputs", "x"]
     assert not Run.objects.exists()
 
 

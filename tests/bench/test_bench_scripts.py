@@ -141,6 +141,25 @@ def test_bench_experience(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     assert len(gains) == 6
 
 
+def check_indexing(output: str) -> None:
+    for index in ("lexical", "vector"):
+        figures(output, rf"^{index} addition ratio 200/20: x({NUMBER}) \(target <= 1.3\)")
+    rows = figures(
+        output,
+        rf"^reader after one addition at ({NUMBER}): lexical ({NUMBER}) bytes \((\d+) delta rows\),"
+        rf" vector ({NUMBER}) bytes \((\d+) delta rows\)",
+    )
+    assert [row[0] for row in rows] == ["20", "200"]
+    # After one addition the vector reader fetches one delta row, never the matrix.
+    assert all(int(row[4]) == 1 for row in rows), output
+    assert len(figures(output, rf"^merge at ({NUMBER}): lexical ({NUMBER}) ms")) == 2
+
+
+def test_bench_indexing(on_sqlite: dict[str, str], tmp_path: Path) -> None:
+    output = run_bench("bench_indexing.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
+    check_indexing(output)
+
+
 def test_bench_investigations(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     output = run_bench("bench_investigations.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
     rows = figures(output, rf"^(direct|runner|service)\s+({NUMBER})\s+({NUMBER})$")
@@ -152,6 +171,19 @@ def test_bench_knowledge(on_sqlite: dict[str, str], tmp_path: Path) -> None:
     output = run_bench("bench_knowledge.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
     check_knowledge(output)
     assert "FTS5" in output
+
+
+def test_bench_scale(on_sqlite: dict[str, str], tmp_path: Path) -> None:
+    output = run_bench("bench_scale.py", "--tiny", tmp_path=tmp_path, **on_sqlite)
+    figures(output, rf"^indexing: ({NUMBER}) documents .* ({NUMBER}) documents/s$")
+    figures(output, rf"^indexing: ({NUMBER}) cases inserted .* \(({NUMBER}) per CPU second\)$")
+    rows = figures(output, rf"^\s+(\d+) │\s+({NUMBER})\s+({NUMBER}) │\s+({NUMBER})\s+({NUMBER}) │")
+    # Both tables (search, then retrieval), each at both sizes.
+    assert [int(row[0]) for row in rows] == [20, 40, 20, 40]
+    growth = figures(output, rf"^  growth per doubling, (wall|CPU): ×({NUMBER}) ")
+    assert len(growth) == 4
+    assert len(figures(output, rf"^\s+(\d+): ({NUMBER}) / ({NUMBER})$")) == 2
+    assert "WARNING: the gate admitted" not in output, output
 
 
 def test_bench_learning(on_sqlite: dict[str, str], tmp_path: Path) -> None:
@@ -256,6 +288,17 @@ def test_bench_knowledge_on_postgres(on_postgres: dict[str, str], tmp_path: Path
         "--postgres-url", server_url() + "/postgres", tmp_path=tmp_path, **on_postgres,
     )  # fmt: skip
     check_knowledge(output)
+
+
+def test_bench_indexing_on_postgres(on_postgres: dict[str, str], tmp_path: Path) -> None:
+    output = run_bench(
+        "bench_indexing.py", "--tiny", "--database", "postgres",
+        "--postgres-url", server_url() + "/postgres", tmp_path=tmp_path, **on_postgres,
+    )  # fmt: skip
+    check_indexing(output)
+    # PostgreSQL keeps the merged array: one addition sends one delta record, never the array.
+    rows = figures(output, rf"^reader after one addition at ({NUMBER}): lexical ({NUMBER}) bytes")
+    assert number(rows[1][1]) < 41 * 200 / 4, output
 
 
 def test_bench_semantic_on_postgres(on_postgres: dict[str, str], tmp_path: Path) -> None:

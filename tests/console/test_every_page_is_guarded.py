@@ -12,9 +12,24 @@ from typing import Any
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-# Pages that are public on purpose, and the two areas with their own authentication.
-PUBLIC = {"login", "logout", "set_language", "favicon"}
-OWN_AUTHENTICATION = ("admin/", "api/v1/")
+# Pages that are public on purpose, and the areas with their own authentication.
+# Logging in through the provider (the start and its answer) and the admin's login page (the
+# admin's own, or the console's with passwords off) are how one logs in. The OAuth metadata
+# documents are public by their RFCs (8414, 9728); the authorization server under oauth/
+# authenticates by OAuth (its consent page by the console's login, for agent accounts only).
+PUBLIC = {
+    "login",
+    "logout",
+    "set_language",
+    "favicon",
+    "sso-login",
+    "sso-callback",
+    "admin-login",
+    "oauth-server-metadata",
+    "oauth-resource-metadata",
+    "oauth-resource-metadata-api",
+}
+OWN_AUTHENTICATION = ("admin/", "api/v1/", "oauth/")
 
 
 def patterns(resolver: URLResolver, prefix: str = "") -> Iterator[tuple[str, URLPattern]]:

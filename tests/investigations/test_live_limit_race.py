@@ -32,6 +32,7 @@ from investigations.scripted import ScriptedProvider
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient
 from tests.investigations.test_api import PATH, body
+from tests.mcp.test_server import refusal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -168,8 +169,7 @@ def test_live_runs_in_mcp_calls_count_against_the_api_and_back(
     assert refused.status_code == 429, refused.content
     assert refused.json() == {"detail": TOO_MANY_LIVE.format(limit=LIMIT)}
     over = mcp_investigate(token)
-    assert over.is_error
-    assert over.structured_content == {
+    assert refusal(over) == {
         "error": "rate_limited",
         "message": TOO_MANY_LIVE.format(limit=LIMIT),
         "retry_after": LIVE_RETRY_AFTER_SECONDS,
@@ -208,11 +208,9 @@ def test_simultaneous_live_runs_over_mcp_and_the_api_together_get_the_limit(
                 )
             else:
                 result = mcp_investigate(token)
-                refusal = (
-                    (result.structured_content or {}).get("error") if result.is_error else None
-                )
+                refused = refusal(result).get("error") if result.is_error else None
                 outcome = {None: "accepted", "rate_limited": "refused"}.get(
-                    refusal, repr(result.structured_content)
+                    refused, repr(result.content)
                 )
         except Exception as exc:  # reported by the assertions below
             outcome = f"{type(exc).__name__}: {exc}"

@@ -25,7 +25,7 @@ from tests.api.conftest import BearerClient, retrieve_body, run_body, search_bod
 from tests.conftest import PASSWORD
 from tests.helpers import run_json
 from tests.investigations.conftest import AT, KNOWN, TICKET
-from tests.mcp.test_server import call
+from tests.mcp.test_server import call, refusal
 
 __all__ = ["client_for", "token_for"]
 from tests.api.conftest import client_for, token_for
@@ -176,8 +176,8 @@ def test_mcp_answers_an_unknown_tenant_as_a_forbidden_one(
     forbidden = call(token_for(limited_agent), tool, arguments())
     unknown = call(token_for(agent), tool, arguments())
     assert forbidden.is_error and unknown.is_error
-    assert unknown.structured_content == forbidden.structured_content
-    assert unknown.structured_content["error"] == "forbidden"
+    assert refusal(unknown) == refusal(forbidden)
+    assert refusal(unknown)["error"] == "forbidden"
     nothing_written()
 
 

@@ -26,7 +26,7 @@ from reviewconsole.roles import Role
 from tests.api.conftest import SCOPE, BearerClient, Demo, at_now, demo, retrieve_body
 from tests.investigations.conftest import AT, KNOWN, STORE_B, TICKET
 from tests.knowledge.conftest import fixture_documents, knowledge_base
-from tests.mcp.test_server import call
+from tests.mcp.test_server import call, refusal
 
 __all__ = ["at_now", "demo", "fixture_documents", "knowledge_base"]
 
@@ -120,7 +120,7 @@ def test_mcp_under_another_accounts_run_id_opens_the_callers_own_run(
     taken = call(other, "run_outcome", {"run_id": "m-1", "outcome": "lead_was_wrong"})
     unknown = call(other, "run_outcome", {"run_id": "m-unknown", "outcome": "lead_was_wrong"})
     assert taken.is_error and unknown.is_error
-    assert taken.structured_content == unknown.structured_content
+    assert refusal(taken) == refusal(unknown)
     result = call(other, "retrieve_experience", retrieve_body(run_id="m-1"))
     assert not result.is_error, result.structured_content
     assert own_reads(stranger, "m-1") == owners

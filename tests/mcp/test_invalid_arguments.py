@@ -12,7 +12,7 @@ from agentapi.services import token_create
 from experience.runs.models import Reference, Run
 from reviewconsole.models import Event
 from tests.api.conftest import KNOWN_AT, OCCURRED_AT, SCOPE, Demo, retrieve_body, run_body
-from tests.mcp.test_server import call, text_of
+from tests.mcp.test_server import call, refusal, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -75,9 +75,7 @@ def test_schema_failures_are_structured_invalid_errors(
     before = (Run.objects.count(), Reference.objects.count(), Event.objects.count())
     result = call(agent_token, tool, arguments)
 
-    assert result.is_error
-    detail = result.structured_content
-    assert detail is not None, text_of(result)
+    detail = refusal(result)
     assert detail["error"] == "invalid"
     assert detail["loc"] == loc
     assert detail["message"]
@@ -99,6 +97,6 @@ def test_an_unknown_skill_id_is_not_found_and_writes_nothing(agent_token: str, d
     result = call(agent_token, "run_skill", {"skill_id": unknown, **run_body(run_id="mcp-nope")})
 
     assert result.is_error
-    assert result.structured_content["error"] == "not_found"
-    assert result.structured_content["loc"] == ["skill_id"]
+    assert refusal(result)["error"] == "not_found"
+    assert refusal(result)["loc"] == ["skill_id"]
     assert (Run.objects.count(), Reference.objects.count(), Event.objects.count()) == before

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
 from agentapi.api import api
@@ -87,9 +88,37 @@ def text_of(result: CallToolResult) -> str:
     return block.text
 
 
+def refusal(result: CallToolResult) -> dict[str, Any]:
+    """A refused call's detail: ``isError`` with the detail as JSON text and no structured
+    content, which the tool's outputSchema (a successful answer) would not describe."""
+    assert result.is_error, result
+    assert result.structured_content is None, result.structured_content
+    detail: dict[str, Any] = json.loads(text_of(result))
+    return detail
+
+
 @pytest.fixture
 def agent_token(agent: User) -> str:
     return token_create(user=agent, name="mcp").text
+
+
+def test_an_unknown_tool_is_a_protocol_error_on_every_transport(agent_token: str) -> None:
+    """The specification's tools page: an unknown tool is JSON-RPC error -32602, not a tool
+    result (the stdio server is built as the HTTP one; tests/mcp/test_http_edges.py)."""
+    with pytest.raises(BaseException) as raised:
+        call(agent_token, "no_such_tool", {})
+    refused = _mcp_error(raised.value)
+    assert refused is not None, raised.value
+    assert refused.code == -32602
+    assert refused.error.message == "Unknown tool: no_such_tool"
+
+
+def _mcp_error(error: BaseException) -> MCPError | None:
+    """The MCPError raised, or held by the task groups the in-process client raises from."""
+    if isinstance(error, BaseExceptionGroup):
+        found = (_mcp_error(inner) for inner in error.exceptions)
+        return next((inner for inner in found if inner is not None), None)
+    return error if isinstance(error, MCPError) else None
 
 
 def test_lists_the_tools_with_input_schemas(agent_token: str) -> None:
@@ -183,8 +212,8 @@ def test_bad_arguments_are_an_error_naming_the_field(agent_token: str, demo: Dem
 def test_a_service_refusal_names_the_json_path(agent_token: str, at_now: Any) -> None:
     result = call(agent_token, "propose_case", case_body(valid_to="2026-01-01T00:00:00+08:00"))
     assert result.is_error
-    assert result.structured_content["error"] == "invalid"
-    assert result.structured_content["loc"] == ["valid_to"]
+    assert refusal(result)["error"] == "invalid"
+    assert refusal(result)["loc"] == ["valid_to"]
 
 
 def test_a_role_without_the_permission_is_refused(agent: User, demo: Demo) -> None:
@@ -194,7 +223,7 @@ def test_a_role_without_the_permission_is_refused(agent: User, demo: Demo) -> No
     )
     result = call(token, "search_knowledge", search_body())
     assert result.is_error
-    assert result.structured_content["error"] == "forbidden"
+    assert refusal(result)["error"] == "forbidden"
 
 
 def test_a_token_revoked_while_serving_stops_the_next_call(agent: User, demo: Demo) -> None:
@@ -210,7 +239,7 @@ def test_a_token_revoked_while_serving_stops_the_next_call(agent: User, demo: De
     before, after = with_client(issued.text, scenario)
     assert not before.is_error
     assert after.is_error
-    assert after.structured_content["error"] == "unauthorized"
+    assert refusal(after)["error"] == "unauthorized"
 
 
 def test_the_command_refuses_a_missing_or_invalid_token(
@@ -238,7 +267,7 @@ def test_experience_context_and_run_outcome(agent_token: str, demo: Demo) -> Non
     assert not outcome.is_error
     assert outcome.structured_content["outcome"] == "unresolved"
     refused = call(agent_token, "run_outcome", {"run_id": "mcp-none", "outcome": "unresolved"})
-    assert refused.is_error and refused.structured_content["loc"] == ["run_id"]
+    assert refused.is_error and refusal(refused)["loc"] == ["run_id"]
 
 
 def _validate(schema: dict[str, Any], content: Any) -> None:
@@ -350,8 +379,8 @@ def test_tool_calls_count_against_the_api_rate_of_the_account(
     assert not allowed.is_error
     refused = call(token, "search_knowledge", search_body())
     assert refused.is_error
-    assert refused.structured_content["error"] == "rate_limited"
-    assert 1 <= refused.structured_content["retry_after"] <= 60
+    assert refusal(refused)["error"] == "rate_limited"
+    assert 1 <= refusal(refused)["retry_after"] <= 60
     assert http.post_json("/api/v1/knowledge/search", search_body()).status_code == 429
 
 
@@ -376,7 +405,7 @@ def test_live_investigations_count_with_the_accounts_queued_ones(
     assert queued.status_code == 202
     refused = call(token, "investigate", {**body, "provider": "live"})
     assert refused.is_error
-    assert refused.structured_content == {
+    assert refusal(refused) == {
         "error": "rate_limited",
         "message": TOO_MANY_LIVE.format(limit=1),
         "retry_after": LIVE_RETRY_AFTER_SECONDS,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
+from django.db import connections, transaction
 
 from experience.cases import selectors, services
 from experience.cases.executor import NEEDS_REVIEW, run_skill
@@ -18,6 +19,7 @@ from experience.core.review import ReviewRefused
 from experience.demo import demo_context, load_demo_knowledge
 from experience.review import decisions, revocation
 from experience.runs.models import Run
+from reviewconsole import clock
 from reviewconsole.models import Action, Event
 from tests.experience.conftest import SCOPE, approve_checked, case_data
 
@@ -204,3 +206,53 @@ def test_identical_submissions_racing_store_one_row(reviewer: User) -> None:
     assert sum(created for _, created in results) == 1
     assert Case.objects.filter(pk=content.id).count() == 1
     assert Event.objects.filter(action=Action.CASE_SUBMIT, target=content.id).count() == 1
+
+
+def test_a_revocation_is_dated_after_the_run_it_waited_for(
+    live_skill: Skill, second_reviewer: User
+) -> None:
+    """A run's finish holds the cited case's row; a revocation arriving meanwhile waits for it.
+    Its time is read once it holds the row, so a run that committed before it also finished
+    before it: ``revoked_at`` orders the two as their commits did."""
+    if connections["default"].vendor != "postgresql":
+        pytest.skip(
+            "SQLite admits one writer per transaction: the revocation's clock is read inside it"
+        )
+    cited = live_skill.case_links.order_by("position").first()
+    assert cited is not None
+    held = threading.Event()
+    finished: list[Any] = []
+
+    def revoker_waits() -> bool:
+        with connections["default"].cursor() as cursor:
+            # The statistics views are read once per transaction unless told to read again.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return bool(cursor.fetchone()[0])
+
+    def act(index: int) -> Any:
+        if index == 0:
+            with transaction.atomic():
+                # As a run's last re-check does (experience.cases.executor._lock_rows).
+                list(Case.objects.select_for_update().filter(pk=cited.case_id))
+                held.set()
+                # Polled until the revocation is queued behind this row lock (its event is the
+                # server's: a lock wait); the thread's join deadline guards a hang.
+                while not revoker_waits():
+                    time.sleep(0.005)
+                finished.append(clock.now())
+            return None
+        held.wait(timeout=WORK_DEADLINE)
+        return revocation.case_revoke(
+            case=selectors.case_get(cited.case_id), actor=second_reviewer, reason="wrong"
+        )
+
+    results = in_threads(2, act)
+
+    assert not any(isinstance(r, Exception) for r in results), results
+    revoked_at = selectors.case_get(cited.case_id).revoked_at
+    assert revoked_at is not None and finished
+    assert revoked_at >= finished[0]

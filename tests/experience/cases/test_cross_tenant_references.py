@@ -40,6 +40,7 @@ from tests.experience.conftest import (
 )
 from tests.helpers import run_json
 from tests.mcp.test_server import call
+from tests.mcp.test_server import refusal as tool_refusal
 
 ACME = "acme"
 ACME_SCOPE = {**SCOPE, "tenant": ACME}
@@ -171,8 +172,7 @@ def test_mcp_propose_case_refuses_another_tenants_case_as_supersedes(
 
     def attempt(target: str) -> Any:
         result = call(token, "propose_case", case_data(scope=dict(ACME_SCOPE), supersedes=target))
-        assert result.is_error
-        return result.structured_content
+        return tool_refusal(result)
 
     cross, unknown = attempt(foreign.id), attempt(UNKNOWN)
     assert cross["error"] == "invalid" and cross["loc"] == ["supersedes"]

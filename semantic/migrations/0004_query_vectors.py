@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('semantic', '0002_scope_languages'),
+        ('semantic', '0003_vector_delta'),
     ]
 
     operations = [
