@@ -166,6 +166,8 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_replay_branches.py",
         "tests/experience/index/test_index_delta.py",
     ),
+    # The shared question table: one raw read, a conflict clause in a savepoint, a raw trim.
+    "semantic/queries.py": ("tests/semantic/test_queries.py",),
     "textsearch/postings.py": (
         "tests/knowledge/test_postings.py",
         "tests/knowledge/test_partial_head.py",
