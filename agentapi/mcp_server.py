@@ -58,7 +58,7 @@ from agentapi.schemas import (
     SkillRunRequest,
     SkillRunResult,
 )
-from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
+from reviewconsole.errors import AlreadyTaken, PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 SERVER_NAME = "experience-review-console"
@@ -333,6 +333,8 @@ class ToolRunner:
             return _error("forbidden", forbidden_tenant_message(unknown.tenant))
         except UnknownId as unknown:
             return _error("not_found", unknown.message, field=unknown.field)
+        except AlreadyTaken as taken:
+            return _error("conflict", taken.message, field=taken.field)
         except ValidationFailure as failure:
             return _error("invalid", failure.message, field=failure.field)
         except PermissionRefused as refusal:
