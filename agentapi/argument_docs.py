@@ -10,10 +10,7 @@ from typing import Any
 
 # A real answer needs every scope field: the schema lets one be left out so that leaving it out
 # is answered (needs_context / fallback naming it) rather than refused.
-SCOPE_NEEDED = (
-    "needed for an answer: when it is missing the tool answers {status} with this name in "
-    "missing, and nothing is searched (never a wider scope)"
-)
+SCOPE_NEEDED = "needed for an answer (left out: {status})"
 SEARCH_SCOPE = SCOPE_NEEDED.format(status="needs_context")
 MEMORY_SCOPE = SCOPE_NEEDED.format(status="fallback")
 
@@ -58,8 +55,9 @@ ARGUMENTS: dict[str, tuple[str, Any]] = {
     ),
     "now": ("the time validity is checked at; default: now", "2026-09-18T14:20:00+08:00"),
     "scope": (
-        "where the current ticket happens: tenant, brand, store, campaign, deployment, each "
-        f"exactly; {MEMORY_SCOPE}",
+        "where the current ticket happens, each field exactly: all five are needed for an "
+        "answer; one left out is answered needs_context or fallback naming it in missing, never "
+        "with a wider scope",
         {
             "tenant": "teahouse",
             "brand": "leaf-and-cup",
@@ -164,9 +162,7 @@ ARGUMENTS_BY_MODEL: dict[tuple[str, str], tuple[str, Any]] = {
 # A ticket's scope (retrieval, skill runs, investigations): each tool names what is missing.
 for _field in ("tenant", "brand", "store", "campaign", "deployment"):
     ARGUMENTS_BY_MODEL[("ExperienceScope", _field)] = (
-        f"the ticket's {_field}, exactly; needed for an answer: when it is missing the answer "
-        "is needs_context or fallback with this name in missing, and nothing is read (never a "
-        "wider scope)",
+        f"the ticket's {_field}, exactly; needed for an answer",
         ARGUMENTS[_field][1],
     )
 # In a case's own scope every field is required by the schema itself.

@@ -356,6 +356,8 @@ class CaseScope(RequestBody):
 
 
 class EvidenceIn(RequestBody):
+    """One piece of evidence: where it comes from and the words quoted from it."""
+
     source_id: SourceId
     excerpt: Excerpt
     verified: bool | None = Field(
@@ -369,11 +371,15 @@ EvidenceList = Annotated[list[EvidenceIn], Field(max_length=case_format.MAX_EVID
 
 
 class StatementIn(RequestBody):
+    """A statement and the evidence for it."""
+
     statement: LongText | None = None
     evidence: EvidenceList | None = None
 
 
 class CounterevidenceIn(RequestBody):
+    """A hypothesis considered, and the evidence that refutes it."""
+
     hypothesis: RequiredLongText
     statement: RequiredLongText
     refutes: RequiredLongText
