@@ -712,7 +712,7 @@ class InvestigationRequest(RequestBody):
     run_id: RunId | None = Field(
         default=None,
         description="default: a new id; an id of one of your runs that already has an "
-        "investigation is refused (422 on run_id); another account's or tenant's run of the "
+        "investigation is refused (409); another account's or tenant's run of the "
         "same id is another run",
     )
     max_calls: MaxCalls | None = Field(default=None, description="default: 6")

@@ -32,9 +32,9 @@ SCHEMA_VALUES = ("items", "additionalProperties", "propertyNames", "not")
 
 
 def lean(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` (a request model's JSON schema) as the tool publishes it."""
+    """``schema`` (a model's JSON schema) as the tool publishes it."""
     defs = schema.get("$defs", {})
-    flat = _flattened({k: v for k, v in schema.items() if k != "$defs"}, defs)
+    flat: dict[str, Any] = _flattened({k: v for k, v in schema.items() if k != "$defs"}, defs)
     _trimmed(flat)
     shared = _shared(flat)
     if shared:
