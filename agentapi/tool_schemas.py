@@ -27,6 +27,8 @@ ANNOTATIONS = ("description", "examples", "default")
 # A value schema this long, used twice or more, is written once in ``$defs``.
 SHARED_LENGTH = 120
 SCHEMA_MAPS = ("properties", "$defs")
+# Where an inlined model came from, while ``lean`` works (never published).
+MODEL = "x-model"
 SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SCHEMA_VALUES = ("items", "additionalProperties", "propertyNames", "not")
 
@@ -39,16 +41,29 @@ def lean(schema: dict[str, Any]) -> dict[str, Any]:
     shared = _shared(flat)
     if shared:
         flat["$defs"] = shared
+    _unmarked(flat)
     return flat
+
+
+def _unmarked(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop(MODEL, None)
+        for value in node.values():
+            _unmarked(value)
+    elif isinstance(node, list):
+        for value in node:
+            _unmarked(value)
 
 
 def _flattened(node: Any, defs: dict[str, Any]) -> Any:
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
-        target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
-        # The referring property's own words win over the model's.
-        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        name = node["$ref"].rsplit("/", 1)[-1]
+        target = copy.deepcopy(defs[name])
+        # The referring property's own words win over the model's; the model's name is kept
+        # until ``lean`` has named what it shares.
+        merged = {**target, MODEL: name, **{k: v for k, v in node.items() if k != "$ref"}}
         return _flattened(merged, defs)
     out: dict[str, Any] = {}
     for key, value in node.items():
@@ -124,8 +139,8 @@ def _name(core: dict[str, Any], taken: set[str]) -> str:
         base = "ScopeValue"
     elif core.get("format") == "date-time":
         base = "DateTime"
-    elif core.get("type") == "object" and "title" in core:
-        base = core["title"]
+    elif isinstance(core.get(MODEL), str):
+        base = core[MODEL]
     else:
         base = "Value"
     name = base + ("OrNull" if nullable else "")
