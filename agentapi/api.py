@@ -5,7 +5,7 @@ operation of ``agentapi.operations`` (the same functions the MCP server calls). 
 endpoints to approve, verify, reject or revoke anything, nor to read candidates.
 
 Errors: 401 without a valid token, 403 without the permission or the tenant, 404 for an unknown
-id, 422 with ``{"detail": [{"loc": ["body", "scope", "campaign"], "msg": …, "type": …}]}`` for a
+id (an unknown run too), 409 for a run id already taken, 422 with ``{"detail": [{"loc": ["body", "scope", "campaign"], "msg": …, "type": …}]}`` for a
 bad body (``["path", "run_id"]`` or ``["query", "run_id"]`` for a bad parameter).
 """
 
@@ -53,7 +53,7 @@ from agentapi.schemas import (
     ValidationErrors,
 )
 from experience.runs.claims import run_name
-from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
+from reviewconsole.errors import AlreadyTaken, PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 logger = logging.getLogger(__name__)
@@ -169,6 +169,11 @@ def _unknown_id(request: HttpRequest, exc: UnknownId) -> HttpResponse:
     return api.create_response(request, {"detail": exc.message}, status=404)
 
 
+@api.exception_handler(AlreadyTaken)
+def _already_taken(request: HttpRequest, exc: AlreadyTaken) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=409)
+
+
 @api.exception_handler(TooBusy)
 def _too_busy(request: HttpRequest, exc: TooBusy) -> HttpResponse:
     response = api.create_response(request, {"detail": exc.message}, status=429)
@@ -279,7 +284,7 @@ def case_propose(request: HttpRequest, payload: CaseProposal) -> Status[dict[str
 # Registered before ``GET /runs/{run_id}``, whose id may hold ``/`` and would take this path.
 @api.post(
     "/runs/{agentapi_text:run_id}/outcome",
-    response={200: RunOutcomeResult, **BODY_ERRORS},
+    response={200: RunOutcomeResult, 404: Message, **BODY_ERRORS},
     tags=["experience"],
 )
 def run_outcome(
@@ -289,7 +294,7 @@ def run_outcome(
     with a note; by an account that read memory under the run, or a reviewer. A reviewer's
     outcome moves the confidence of every item the run read; an agent's waits for a reviewer
     (its ``lead_was_wrong`` puts the items in the re-review queue). An id under which nothing was
-    read is refused on ``run_id``; the latest report replaces an earlier one, except that only a
+    read (by the caller, or in the caller's tenants) is 404; the latest report replaces an earlier one, except that only a
     reviewer changes an outcome a reviewer reported."""
     return operations.run_outcome(user=_user(request), run_id=run_id, request=payload)
 
@@ -338,7 +343,7 @@ def skill_read(
 
 @api.post(
     "/investigations",
-    response={200: InvestigationResult, 202: InvestigationPending, **BODY_ERRORS},
+    response={200: InvestigationResult, 202: InvestigationPending, 409: Message, **BODY_ERRORS},
     tags=["investigations"],
 )
 def investigation_create(
@@ -347,7 +352,8 @@ def investigation_create(
     """Investigate one ticket: the runner offers the model the knowledge (and, with the use
     permission, memory) tools bound to this scope and times, and accepts its answer only when
     every citation quotes, verbatim, evidence returned in this run. The run is stored with its
-    steps, answer and verification under ``run_id``.
+    steps, answer and verification under ``run_id``; a run id of the caller's that already has
+    an investigation is 409.
 
     The scripted provider answers here (200, the stored run). A ``live`` run is handed to the
     background worker: 202 with the run id and the address to poll (also in ``Location``);

@@ -58,7 +58,8 @@ from agentapi.schemas import (
     SkillRunRequest,
     SkillRunResult,
 )
-from reviewconsole.errors import PermissionRefused, UnknownId, ValidationFailure
+from agentapi.tool_schemas import lean
+from reviewconsole.errors import AlreadyTaken, PermissionRefused, UnknownId, ValidationFailure
 from reviewconsole.tenancy import UnknownTenant, forbidden_tenant_message
 
 SERVER_NAME = "experience-review-console"
@@ -167,10 +168,15 @@ TOOLS = (
         name="search_knowledge",
         title="Search the knowledge base",
         description=(
-            "Search versioned business rules and confirmed historical cases for one ticket "
-            "(tenant, brand, store, campaign, occurred_at, known_at, facts). Returns status "
-            "retrieved | needs_context | conflicting_sources | no_match and evidence with "
-            "condition comparisons. A full match only means the rules do not explain the failure."
+            "Search versioned business rules and confirmed historical cases for one ticket. "
+            "Give tenant, brand, store, campaign, occurred_at and known_at (all needed for an "
+            "answer) and the ticket's facts. status: retrieved (evidence found; each item's "
+            "conditions say match, mismatch or unknown against your facts), needs_context "
+            "(something is missing: the names in missing are scope fields or times you left "
+            "out, or facts a rule's conditions need; ask for them and search again), "
+            "conflicting_sources (documents of one rule disagree; none is picked: say so, do "
+            "not choose), no_match (nothing answers the query). A full match only means the "
+            "rules do not explain the failure."
         ),
         arguments=SearchKnowledgeArguments,
         result=KnowledgeSearchResult,
@@ -181,9 +187,11 @@ TOOLS = (
         name="retrieve_experience",
         title="Retrieve reviewed experience",
         description=(
-            "Approved cases and skills for exactly this scope (tenant, brand, store, campaign, "
-            "deployment) valid now. Any scope field missing gives status fallback with the "
-            "missing names. Each returned item is recorded as read in run_id."
+            "Approved cases, skills and lessons for exactly this scope (all five fields needed) "
+            "valid now, best first. status: ok (items may be empty: nothing reviewed applies), "
+            "fallback (a scope field is missing: missing names it; nothing is read). Cases are "
+            "historical leads, never a confirmed cause; an item of type skill gives the "
+            "skill_id for run_skill. Each returned item is recorded as read in run_id."
         ),
         arguments=RetrieveExperienceArguments,
         result=ExperienceRetrieveResult,
@@ -194,7 +202,8 @@ TOOLS = (
         name="run_skill",
         title="Run a reviewed skill",
         description=(
-            "Run an approved skill with the current scope and ticket context: a recipe skill's "
+            "Run an approved skill (skill_id from retrieve_experience or experience_context) "
+            "with the current scope and ticket context: a recipe skill's "
             "read-only checks, or a prompt-form skill's constrained sub-agent (pass its declared "
             "inputs; its answer is verified like an investigation's and its output matches the "
             "skill's declared shape). needs_review at best (current evidence plus cited cases as "
@@ -224,10 +233,13 @@ TOOLS = (
         name="investigate",
         title="Investigate a ticket",
         description=(
-            "Run one ticket (text, scope, occurred_at, known_at, facts) through the console's "
-            "investigation runner and get its steps and an answer whose every citation was "
-            "checked against this run's tool results. status answered | needs_context | "
-            "refused_answer | budget_exhausted | error. The run is stored under run_id."
+            "Use instead of search_knowledge/retrieve_experience when you want the console to "
+            "investigate the whole ticket for you: its runner searches, retrieves and runs "
+            "skills itself, and answers with a conclusion whose every citation was checked "
+            "against this run's tool results. Give text, scope, occurred_at, known_at, facts. "
+            "status: answered (verified), needs_context (missing names what to ask for), "
+            "refused_answer (the model's answer failed verification: reason says why), "
+            "budget_exhausted (max_calls reached), error. The run is stored under run_id."
         ),
         arguments=InvestigateArguments,
         result=InvestigationResult,
@@ -239,7 +251,9 @@ TOOLS = (
         title="Reviewed experience as a prompt block",
         description=(
             "A prompt-ready text block of the approved items of exactly this scope whose "
-            "confidence is at least the threshold, best first, cut to budget tokens (the answer "
+            "confidence is at least the server's threshold (CONTEXT_CONFIDENCE_THRESHOLD, "
+            "default 0.3), best first, cut to budget tokens. status: ok (block empty when "
+            "nothing qualifies), fallback (a scope field is missing, named in missing). (The answer "
             "names the tokenizer). Each line: id, type, confidence; cases and skills are "
             "historical leads, never a confirmed cause; CONFLICT marks a disputed lesson. Every "
             "item in the block is recorded as read in run_id."
@@ -333,6 +347,8 @@ class ToolRunner:
             return _error("forbidden", forbidden_tenant_message(unknown.tenant))
         except UnknownId as unknown:
             return _error("not_found", unknown.message, field=unknown.field)
+        except AlreadyTaken as taken:
+            return _error("conflict", taken.message, field=taken.field)
         except ValidationFailure as failure:
             return _error("invalid", failure.message, field=failure.field)
         except PermissionRefused as refusal:
@@ -408,6 +424,15 @@ def _integer_text(value: str) -> int | str:
     return int(text) if re.fullmatch(r"-?[0-9]{1,16}", text) else value
 
 
+def _metadata(spec: ToolSpec) -> UncheckedArguments:
+    """The output model makes the SDK publish its schema as outputSchema and check every
+    successful call's structured content against it; published lean, as the input schema."""
+    metadata = UncheckedArguments(arg_model=spec.arguments, output_model=spec.result)
+    if metadata.output_schema is not None:
+        metadata.output_schema = lean(metadata.output_schema)
+    return metadata
+
+
 def _tool(spec: ToolSpec, runner: ToolRunner, token_of: TokenOf, *, thread_sensitive: bool) -> Tool:
     call = sync_to_async(runner, thread_sensitive=thread_sensitive)
 
@@ -419,10 +444,9 @@ def _tool(spec: ToolSpec, runner: ToolRunner, token_of: TokenOf, *, thread_sensi
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=spec.arguments.model_json_schema(by_alias=True),
-        # The output model makes the SDK publish its schema as outputSchema and check every
-        # successful call's structured content against it.
-        fn_metadata=UncheckedArguments(arg_model=spec.arguments, output_model=spec.result),
+        # Exactly what the request model accepts, written for LLM tool adapters (tool_schemas).
+        parameters=lean(spec.arguments.model_json_schema(by_alias=True)),
+        fn_metadata=_metadata(spec),
         is_async=True,
         context_kwarg="ctx",
         annotations=ToolAnnotations(

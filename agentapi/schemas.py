@@ -22,6 +22,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from agentapi.argument_docs import argument_docs
 from experience.cases import schema as case_format
 from experience.core import prompts
 from experience.retrieval.context import MAX_BUDGET as CONTEXT_MAX_BUDGET
@@ -130,6 +131,21 @@ RequiredLongText = Annotated[
 ]
 
 
+# What a type's own schema says of its values. A request property's description leads with
+# what the argument means and ends with its type's rule (``described_arguments``).
+SCOPE_RULE = "an exact scope value; placeholders (any, all, *, n/a, …) are refused"
+DATE_TIME_RULE = (
+    "RFC 3339 with a timezone offset; naive datetimes are refused, and so are "
+    f"instants outside {to_utc_iso(EARLIEST)} to {to_utc_iso(LATEST)} "
+    "(the years 1901-2998 as written are always inside)"
+)
+RUN_ID_RULE = (
+    f"1 to {MAX_RUN_ID} characters, no whitespace; the agent investigation this read belongs "
+    "to: the caller's own, opened in this scope's tenant by its first read; the same id used by "
+    "another account or in another tenant is another run"
+)
+TYPE_RULES = frozenset({SCOPE_RULE, DATE_TIME_RULE, RUN_ID_RULE})
+
 ScopeValue = Annotated[
     str,
     Storable,
@@ -139,7 +155,7 @@ ScopeValue = Annotated[
             "type": "string",
             "pattern": SCOPE_VALUE_PATTERN,
             "maxLength": 64,
-            "description": "an exact scope value; placeholders (any, all, *, n/a, …) are refused",
+            "description": SCOPE_RULE,
         }
     ),
 ]
@@ -151,11 +167,7 @@ AwareDateTime = Annotated[
             "type": "string",
             "format": "date-time",
             "pattern": DATE_TIME_PATTERN,
-            "description": (
-                "RFC 3339 with a timezone offset; naive datetimes are refused, and so are "
-                f"instants outside {to_utc_iso(EARLIEST)} to {to_utc_iso(LATEST)} "
-                "(the years 1901-2998 as written are always inside)"
-            ),
+            "description": DATE_TIME_RULE,
         }
     ),
 ]
@@ -167,9 +179,7 @@ RunId = Annotated[
         {
             "type": "string",
             "pattern": rf"^[^{_SPACE}\x00]{{1,{MAX_RUN_ID}}}$",
-            "description": "the agent investigation this read belongs to: the caller's own, "
-            "opened in this scope's tenant by its first read; the same id used by another "
-            "account or in another tenant is another run",
+            "description": RUN_ID_RULE,
         }
     ),
 ]
@@ -215,8 +225,47 @@ CASE_ID_PATTERN = rf"^{case_format.CASE_ID.pattern}$"
 SkillId = Annotated[str, StringConstraints(pattern=SKILL_ID_PATTERN)]
 
 
+def _joined(text: str, more: str) -> str:
+    return more if not text else text if more in text else f"{text}; {more}"
+
+
+def described_arguments(schema: dict[str, Any], model: type) -> None:
+    """Each property's description and example beside its type, at the property's top level.
+
+    Pydantic writes an optional value's own text inside the first branch of ``anyOf``, which
+    tool adapters strip (issue 41.6): it joins the argument's text here. A default is stated in
+    words, not as ``default``: generators that read ``default`` as "always present" (openapi-
+    typescript) would make the optional field required in the request's type (issue 41.5)."""
+    for name, prop in schema.get("properties", {}).items():
+        docs = argument_docs(model, name)
+        rules = [
+            branch.pop("description")
+            for branch in prop.get("anyOf", ())
+            if isinstance(branch, dict) and "description" in branch
+        ]
+        own = prop.get("description")
+        if own in TYPE_RULES:
+            rules.insert(0, own)
+            own = None
+        text = own or (docs[0] if docs else "")
+        for rule in rules:
+            text = _joined(text, rule)
+        if prop.get("default") is not None:
+            default = prop.pop("default")
+            if "default:" not in text:
+                text = _joined(text, f"default: {_spoken(default)}")
+        if text:
+            prop["description"] = text
+        if "examples" not in prop and docs is not None:
+            prop["examples"] = [docs[1]]
+
+
+def _spoken(value: object) -> str:
+    return {"{}": "none", "": "empty"}.get(str(value), str(value))
+
+
 class RequestBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=described_arguments)
 
 
 # --- requests --------------------------------------------------------------------------------
@@ -307,6 +356,8 @@ class CaseScope(RequestBody):
 
 
 class EvidenceIn(RequestBody):
+    """One piece of evidence: where it comes from and the words quoted from it."""
+
     source_id: SourceId
     excerpt: Excerpt
     verified: bool | None = Field(
@@ -320,11 +371,15 @@ EvidenceList = Annotated[list[EvidenceIn], Field(max_length=case_format.MAX_EVID
 
 
 class StatementIn(RequestBody):
+    """A statement and the evidence for it."""
+
     statement: LongText | None = None
     evidence: EvidenceList | None = None
 
 
 class CounterevidenceIn(RequestBody):
+    """A hypothesis considered, and the evidence that refutes it."""
+
     hypothesis: RequiredLongText
     statement: RequiredLongText
     refutes: RequiredLongText
@@ -657,7 +712,7 @@ class InvestigationRequest(RequestBody):
     run_id: RunId | None = Field(
         default=None,
         description="default: a new id; an id of one of your runs that already has an "
-        "investigation is refused (422 on run_id); another account's or tenant's run of the "
+        "investigation is refused (409); another account's or tenant's run of the "
         "same id is another run",
     )
     max_calls: MaxCalls | None = Field(default=None, description="default: 6")

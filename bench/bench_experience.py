@@ -11,8 +11,10 @@ citing two cases each, 10k lessons citing cases of their scope, and 1M reference
 * at ~100 and at 10k cases in one scope (another 10k cases in one store, 110k in all), in one
   interleaved loop: p50/p95 of ``retrieve_experience`` with a query that matches most items and
   with a rare token, of the context block (``experience_context``), of retrieval ranking every
-  gated item's text (the index switched off), and of the bare gated query of the scope through
-  the ORM and as SQL (``cursor.execute``, the same rows); then the ratios between them;
+  gated item's text (the index switched off), on PostgreSQL of retrieval with every posting list
+  sent every time (the lists kept per process switched off), and of the bare gated query of the
+  scope through the ORM and as SQL (``cursor.execute``, the same rows); then the ratios between
+  them;
 * each compiled statement (``reviewconsole.statements``) next to building the same queryset
   through the ORM on every call, and the recording of 11 reads as one INSERT
   (``references_record``) next to ``bulk_create``, with the same values, interleaved, and the
@@ -508,6 +510,18 @@ def by_scope_size(
 
         return run
 
+    # Retrieval as it was before its posting lists were kept per process (PostgreSQL): every
+    # list of the query sent on every retrieval.
+    kept = connection.vendor == "postgresql"
+    lists_sent = Seam(postings, "_postings_kept", lambda: False)
+
+    def sent_every_time(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with lists_sent.applied():
+                return call()
+
+        return run
+
     def bare(store: Callable[[], str]) -> Callable[[], Any]:
         return lambda: list(gated_cases(_scope(store()), now).values_list("id", flat=True))
 
@@ -533,6 +547,16 @@ def by_scope_size(
             (f"{size} retrieve, rare token", recall(where, rare)),
             (f"{size} context block", context(where)),
             (f"{size} retrieve, ranking every text", from_texts(recall(where, common))),
+            *(
+                [
+                    (
+                        f"{size} retrieve, lists sent every time",
+                        sent_every_time(recall(where, common)),
+                    )
+                ]
+                if kept
+                else []
+            ),
             (f"{size} bare gated query (ORM)", bare(where)),
             (f"{size} bare gated query (SQL)", bare_sql(where)),
         ]
@@ -540,6 +564,8 @@ def by_scope_size(
         for _ in range(3):
             call()
     index_off.require_called()
+    if kept:
+        lists_sent.require_called()
     samples: list[list[float]] = [[] for _ in arms]
     for round_ in range(max(FLOOR[0], repeat // 2)):
         turn = list(enumerate(arms))
@@ -678,6 +704,9 @@ def report_sizes(rows: list[tuple[str, list[float]]], big: str) -> None:
             f"  retrieve (rare token) / bare gated ORM x{rare / orm:.2f}, / SQL x{rare / sql:.2f}"
         )
         print(f"  retrieve (common query) / ranking every text x{common / texts:.2f}")
+        sent = p50.get(f"{size} retrieve, lists sent every time")
+        if sent is not None:
+            print(f"  retrieve (common query), lists kept / sent every time x{common / sent:.2f}")
         print(f"  context block / retrieve (common query) x{block / common:.2f} (target <= 1.3)")
         print(f"  ORM overhead of the bare gated query: {orm - sql:.3f} ms")
 

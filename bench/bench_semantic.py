@@ -43,6 +43,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -66,7 +67,7 @@ HELDOUT = ROOT / "fixtures" / "heldout" / "tickets.json"
 # --- targets (issue "Semantic memory") ----------------------------------------------------------
 
 TARGET_PARAPHRASE_GAIN = 0.20  # recall@4 on paraphrases, vector arm minus lexical arm
-TARGET_LATENCY_RATIO = 1.5  # with the branch (query vector cached) / lexical only
+TARGET_LATENCY_RATIO = 1.3  # with the branch (query vector cached) / lexical only (issue 40)
 K = 4  # recall@K: what a search returns by default
 DEPTH = 10  # MRR@DEPTH: results asked for
 
@@ -80,6 +81,7 @@ ARM_NAMES = {LEXICAL: "lexical", VECTOR: "lexical+vector"}
 SYNTHETIC_POOL = 64  # real vectors the 10k scopes' synthetic ones are jittered from
 SYNTHETIC_NOISE = 0.35  # per-dimension Gaussian noise before renormalising
 THROUGHPUT_SAMPLE = 48  # passages timed through the embedder itself
+FORKS = 5  # forked workers timed per way of loading the model
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -116,6 +118,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also score the fusion settings around the configured ones (significance floor x votes)",
     )
     parser.add_argument("--no-latency", action="store_true", help="quality figures only")
+    parser.add_argument(
+        "--no-quality",
+        action="store_true",
+        help="latency figures only (the data is still loaded and embedded as for a full run)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.rounds = "100,1000", 15, 1
@@ -788,7 +795,76 @@ def measure_latency(
         for key, values in figures.items()
     }
     result["embed query"] = query_embedding_ms(texts)
+    result.update(uncached_ms(search, texts))
     return result, statuses
+
+
+def _forget_question_vectors(*, shared: bool) -> None:
+    from semantic import queries
+    from semantic.models import QueryVector
+
+    queries.memory_cleared()
+    if shared:
+        QueryVector.objects.all().delete()
+
+
+def uncached_ms(
+    search: Callable[[str], Any], texts: Sequence[str]
+) -> dict[str, tuple[float, float]]:
+    """p50/p95 of a search with the vector branch whose question vector is: in this process's
+    memory (``cached``); only in the shared table, as in a process that never saw it
+    (``shared``); nowhere, embedded on the way (``uncached``). Call by call, each text in all
+    three states in turn, so the three see the same load; ``extra``: per text, uncached minus
+    cached."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    timer = time.perf_counter
+    with arm(VECTOR):
+        for text in texts:
+            timed = {}
+            for state in ("uncached", "shared", "cached"):
+                if state != "cached":
+                    _forget_question_vectors(shared=state == "uncached")
+                began = timer()
+                search(text)
+                timed[state] = (timer() - began) * 1000
+                samples[state].append(timed[state])
+            samples["extra"].append(timed["uncached"] - timed["cached"])
+    return {
+        f"search {state}": (percentile(values, 0.5), percentile(values, 0.95))
+        for state, values in samples.items()
+    }
+
+
+def coalesced_ms(texts: Sequence[str], clients: int = 4) -> tuple[float, float, int]:
+    """``clients`` threads each embed a question of their own at once through the process's
+    coalescer: the wall time of all, the time of the same questions one after the other, and
+    how many embedder calls the coalescer made."""
+    from semantic import embedders, queries
+
+    with arm(VECTOR):
+        embedder = embedders.configured()
+    assert embedder is not None
+    chosen = [f"{t} {uuid.uuid4().hex[:6]}" for t in list(texts)[:clients]]
+    began = time.perf_counter()
+    embedder.queries([chosen[0] + " warm"])
+    for text in chosen:
+        embedder.queries([text + " alone"])
+    one_by_one = (time.perf_counter() - began) * 1000 * len(chosen) / (len(chosen) + 1)
+    coalescer = queries.Coalescer(embedder.queries)
+    start = threading.Barrier(len(chosen) + 1)
+
+    def ask(text: str) -> None:
+        start.wait()
+        coalescer.submit(text).result()
+
+    threads = [threading.Thread(target=ask, args=(t,)) for t in chosen]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return (time.perf_counter() - began) * 1000, one_by_one, coalescer.calls
 
 
 def query_embedding_ms(texts: Sequence[str]) -> tuple[float, float]:
@@ -805,6 +881,38 @@ def query_embedding_ms(texts: Sequence[str]) -> tuple[float, float]:
         embedder.queries([f"{text} {uuid.uuid4().hex[:6]}"])
         samples.append((time.perf_counter() - began) * 1000)
     return percentile(samples, 0.5), percentile(samples, 0.95)
+
+
+def _private_kib() -> int:
+    """This process's private memory (resident pages no other process shares), KiB."""
+    fields = Path("/proc/self/smaps_rollup").read_text().splitlines()
+    return sum(int(line.split()[1]) for line in fields if line.startswith("Private_"))
+
+
+def forked_first_question(*, preloaded: bool) -> tuple[float, int]:
+    """In a child forked from this process (which holds the local model, as a gunicorn master
+    started with ``--preload`` does): the time of its first question (ms) and the private memory
+    it gained (KiB), with the model inherited (``preloaded``) or loaded by the child itself, as
+    a worker did before the preload."""
+    from semantic.embedders import LocalEmbedder
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            before = _private_kib()
+            began = time.perf_counter()
+            model = kept_local_embedder() if preloaded else LocalEmbedder()
+            model.queries(["why is my gift card empty"])
+            ms = (time.perf_counter() - began) * 1000
+            os.write(write, json.dumps([ms, _private_kib() - before]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        ms, kib = json.loads(answer.read())
+    os.waitpid(pid, 0)
+    return float(ms), int(kib)
 
 
 def passages_per_second(texts: Sequence[str]) -> float:
@@ -862,6 +970,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  the embedder alone, {THROUGHPUT_SAMPLE} passages in one call: {rate:.1f} items/s"
             )
+        if args.no_quality and len(arms) == 2:
+            latency(args, world)
+            return 0
         para = with_overlap(paraphrases())
         scores, statuses, para_changed = evaluate(para, world, arms)
         para_all = report_quality(
@@ -982,14 +1093,12 @@ def latency(args: argparse.Namespace, world: World) -> None:
             vector = result[f"{what} {VECTOR}"]
             ratio = vector[0] / lexical[0]
             ran = bool(statuses[what].get("used") or statuses[what].get("partial"))
-            # The target as set: the cached-vector arm within 1.5x lexical plus one query
-            # embedding (a new query pays one); the bare ratio is the stricter reading.
-            allowed = TARGET_LATENCY_RATIO * lexical[0] + embed[0]
-            verdict = "PASS" if vector[0] <= allowed else "MISS"
+            # Issue 40's target: with the query vector cached, within 1.3x lexical.
+            verdict = "PASS" if ratio <= TARGET_LATENCY_RATIO else "MISS"
             print(
                 f"    {what:8} lexical {lexical[0]:7.2f} / {lexical[1]:7.2f}   "
                 f"with vector {vector[0]:7.2f} / {vector[1]:7.2f}   ratio {ratio:.2f}; "
-                f"target <= {TARGET_LATENCY_RATIO} x lexical + one embedding = {allowed:.1f} ms: "
+                f"target <= {TARGET_LATENCY_RATIO} (query vector cached): "
                 + (verdict if ran else "n/a, no vector branch ran")
             )
             print(
@@ -999,6 +1108,35 @@ def latency(args: argparse.Namespace, world: World) -> None:
             f"    one query embedding (uncached) {embed[0]:7.2f} / {embed[1]:7.2f}; the ratio "
             "compares the cached-vector arm, so a first query adds one embedding to both sides"
         )
+        cached, shared = result["search cached"], result["search shared"]
+        uncached, extra = result["search uncached"], result["search extra"]
+        print(
+            f"    search with vector, question vector in memory {cached[0]:7.2f} / {cached[1]:7.2f}"
+            f"   from the shared table {shared[0]:7.2f} / {shared[1]:7.2f}"
+            f"   embedded {uncached[0]:7.2f} / {uncached[1]:7.2f}"
+        )
+        verdict = "PASS" if extra[0] <= embed[0] else "MISS"
+        print(
+            f"    an uncached question's extra cost {extra[0]:7.2f} / {extra[1]:7.2f}; target <= one"
+            f" embedding ({embed[0]:.2f} ms p50, this run's load): {verdict}"
+        )
+    if not args.tiny and sys.platform.startswith("linux"):
+        forks: dict[bool, list[tuple[float, int]]] = {True: [], False: []}
+        for _ in range(FORKS):  # alternating, so both see the same load
+            for preloaded in (True, False):
+                forks[preloaded].append(forked_first_question(preloaded=preloaded))
+        for preloaded, runs in forks.items():
+            mode = "preloaded in the parent" if preloaded else "loaded after the fork"
+            print(
+                f"  a forked worker's first question, model {mode} (median of {FORKS}): "
+                f"{statistics.median(r[0] for r in runs):.0f} ms, "
+                f"{statistics.median(r[1] for r in runs) / 1024:.1f} MiB of private memory gained"
+            )
+    together, apart, calls = coalesced_ms(texts)
+    print(
+        f"  4 questions at once through the coalescer: {together:.1f} ms in {calls} embedder "
+        f"call(s); one after the other {apart:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -437,6 +437,8 @@ SEMANTIC_SIGNIFICANCE = float(os.environ.get("CONSOLE_SEMANTIC_SIGNIFICANCE", "3
 SEMANTIC_CALIBRATION_FILE = os.environ.get("CONSOLE_SEMANTIC_CALIBRATION_FILE", "")
 SEMANTIC_VOTES = int(os.environ.get("CONSOLE_SEMANTIC_VOTES", "2"))
 SEMANTIC_QUERY_TIMEOUT = float(os.environ.get("CONSOLE_SEMANTIC_QUERY_TIMEOUT", "2"))
+# Question vectors kept in the table every process shares (semantic.queries; 0: none shared).
+SEMANTIC_QUERY_CACHE_ROWS = int(os.environ.get("CONSOLE_SEMANTIC_QUERY_CACHE_ROWS", "100000"))
 # The local model's threads per process (0: as many as the machine has).
 SEMANTIC_LOCAL_THREADS = int(os.environ.get("CONSOLE_SEMANTIC_LOCAL_THREADS", "1"))
 # Merges by meaning (semantic.duplicates): a candidate is proposed as a merge into an approved

@@ -30,7 +30,7 @@ from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.background import retrying
 from reviewconsole.dispatch import dispatch
-from reviewconsole.errors import PermissionRefused, ValidationFailure
+from reviewconsole.errors import AlreadyTaken, PermissionRefused, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import (
     SEARCH_KNOWLEDGE,
@@ -249,7 +249,7 @@ def _open_run(
     if not queued:
         taken = taken or InvestigationRequest.objects.filter(run_id=stored_id).exists()
     if taken:
-        raise ValidationFailure("run_id", RUN_ID_TAKEN)
+        raise AlreadyTaken("run_id", RUN_ID_TAKEN)
     return stored_id
 
 

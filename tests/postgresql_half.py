@@ -83,6 +83,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/experience/cases/test_concurrency.py",
     ),
     "experience/index/postings.py": (
+        "tests/experience/index/test_postings_kept.py",
         "tests/experience/index/test_retrieval_index.py",
         "tests/experience/index/test_index_delta.py",
         "tests/experience/retrieval/test_retrieval.py",
@@ -165,6 +166,8 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_replay_branches.py",
         "tests/experience/index/test_index_delta.py",
     ),
+    # The shared question table: one raw read, a conflict clause in a savepoint, a raw trim.
+    "semantic/queries.py": ("tests/semantic/test_queries.py",),
     "textsearch/postings.py": (
         "tests/knowledge/test_postings.py",
         "tests/knowledge/test_partial_head.py",

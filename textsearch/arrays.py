@@ -15,13 +15,17 @@ when the row's version differs, so a list travels once per row version and proce
 changes a list (from any connection) writes a new row version, so a kept list is never served
 past a change; the key holds the scope key, and the version compared is that of the row the
 statement found for that scope and token, so a list is never served for another scope.
+Both indexes ask for their lists the same way (:class:`KeptLists`: the tokens and the versions
+held, as three array parameters of :data:`KEPT_TOKENS`, each list selected by
+:func:`kept_list_column`), knowledge search and experience retrieval alike.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +38,21 @@ ARRAYS_CACHE_BYTES = 64 * 1024 * 1024
 # The posting lists kept per process (the ids' bytes; the bookkeeping adds about 200 bytes per
 # list).
 POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
+
+
+# The tokens a statement wants with the versions of the lists this process holds for them (''
+# when none is held, NULL when that column's list is not wanted): :meth:`KeptLists.params`.
+KEPT_TOKENS = "unnest(%s::text[], %s::text[], %s::text[]) AS k(token, raw, expanded)"
+
+
+def kept_list_column(column: str, name: str) -> str:
+    """The select expression of a posting row's ``column`` (``raw`` or ``expanded``, the
+    column of :data:`KEPT_TOKENS` named ``name``): the list when it is wanted and the row's
+    version differs from the one held, else NULL."""
+    return (
+        f"CASE WHEN k.{name} IS DISTINCT FROM {POSTING_VERSION} AND k.{name} IS NOT NULL"
+        f" THEN {column} END"
+    )
 
 
 def arrays_column(column: str) -> str:
@@ -102,7 +121,66 @@ class ArraysCache:
         return None
 
 
-# The caches of this process: knowledge search's and retrieval's scope arrays, and knowledge
-# search's posting lists.
+# The caches of this process: both indexes' scope arrays, and both indexes' posting lists.
 CACHE = ArraysCache()
 POSTINGS = ArraysCache(POSTINGS_CACHE_BYTES)
+
+COLUMNS = ("raw", "expanded")
+
+
+class KeptLists:
+    """The posting lists one statement asks for, of one scope (``prefix``: the index's name and
+    the scope key): per token of ``raw`` (``expanded``), its raw (expanded) list, with the
+    version of the list this process holds. What was held when the statement was sent is
+    remembered here: a list the server did not send is the one held then, never what the cache
+    holds by the time the answer arrives (another search may have kept another version)."""
+
+    def __init__(
+        self,
+        prefix: tuple[Hashable, ...],
+        raw: list[str],
+        expanded: list[str],
+        cache: ArraysCache = POSTINGS,
+    ) -> None:
+        self.prefix = prefix
+        self.cache = cache
+        self.tokens = sorted(set(raw) | set(expanded))
+        wanted = {"raw": set(raw), "expanded": set(expanded)}
+        self.sent: dict[tuple[str, str], tuple[str, np.ndarray] | None] = {}
+        for token in self.tokens:
+            for column in COLUMNS:
+                if token in wanted[column]:
+                    self.sent[token, column] = cache.get((*prefix, token, column))
+
+    def params(self) -> list[list[str] | list[str | None]]:
+        """The three array parameters of :data:`KEPT_TOKENS`."""
+        versions: dict[str, list[str | None]] = {
+            column: [
+                None if (token, column) not in self.sent else (self.sent[token, column] or ("",))[0]
+                for token in self.tokens
+            ]
+            for column in COLUMNS
+        }
+        return [self.tokens, versions["raw"], versions["expanded"]]
+
+    def received(
+        self,
+        token: str,
+        version: str,
+        blobs: tuple[Any, Any],
+        ids_of: Callable[[Any], np.ndarray],
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The raw and expanded lists of ``token`` from its posting row at ``version`` (the
+        statement's ``blobs``, NULL for a list it did not send): the list held when it was not
+        sent, the one sent (then kept) otherwise; None for a column not wanted."""
+        lists: list[np.ndarray | None] = []
+        for column, blob in zip(COLUMNS, blobs, strict=True):
+            if (token, column) not in self.sent:
+                lists.append(None)
+                continue
+            kept = self.cache.unchanged(self.sent[token, column], version, blob)
+            if kept is None:
+                kept = ids_of(blob)
+                self.cache.keep((*self.prefix, token, column), version, kept)
+            lists.append(kept)
+        return lists[0], lists[1]

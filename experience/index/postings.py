@@ -52,10 +52,18 @@ from knowledge import postings as kp
 from knowledge.models import LexiconState
 from reviewconsole.background import retrying
 from reviewconsole.scopes import SCOPE_FIELDS
+from reviewconsole.statements import prepared_cursor
 from semantic.tasks import scopes_changed, space_reset
 from textsearch import postings as ts
 from textsearch.arrays import CACHE as _arrays_cache
-from textsearch.arrays import ROW_VERSION, arrays_column
+from textsearch.arrays import (
+    KEPT_TOKENS,
+    POSTING_VERSION,
+    ROW_VERSION,
+    KeptLists,
+    arrays_column,
+    kept_list_column,
+)
 from textsearch.domain import ParsedQuery, expand, parse_query, reparsed, tokenize
 from textsearch.postings import (
     Changes,
@@ -703,15 +711,12 @@ STALE = None  # what :func:`scope_read` answers when the scope's index cannot an
 
 def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
     q = connection.ops.quote_name
-    scope, posting, lexicon, delta = (
-        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState, IndexDelta)
+    scope, posting, lexicon = (
+        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
     )
     where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
     version = ROW_VERSION if versioned else "NULL"
     arrays = arrays_column(f"s.{q('arrays')}") if versioned else f"s.{q('arrays')}"
-    # The delta's changes after the last this process holds for the array it keeps (all of them
-    # when it keeps none, or not that version).
-    newer = f"CASE WHEN {ROW_VERSION} = %s THEN %s ELSE 0 END" if versioned else "0"
     # One statement, so one snapshot: the scope's stamps and array, the query's lists (raw
     # lists for raw tokens, expanded for expanded ones) and the delta's changes. Only quoted
     # names are formatted in.
@@ -725,15 +730,62 @@ def _read_sql(raw: int, expanded: int, every: int, versioned: bool) -> str:
         f" CASE WHEN p.{q('token')} IN ({placeholders(expanded)}) THEN p.{q('expanded')} END"
         f" FROM {posting} p JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
         f" WHERE {where} AND p.{q('token')} IN ({placeholders(every)})"
-        f" UNION ALL SELECT 2, d.{q('id')}, d.{q('raw_tokens')}, d.{q('expanded_tokens')},"
+        f"{_delta_sql(versioned)}"
+    )
+
+
+def _delta_sql(versioned: bool) -> str:
+    """The scope's delta changes after the last this process holds for the array it keeps (all
+    of them when it keeps none, or not that version): a ``UNION ALL`` arm of both reads, its
+    parameters the scope's key, then (versioned) the array's version and the last change held."""
+    q = connection.ops.quote_name
+    scope, delta = (q(model._meta.db_table) for model in (IndexScope, IndexDelta))
+    where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
+    newer = f"CASE WHEN {ROW_VERSION} = %s THEN %s ELSE 0 END" if versioned else "0"
+    return (
+        f" UNION ALL SELECT 2, d.{q('id')}, d.{q('raw_tokens')}, d.{q('expanded_tokens')},"  # noqa: S608
         f" d.{q('item_id')}, d.{q('record')}, NULL"
         f" FROM {delta} d JOIN {scope} s ON s.{q('id')} = d.{q('scope_id')}"
         f" WHERE {where} AND d.{q('id')} > {newer}"
     )
 
 
+def _kept_read_sql() -> str:
+    """:func:`_read_sql` on PostgreSQL with the posting lists this process keeps not sent again
+    (``textsearch.arrays.KeptLists``): each wanted token comes with the versions of the lists
+    held for it, and a list is selected only when its row's version differs. A posting row's
+    version travels in the version column, its token in the stamp one. The text never changes:
+    the statement is prepared once per connection."""
+    q = connection.ops.quote_name
+    scope, posting, lexicon = (
+        q(model._meta.db_table) for model in (IndexScope, IndexPosting, LexiconState)
+    )
+    where = " AND ".join(f"s.{q(name)} = %s" for name in SCOPE_FIELDS)
+    arrays = arrays_column(f"s.{q('arrays')}")
+    raw = kept_list_column(f"p.{q('raw')}", "raw")
+    expanded = kept_list_column(f"p.{q('expanded')}", "expanded")
+    return (
+        f"SELECT 0, s.{q('id')}, s.{q('stamp')},"  # noqa: S608
+        f" (SELECT l.{q('stamp')} FROM {lexicon} l WHERE l.{q('id')} = 1), {ROW_VERSION},"
+        f" {arrays}, NULL"
+        f" FROM {scope} s WHERE {where}"
+        f" UNION ALL SELECT 1, NULL, p.{q('token')}, NULL, {POSTING_VERSION}, {raw}, {expanded}"
+        f" FROM {KEPT_TOKENS} JOIN {posting} p ON p.{q('token')} = k.token"
+        f" JOIN {scope} s ON s.{q('id')} = p.{q('scope_id')}"
+        f" WHERE {where}"
+        f"{_delta_sql(True)}"
+    )
+
+
+def _postings_kept() -> bool:
+    """Whether this process keeps posting lists between retrievals (PostgreSQL: they travel
+    from the server; SQLite reads them in process memory)."""
+    return connection.vendor == "postgresql"
+
+
 # This index's name in the engine's array cache (``textsearch.arrays``: on PostgreSQL a scope's
-# array is sent only when it differs from the one this process kept).
+# array is sent only when it differs from the one this process kept, and so is each posting
+# list).
 INDEX_NAME = "experience"
 
 
@@ -922,13 +974,19 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
         if held is not None and held.version != cached[0]:  # type: ignore[index]
             held = None
         params: list[Any] = [cached[0] if cached is not None else ""] if versioned else []
-        params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
-        params += key
-        if versioned:
-            params += [cached[0] if cached is not None else "", held.seq if held else 0]
-        with connection.cursor() as cursor:
-            cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
-            rows = cursor.fetchall()
+        newer = [cached[0] if cached is not None else "", held.seq if held else 0]
+        lists = KeptLists(cache_key, raw, expanded) if versioned and _postings_kept() else None
+        if lists is not None:
+            params += [*key, *lists.params(), *key, *key, *newer]
+            with prepared_cursor() as cursor:
+                cursor.execute(_kept_read_sql(), params)
+                rows = cursor.fetchall()
+        else:
+            params += [*key, *(raw or [" "]), *(expanded or [" "]), *key, *(every or [" "])]
+            params += [*key, *newer] if versioned else key
+            with connection.cursor() as cursor:
+                cursor.execute(_read_sql(len(raw), len(expanded), len(every), versioned), params)
+                rows = cursor.fetchall()
         head = next((row for row in rows if row[0] == 0), None)
         FETCHED.bytes = sum(len(row[5] or b"") for row in rows if row[0] != 1)
         FETCHED.lists = sum(len(row[5] or b"") + len(row[6] or b"") for row in rows if row[0] == 1)
@@ -963,12 +1021,23 @@ def scope_read(scope: Mapping[str, str], query: str | ParsedQuery) -> ScopeRead 
             delta = with_delta(merged, [*(held.rows if held else ()), *fresh], version or "")
             if versioned:
                 DELTAS.keep(cache_key, delta)
+        if lists is None:
+            raw_lists = [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None]
+            expanded_lists = [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None]
+        else:
+            raw_lists, expanded_lists = [], []
+            for row in rows:
+                if row[0] == 1:
+                    kept_raw, kept_expanded = lists.received(row[2], row[4], row[5:7], ids_of)
+                    if kept_raw is not None:
+                        raw_lists.append(kept_raw)
+                    if kept_expanded is not None:
+                        expanded_lists.append(kept_expanded)
         return ScopeRead(
             scope_id,
             delta.entries,
-            [ids_of(row[5]) for row in rows if row[0] == 1 and row[5] is not None]
-            + [delta.raw[token] for token in raw if token in delta.raw],
-            [ids_of(row[6]) for row in rows if row[0] == 1 and row[6] is not None]
+            raw_lists + [delta.raw[token] for token in raw if token in delta.raw],
+            expanded_lists
             + [delta.expanded[token] for token in expanded if token in delta.expanded],
             len(query.raw),
             len(query.expanded),

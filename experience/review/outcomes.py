@@ -36,7 +36,7 @@ from experience.runs.models import Outcome, Reference, RunOutcome
 from reviewconsole import clock
 from reviewconsole.audit import event_record
 from reviewconsole.dispatch import dispatch
-from reviewconsole.errors import ValidationFailure
+from reviewconsole.errors import UnknownId, ValidationFailure
 from reviewconsole.models import Action
 from reviewconsole.permissions import REVIEW_CASE, USE_EXPERIENCE, holds, require
 from reviewconsole.reasons import reason_within_cap
@@ -160,7 +160,7 @@ def run_outcome_report(
         or not may_access(actor, claim.tenant)
         or not all(may_access(actor, tenant) for tenant in _tenants(items))
     ):
-        raise ValidationFailure("run_id", NO_READS)
+        raise UnknownId("run_id", NO_READS)
     if claim.owner_id != actor.pk:
         # Another account's run of the actor's tenants: only a reviewer reports its outcome.
         require(actor, REVIEW_CASE, message=NOT_OWNER)

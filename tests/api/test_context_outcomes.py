@@ -57,14 +57,13 @@ def test_outcome_by_the_reader(agent_client: BearerClient, demo: Demo) -> None:
     assert Event.objects.filter(action=Action.RUN_OUTCOME, target="ctx-2").count() == 1
 
 
-def test_outcome_of_a_run_with_no_reads_is_refused_on_run_id(
+def test_outcome_of_a_run_with_no_reads_is_an_unknown_run(
     agent_client: BearerClient, demo: Demo
 ) -> None:
+    # Issue 41.5: a run id that names no run of the caller's is unknown (404), like any id.
     response = agent_client.post_json("/api/v1/runs/nothing/outcome", {"outcome": "unresolved"})
-    assert response.status_code == 422
-    assert response.json()["detail"] == [
-        {"loc": ["path", "run_id"], "msg": NO_READS, "type": "value_error"}
-    ]
+    assert response.status_code == 404
+    assert response.json() == {"detail": NO_READS}
 
 
 def test_outcome_must_be_one_of_three(agent_client: BearerClient, demo: Demo) -> None:
@@ -83,5 +82,5 @@ def test_another_agents_run_is_answered_as_an_unknown_one(
     other = client_for(make_user("agent-b", Role.AGENT))
     response = other.post_json("/api/v1/runs/ctx-3/outcome", {"outcome": "unresolved"})
     unknown = other.post_json("/api/v1/runs/ctx-0/outcome", {"outcome": "unresolved"})
-    assert response.status_code == unknown.status_code == 422
+    assert response.status_code == unknown.status_code == 404
     assert response.content == unknown.content

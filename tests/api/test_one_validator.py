@@ -200,9 +200,12 @@ def test_every_path_refuses_alike_naming_the_same_field(
 def test_the_outcome_endpoint_locates_its_run_id_in_the_path(
     agent_client: BearerClient, demo: Demo
 ) -> None:
-    response = agent_client.post_json("/api/v1/runs/nothing/outcome", {"outcome": "unresolved"})
+    response = agent_client.post_json("/api/v1/runs/two%20words/outcome", {"outcome": "unresolved"})
     assert response.status_code == 422
     assert [error["loc"] for error in response.json()["detail"]] == [["path", "run_id"]]
+    # A well-formed id that names no run of the caller's is unknown, not invalid (issue 41.5).
+    unknown = agent_client.post_json("/api/v1/runs/nothing/outcome", {"outcome": "unresolved"})
+    assert unknown.status_code == 404
 
 
 def test_a_run_id_of_a_read_by_id_is_located_in_the_query(

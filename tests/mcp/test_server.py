@@ -32,6 +32,7 @@ from agentapi.models import LiveRun
 from agentapi.services import token_create, token_revoke
 from experience.cases.models import Case, EvidenceCheck
 from experience.runs.models import Reference, Run
+from investigations.services import RUN_ID_TAKEN
 from reviewconsole import clock
 from tests.api.conftest import (
     FACTS,
@@ -268,6 +269,8 @@ def test_experience_context_and_run_outcome(agent_token: str, demo: Demo) -> Non
     assert outcome.structured_content["outcome"] == "unresolved"
     refused = call(agent_token, "run_outcome", {"run_id": "mcp-none", "outcome": "unresolved"})
     assert refused.is_error and refusal(refused)["loc"] == ["run_id"]
+    # Unknown, as over HTTP (404): the error kind every unknown id has.
+    assert refusal(refused)["error"] == "not_found"
 
 
 def _validate(schema: dict[str, Any], content: Any) -> None:
@@ -448,3 +451,24 @@ def test_over_http_the_token_comes_with_each_request_not_the_command() -> None:
         call_command("mcp_server", "--http", "--token", "rca_0123456789ab_" + "x" * 43)
     with pytest.raises(CommandError, match="--port"):
         call_command("mcp_server", "--http", "--port", "0")
+
+
+def test_a_run_id_that_already_has_an_investigation_is_a_conflict(
+    agent_token: str, demo: Demo
+) -> None:
+    """Issue 41.5: as the API's 409, the error kind ``conflict`` on ``run_id``."""
+    body = {
+        "text": "小程序优惠券无法使用",
+        "scope": dict(SCOPE),
+        "occurred_at": OCCURRED_AT,
+        "known_at": KNOWN_AT,
+        "facts": dict(FACTS),
+        "run_id": "mcp-inv-taken",
+    }
+    assert not call(agent_token, "investigate", body).is_error
+    detail = refusal(call(agent_token, "investigate", body))
+    assert (detail["error"], detail["loc"], detail["message"]) == (
+        "conflict",
+        ["run_id"],
+        RUN_ID_TAKEN,
+    )

@@ -110,3 +110,30 @@ def test_a_value_the_queryset_computes_with_is_refused() -> None:
 def test_two_list_parameters_are_refused() -> None:
     with pytest.raises(ValueError, match="one list"):
         Statement(_queryset, [Param("store", many=True), Param("ids", many=True)])
+
+
+PREPARED = Statement(
+    _queryset, [Param("store"), Param("now", DATETIME), Param("ids", many=True)], prepared=True
+)
+
+
+def test_a_prepared_statement_answers_what_its_queryset_answers_and_is_counted(
+    operator: User, django_assert_num_queries: Any
+) -> None:
+    """Prepared on PostgreSQL (the server binds the values and plans the statement once per
+    connection), Django's cursor elsewhere: the same rows, run after run, and each run is a
+    query Django counts like any other."""
+    from django.db import connection
+
+    made = _cases(["store-a", "store-a", "store-b", "store-a"], [-1, -1, -1, 2], operator)
+    ids = [case.id for case in made]
+    expected = sorted(_queryset("store-a", NOW, ids))
+    assert expected
+    for _ in range(3):
+        with django_assert_num_queries(1):
+            assert sorted(PREPARED.rows(store="store-a", now=NOW, ids=ids)) == expected
+    assert PREPARED.rows(store="store-c", now=NOW, ids=ids) == []
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+            assert cursor.fetchone()[0] >= 1
