@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -602,12 +602,15 @@ def rebuild(models: IndexModels = LIVE) -> int:
         models.delta.objects.all().delete()
     models.posting.objects.all().delete()
     models.entry.objects.all().delete()
+    # Written whole, not through the delta; every scope packed again (those left empty too).
+    eager = replace(models, delta=None)
     count = 0
     for document in models.document.objects.filter(approved=True, revoked=False).iterator(
         chunk_size=500
     ):
-        document_indexed(document, models)
+        document_indexed(document, eager)
         count += 1
+    arrays_rebuilt(models.scope.objects.values_list("pk", flat=True), models)
     return count
 
 
