@@ -117,6 +117,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/knowledge/test_gate_database.py",
         "tests/knowledge/test_search_access.py",
         "tests/knowledge/test_revisions.py",
+        "tests/knowledge/test_search_delta.py",
     ),
     "knowledge/selectors.py": ("tests/knowledge/test_console_documents.py",),
     "knowledge/services.py": (
@@ -163,6 +164,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     ),
     "semantic/packing.py": (
         "tests/evaluation/test_replay_branches.py",
+        "tests/experience/index/test_index_delta.py",
+    ),
+    "textsearch/delta.py": (
+        "tests/knowledge/test_search_delta.py",
         "tests/experience/index/test_index_delta.py",
     ),
     "textsearch/postings.py": (

@@ -267,7 +267,14 @@ def test_a_reader_fetches_only_the_delta_after_one_approval(
     assert search.FETCHED.bytes == 0  # the array is kept
 
     item = draft(random.Random(9), "new-1", 1)
-    item.update(stores=[store], campaign=campaign, text=f"{WORDS[0]} fresh")
+    item.update(
+        stores=[store],
+        campaign=campaign,
+        text=f"{WORDS[0]} fresh",
+        valid_from=at(0).isoformat(),
+        valid_to=None,
+        published_at=at(0).isoformat(),
+    )
     documents_import(items=[item], actor=operator)
     document_approve(document=Document.objects.get(doc_key="new-1"), actor=reviewer, reason="ok")
     answer = search_knowledge(WORDS[0], context, actor=operator)
