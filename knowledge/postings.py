@@ -237,8 +237,9 @@ def _scope_locked(scope_id: int, models: IndexModels) -> int:
 
 
 def _ref(entries: Any) -> int:
-    found: int | None = entries.values_list("pk", flat=True).first()
-    return found or 0
+    """The id of one of ``entries`` (any: unordered, so the lookup stays on its index), or 0."""
+    found = list(entries.order_by().values_list("pk", flat=True)[:1])
+    return int(found[0]) if found else 0
 
 
 def _addition_appended(
