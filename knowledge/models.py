@@ -219,7 +219,8 @@ class SearchScope(IndexedScope):
     """One scope key (tenant, brand, campaign, store) that postings and entries hang from.
 
     ``arrays`` packs, per entry of the scope, what the gate and the ranking need (see
-    ``knowledge.postings.ENTRY_DTYPE``), rewritten whenever an entry of the scope changes.
+    ``knowledge.postings.ENTRY_DTYPE``), rewritten when the scope's delta
+    (``SearchDelta``) is merged.
     """
 
     tenant = models.CharField(max_length=64)
