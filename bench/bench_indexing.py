@@ -317,7 +317,150 @@ def run(args: argparse.Namespace) -> int:
     for name, figures in (("lexical", eager), ("vector", whole)):
         ratio = statistics.median(figures[args.large]) / statistics.median(figures[args.small])
         print(f"{name} rewrite ratio {args.large:,}/{args.small:,}: x{ratio:.2f}")
+    knowledge_row(args)
     return 0
+
+
+class Documents:
+    """Approved knowledge document versions written as rows, numbered across scopes."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+        self.made = 0
+
+    def make(self, store: str) -> tuple[Any, list[str]]:
+        from knowledge.models import Document
+        from textsearch.domain import tokenize
+
+        n = self.made
+        self.made += 1
+        words = [WORDS[(n * 7 + k * 3) % len(WORDS)] for k in range(3)]
+        title = " ".join(words) + f" #{n}"
+        text = f"{title} {' '.join(words)}"
+        tokens = " ".join(sorted(tokenize(f"{title}\n{text}")))
+        document = Document(
+            doc_key=f"bench-{n}",
+            version=1,
+            tenant=SCOPE["tenant"],
+            brand=SCOPE["brand"],
+            campaign=SCOPE["campaign"],
+            kind="rule",
+            rule_key=f"slot-{n % 50}" if n % 3 == 0 else "",
+            title=title,
+            text=text,
+            source=f"bench://indexing/{n}",
+            valid_from=self.now - timedelta(days=30),
+            valid_to=None,
+            published_at=self.now - timedelta(days=1),
+            requirements={"channel": ["miniapp"]} if n % 2 else {},
+            content_hash=format(n, "064x"),
+            raw_tokens=tokens,
+            expanded_tokens=tokens,
+            approved=True,
+            revoked=False,
+            created_at=self.now,
+        )
+        return document, [store]
+
+    def saved(self, store: str, count: int) -> list[tuple[Any, list[str]]]:
+        from knowledge.models import Document, DocumentStore
+
+        made = [self.make(store) for _ in range(count)]
+        Document.objects.bulk_create([d for d, _ in made], batch_size=2000)
+        DocumentStore.objects.bulk_create(
+            [
+                DocumentStore(
+                    document_id=d.pk, tenant=d.tenant, brand=d.brand, campaign=d.campaign, store=s
+                )
+                for d, stores in made
+                for s in stores
+            ],
+            batch_size=2000,
+        )
+        return made
+
+
+def knowledge_row(args: argparse.Namespace) -> None:
+    """Knowledge search's lexical index: one approved document version into a scope of each
+    size (``knowledge.postings.document_indexed``, what an approval calls, in its own committed
+    transaction), a search's refresh after it, the merge, and the rewrite it replaced."""
+    from django.db import transaction
+
+    from knowledge import postings as kp
+    from knowledge import search
+    from knowledge.models import Document, SearchScope
+
+    documents = Documents()
+    stores = {args.small: "docs-small", args.large: "docs-large"}
+    Document.objects.filter(source__startswith="bench://indexing/").delete()
+    with transaction.atomic():
+        for size, store in stores.items():
+            kp.bulk_indexed(documents.saved(store, size))
+        kp.bulk_finished()
+    scope_ids = {
+        size: SearchScope.objects.get(store=store, tenant=SCOPE["tenant"]).pk
+        for size, store in stores.items()
+    }
+    contexts = {
+        size: search.KnowledgeContext(
+            tenant=SCOPE["tenant"],
+            brand=SCOPE["brand"],
+            store=store,
+            campaign=SCOPE["campaign"],
+            occurred_at=documents.now,
+            known_at=documents.now,
+        )
+        for size, store in stores.items()
+    }
+
+    def read(size: int) -> tuple[int, int]:
+        search.ranked_top("优惠券 无法使用", contexts[size])
+        return search.FETCHED.bytes, search.FETCHED.delta_rows
+
+    def added(size: int, models: Any) -> float:
+        ((document, _),) = documents.saved(stores[size], 1)
+        begun = time.perf_counter()
+        with transaction.atomic():
+            kp.document_indexed(document, models)
+        return (time.perf_counter() - begun) * 1000
+
+    timed: dict[int, list[float]] = {size: [] for size in stores}
+    fetched: dict[int, list[tuple[int, int]]] = {size: [] for size in stores}
+    for _round in range(args.rounds):
+        for size in stores:
+            read(size)  # the reader holds the scope as it is before the addition
+            timed[size].append(added(size, kp.LIVE))
+            fetched[size].append(read(size))
+    print(f"\nknowledge search, one approved version, median of {args.rounds} (ms)")
+    for size in stores:
+        bytes_read, rows = fetched[size][-1]
+        print(
+            f"knowledge addition at {size:,}: {statistics.median(timed[size]):.2f} ms;"
+            f" reader after it {bytes_read:,} bytes ({rows} delta rows)"
+        )
+    ratio = statistics.median(timed[args.large]) / statistics.median(timed[args.small])
+    print(
+        f"knowledge lexical addition ratio {args.large:,}/{args.small:,}: x{ratio:.2f}"
+        f" (target <= {TARGET_RATIO})"
+    )
+    for size in stores:
+        begun = time.perf_counter()
+        with transaction.atomic():
+            folded = kp.delta_merged(scope_ids[size])
+        print(
+            f"knowledge merge at {size:,}: {(time.perf_counter() - begun) * 1000:.1f} ms"
+            f" ({folded} changes)"
+        )
+    # The same additions without the delta: the scope's lists and array rewritten.
+    rewrite = kp.IndexModels()
+    eager: dict[int, list[float]] = {size: [] for size in stores}
+    for _round in range(args.rounds):
+        for size in stores:
+            eager[size].append(added(size, rewrite))
+    for size in stores:
+        print(f"knowledge rewrite at {size:,}: {statistics.median(eager[size]):.2f} ms")
+    ratio = statistics.median(eager[args.large]) / statistics.median(eager[args.small])
+    print(f"knowledge rewrite ratio {args.large:,}/{args.small:,}: x{ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from experience.lessons.models import Lesson, LessonCase, LessonConflict, Lesson
 from experience.runs.models import Reference, RevocationImpact, Run, RunCitation, RunFollowUp
 from reviewconsole.admin_support import ReadOnlyAdmin, ReadOnlyInline
 from reviewconsole.scopes import SCOPE_FIELDS
-from textsearch.admin import EntryAdmin, PostingAdmin
+from textsearch.admin import DeltaAdmin, EntryAdmin, PostingAdmin
 
 
 class EvidenceInline(ReadOnlyInline):
@@ -165,9 +165,5 @@ class IndexPostingAdmin(PostingAdmin):
 
 
 @admin.register(IndexDelta)
-class IndexDeltaAdmin(ReadOnlyAdmin):
+class IndexDeltaAdmin(DeltaAdmin):
     """A change waiting to be merged into its scope's array and posting lists."""
-
-    tenant_field = "scope__tenant"
-    list_display = ("item_id", "removed", "scope")
-    exclude = ("record", "raw_tokens", "expanded_tokens")

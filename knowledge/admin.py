@@ -23,6 +23,7 @@ from knowledge.models import (
     DocumentStore,
     LexiconState,
     PostingList,
+    SearchDelta,
     SearchEntry,
     SearchScope,
     Synonym,
@@ -56,7 +57,7 @@ from reviewconsole.permissions import (
 from reviewconsole.tenancy import is_deployment_wide, visible
 from reviewconsole.timeparse import to_utc_iso
 from reviewconsole.views import refusal_as_403
-from textsearch.admin import EntryAdmin, PostingAdmin
+from textsearch.admin import DeltaAdmin, EntryAdmin, PostingAdmin
 
 CONTENT_FIELDS = (
     "doc_key",
@@ -424,6 +425,11 @@ class SearchEntryAdmin(IndexAdmin, EntryAdmin):
 
 @admin.register(PostingList)
 class PostingListAdmin(IndexAdmin, PostingAdmin):
+    pass
+
+
+@admin.register(SearchDelta)
+class SearchDeltaAdmin(IndexAdmin, DeltaAdmin):
     pass
 
 

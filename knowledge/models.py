@@ -10,7 +10,14 @@ from django.utils.translation import gettext_lazy as _
 
 from reviewconsole.errors import ImmutableContentError
 from reviewconsole.itemids import ItemId
-from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
+from textsearch.models import (
+    IndexedDelta,
+    IndexedEntry,
+    IndexedScope,
+    Posting,
+    posting_scope,
+    posting_unique,
+)
 
 
 class DocumentKind(models.TextChoices):
@@ -212,7 +219,8 @@ class SearchScope(IndexedScope):
     """One scope key (tenant, brand, campaign, store) that postings and entries hang from.
 
     ``arrays`` packs, per entry of the scope, what the gate and the ranking need (see
-    ``knowledge.postings.ENTRY_DTYPE``), rewritten whenever an entry of the scope changes.
+    ``knowledge.postings.ENTRY_DTYPE``), rewritten when the scope's delta
+    (``SearchDelta``) is merged.
     """
 
     tenant = models.CharField(max_length=64)
@@ -261,6 +269,8 @@ class SearchEntry(IndexedEntry):
         indexes = [
             models.Index(fields=["scope", "doc_key", "version"], name="search_entry_versions"),
             models.Index(fields=["scope", "rule_key"], name="search_entry_rules"),
+            # Where a new entry falls in its scope's public id order (the array's tie order).
+            models.Index(fields=["scope", "public_id"], name="search_entry_order"),
         ]
 
     def __str__(self) -> str:
@@ -274,6 +284,21 @@ class PostingList(Posting):
 
     class Meta:
         constraints = [posting_unique("posting_list_unique")]
+
+
+class SearchDelta(IndexedDelta):
+    """One change to a search scope's index since its last merge (``textsearch.models.
+    IndexedDelta``; ``knowledge.postings``: "The delta"): ``item_id`` is the version's public
+    id (what orders its ties), and an addition's record is followed by the ids of the entries
+    whose document, rule group and requirements it shares (``knowledge.postings.REFS_DTYPE``),
+    so a reader numbers them as the merged array does. Folded by ``search_merge_task``."""
+
+    scope = models.ForeignKey(SearchScope, on_delete=models.CASCADE, related_name="+")
+    item_id = models.CharField(max_length=120)
+
+    class Meta:
+        verbose_name_plural = "search deltas"
+        indexes = [models.Index(fields=["scope", "id"], name="knowledge_delta_scope")]
 
 
 class LexiconState(models.Model):

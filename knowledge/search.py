@@ -48,6 +48,7 @@ from textsearch.arrays import (
     arrays_column,
     kept_list_column,
 )
+from textsearch.delta import APPLIED, DELTAS, Delta
 from textsearch.domain import RRF_K as RRF_K
 from textsearch.domain import (
     ParsedQuery,
@@ -250,7 +251,9 @@ def _evidence_rows(ids: list[int], versions: list[int]) -> dict[int, dict[str, A
 
 # One statement, so one snapshot: the scope's packed entries with the stamp of the lexicon the
 # index was computed under (knowledge.lexicon; the current one while none is recorded), and the
-# posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones).
+# posting lists of the query's tokens (raw lists for raw tokens, expanded for expanded ones), and
+# the scope's delta (``knowledge.postings``; on PostgreSQL only the changes after those this
+# process holds for the array's row version: :data:`_DELTA_AFTER`), its token keys in one column.
 _POSTINGS_SQL = """
 SELECT 0, {version}, {arrays}, NULL, COALESCE(NULLIF(st.indexed_stamp, ''), st.stamp),
        s.multi_version, s.id
@@ -264,7 +267,33 @@ SELECT 1, p.token,
 FROM knowledge_postinglist p JOIN knowledge_searchscope s ON s.id = p.scope_id
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
   AND p.token {every}
+UNION ALL
+SELECT 2, d.item_id, d.record, NULL, d.raw_tokens || %s || d.expanded_tokens, d.removed, d.id
+FROM knowledge_searchdelta d JOIN knowledge_searchscope s ON s.id = d.scope_id
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s AND d.id > {after}
 """
+
+
+# The delta's changes after the last this process holds (its first parameter: the row version
+# of the array they were applied to; all of them when the array's row is at another version).
+_DELTA_AFTER = f"CASE WHEN {ROW_VERSION} = %s THEN %s ELSE 0 END"
+# Between a delta row's raw and expanded token keys (never within a key).
+_KEYS_APART = "\n"
+# What this process holds of each scope's delta (``textsearch.delta``), by the cache's key.
+_deltas = DELTAS
+
+
+class _Fetched(threading.local):
+    """What this thread's last search read received (what the tests and the bench count): the
+    bytes of the scope's array and of the delta's records, the delta's rows, and the bytes of
+    the query's posting lists."""
+
+    bytes: int = 0
+    delta_rows: int = 0
+    lists: int = 0
+
+
+FETCHED = _Fetched()
 
 
 def _token_test(values: list[str], *, array: bool) -> tuple[str, list[Any]]:
@@ -288,6 +317,9 @@ class _Read:
     # Whether ``entries`` is the array this process keeps for the scope's row version (the
     # same object search after search, so what is derived from it is kept too).
     kept: bool = False
+    version: str | None = None  # the scope row's (PostgreSQL)
+    blob: Any = None  # the merged array as read (SQLite)
+    changes: list[tuple[Any, ...]] = field(default_factory=list)  # the delta's rows read
 
 
 # On PostgreSQL the lists this process keeps are not sent again (``textsearch.arrays``): each
@@ -305,6 +337,10 @@ FROM {tokens}
 JOIN knowledge_postinglist p ON p.token = k.token
 JOIN knowledge_searchscope s ON s.id = p.scope_id
 WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s
+UNION ALL
+SELECT 2, d.item_id, d.record, NULL, d.raw_tokens || %s || d.expanded_tokens, d.removed, d.id
+FROM knowledge_searchdelta d JOIN knowledge_searchscope s ON s.id = d.scope_id
+WHERE s.tenant = %s AND s.brand = %s AND s.campaign = %s AND s.store = %s AND d.id > {after}
 """
 
 
@@ -322,8 +358,13 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
     key = (INDEX_NAME, *scope)
     versioned = connection.vendor == "postgresql"
     cached = _arrays_cache.get(key) if versioned else None
+    held = _deltas.get(key) if cached is not None else None
+    if held is not None and held.version != cached[0]:  # type: ignore[index]
+        held = None
+    after = [cached[0] if cached is not None else "", held.seq if held else 0]
     if versioned and _postings_kept():
-        return _read_kept(key, scope, cached, raw, expanded)
+        read = _read_kept(key, scope, cached, raw, expanded, after)
+        return _delta_applied(read, key, held, raw, expanded)
     raw_test, raw_params = _token_test(raw, array=versioned)
     expanded_test, expanded_params = _token_test(expanded, array=versioned)
     every_test, every_params = _token_test(every, array=versioned)
@@ -333,22 +374,74 @@ def _read(query: ParsedQuery, context: KnowledgeContext) -> _Read:
         raw=raw_test,
         expanded=expanded_test,
         every=every_test,
+        after=_DELTA_AFTER if versioned else "0",
     )
-    params = [*scope, *raw_params, *expanded_params, *scope, *every_params]
+    params = [*scope, *raw_params, *expanded_params, *scope, *every_params, _KEYS_APART, *scope]
     if versioned:
         params.insert(0, cached[0] if cached is not None else "")
+        params += after
     read = _Read(False, None, postings.entries_of(None), False, [], [])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
+        for row in cursor.fetchall():
+            kind, version, first, second, stamp, multi_version, scope_id = row
             if kind == 0:
                 _scope_row(read, key, cached, version, first, stamp, multi_version, scope_id)
+            elif kind == 2:
+                read.changes.append(row)
             else:
                 if first is not None:
                     read.raw.append(ids_of(first))
                 if second is not None:
                     read.expanded.append(ids_of(second))
+    return _delta_applied(read, key, held, raw, expanded)
+
+
+def _delta_applied(
+    read: _Read,
+    key: tuple[str | None, ...],
+    held: Delta | None,
+    raw: list[str],
+    expanded: list[str],
+) -> _Read:
+    """``read`` with the scope's delta applied on top of its merged array (``knowledge.postings.
+    with_delta``): the array with the changes, and the added entries' lists of the query's
+    tokens. On PostgreSQL the delta applied is kept with the array's row version, and only the
+    changes after it were read; SQLite read them all, applied again only when they changed."""
+    changes = sorted(read.changes, key=lambda row: int(row[6]))
+    FETCHED.delta_rows = len(changes)
+    FETCHED.bytes = len(read.blob or b"") + sum(len(row[2] or b"") for row in changes)
+    if not read.found:
+        return read
+    if held is not None and held.version != read.version:
+        held = None  # the array's row moved: every change was read again
+    if read.version is None:
+        if not changes:
+            return read
+        stored = bytes(read.blob or b"")
+        frozen = tuple(tuple(row) for row in changes)
+        delta = APPLIED.get(key, stored, frozen)
+        if delta is None:
+            delta = postings.with_delta(read.entries, None, _delta_rows(changes))
+            APPLIED.keep(key, stored, frozen, delta)
+    elif held is not None and not changes:
+        delta = held
+    else:
+        delta = postings.with_delta(read.entries, held, _delta_rows(changes), read.version)
+        _deltas.keep(key, delta)
+    read.entries = delta.entries
+    read.raw += [delta.raw[token] for token in raw if token in delta.raw]
+    read.expanded += [delta.expanded[token] for token in expanded if token in delta.expanded]
+    read.multi_version = read.multi_version or delta.added
     return read
+
+
+def _delta_rows(changes: list[tuple[Any, ...]]) -> list[tuple[Any, Any]]:
+    rows = []
+    for _, public_id, record, _, keys, removed, seq in changes:
+        raw, _, expanded = (keys or "").partition(_KEYS_APART)
+        rows.append(postings.delta_row(seq, record, public_id, raw, expanded, removed))
+    return rows
 
 
 def _scope_row(
@@ -363,6 +456,7 @@ def _scope_row(
 ) -> None:
     read.found, read.stamp, read.scope_id = True, stamp, scope_id
     read.kept = version is not None
+    read.version, read.blob = version, blob
     kept = _arrays_cache.unchanged(cached, version, blob)
     if kept is not None:
         read.entries = kept
@@ -380,6 +474,7 @@ _KEPT_SQL = _KEPT_POSTINGS_SQL.format(
     raw=kept_list_column("p.raw", "raw"),
     expanded=kept_list_column("p.expanded", "expanded"),
     tokens=KEPT_TOKENS,
+    after=_DELTA_AFTER,
 )
 
 
@@ -389,18 +484,32 @@ def _read_kept(
     cached: tuple[str, np.ndarray] | None,
     raw: list[str],
     expanded: list[str],
+    after: list[Any],
 ) -> _Read:
     """:func:`_read` on PostgreSQL: the posting lists this process keeps for their row's
-    version are not sent again (``textsearch.arrays.KeptLists``)."""
+    version are not sent again (``textsearch.arrays.KeptLists``), nor the delta's changes this
+    process holds (``after``)."""
     lists = KeptLists(key, raw, expanded, _postings_cache)
-    params = [cached[0] if cached is not None else "", *scope, *lists.params(), *scope]
+    params = [
+        cached[0] if cached is not None else "",
+        *scope,
+        *lists.params(),
+        *scope,
+        _KEYS_APART,
+        *scope,
+        *after,
+    ]
     read = _Read(False, None, postings.entries_of(None), False, [], [])
     # Prepared: the statement's text never changes, so the server plans it once per connection.
     with prepared_cursor() as cursor:
         cursor.execute(_KEPT_SQL, params)
-        for kind, version, first, second, stamp, multi_version, scope_id in cursor.fetchall():
+        for row in cursor.fetchall():
+            kind, version, first, second, stamp, multi_version, scope_id = row
             if kind == 0:
                 _scope_row(read, key, cached, version, first, stamp, multi_version, scope_id)
+                continue
+            if kind == 2:
+                read.changes.append(row)
                 continue
             # (A posting row's token travels in the stamp column.)
             kept_raw, kept_expanded = lists.received(stamp, version, (first, second), ids_of)

@@ -118,6 +118,7 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
         "tests/knowledge/test_gate_database.py",
         "tests/knowledge/test_search_access.py",
         "tests/knowledge/test_revisions.py",
+        "tests/knowledge/test_search_delta.py",
     ),
     "knowledge/selectors.py": ("tests/knowledge/test_console_documents.py",),
     "knowledge/services.py": (
@@ -168,6 +169,10 @@ ENGINE_CODE: dict[str, tuple[str, ...]] = {
     ),
     # The shared question table: one raw read, a conflict clause in a savepoint, a raw trim.
     "semantic/queries.py": ("tests/semantic/test_queries.py",),
+    "textsearch/delta.py": (
+        "tests/knowledge/test_search_delta.py",
+        "tests/experience/index/test_index_delta.py",
+    ),
     "textsearch/postings.py": (
         "tests/knowledge/test_postings.py",
         "tests/knowledge/test_partial_head.py",

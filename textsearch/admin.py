@@ -20,3 +20,12 @@ class EntryAdmin(ReadOnlyAdmin):
 
     tenant_field = "scope__tenant"
     exclude = ("expanded_tokens",)
+
+
+class DeltaAdmin(ReadOnlyAdmin):
+    """A change waiting to be merged into its scope's array and posting lists (its record and
+    token keys are not shown)."""
+
+    tenant_field = "scope__tenant"
+    list_display = ("item_id", "removed", "scope")
+    exclude = ("record", "raw_tokens", "expanded_tokens")

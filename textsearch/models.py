@@ -62,3 +62,25 @@ class Posting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope_id}:{self.token}"  # type: ignore[attr-defined]
+
+
+class IndexedDelta(models.Model):
+    """One change to a scope's index since its array and posting lists were last merged
+    (``textsearch.delta``): an entry added (its packed record, whose ``order`` is its place
+    among the merged array's entries, and its raw and expanded token keys) or taken out
+    (``removed``; the tokens its posting lists still hold it under). The concrete model adds
+    its ``scope`` and the entry's tie key (``item_id``: the item's public id). Appended in the
+    writer's transaction, folded into the scope's array and posting lists by the index's merge
+    task; the id orders a scope's changes (its writers queue on the scope's row)."""
+
+    entry = models.BigIntegerField()  # the entry's id (a removal outlives its entry's row)
+    removed = models.BooleanField(default=False)
+    record = models.BinaryField(default=b"")
+    raw_tokens = models.TextField(default="", blank=True)
+    expanded_tokens = models.TextField(default="", blank=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{'-' if self.removed else '+'}{self.item_id} in {self.scope_id}"  # type: ignore[attr-defined]

@@ -84,7 +84,10 @@ def scope_ids(
     fields = models.scope_fields
     if len(wanted) <= 50:
         for key in wanted:
-            scope, new = models.scope.objects.get_or_create(**dict(zip(fields, key, strict=True)))
+            # Without its packed array (a scope's megabytes at 10k entries, not needed here).
+            scope, new = models.scope.objects.only("pk").get_or_create(
+                **dict(zip(fields, key, strict=True))
+            )
             found[key] = scope.pk
             if new and created is not None:
                 created.add(scope.pk)

@@ -10,7 +10,14 @@ from django.db import models
 
 from experience.core.models import ID_LENGTH, ScopeFields
 from reviewconsole.scopes import SCOPE_FIELDS
-from textsearch.models import IndexedEntry, IndexedScope, Posting, posting_scope, posting_unique
+from textsearch.models import (
+    IndexedDelta,
+    IndexedEntry,
+    IndexedScope,
+    Posting,
+    posting_scope,
+    posting_unique,
+)
 
 
 class IndexScope(ScopeFields, IndexedScope):
@@ -80,25 +87,13 @@ class IndexPosting(Posting):
         constraints = [posting_unique("experience_posting_unique")]
 
 
-class IndexDelta(models.Model):
-    """One change to a scope's index since its array and posting lists were last merged
-    (``experience.index.postings``: "The delta"): an entry added (its packed record, whose
-    ``order`` is its place among the merged array's entries, and its raw and expanded token
-    keys) or taken out (``removed``; the tokens its posting lists still hold it under).
-    Appended in the writer's transaction, folded into the scope's array and posting lists by
-    ``index_merge_task``; the id orders a scope's changes (its writers queue on the scope's row).
-    """
+class IndexDelta(IndexedDelta):
+    """One change to a retrieval scope's index since its last merge (``textsearch.models.
+    IndexedDelta``; ``experience.index.postings``: "The delta"), folded by
+    ``index_merge_task``."""
 
     scope = models.ForeignKey(IndexScope, on_delete=models.CASCADE, related_name="+")
-    entry = models.BigIntegerField()  # the entry's id (a removal outlives its entry's row)
     item_id = models.CharField(max_length=ID_LENGTH)
-    removed = models.BooleanField(default=False)
-    record = models.BinaryField(default=b"")
-    raw_tokens = models.TextField(default="", blank=True)
-    expanded_tokens = models.TextField(default="", blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["scope", "id"], name="experience_index_delta_scope")]
-
-    def __str__(self) -> str:
-        return f"{'-' if self.removed else '+'}{self.item_id} in {self.scope_id}"

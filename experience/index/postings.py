@@ -31,7 +31,6 @@ Ranking, the gate and hydration are the retrieval pipeline's (``experience.retri
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +39,6 @@ from typing import Any
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
-from django.db.models.functions import Collate, Length
 from django_tasks import task
 
 from experience.cases.models import Case, Skill
@@ -54,6 +52,7 @@ from reviewconsole.background import retrying
 from reviewconsole.scopes import SCOPE_FIELDS
 from reviewconsole.statements import prepared_cursor
 from semantic.tasks import scopes_changed, space_reset
+from textsearch import delta as delta_mod
 from textsearch import postings as ts
 from textsearch.arrays import CACHE as _arrays_cache
 from textsearch.arrays import (
@@ -64,6 +63,8 @@ from textsearch.arrays import (
     arrays_column,
     kept_list_column,
 )
+from textsearch.delta import APPLIED, DELTAS, Delta, DeltaRow, delta_row
+from textsearch.delta import with_delta as shared_with_delta
 from textsearch.domain import ParsedQuery, expand, parse_query, reparsed, tokenize
 from textsearch.postings import (
     Changes,
@@ -284,30 +285,8 @@ def arrays_packed(scope_ids: Iterable[int] | None = None, models: Models | None 
 
 
 def _scope_locked(scope_id: int, models: Models) -> int | None:
-    """Lock the scope's row until the transaction ends: every writer of a scope's entries takes
-    this lock first, so its changes are written one writer at a time. Returns the entries its
-    array holds (None: not packed)."""
-    size = (
-        models.scope.objects.select_for_update()
-        .filter(pk=scope_id)
-        .annotate(size=Length("arrays"))
-        .values_list("size", flat=True)
-        .get()
-    )
-    return None if size is None else int(size) // ENTRY_DTYPE.itemsize
-
-
-def _order_of(scope_id: int, item_id: str, models: Models) -> int:
-    """How many of the scope's entries have an item id before ``item_id`` (code point order, as
-    Python compares them, whatever the database's collation)."""
-    binary = "C" if connection.vendor == "postgresql" else "BINARY"
-    before: int = (
-        models.entry.objects.filter(scope_id=scope_id)
-        .annotate(binary_id=Collate("item_id", binary))
-        .filter(binary_id__lt=item_id)
-        .count()
-    )
-    return before
+    """Lock the scope's row (``textsearch.delta.scope_locked``); the entries its array holds."""
+    return delta_mod.scope_locked(models.scope, scope_id, ENTRY_DTYPE.itemsize)
 
 
 # --- the delta: changes since the last merge ----------------------------------------------------
@@ -324,10 +303,6 @@ def merge_threshold(merged_entries: int) -> int:
     return max(DELTA_MIN, merged_entries // DELTA_SHARE)
 
 
-def _token_keys(tokens: Iterable[str]) -> str:
-    return " ".join(sorted({token_key(t) for t in tokens}))
-
-
 def _delta_appended(
     scope_id: int,
     merged_entries: int,
@@ -340,39 +315,23 @@ def _delta_appended(
     removed: bool,
     models: Models,
 ) -> None:
-    """Append one change to the scope's delta (its row locked); queue the merge when the delta
-    reaches the threshold (once: later changes wait for that merge)."""
-    models.delta.objects.create(
-        scope_id=scope_id,
-        entry=entry_id,
+    """Append one change to the scope's delta (``textsearch.delta.delta_appended``)."""
+    delta_mod.delta_appended(
+        models.delta,
+        scope_id,
+        threshold=merge_threshold(merged_entries),
+        merge=index_merge_task.enqueue,
+        entry_id=entry_id,
         item_id=item_id,
-        removed=removed,
         record=record.tobytes(),
-        raw_tokens=_token_keys(raw),
-        expanded_tokens=_token_keys(expanded),
+        raw=raw,
+        expanded=expanded,
+        removed=removed,
     )
-    waiting = models.delta.objects.filter(scope_id=scope_id).count()
-    if waiting == merge_threshold(merged_entries):
-        # Once, as the delta reaches the threshold: the changes appended until the merge runs
-        # are merged with them (the delta counts one change at a time under the lock).
-        index_merge_task.enqueue(scope_id)
 
 
 def _merged_order(scope_id: int, item_id: str, models: Models) -> int:
-    """Where ``item_id`` falls among the item ids of the scope's merged array (the entries it
-    held at the last merge, taken out since or not): the entries now before it, less those
-    added since the merge, plus those taken out since."""
-    added: dict[int, str] = {}
-    removed: dict[int, str] = {}
-    for entry, item, gone in models.delta.objects.filter(scope_id=scope_id).values_list(
-        "entry", "item_id", "removed"
-    ):
-        (removed if gone else added)[entry] = item
-    return (
-        _order_of(scope_id, item_id, models)
-        - sum(1 for entry, item in added.items() if item < item_id and entry not in removed)
-        + sum(1 for entry, item in removed.items() if item < item_id and entry not in added)
-    )
+    return delta_mod.merged_order(models.entry, models.delta, scope_id, "item_id", item_id)
 
 
 def delta_merged(scope_id: int, models: Models | None = None) -> int:
@@ -395,25 +354,10 @@ def index_merge_task(scope_id: int, attempt: int = 1) -> int:
 
 
 def _delta_folded(scope_id: int, models: Models) -> int:
-    rows = list(
-        models.delta.objects.filter(scope_id=scope_id)
-        .order_by("pk")
-        .values_list("pk", "entry", "removed", "raw_tokens", "expanded_tokens")
-    )
-    if not rows:
-        return 0
-    added = {entry for _, entry, gone, _, _ in rows if not gone}
-    removed = {entry for _, entry, gone, _, _ in rows if gone}
-    changes = Changes()
-    for _, entry, gone, raw, expanded in rows:
-        if gone and entry not in added:
-            changes.remove(scope_id, entry, raw.split(), expanded.split())
-        elif not gone and entry not in removed:
-            changes.add(scope_id, entry, raw.split(), expanded.split())
-    changes_applied(changes, models)
-    arrays_packed([scope_id], models)
-    models.delta.objects.filter(pk__lte=rows[-1][0], scope_id=scope_id).delete()
-    return len(rows)
+    folded = delta_mod.postings_folded(models.delta, scope_id, models)
+    if folded:
+        arrays_packed([scope_id], models)
+    return folded
 
 
 # --- writing entries ----------------------------------------------------------------------------
@@ -789,143 +733,30 @@ def _postings_kept() -> bool:
 INDEX_NAME = "experience"
 
 
-@dataclass(frozen=True)
-class DeltaRow:
-    """One change of a scope's delta as a reader holds it."""
-
-    seq: int
-    record: np.ndarray  # one ENTRY_DTYPE record (kind REMOVED: a removal)
-    item_id: str
-    raw: frozenset[str]  # token keys
-    expanded: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Delta:
-    """The changes a process holds on top of one merged array (by its row version), the array
-    with them applied and, per token key, the added entries whose raw (expanded) set holds it."""
-
-    version: str
-    seq: int
-    rows: tuple[DeltaRow, ...]
-    entries: np.ndarray
-    raw: Mapping[str, np.ndarray]
-    expanded: Mapping[str, np.ndarray]
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.entries.nbytes) + 64 * len(self.rows)
-
-
 def _delta_row(row: Sequence[Any]) -> DeltaRow:
     _, seq, raw, expanded, item_id, record, _ = row
-    return DeltaRow(
-        int(seq),
-        entries_of(record),
-        str(item_id),
-        frozenset((raw or "").split()),
-        frozenset((expanded or "").split()),
-    )
+    entries = entries_of(record)
+    return delta_row(seq, entries, item_id, raw, expanded, int(entries["kind"][0]) == REMOVED)
 
 
 def with_delta(merged: np.ndarray, rows: Sequence[DeltaRow], version: str = "") -> Delta:
-    """The merged array with the delta's changes applied: added entries in their places (by id,
-    their tie order among the merged ones from the place the writer recorded, among each other by
-    item id), taken-out ones kept but never admitted (approved at NEVER: the gate refuses them,
-    and the posting lists that still hold them stay consistent with the array)."""
-    added = [row for row in rows if int(row.record["kind"][0]) != REMOVED]
-    gone = np.array(
-        [int(row.record["id"][0]) for row in rows if int(row.record["kind"][0]) == REMOVED],
-        dtype=np.int64,
-    )
-    if not added and not len(gone):
-        return Delta(version, rows[-1].seq if rows else 0, tuple(rows), merged, {}, {})
-    fresh = np.concatenate([row.record for row in added]) if added else merged[:0]
-    entries = np.concatenate([merged, fresh])
-    by_item = sorted(range(len(added)), key=lambda i: added[i].item_id)
-    among = np.zeros(len(added), dtype=np.int64)
-    among[by_item] = np.arange(1, len(added) + 1)
-    first = np.concatenate(
-        [2 * merged["order"].astype(np.int64), 2 * fresh["order"].astype(np.int64) - 1]
-    )
-    second = np.concatenate([np.zeros(len(merged), dtype=np.int64), among])
-    ranked = np.lexsort((second, first))
-    entries["order"][ranked] = np.arange(len(entries), dtype=np.int32)
-    entries = entries[np.argsort(entries["id"], kind="stable")]
-    if len(gone):
-        entries["approved_at"][np.isin(entries["id"], gone)] = ts.NEVER
-    raw: dict[str, list[int]] = {}
-    expanded: dict[str, list[int]] = {}
-    for row in added:
-        entry = int(row.record["id"][0])
-        for token in row.raw:
-            raw.setdefault(token, []).append(entry)
-        for token in row.expanded:
-            expanded.setdefault(token, []).append(entry)
-    return Delta(
-        version,
-        rows[-1].seq,
-        tuple(rows),
-        entries,
-        {token: np.array(ids, dtype=ts.ID_DTYPE) for token, ids in raw.items()},
-        {token: np.array(ids, dtype=ts.ID_DTYPE) for token, ids in expanded.items()},
-    )
-
-
-class _Deltas:
-    """Per scope key, the :class:`Delta` this process holds (PostgreSQL), least recently used
-    first out."""
-
-    LIMIT = 1024
-
-    def __init__(self) -> None:
-        self._kept: OrderedDict[Hashable, Delta] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Delta | None:
-        with self._lock:
-            kept = self._kept.get(key)
-            if kept is not None:
-                self._kept.move_to_end(key)
-            return kept
-
-    def keep(self, key: Hashable, delta: Delta) -> None:
-        with self._lock:
-            self._kept[key] = delta
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.LIMIT:
-                self._kept.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-
-
-DELTAS = _Deltas()
-
-# SQLite reads the array and the delta from the file at every search; applying the delta again
-# each time (an array's copy and sort) would cost more than the read. Kept per scope key with
-# the array's bytes and the delta's rows it was applied to, compared whole (ids are reused after
-# a rollback, so nothing shorter identifies them).
-_applied: OrderedDict[Hashable, tuple[bytes, tuple[Any, ...], Delta]] = OrderedDict()
-_applied_lock = threading.Lock()
+    """The merged array with the delta's changes applied (``textsearch.delta.with_delta``):
+    a taken-out entry stays, approved at NEVER (the gate refuses it)."""
+    return shared_with_delta(merged, rows, version, hidden="approved_at")
 
 
 def _applied_in_process(
     key: Hashable, merged: np.ndarray, blob: Any, changes: tuple[Any, ...]
 ) -> Delta:
+    """The delta applied on SQLite, where the array and the delta are read at every search:
+    applied again only when they changed (``textsearch.delta.APPLIED``)."""
     stored = bytes(blob)
-    with _applied_lock:
-        kept = _applied.get(key)
-    if kept is not None and kept[1] == changes and kept[0] == stored:
-        return kept[2]
+    kept = APPLIED.get(key, stored, changes)
+    if kept is not None:
+        return kept
     fresh = sorted((_delta_row(row) for row in changes), key=lambda r: r.seq)
     delta = with_delta(merged, fresh)
-    with _applied_lock:
-        _applied[key] = (stored, changes, delta)
-        _applied.move_to_end(key)
-        while len(_applied) > _Deltas.LIMIT // 4:
-            _applied.popitem(last=False)
+    APPLIED.keep(key, stored, changes, delta)
     return delta
 
 

@@ -153,6 +153,15 @@ def check_indexing(output: str) -> None:
     # After one addition the vector reader fetches one delta row, never the matrix.
     assert all(int(row[4]) == 1 for row in rows), output
     assert len(figures(output, rf"^merge at ({NUMBER}): lexical ({NUMBER}) ms")) == 2
+    # Knowledge search's lexical index: one approved version at each size, the reader after it.
+    figures(output, rf"^knowledge lexical addition ratio 200/20: x({NUMBER}) \(target <= 1.3\)")
+    knowledge = figures(
+        output,
+        rf"^knowledge addition at ({NUMBER}): ({NUMBER}) ms; reader after it ({NUMBER}) bytes"
+        rf" \((\d+) delta rows\)",
+    )
+    assert [row[0] for row in knowledge] == ["20", "200"]
+    assert len(figures(output, rf"^knowledge merge at ({NUMBER}): ({NUMBER}) ms")) == 2
 
 
 def test_bench_indexing(on_sqlite: dict[str, str], tmp_path: Path) -> None:
@@ -299,6 +308,11 @@ def test_bench_indexing_on_postgres(on_postgres: dict[str, str], tmp_path: Path)
     # PostgreSQL keeps the merged array: one addition sends one delta record, never the array.
     rows = figures(output, rf"^reader after one addition at ({NUMBER}): lexical ({NUMBER}) bytes")
     assert number(rows[1][1]) < 41 * 200 / 4, output
+    # So does knowledge search's: one delta row, one record, never the array.
+    knowledge = figures(
+        output, rf"^knowledge addition at ({NUMBER}): .* ({NUMBER}) bytes \((\d+) delta rows\)"
+    )
+    assert all(int(row[2]) == 1 and number(row[1]) < 200 for row in knowledge), output
 
 
 def test_bench_semantic_on_postgres(on_postgres: dict[str, str], tmp_path: Path) -> None:

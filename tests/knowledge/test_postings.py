@@ -35,6 +35,7 @@ from knowledge.postings import (
     ENTRY_DTYPE,
     bulk_finished,
     bulk_indexed,
+    delta_merged,
     entries_of,
     rebuild,
     scope_ids,
@@ -303,6 +304,9 @@ def test_a_long_ascii_token_is_found_by_its_key(operator: User) -> None:
 
 
 def index_snapshot() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[Any]]:
+    """The stored index once every scope's delta is merged (what the background merge does)."""
+    for scope_id in SearchScope.objects.values_list("pk", flat=True):
+        delta_merged(scope_id)
     public = dict(SearchEntry.objects.values_list("pk", "public_id"))
     keys = {scope.pk: str(scope) for scope in SearchScope.objects.all()}
     entries = sorted(
