@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from reviewconsole.itemids import CASE, SKILL
+from reviewconsole.scopes import SCOPE_FIELDS
+
 # A real answer needs every scope field: the schema lets one be left out so that leaving it out
 # is answered (needs_context / fallback naming it) rather than refused.
 SCOPE_NEEDED = "needed for an answer (left out: {status})"
@@ -58,18 +61,18 @@ ARGUMENTS: dict[str, tuple[str, Any]] = {
         "where the current ticket happens, each field exactly: all five are needed for an "
         "answer; one left out is answered needs_context or fallback naming it in missing, never "
         "with a wider scope",
-        {
-            "tenant": "teahouse",
-            "brand": "leaf-and-cup",
-            "store": "store-002",
-            "campaign": "campaign-b",
-            "deployment": "release-1",
-        },
+        dict(
+            zip(
+                SCOPE_FIELDS,
+                ("teahouse", "leaf-and-cup", "store-002", "campaign-b", "release-1"),
+                strict=True,
+            )
+        ),
     ),
     "skill_id": (
         "an approved skill's id (skill:<64 hex digits>), as retrieve_experience or "
         "experience_context returned it for this scope (an item of type skill); never made up",
-        "skill:" + "0" * 64,
+        SKILL.prefix + "0" * 64,
     ),
     "inputs": (
         "a prompt-form skill's declared inputs by name (the skill's prompt.inputs); "
@@ -120,7 +123,7 @@ ARGUMENTS: dict[str, tuple[str, Any]] = {
     "valid_to": ("until when the case applies", "2026-12-31T23:59:59+08:00"),
     "supersedes": (
         "the id of a stored case this one replaces (case:<64 hex digits>)",
-        "case:" + "0" * 64,
+        CASE.prefix + "0" * 64,
     ),
     "source_id": ("where the excerpt comes from (a message, a document, a log)", "thread:9#m4"),
     "excerpt": ("the words quoted from the source, verbatim", "Ops: not in the campaign list."),
@@ -150,23 +153,23 @@ ARGUMENTS_BY_MODEL: dict[tuple[str, str], tuple[str, Any]] = {
     ),
     ("CaseProposal", "scope"): (
         "the exact scope the case happened in: all five fields",
-        {
-            "tenant": "teahouse",
-            "brand": "leaf-and-cup",
-            "store": "store-002",
-            "campaign": "campaign-b",
-            "deployment": "release-1",
-        },
+        dict(
+            zip(
+                SCOPE_FIELDS,
+                ("teahouse", "leaf-and-cup", "store-002", "campaign-b", "release-1"),
+                strict=True,
+            )
+        ),
     ),
 }
 # A ticket's scope (retrieval, skill runs, investigations): each tool names what is missing.
-for _field in ("tenant", "brand", "store", "campaign", "deployment"):
+for _field in SCOPE_FIELDS:
     ARGUMENTS_BY_MODEL[("ExperienceScope", _field)] = (
         f"the ticket's {_field}, exactly; needed for an answer",
         ARGUMENTS[_field][1],
     )
 # In a case's own scope every field is required by the schema itself.
-for _field in ("tenant", "brand", "store", "campaign", "deployment"):
+for _field in SCOPE_FIELDS:
     ARGUMENTS_BY_MODEL[("CaseScope", _field)] = (
         f"the case's {_field}, exactly",
         ARGUMENTS[_field][1],

@@ -257,7 +257,9 @@ def logout(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "reviewconsole/logout_provider.html",
-        {"end_session_url": f"{end_session}?{query}"},
+        # The base template's head sends the browser on (``refresh_url``): the console's
+        # content-security policy forbids a form answer that redirects to another site.
+        {"end_session_url": f"{end_session}?{query}", "refresh_url": f"{end_session}?{query}"},
     )
 
 

@@ -55,6 +55,7 @@ SAME_IN_CHINESE = {
     "CSV",
     "JSON",
     "MCP",
+    "OAuth",
     "HTTP",
     "ISO",
     "UTC",

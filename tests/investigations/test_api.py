@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 
 from investigations.models import Investigation
+from investigations.services import RUN_ID_TAKEN
 from knowledge.conclusions import RULES_DO_NOT_EXPLAIN, RULES_EXCLUDE_PURCHASE
 from reviewconsole.models import TenantMembership
 from reviewconsole.permissions import SEARCH_KNOWLEDGE
@@ -89,14 +90,15 @@ def test_a_bad_body_is_422_naming_the_field(
     assert not Investigation.objects.exists()
 
 
-def test_a_taken_run_id_is_422_on_run_id(
+def test_a_taken_run_id_is_409(
     knowledge_base: None, agent: User, client_for: Callable[[User], BearerClient]
 ) -> None:
+    """A run id already taken is a conflict with the run it names, not a malformed field."""
     client = client_for(agent)
     assert client.post_json(PATH, body(run_id="api-1")).status_code == 200
     response = client.post_json(PATH, body(run_id="api-1"))
-    assert response.status_code == 422
-    assert response.json()["detail"][0]["loc"] == ["body", "run_id"]
+    assert response.status_code == 409
+    assert response.json() == {"detail": RUN_ID_TAKEN}
 
 
 def test_without_a_token_is_401(knowledge_base: None) -> None:

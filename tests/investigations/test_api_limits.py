@@ -18,7 +18,11 @@ from agentapi.investigate import NO_SUCH_INVESTIGATION, RUN_FAILED
 from agentapi.limits import TOO_MANY_LIVE
 from investigations.models import Investigation, InvestigationRequest, RequestState
 from investigations.providers import LIVE_NOT_CONFIGURED
-from investigations.services import investigation_request_failed, investigation_request_run
+from investigations.services import (
+    RUN_ID_TAKEN,
+    investigation_request_failed,
+    investigation_request_run,
+)
 from knowledge.conclusions import RULES_DO_NOT_EXPLAIN
 from reviewconsole.roles import Role
 from tests.api.conftest import BearerClient, client_for, token_for
@@ -136,7 +140,7 @@ def test_a_taken_run_id_is_refused_for_a_queued_run_too(
     client = client_for(agent)
     assert client.post_json(PATH, body(provider="live", run_id="dup")).status_code == 202
     again = client.post_json(PATH, body(provider="live", run_id="dup"))
-    assert again.status_code == 422 and again.json()["detail"][0]["loc"] == ["body", "run_id"]
+    assert again.status_code == 409 and again.json() == {"detail": RUN_ID_TAKEN}
     assert InvestigationRequest.objects.filter(run_id="dup").count() == 1
 
 

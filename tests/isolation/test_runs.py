@@ -106,7 +106,7 @@ def test_api_outcome_of_another_accounts_run_is_answered_as_an_unknown_ones(
         body = {"outcome": "lead_was_wrong"}
         taken = other.post_json("/api/v1/runs/r-1/outcome", body)
         unknown = other.post_json("/api/v1/runs/r-unknown/outcome", body)
-        assert taken.status_code == unknown.status_code == 422
+        assert taken.status_code == unknown.status_code == 404
         assert taken.content == unknown.content.replace(b"r-unknown", b"r-1")
     assert written() == before
 
