@@ -30,6 +30,7 @@ from knowledge.domain import sha256_hex
 from reviewconsole.scopes import SCOPE_FIELDS
 from tests.experience.conftest import NOW, SCOPE
 from textsearch import arrays
+from textsearch.delta import DELTAS
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +117,7 @@ def test_a_list_travels_once_per_row_version(corpus: dict[str, list[Case]]) -> N
     assert len(again.raw) == len(first.raw) and len(again.expanded) == len(first.expanded)
     # The merged array's lists kept by version, and the lists of the delta's additions this
     # process holds on top of it (approvals since the scope was packed): none sent again.
-    held = postings.DELTAS.get(scope_key)
+    held = DELTAS.get(scope_key)
     kept_arrays = {id(arrays.POSTINGS[key][1]) for key in kept_keys()}
     if held is not None:
         kept_arrays |= {id(ids) for ids in [*held.raw.values(), *held.expanded.values()]}
